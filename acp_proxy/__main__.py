@@ -1,0 +1,6 @@
+"""``python -m acp_proxy``."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    main()

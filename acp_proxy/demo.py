@@ -1,0 +1,142 @@
+"""``acp-proxy demo``: drive one scripted session through the proxy, as a client would.
+
+The proxy runs the example agent; this module plays the editor: initialize,
+session/new, a prompt (allowing the tool call it asks permission for), and a
+second prompt it cancels mid-stream. Then it says where the transcript went.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+__all__ = ["DemoClient", "run_demo"]
+
+
+class DemoClient:
+    """A minimal, synchronous ACP client over a child's pipes."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], echo: IO[str] | None = None) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self._in = proc.stdin
+        self._out = proc.stdout
+        self._ids = itertools.count(0)
+        self._echo = echo
+        #: Every message received, in order.
+        self.received: list[dict[str, Any]] = []
+
+    def say(self, text: str) -> None:
+        """Narrate, if narration is on."""
+        if self._echo is not None:
+            print(text, file=self._echo, flush=True)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message as one line."""
+        self._in.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+        self._in.flush()
+
+    def receive(self) -> dict[str, Any]:
+        """Read the next message; answer permission requests by allowing once."""
+        line = self._out.readline()
+        if not line:
+            raise EOFError("the agent closed its output")
+        message: dict[str, Any] = orjson.loads(line)
+        self.received.append(message)
+        return message
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request and read until its response; return the response."""
+        request_id = next(self._ids)
+        self.send({"id": request_id, "method": method, "params": params})
+        while True:
+            message = self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+            self._react(message)
+
+    def until_idle(self, session_id: str, cancel_after_chunks: int | None = None) -> str | None:
+        """Read updates until the session reports idle; return the stop reason."""
+        chunks = 0
+        while True:
+            message = self.receive()
+            update = self._react(message)
+            if update is None:
+                continue
+            kind = update.get("sessionUpdate")
+            if kind == "agent_message_chunk":
+                chunks += 1
+                if cancel_after_chunks is not None and chunks == cancel_after_chunks:
+                    self.say("  client: session/cancel")
+                    self.send({"method": "session/cancel", "params": {"sessionId": session_id}})
+            if kind == "state_update" and update.get("state") == "idle":
+                reason = update.get("stopReason")
+                return reason if isinstance(reason, str) else None
+
+    def _react(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        method = message.get("method")
+        if method == "session/request_permission":
+            title = message.get("params", {}).get("title", "permission")
+            self.say(f"  agent asks: {title}  -> client allows once")
+            outcome = {"outcome": "selected", "optionId": "allow"}
+            self.send({"id": message["id"], "result": {"outcome": outcome}})
+            return None
+        if method == "session/update":
+            update = message.get("params", {}).get("update", {})
+            if isinstance(update, dict):
+                return update
+        return None
+
+    def close(self, timeout: float = 15.0) -> int:
+        """Close the agent's input and wait for the proxy to exit."""
+        self._in.close()
+        return self._proc.wait(timeout=timeout)
+
+
+def run_demo(record: Path, delay: float = 0.02, echo: IO[str] | None = sys.stdout) -> int:
+    """Run the demo session, recording to ``record``; return the proxy's exit status."""
+    command = [
+        sys.executable, "-m", "acp_proxy", "run",
+        "--record", str(record), "--log-level", "warning",
+        "--", sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay),
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    client = DemoClient(proc, echo)
+    try:
+        client.say("client: initialize")
+        init = client.request(
+            "initialize",
+            {
+                "protocolVersion": 2,
+                "info": {"name": "acp-proxy-demo", "version": "0.1.0"},
+                "capabilities": {},
+            },
+        )
+        agent = init.get("result", {}).get("info", {}).get("name")
+        client.say(f"  agent: {agent}, protocol version {init['result']['protocolVersion']}")
+        client.say("client: session/new")
+        session_id = client.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})[
+            "result"
+        ]["sessionId"]
+        client.say(f"  session {session_id}")
+        for text, cancel_after in (
+            ("Summarize the project README.", None),
+            ("Now explain every section in detail.", 3),
+        ):
+            client.say(f"client: session/prompt {text!r}")
+            accepted = client.request(
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+            )
+            client.say(f"  accepted as {accepted.get('result', {}).get('messageId')}")
+            reason = client.until_idle(session_id, cancel_after_chunks=cancel_after)
+            client.say(f"  turn ended: {reason}")
+    finally:
+        status = client.close()
+    return status

@@ -1,0 +1,422 @@
+"""A small, honest ACP agent, so the proxy can be tried with nothing else installed.
+
+Run it as ``python -m acp_proxy.example_agent``. It speaks the ACP v2 prompt
+lifecycle (and v1, if the client asks for protocol version 1): ``initialize``,
+``session/new``, ``session/prompt`` answered with the inserted ``messageId``,
+``user_message``, ``state_update`` running / requires_action / idle, streamed
+``agent_thought_chunk`` and ``agent_message_chunk``, a tool call that asks for
+permission, a ``plan_update``, a ``notice``, ``usage_update``; and it honours
+``session/cancel``. There is no model: the replies are scripted.
+
+``--misbehave`` makes it break the protocol on purpose, in ways the validator
+must catch (see ``recordings/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import queue
+import sys
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import orjson
+
+__all__ = ["ExampleAgent", "main"]
+
+#: What a turn yields: seconds to wait, or ("request", id) to wait for a response.
+Step = float | tuple[str, int]
+
+_REPLY = (
+    "This is the example agent that ships with acp-proxy. "
+    "It has no model, so this answer is scripted, "
+    "but every message you see went through the proxy and into the transcript."
+)
+
+_EOF = object()
+
+
+@dataclass
+class _Turn:
+    session_id: str
+    steps: Generator[Step, Any, None]
+    wake_at: float = 0.0
+    waiting_for: int | None = None
+    cancelled: bool = False
+    open_tools: set[str] = field(default_factory=set)
+
+
+class ExampleAgent:
+    """The agent's state; :meth:`serve` runs it over a pair of binary streams."""
+
+    def __init__(self, out: BinaryIO, delay: float = 0.02, misbehave: bool = False) -> None:
+        self._out = out
+        self._delay = delay
+        self._misbehave = misbehave
+        self._version = 2
+        self._ids = itertools.count(1)
+        self._request_ids = itertools.count(0)
+        self._sessions: set[str] = set()
+        self._turns: dict[str, _Turn] = {}
+        self._waiting: dict[int, _Turn] = {}
+
+    # --- wire ----------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message as one line."""
+        self._out.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+        self._out.flush()
+
+    def _respond(self, request_id: Any, result: Any) -> None:
+        self.send({"id": request_id, "result": result})
+
+    def _error(self, request_id: Any, code: int, message: str) -> None:
+        self.send({"id": request_id, "error": {"code": code, "message": message}})
+
+    def _update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.send(
+            {"method": "session/update", "params": {"sessionId": session_id, "update": update}}
+        )
+
+    # --- dispatch ------------------------------------------------------------
+
+    def handle(self, message: Any) -> None:
+        """React to one message from the client."""
+        if not isinstance(message, dict):
+            return
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method is None and "id" in message:  # a response to one of our requests
+            turn = self._waiting.pop(message["id"], None)
+            if turn is not None:
+                turn.waiting_for = None
+                self._advance(turn, message)
+            return
+        request_id = message.get("id")
+        if method == "initialize":
+            self._initialize(request_id, params)
+        elif method == "session/new":
+            session_id = f"sess_{next(self._ids):04d}"
+            self._sessions.add(session_id)
+            self._respond(request_id, {"sessionId": session_id})
+        elif method == "session/prompt":
+            self._prompt(request_id, params)
+        elif method == "session/cancel":
+            turn = self._turns.get(params.get("sessionId", ""))
+            if turn is not None:
+                turn.cancelled = True
+                if turn.waiting_for is None:
+                    turn.wake_at = 0.0
+        elif method == "session/close":
+            self._sessions.discard(params.get("sessionId", ""))
+            self._respond(request_id, {})
+        elif request_id is not None:
+            self._error(request_id, -32601, f"Method not found: {method}")
+
+    def _initialize(self, request_id: Any, params: dict[str, Any]) -> None:
+        asked = params.get("protocolVersion")
+        self._version = 1 if asked == 1 else 2
+        info = {"name": "acp-proxy-example-agent", "version": "0.1.0"}
+        prompt_caps = {"image": {}, "embeddedContext": {}}
+        if self._version == 1:
+            result: dict[str, Any] = {
+                "protocolVersion": 1,
+                "agentCapabilities": {"promptCapabilities": {"image": True, "embeddedContext": True}},
+                "agentInfo": info,
+                "authMethods": [],
+            }
+        else:
+            result = {
+                "protocolVersion": 2,
+                "info": info,
+                "capabilities": {"session": {"prompt": prompt_caps}},
+            }
+        self._respond(request_id, result)
+
+    def _prompt(self, request_id: Any, params: dict[str, Any]) -> None:
+        session_id = params.get("sessionId")
+        if session_id not in self._sessions:
+            self._error(request_id, -32002, f"Resource not found: session {session_id}")
+            return
+        if session_id in self._turns:
+            self._error(request_id, -32600, "a prompt is already running in this session")
+            return
+        steps = (
+            self._turn_v1(request_id, session_id, params)
+            if self._version == 1
+            else self._turn_v2(request_id, session_id, params)
+        )
+        turn = _Turn(session_id, steps)
+        self._turns[session_id] = turn
+        self._advance(turn, None)
+
+    def _advance(self, turn: _Turn, value: Any) -> None:
+        try:
+            step = turn.steps.send(value)
+        except StopIteration:
+            self._turns.pop(turn.session_id, None)
+            return
+        if isinstance(step, tuple):
+            turn.waiting_for = step[1]
+            self._waiting[step[1]] = turn
+        else:
+            turn.wake_at = time.monotonic() + step
+
+    def _ask_permission(self, session_id: str, tool_call: dict[str, Any]) -> tuple[str, int]:
+        request_id = next(self._request_ids)
+        options = [
+            {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]
+        if self._version == 1:
+            params: dict[str, Any] = {
+                "sessionId": session_id,
+                "toolCall": tool_call,
+                "options": options,
+            }
+        else:
+            params = {
+                "sessionId": session_id,
+                "title": "Read README.md?",
+                "options": options,
+                "subject": {"type": "tool_call", "toolCall": tool_call},
+            }
+        self.send({"id": request_id, "method": "session/request_permission", "params": params})
+        return ("request", request_id)
+
+    # --- the scripted turns ----------------------------------------------------
+
+    def _turn_v2(
+        self, request_id: Any, session_id: str, params: dict[str, Any]
+    ) -> Generator[Step, Any, None]:
+        n = next(self._ids)
+        user_id, thought_id, reply_id = f"msg_user_{n}", f"msg_thought_{n}", f"msg_agent_{n}"
+        call_id, plan_id = f"call_{n}", f"plan_{n}"
+        turn = self._turns.get(session_id)
+        bad = self._misbehave
+        update = self._update
+        prompt = params.get("prompt") if isinstance(params.get("prompt"), list) else []
+
+        if not bad:
+            update(session_id, {"sessionUpdate": "state_update", "state": "running"})
+        update(session_id, {"sessionUpdate": "user_message", "messageId": user_id, "content": prompt})
+        self._respond(request_id, {} if bad else {"messageId": user_id})
+        yield self._delay
+        update(
+            session_id,
+            {
+                "sessionUpdate": "agent_thought_chunk",
+                "messageId": thought_id,
+                "content": {"type": "text", "text": "The user wants a summary; I'll read the README."},
+            },
+        )
+        entries = [
+            {"content": "Read README.md", "priority": "high", "status": "in_progress"},
+            {"content": "Summarize it", "priority": "medium", "status": "pending"},
+        ]
+        plan: dict[str, Any] = {"type": "items", "planId": plan_id, "entries": entries}
+        update(session_id, {"sessionUpdate": "plan_update", "plan": plan})
+        tool = {"toolCallId": call_id, "title": "Read README.md", "kind": "read", "status": "pending"}
+        update(session_id, {"sessionUpdate": "tool_call_update", **tool})
+        self._open(turn, call_id)
+        if not bad:
+            update(session_id, {"sessionUpdate": "state_update", "state": "requires_action"})
+        answer = yield self._ask_permission(session_id, {"toolCallId": call_id})
+        if turn is not None and turn.cancelled:
+            yield from self._end_cancelled(turn)
+            return
+        if not bad:
+            update(session_id, {"sessionUpdate": "state_update", "state": "running"})
+        outcome = (answer or {}).get("result", {}).get("outcome", {})
+        if outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow":
+            update(
+                session_id,
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"},
+            )
+            yield self._delay
+            update(
+                session_id,
+                {
+                    "sessionUpdate": "tool_call_content_chunk",
+                    "toolCallId": call_id,
+                    "content": {
+                        "type": "content",
+                        "content": {"type": "text", "text": "# acp-proxy\nA proxy for ACP."},
+                    },
+                },
+            )
+            update(
+                session_id,
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed"},
+            )
+        else:
+            update(
+                session_id,
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "failed"},
+            )
+        self._close(turn, call_id)
+        update(
+            session_id,
+            {
+                "sessionUpdate": "notice",
+                "severity": "info",
+                "title": "No model connected",
+                "description": "The example agent's replies are scripted.",
+            },
+        )
+        if bad:
+            update(session_id, {"sessionUpdate": "notice", "severity": "loud", "title": ""})
+        for word in _REPLY.split(" "):
+            if turn is not None and turn.cancelled:
+                yield from self._end_cancelled(turn)
+                return
+            chunk: dict[str, Any] = {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": word + " "},
+            }
+            if not bad:
+                chunk["messageId"] = reply_id
+            update(session_id, chunk)
+            yield self._delay
+        entries = [{**entry, "status": "completed"} for entry in entries]
+        update(session_id, {"sessionUpdate": "plan_update", "plan": {**plan, "entries": entries}})
+        usage: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": 1200 * n,
+            "size": 200000,
+            "cost": {"amount": 0.001 * n, "currency": "USD"},
+        }
+        if bad:
+            usage["used"] = -1
+            usage["cost"] = {"amount": 1}
+            update(session_id, {"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": "%%"})
+        update(session_id, usage)
+        idle: dict[str, Any] = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        if bad:
+            idle["stopReason"] = "finished"
+        update(session_id, idle)
+
+    def _turn_v1(
+        self, request_id: Any, session_id: str, params: dict[str, Any]
+    ) -> Generator[Step, Any, None]:
+        n = next(self._ids)
+        call_id = f"call_{n}"
+        turn = self._turns.get(session_id)
+        update = self._update
+        yield self._delay
+        update(
+            session_id,
+            {
+                "sessionUpdate": "agent_thought_chunk",
+                "content": {"type": "text", "text": "The user wants a summary."},
+            },
+        )
+        update(
+            session_id,
+            {
+                "sessionUpdate": "plan",
+                "entries": [{"content": "Read README.md", "priority": "high", "status": "pending"}],
+            },
+        )
+        tool = {"toolCallId": call_id, "title": "Read README.md", "kind": "read", "status": "pending"}
+        update(session_id, {"sessionUpdate": "tool_call", **tool})
+        answer = yield self._ask_permission(session_id, tool)
+        outcome = (answer or {}).get("result", {}).get("outcome", {})
+        done = "completed" if outcome.get("outcome") == "selected" else "failed"
+        if turn is not None and turn.cancelled:
+            done = "cancelled"
+        update(
+            session_id, {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": done}
+        )
+        for word in _REPLY.split(" "):
+            if turn is not None and turn.cancelled:
+                break
+            update(
+                session_id,
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word + " "}},
+            )
+            yield self._delay
+        cancelled = turn is not None and turn.cancelled
+        self._respond(request_id, {"stopReason": "cancelled" if cancelled else "end_turn"})
+
+    def _open(self, turn: _Turn | None, call_id: str) -> None:
+        if turn is not None:
+            turn.open_tools.add(call_id)
+
+    def _close(self, turn: _Turn | None, call_id: str) -> None:
+        if turn is not None:
+            turn.open_tools.discard(call_id)
+
+    def _end_cancelled(self, turn: _Turn) -> Generator[Step, Any, None]:
+        for call_id in sorted(turn.open_tools):
+            self._update(
+                turn.session_id,
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "cancelled"},
+            )
+        turn.open_tools.clear()
+        self._update(
+            turn.session_id,
+            {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"},
+        )
+        return
+        yield  # a generator, so callers can ``yield from`` it
+
+    # --- the loop --------------------------------------------------------------
+
+    def serve(self, stream: BinaryIO) -> None:
+        """Read messages from ``stream`` until it ends, running turns between them."""
+        inbox: queue.Queue[Any] = queue.Queue()
+
+        def read() -> None:
+            for line in stream:
+                try:
+                    inbox.put(orjson.loads(line))
+                except orjson.JSONDecodeError:
+                    continue
+            inbox.put(_EOF)
+
+        threading.Thread(target=read, daemon=True).start()
+        while True:
+            runnable = [t for t in self._turns.values() if t.waiting_for is None]
+            timeout = None
+            if runnable:
+                timeout = max(0.0, min(t.wake_at for t in runnable) - time.monotonic())
+            try:
+                message = inbox.get(timeout=timeout)
+            except queue.Empty:
+                message = None
+            if message is _EOF:
+                return
+            if message is not None:
+                self.handle(message)
+            now = time.monotonic()
+            for turn in list(self._turns.values()):
+                if turn.waiting_for is None and turn.wake_at <= now:
+                    self._advance(turn, None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``python -m acp_proxy.example_agent``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m acp_proxy.example_agent", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--delay", type=float, default=0.02, help="seconds between streamed chunks"
+    )
+    parser.add_argument(
+        "--misbehave", action="store_true", help="break the protocol on purpose"
+    )
+    args = parser.parse_args(argv)
+    agent = ExampleAgent(sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave)
+    try:
+        agent.serve(sys.stdin.buffer)
+    except (BrokenPipeError, KeyboardInterrupt):
+        pass
+
+
+if __name__ == "__main__":
+    main()

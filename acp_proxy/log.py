@@ -1,0 +1,51 @@
+"""structlog set-up. Logs go to stderr or a file, never to stdout.
+
+stdout belongs to the protocol: structlog's default logger prints there, so
+:func:`configure` is called before anything logs, by every command.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, TextIO
+
+import orjson
+import structlog
+
+__all__ = ["LEVELS", "configure", "get_logger"]
+
+#: Accepted values of ``--log-level``.
+LEVELS = ("debug", "info", "warning", "error")
+
+
+def _dumps(obj: Any, **_: Any) -> str:
+    return orjson.dumps(obj, default=str).decode()
+
+
+def configure(level: str = "info", fmt: str = "console", stream: TextIO | None = None) -> None:
+    """Send structured logs at ``level`` and above to ``stream`` (stderr by default)."""
+    stream = stream or sys.stderr
+    renderer: Any
+    if fmt == "json":
+        renderer = structlog.processors.JSONRenderer(serializer=_dumps)
+    else:
+        colors = bool(getattr(stream, "isatty", lambda: False)())
+        renderer = structlog.dev.ConsoleRenderer(colors=colors)
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger() -> Any:
+    """The project's logger."""
+    return structlog.get_logger("acp-proxy")

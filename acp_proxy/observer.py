@@ -1,0 +1,156 @@
+"""The single place where frames are stamped, validated, recorded and logged.
+
+Both pumps call the same :class:`Observer`, synchronously, right after they
+write a chunk on, so there is one ``seq`` for the whole connection and the
+order of records is the causal order of the wire.
+
+Observation never hurts the relay: :meth:`Observer.observe` does not raise.
+If the validator fails, the failure is logged once and validation stops; the
+recorder handles its own I/O errors the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from .framing import Frame
+from .recorder import Recorder
+from .transcript import format_time, frame_record, violation_record
+
+__all__ = ["Finding", "Observer", "is_notice", "describe"]
+
+
+class Finding(Protocol):
+    """What the observer needs of a validator's finding."""
+
+    rule: str
+    level: str
+    message: str
+    spec: str
+    seq: int | None
+
+    def as_dict(self) -> dict[str, str]: ...
+
+
+class FrameValidator(Protocol):
+    """What the observer needs of a validator."""
+
+    def feed(self, side: str, frame: Frame, seq: int) -> list[Any]: ...
+
+    def end(self) -> list[Any]: ...
+
+
+def is_notice(value: Any) -> bool:
+    """Whether a parsed frame is a live-only ``notice`` session update."""
+    if not isinstance(value, dict) or value.get("method") != "session/update":
+        return False
+    params = value.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
+
+
+def describe(frame: Frame) -> dict[str, Any]:
+    """A few fields that identify a frame in the live log."""
+    value = frame.value
+    info: dict[str, Any] = {"bytes": len(frame.raw)}
+    if not frame.is_json:
+        info["kind"] = "not JSON"
+    elif isinstance(value, dict):
+        for key in ("id", "method"):
+            if key in value:
+                info[key] = value[key]
+        params = value.get("params")
+        if isinstance(params, dict) and isinstance(params.get("update"), dict):
+            info["update"] = params["update"].get("sessionUpdate")
+    return info
+
+
+class Observer:
+    """Stamps each frame with ``seq`` and ``t``, validates, records and logs it."""
+
+    def __init__(self, recorder: Recorder, log: Any, validator: FrameValidator | None = None):
+        self.recorder = recorder
+        self.validator = validator
+        self._log = log
+        #: Sequence number of the last frame observed (both directions together).
+        self.seq = 0
+
+    def observe(self, side: str, frames: Iterable[Frame]) -> list[Any]:
+        """Observe the frames of one chunk, in order; flush the transcript.
+
+        Returns the findings, for the caller that wants to act on them.
+        """
+        found: list[Any] = []
+        for frame in frames:
+            self.seq += 1
+            t = format_time()
+            findings = self._validate(side, frame, self.seq)
+            found.extend(findings)
+            try:
+                self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
+            except Exception:  # a log handler must not take the relay down
+                pass
+            if is_notice(frame.value):
+                self._log_notice(side, frame)
+                for finding in findings:
+                    self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
+            else:
+                self.recorder.write(
+                    frame_record(self.seq, t, side, frame, [f.as_dict() for f in findings])
+                )
+            self._log_findings(side, findings)
+        self.recorder.flush()
+        return found
+
+    def finish(self, exit_status: int | None, reason: str) -> list[Any]:
+        """The connection ended: last findings, then the ``end`` record."""
+        findings: list[Any] = []
+        if self.validator is not None:
+            try:
+                findings = self.validator.end()
+            except Exception as exc:
+                self._validator_failed(exc)
+        t = format_time()
+        for finding in findings:
+            self.recorder.write(violation_record(t, finding.seq, finding.as_dict()))
+        self._log_findings(None, findings)
+        self.recorder.close(exit_status, reason)
+        return findings
+
+    def _validate(self, side: str, frame: Frame, seq: int) -> list[Any]:
+        if self.validator is None:
+            return []
+        try:
+            return self.validator.feed(side, frame, seq)
+        except Exception as exc:
+            self._validator_failed(exc)
+            return []
+
+    def _validator_failed(self, exc: Exception) -> None:
+        self.validator = None
+        self._log.error(
+            "validator failed; validation is off for the rest of this session",
+            error=repr(exc),
+        )
+
+    def _log_notice(self, side: str, frame: Frame) -> None:
+        update = frame.value["params"]["update"]
+        self._log.info(
+            "notice",
+            seq=self.seq,
+            **{"from": side},
+            severity=update.get("severity"),
+            title=update.get("title"),
+            description=update.get("description"),
+        )
+
+    def _log_findings(self, side: str | None, findings: list[Any]) -> None:
+        for finding in findings:
+            method = self._log.error if finding.level == "error" else self._log.warning
+            method(
+                finding.message,
+                rule=finding.rule,
+                seq=finding.seq,
+                **({"from": side} if side else {}),
+            )

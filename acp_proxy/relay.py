@@ -1,0 +1,329 @@
+"""The asyncio shell: the agent process, the two pumps, signals and shutdown.
+
+Everything here is I/O; every decision about bytes is made by the pure core
+(:mod:`acp_proxy.framing`, :mod:`acp_proxy.validator`) through the observer.
+
+A pump reads a chunk, writes it on unchanged, and observes its frames, with no
+``await`` in between, so a frame is recorded before the proxy can read the
+other side's answer to it. Then it awaits ``drain()``: the writer's
+backpressure stops the reading, so nothing is buffered without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .framing import Framer
+from .observer import Observer
+
+__all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay"]
+
+#: Bytes asked for per read.
+CHUNK = 1 << 18
+
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class AgentNotFound(Exception):
+    """The agent command does not exist."""
+
+
+class AgentNotExecutable(Exception):
+    """The agent command exists but cannot be executed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayResult:
+    """How the session ended."""
+
+    #: The agent's return code: negative signal number if a signal killed it.
+    returncode: int | None
+    #: Why the session ended, in words.
+    reason: str
+
+    @property
+    def exit_status(self) -> int:
+        """The proxy's own exit status: the agent's, or 128+N for signal N."""
+        if self.returncode is None:
+            return 1
+        if self.returncode < 0:
+            return 128 - self.returncode
+        return self.returncode
+
+
+class _Source(Protocol):
+    async def read(self) -> bytes: ...
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _StreamSource:
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def read(self) -> bytes:
+        return await self._reader.read(CHUNK)
+
+
+class _ThreadSource:
+    """For a regular file on stdin, which the event loop cannot poll."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def read(self) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(None, os.read, self._fd, CHUNK)
+
+
+class _StreamSink:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    def write(self, data: bytes) -> None:
+        if self._writer.is_closing():
+            raise BrokenPipeError("pipe closed")
+        self._writer.write(data)
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, RuntimeError):
+            self._writer.close()
+
+
+class _FileSink:
+    """For a regular file on stdout: writes complete at once."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+async def _open_source(fd: int) -> _Source:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+    try:
+        await loop.connect_read_pipe(lambda: protocol, pipe)
+    except ValueError:  # a regular file: not a pipe, socket or character device
+        pipe.close()
+        return _ThreadSource(fd)
+    return _StreamSource(reader)
+
+
+async def _open_sink(fd: int) -> _Sink:
+    loop = asyncio.get_running_loop()
+    pipe = os.fdopen(os.dup(fd), "wb", buffering=0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, pipe
+        )
+    except ValueError:
+        pipe.close()
+        return _FileSink(os.dup(fd))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    return _StreamSink(writer)
+
+
+async def _pump(
+    source: _Source,
+    sink: _Sink,
+    side: str,
+    observer: Observer,
+    after_chunk: Callable[[], None] | None = None,
+) -> str:
+    """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``."""
+    framer = Framer()
+    while True:
+        try:
+            data = await source.read()
+        except (ConnectionError, OSError):
+            data = b""
+        if not data:
+            observer.observe(side, framer.feed(b""))
+            return "eof"
+        try:
+            sink.write(data)
+        except (ConnectionError, OSError):
+            observer.observe(side, framer.feed(data))
+            return "broken"
+        observer.observe(side, framer.feed(data))
+        if after_chunk is not None:
+            after_chunk()
+        try:
+            await sink.drain()
+        except (ConnectionError, OSError):
+            return "broken"
+
+
+def _signal_group(pid: int, sig: int) -> bool:
+    """Send ``sig`` to the agent's process group; False if nothing is left."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+
+async def relay(
+    argv: list[str],
+    observer: Observer,
+    log: Any,
+    *,
+    grace: float = 5.0,
+    on_start: Callable[[int], None] | None = None,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+) -> RelayResult:
+    """Run the agent and relay stdin/stdout to it until the session ends.
+
+    Raises :class:`AgentNotFound` or :class:`AgentNotExecutable` if the agent
+    cannot be started.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None,
+            process_group=0,
+            limit=CHUNK,
+        )
+    except FileNotFoundError as exc:
+        raise AgentNotFound(argv[0]) from exc
+    except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        raise AgentNotExecutable(argv[0]) from exc
+    except OSError as exc:  # e.g. ENOEXEC: not a program the kernel can run
+        raise AgentNotExecutable(f"{argv[0]}: {exc.strerror}") from exc
+    assert proc.stdin is not None and proc.stdout is not None
+    if on_start is not None:
+        on_start(proc.pid)
+    log.info("agent started", pid=proc.pid, argv=argv)
+
+    reason: str | None = None
+
+    def forward(sig: signal.Signals) -> None:
+        nonlocal reason
+        log.info("passing signal to agent", signal=sig.name, pid=proc.pid)
+        reason = reason or f"proxy received {sig.name}, passed on to the agent"
+        _signal_group(proc.pid, sig)
+
+    for sig in _FORWARDED_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, forward, sig)
+
+    stdin_blocking = _blocking(stdin_fd)
+    stdout_blocking = _blocking(stdout_fd)
+    client_in = await _open_source(stdin_fd)
+    client_out = await _open_sink(stdout_fd)
+    agent_in = _StreamSink(proc.stdin)
+    agent_out = _StreamSource(proc.stdout)
+
+    c2a = asyncio.create_task(_pump(client_in, agent_in, "client", observer))
+    a2c = asyncio.create_task(_pump(agent_out, client_out, "agent", observer))
+    exited = asyncio.create_task(proc.wait())
+
+    async def stop_agent() -> None:
+        """Close the agent's stdin, then grace, SIGTERM, grace, SIGKILL."""
+        agent_in.close()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            done, _ = await asyncio.wait({exited}, timeout=grace)
+            if done:
+                return
+            log.warning("agent did not exit; signalling its process group", signal=sig.name)
+            _signal_group(proc.pid, sig)
+        await exited
+
+    try:
+        pending: set[asyncio.Future[Any]] = {c2a, a2c, exited}
+        stopping: asyncio.Task[None] | None = None
+        while not exited.done():
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if c2a in done and stopping is None:
+                if c2a.result() == "eof":
+                    reason = reason or "client closed stdin"
+                    stopping = asyncio.create_task(stop_agent())
+                    pending.add(stopping)
+                # "broken": the agent closed its stdin; it is exiting or will say why.
+            if a2c in done and a2c.result() == "broken" and stopping is None:
+                reason = reason or "client closed stdout"
+                stopping = asyncio.create_task(stop_agent())
+                pending.add(stopping)
+        reason = reason or "agent exited"
+        # Relay what the agent already wrote. Descendants that still hold its
+        # stdout open would keep us here forever; they get the grace period.
+        if not a2c.done():
+            done, _ = await asyncio.wait({a2c}, timeout=grace)
+        _signal_group(proc.pid, signal.SIGTERM)
+        if not a2c.done():
+            _signal_group(proc.pid, signal.SIGKILL)
+            a2c.cancel()
+        for task in (c2a, a2c, stopping):
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(c2a, a2c, *([stopping] if stopping else []), return_exceptions=True)
+        # Make sure everything relayed has left before we report the end.
+        with contextlib.suppress(ConnectionError, OSError):
+            await client_out.drain()
+    finally:
+        for sig in _FORWARDED_SIGNALS:
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                loop.remove_signal_handler(sig)
+        if proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+        client_out.close()
+        agent_in.close()
+        _restore_blocking(stdin_fd, stdin_blocking)
+        _restore_blocking(stdout_fd, stdout_blocking)
+
+    result = RelayResult(proc.returncode, reason)
+    log.info("session ended", reason=reason, exit=proc.returncode)
+    return result
+
+
+def _blocking(fd: int) -> bool | None:
+    try:
+        return os.get_blocking(fd)
+    except OSError:
+        return None
+
+
+def _restore_blocking(fd: int, blocking: bool | None) -> None:
+    # The transports make the descriptions non-blocking; a shell that shares
+    # our terminal would otherwise inherit that state.
+    if blocking is not None:
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, blocking)
+
+
+def run_relay(argv: list[str], observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
+    """Run :func:`relay` in a fresh event loop."""
+    return asyncio.run(relay(argv, observer, log, **kwargs))

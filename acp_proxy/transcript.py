@@ -1,0 +1,290 @@
+"""The transcript format (``acp-proxy/1``): writing records and reading them back.
+
+A transcript is JSONL, one record per line, append-only::
+
+    {"kind":"start","t":…,"format":"acp-proxy/1","version":…,"argv":[…],"pid":…}
+    {"kind":"frame","seq":1,"t":…,"from":"client","violations":[…],"msg":<the frame's bytes>}
+    {"kind":"frame","seq":7,"t":…,"from":"agent","text":"not JSON"}
+    {"kind":"frame","seq":8,"t":…,"from":"agent","base64":"/w4K"}
+    {"kind":"violation","t":…,"seq":<int or null>,"rule":…,"level":…,"message":…,"spec":…}
+    {"kind":"end","t":…,"exit":0,"reason":"client closed stdin"}
+
+``msg`` is always the last key and holds the frame's own bytes, spliced in, never
+re-encoded; a reader recovers them by slicing the line. Readers ignore kinds and
+keys they do not know. This module is pure: records are bytes in and out; the
+only I/O is :func:`read_records`, which streams a file line by line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from . import __version__
+from .framing import UNPARSED, Frame, parse_frame
+
+__all__ = [
+    "FORMAT",
+    "EndRecord",
+    "FrameRecord",
+    "Record",
+    "StartRecord",
+    "UnreadableLine",
+    "ViolationRecord",
+    "end_record",
+    "format_time",
+    "frame_record",
+    "iter_records",
+    "read_records",
+    "start_record",
+    "violation_record",
+]
+
+#: The value of ``format`` in every ``start`` record this version writes.
+FORMAT = "acp-proxy/1"
+
+
+def format_time(when: datetime | None = None) -> str:
+    """RFC 3339 UTC with microseconds: ``2026-11-29T20:17:00.123456Z``."""
+    when = when or datetime.now(UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> datetime | None:
+    """The inverse of :func:`format_time`; None for anything else."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+
+
+# --- writing ---------------------------------------------------------------
+
+
+def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
+    """The record that opens a session."""
+    return orjson.dumps(
+        {
+            "kind": "start",
+            "t": t,
+            "format": FORMAT,
+            "version": __version__,
+            "argv": list(argv),
+            "pid": pid,
+        }
+    ) + b"\n"
+
+
+def frame_record(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+) -> bytes:
+    """The record of one frame; its bytes are spliced in, never re-serialized."""
+    head = orjson.dumps({"kind": "frame", "seq": seq, "t": t, "from": side})[:-1]
+    found = list(violations)
+    if found:
+        head += b',"violations":' + orjson.dumps(found)
+    if frame.is_json:
+        return b"".join((head, b',"msg":', frame.raw, b"}\n"))
+    try:
+        text = frame.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return head + b',"base64":' + orjson.dumps(base64.b64encode(frame.raw).decode()) + b"}\n"
+    return head + b',"text":' + orjson.dumps(text) + b"}\n"
+
+
+def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> bytes:
+    """A finding that belongs to no stored frame (a dropped notice, the end)."""
+    return orjson.dumps({"kind": "violation", "t": t, "seq": seq, **finding}) + b"\n"
+
+
+def end_record(t: str, exit_status: int | None, reason: str) -> bytes:
+    """The record that closes a session."""
+    return orjson.dumps({"kind": "end", "t": t, "exit": exit_status, "reason": reason}) + b"\n"
+
+
+# --- reading ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StartRecord:
+    """A session begins."""
+
+    line: int
+    t: str
+    argv: list[str]
+    pid: int | None
+    format: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRecord:
+    """A frame as it crossed the wire, with the findings stored beside it."""
+
+    line: int
+    seq: int
+    t: str
+    side: str
+    frame: Frame
+    violations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ViolationRecord:
+    """A stored finding that belongs to no stored frame."""
+
+    line: int
+    t: str
+    seq: int | None
+    rule: str
+    level: str
+    message: str
+    spec: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndRecord:
+    """A session ends."""
+
+    line: int
+    t: str
+    exit: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableLine:
+    """A line that is not a record: typically the truncated last line of a crash."""
+
+    line: int
+    reason: str
+
+
+Record = StartRecord | FrameRecord | ViolationRecord | EndRecord | UnreadableLine
+
+_SIGNIFICANT = re.compile(rb'["\\{}\[\]]')
+_WHITESPACE = b" \t\r\n"
+
+
+def _msg_value_offset(line: bytes) -> int:
+    """Offset of the first byte of the top-level ``msg`` value in a record line.
+
+    Scans the record's own keys only: it stops as soon as the key is found, so
+    the cost does not depend on the size of the message.
+    """
+    depth = 0
+    in_string = False
+    escaped_at = -1
+    for match in _SIGNIFICANT.finditer(line):
+        pos = match.start()
+        char = line[pos]
+        if in_string:
+            if char == 0x5C and escaped_at != pos:  # backslash escapes the next byte
+                escaped_at = pos + 1
+            elif char == 0x22 and escaped_at != pos:
+                in_string = False
+            continue
+        if char == 0x22:
+            if depth == 1 and line.startswith(b'"msg"', pos):
+                rest = pos + 5
+                while rest < len(line) and line[rest] in _WHITESPACE:
+                    rest += 1
+                if rest < len(line) and line[rest] == 0x3A:  # ':' makes it a key
+                    return rest + 1
+            in_string = True
+        elif char in b"{[":
+            depth += 1
+        elif char in b"}]":
+            depth -= 1
+    raise ValueError("no top-level msg key")
+
+
+def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
+    if "msg" in record:
+        start = _msg_value_offset(line)
+        end = line.rstrip(_WHITESPACE)
+        raw = line[start : len(end) - 1]
+        return Frame(raw, record["msg"])
+    if isinstance(record.get("text"), str):
+        return parse_frame(record["text"].encode("utf-8"))
+    if isinstance(record.get("base64"), str):
+        try:
+            raw = base64.b64decode(record["base64"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"base64 field does not decode: {exc}") from None
+        return parse_frame(raw)
+    return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
+
+
+def _record_of(number: int, line: bytes) -> Record | None:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return UnreadableLine(number, f"not a JSON record ({exc})")
+    if not isinstance(record, dict):
+        return UnreadableLine(number, "not a JSON object")
+    kind = record.get("kind")
+    try:
+        if kind == "frame":
+            return FrameRecord(
+                number,
+                int(record["seq"]),
+                str(record.get("t", "")),
+                str(record["from"]),
+                _frame_of(line, record),
+                [v for v in record.get("violations") or [] if isinstance(v, dict)],
+            )
+        if kind == "start":
+            return StartRecord(
+                number,
+                str(record.get("t", "")),
+                [str(a) for a in record.get("argv") or []],
+                record.get("pid"),
+                str(record.get("format", "")),
+                str(record.get("version", "")),
+            )
+        if kind == "violation":
+            return ViolationRecord(
+                number,
+                str(record.get("t", "")),
+                record.get("seq"),
+                str(record["rule"]),
+                str(record.get("level", "")),
+                str(record.get("message", "")),
+                str(record.get("spec", "")),
+            )
+        if kind == "end":
+            return EndRecord(
+                number, str(record.get("t", "")), record.get("exit"), str(record.get("reason", ""))
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        return UnreadableLine(number, f"malformed {kind} record ({exc})")
+    return None  # a kind from a later format: ignored, as the format promises
+
+
+def iter_records(stream: BinaryIO) -> Iterator[Record]:
+    """Read records one line at a time, in constant memory per line."""
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        record = _record_of(number, line.rstrip(b"\n"))
+        if record is not None:
+            yield record
+
+
+def read_records(path: str | Path) -> Iterator[Record]:
+    """Stream the records of a transcript file. Raises OSError if it cannot be opened."""
+    with open(path, "rb") as stream:
+        yield from iter_records(stream)
