@@ -25,7 +25,7 @@ def _open_log(log_file: str | None) -> TextIO | None:
     if not log_file:
         return None
     try:
-        return open(log_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        return open(log_file, "a", buffering=1, encoding="utf-8")
     except OSError as exc:
         click.echo(
             f"acp-proxy: cannot open log file {log_file}: {exc.strerror}; logging to stderr",
@@ -167,7 +167,9 @@ def demo(record: str | None, delay: float) -> None:
         path = default_record_dir() / f"{stamp}-demo.jsonl"
     else:
         path = Path(record)
-    click.echo(f"acp-proxy demo: the example agent runs behind `acp-proxy run`; recording to {path}")
+    click.echo(
+        f"acp-proxy demo: the example agent runs behind `acp-proxy run`; recording to {path}"
+    )
     click.echo()
     try:
         status = run_demo(path, delay=delay)
@@ -186,4 +188,3 @@ def demo(record: str | None, delay: float) -> None:
     click.echo("Read it with:")
     click.echo(f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}")
     sys.exit(status)
-

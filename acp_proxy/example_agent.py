@@ -15,6 +15,7 @@ must catch (see ``recordings/``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import queue
 import sys
@@ -89,7 +90,9 @@ class ExampleAgent:
         if not isinstance(message, dict):
             return
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params: dict[str, Any] = message.get("params") or {}
+        if not isinstance(params, dict):
+            params = {}
         if method is None and "id" in message:  # a response to one of our requests
             turn = self._waiting.pop(message["id"], None)
             if turn is not None:
@@ -121,11 +124,13 @@ class ExampleAgent:
         asked = params.get("protocolVersion")
         self._version = 1 if asked == 1 else 2
         info = {"name": "acp-proxy-example-agent", "version": "0.1.0"}
-        prompt_caps = {"image": {}, "embeddedContext": {}}
+        prompt_caps: dict[str, Any] = {"image": {}, "embeddedContext": {}}
         if self._version == 1:
             result: dict[str, Any] = {
                 "protocolVersion": 1,
-                "agentCapabilities": {"promptCapabilities": {"image": True, "embeddedContext": True}},
+                "agentCapabilities": {
+                    "promptCapabilities": {"image": True, "embeddedContext": True}
+                },
                 "agentInfo": info,
                 "authMethods": [],
             }
@@ -203,7 +208,9 @@ class ExampleAgent:
 
         if not bad:
             update(session_id, {"sessionUpdate": "state_update", "state": "running"})
-        update(session_id, {"sessionUpdate": "user_message", "messageId": user_id, "content": prompt})
+        update(
+            session_id, {"sessionUpdate": "user_message", "messageId": user_id, "content": prompt}
+        )
         self._respond(request_id, {} if bad else {"messageId": user_id})
         yield self._delay
         update(
@@ -211,7 +218,10 @@ class ExampleAgent:
             {
                 "sessionUpdate": "agent_thought_chunk",
                 "messageId": thought_id,
-                "content": {"type": "text", "text": "The user wants a summary; I'll read the README."},
+                "content": {
+                    "type": "text",
+                    "text": "The user wants a summary; I'll read the README.",
+                },
             },
         )
         entries = [
@@ -220,7 +230,12 @@ class ExampleAgent:
         ]
         plan: dict[str, Any] = {"type": "items", "planId": plan_id, "entries": entries}
         update(session_id, {"sessionUpdate": "plan_update", "plan": plan})
-        tool = {"toolCallId": call_id, "title": "Read README.md", "kind": "read", "status": "pending"}
+        tool = {
+            "toolCallId": call_id,
+            "title": "Read README.md",
+            "kind": "read",
+            "status": "pending",
+        }
         update(session_id, {"sessionUpdate": "tool_call_update", **tool})
         self._open(turn, call_id)
         if not bad:
@@ -235,7 +250,11 @@ class ExampleAgent:
         if outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow":
             update(
                 session_id,
-                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"},
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": "in_progress",
+                },
             )
             yield self._delay
             update(
@@ -293,9 +312,16 @@ class ExampleAgent:
         if bad:
             usage["used"] = -1
             usage["cost"] = {"amount": 1}
-            update(session_id, {"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": "%%"})
+            update(
+                session_id,
+                {"sessionUpdate": "terminal_output_chunk", "terminalId": "t1", "data": "%%"},
+            )
         update(session_id, usage)
-        idle: dict[str, Any] = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+        idle: dict[str, Any] = {
+            "sessionUpdate": "state_update",
+            "state": "idle",
+            "stopReason": "end_turn",
+        }
         if bad:
             idle["stopReason"] = "finished"
         update(session_id, idle)
@@ -322,7 +348,12 @@ class ExampleAgent:
                 "entries": [{"content": "Read README.md", "priority": "high", "status": "pending"}],
             },
         )
-        tool = {"toolCallId": call_id, "title": "Read README.md", "kind": "read", "status": "pending"}
+        tool = {
+            "toolCallId": call_id,
+            "title": "Read README.md",
+            "kind": "read",
+            "status": "pending",
+        }
         update(session_id, {"sessionUpdate": "tool_call", **tool})
         answer = yield self._ask_permission(session_id, tool)
         outcome = (answer or {}).get("result", {}).get("outcome", {})
@@ -337,7 +368,10 @@ class ExampleAgent:
                 break
             update(
                 session_id,
-                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word + " "}},
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": word + " "},
+                },
             )
             yield self._delay
         cancelled = turn is not None and turn.cancelled
@@ -404,18 +438,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m acp_proxy.example_agent", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument(
-        "--delay", type=float, default=0.02, help="seconds between streamed chunks"
-    )
-    parser.add_argument(
-        "--misbehave", action="store_true", help="break the protocol on purpose"
-    )
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks")
+    parser.add_argument("--misbehave", action="store_true", help="break the protocol on purpose")
     args = parser.parse_args(argv)
     agent = ExampleAgent(sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave)
-    try:
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
         agent.serve(sys.stdin.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ recorder handles its own I/O errors the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -18,7 +19,7 @@ from .framing import Frame
 from .recorder import Recorder
 from .transcript import format_time, frame_record, violation_record
 
-__all__ = ["Finding", "Observer", "is_notice", "describe"]
+__all__ = ["Finding", "Observer", "describe", "is_notice"]
 
 
 class Finding(Protocol):
@@ -73,6 +74,8 @@ class Observer:
         self.recorder = recorder
         self.validator = validator
         self._log = log
+        enabled = getattr(log, "is_enabled_for", None)
+        self._debug = enabled(logging.DEBUG) if enabled is not None else True
         #: Sequence number of the last frame observed (both directions together).
         self.seq = 0
 
@@ -87,10 +90,8 @@ class Observer:
             t = format_time()
             findings = self._validate(side, frame, self.seq)
             found.extend(findings)
-            try:
+            if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
-            except Exception:  # a log handler must not take the relay down
-                pass
             if is_notice(frame.value):
                 self._log_notice(side, frame)
                 for finding in findings:

@@ -7,6 +7,7 @@ error and stops recording; the session goes on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -125,9 +126,7 @@ class Recorder:
                 error=exc.strerror or str(exc),
             )
         if self._fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)
-            except OSError:
-                pass
             self._fd = None
         self._pending.clear()

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -78,7 +79,7 @@ class _StreamSource:
 
 
 class _ThreadSource:
-    """For a regular file on stdin, which the event loop cannot poll."""
+    """For a regular file or a device on stdin, which the event loop cannot poll."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -105,7 +106,7 @@ class _StreamSink:
 
 
 class _FileSink:
-    """For a regular file on stdout: writes complete at once."""
+    """For a regular file or a device on stdout: writes complete at once."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -123,30 +124,37 @@ class _FileSink:
             os.close(self._fd)
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can poll ``fd``: pipes, sockets and terminals.
+
+    Regular files and devices such as /dev/null cannot be registered with
+    epoll, so those are read and written directly instead.
+    """
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 async def _open_source(fd: int) -> _Source:
+    if not _pollable(fd):
+        return _ThreadSource(fd)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    try:
-        await loop.connect_read_pipe(lambda: protocol, pipe)
-    except ValueError:  # a regular file: not a pipe, socket or character device
-        pipe.close()
-        return _ThreadSource(fd)
+    await loop.connect_read_pipe(lambda: protocol, os.fdopen(os.dup(fd), "rb", buffering=0))
     return _StreamSource(reader)
 
 
 async def _open_sink(fd: int) -> _Sink:
-    loop = asyncio.get_running_loop()
-    pipe = os.fdopen(os.dup(fd), "wb", buffering=0)
-    try:
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, pipe
-        )
-    except ValueError:
-        pipe.close()
+    if not _pollable(fd):
         return _FileSink(os.dup(fd))
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(os.dup(fd), "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return _StreamSink(writer)
 
 
@@ -267,12 +275,12 @@ async def relay(
         stopping: asyncio.Task[None] | None = None
         while not exited.done():
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if c2a in done and stopping is None:
-                if c2a.result() == "eof":
-                    reason = reason or "client closed stdin"
-                    stopping = asyncio.create_task(stop_agent())
-                    pending.add(stopping)
-                # "broken": the agent closed its stdin; it is exiting or will say why.
+            # A "broken" c2a means the agent closed its stdin: it is exiting, or
+            # will say why; only the client's EOF starts the shutdown.
+            if c2a in done and stopping is None and c2a.result() == "eof":
+                reason = reason or "client closed stdin"
+                stopping = asyncio.create_task(stop_agent())
+                pending.add(stopping)
             if a2c in done and a2c.result() == "broken" and stopping is None:
                 reason = reason or "client closed stdout"
                 stopping = asyncio.create_task(stop_agent())

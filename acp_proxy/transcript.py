@@ -71,16 +71,19 @@ def parse_time(text: str) -> datetime | None:
 
 def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
     """The record that opens a session."""
-    return orjson.dumps(
-        {
-            "kind": "start",
-            "t": t,
-            "format": FORMAT,
-            "version": __version__,
-            "argv": list(argv),
-            "pid": pid,
-        }
-    ) + b"\n"
+    return (
+        orjson.dumps(
+            {
+                "kind": "start",
+                "t": t,
+                "format": FORMAT,
+                "version": __version__,
+                "argv": list(argv),
+                "pid": pid,
+            }
+        )
+        + b"\n"
+    )
 
 
 def frame_record(

@@ -1,0 +1,367 @@
+"""The relay, driven for real: ``acp-proxy run`` over pipes with scripted agents."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import PROXY, SCRIPTED_AGENT, clean_env
+
+#: Traffic that a careless proxy would damage.
+TRICKY = b"".join(
+    [
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}\n',
+        b"not json at all\n",
+        b"\xff\xfe binary \x00 bytes\n",
+        b"\n",
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":{}}\r\n',
+        b'  {  "b" : 1 ,\t"a":[1,2,3] }  \n',
+        b'{"s":"esc \\" \\\\ \\u00e9 \\ud83d\\ude00 \\/ \\n","big":123456789012345678901234567890}\n',
+        b'{"z":1,"y":2,"x":{"msg":"}"}}\n',
+        '{"unicode":"héllo wörld ✓"}\n'.encode(),
+        b'{"last":"no newline"}',
+    ]
+)
+
+
+def test_client_to_agent_bytes_are_identical(run_proxy, tmp_path):
+    """The bytes the agent reads are exactly the bytes the client wrote."""
+    capture = tmp_path / "capture"
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], TRICKY)
+    assert result.returncode == 0, result.stderr
+    assert capture.read_bytes() == TRICKY
+
+
+def test_agent_to_client_bytes_are_identical_and_stdout_holds_nothing_else(run_proxy, tmp_path):
+    """The bytes the client reads are exactly the bytes the agent wrote: nothing added."""
+    source = tmp_path / "emit"
+    source.write_bytes(TRICKY)
+    result = run_proxy([*SCRIPTED_AGENT, "emit", str(source)], options=("--log-level", "debug"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == TRICKY
+    assert "frame" in result.stderr  # the debug log went to stderr, not stdout
+
+
+def test_every_frame_is_recorded_with_its_exact_bytes(run_proxy, tmp_path):
+    """Every frame is in the transcript, and its bytes can be recovered exactly."""
+    capture = tmp_path / "capture"
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], TRICKY)
+    records = result.records()
+    frames = [r for r in records if r["kind"] == "frame"]
+    expected = TRICKY.split(b"\n")
+    client = [r for r in frames if r["from"] == "client"]
+    agent = [r for r in frames if r["from"] == "agent"]
+    assert len(client) == len(agent) == len(expected)
+
+    from acp_proxy.transcript import FrameRecord, read_records
+
+    read = [r for r in read_records(result.transcript) if isinstance(r, FrameRecord)]
+    assert [r.frame.raw for r in read if r.side == "client"] == expected
+    assert [r.frame.raw for r in read if r.side == "agent"] == expected
+    kinds = {tuple(k for k in ("msg", "text", "base64") if k in r) for r in client}
+    assert kinds == {("msg",), ("text",), ("base64",)}
+    binary = next(r for r in client if "base64" in r)
+    assert base64.b64decode(binary["base64"]) == b"\xff\xfe binary \x00 bytes"
+    assert next(r for r in client if r.get("text") == "not json at all")
+
+
+def test_msg_is_spliced_not_reserialized(run_proxy, tmp_path):
+    """A JSON frame's bytes appear verbatim in its record, as the last key."""
+    capture = tmp_path / "capture"
+    line = b'  {  "b" : 1 ,\t"a":[1,2,3] }  '
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], line + b"\n")
+    raw = result.lines()[1]
+    assert raw.endswith(b',"msg":' + line + b"}")
+    crlf = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], b'{"a":1}\r\n')
+    assert crlf.lines()[-2].endswith(b',"msg":{"a":1}\r}')
+
+
+def test_transcript_shape(run_proxy, tmp_path):
+    """Records have exactly the documented keys, in the documented order."""
+    capture = tmp_path / "capture"
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], b'{"jsonrpc":"2.0","id":1}\n')
+    records = result.records()
+    start, *frames, end = records
+    assert list(start) == ["kind", "t", "format", "version", "argv", "pid"]
+    assert start["format"] == "acp-proxy/1"
+    assert start["argv"] == [*SCRIPTED_AGENT, "echo", str(capture)]
+    assert isinstance(start["pid"], int)
+    for record in frames:
+        assert list(record) == ["kind", "seq", "t", "from", "msg"]
+    assert [r["seq"] for r in frames] == [1, 2]
+    assert [r["from"] for r in frames] == ["client", "agent"]
+    assert list(end) == ["kind", "t", "exit", "reason"]
+    assert end["exit"] == 0
+    assert end["reason"] == "client closed stdin"
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+    assert all(stamp.match(r["t"]) for r in records)
+
+
+def test_a_reply_is_never_recorded_before_its_request(run_proxy, tmp_path):
+    """Causal order: each echoed frame's seq is after the frame that caused it."""
+    capture = tmp_path / "capture"
+    stdin = b"".join(b'{"id":%d}\n' % i for i in range(2000))
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], stdin)
+    seen: dict[bytes, int] = {}
+    for line in result.lines()[1:-1]:
+        record = orjson.loads(line)
+        key = orjson.dumps(record["msg"])
+        if record["from"] == "client":
+            seen[key] = record["seq"]
+        else:
+            assert seen[key] < record["seq"]
+    assert len(seen) == 2000
+
+
+def test_notices_are_relayed_but_not_recorded(run_proxy, tmp_path):
+    """A live-only notice reaches the client and the log, never the transcript."""
+    notice = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",'
+        b'"update":{"sessionUpdate":"notice","severity":"info","title":"Heads up"}}}\n'
+    )
+    other = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"mystery_variant","x":1}}}\n'
+    source = tmp_path / "emit"
+    source.write_bytes(other + notice + other)
+    result = run_proxy([*SCRIPTED_AGENT, "emit", str(source)])
+    assert result.stdout == other + notice + other
+    frames = [r for r in result.records() if r["kind"] == "frame"]
+    assert [r["seq"] for r in frames] == [1, 3]  # the notice's seq is simply absent
+    assert all(r["msg"]["params"]["update"]["sessionUpdate"] == "mystery_variant" for r in frames)
+    assert b"Heads up" not in result.transcript.read_bytes()
+    assert "Heads up" in result.stderr
+
+
+def test_one_hundred_megabyte_frame_passes(run_proxy, tmp_path):
+    """There is no line-length limit: one 100 MB frame passes both ways, and is recorded."""
+    capture = tmp_path / "capture"
+    payload = b'{"jsonrpc":"2.0","method":"_big","params":{"data":"' + b"x" * (100 * 2**20) + b'"}}'
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], payload + b"\n", timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == payload + b"\n"
+    assert capture.stat().st_size == len(payload) + 1
+    lines = result.lines()
+    assert lines[1].endswith(b',"msg":' + payload + b"}")
+    assert lines[2].endswith(b',"msg":' + payload + b"}")
+
+
+def test_exit_status_is_the_agents(run_proxy):
+    """The proxy exits with the agent's status."""
+    result = run_proxy([*SCRIPTED_AGENT, "exit", "3"], hold_stdin=True)
+    assert result.returncode == 3
+    end = result.records()[-1]
+    assert end["kind"] == "end" and end["exit"] == 3 and end["reason"] == "agent exited"
+
+
+def test_agent_killed_by_signal(run_proxy):
+    """An agent killed by signal N: the proxy exits 128+N, the transcript says -N."""
+    result = run_proxy([*SCRIPTED_AGENT, "kill", str(int(signal.SIGKILL))], hold_stdin=True)
+    assert result.returncode == 128 + signal.SIGKILL
+    assert result.records()[-1]["exit"] == -signal.SIGKILL
+
+
+def test_missing_agent_command(run_proxy):
+    """A command that does not exist: one clear line, exit 127, no traceback."""
+    result = run_proxy(["no-such-agent-anywhere"])
+    assert result.returncode == 127
+    assert result.stderr.strip() == "acp-proxy: agent command not found: no-such-agent-anywhere"
+    assert result.stdout == b""
+
+
+def test_agent_not_executable(run_proxy, tmp_path):
+    """A command that is not executable: exit 126."""
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    result = run_proxy([str(script)])
+    assert result.returncode == 126
+    assert "cannot be executed" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_no_agent_command_is_a_usage_error(run_proxy):
+    """`acp-proxy run` with no command says what is missing."""
+    proc = subprocess.run([*PROXY, "run"], capture_output=True, env=clean_env())
+    assert proc.returncode == 2
+    assert b"Missing argument" in proc.stderr
+    assert proc.stdout == b""
+
+
+def test_malformed_option_is_a_clear_error():
+    """A malformed option value is reported without a traceback."""
+    proc = subprocess.run(
+        [*PROXY, "run", "--grace", "soon", "--", "true"], capture_output=True, env=clean_env()
+    )
+    assert proc.returncode == 2
+    assert b"Invalid value for '--grace'" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_unwritable_record_path_does_not_stop_the_relay(run_proxy, tmp_path):
+    """If the recording cannot be opened, the relay goes on and one error is logged."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    capture = tmp_path / "capture"
+    result = run_proxy(
+        [*SCRIPTED_AGENT, "echo", str(capture)],
+        TRICKY,
+        options=("--record", str(blocker / "sub" / "t.jsonl")),
+    )
+    assert result.returncode == 0
+    assert result.stdout == TRICKY
+    assert capture.read_bytes() == TRICKY
+    assert result.stderr.count("cannot open recording") == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_disk_full_does_not_stop_the_relay(run_proxy, tmp_path):
+    """If the recording cannot be written (disk full), the relay goes on; one error."""
+    capture = tmp_path / "capture"
+    result = run_proxy(
+        [*SCRIPTED_AGENT, "echo", str(capture)], TRICKY, options=("--record", "/dev/full")
+    )
+    assert result.returncode == 0
+    assert result.stdout == TRICKY
+    assert result.stderr.count("cannot write recording") == 1
+
+
+def test_record_directory_gets_a_new_private_file_per_session(run_proxy, tmp_path):
+    """A directory gets `<UTC time>-<pid>.jsonl`, created with mode 0600."""
+    directory = tmp_path / "recs"
+    directory.mkdir()
+    for _ in range(2):
+        run_proxy([*SCRIPTED_AGENT, "exit", "0"], options=("--record", str(directory)))
+    files = sorted(directory.iterdir())
+    assert len(files) == 2
+    for path in files:
+        assert re.fullmatch(r"\d{8}T\d{6}\.\d{6}Z-\d+\.jsonl", path.name)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        pid = int(path.stem.rsplit("-", 1)[1])
+        assert orjson.loads(path.read_bytes().splitlines()[0])["pid"] == pid
+
+
+def test_path_ending_in_slash_is_created_as_a_directory(run_proxy, tmp_path):
+    """A path ending in / is a directory, created if missing."""
+    directory = tmp_path / "new" / "dir"
+    run_proxy([*SCRIPTED_AGENT, "exit", "0"], options=("--record", f"{directory}/"))
+    assert len(list(directory.iterdir())) == 1
+
+
+def test_record_file_is_appended_session_after_session(run_proxy, tmp_path):
+    """A file path is appended to; each session opens with its own start record."""
+    path = tmp_path / "all.jsonl"
+    for _ in range(2):
+        run_proxy([*SCRIPTED_AGENT, "exit", "0"], options=("--record", str(path)))
+    kinds = [orjson.loads(line)["kind"] for line in path.read_bytes().splitlines()]
+    assert kinds == ["start", "end", "start", "end"]
+
+
+def test_default_record_dir_and_environment_options(run_proxy, tmp_path):
+    """$ACP_PROXY_RECORD_DIR is the default; ACP_PROXY_<OPTION> sets any option."""
+    directory = tmp_path / "from-env"
+    log = tmp_path / "proxy.log"
+    env = clean_env(
+        ACP_PROXY_RECORD_DIR=str(directory),
+        ACP_PROXY_LOG_FILE=str(log),
+        ACP_PROXY_LOG_FORMAT="json",
+    )
+    proc = subprocess.run(
+        [*PROXY, "run", "--", *SCRIPTED_AGENT, "exit", "0"], capture_output=True, env=env
+    )
+    assert proc.returncode == 0
+    assert len(list(directory.iterdir())) == 1
+    assert proc.stderr == b""
+    events = [orjson.loads(line)["event"] for line in log.read_bytes().splitlines()]
+    assert "recording" in events
+    xdg = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"), ACP_PROXY_NO_RECORD="1")
+    subprocess.run([*PROXY, "run", "--", *SCRIPTED_AGENT, "exit", "0"], env=xdg, check=True)
+    assert not (tmp_path / "xdg").exists()
+    xdg = clean_env(XDG_STATE_HOME=str(tmp_path / "xdg"))
+    subprocess.run([*PROXY, "run", "--", *SCRIPTED_AGENT, "exit", "0"], env=xdg, check=True)
+    assert len(list((tmp_path / "xdg" / "acp-proxy" / "recordings").iterdir())) == 1
+
+
+def test_no_record_writes_nothing(run_proxy, tmp_path):
+    """--no-record turns recording off."""
+    env = clean_env(ACP_PROXY_RECORD_DIR=str(tmp_path / "nothing"))
+    result = run_proxy([*SCRIPTED_AGENT, "exit", "0"], options=("--no-record",), env=env)
+    assert result.returncode == 0
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_stubborn_agent_gets_sigterm_then_sigkill(run_proxy, tmp_path):
+    """After stdin closes: grace, SIGTERM, grace, SIGKILL; the end record is written."""
+    marker = tmp_path / "marker"
+    result = run_proxy([*SCRIPTED_AGENT, "stubborn", str(marker)], b"", options=("--grace", "0.3"))
+    assert marker.read_text().split() == [str(int(signal.SIGTERM))]
+    assert result.returncode == 128 + signal.SIGKILL
+    end = result.records()[-1]
+    assert end == {**end, "kind": "end", "exit": -signal.SIGKILL, "reason": "client closed stdin"}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_are_passed_to_the_agent(tmp_path, sig):
+    """SIGINT, SIGTERM and SIGHUP sent to the proxy reach the agent; the end is recorded."""
+    marker = tmp_path / "marker"
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(transcript), "--", *SCRIPTED_AGENT, "trap", str(marker)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=clean_env(),
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b'{"ready":true}\n'
+        proc.send_signal(sig)
+        assert proc.wait(timeout=20) == 0
+    assert marker.read_text().strip() == str(int(sig))
+    end = orjson.loads(transcript.read_bytes().splitlines()[-1])
+    assert end["kind"] == "end" and sig.name in end["reason"]
+
+
+def test_grandchildren_in_the_agents_group_are_not_left_behind(tmp_path):
+    """Agents launched by npx or uvx leave grandchildren: the whole group is signalled."""
+    pidfile = tmp_path / "pid"
+    command = [*PROXY, "run", "--no-record", "--grace", "0.5", "--"]
+    command += [*SCRIPTED_AGENT, "grandchild", str(pidfile)]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=clean_env()
+    ) as proc:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline() == b'{"ready":true}\n'
+        grandchild = int(pidfile.read_text())
+        proc.stdin.close()
+        assert proc.wait(timeout=20) == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(grandchild, signal.SIGKILL)
+        pytest.fail("the grandchild outlived the proxy")
+
+
+def test_agent_exits_first_and_its_output_is_relayed(run_proxy, tmp_path):
+    """When the agent exits on its own, what it wrote still reaches the client."""
+    script = tmp_path / "quick.py"
+    script.write_text("import sys; sys.stdout.write('{\"bye\":1}\\n' * 1000); sys.exit(5)\n")
+    with subprocess.Popen(
+        [*PROXY, "run", "--no-record", "--", sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=clean_env(),
+    ) as proc:
+        assert proc.stdout is not None
+        out = proc.stdout.read()  # stdin stays open until the proxy is gone
+        assert proc.wait(timeout=30) == 5
+    assert out == b'{"bye":1}\n' * 1000

@@ -1,0 +1,114 @@
+"""The transcript format: records written, and read back into the same frames."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_proxy.framing import parse_frame
+from acp_proxy.transcript import (
+    EndRecord,
+    FrameRecord,
+    StartRecord,
+    UnreadableLine,
+    ViolationRecord,
+    end_record,
+    frame_record,
+    iter_records,
+    start_record,
+    violation_record,
+)
+
+T = "2026-11-29T20:17:00.123456Z"
+
+
+def read(data: bytes) -> list:
+    return list(iter_records(io.BytesIO(data)))
+
+
+def test_frame_record_splices_the_bytes_as_the_last_key():
+    """`msg` holds the frame's own bytes, after every other key."""
+    raw = b'{"b":1,  "a":"\\u00e9"}'
+    line = frame_record(3, T, "agent", parse_frame(raw))
+    assert (
+        line
+        == b'{"kind":"frame","seq":3,"t":"' + T.encode() + b'","from":"agent","msg":' + raw + b"}\n"
+    )
+
+
+def test_violations_go_before_msg():
+    """Findings on a frame are stored in `violations`, placed before `msg`."""
+    finding = {"rule": "r", "level": "error", "message": "m", "spec": "s"}
+    line = frame_record(1, T, "client", parse_frame(b"{}"), [finding])
+    record = orjson.loads(line)
+    assert list(record) == ["kind", "seq", "t", "from", "violations", "msg"]
+    assert record["violations"] == [finding]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200).filter(lambda b: b"\n" not in b))
+def test_any_frame_round_trips_exactly(raw):
+    """Whatever the bytes, the reader recovers exactly the frame that was written."""
+    line = frame_record(
+        1,
+        T,
+        "client",
+        parse_frame(raw),
+        [{"rule": "x", "level": "warning", "message": '"msg": }', "spec": "s"}],
+    )
+    (record,) = read(line)
+    assert isinstance(record, FrameRecord)
+    assert record.frame.raw == raw
+    assert record.frame.is_json == parse_frame(raw).is_json
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.sampled_from(["msg", "a", '"', "\\"]), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
+def test_json_frames_round_trip_with_their_value(value):
+    """A JSON frame reads back with its exact bytes and its parsed value."""
+    raw = orjson.dumps(value)
+    (record,) = read(frame_record(9, T, "agent", parse_frame(raw)))
+    assert record.frame.raw == raw
+    assert record.frame.value == value
+
+
+def test_all_record_kinds_read_back():
+    """start, frame, violation and end records read back as their types."""
+    data = b"".join(
+        [
+            start_record(T, ["agent", "--acp"], 42),
+            frame_record(1, T, "client", parse_frame(b"not json")),
+            frame_record(2, T, "agent", parse_frame(b"\xff")),
+            violation_record(
+                T, None, {"rule": "r", "level": "warning", "message": "m", "spec": "s"}
+            ),
+            b'{"kind":"future-kind","x":1}\n',
+            end_record(T, -9, "client closed stdin"),
+        ]
+    )
+    start, text, binary, finding, end = read(data)
+    assert isinstance(start, StartRecord) and start.argv == ["agent", "--acp"] and start.pid == 42
+    assert isinstance(text, FrameRecord) and text.frame.raw == b"not json"
+    assert isinstance(binary, FrameRecord) and binary.frame.raw == b"\xff"
+    assert isinstance(finding, ViolationRecord) and finding.seq is None
+    assert isinstance(end, EndRecord) and end.exit == -9
+
+
+def test_a_truncated_last_line_is_reported_not_fatal():
+    """A crash can leave half a line: the reader reports it and keeps what came before."""
+    good = frame_record(1, T, "client", parse_frame(b'{"a":1}'))
+    records = read(good + good[:20])
+    assert isinstance(records[0], FrameRecord)
+    assert isinstance(records[1], UnreadableLine) and records[1].line == 2
