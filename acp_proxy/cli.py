@@ -13,6 +13,7 @@ from . import __version__
 from .log import LEVELS, configure, get_logger
 from .observer import Observer
 from .recorder import Recorder, default_record_dir, resolve_record_path
+from .validator import Validator
 
 __all__ = ["main"]
 
@@ -121,7 +122,7 @@ def run(
     log = get_logger()
     argv = list(command)
     recorder = Recorder(None, log)
-    observer = Observer(recorder, log)
+    observer = Observer(recorder, log, Validator())
 
     def on_start(pid: int) -> None:
         if not no_record:

@@ -1,0 +1,209 @@
+"""Facts about ACP, derived from the official v1 and v2 JSON schemas.
+
+Which side sends each method comes from the schemas' ``x-side`` (the side that
+*handles* a method; the other side sends it). Enumerations come from the v2
+schema and the Prompt Lifecycle page. ``tests/test_protocol.py`` pins them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "AGENT",
+    "ANY",
+    "CLIENT",
+    "COMPACTION_STATUSES",
+    "ENTITY_ID_FIELDS",
+    "NOTICE_SEVERITIES",
+    "STATES",
+    "STOP_REASONS",
+    "TOOL_CALL_STATUSES",
+    "UPDATE_VARIANTS_V1",
+    "UPDATE_VARIANTS_V2",
+    "MethodInfo",
+    "methods_for",
+]
+
+#: The side that sent a frame.
+CLIENT = "client"
+AGENT = "agent"
+#: A protocol-level method either side may send.
+ANY = "any"
+
+REQUEST = "request"
+NOTIFICATION = "notification"
+
+#: (sender, kind) per method.
+MethodInfo = tuple[str, str]
+
+_COMMON: dict[str, MethodInfo] = {
+    "initialize": (CLIENT, REQUEST),
+    "session/new": (CLIENT, REQUEST),
+    "session/list": (CLIENT, REQUEST),
+    "session/delete": (CLIENT, REQUEST),
+    "session/resume": (CLIENT, REQUEST),
+    "session/close": (CLIENT, REQUEST),
+    "session/set_config_option": (CLIENT, REQUEST),
+    "session/prompt": (CLIENT, REQUEST),
+    "session/cancel": (CLIENT, NOTIFICATION),
+    "session/request_permission": (AGENT, REQUEST),
+    "elicitation/create": (AGENT, REQUEST),
+    "session/update": (AGENT, NOTIFICATION),
+    "elicitation/complete": (AGENT, NOTIFICATION),
+    "$/cancel_request": (ANY, NOTIFICATION),
+}
+
+#: Methods of ACP v1 (protocolVersion 1).
+METHODS_V1: dict[str, MethodInfo] = {
+    **_COMMON,
+    "authenticate": (CLIENT, REQUEST),
+    "logout": (CLIENT, REQUEST),
+    "session/load": (CLIENT, REQUEST),
+    "session/set_mode": (CLIENT, REQUEST),
+    "fs/read_text_file": (AGENT, REQUEST),
+    "fs/write_text_file": (AGENT, REQUEST),
+    "terminal/create": (AGENT, REQUEST),
+    "terminal/output": (AGENT, REQUEST),
+    "terminal/release": (AGENT, REQUEST),
+    "terminal/wait_for_exit": (AGENT, REQUEST),
+    "terminal/kill": (AGENT, REQUEST),
+}
+
+#: Methods of ACP v2 (protocolVersion 2).
+METHODS_V2: dict[str, MethodInfo] = {
+    **_COMMON,
+    "auth/login": (CLIENT, REQUEST),
+    "auth/logout": (CLIENT, REQUEST),
+    "tool_call/cancel": (CLIENT, REQUEST),
+    "terminal/cancel": (CLIENT, REQUEST),
+}
+
+#: Before a version is negotiated, any method of either version is known.
+METHODS_ANY: dict[str, MethodInfo] = {**METHODS_V1, **METHODS_V2}
+
+
+def methods_for(version: int | None) -> dict[str, MethodInfo]:
+    """The method table of a negotiated protocol version (None: not yet known)."""
+    if version == 1:
+        return METHODS_V1
+    if version == 2:
+        return METHODS_V2
+    return METHODS_ANY
+
+
+#: Methods whose ``sessionId`` names a session that need not exist on this
+#: connection yet: they create, resume or remove one.
+SESSION_OPENERS = frozenset({"session/resume", "session/load", "session/delete", "session/list"})
+
+#: The standard ``sessionUpdate`` variants of v2 ("Session Updates").
+UPDATE_VARIANTS_V2 = frozenset(
+    {
+        "user_message_chunk",
+        "user_message",
+        "agent_message_chunk",
+        "agent_message",
+        "agent_thought_chunk",
+        "agent_thought",
+        "state_update",
+        "tool_call_content_chunk",
+        "tool_call_update",
+        "terminal_update",
+        "terminal_output_chunk",
+        "plan_update",
+        "available_commands_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+        "notice",
+        "compaction_update",
+        "compaction_summary_chunk",
+    }
+)
+
+#: The standard ``sessionUpdate`` variants of v1.
+UPDATE_VARIANTS_V1 = frozenset(
+    {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+        "notice",
+        "compaction_update",
+        "compaction_summary_chunk",
+    }
+)
+
+
+class EntityType(StrEnum):
+    """Entity types of "Entity IDs": an entity is keyed by (type, id)."""
+
+    #: ``user_message``, ``user_message_chunk``
+    USER_MESSAGE = "user message"
+    #: ``agent_message``, ``agent_message_chunk``
+    AGENT_MESSAGE = "agent message"
+    #: ``agent_thought``, ``agent_thought_chunk``
+    AGENT_THOUGHT = "agent thought"
+    #: ``tool_call_update``, ``tool_call_content_chunk``
+    TOOL_CALL = "tool call"
+    #: ``terminal_update``, ``terminal_output_chunk``
+    TERMINAL = "terminal"
+    #: ``plan_update`` (the ID is ``plan.planId``)
+    PLAN = "plan"
+
+
+#: Per update variant: the entity type it addresses and its ID field.
+ENTITY_ID_FIELDS: dict[str, tuple[EntityType, str]] = {
+    "user_message": (EntityType.USER_MESSAGE, "messageId"),
+    "user_message_chunk": (EntityType.USER_MESSAGE, "messageId"),
+    "agent_message": (EntityType.AGENT_MESSAGE, "messageId"),
+    "agent_message_chunk": (EntityType.AGENT_MESSAGE, "messageId"),
+    "agent_thought": (EntityType.AGENT_THOUGHT, "messageId"),
+    "agent_thought_chunk": (EntityType.AGENT_THOUGHT, "messageId"),
+    "tool_call_update": (EntityType.TOOL_CALL, "toolCallId"),
+    "tool_call_content_chunk": (EntityType.TOOL_CALL, "toolCallId"),
+    "terminal_update": (EntityType.TERMINAL, "terminalId"),
+    "terminal_output_chunk": (EntityType.TERMINAL, "terminalId"),
+    "plan_update": (EntityType.PLAN, "planId"),
+}
+
+#: Whole-message updates (content replaces) and chunks (content appends).
+MESSAGE_UPDATES = frozenset({"user_message", "agent_message", "agent_thought"})
+MESSAGE_CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
+
+#: ``state_update.state`` ("Session States").
+STATES = ("running", "idle", "requires_action")
+
+#: Stop reasons on an idle ``state_update``, in the order the page lists them.
+STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error")
+
+#: Notice ``severity`` ("Session Notices").
+NOTICE_SEVERITIES = ("info", "warning", "error")
+
+#: ``compaction_update.status`` ("Session Compaction").
+COMPACTION_STATUSES = ("in_progress", "completed", "failed", "cancelled")
+
+#: ``tool_call_update.status``.
+TOOL_CALL_STATUSES = ("pending", "in_progress", "paused", "completed", "failed", "cancelled")
+
+#: Tool call statuses that mean the call has not finished.
+UNFINISHED_TOOL_STATUSES = frozenset({"pending", "in_progress"})
+
+#: JSON-RPC error code for a request cancelled before it completed.
+REQUEST_CANCELLED = -32800
+
+#: Content block types a prompt may always carry, and the capability the others need.
+BASELINE_PROMPT_CONTENT = frozenset({"text", "resource_link"})
+PROMPT_CONTENT_CAPABILITY = {"image": "image", "audio": "audio", "resource": "embeddedContext"}
+
+
+def is_extension(value: object) -> bool:
+    """Values beginning with ``_`` are implementation-specific extensions."""
+    return isinstance(value, str) and value.startswith("_")

@@ -1,0 +1,394 @@
+"""The rule catalog: every check the validator makes, with its level and source.
+
+Each rule comes from a sentence of the ACP v2 Prompt Lifecycle page (``spec``
+names its section), from JSON-RPC 2.0, from the ACP v2 schema (for shapes), or
+from the ACP transport (UTF-8 JSON-RPC, one message per ``\\n``-terminated line).
+
+``error`` is a MUST, MUST NOT or a required field; ``warning`` a SHOULD, a
+reserved value, or a likely-but-not-certain breach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["CATALOG", "RULES", "Level", "Rule", "Scope"]
+
+
+class Level(StrEnum):
+    """How bad a finding is."""
+
+    #: A MUST, a MUST NOT, or a required field.
+    ERROR = "error"
+    #: A SHOULD, a reserved value, or a likely-but-not-certain breach.
+    WARNING = "warning"
+
+
+class Scope(StrEnum):
+    """Which negotiated protocol versions a rule applies to."""
+
+    #: Every version: JSON-RPC, transport, initialization and sessions.
+    ALL = "all"
+    #: ACP v2 only: the prompt lifecycle.
+    V2 = "v2"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One check."""
+
+    #: Stable kebab-case id.
+    id: str
+    level: Level
+    #: Where the rule comes from: a section of the Prompt Lifecycle page, or
+    #: "JSON-RPC 2.0", "ACP v2 schema", "ACP transport".
+    spec: str
+    #: One line: what is flagged.
+    description: str
+    #: Which negotiated versions the rule applies to.
+    scope: Scope = Scope.ALL
+
+
+E, W = Level.ERROR, Level.WARNING
+V2 = Scope.V2
+TRANSPORT = "ACP transport"
+JSONRPC = "JSON-RPC 2.0"
+SCHEMA = "ACP v2 schema"
+LIFECYCLE = "Prompt Lifecycle"
+
+CATALOG: tuple[Rule, ...] = (
+    # --- JSON-RPC and framing -------------------------------------------------
+    Rule("not-json", E, TRANSPORT, "A line that is not a JSON value."),
+    Rule("not-utf8", E, TRANSPORT, "A line that is not valid UTF-8."),
+    Rule(
+        "crlf-line-ending", W, TRANSPORT, "A line ending in \\r\\n; messages are delimited by \\n."
+    ),
+    Rule("blank-line", W, TRANSPORT, "An empty line between messages."),
+    Rule("batch", E, TRANSPORT, "A JSON-RPC batch (array); ACP sends one message per line."),
+    Rule("jsonrpc-version", E, JSONRPC, 'A message whose "jsonrpc" is not "2.0".'),
+    Rule(
+        "invalid-message",
+        E,
+        JSONRPC,
+        "Not a request, notification or response (a response has exactly one of result/error).",
+    ),
+    Rule("invalid-id", E, JSONRPC, "An id that is not a string, an integer or null."),
+    Rule(
+        "invalid-error-object",
+        E,
+        JSONRPC,
+        "An error that is not an object with an integer code and a string message.",
+    ),
+    Rule(
+        "unexpected-response",
+        E,
+        JSONRPC,
+        "A response to an id the other side never sent, or already answered.",
+    ),
+    Rule(
+        "duplicate-request-id",
+        E,
+        JSONRPC,
+        "A request id reused while the same side's request with that id is pending.",
+    ),
+    Rule("unanswered-request", W, JSONRPC, "A request still unanswered when the connection ends."),
+    Rule("wrong-direction", E, SCHEMA, "A method sent by the side that should receive it."),
+    Rule(
+        "unknown-method",
+        W,
+        SCHEMA,
+        "A method the negotiated version does not define (not _-prefixed).",
+    ),
+    # --- Initialization and sessions ---------------------------------------------
+    Rule("before-initialize", E, LIFECYCLE, "A session method before initialize has completed."),
+    Rule(
+        "initialize-protocol-version",
+        E,
+        SCHEMA,
+        "An initialize result without an integer protocolVersion.",
+    ),
+    Rule(
+        "unknown-session",
+        E,
+        LIFECYCLE,
+        "A session-scoped message naming a sessionId this connection never created or resumed.",
+    ),
+    Rule(
+        "resume-without-state",
+        E,
+        SCHEMA,
+        "A successful session/resume with no state_update for the session before the response.",
+        V2,
+    ),
+    # --- Prompt acceptance ---------------------------------------------------------
+    Rule("prompt-empty", E, SCHEMA, "A session/prompt whose prompt is an empty array.", V2),
+    Rule(
+        "prompt-capability",
+        E,
+        "1. User Message",
+        "A prompt content block the agent's advertised prompt capabilities do not allow.",
+        V2,
+    ),
+    Rule(
+        "prompt-result-message-id",
+        E,
+        "2. Prompt Accepted",
+        "A session/prompt result without a non-null string messageId.",
+        V2,
+    ),
+    Rule(
+        "prompt-message-id-reused",
+        E,
+        "2. Prompt Accepted",
+        "Two accepted prompts with the same messageId in a session.",
+        V2,
+    ),
+    Rule(
+        "user-message-missing",
+        E,
+        "2. Prompt Accepted",
+        "No user_message or user_message_chunk with the returned messageId by the end of the turn.",
+        V2,
+    ),
+    Rule(
+        "cancelled-prompt-error",
+        W,
+        "Cancellation",
+        "A prompt the client cancelled, answered with an error other than -32800.",
+        V2,
+    ),
+    # --- Foreground state ------------------------------------------------------------
+    Rule("state-missing", E, "Session States", "A state_update without state.", V2),
+    Rule("state-unknown", W, "Session States", "An unknown state that is not _-prefixed.", V2),
+    Rule(
+        "stop-reason-unknown",
+        W,
+        "Stop Reasons",
+        "A stop reason outside the six standard ones that is not _-prefixed.",
+        V2,
+    ),
+    Rule(
+        "idle-without-stop-reason",
+        W,
+        "4. Report Completion",
+        "An idle that ends foreground work without a stop reason.",
+        V2,
+    ),
+    Rule(
+        "error-beside-stop-reason",
+        W,
+        "Failures",
+        "An error field beside a stop reason other than error.",
+        V2,
+    ),
+    Rule(
+        "error-field-malformed",
+        E,
+        "Failures",
+        "An idle's error that is not a JSON-RPC error object (integer code, string message).",
+        V2,
+    ),
+    Rule(
+        "idle-without-running",
+        E,
+        "Foreground and Background Work",
+        "An idle that ends a prompted turn in which running was never reported.",
+        V2,
+    ),
+    Rule(
+        "turn-still-running",
+        W,
+        "4. Report Completion",
+        "Foreground work still running when the connection ends.",
+        V2,
+    ),
+    Rule(
+        "cancel-ended-with-error",
+        E,
+        "Cancellation",
+        "After the client cancelled running work, an idle with stop reason error.",
+        V2,
+    ),
+    Rule(
+        "cancel-ended-without-cancelled",
+        W,
+        "Cancellation",
+        "After the client cancelled running work, an idle whose stop reason is not cancelled "
+        "(it may have raced).",
+        V2,
+    ),
+    Rule(
+        "update-after-cancelled-idle",
+        W,
+        "Cancellation",
+        "An update about a cancelled turn's tool call after the turn's idle.",
+        V2,
+    ),
+    Rule(
+        "error-idle-unfinished-tools",
+        W,
+        "Failures",
+        "An error idle that leaves the turn's tool calls pending or in_progress.",
+        V2,
+    ),
+    Rule(
+        "permission-without-requires-action",
+        W,
+        "5. Tool Invocation and Status Reporting",
+        "A permission request during running work, resolved without requires_action reported.",
+        V2,
+    ),
+    # --- Cancellation --------------------------------------------------------------------
+    Rule("cancel-with-id", E, "Cancellation", "A session/cancel sent as a request (with an id)."),
+    Rule(
+        "permission-not-cancelled",
+        E,
+        "Cancellation",
+        "After session/cancel, a pending permission request answered with another outcome.",
+        V2,
+    ),
+    Rule(
+        "permission-unanswered",
+        W,
+        "Cancellation",
+        "A session/request_permission never answered by the end of the connection.",
+        V2,
+    ),
+    # --- Entities ------------------------------------------------------------------------
+    Rule(
+        "message-id-missing",
+        E,
+        "Message IDs",
+        "A message update or chunk without a string messageId.",
+        V2,
+    ),
+    Rule(
+        "message-content-shape",
+        E,
+        "Message IDs",
+        "Whole-message content that is not an array or null, or chunk content that is not "
+        "one content block.",
+        V2,
+    ),
+    Rule(
+        "tool-call-id-missing",
+        E,
+        "Entity IDs",
+        "A tool_call_update or tool_call_content_chunk without a string toolCallId.",
+        V2,
+    ),
+    Rule(
+        "terminal-id-missing",
+        E,
+        "Entity IDs",
+        "A terminal_update or terminal_output_chunk without a string terminalId.",
+        V2,
+    ),
+    Rule(
+        "terminal-data-not-base64",
+        E,
+        SCHEMA,
+        "A terminal_output_chunk whose data is not a base64 string.",
+        V2,
+    ),
+    Rule("plan-id-missing", E, "Entity IDs", "A plan_update without a string plan.planId.", V2),
+    Rule(
+        "unknown-update",
+        W,
+        "Session Updates",
+        "A sessionUpdate variant that is not standard and not _-prefixed.",
+        V2,
+    ),
+    # --- Notices, compaction, usage ---------------------------------------------------------
+    Rule("notice-severity-missing", E, "Session Notices", "A notice without severity.", V2),
+    Rule(
+        "notice-title-missing",
+        E,
+        "Session Notices",
+        "A notice whose title is missing, null, empty or not a string.",
+        V2,
+    ),
+    Rule(
+        "notice-field-type",
+        E,
+        "Session Notices",
+        "A notice whose description is not a string or null, or whose _meta is not an object "
+        "or null.",
+        V2,
+    ),
+    Rule(
+        "notice-severity-unknown",
+        W,
+        "Session Notices",
+        "A notice severity that is not standard and not _-prefixed.",
+        V2,
+    ),
+    Rule(
+        "notice-during-replay",
+        W,
+        "Session Notices",
+        "A notice sent while the session is replaying history.",
+        V2,
+    ),
+    Rule(
+        "compaction-field-missing",
+        E,
+        "Session Compaction",
+        "A compaction update without compactionId or status, or a summary chunk without "
+        "compactionId or content.",
+        V2,
+    ),
+    Rule(
+        "compaction-status-unknown",
+        W,
+        "Session Compaction",
+        "A compaction status that is not standard and not _-prefixed.",
+        V2,
+    ),
+    Rule(
+        "compaction-id-reused",
+        E,
+        "Session Compaction",
+        "A compaction id started again after its compaction ended.",
+        V2,
+    ),
+    Rule(
+        "compaction-chunk-outside-progress",
+        W,
+        "Session Compaction",
+        "A compaction summary chunk for a compaction that is not in_progress.",
+        V2,
+    ),
+    Rule(
+        "compaction-unfinished",
+        W,
+        "Session Compaction",
+        "A compaction still in_progress when the connection ends.",
+        V2,
+    ),
+    Rule(
+        "usage-fields",
+        E,
+        "Session Usage Updates",
+        "A usage_update without non-negative integer used and size.",
+        V2,
+    ),
+    Rule(
+        "usage-cost-fields",
+        E,
+        "Session Usage Updates",
+        "A usage_update cost without amount and currency.",
+        V2,
+    ),
+    # --- The proxy itself ------------------------------------------------------------------
+    Rule(
+        "validator-error",
+        W,
+        "acp-proxy",
+        "The validator failed on a frame: a bug in acp-proxy (the frame was still relayed).",
+    ),
+)
+
+#: The catalog by rule id.
+RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOG}

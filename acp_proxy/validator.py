@@ -1,0 +1,875 @@
+"""The ACP protocol state machine and its rules.
+
+Theory of operation
+-------------------
+Everything that affects protocol state lives in this file, and this file
+knows nothing about I/O: :class:`Validator` is fed ``(side, frame, seq)`` in
+wire order and returns :class:`Violation` values; :meth:`Validator.end` says the
+connection ended. The same object serves ``acp-proxy run`` live and
+``acp-proxy validate`` offline.
+
+State is kept at three levels, and only as long as a rule needs it:
+
+- the connection: the negotiated ``protocolVersion`` (from the ``initialize``
+  result), the agent's prompt capabilities, and the pending requests of each
+  side, keyed by (sender, id), dropped when answered;
+- each session this connection created or resumed: its foreground state
+  (idle / running / requires_action), the current turn (was it prompted, did
+  it report running, did the client cancel it, its tool calls), the accepted
+  prompts' messageIds, user messages still owed, compactions, replay;
+- each pending request: what its response will be checked against.
+
+Findings are data, never exceptions: a proxy must keep relaying whatever it
+sees. :meth:`Validator.feed` never raises on any input. Rules are gated by the
+negotiated version in one place (:meth:`Validator._flag`): a v2 rule never fires
+on a v1 connection.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .framing import Frame
+from .protocol import (
+    AGENT,
+    ANY,
+    BASELINE_PROMPT_CONTENT,
+    CLIENT,
+    COMPACTION_STATUSES,
+    MESSAGE_CHUNKS,
+    MESSAGE_UPDATES,
+    NOTICE_SEVERITIES,
+    NOTIFICATION,
+    PROMPT_CONTENT_CAPABILITY,
+    REQUEST_CANCELLED,
+    SESSION_OPENERS,
+    STATES,
+    STOP_REASONS,
+    UNFINISHED_TOOL_STATUSES,
+    UPDATE_VARIANTS_V2,
+    is_extension,
+    methods_for,
+)
+from .rules import RULES, Scope
+
+__all__ = ["Validator", "Violation"]
+
+#: How many answered request ids, and user-message ids, are remembered to
+#: tell "already answered" from "never sent", and to reconcile a user message
+#: that arrives before its prompt's response.
+_RECENT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One finding: a rule broken at a frame (or at the end of the connection)."""
+
+    #: Stable kebab-case rule id (see :mod:`acp_proxy.rules`).
+    rule: str
+    #: ``error`` or ``warning``.
+    level: str
+    #: One sentence naming the offending ids or values.
+    message: str
+    #: Where the rule comes from.
+    spec: str
+    #: The frame that caused it, or the related frame for end-of-connection findings.
+    seq: int | None = None
+    #: The session it concerns, when known.
+    session: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        """The stored form: rule, level, message, spec."""
+        return {"rule": self.rule, "level": self.level, "message": self.message, "spec": self.spec}
+
+
+def _show(value: Any) -> str:
+    """A value as JSON, for messages: ids keep their type (``3`` vs ``"3"``)."""
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _id_key(value: Any) -> tuple[str, Any]:
+    return ("s", value) if isinstance(value, str) else ("n", value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_error_object(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and _is_int(value.get("code"))
+        and isinstance(value.get("message"), str)
+    )
+
+
+def _other(side: str) -> str:
+    return AGENT if side == CLIENT else CLIENT
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A request waiting for its response."""
+
+    method: str
+    seq: int
+    session: str | None = None
+    #: session/prompt: the client sent session/cancel while it was pending.
+    cancelled: bool = False
+    #: session/request_permission: the session's state when it was asked.
+    state_at_request: str = "idle"
+    #: session/request_permission: requires_action was reported while pending.
+    requires_action: bool = False
+    #: session/resume: a state_update arrived before the response.
+    saw_state: bool = False
+    #: session/resume: whether the session was known before the request.
+    was_known: bool = False
+    #: session/resume: whether history is being replayed.
+    replay: bool = False
+
+
+@dataclass(slots=True)
+class _Session:
+    """What the rules need to know about one session."""
+
+    id: str
+    state: str = "idle"
+    #: seq of the update that started the current foreground work.
+    running_seq: int | None = None
+    #: A prompt was sent since the last idle ended a turn.
+    prompted: bool = False
+    #: running or requires_action was reported since the last idle.
+    reported_work: bool = False
+    #: The client cancelled the current work.
+    cancelled: bool = False
+    #: Tool calls of the current turn and their status.
+    tools: dict[str, str] = field(default_factory=dict)
+    #: Tool calls of the last cancelled turn, after its idle.
+    cancelled_tools: frozenset[str] = frozenset()
+    #: messageIds returned by accepted prompts.
+    accepted: set[str] = field(default_factory=set)
+    #: Accepted prompts whose user message has not been seen: messageId -> seq.
+    owed_user_messages: dict[str, int] = field(default_factory=dict)
+    #: Recently seen user-message ids.
+    user_messages: deque[str] = field(default_factory=lambda: deque(maxlen=_RECENT))
+    #: Compaction id -> status.
+    compactions: dict[str, str] = field(default_factory=dict)
+    #: Number of session/resume requests replaying history.
+    replaying: int = 0
+
+
+class Validator:
+    """Validates one connection's traffic against ACP. Pure: no I/O."""
+
+    def __init__(self) -> None:
+        #: The negotiated protocol version; None until the initialize result.
+        self.version: int | None = None
+        self._initialized = False
+        self._prompt_caps: dict[str, Any] | None = None
+        self._pending: dict[tuple[str, tuple[str, Any]], _Pending] = {}
+        self._answered: OrderedDict[tuple[str, tuple[str, Any]], None] = OrderedDict()
+        self._sessions: dict[str, _Session] = {}
+        self._found: list[Violation] = []
+        self._seq: int | None = None
+        self._session_id: str | None = None
+
+    # --- entry points -------------------------------------------------------
+
+    def feed(self, side: str, frame: Frame, seq: int) -> list[Violation]:
+        """Observe one frame sent by ``side`` (``client`` or ``agent``)."""
+        self._found = []
+        self._seq = seq
+        self._session_id = None
+        try:
+            self._frame(side, frame)
+        except Exception as exc:  # a bug here must not cost the user their session
+            self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
+        return self._found
+
+    def end(self) -> list[Violation]:
+        """The connection ended: flag what was left unfinished."""
+        self._found = []
+        for (side, _), pending in self._pending.items():
+            self._seq, self._session_id = pending.seq, pending.session
+            if pending.method == "session/request_permission" and self.version == 2:
+                self._flag(
+                    "permission-unanswered",
+                    f"the client never answered the agent's session/request_permission "
+                    f"(seq {pending.seq})",
+                )
+            else:
+                self._flag(
+                    "unanswered-request",
+                    f"the {_other(side)} never answered the {side}'s {pending.method} "
+                    f"(seq {pending.seq})",
+                )
+        for session in self._sessions.values():
+            self._session_id = session.id
+            if session.state != "idle":
+                self._seq = session.running_seq
+                self._flag(
+                    "turn-still-running",
+                    f"session {_show(session.id)} was still {session.state} when the "
+                    "connection ended",
+                )
+            for message_id, seq in session.owed_user_messages.items():
+                self._seq = seq
+                self._flag(
+                    "user-message-missing",
+                    f"no user message update with messageId {_show(message_id)} was sent in "
+                    f"session {_show(session.id)} before the connection ended",
+                )
+            for compaction_id, status in session.compactions.items():
+                if status == "in_progress":
+                    self._seq = None
+                    self._flag(
+                        "compaction-unfinished",
+                        f"compaction {_show(compaction_id)} in session {_show(session.id)} was "
+                        "still in_progress when the connection ended",
+                    )
+        self._pending.clear()
+        return self._found
+
+    # --- plumbing -------------------------------------------------------------
+
+    def _flag(self, rule_id: str, message: str) -> None:
+        rule = RULES[rule_id]
+        if rule.scope is Scope.V2 and self.version != 2:
+            return
+        self._found.append(
+            Violation(rule.id, rule.level, message, rule.spec, self._seq, self._session_id)
+        )
+
+    @property
+    def _v2(self) -> bool:
+        return self.version == 2
+
+    def _session(self, session_id: Any) -> _Session | None:
+        return self._sessions.get(session_id) if isinstance(session_id, str) else None
+
+    # --- JSON-RPC --------------------------------------------------------------
+
+    def _frame(self, side: str, frame: Frame) -> None:
+        raw = frame.raw
+        if not frame.is_json:
+            if not frame.utf8:
+                self._flag("not-utf8", f"the {side} sent a line that is not valid UTF-8")
+            elif raw.strip() == b"":
+                self._flag("blank-line", f"the {side} sent an empty line")
+            else:
+                self._flag(
+                    "not-json",
+                    f"the {side} sent a line that is not JSON: {_show(raw[:60].decode())}",
+                )
+            return
+        if raw.endswith(b"\r"):
+            self._flag("crlf-line-ending", f"the {side} ended a line with \\r\\n")
+        message = frame.value
+        if isinstance(message, list):
+            self._flag("batch", f"the {side} sent a JSON-RPC batch of {len(message)} messages")
+            return
+        if not isinstance(message, dict):
+            self._flag(
+                "invalid-message", f"the {side} sent {_show(message)}, not a JSON-RPC object"
+            )
+            return
+        if message.get("jsonrpc") != "2.0":
+            self._flag(
+                "jsonrpc-version",
+                f'the {side} sent a message with "jsonrpc": {_show(message.get("jsonrpc"))}',
+            )
+        if "method" in message:
+            self._call(side, message)
+        elif "result" in message or "error" in message:
+            self._response(side, message)
+        else:
+            self._flag(
+                "invalid-message",
+                f"the {side} sent an object with neither method nor result/error",
+            )
+
+    def _call(self, side: str, message: dict[str, Any]) -> None:
+        method = message["method"]
+        if not isinstance(method, str):
+            self._flag(
+                "invalid-message", f"the {side} sent a method that is not a string: {_show(method)}"
+            )
+            return
+        if "result" in message or "error" in message:
+            self._flag(
+                "invalid-message", f"the {side}'s {method} carries both method and result/error"
+            )
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        session_id = params.get("sessionId")
+        self._session_id = session_id if isinstance(session_id, str) else None
+        is_request = "id" in message
+        if is_request:
+            request_id = message["id"]
+            if not (isinstance(request_id, str) or _is_int(request_id) or request_id is None):
+                self._flag("invalid-id", f"the {side}'s {method} has id {_show(request_id)}")
+                return
+            key = (side, _id_key(request_id))
+            if key in self._pending:
+                self._flag(
+                    "duplicate-request-id",
+                    f"the {side} reused id {_show(request_id)} for {method} while its "
+                    f"{self._pending[key].method} with that id is pending",
+                )
+            self._pending[key] = _Pending(method, self._seq or 0, self._session_id)
+        if method == "session/cancel" and is_request:
+            self._flag(
+                "cancel-with-id", f"the client sent session/cancel with id {_show(message['id'])}"
+            )
+
+        table = methods_for(self.version)
+        info = table.get(method)
+        if info is None:
+            if not method.startswith(("_", "$/")):
+                known = methods_for(None).get(method)
+                hint = f" (it is an ACP v{1 if self.version == 2 else 2} method)" if known else ""
+                version = f"ACP v{self.version}" if self.version else "ACP"
+                self._flag("unknown-method", f"{method} is not an {version} method{hint}")
+            return
+        sender, kind = info
+        if sender not in (ANY, side):
+            self._flag(
+                "wrong-direction",
+                f"the {side} sent {method}, which only the {sender} may send",
+            )
+        if kind == NOTIFICATION and is_request and method != "session/cancel":
+            self._flag("invalid-message", f"{method} is a notification but was sent with an id")
+        if method.startswith("session/") and not self._initialized:
+            self._flag(
+                "before-initialize",
+                f"the {side} sent {method} before initialize completed",
+            )
+        if (
+            "sessionId" in params
+            and method not in SESSION_OPENERS
+            and session_id not in self._sessions
+        ):
+            self._flag(
+                "unknown-session",
+                f"{method} names session {_show(session_id)}, which this connection never "
+                "created or resumed",
+            )
+        handler = _CALLS.get(method)
+        if handler is not None:
+            handler(self, side, message, params)
+
+    def _response(self, side: str, message: dict[str, Any]) -> None:
+        if "id" not in message:
+            self._flag("invalid-message", f"the {side} sent a response without an id")
+            return
+        request_id = message["id"]
+        if "result" in message and "error" in message:
+            self._flag(
+                "invalid-message",
+                f"the {side}'s response to id {_show(request_id)} has both result and error",
+            )
+        if "error" in message and not _is_error_object(message["error"]):
+            self._flag(
+                "invalid-error-object",
+                f"the {side}'s error response to id {_show(request_id)} has error "
+                f"{_show(message['error'])}",
+            )
+        if not (isinstance(request_id, str) or _is_int(request_id) or request_id is None):
+            self._flag("invalid-id", f"the {side} sent a response with id {_show(request_id)}")
+            return
+        if request_id is None:
+            return  # an error about a request that could not be read: nothing to match
+        key = (_other(side), _id_key(request_id))
+        pending = self._pending.pop(key, None)
+        if pending is None:
+            if key in self._answered:
+                what = f"which the {side} already answered"
+            else:
+                what = f"which the {_other(side)} never sent"
+            self._flag(
+                "unexpected-response",
+                f"the {side} responded to id {_show(request_id)}, {what}",
+            )
+            return
+        self._answered[key] = None
+        if len(self._answered) > _RECENT:
+            self._answered.popitem(last=False)
+        self._session_id = pending.session
+        handler = _RESPONSES.get(pending.method)
+        if handler is not None:
+            handler(self, pending, message)
+
+    # --- requests and notifications -----------------------------------------------
+
+    def _on_prompt(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        session = self._session(params.get("sessionId"))
+        if session is not None and "id" in message:
+            session.prompted = True
+        prompt = params.get("prompt")
+        if isinstance(prompt, list) and not prompt:
+            self._flag(
+                "prompt-empty", f"session/prompt {_show(message.get('id'))} has an empty prompt"
+            )
+        if not isinstance(prompt, list) or self._prompt_caps is None:
+            return
+        for block in prompt:
+            kind = block.get("type") if isinstance(block, dict) else None
+            needed = PROMPT_CONTENT_CAPABILITY.get(kind) if isinstance(kind, str) else None
+            if kind in BASELINE_PROMPT_CONTENT or needed is None:
+                continue
+            if self._prompt_caps.get(needed) is None:
+                self._flag(
+                    "prompt-capability",
+                    f"session/prompt {_show(message.get('id'))} sends a {kind} block, but the "
+                    f"agent did not advertise the {needed} prompt capability",
+                )
+
+    def _on_cancel(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        session = self._session(params.get("sessionId"))
+        if session is None:
+            return
+        prompts = [
+            p
+            for (sender, _), p in self._pending.items()
+            if sender == CLIENT and p.method == "session/prompt" and p.session == session.id
+        ]
+        for prompt in prompts:
+            prompt.cancelled = True
+        for (sender, _), pending in self._pending.items():
+            if (
+                sender == AGENT
+                and pending.method == "session/request_permission"
+                and pending.session == session.id
+            ):
+                pending.cancelled = True
+        if session.state != "idle" or prompts:
+            session.cancelled = True
+
+    def _on_permission(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        session = self._session(params.get("sessionId"))
+        pending = self._pending.get((side, _id_key(message.get("id"))))
+        if session is None or pending is None or pending.method != "session/request_permission":
+            return
+        pending.state_at_request = session.state
+        pending.requires_action = session.state == "requires_action"
+
+    def _on_resume(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        session_id = params.get("sessionId")
+        pending = self._pending.get((side, _id_key(message.get("id"))))
+        if not isinstance(session_id, str) or pending is None:
+            return
+        pending.was_known = session_id in self._sessions
+        session = self._sessions.setdefault(session_id, _Session(session_id))
+        if params.get("replayFrom") is not None:
+            pending.replay = True
+            session.replaying += 1
+
+    def _on_load(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        session_id = params.get("sessionId")
+        pending = self._pending.get((side, _id_key(message.get("id"))))
+        if isinstance(session_id, str) and pending is not None:
+            pending.was_known = session_id in self._sessions
+            self._sessions.setdefault(session_id, _Session(session_id))
+
+    # --- responses -----------------------------------------------------------------
+
+    def _after_initialize(self, pending: _Pending, message: dict[str, Any]) -> None:
+        result = message.get("result")
+        if "error" in message:
+            return
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if not _is_int(version):
+            self._flag(
+                "initialize-protocol-version",
+                f"the initialize result has protocolVersion {_show(version)}, not an integer",
+            )
+            self._initialized = True
+            return
+        assert isinstance(result, dict)
+        self.version = version
+        self._initialized = True
+        caps = result.get("capabilities")
+        session_caps = caps.get("session") if isinstance(caps, dict) else None
+        prompt_caps = session_caps.get("prompt") if isinstance(session_caps, dict) else None
+        self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
+
+    def _after_new_session(self, pending: _Pending, message: dict[str, Any]) -> None:
+        result = message.get("result")
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if isinstance(session_id, str):
+            self._sessions.setdefault(session_id, _Session(session_id))
+
+    def _after_resume(self, pending: _Pending, message: dict[str, Any]) -> None:
+        session = self._session(pending.session)
+        if session is None:
+            return
+        if pending.replay:
+            session.replaying = max(0, session.replaying - 1)
+        if "error" in message:
+            if not pending.was_known:
+                self._sessions.pop(session.id, None)
+            return
+        if not pending.saw_state:
+            self._flag(
+                "resume-without-state",
+                f"session/resume of {_show(session.id)} succeeded without a state_update "
+                "before the response",
+            )
+
+    def _after_load(self, pending: _Pending, message: dict[str, Any]) -> None:
+        if "error" in message and not pending.was_known and pending.session:
+            self._sessions.pop(pending.session, None)
+
+    def _after_prompt(self, pending: _Pending, message: dict[str, Any]) -> None:
+        session = self._session(pending.session)
+        if "error" in message:
+            error = message.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if pending.cancelled and code != REQUEST_CANCELLED:
+                self._flag(
+                    "cancelled-prompt-error",
+                    f"the cancelled session/prompt {_show(message.get('id'))} was answered with "
+                    f"error {_show(code)} instead of -32800",
+                )
+            if session is not None and not session.reported_work:
+                session.prompted = False  # rejected before any work: no turn to end
+            return
+        result = message.get("result")
+        message_id = result.get("messageId") if isinstance(result, dict) else None
+        if not isinstance(message_id, str):
+            given = "messageId " + _show(message_id)
+            if not (isinstance(result, dict) and "messageId" in result):
+                given = "no messageId"
+            self._flag(
+                "prompt-result-message-id",
+                f"session/prompt {_show(message.get('id'))} was answered with {given}",
+            )
+            return
+        if session is None:
+            return
+        if message_id in session.accepted:
+            self._flag(
+                "prompt-message-id-reused",
+                f"session/prompt {_show(message.get('id'))} returned messageId "
+                f"{_show(message_id)}, already returned for an earlier prompt",
+            )
+        session.accepted.add(message_id)
+        if message_id not in session.user_messages:
+            session.owed_user_messages[message_id] = self._seq or 0
+
+    def _after_permission(self, pending: _Pending, message: dict[str, Any]) -> None:
+        result = message.get("result")
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
+        if pending.cancelled and chosen != "cancelled":
+            self._flag(
+                "permission-not-cancelled",
+                f"after session/cancel, the client answered session/request_permission "
+                f"{_show(message.get('id'))} with outcome {_show(chosen)} instead of cancelled",
+            )
+        if pending.state_at_request == "running" and not pending.requires_action:
+            self._flag(
+                "permission-without-requires-action",
+                f"session/request_permission {_show(message.get('id'))} (seq {pending.seq}) "
+                "blocked running work, but the agent never reported requires_action",
+            )
+
+    # --- session/update -------------------------------------------------------------
+
+    def _on_update(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+        if not self._v2:
+            return
+        update = params.get("update")
+        session = self._session(params.get("sessionId"))
+        if not isinstance(update, dict):
+            self._flag("unknown-update", f"session/update carries update {_show(update)}")
+            return
+        variant = update.get("sessionUpdate")
+        if variant not in UPDATE_VARIANTS_V2:
+            if not is_extension(variant):
+                self._flag("unknown-update", f"unknown sessionUpdate {_show(variant)}")
+            return
+        handler = _UPDATES.get(variant)
+        if handler is not None:
+            handler(self, session, update)
+
+    def _state_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        if "state" not in update or update["state"] is None:
+            self._flag("state-missing", "state_update without state")
+            return
+        state = update["state"]
+        if state not in STATES and not is_extension(state):
+            self._flag("state-unknown", f"state_update with unknown state {_show(state)}")
+        if session is None:
+            return
+        for pending in self._pending.values():
+            if pending.session == session.id:
+                if pending.method == "session/resume":
+                    pending.saw_state = True
+                if state == "requires_action" and pending.method == "session/request_permission":
+                    pending.requires_action = True
+        if state == "idle":
+            self._idle(session, update)
+            return
+        if session.state == "idle":
+            session.running_seq = self._seq
+            session.tools = {}
+            session.cancelled_tools = frozenset()
+        session.state = state if isinstance(state, str) else "_unknown"
+        session.reported_work = True
+
+    def _idle(self, session: _Session, update: dict[str, Any]) -> None:
+        reason = update.get("stopReason")
+        if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
+            self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
+        error = update.get("error")
+        if error is not None:
+            if reason != "error":
+                self._flag(
+                    "error-beside-stop-reason",
+                    f"idle carries an error beside stop reason {_show(reason)}",
+                )
+            elif not _is_error_object(error):
+                self._flag(
+                    "error-field-malformed",
+                    f"idle's error {_show(error)} is not a JSON-RPC error object",
+                )
+        ends_work = session.state != "idle" or session.prompted
+        if session.state == "idle" and session.prompted and not session.reported_work:
+            self._flag(
+                "idle-without-running",
+                f"session {_show(session.id)} reported idle to end a prompted turn that never "
+                "reported running",
+            )
+        if ends_work and reason is None:
+            self._flag(
+                "idle-without-stop-reason",
+                f"session {_show(session.id)} ended foreground work without a stop reason",
+            )
+        if session.cancelled:
+            if reason == "error":
+                self._flag(
+                    "cancel-ended-with-error",
+                    f"session {_show(session.id)} was cancelled but ended with stop reason error",
+                )
+            elif reason != "cancelled":
+                self._flag(
+                    "cancel-ended-without-cancelled",
+                    f"session {_show(session.id)} was cancelled but ended with stop reason "
+                    f"{_show(reason)}",
+                )
+        if reason == "error":
+            unfinished = sorted(
+                t for t, s in session.tools.items() if s in UNFINISHED_TOOL_STATUSES
+            )
+            if unfinished:
+                self._flag(
+                    "error-idle-unfinished-tools",
+                    f"the error idle leaves tool calls {', '.join(map(_show, unfinished))} "
+                    "unfinished",
+                )
+        if ends_work:
+            for message_id in session.owed_user_messages:
+                self._flag(
+                    "user-message-missing",
+                    f"no user message update with messageId {_show(message_id)} was sent in "
+                    f"session {_show(session.id)} by the end of the turn",
+                )
+            session.owed_user_messages.clear()
+        session.cancelled_tools = frozenset(session.tools) if session.cancelled else frozenset()
+        session.state = "idle"
+        session.prompted = session.reported_work = session.cancelled = False
+        session.tools = {}
+        session.running_seq = None
+
+    def _message_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        variant = update["sessionUpdate"]
+        message_id = update.get("messageId")
+        if not isinstance(message_id, str):
+            self._flag("message-id-missing", f"{variant} without a messageId")
+        if variant in MESSAGE_UPDATES:
+            if "content" in update and not isinstance(update["content"], list | None):
+                self._flag(
+                    "message-content-shape",
+                    f"{variant} {_show(message_id)} has content {_show(update['content'])}, "
+                    "not an array or null",
+                )
+        else:
+            content = update.get("content")
+            if not (isinstance(content, dict) and isinstance(content.get("type"), str)):
+                self._flag(
+                    "message-content-shape",
+                    f"{variant} {_show(message_id)} has content {_show(content)}, not one "
+                    "content block",
+                )
+        if (
+            session is not None
+            and isinstance(message_id, str)
+            and variant in ("user_message", "user_message_chunk")
+        ):
+            session.owed_user_messages.pop(message_id, None)
+            if message_id not in session.user_messages:
+                session.user_messages.append(message_id)
+
+    def _tool_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        variant = update["sessionUpdate"]
+        tool_id = update.get("toolCallId")
+        if not isinstance(tool_id, str):
+            self._flag("tool-call-id-missing", f"{variant} without a toolCallId")
+            return
+        if session is None:
+            return
+        if session.state == "idle" and tool_id in session.cancelled_tools:
+            self._flag(
+                "update-after-cancelled-idle",
+                f"{variant} for tool call {_show(tool_id)} of the cancelled turn arrived after "
+                "its idle",
+            )
+        if session.state != "idle" or session.prompted:
+            status = update.get("status", session.tools.get(tool_id, "pending"))
+            session.tools[tool_id] = status if isinstance(status, str) else "pending"
+
+    def _terminal_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        variant = update["sessionUpdate"]
+        if not isinstance(update.get("terminalId"), str):
+            self._flag("terminal-id-missing", f"{variant} without a terminalId")
+        if variant == "terminal_output_chunk":
+            data = update.get("data")
+            try:
+                valid = (
+                    isinstance(data, str)
+                    and binascii.a2b_base64(data, strict_mode=True) is not None
+                )
+            except (binascii.Error, ValueError):
+                valid = False
+            if not valid:
+                self._flag(
+                    "terminal-data-not-base64",
+                    f"terminal_output_chunk data {_show(data)} is not base64",
+                )
+
+    def _plan_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        plan = update.get("plan")
+        if not (isinstance(plan, dict) and isinstance(plan.get("planId"), str)):
+            self._flag("plan-id-missing", "plan_update without plan.planId")
+
+    def _notice(self, session: _Session | None, update: dict[str, Any]) -> None:
+        severity = update.get("severity")
+        if severity is None:
+            self._flag("notice-severity-missing", "notice without severity")
+        elif severity not in NOTICE_SEVERITIES and not is_extension(severity):
+            self._flag("notice-severity-unknown", f"notice with unknown severity {_show(severity)}")
+        title = update.get("title")
+        if not isinstance(title, str) or not title:
+            self._flag("notice-title-missing", f"notice with title {_show(title)}")
+        description = update.get("description")
+        if description is not None and not isinstance(description, str):
+            self._flag(
+                "notice-field-type", f"notice description {_show(description)} is not a string"
+            )
+        meta = update.get("_meta")
+        if meta is not None and not isinstance(meta, dict):
+            self._flag("notice-field-type", f"notice _meta {_show(meta)} is not an object")
+        if session is not None and session.replaying:
+            self._flag(
+                "notice-during-replay",
+                f"a notice was sent while session {_show(session.id)} was replaying history",
+            )
+
+    def _compaction_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        compaction_id = update.get("compactionId")
+        status = update.get("status")
+        if not isinstance(compaction_id, str) or status is None:
+            missing = "compactionId" if not isinstance(compaction_id, str) else "status"
+            self._flag("compaction-field-missing", f"compaction_update without {missing}")
+            return
+        if status not in COMPACTION_STATUSES and not is_extension(status):
+            self._flag(
+                "compaction-status-unknown",
+                f"compaction {_show(compaction_id)} has unknown status {_show(status)}",
+            )
+        if session is None:
+            return
+        before = session.compactions.get(compaction_id)
+        if before is not None and before != "in_progress" and status == "in_progress":
+            self._flag(
+                "compaction-id-reused",
+                f"compaction id {_show(compaction_id)} was started again after it ended ({before})",
+            )
+        session.compactions[compaction_id] = status if isinstance(status, str) else "_unknown"
+
+    def _compaction_chunk(self, session: _Session | None, update: dict[str, Any]) -> None:
+        compaction_id = update.get("compactionId")
+        if not isinstance(compaction_id, str) or update.get("content") is None:
+            missing = "compactionId" if not isinstance(compaction_id, str) else "content"
+            self._flag("compaction-field-missing", f"compaction_summary_chunk without {missing}")
+            return
+        if session is None:
+            return
+        status = session.compactions.setdefault(compaction_id, "in_progress")
+        if status != "in_progress":
+            self._flag(
+                "compaction-chunk-outside-progress",
+                f"summary chunk for compaction {_show(compaction_id)}, which is {status}",
+            )
+
+    def _usage_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+        for name in ("used", "size"):
+            value = update.get(name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                self._flag(
+                    "usage-fields",
+                    f"usage_update {name} is {_show(value)}, not a non-negative integer",
+                )
+        cost = update.get("cost")
+        if cost is not None and not (
+            isinstance(cost, dict)
+            and isinstance(cost.get("amount"), int | float)
+            and not isinstance(cost.get("amount"), bool)
+            and isinstance(cost.get("currency"), str)
+        ):
+            self._flag(
+                "usage-cost-fields", f"usage_update cost {_show(cost)} lacks amount or currency"
+            )
+
+
+_CALLS = {
+    "session/prompt": Validator._on_prompt,
+    "session/cancel": Validator._on_cancel,
+    "session/request_permission": Validator._on_permission,
+    "session/resume": Validator._on_resume,
+    "session/load": Validator._on_load,
+    "session/update": Validator._on_update,
+}
+
+_RESPONSES = {
+    "initialize": Validator._after_initialize,
+    "session/new": Validator._after_new_session,
+    "session/resume": Validator._after_resume,
+    "session/load": Validator._after_load,
+    "session/prompt": Validator._after_prompt,
+    "session/request_permission": Validator._after_permission,
+}
+
+_UPDATES = {
+    "state_update": Validator._state_update,
+    **dict.fromkeys(sorted(MESSAGE_UPDATES | MESSAGE_CHUNKS), Validator._message_update),
+    "tool_call_update": Validator._tool_update,
+    "tool_call_content_chunk": Validator._tool_update,
+    "terminal_update": Validator._terminal_update,
+    "terminal_output_chunk": Validator._terminal_update,
+    "plan_update": Validator._plan_update,
+    "notice": Validator._notice,
+    "compaction_update": Validator._compaction_update,
+    "compaction_summary_chunk": Validator._compaction_chunk,
+    "usage_update": Validator._usage_update,
+}
