@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -15,7 +17,10 @@ from .observer import Observer
 from .recorder import Recorder, default_record_dir, resolve_record_path
 from .validator import Validator
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from .transcript import Record
+
+__all__ = ["cli", "main"]
 
 #: Exit statuses of ``run`` when the agent cannot be started (as a shell does).
 EXIT_NOT_FOUND = 127
@@ -67,7 +72,7 @@ def _logging_options(func: Any) -> Any:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="acp-proxy")
-def main() -> None:
+def cli() -> None:
     """A transparent proxy for the Agent Client Protocol (ACP).
 
     It relays an agent's stdio unchanged, records every session to a JSONL
@@ -77,7 +82,7 @@ def main() -> None:
     configure("warning", "console")
 
 
-@main.command(context_settings={"allow_interspersed_args": False})
+@cli.command(context_settings={"allow_interspersed_args": False})
 @click.option(
     "--record",
     "record",
@@ -99,12 +104,20 @@ def main() -> None:
     help="Seconds the agent gets to exit after its stdin closes, before SIGTERM, "
     "and again before SIGKILL.",
 )
+@click.option(
+    "--notify-client",
+    is_flag=True,
+    envvar=_env("NOTIFY_CLIENT"),
+    help="Also tell the user in their editor: insert a live-only notice into the agent's "
+    "stream for each rule a v2 session breaks (once per rule per session).",
+)
 @_logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     record: str | None,
     no_record: bool,
     grace: float,
+    notify_client: bool,
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -122,7 +135,7 @@ def run(
     log = get_logger()
     argv = list(command)
     recorder = Recorder(None, log)
-    observer = Observer(recorder, log, Validator())
+    observer = Observer(recorder, log, Validator(), notify_client=notify_client)
 
     def on_start(pid: int) -> None:
         if not no_record:
@@ -141,7 +154,126 @@ def run(
     sys.exit(result.exit_status)
 
 
-@main.command()
+class RecordingError(click.ClickException):
+    """A recording that cannot be read: exit status 2, one clear line."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"acp-proxy: {self.message}", err=True)
+
+
+def open_recording(path: str) -> Iterator[Record]:
+    """Stream the records of a recording.
+
+    Raises :class:`RecordingError` if it cannot be opened, or if its first line
+    is not a record (it is not a transcript). A bad line later on, such as the
+    truncated last line a crash leaves, comes through as an ``UnreadableLine``.
+    """
+    from .transcript import UnreadableLine, iter_records
+
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
+    except OSError as exc:
+        raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+
+    def records() -> Iterator[Record]:
+        with stream:
+            try:
+                for index, record in enumerate(iter_records(stream)):
+                    if index == 0 and isinstance(record, UnreadableLine):
+                        raise RecordingError(f"{path} is not an acp-proxy transcript")
+                    yield record
+            except OSError as exc:
+                raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+
+    return records()
+
+
+@cli.command()
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: FILE:SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding.",
+)
+def validate(recordings: tuple[str, ...], fmt: str) -> None:
+    """Re-run the validator over recorded sessions and print the findings.
+
+    Stored findings are ignored and recomputed; a file with several sessions
+    appended is validated session by session. Exit status: 0 no error-level
+    finding, 1 at least one, 2 a file that cannot be read.
+    """
+    import orjson
+
+    from .offline import validate_records
+
+    errors = 0
+    unreadable = False
+    for path in recordings:
+        try:
+            for finding in validate_records(open_recording(path)):
+                errors += finding.level == "error"
+                if fmt == "json":
+                    row = {"file": path, "seq": finding.seq, **finding.as_dict()}
+                    click.echo(orjson.dumps(row).decode())
+                else:
+                    seq = "-" if finding.seq is None else finding.seq
+                    click.echo(f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}")
+        except RecordingError as exc:
+            exc.show()
+            unreadable = True
+    sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="How to print the catalog.",
+)
+def rules(fmt: str) -> None:
+    """Print the catalog of rules the validator checks."""
+    import orjson
+
+    from .rules import CATALOG
+
+    if fmt == "json":
+        for rule in CATALOG:
+            row = {
+                "rule": rule.id,
+                "level": str(rule.level),
+                "spec": rule.spec,
+                "versions": str(rule.scope),
+                "description": rule.description,
+            }
+            click.echo(orjson.dumps(row).decode())
+        return
+    if fmt == "markdown":
+        click.echo("| rule | level | versions | spec | description |")
+        click.echo("| --- | --- | --- | --- | --- |")
+        for rule in CATALOG:
+            description = rule.description.replace("|", "\\|")
+            click.echo(
+                f"| `{rule.id}` | {rule.level} | {rule.scope} | {rule.spec} | {description} |"
+            )
+        return
+    width = max(len(rule.id) for rule in CATALOG)
+    spec_width = max(len(rule.spec) for rule in CATALOG)
+    for rule in CATALOG:
+        click.echo(
+            f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  "
+            f"{rule.spec:<{spec_width}}  {rule.description}"
+        )
+
+
+@cli.command()
 @click.option(
     "--record",
     metavar="FILE",
@@ -189,3 +321,17 @@ def demo(record: str | None, delay: float) -> None:
     click.echo("Read it with:")
     click.echo(f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}")
     sys.exit(status)
+
+
+def main() -> None:
+    """Entry point: the click group, plus a quiet exit when stdout is closed early.
+
+    ``acp-proxy validate big.jsonl | head`` closes our stdout; that is not an
+    error worth a traceback.
+    """
+    try:
+        cli(standalone_mode=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)

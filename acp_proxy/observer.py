@@ -15,6 +15,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+import orjson
+
 from .framing import Frame
 from .recorder import Recorder
 from .transcript import format_time, frame_record, violation_record
@@ -51,6 +53,23 @@ def is_notice(value: Any) -> bool:
     return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
 
 
+def violation_notice(session_id: str, finding: Any) -> bytes:
+    """The live-only notice that tells the user in their editor about a finding."""
+    update = {
+        "sessionUpdate": "notice",
+        "severity": "warning",
+        "title": f"ACP violation: {finding.rule}",
+        "description": f"{finding.message} (frame {finding.seq}; spec: {finding.spec})",
+        "_meta": {"acp-proxy": {"rule": finding.rule, "level": finding.level, "seq": finding.seq}},
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }
+    return orjson.dumps(message) + b"\n"
+
+
 def describe(frame: Frame) -> dict[str, Any]:
     """A few fields that identify a frame in the live log."""
     value = frame.value
@@ -70,10 +89,19 @@ def describe(frame: Frame) -> dict[str, Any]:
 class Observer:
     """Stamps each frame with ``seq`` and ``t``, validates, records and logs it."""
 
-    def __init__(self, recorder: Recorder, log: Any, validator: FrameValidator | None = None):
+    def __init__(
+        self,
+        recorder: Recorder,
+        log: Any,
+        validator: FrameValidator | None = None,
+        notify_client: bool = False,
+    ):
         self.recorder = recorder
         self.validator = validator
         self._log = log
+        self._notify = notify_client
+        self._notified: set[tuple[str, str]] = set()
+        self._notices: list[bytes] = []
         enabled = getattr(log, "is_enabled_for", None)
         self._debug = enabled(logging.DEBUG) if enabled is not None else True
         #: Sequence number of the last frame observed (both directions together).
@@ -101,8 +129,28 @@ class Observer:
                     frame_record(self.seq, t, side, frame, [f.as_dict() for f in findings])
                 )
             self._log_findings(side, findings)
+            if self._notify and findings:
+                self._queue_notices(findings)
         self.recorder.flush()
         return found
+
+    def take_notices(self) -> list[bytes]:
+        """Notices for the client (``--notify-client``) waiting for a frame boundary."""
+        notices, self._notices = self._notices, []
+        return notices
+
+    def _queue_notices(self, findings: list[Any]) -> None:
+        validator = self.validator
+        if validator is None or getattr(validator, "version", None) != 2:
+            return
+        known: frozenset[str] = getattr(validator, "sessions", frozenset())
+        for finding in findings:
+            session = finding.session
+            if session is None or session not in known or (session, finding.rule) in self._notified:
+                continue
+            self._notified.add((session, finding.rule))
+            self._notices.append(violation_notice(session, finding))
+            self._log.info("told the client about a violation", rule=finding.rule, session=session)
 
     def finish(self, exit_status: int | None, reason: str) -> list[Any]:
         """The connection ended: last findings, then the ``end`` record."""

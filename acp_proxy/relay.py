@@ -162,11 +162,11 @@ async def _pump(
     source: _Source,
     sink: _Sink,
     side: str,
+    framer: Framer,
     observer: Observer,
-    after_chunk: Callable[[], None] | None = None,
+    after_chunk: Callable[[], None],
 ) -> str:
     """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``."""
-    framer = Framer()
     while True:
         try:
             data = await source.read()
@@ -181,8 +181,7 @@ async def _pump(
             observer.observe(side, framer.feed(data))
             return "broken"
         observer.observe(side, framer.feed(data))
-        if after_chunk is not None:
-            after_chunk()
+        after_chunk()
         try:
             await sink.drain()
         except (ConnectionError, OSError):
@@ -255,8 +254,22 @@ async def relay(
     agent_in = _StreamSink(proc.stdin)
     agent_out = _StreamSource(proc.stdout)
 
-    c2a = asyncio.create_task(_pump(client_in, agent_in, "client", observer))
-    a2c = asyncio.create_task(_pump(agent_out, client_out, "agent", observer))
+    to_client = Framer()
+
+    def insert_notices() -> None:
+        # --notify-client: notices enter the agent -> client stream only at a
+        # frame boundary, never inside a line the agent is still writing.
+        if to_client.buffered == 0:
+            for notice in observer.take_notices():
+                with contextlib.suppress(ConnectionError, OSError):
+                    client_out.write(notice)
+
+    c2a = asyncio.create_task(
+        _pump(client_in, agent_in, "client", Framer(), observer, insert_notices)
+    )
+    a2c = asyncio.create_task(
+        _pump(agent_out, client_out, "agent", to_client, observer, insert_notices)
+    )
     exited = asyncio.create_task(proc.wait())
 
     async def stop_agent() -> None:

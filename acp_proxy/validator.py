@@ -250,6 +250,11 @@ class Validator:
         )
 
     @property
+    def sessions(self) -> frozenset[str]:
+        """The sessions this connection created or resumed."""
+        return frozenset(self._sessions)
+
+    @property
     def _v2(self) -> bool:
         return self.version == 2
 
