@@ -88,7 +88,9 @@ def test_msg_is_spliced_not_reserialized(run_proxy, tmp_path):
 def test_transcript_shape(run_proxy, tmp_path):
     """Records have exactly the documented keys, in the documented order."""
     capture = tmp_path / "capture"
-    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], b'{"jsonrpc":"2.0","method":"_ping"}\n')
+    result = run_proxy(
+        [*SCRIPTED_AGENT, "echo", str(capture)], b'{"jsonrpc":"2.0","method":"_ping"}\n'
+    )
     records = result.records()
     start, *frames, end = records
     assert list(start) == ["kind", "t", "format", "version", "argv", "pid"]

@@ -1,0 +1,311 @@
+"""`acp-proxy validate`, `acp-proxy rules`, and findings from the live proxy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+from conftest import PROXY, SCRIPTED_AGENT, clean_env
+
+from acp_proxy.demo import DemoClient
+from acp_proxy.framing import parse_frame
+from acp_proxy.rules import CATALOG
+from acp_proxy.transcript import end_record, frame_record, start_record, violation_record
+
+T = "2026-11-29T20:17:00.000000Z"
+
+
+def write_session(path, frames, end=True, mode="wb"):
+    """Write a transcript of (side, message) frames, as the proxy would."""
+    with open(path, mode) as out:
+        out.write(start_record(T, ["agent"], 1))
+        for seq, (side, message) in enumerate(frames, 1):
+            raw = message if isinstance(message, bytes) else orjson.dumps(message)
+            out.write(frame_record(seq, T, side, parse_frame(raw)))
+        if end:
+            out.write(end_record(T, 0, "client closed stdin"))
+
+
+def acp(*args, **kwargs):
+    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), **kwargs)
+
+
+INIT = [
+    (
+        "client",
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+    ),
+    ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2}}),
+]
+
+
+def test_validate_clean_file_exits_0(tmp_path):
+    """No findings: nothing printed, exit 0."""
+    path = tmp_path / "clean.jsonl"
+    write_session(path, INIT)
+    proc = acp("validate", str(path))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+
+
+def test_validate_prints_file_seq_level_rule_message(tmp_path):
+    """Findings print as FILE:SEQ: LEVEL RULE: MESSAGE; an error makes the exit status 1."""
+    path = tmp_path / "bad.jsonl"
+    write_session(
+        path,
+        [
+            *INIT,
+            ("agent", b"Loading model..."),
+            ("client", {"jsonrpc": "2.0", "id": 5, "method": "_x"}),
+        ],
+    )
+    proc = acp("validate", str(path))
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    assert (
+        lines[0]
+        == f'{path}:3: error not-json: the agent sent a line that is not JSON: "Loading model..."'
+    )
+    assert lines[1].startswith(f"{path}:4: warning unanswered-request: ")
+
+
+def test_validate_json_format(tmp_path):
+    """--format json prints one object per finding."""
+    path = tmp_path / "bad.jsonl"
+    write_session(path, [*INIT, ("agent", b"oops")])
+    proc = acp("validate", "--format", "json", str(path))
+    rows = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert rows == [
+        {
+            "file": str(path),
+            "seq": 3,
+            "rule": "not-json",
+            "level": "error",
+            "message": 'the agent sent a line that is not JSON: "oops"',
+            "spec": "ACP transport",
+        }
+    ]
+
+
+def test_warnings_alone_exit_0(tmp_path):
+    """Only warnings: exit status 0."""
+    path = tmp_path / "warn.jsonl"
+    write_session(path, [*INIT, ("client", b"")])
+    proc = acp("validate", str(path))
+    assert proc.returncode == 0 and b"blank-line" in proc.stdout
+
+
+def test_sessions_appended_to_one_file_are_validated_one_by_one(tmp_path):
+    """Each start record begins a new connection: state does not leak between sessions."""
+    path = tmp_path / "two.jsonl"
+    request = ("client", {"jsonrpc": "2.0", "id": 9, "method": "_x"})
+    response = ("agent", {"jsonrpc": "2.0", "id": 9, "result": {}})
+    write_session(path, [*INIT, request])
+    write_session(path, [*INIT, response], mode="ab")
+    out = acp("validate", str(path)).stdout.decode().splitlines()
+    assert [line.split(" ")[2].rstrip(":") for line in out] == [
+        "unanswered-request",
+        "unexpected-response",
+    ]
+
+
+def test_stored_findings_are_ignored_but_notice_findings_are_kept(tmp_path):
+    """validate recomputes findings; those about unstored notices are carried over."""
+    path = tmp_path / "t.jsonl"
+    bogus = {"rule": "not-json", "level": "error", "message": "stale", "spec": "x"}
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "client", parse_frame(orjson.dumps(INIT[0][1])), [bogus]))
+        out.write(frame_record(2, T, "agent", parse_frame(orjson.dumps(INIT[1][1]))))
+        out.write(
+            violation_record(
+                T,
+                3,
+                {
+                    "rule": "notice-title-missing",
+                    "level": "error",
+                    "message": "notice with title null",
+                    "spec": "Session Notices",
+                },
+            )
+        )
+        out.write(end_record(T, 0, "x"))
+    lines = acp("validate", str(path)).stdout.decode().splitlines()
+    assert lines == [f"{path}:3: error notice-title-missing: notice with title null"]
+
+
+def test_truncated_last_line_is_reported_not_fatal(tmp_path):
+    """A crash leaves a half-written last line: reported, the rest still validated."""
+    path = tmp_path / "crash.jsonl"
+    write_session(path, [*INIT, ("agent", b"junk")], end=False)
+    with open(path, "ab") as out:
+        out.write(b'{"kind":"frame","seq":4,"t":"')
+    proc = acp("validate", str(path))
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert "not-json" in out and "unreadable-record: line 5" in out
+
+
+def test_unreadable_files_exit_2(tmp_path):
+    """A file that cannot be read, or is not a transcript: a clear message, exit 2."""
+    not_transcript = tmp_path / "notes.txt"
+    not_transcript.write_text("hello\n")
+    for path, message in (
+        (tmp_path / "missing.jsonl", "No such file or directory"),
+        (tmp_path, "Is a directory"),
+        (not_transcript, "is not an acp-proxy transcript"),
+    ):
+        proc = acp("validate", str(path))
+        assert proc.returncode == 2
+        assert message in proc.stderr.decode()
+        assert b"Traceback" not in proc.stderr
+
+
+def test_validate_streams_in_constant_memory(tmp_path):
+    """A long recording validates without holding it in memory."""
+    path = tmp_path / "long.jsonl"
+    chunk = {"jsonrpc": "2.0", "method": "_tick", "params": {"pad": "x" * 1000}}
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        raw = parse_frame(orjson.dumps(chunk))
+        for seq in range(1, 60001):
+            out.write(frame_record(seq, T, "agent", raw))
+    assert path.stat().st_size > 60_000_000
+    script = (
+        "import resource, sys\n"
+        "from acp_proxy.offline import validate_records\n"
+        "from acp_proxy.transcript import read_records\n"
+        "assert list(validate_records(read_records(sys.argv[1]))) == []\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, check=True
+    )
+    assert int(proc.stdout) < 60_000  # KiB: well under the file's 60 MB
+
+
+def test_rules_lists_the_catalog_and_the_readme_carries_it():
+    """`acp-proxy rules` prints every rule; the README's table is the same catalog."""
+    proc = acp("rules")
+    lines = proc.stdout.decode().splitlines()
+    assert [line.split()[0] for line in lines] == [rule.id for rule in CATALOG]
+    markdown = acp("rules", "--format", "markdown").stdout.decode()
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert markdown.strip() in readme
+    rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
+    assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
+
+
+def drive_misbehaving_agent(tmp_path, *options):
+    record = tmp_path / "t.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--misbehave", "--delay", "0"]
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(record), *options, "--", *agent],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        client = DemoClient(proc)
+        client.request(
+            "initialize",
+            {"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}},
+        )
+        session = client.request("session/new", {"cwd": "/", "mcpServers": []})["result"][
+            "sessionId"
+        ]
+        client.request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "a"}]}
+        )
+        client.until_idle(session)
+        client.close()
+        assert proc.stdout is not None and proc.stderr is not None
+        # notices found on the last chunk come after it: read to the end
+        client.received += [orjson.loads(line) for line in proc.stdout.read().splitlines()]
+        log = proc.stderr.read().decode()
+    return record, client.received, log
+
+
+def test_live_findings_land_on_the_right_frame_and_in_the_log(tmp_path):
+    """The proxy flags a violation on the frame that caused it, and logs it as it passes."""
+    record, _, log = drive_misbehaving_agent(tmp_path)
+    records = [orjson.loads(line) for line in record.read_bytes().split(b"\n")[:-1]]
+    flagged = [r for r in records if r.get("violations")]
+    prompt_answer = next(
+        r for r in flagged if r["violations"][0]["rule"] == "prompt-result-message-id"
+    )
+    assert prompt_answer["msg"]["result"] == {}  # the frame that broke the rule
+    assert list(prompt_answer)[-2:] == ["violations", "msg"]
+    assert f"seq={prompt_answer['seq']}" in log and "rule=prompt-result-message-id" in log
+    standalone = [r for r in records if r["kind"] == "violation"]
+    assert {r["rule"] for r in standalone} >= {"notice-title-missing", "notice-severity-unknown"}
+    # the same findings, recomputed offline
+    proc = acp("validate", str(record))
+    assert proc.returncode == 1
+    assert "prompt-result-message-id" in proc.stdout.decode()
+
+
+def test_notify_client_tells_the_user_once_per_rule(tmp_path):
+    """--notify-client inserts a notice per rule per session; it is not recorded."""
+    record, received, log = drive_misbehaving_agent(tmp_path, "--notify-client")
+    inserted = [
+        m["params"]["update"] for m in received
+        if m.get("method") == "session/update"
+        and m["params"]["update"].get("sessionUpdate") == "notice"
+        and m["params"]["update"]["title"].startswith("ACP violation: ")
+    ]  # fmt: skip
+    titles = [n["title"] for n in inserted]
+    assert "ACP violation: message-id-missing" in titles
+    assert len(titles) == len(set(titles))  # at most once per rule per session
+    assert all(n["severity"] == "warning" for n in inserted)
+    assert b"ACP violation" not in record.read_bytes()
+    assert "told the client about a violation" in log
+
+
+def test_without_notify_client_nothing_is_added(tmp_path):
+    """By default the proxy adds no bytes to the wire."""
+    _, received, _ = drive_misbehaving_agent(tmp_path)
+    assert not any("ACP violation" in orjson.dumps(m).decode() for m in received)
+
+
+def test_notices_are_inserted_only_at_frame_boundaries(tmp_path):
+    """An inserted notice never lands inside a line the agent is still writing."""
+    # The agent writes half a line, then the client's bad frame triggers a finding.
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import sys, time\n"
+        "out = sys.stdout.buffer\n"
+        "line = sys.stdin.buffer.readline()\n"  # initialize
+        'out.write(b\'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}\\n\'); out.flush()\n'
+        "sys.stdin.buffer.readline()\n"  # session/new
+        'out.write(b\'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}\\n\'); out.flush()\n'
+        'out.write(b\'{"jsonrpc":"2.0","method":"session/update",\'); out.flush()\n'
+        "sys.stdin.buffer.readline()\n"  # the bad frame
+        "time.sleep(0.3)\n"
+        'out.write(b\'"params":{"sessionId":"s","update":{"sessionUpdate":"_x"}}}\\n\'); out.flush()\n'
+        "sys.stdin.buffer.read()\n"
+    )
+    frames = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/cancel", "params": {"sessionId": "s"}},
+    ]
+    with subprocess.Popen(
+        [*PROXY, "run", "--no-record", "--notify-client", "--", sys.executable, str(script)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        for frame in frames:
+            proc.stdin.write(orjson.dumps(frame) + b"\n")
+            proc.stdin.flush()
+            if frame["id"] < 2:
+                proc.stdout.readline()
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        proc.stdin.close()
+        proc.wait(timeout=20)
+    assert orjson.loads(lines[0])["params"]["update"] == {"sessionUpdate": "_x"}
+    assert orjson.loads(lines[1])["params"]["update"]["title"] == "ACP violation: cancel-with-id"
+
+
+def test_unused_helper_agents_are_importable():
+    """The scripted agents used above exist (guards against a renamed helper)."""
+    assert SCRIPTED_AGENT[-1].endswith("scripted_agent.py")

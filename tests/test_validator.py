@@ -1,0 +1,1053 @@
+"""The validator, rule by rule: the smallest exchange that breaks each rule, and a
+clean twin that must not be flagged at all. Each docstring quotes the sentence
+the rule comes from."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_proxy.framing import parse_frame
+from acp_proxy.rules import CATALOG, RULES, Level, Scope
+from acp_proxy.validator import Validator, Violation
+
+C, A = "client", "agent"
+S = "sess_1"
+Frames = list[tuple[str, Any]]
+
+
+def req(id_: Any, method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def note(method: str, params: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def ok(id_: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def err(id_: Any, code: int = -32603, message: str = "failed") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
+
+
+def upd(update: dict[str, Any], session: str = S) -> tuple[str, dict[str, Any]]:
+    return (A, note("session/update", {"sessionId": session, "update": update}))
+
+
+def state(value: Any, **extra: Any) -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "state_update", "state": value, **extra})
+
+
+def idle(reason: Any = "end_turn", **extra: Any) -> tuple[str, dict[str, Any]]:
+    return state("idle", stopReason=reason, **extra)
+
+
+def setup(version: int = 2, prompt_caps: dict[str, Any] | None = None) -> Frames:
+    """initialize and session/new, as a well-behaved pair does them."""
+    if version == 2:
+        caps = {"session": {"prompt": prompt_caps if prompt_caps is not None else {}}}
+        result = {"protocolVersion": 2, "info": {"name": "a", "version": "1"}, "capabilities": caps}
+    else:
+        result = {"protocolVersion": 1, "agentCapabilities": {}}
+    init = {"protocolVersion": version, "info": {"name": "c", "version": "1"}, "capabilities": {}}
+    return [
+        (C, req(0, "initialize", init)),
+        (A, ok(0, result)),
+        (C, req(1, "session/new", {"cwd": "/", "mcpServers": []})),
+        (A, ok(1, {"sessionId": S})),
+    ]
+
+
+def prompt(id_: Any = 10, blocks: Any = None) -> tuple[str, dict[str, Any]]:
+    blocks = blocks if blocks is not None else [{"type": "text", "text": "hi"}]
+    return (C, req(id_, "session/prompt", {"sessionId": S, "prompt": blocks}))
+
+
+def user_message(message_id: str = "u1") -> tuple[str, dict[str, Any]]:
+    return upd(
+        {
+            "sessionUpdate": "user_message",
+            "messageId": message_id,
+            "content": [{"type": "text", "text": "hi"}],
+        }
+    )
+
+
+def turn(id_: Any = 10, message_id: str = "u1", reason: str = "end_turn") -> Frames:
+    """A whole, clean prompt turn."""
+    return [
+        prompt(id_),
+        state("running"),
+        user_message(message_id),
+        (A, ok(id_, {"messageId": message_id})),
+        upd(
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": f"a-{message_id}",
+                "content": {"type": "text", "text": "ok"},
+            }
+        ),
+        idle(reason),
+    ]
+
+
+def findings(frames: Frames, end: bool = True) -> list[Violation]:
+    validator = Validator()
+    found: list[Violation] = []
+    for seq, (side, message) in enumerate(frames, start=1):
+        raw = message if isinstance(message, bytes) else orjson.dumps(message)
+        found += validator.feed(side, parse_frame(raw), seq)
+    if end:
+        found += validator.end()
+    return found
+
+
+def rules(frames: Frames, end: bool = True) -> list[str]:
+    return [f.rule for f in findings(frames, end)]
+
+
+def check(rule: str, bad: Frames, clean: Frames, end: bool = True) -> list[Violation]:
+    """``bad`` breaks ``rule``; ``clean`` breaks nothing at all."""
+    found = findings(bad, end)
+    assert rule in [f.rule for f in found], [f.as_dict() for f in found]
+    hit = next(f for f in found if f.rule == rule)
+    assert hit.level == RULES[rule].level and hit.spec == RULES[rule].spec
+    assert hit.message
+    assert findings(clean, end) == []
+    return found
+
+
+# --- JSON-RPC and framing -------------------------------------------------------
+
+
+def test_not_json():
+    """ "nothing but ACP messages may be written to stdout" (transport)."""
+    found = check("not-json", [(A, b"Loading model...")], [(A, note("_log"))])
+    assert found[0].seq == 1
+
+
+def test_not_utf8():
+    """ "UTF-8 JSON-RPC messages, one per line" (transport)."""
+    check("not-utf8", [(A, b"\xff\xfe")], [(A, note("_log"))])
+
+
+def test_crlf_line_ending():
+    """ "delimited by \\n; a message never contains a raw newline" (transport)."""
+    check("crlf-line-ending", [(A, orjson.dumps(note("_log")) + b"\r")], [(A, note("_log"))])
+
+
+def test_blank_line():
+    """Messages are "delimited by \\n": an empty line is not a message (transport)."""
+    check("blank-line", [(C, b"")], [(C, note("_log"))])
+
+
+def test_batch():
+    """ACP sends "JSON-RPC messages, one per line" (transport): no batches."""
+    check("batch", [(C, [note("_a"), note("_b")])], [(C, note("_a")), (C, note("_b"))])
+
+
+def test_jsonrpc_version():
+    """JSON-RPC 2.0: "jsonrpc ... MUST be exactly "2.0"."."""
+    check("jsonrpc-version", [(C, {"jsonrpc": "1.0", "method": "_x"})], [(C, note("_x"))])
+
+
+def test_invalid_message():
+    """JSON-RPC 2.0: a response has "either the result member or error member ... but not both"."""
+    both = {"jsonrpc": "2.0", "id": 0, "result": {}, "error": {"code": 1, "message": "m"}}
+    check("invalid-message", [(C, req(0, "_x")), (A, both)], [(C, req(0, "_x")), (A, ok(0, {}))])
+    assert "invalid-message" in rules([(C, {"jsonrpc": "2.0", "id": 1})])
+    assert "invalid-message" in rules([(C, 42)])
+
+
+def test_invalid_id():
+    """JSON-RPC 2.0: an id "MUST contain a String, Number, or NULL value"; ACP ids are integers or strings."""
+    bad: Frames = [(C, req({"n": 1}, "_x"))]
+    check("invalid-id", bad, [(C, req("a", "_x")), (A, ok("a", None))])
+    assert "invalid-id" in rules([(C, req(1.5, "_x"))])
+
+
+def test_invalid_error_object():
+    """JSON-RPC 2.0: the error object has "code ... MUST be an integer" and "message ... a String"."""
+    bad: Frames = [(C, req(0, "_x")), (A, {"jsonrpc": "2.0", "id": 0, "error": "nope"})]
+    check("invalid-error-object", bad, [(C, req(0, "_x")), (A, err(0))])
+
+
+def test_unexpected_response():
+    """JSON-RPC 2.0: a response answers a request; "id ... MUST be the same as the value of the id member in the Request"."""
+    never = check("unexpected-response", [(A, ok(7, {}))], [(C, req(7, "_x")), (A, ok(7, {}))])
+    assert "never sent" in never[0].message
+    twice = findings([(C, req(7, "_x")), (A, ok(7, {})), (A, ok(7, {}))])
+    assert [f.rule for f in twice] == ["unexpected-response"]
+    assert "already answered" in twice[0].message
+    # 7 and "7" are different ids
+    assert rules([(C, req(7, "_x")), (A, ok("7", {}))]) == [
+        "unexpected-response",
+        "unanswered-request",
+    ]
+
+
+def test_duplicate_request_id():
+    """JSON-RPC 2.0: the id correlates request and response, so a pending id must not be reused."""
+    bad: Frames = [(C, req(3, "_x")), (C, req(3, "_y")), (A, ok(3, {}))]
+    clean: Frames = [(C, req(3, "_x")), (A, ok(3, {})), (C, req(3, "_y")), (A, ok(3, {}))]
+    check("duplicate-request-id", bad, clean)
+    # both sides may use the same id at once: they are different requests
+    assert rules([(C, req(3, "_x")), (A, req(3, "_y")), (A, ok(3, {})), (C, ok(3, {}))]) == []
+
+
+def test_unanswered_request():
+    """JSON-RPC 2.0: "the Server MUST reply with a Response" to every request."""
+    found = check("unanswered-request", [(C, req(5, "_x"))], [(C, req(5, "_x")), (A, ok(5, {}))])
+    assert found[0].seq == 1
+
+
+def test_wrong_direction():
+    """ACP schema: session/update is handled by the client ("x-side": "client"), so only the agent sends it."""
+    bad = [
+        *setup(),
+        (C, note("session/update", {"sessionId": S, "update": {"sessionUpdate": "_x"}})),
+    ]
+    check("wrong-direction", bad, [*setup(), upd({"sessionUpdate": "_x"})])
+    assert "wrong-direction" in rules(
+        [*setup(), (A, req(9, "session/prompt", {"sessionId": S, "prompt": []}))]
+    )
+
+
+def test_unknown_method():
+    """ "Method names beginning with _ are extensions"; other unknown methods are not ACP."""
+    check(
+        "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
+    )
+    # v1 methods are not v2 methods
+    found = findings([*setup(), (A, req(9, "fs/read_text_file", {"sessionId": S})), (C, ok(9, {}))])
+    assert [f.rule for f in found] == ["unknown-method"]
+    assert "v1" in found[0].message
+    assert (
+        rules([*setup(1), (A, req(9, "fs/read_text_file", {"sessionId": S})), (C, ok(9, {}))]) == []
+    )
+
+
+# --- Initialization and sessions -----------------------------------------------------
+
+
+def test_before_initialize():
+    """ "Before sending prompts, Clients MUST first complete the initialization phase and session setup." (Prompt Lifecycle)"""
+    bad: Frames = [(C, req(1, "session/new", {"cwd": "/"})), (A, ok(1, {"sessionId": S}))]
+    check("before-initialize", bad, setup())
+
+
+def test_initialize_protocol_version():
+    """ACP schema: the initialize response carries "the negotiated protocol version", an integer."""
+    bad: Frames = [
+        (C, req(0, "initialize", {"protocolVersion": 2})),
+        (A, ok(0, {"protocolVersion": "2"})),
+    ]
+    check("initialize-protocol-version", bad, setup())
+
+
+def test_unknown_session():
+    """ "Before sending prompts, Clients MUST first complete ... session setup." (Prompt Lifecycle)"""
+    bad = [
+        *setup(),
+        (
+            C,
+            req(
+                10,
+                "session/prompt",
+                {"sessionId": "nope", "prompt": [{"type": "text", "text": "x"}]},
+            ),
+        ),
+        (A, err(10)),
+    ]
+    check("unknown-session", bad, [*setup(), *turn()])
+    # a session resumed on this connection is known
+    resumed: Frames = [
+        *setup(),
+        (C, req(4, "session/resume", {"sessionId": "old", "cwd": "/"})),
+        upd({"sessionUpdate": "state_update", "state": "idle"}, session="old"),
+        (A, ok(4, {})),
+        upd({"sessionUpdate": "_x"}, session="old"),
+    ]
+    assert rules(resumed) == []
+
+
+def test_resume_without_state():
+    """ACP schema: "The agent MUST send a current state_update after any requested history replay and before this response"."""
+    bad: Frames = [
+        *setup(),
+        (C, req(4, "session/resume", {"sessionId": "old", "cwd": "/"})),
+        (A, ok(4, {})),
+    ]
+    clean: Frames = [
+        *setup(),
+        (C, req(4, "session/resume", {"sessionId": "old", "cwd": "/"})),
+        upd({"sessionUpdate": "state_update", "state": "idle"}, session="old"),
+        (A, ok(4, {})),
+    ]
+    check("resume-without-state", bad, clean)
+
+
+# --- Prompt acceptance -------------------------------------------------------------------
+
+
+def test_prompt_empty():
+    """ACP schema: "Clients MUST NOT send an empty array.\""""
+    check("prompt-empty", [*setup(), prompt(10, []), (A, err(10, -32602))], [*setup(), *turn()])
+
+
+def test_prompt_capability():
+    """ "Clients MUST restrict types of content according to the Prompt Capabilities established during initialization." (1. User Message)"""
+    image = [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]
+    bad = [*setup(), prompt(10, image), (A, err(10, -32602))]
+    clean = [*setup(prompt_caps={"image": {}}), prompt(10, image), (A, err(10, -32602))]
+    check("prompt-capability", bad, clean)
+    resource = [{"type": "resource", "resource": {"uri": "file:///a", "text": "x"}}]
+    assert "prompt-capability" in rules([*setup(), prompt(10, resource), (A, err(10))])
+    link = [{"type": "resource_link", "uri": "file:///a", "name": "a"}]
+    assert rules([*setup(), prompt(10, link), (A, err(10))]) == []
+
+
+def test_prompt_result_message_id():
+    """ "The opaque ID of the inserted user message. This field is a required, non-null string; omission and explicit null are invalid." (2. Prompt Accepted)"""
+    bad = [*setup(), prompt(), state("running"), (A, ok(10, {"messageId": None})), idle()]
+    check("prompt-result-message-id", bad, [*setup(), *turn()])
+    assert "prompt-result-message-id" in rules(
+        [*setup(), prompt(), state("running"), (A, ok(10, {})), idle()]
+    )
+
+
+def test_prompt_message_id_reused():
+    """ "Agents MUST assign distinct message IDs to distinct inserted submissions, even if their content is identical" (2. Prompt Accepted)"""
+    bad = [*setup(), *turn(10, "u1"), *turn(11, "u1")]
+    check("prompt-message-id-reused", bad, [*setup(), *turn(10, "u1"), *turn(11, "u2")])
+
+
+def test_user_message_missing():
+    """ "The Agent MUST also report the inserted user message through a user_message update with the full content array or streamed user_message_chunk updates." (2. Prompt Accepted)"""
+    bad = [*setup(), prompt(), state("running"), (A, ok(10, {"messageId": "u1"})), idle()]
+    found = check("user-message-missing", bad, [*setup(), *turn()])
+    assert found[0].seq == 8  # the idle that ended the turn
+    # "Clients MUST tolerate the updates arriving before or after the response."
+    after = [
+        *setup(),
+        prompt(),
+        state("running"),
+        (A, ok(10, {"messageId": "u1"})),
+        user_message("u1"),
+        idle(),
+    ]
+    assert rules(after) == []
+    chunked = [
+        *setup(), prompt(), state("running"), (A, ok(10, {"messageId": "u1"})),
+        upd({"sessionUpdate": "user_message_chunk", "messageId": "u1", "content": {"type": "text", "text": "h"}}),
+        idle(),
+    ]  # fmt: skip
+    assert rules(chunked) == []
+    # the user message of another type does not count: an agent_message with the same id is another entity
+    wrong_type = [
+        *setup(), prompt(), state("running"), (A, ok(10, {"messageId": "u1"})),
+        upd({"sessionUpdate": "agent_message", "messageId": "u1", "content": []}), idle(),
+    ]  # fmt: skip
+    assert "user-message-missing" in rules(wrong_type)
+
+
+def test_cancelled_prompt_error():
+    """ "If the Agent cancels a prompt request before insertion, it answers that request with -32800" (Cancellation)"""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    bad = [*setup(), prompt(), cancel, (A, err(10, -32603))]
+    clean = [*setup(), prompt(), cancel, (A, err(10, -32800))]
+    check("cancelled-prompt-error", bad, clean)
+
+
+# --- Foreground state ---------------------------------------------------------------------
+
+
+def test_state_missing():
+    """state_update "reports foreground work"; its state is required (Session States)."""
+    check(
+        "state-missing",
+        [*setup(), upd({"sessionUpdate": "state_update"})],
+        [*setup(), state("idle")],
+    )
+
+
+def test_state_unknown():
+    """Custom states begin with _; "Unknown values that do not begin with _ are reserved for future ACP variants." (Session States)"""
+    bad = [*setup(), state("thinking"), idle()]
+    check("state-unknown", bad, [*setup(), state("_thinking"), idle()])
+
+
+def test_stop_reason_unknown():
+    """ "Custom stop reasons MUST begin with _; unknown non-underscore stop reasons are reserved for future ACP variants." (Stop Reasons)"""
+    bad = [*setup(), state("running"), idle("finished")]
+    check("stop-reason-unknown", bad, [*setup(), state("running"), idle("_finished")])
+
+
+def test_idle_without_stop_reason():
+    """ "When foreground work ends, the Agent MUST report idle ... and SHOULD include the corresponding StopReason" (4. Report Completion)"""
+    bad = [*setup(), state("running"), state("idle")]
+    check("idle-without-stop-reason", bad, [*setup(), state("running"), idle()])
+    # an idle snapshot that ends nothing needs no stop reason
+    assert rules([*setup(), state("idle")]) == []
+
+
+def test_error_beside_stop_reason():
+    """ "error belongs to the error stop reason; beside any other stop reason it is an unknown field." (Failures)"""
+    bad = [*setup(), state("running"), idle("end_turn", error={"code": 1, "message": "m"})]
+    clean = [
+        *setup(),
+        state("running"),
+        idle("error", error={"code": -32000, "message": "Authentication required"}),
+    ]
+    check("error-beside-stop-reason", bad, clean)
+
+
+def test_error_field_malformed():
+    """ "The failure that ended foreground work, as a JSON-RPC error object with required code and message" (Failures)"""
+    bad = [*setup(), state("running"), idle("error", error={"message": "no code"})]
+    check("error-field-malformed", bad, [*setup(), state("running"), idle("error", error=None)])
+
+
+def test_idle_without_running():
+    """ "The Agent MUST report running when foreground work starts or resumes." (Foreground and Background Work)"""
+    bad = [*setup(), prompt(), user_message(), (A, ok(10, {"messageId": "u1"})), idle()]
+    check("idle-without-running", bad, [*setup(), *turn()])
+    # a prompt rejected before any work needs no state transition
+    assert rules([*setup(), prompt(), (A, err(10, -32602))]) == []
+
+
+def test_turn_still_running():
+    """ "When foreground work ends, the Agent MUST report idle" (4. Report Completion)"""
+    bad = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    found = check("turn-still-running", bad, [*setup(), *turn()])
+    assert found[0].seq == 6  # the running that started it
+
+
+def test_cancel_ended_with_error():
+    """ "Agents MUST catch these errors and report the semantically meaningful cancelled stop reason, not error" (Cancellation)"""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    base = [
+        *setup(),
+        prompt(),
+        state("running"),
+        user_message(),
+        (A, ok(10, {"messageId": "u1"})),
+        cancel,
+    ]
+    check("cancel-ended-with-error", [*base, idle("error")], [*base, idle("cancelled")])
+
+
+def test_cancel_ended_without_cancelled():
+    """ "the Agent MUST send an idle state_update session update with the cancelled stop reason" (Cancellation)"""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    base = [
+        *setup(),
+        prompt(),
+        state("running"),
+        user_message(),
+        (A, ok(10, {"messageId": "u1"})),
+        cancel,
+    ]
+    found = check(
+        "cancel-ended-without-cancelled", [*base, idle("end_turn")], [*base, idle("cancelled")]
+    )
+    assert found[0].level == Level.WARNING  # it may have raced the cancel
+    # a cancel while idle asks for nothing
+    assert rules([*setup(), *turn(), cancel]) == []
+
+
+def test_update_after_cancelled_idle():
+    """ "it MUST ensure that it does so before sending the idle state_update session update that reports cancellation" (Cancellation)"""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    tool = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"})
+    late = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "cancelled"})
+    base = [
+        *setup(),
+        prompt(),
+        state("running"),
+        user_message(),
+        (A, ok(10, {"messageId": "u1"})),
+        tool,
+        cancel,
+    ]
+    check(
+        "update-after-cancelled-idle",
+        [*base, idle("cancelled"), late],
+        [*base, late, idle("cancelled")],
+    )
+
+
+def test_error_idle_unfinished_tools():
+    """ "Before reporting the failure, the Agent SHOULD give each tool call that the failed work left unfinished a terminal status" (Failures)"""
+    tool = upd(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "t1",
+            "title": "Read",
+            "status": "pending",
+        }
+    )
+    failed = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed"})
+    base = [
+        *setup(),
+        prompt(),
+        state("running"),
+        user_message(),
+        (A, ok(10, {"messageId": "u1"})),
+        tool,
+    ]
+    check("error-idle-unfinished-tools", [*base, idle("error")], [*base, failed, idle("error")])
+
+
+def test_permission_without_requires_action():
+    """ "While foreground work is blocked on a permission response or other user action, the Agent SHOULD report requires_action." (5. Tool Invocation and Status Reporting)"""
+    ask = (
+        A,
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+    )
+    answer = (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}}))
+    base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    bad = [*base, ask, answer, idle()]
+    clean = [*base, ask, state("requires_action"), answer, state("running"), idle()]
+    check("permission-without-requires-action", bad, clean)
+    # reported before the request counts too; a request while idle (background) needs nothing
+    assert rules([*base, state("requires_action"), ask, answer, state("running"), idle()]) == []
+    assert rules([*setup(), ask, answer]) == []
+
+
+# --- Cancellation ----------------------------------------------------------------------------
+
+
+def test_cancel_with_id():
+    """ "Clients MAY cancel active session work at any time by sending a session/cancel notification" (Cancellation)"""
+    bad = [*setup(), (C, req(9, "session/cancel", {"sessionId": S})), (A, ok(9, None))]
+    check("cancel-with-id", bad, [*setup(), (C, note("session/cancel", {"sessionId": S}))])
+
+
+def test_permission_not_cancelled():
+    """ "The Client MUST respond to all pending session/request_permission requests with the cancelled outcome." (Cancellation)"""
+    ask = (
+        A,
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+    )
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    base = [
+        *setup(),
+        prompt(),
+        state("running"),
+        user_message(),
+        (A, ok(10, {"messageId": "u1"})),
+        state("requires_action"),
+        ask,
+        cancel,
+    ]
+    bad = [
+        *base,
+        (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}})),
+        idle("cancelled"),
+    ]
+    clean = [*base, (C, ok(0, {"outcome": {"outcome": "cancelled"}})), idle("cancelled")]
+    check("permission-not-cancelled", bad, clean)
+
+
+def test_permission_unanswered():
+    """ "The Client MUST respond to all pending session/request_permission requests" (Cancellation)"""
+    ask = (
+        A,
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+    )
+    found = check(
+        "permission-unanswered",
+        [*setup(), ask],
+        [*setup(), ask, (C, ok(0, {"outcome": {"outcome": "cancelled"}}))],
+    )
+    assert "unanswered-request" not in [f.rule for f in found]
+
+
+# --- Entities ---------------------------------------------------------------------------------
+
+
+def test_message_id_missing():
+    """ "The Agent MUST include an opaque messageId on message updates and message chunks." (Message IDs)"""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    check(
+        "message-id-missing", [*setup(), upd(chunk)], [*setup(), upd({**chunk, "messageId": "m"})]
+    )
+
+
+def test_message_content_shape():
+    """ "concrete content arrays replace the previous content"; a chunk "appends its content" (Message IDs)"""
+    bad = [
+        *setup(),
+        upd(
+            {
+                "sessionUpdate": "agent_message",
+                "messageId": "m",
+                "content": {"type": "text", "text": "x"},
+            }
+        ),
+    ]
+    clean = [
+        *setup(),
+        upd({"sessionUpdate": "agent_message", "messageId": "m", "content": None}),
+        upd({"sessionUpdate": "agent_message", "messageId": "m"}),
+        upd(
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": "m",
+                "content": {"type": "text", "text": "x"},
+            }
+        ),
+    ]
+    check("message-content-shape", bad, clean)
+    chunk_list = upd(
+        {
+            "sessionUpdate": "agent_thought_chunk",
+            "messageId": "m",
+            "content": [{"type": "text", "text": "x"}],
+        }
+    )
+    assert rules([*setup(), chunk_list]) == ["message-content-shape"]
+
+
+def test_tool_call_id_missing():
+    """ "Messages, tool calls, terminals, and plans are entities that the Agent creates and then updates by ID" (Entity IDs)"""
+    bad = [*setup(), upd({"sessionUpdate": "tool_call_update", "status": "pending"})]
+    check(
+        "tool-call-id-missing",
+        bad,
+        [
+            *setup(),
+            upd({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "pending"}),
+        ],
+    )
+
+
+def test_terminal_id_missing():
+    """Terminals are identified by terminalId (Entity IDs)."""
+    bad = [*setup(), upd({"sessionUpdate": "terminal_output_chunk", "data": "aGk="})]
+    check(
+        "terminal-id-missing",
+        bad,
+        [
+            *setup(),
+            upd({"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "aGk="}),
+        ],
+    )
+
+
+def test_terminal_data_not_base64():
+    """ACP schema: terminal_output_chunk data is "Independently base64-encoded terminal output bytes"."""
+    bad = [
+        *setup(),
+        upd({"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "not base64!"}),
+    ]
+    check(
+        "terminal-data-not-base64",
+        bad,
+        [
+            *setup(),
+            upd({"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "aGk="}),
+        ],
+    )
+
+
+def test_plan_id_missing():
+    """Plans are identified by planId (Entity IDs); plan_update "carries its ID inside plan"."""
+    entries = [{"content": "x", "priority": "high", "status": "pending"}]
+    bad = [
+        *setup(),
+        upd({"sessionUpdate": "plan_update", "plan": {"type": "items", "entries": entries}}),
+    ]
+    clean = [
+        *setup(),
+        upd(
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {"type": "items", "planId": "p", "entries": entries},
+            }
+        ),
+    ]
+    check("plan-id-missing", bad, clean)
+
+
+def test_unknown_update():
+    """ "The protocol also supports custom and future variants." Custom ones begin with _ (Session Updates)."""
+    check(
+        "unknown-update",
+        [*setup(), upd({"sessionUpdate": "mood_update"})],
+        [*setup(), upd({"sessionUpdate": "_mood_update"})],
+    )
+
+
+def test_same_id_on_entities_of_different_types_is_legal():
+    """ "the same string can identify one entity of each type" (Entity IDs)"""
+    same = [
+        *setup(),
+        upd(
+            {
+                "sessionUpdate": "agent_thought",
+                "messageId": "x",
+                "content": [{"type": "text", "text": "t"}],
+            }
+        ),
+        upd(
+            {
+                "sessionUpdate": "agent_message",
+                "messageId": "x",
+                "content": [{"type": "text", "text": "m"}],
+            }
+        ),
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "x", "status": "pending"}),
+        upd({"sessionUpdate": "terminal_update", "terminalId": "x"}),
+        upd(
+            {
+                "sessionUpdate": "plan_update",
+                "plan": {"type": "items", "planId": "x", "entries": []},
+            }
+        ),
+    ]
+    assert rules(same) == []
+
+
+# --- Notices, compaction, usage ------------------------------------------------------------------
+
+
+def notice(**fields: Any) -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "notice", **fields})
+
+
+def test_notice_severity_missing():
+    """ "severity is required and non-null" (Session Notices)"""
+    check(
+        "notice-severity-missing",
+        [*setup(), notice(title="T")],
+        [*setup(), notice(severity="info", title="T")],
+    )
+
+
+def test_notice_title_missing():
+    """ "title is required, non-null, non-empty plain text" (Session Notices)"""
+    check(
+        "notice-title-missing",
+        [*setup(), notice(severity="info", title="")],
+        [*setup(), notice(severity="info", title="T")],
+    )
+    assert rules([*setup(), notice(severity="info", title=None)]) == ["notice-title-missing"]
+
+
+def test_notice_field_type():
+    """ "description is optional, nullable plain text"; "_meta is an optional, nullable object" (Session Notices)"""
+    bad = [*setup(), notice(severity="info", title="T", description=3)]
+    clean = [*setup(), notice(severity="info", title="T", description=None, _meta=None)]
+    check("notice-field-type", bad, clean)
+    assert rules([*setup(), notice(severity="info", title="T", _meta=[1])]) == ["notice-field-type"]
+
+
+def test_notice_severity_unknown():
+    """ "values beginning with _ are reserved for implementation-specific extensions, while other unknown values are reserved for future ACP severities" (Session Notices)"""
+    check(
+        "notice-severity-unknown",
+        [*setup(), notice(severity="loud", title="T")],
+        [*setup(), notice(severity="_loud", title="T")],
+    )
+
+
+def test_notice_during_replay():
+    """Each notice "is an independent live event, not conversation history, and SHOULD NOT be included in session replay." (Session Notices)"""
+    resume = (
+        C,
+        req(4, "session/resume", {"sessionId": S, "cwd": "/", "replayFrom": {"type": "start"}}),
+    )
+    replayed = notice(severity="info", title="T")
+    done = [state("idle"), (A, ok(4, {}))]
+    check(
+        "notice-during-replay",
+        [*setup(), resume, replayed, *done],
+        [*setup(), resume, *done, replayed],
+    )
+
+
+def compaction(**fields: Any) -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "compaction_update", **fields})
+
+
+def summary_chunk(compaction_id: str = "c1") -> tuple[str, dict[str, Any]]:
+    return upd(
+        {
+            "sessionUpdate": "compaction_summary_chunk",
+            "compactionId": compaction_id,
+            "content": {"type": "text", "text": "s"},
+        }
+    )
+
+
+def test_compaction_field_missing():
+    """ "compactionId and status are required and non-null on every compaction_update." (Session Compaction)"""
+    check(
+        "compaction-field-missing",
+        [*setup(), compaction(compactionId="c1")],
+        [*setup(), compaction(compactionId="c1", status="completed")],
+    )
+    chunk = upd({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1"})
+    assert rules([*setup(), chunk]) == ["compaction-field-missing"]
+
+
+def test_compaction_status_unknown():
+    """ "status is an open string enum. Values beginning with _ are reserved for implementation-specific extensions" (Session Compaction)"""
+    check(
+        "compaction-status-unknown",
+        [*setup(), compaction(compactionId="c1", status="paused")],
+        [*setup(), compaction(compactionId="c1", status="_paused")],
+    )
+
+
+def test_compaction_id_reused():
+    """ "The ID is an opaque, Agent-owned string, unique within the session, and MUST NOT be reused for another compaction." (Session Compaction)"""
+    first = [
+        compaction(compactionId="c1", status="in_progress"),
+        compaction(compactionId="c1", status="completed"),
+    ]
+    bad = [*setup(), *first, compaction(compactionId="c1", status="in_progress")]
+    clean = [
+        *setup(),
+        *first,
+        compaction(compactionId="c2", status="in_progress"),
+        compaction(compactionId="c2", status="completed"),
+    ]
+    check("compaction-id-reused", bad, clean)
+    # a later update patches the ended entity in place: not a reuse
+    patch = compaction(compactionId="c1", status="completed", summary=[])
+    assert rules([*setup(), *first, patch]) == []
+
+
+def test_compaction_chunk_outside_progress():
+    """ "Chunks append to the current summary" of a compaction in progress (Session Compaction)"""
+    bad = [*setup(), compaction(compactionId="c1", status="completed"), summary_chunk()]
+    clean = [
+        *setup(),
+        compaction(compactionId="c1", status="in_progress"),
+        summary_chunk(),
+        compaction(compactionId="c1", status="completed"),
+    ]
+    check("compaction-chunk-outside-progress", bad, clean)
+
+
+def test_compaction_unfinished():
+    """ "The Agent MUST report a terminal status when a reported compaction ends." (Session Compaction)"""
+    bad = [*setup(), compaction(compactionId="c1", status="in_progress")]
+    check(
+        "compaction-unfinished",
+        bad,
+        [*bad, compaction(compactionId="c1", status="failed", error="boom")],
+    )
+
+
+def test_usage_fields():
+    """ "used and size are required and non-null token counts for the current session context." (Session Usage Updates)"""
+    check(
+        "usage-fields",
+        [*setup(), upd({"sessionUpdate": "usage_update", "used": -1, "size": 10})],
+        [*setup(), upd({"sessionUpdate": "usage_update", "used": 0, "size": 10})],
+    )
+    assert rules([*setup(), upd({"sessionUpdate": "usage_update", "used": 1})]) == ["usage-fields"]
+
+
+def test_usage_cost_fields():
+    """ "cost is optional and, if present, amount and currency are required." (Session Usage Updates)"""
+    base = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
+    bad = [*setup(), upd({**base, "cost": {"amount": 0.5}})]
+    check(
+        "usage-cost-fields",
+        bad,
+        [*setup(), upd({**base, "cost": {"amount": 0.5, "currency": "USD"}})],
+    )
+
+
+# --- The whole ------------------------------------------------------------------------------------
+
+
+def test_validator_error():
+    """A bug in a rule is reported as a finding, never raised: the frame is still relayed."""
+    validator = Validator()
+    for seq, (side, message) in enumerate(setup(), 1):
+        validator.feed(side, parse_frame(orjson.dumps(message)), seq)
+    validator._sessions = None  # type: ignore[assignment]  # sabotage its state
+    found = validator.feed(
+        A, parse_frame(orjson.dumps(note("session/update", {"sessionId": S}))), 5
+    )
+    assert [f.rule for f in found] == ["validator-error"]
+    assert found[0].seq == 5
+
+
+def test_every_rule_has_a_test():
+    """Every rule in the catalog is exercised by a test of its own name here."""
+    module = sys.modules[__name__]
+    missing = [r.id for r in CATALOG if not hasattr(module, "test_" + r.id.replace("-", "_"))]
+    assert missing == []
+
+
+def test_catalog_levels_and_sources():
+    """Rule ids are stable kebab-case; every rule has a level, a source and a description."""
+    for rule in CATALOG:
+        assert rule.id == rule.id.lower() and " " not in rule.id and "_" not in rule.id
+        assert rule.level in (Level.ERROR, Level.WARNING)
+        assert rule.spec and rule.description.endswith(".")
+    assert len(RULES) == len(CATALOG)
+
+
+def test_v2_rules_never_fire_on_v1_traffic():
+    """A v1 session/prompt result is {stopReason}, and that is correct there."""
+    v1 = [
+        *setup(1),
+        prompt(),
+        upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}),
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read"}),
+        upd({"sessionUpdate": "plan", "entries": []}),
+        (A, ok(10, {"stopReason": "end_turn"})),
+    ]
+    assert rules(v1) == []
+    # the JSON-RPC and session rules still apply
+    assert rules([*v1, (A, ok(10, {}))]) == ["unexpected-response"]
+    assert RULES["unexpected-response"].scope is Scope.ALL
+
+
+def test_memory_does_not_grow_with_finished_work():
+    """Answered requests and ended turns are dropped: state stays bounded."""
+    validator = Validator()
+    frames = setup()
+    for i in range(300):
+        frames += turn(100 + i, f"u{i}")
+    for seq, (side, message) in enumerate(frames, 1):
+        assert validator.feed(side, parse_frame(orjson.dumps(message)), seq) == []
+    assert validator._pending == {}
+    session = validator._sessions[S]
+    assert session.tools == {} and session.owed_user_messages == {}
+    assert len(validator._answered) <= 256 and len(session.user_messages) <= 256
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(max_size=8)
+    | st.sampled_from(
+        [
+            "session/update",
+            "session/prompt",
+            "initialize",
+            "session/new",
+            "session/cancel",
+            S,
+            "state_update",
+            "idle",
+            "running",
+            "notice",
+            "error",
+            "2.0",
+            "result",
+            "method",
+            "sessionUpdate",
+            "messageId",
+        ]
+    ),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "jsonrpc",
+                    "id",
+                    "method",
+                    "params",
+                    "result",
+                    "error",
+                    "sessionId",
+                    "update",
+                    "sessionUpdate",
+                    "state",
+                    "stopReason",
+                    "messageId",
+                    "toolCallId",
+                    "content",
+                    "protocolVersion",
+                    "code",
+                    "message",
+                    "prompt",
+                    "status",
+                    "plan",
+                    "cost",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([C, A]), _json | st.binary(max_size=10)), max_size=12))
+def test_the_validator_never_raises(frames):
+    """Whatever the traffic, the validator returns findings and never fails."""
+    validator = Validator()
+    for seq, (side, message) in enumerate([*setup(), *frames], 1):
+        raw = message if isinstance(message, bytes) else orjson.dumps(message)
+        for finding in validator.feed(side, parse_frame(raw.replace(b"\n", b" ")), seq):
+            assert finding.rule != "validator-error", finding
+            assert finding.rule in RULES
+    for finding in validator.end():
+        assert finding.rule in RULES
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_example_agent_session_is_clean(version, tmp_path):
+    """A whole session with the example agent, driven through the proxy: zero findings."""
+    import subprocess
+
+    from conftest import PROXY, clean_env
+
+    from acp_proxy.demo import DemoClient
+    from acp_proxy.offline import validate_records
+    from acp_proxy.transcript import read_records
+
+    record = tmp_path / "t.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", "0.02"]
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(record), "--", *agent],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        client = DemoClient(proc)
+        info = {"name": "t", "version": "1"}
+        client.request("initialize", {"protocolVersion": version, "info": info, "capabilities": {}})
+        session = client.request("session/new", {"cwd": "/", "mcpServers": []})["result"][
+            "sessionId"
+        ]
+        client.request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "a"}]}
+        )
+        if version == 2:
+            client.until_idle(session)
+            client.request(
+                "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "b"}]}
+            )
+            assert client.until_idle(session, cancel_after_chunks=2) == "cancelled"
+        assert client.close() == 0
+        assert proc.stderr is not None
+        log = proc.stderr.read().decode()
+    assert list(validate_records(read_records(record))) == []
+    assert "rule=" not in log
