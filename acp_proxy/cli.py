@@ -229,6 +229,193 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     sys.exit(2 if unreadable else 1 if errors else 0)
 
 
+def _filter_options(func: Any) -> Any:
+    func = click.option(
+        "--color/--no-color",
+        default=None,
+        help="Colour findings and directions. Default: only on a terminal.",
+    )(func)
+    func = click.option(
+        "--violations", is_flag=True, help="Only frames with findings, and standalone findings."
+    )(func)
+    func = click.option("--session", metavar="ID", help="Only frames of this session.")(func)
+    func = click.option(
+        "--method",
+        metavar="PATTERN",
+        help="Only frames of methods matching this glob (a response matches its request's).",
+    )(func)
+    func = click.option(
+        "--from",
+        "side",
+        type=click.Choice(["client", "agent"]),
+        help="Only frames sent by this side.",
+    )(func)
+    return func
+
+
+@cli.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option(
+    "--conversation",
+    is_flag=True,
+    help="Show the session as a client would render it, turn by turn.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="With --conversation: the reconstructed state as JSON."
+)
+@_filter_options
+def show(
+    recording: str,
+    conversation: bool,
+    as_json: bool,
+    side: str | None,
+    method: str | None,
+    session: str | None,
+    violations: bool,
+    color: bool | None,
+) -> None:
+    """Show a recording as a timeline (default) or as the conversation.
+
+    \b
+    The timeline has a line per frame: time since the start, seq, direction,
+    request / response / notify, the method and a summary; findings right
+    under their frame.
+    """
+    from .offline import annotate
+    from .render import Timeline, TimelineFilter
+
+    records = open_recording(recording)
+    if conversation or as_json:
+        _show_conversation(records, session, as_json, color)
+        return
+    timeline = Timeline(TimelineFilter(side, method, session, violations))
+    for item in annotate(records):
+        for line in timeline.lines(item):
+            click.echo(line, color=color)
+
+
+def _show_conversation(
+    records: Iterator[Record], session: str | None, as_json: bool, color: bool | None
+) -> None:
+    import orjson
+
+    from .conversation import Conversation
+    from .render import render_conversation
+    from .transcript import FrameRecord, StartRecord, parse_time
+
+    connections: list[tuple[StartRecord | None, Conversation]] = []
+    current: Conversation | None = None
+    for record in records:
+        if isinstance(record, StartRecord) or current is None:
+            current = Conversation()
+            connections.append((record if isinstance(record, StartRecord) else None, current))
+        if isinstance(record, FrameRecord):
+            current.feed(record.side, record.frame, record.seq, record.t)
+    if as_json:
+        document = {
+            "connections": [
+                {
+                    "t": start.t if start else None,
+                    "argv": start.argv if start else None,
+                    "sessions": [
+                        view.as_json()
+                        for view in model.sessions.values()
+                        if session is None or view.id == session
+                    ],
+                }
+                for start, model in connections
+            ]
+        }
+        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        return
+    for start, model in connections:
+        began = parse_time(start.t) if start else None
+        if start is not None:
+            click.echo(
+                click.style(f"Connection {start.t} · {' '.join(start.argv)}", dim=True),
+                color=color,
+            )
+        for view in model.sessions.values():
+            if session is None or view.id == session:
+                for line in render_conversation(view, began):
+                    click.echo(line, color=color)
+        click.echo()
+
+
+@cli.command()
+@click.argument("path", metavar="PATH")
+@_filter_options
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=0.2,
+    show_default=True,
+    help="Seconds between checks for new records.",
+)
+def follow(
+    path: str,
+    side: str | None,
+    method: str | None,
+    session: str | None,
+    violations: bool,
+    color: bool | None,
+    interval: float,
+) -> None:
+    """Show a recording live, as frames are appended (tail -f for ACP).
+
+    PATH may be a recording, or a directory: then the newest recording in it is
+    followed, and each new one as new sessions start. Ctrl-C stops.
+    """
+    from .follow import follow_records
+    from .offline import annotate
+    from .render import Timeline, TimelineFilter
+
+    target = Path(path)
+    if not target.exists():
+        raise RecordingError(f"cannot follow {path}: No such file or directory")
+    timeline = Timeline(TimelineFilter(side, method, session, violations))
+
+    def switched(current: Path) -> None:
+        click.echo(click.style(f"==> following {current}", bold=True), color=color)
+
+    try:
+        for item in annotate(follow_records(target, switched, interval)):
+            for line in timeline.lines(item):
+                click.echo(line, color=color)
+    except KeyboardInterrupt:
+        sys.exit(0)
+    except OSError as exc:
+        raise RecordingError(f"cannot follow {path}: {exc.strerror}") from None
+
+
+@cli.command()
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the figures.",
+)
+def stats(recordings: tuple[str, ...], fmt: str) -> None:
+    """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
+    import orjson
+
+    from .offline import annotate
+    from .stats import Stats
+
+    figures = Stats()
+    for path in recordings:
+        for item in annotate(open_recording(path)):
+            figures.add(item)
+    if fmt == "json":
+        click.echo(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in figures.lines():
+            click.echo(line)
+
+
 @cli.command()
 @click.option(
     "--format",
@@ -287,7 +474,15 @@ def rules(fmt: str) -> None:
     show_default=True,
     help="Seconds between the example agent's streamed chunks.",
 )
-def demo(record: str | None, delay: float) -> None:
+@click.option(
+    "--scenario",
+    type=click.Choice(["tour", "clean", "cancelled", "misbehaving"]),
+    default="tour",
+    show_default=True,
+    help="tour: a prompt, then a cancelled prompt. clean: one prompt. cancelled: one "
+    "cancelled prompt. misbehaving: the example agent breaks the protocol on purpose.",
+)
+def demo(record: str | None, delay: float, scenario: str) -> None:
     """Try the proxy: run the example agent behind it and drive one session.
 
     Nothing else needs to be installed: the agent and the client are both
@@ -305,7 +500,7 @@ def demo(record: str | None, delay: float) -> None:
     )
     click.echo()
     try:
-        status = run_demo(path, delay=delay)
+        status = run_demo(path, delay=delay, scenario=scenario)
     except (OSError, EOFError, ValueError, KeyError) as exc:
         click.echo(f"acp-proxy demo: the session failed: {exc}", err=True)
         sys.exit(1)
@@ -316,9 +511,13 @@ def demo(record: str | None, delay: float) -> None:
     size = path.stat().st_size
     with open(path, "rb") as stream:
         lines = sum(1 for _ in stream)
-    click.echo(f"The proxy exited with status {status}.")
-    click.echo(f"Transcript: {path} ({lines} records, {size} bytes)")
-    click.echo("Read it with:")
+    click.echo(f"The proxy exited with status {status}. What the editor would show:")
+    click.echo()
+    _show_conversation(open_recording(str(path)), None, False, None)
+    click.echo(f"Transcript: {path} ({lines} records, {size} bytes). Read it with:")
+    click.echo(f"  acp-proxy show {path}                 # the timeline, frame by frame")
+    click.echo(f"  acp-proxy validate {path}             # protocol violations")
+    click.echo(f"  acp-proxy stats {path}                # figures")
     click.echo(f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}")
     sys.exit(status)
 

@@ -99,12 +99,32 @@ class DemoClient:
         return self._proc.wait(timeout=timeout)
 
 
-def run_demo(record: Path, delay: float = 0.02, echo: IO[str] | None = sys.stdout) -> int:
-    """Run the demo session, recording to ``record``; return the proxy's exit status."""
+#: The prompts of each scenario: (text, cancel after this many agent chunks or None).
+SCENARIOS: dict[str, list[tuple[str, int | None]]] = {
+    "tour": [
+        ("Summarize the project README.", None),
+        ("Now explain every section in detail.", 3),
+    ],
+    "clean": [("Summarize the project README.", None)],
+    "cancelled": [("Explain every section in detail.", 3)],
+    "misbehaving": [("Summarize the project README.", None)],
+}
+
+
+def run_demo(
+    record: Path,
+    delay: float = 0.02,
+    echo: IO[str] | None = sys.stdout,
+    scenario: str = "tour",
+) -> int:
+    """Run a scenario, recording to ``record``; return the proxy's exit status."""
+    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay)]
+    if scenario == "misbehaving":
+        agent.append("--misbehave")
     command = [
         sys.executable, "-m", "acp_proxy", "run",
-        "--record", str(record), "--log-level", "warning",
-        "--", sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay),
+        "--record", str(record), "--log-level", "error",
+        "--", *agent,
     ]  # fmt: skip
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     client = DemoClient(proc, echo)
@@ -125,10 +145,7 @@ def run_demo(record: Path, delay: float = 0.02, echo: IO[str] | None = sys.stdou
             "result"
         ]["sessionId"]
         client.say(f"  session {session_id}")
-        for text, cancel_after in (
-            ("Summarize the project README.", None),
-            ("Now explain every section in detail.", 3),
-        ):
+        for text, cancel_after in SCENARIOS[scenario]:
             client.say(f"client: session/prompt {text!r}")
             accepted = client.request(
                 "session/prompt",

@@ -414,6 +414,9 @@ class ExampleAgent:
             inbox.put(_EOF)
 
         threading.Thread(target=read, daemon=True).start()
+        if self._misbehave:  # the classic: a log line printed to stdout
+            self._out.write(b"example agent: loading model...\n")
+            self._out.flush()
         while True:
             runnable = [t for t in self._turns.values() if t.waiting_for is None]
             timeout = None

@@ -43,6 +43,7 @@ __all__ = [
     "format_time",
     "frame_record",
     "iter_records",
+    "parse_record",
     "read_records",
     "start_record",
     "violation_record",
@@ -231,7 +232,8 @@ def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
     return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
 
 
-def _record_of(number: int, line: bytes) -> Record | None:
+def parse_record(number: int, line: bytes) -> Record | None:
+    """One line (without its ``\\n``) as a record; None for a kind this version does not know."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -282,7 +284,7 @@ def iter_records(stream: BinaryIO) -> Iterator[Record]:
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
-        record = _record_of(number, line.rstrip(b"\n"))
+        record = parse_record(number, line.rstrip(b"\n"))
         if record is not None:
             yield record
 

@@ -1,0 +1,324 @@
+"""The conversation a client would build from the traffic, by the spec's entity rules.
+
+Pure: fed frames in wire order, it keeps what an editor would show. Entities
+are keyed by (type, id), never by id alone ("Entity IDs"):
+
+- messages, thoughts and user messages: whole-message updates replace the
+  content, ``null`` and ``[]`` clear it, omitted content leaves it; chunks append
+  ("Message IDs");
+- tool calls: upserted by ``toolCallId``, fields patched, content replaced by
+  ``content`` and appended to by ``tool_call_content_chunk``;
+- plans: replaced by ``planId``;
+- terminals: ``output`` snapshots replace, ``terminal_output_chunk`` appends,
+  each chunk base64-decoded on its own;
+- compactions: status and patch fields, summary replaced or appended to.
+
+State changes, stop reasons and usage are kept per turn. A turn starts with a
+``session/prompt`` (or with ``running`` while idle) and ends with ``idle``.
+Unknown update variants are listed, not dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any
+
+from .framing import Frame
+from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
+
+__all__ = ["Conversation", "Entity", "SessionView", "Turn"]
+
+_MISSING = object()
+
+
+@dataclass
+class Entity:
+    """One ID-addressed thing in the session's timeline."""
+
+    type: str
+    id: str
+    #: Content blocks (messages, tool calls, compaction summaries).
+    content: list[Any] = field(default_factory=list)
+    #: Other fields, as last patched (title, kind, status, entries, ...).
+    fields: dict[str, Any] = field(default_factory=dict)
+    #: Terminal output bytes.
+    output: bytearray = field(default_factory=bytearray)
+
+    def as_json(self) -> dict[str, Any]:
+        """For ``show --conversation --json``."""
+        data: dict[str, Any] = {"type": self.type, "id": self.id, **self.fields}
+        if self.type == EntityType.TERMINAL:
+            data["output"] = self.output.decode("utf-8", errors="replace")
+        elif self.type != EntityType.PLAN:
+            data["content"] = self.content
+        return data
+
+
+@dataclass
+class Turn:
+    """One stretch of foreground work, from a prompt (or running) to idle."""
+
+    number: int
+    #: seq and time of the frame that opened the turn.
+    seq: int
+    t: str
+    prompt_id: Any = None
+    #: Entity keys first seen in this turn, in order.
+    entities: list[tuple[str, str]] = field(default_factory=list)
+    #: States reported, in order (running, requires_action, idle, ...).
+    states: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+    error: Any = None
+    ended: bool = False
+    end_t: str | None = None
+    #: The prompt's response: messageId, or an error.
+    accepted: Any = None
+    rejected: Any = None
+    #: The prompt's own content, as the client sent it.
+    prompt: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class SessionView:
+    """One session as the client would render it."""
+
+    id: str
+    entities: dict[tuple[str, str], Entity] = field(default_factory=dict)
+    turns: list[Turn] = field(default_factory=list)
+    #: Entity keys first seen outside any turn (background activity).
+    background: list[tuple[str, str]] = field(default_factory=list)
+    state: str = "idle"
+    usage: dict[str, Any] | None = None
+    #: Unknown update variants: (seq, variant, payload).
+    unknown: list[tuple[int, str, Any]] = field(default_factory=list)
+
+    @property
+    def current(self) -> Turn | None:
+        """The turn in progress, if any."""
+        return self.turns[-1] if self.turns and not self.turns[-1].ended else None
+
+    def as_json(self) -> dict[str, Any]:
+        """The reconstructed state, for machines."""
+
+        def entities(keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+            return [self.entities[key].as_json() for key in keys]
+
+        return {
+            "sessionId": self.id,
+            "state": self.state,
+            "usage": self.usage,
+            "turns": [
+                {
+                    "turn": turn.number,
+                    "seq": turn.seq,
+                    "t": turn.t,
+                    "prompt": turn.prompt,
+                    "messageId": turn.accepted,
+                    "rejected": turn.rejected,
+                    "states": turn.states,
+                    "stopReason": turn.stop_reason,
+                    "error": turn.error,
+                    "ended": turn.ended,
+                    "entities": entities(turn.entities),
+                }
+                for turn in self.turns
+            ],
+            "background": entities(self.background),
+            "unknownUpdates": [
+                {"seq": seq, "sessionUpdate": variant, "update": payload}
+                for seq, variant, payload in self.unknown
+            ],
+        }
+
+
+class Conversation:
+    """Builds :class:`SessionView` objects from frames."""
+
+    def __init__(self) -> None:
+        #: Sessions in order of first appearance.
+        self.sessions: dict[str, SessionView] = {}
+        self._prompts: dict[Any, str] = {}
+
+    def session(self, session_id: str) -> SessionView:
+        """The view of a session, created on first sight."""
+        if session_id not in self.sessions:
+            self.sessions[session_id] = SessionView(session_id)
+        return self.sessions[session_id]
+
+    def feed(self, side: str, frame: Frame, seq: int, t: str) -> None:
+        """Apply one frame."""
+        message = frame.value
+        if not isinstance(message, dict):
+            return
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        assert isinstance(params, dict)
+        if method == "session/prompt" and side == "client" and "id" in message:
+            session_id = params.get("sessionId")
+            if isinstance(session_id, str):
+                view = self.session(session_id)
+                turn = view.current
+                if turn is None:
+                    turn = self._open_turn(view, seq, t)
+                if turn.prompt_id is None:
+                    turn.prompt_id = message["id"]
+                    prompt = params.get("prompt")
+                    turn.prompt = prompt if isinstance(prompt, list) else []
+                self._prompts[_key(message["id"])] = session_id
+        elif method == "session/update" and side == "agent":
+            session_id = params.get("sessionId")
+            update = params.get("update")
+            if isinstance(session_id, str) and isinstance(update, dict):
+                self._update(self.session(session_id), update, seq, t)
+        elif method is None and side == "agent" and "id" in message:
+            session_id = self._prompts.pop(_key(message["id"]), None)
+            if session_id is not None:
+                self._prompt_answered(self.session(session_id), message)
+
+    def _open_turn(self, view: SessionView, seq: int, t: str) -> Turn:
+        turn = Turn(len(view.turns) + 1, seq, t)
+        view.turns.append(turn)
+        return turn
+
+    def _prompt_answered(self, view: SessionView, message: dict[str, Any]) -> None:
+        for turn in reversed(view.turns):
+            if turn.prompt_id == message["id"]:
+                if "error" in message:
+                    turn.rejected = message["error"]
+                    if not turn.states:
+                        turn.ended = True  # rejected before any work: no turn
+                else:
+                    result = message.get("result")
+                    turn.accepted = result.get("messageId") if isinstance(result, dict) else None
+                return
+
+    def _entity(self, view: SessionView, kind: str, entity_id: str) -> Entity:
+        key = (kind, entity_id)
+        entity = view.entities.get(key)
+        if entity is None:
+            entity = view.entities[key] = Entity(kind, entity_id)
+            turn = view.current
+            (turn.entities if turn is not None else view.background).append(key)
+        return entity
+
+    def _update(self, view: SessionView, update: dict[str, Any], seq: int, t: str) -> None:
+        variant = update.get("sessionUpdate")
+        if variant == "state_update":
+            self._state(view, update, seq, t)
+            return
+        if variant == "usage_update":
+            view.usage = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            return
+        if variant in ("compaction_update", "compaction_summary_chunk"):
+            self._compaction(view, update)
+            return
+        if variant in ("available_commands_update", "config_option_update", "session_info_update"):
+            return  # session metadata: not part of the conversation
+        if variant == "notice":
+            return  # live-only; never stored in transcripts anyway
+        if variant not in ENTITY_ID_FIELDS:
+            view.unknown.append((seq, str(variant), update))
+            return
+        kind, id_field = ENTITY_ID_FIELDS[str(variant)]
+        holder = update.get("plan") if variant == "plan_update" else update
+        entity_id = holder.get(id_field) if isinstance(holder, dict) else None
+        if not isinstance(entity_id, str):
+            view.unknown.append((seq, str(variant), update))
+            return
+        entity = self._entity(view, kind, entity_id)
+        if variant in MESSAGE_UPDATES:
+            content = update.get("content", _MISSING)
+            if content is None:
+                entity.content = []
+            elif isinstance(content, list):
+                entity.content = list(content)
+        elif variant in MESSAGE_CHUNKS:
+            if "content" in update and update["content"] is not None:
+                entity.content.append(update["content"])
+        elif variant == "tool_call_update":
+            for name, value in update.items():
+                if name in ("sessionUpdate", "toolCallId", "content"):
+                    continue
+                if value is None:
+                    entity.fields.pop(name, None)
+                else:
+                    entity.fields[name] = value
+            entity.fields.setdefault("status", "pending")
+            if "content" in update:
+                content = update["content"]
+                entity.content = list(content) if isinstance(content, list) else []
+        elif variant == "tool_call_content_chunk":
+            if update.get("content") is not None:
+                entity.content.append(update["content"])
+        elif variant == "plan_update":
+            assert isinstance(holder, dict)
+            entity.fields = {k: v for k, v in holder.items() if k != "planId"}
+        elif variant == "terminal_update":
+            for name, value in update.items():
+                if name in ("sessionUpdate", "terminalId", "output"):
+                    continue
+                entity.fields[name] = value
+            if "output" in update:
+                output = update["output"]
+                data = output.get("data") if isinstance(output, dict) else None
+                entity.output = bytearray(_b64(data) if isinstance(data, str) else b"")
+        elif variant == "terminal_output_chunk":
+            data = update.get("data")
+            if isinstance(data, str):
+                entity.output += _b64(data)
+
+    def _state(self, view: SessionView, update: dict[str, Any], seq: int, t: str) -> None:
+        state = update.get("state")
+        if not isinstance(state, str):
+            return
+        turn = view.current
+        if state == "idle":
+            if turn is not None:
+                turn.states.append(state)
+                reason = update.get("stopReason")
+                turn.stop_reason = reason if isinstance(reason, str) else None
+                turn.error = update.get("error")
+                turn.ended = True
+                turn.end_t = t
+        else:
+            if turn is None:
+                turn = self._open_turn(view, seq, t)
+            turn.states.append(state)
+        view.state = state
+
+    def _compaction(self, view: SessionView, update: dict[str, Any]) -> None:
+        compaction_id = update.get("compactionId")
+        if not isinstance(compaction_id, str):
+            return
+        key = ("compaction", compaction_id)
+        fresh = key not in view.entities
+        entity = self._entity(view, "compaction", compaction_id)
+        if fresh:
+            entity.fields["status"] = "in_progress"
+        if update.get("sessionUpdate") == "compaction_summary_chunk":
+            if update.get("content") is not None:
+                entity.content.append(update["content"])
+            return
+        for name, value in update.items():
+            if name in ("sessionUpdate", "compactionId", "summary"):
+                continue
+            if value is None:
+                entity.fields.pop(name, None)
+            else:
+                entity.fields[name] = value
+        if "summary" in update:
+            summary = update["summary"]
+            entity.content = list(summary) if isinstance(summary, list) else []
+
+
+def _key(value: Any) -> tuple[str, Any]:
+    return ("s", value) if isinstance(value, str) else ("n", value)
+
+
+def _b64(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return b""

@@ -1,0 +1,420 @@
+"""Human views of a recording: the timeline and the conversation.
+
+Pure formatting: annotated records in, lines of text out. Colour is applied
+with click's styles and stripped by the caller when the output is not a
+terminal.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import click
+import orjson
+
+from .conversation import Entity, SessionView
+from .offline import Annotated
+from .protocol import EntityType
+from .transcript import (
+    EndRecord,
+    FrameRecord,
+    StartRecord,
+    UnreadableLine,
+    ViolationRecord,
+    parse_time,
+)
+from .validator import Violation
+
+__all__ = ["Timeline", "TimelineFilter", "render_conversation", "text_of"]
+
+_ARROWS = {"client": "client → agent", "agent": "agent → client"}
+_LEVEL_COLORS = {"error": "red", "warning": "yellow"}
+
+
+def text_of(content: Any, limit: int = 60) -> str:
+    """The first words of a content block or a list of them."""
+    blocks = content if isinstance(content, list) else [content]
+    parts: list[str] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "content":
+            parts.append(text_of(block.get("content"), limit))
+        elif kind == "resource_link":
+            parts.append(f"[link {block.get('uri', '')}]")
+        elif kind == "resource":
+            resource = block.get("resource")
+            uri = resource.get("uri", "") if isinstance(resource, dict) else ""
+            parts.append(f"[resource {uri}]")
+        elif isinstance(kind, str):
+            parts.append(f"[{kind}]")
+    text = " ".join("".join(parts).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def summarize_update(update: Any) -> str:
+    """One line for a ``session/update``: the variant and what matters in it."""
+    if not isinstance(update, dict):
+        return _show(update)
+    variant = str(update.get("sessionUpdate"))
+    parts = [variant]
+    if variant == "state_update":
+        parts.append(str(update.get("state")))
+        if update.get("stopReason") is not None:
+            parts.append(f"({update['stopReason']})")
+        if isinstance(update.get("error"), dict):
+            parts.append(f"error {update['error'].get('code')}: {update['error'].get('message')}")
+    elif variant in ENTITY_VARIANTS:
+        _, id_field = ENTITY_VARIANTS[variant]
+        holder = update.get("plan") if variant == "plan_update" else update
+        if isinstance(holder, dict) and id_field in holder:
+            parts.append(_show(holder[id_field]))
+        if isinstance(update.get("title"), str):
+            parts.append(repr(update["title"]))
+        if isinstance(update.get("status"), str):
+            parts.append(update["status"])
+        if variant == "plan_update" and isinstance(holder, dict):
+            entries = holder.get("entries")
+            if isinstance(entries, list):
+                done = sum(
+                    1 for e in entries if isinstance(e, dict) and e.get("status") == "completed"
+                )
+                parts.append(f"{done}/{len(entries)} done")
+        elif variant == "terminal_output_chunk" and isinstance(update.get("data"), str):
+            parts.append(f"{len(update['data']) * 3 // 4} bytes")
+        elif "content" in update:
+            text = text_of(update["content"])
+            if text:
+                parts.append(repr(text))
+    elif variant == "usage_update":
+        parts.append(f"{update.get('used')}/{update.get('size')} tokens")
+        cost = update.get("cost")
+        if isinstance(cost, dict):
+            parts.append(f"{cost.get('amount')} {cost.get('currency')}")
+    elif variant in ("compaction_update", "compaction_summary_chunk"):
+        parts.append(_show(update.get("compactionId")))
+        if "status" in update:
+            parts.append(str(update["status"]))
+    elif variant == "notice":
+        parts.append(f"{update.get('severity')}: {update.get('title')!r}")
+    return " ".join(parts)
+
+
+ENTITY_VARIANTS: dict[str, tuple[str, str]] = {
+    "user_message": ("user", "messageId"),
+    "user_message_chunk": ("user", "messageId"),
+    "agent_message": ("agent", "messageId"),
+    "agent_message_chunk": ("agent", "messageId"),
+    "agent_thought": ("thought", "messageId"),
+    "agent_thought_chunk": ("thought", "messageId"),
+    "tool_call_update": ("tool", "toolCallId"),
+    "tool_call_content_chunk": ("tool", "toolCallId"),
+    "terminal_update": ("terminal", "terminalId"),
+    "terminal_output_chunk": ("terminal", "terminalId"),
+    "plan_update": ("plan", "planId"),
+}
+
+
+def _summarize_params(method: str, params: Any) -> str:
+    if not isinstance(params, dict):
+        return ""
+    session = params.get("sessionId")
+    prefix = f"[{session}] " if isinstance(session, str) else ""
+    if method == "session/update":
+        return prefix + summarize_update(params.get("update"))
+    if method == "session/prompt":
+        return prefix + repr(text_of(params.get("prompt")))
+    if method == "session/request_permission":
+        title = params.get("title")
+        if not isinstance(title, str):
+            tool = params.get("toolCall")
+            title = tool.get("title") if isinstance(tool, dict) else None
+        return prefix + (repr(title) if title else "")
+    if method == "initialize":
+        return f"protocolVersion {params.get('protocolVersion')}"
+    return prefix.rstrip()
+
+
+def _summarize_result(method: str | None, result: Any) -> str:
+    if not isinstance(result, dict):
+        return ""
+    if method == "initialize":
+        info = result.get("info") or result.get("agentInfo")
+        name = info.get("name") if isinstance(info, dict) else None
+        return f"protocolVersion {result.get('protocolVersion')}" + (f", {name}" if name else "")
+    if method == "session/new" and "sessionId" in result:
+        return f"session {result['sessionId']}"
+    if method == "session/prompt":
+        if "messageId" in result:
+            return f"messageId {_show(result['messageId'])}"
+        if "stopReason" in result:
+            return f"stopReason {result['stopReason']}"
+    if method == "session/request_permission" and isinstance(result.get("outcome"), dict):
+        outcome = result["outcome"]
+        return " ".join(str(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
+    return ""
+
+
+@dataclass
+class TimelineFilter:
+    """What ``show`` and ``follow`` print."""
+
+    side: str | None = None
+    method: str | None = None
+    session: str | None = None
+    violations_only: bool = False
+
+
+class Timeline:
+    """Turns annotated records into timeline lines, one frame per line."""
+
+    def __init__(self, only: TimelineFilter | None = None) -> None:
+        self.only = only or TimelineFilter()
+        self._start: datetime | None = None
+        #: (sender, id) -> (method, sessionId) of requests awaiting a response.
+        self._requests: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
+
+    def lines(self, item: Annotated) -> list[str]:
+        """The lines for one record and its findings (none if filtered out)."""
+        record = item.record
+        if isinstance(record, StartRecord):
+            self._start = parse_time(record.t)
+            self._requests.clear()
+            if self._filtered():
+                return []
+            return [
+                click.style(
+                    f"── session started {record.t} · agent pid {record.pid} · "
+                    f"{' '.join(record.argv)}",
+                    bold=True,
+                )
+            ]
+        if isinstance(record, FrameRecord):
+            return self._frame(record, item.findings)
+        findings = self._findings(item.findings, standalone=True)
+        if isinstance(record, EndRecord):
+            if record.line == 0 or record.reason == "(no end record)":
+                return findings
+            if self._filtered() and not findings:
+                return []
+            end = click.style(
+                f"── session ended{self._elapsed(record.t)}: {record.reason} (exit {record.exit})",
+                bold=True,
+            )
+            return [*findings, end]
+        if isinstance(record, ViolationRecord | UnreadableLine):
+            return findings
+        return []
+
+    def _filtered(self) -> bool:
+        only = self.only
+        return bool(only.side or only.method or only.session or only.violations_only)
+
+    def _elapsed(self, t: str) -> str:
+        when = parse_time(t)
+        if when is None or self._start is None:
+            return ""
+        return f" at +{(when - self._start).total_seconds():.3f}s"
+
+    def _frame(self, record: FrameRecord, findings: list[Violation]) -> list[str]:
+        frame = record.frame
+        message = frame.value if frame.is_json else None
+        method: str | None = None
+        session: str | None = None
+        if not frame.is_json:
+            kind = "raw"
+            if frame.utf8:
+                body = f"(not JSON) {_show(frame.raw.decode(), 70)}"
+            else:
+                body = f"(not UTF-8, {len(frame.raw)} bytes)"
+        elif isinstance(message, dict) and isinstance(message.get("method"), str):
+            method = message["method"]
+            params = message.get("params")
+            if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+                session = params["sessionId"]
+            if "id" in message:
+                kind = "request"
+                self._requests[(record.side, _show(message["id"]))] = (method, session)
+                if len(self._requests) > 4096:
+                    self._requests.popitem(last=False)
+                body = f"#{_show(message['id'])} {method} {_summarize_params(method, params)}"
+            else:
+                kind = "notify"
+                body = f"{method} {_summarize_params(method, params)}"
+        elif isinstance(message, dict) and ("result" in message or "error" in message):
+            kind = "response"
+            other = "agent" if record.side == "client" else "client"
+            method, session = self._requests.pop((other, _show(message.get("id"))), (None, None))
+            name = method or "(unknown request)"
+            if "error" in message:
+                error = message["error"]
+                if isinstance(error, dict):
+                    outcome = click.style(
+                        f"error {error.get('code')}: {error.get('message')}", fg="red"
+                    )
+                else:
+                    outcome = click.style(f"error {_show(error)}", fg="red")
+            else:
+                outcome = "ok " + _summarize_result(method, message.get("result"))
+            body = f"#{_show(message.get('id'))} {name} {outcome}"
+        else:
+            kind = "invalid"
+            body = _show(message, 70)
+        if not self._wanted(record.side, method, session, findings):
+            return []
+        when = self._elapsed(record.t).replace(" at ", "") or "?"
+        arrow = _ARROWS.get(record.side, record.side)
+        head = (
+            click.style(f"{when:>10}", dim=True)
+            + f"  {record.seq:>5}  "
+            + click.style(arrow, fg="cyan" if record.side == "client" else "green")
+            + f"  {kind:<8} "
+        )
+        return [head + body.rstrip(), *self._findings(findings, standalone=False)]
+
+    def _wanted(
+        self, side: str, method: str | None, session: str | None, findings: list[Violation]
+    ) -> bool:
+        only = self.only
+        if only.side and side != only.side:
+            return False
+        if only.method and not (method and fnmatch.fnmatchcase(method, only.method)):
+            return False
+        if only.session and session != only.session:
+            return False
+        return not (only.violations_only and not findings)
+
+    def _findings(self, findings: list[Violation], standalone: bool) -> list[str]:
+        only = self.only
+        if standalone and (only.side or only.method or only.session):
+            findings = [f for f in findings if only.session and f.session == only.session]
+        lines = []
+        for finding in findings:
+            where = f" (seq {finding.seq})" if standalone and finding.seq is not None else ""
+            text = f"{finding.level} {finding.rule}: {finding.message}{where}"
+            indent = " " * 20 + ("⚑ " if standalone else "↳ ")
+            lines.append(indent + click.style(text, fg=_LEVEL_COLORS.get(finding.level)))
+        return lines
+
+
+# --- the conversation ---------------------------------------------------------------
+
+
+_ROLE = {
+    EntityType.USER_MESSAGE: "user",
+    EntityType.AGENT_MESSAGE: "agent",
+    EntityType.AGENT_THOUGHT: "thought",
+}
+
+
+def _full_text(content: list[Any]) -> str:
+    return text_of(content, limit=10_000)
+
+
+def _entity_lines(entity: Entity) -> list[str]:
+    kind = entity.type
+    if kind in _ROLE:
+        role = _ROLE[EntityType(kind)]
+        color = {"user": "cyan", "agent": None, "thought": None}[role]
+        text = _full_text(entity.content) or "(empty)"
+        label = click.style(f"{role}:", fg=color, bold=role != "thought", dim=role == "thought")
+        return [f"  {label} {text}"]
+    if kind == EntityType.TOOL_CALL:
+        status = str(entity.fields.get("status", "pending"))
+        color = {"completed": "green", "failed": "red", "cancelled": "yellow"}.get(status)
+        title = entity.fields.get("title") or entity.fields.get("name") or ""
+        tool_kind = entity.fields.get("kind")
+        head = f"  tool {entity.id} {title!r}" + (f" ({tool_kind})" if tool_kind else "")
+        lines = [head + ": " + click.style(status, fg=color)]
+        text = _full_text(entity.content)
+        if text:
+            lines.append(f"      {text[:200]}")
+        return lines
+    if kind == EntityType.PLAN:
+        entries = entity.fields.get("entries")
+        lines = [f"  plan {entity.id}:"]
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict):
+                mark = {"completed": "x", "in_progress": "~"}.get(str(entry.get("status")), " ")
+                lines.append(f"    [{mark}] {entry.get('content')} ({entry.get('priority')})")
+        return lines
+    if kind == EntityType.TERMINAL:
+        command = entity.fields.get("command") or ""
+        output = entity.output.decode("utf-8", errors="replace").strip()
+        lines = [f"  terminal {entity.id} {command}".rstrip()]
+        lines += [f"      {line}" for line in output.splitlines()[-10:]]
+        return lines
+    if kind == "compaction":
+        status = str(entity.fields.get("status"))
+        lines = [f"  compaction {entity.id}: {status}"]
+        text = _full_text(entity.content)
+        if text:
+            lines.append(f"      {text[:200]}")
+        return lines
+    return [f"  {kind} {entity.id}"]
+
+
+def render_conversation(view: SessionView, start: datetime | None = None) -> list[str]:
+    """The session as a client would render it, turn by turn."""
+    lines = [click.style(f"Session {view.id}", bold=True)]
+    if view.background:
+        lines.append(click.style("  (before the first turn / in the background)", dim=True))
+        for key in view.background:
+            lines += _entity_lines(view.entities[key])
+    for turn in view.turns:
+        opened = parse_time(turn.t)
+        when = f" at +{(opened - start).total_seconds():.2f}s" if opened and start else ""
+        lines.append(click.style(f"── Turn {turn.number}{when} " + "─" * 30, bold=True))
+        if turn.prompt and not any(
+            view.entities[key].type == EntityType.USER_MESSAGE for key in turn.entities
+        ):
+            lines.append(
+                f"  {click.style('prompt:', fg='cyan', bold=True)} {_full_text(turn.prompt)}"
+            )
+        for key in turn.entities:
+            lines += _entity_lines(view.entities[key])
+        if turn.rejected is not None:
+            error = turn.rejected
+            detail = (
+                f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else error
+            )
+            lines.append(click.style(f"  prompt rejected: {detail}", fg="red"))
+        if turn.states[-1:] == ["idle"]:
+            ended_at = parse_time(turn.end_t) if turn.end_t else None
+            took = (
+                f" after {(ended_at - opened).total_seconds():.2f}s" if ended_at and opened else ""
+            )
+            reason = turn.stop_reason or "no stop reason"
+            color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
+            lines.append("  ended: " + click.style(reason, fg=color) + took)
+            if isinstance(turn.error, dict):
+                lines.append(f"    error {turn.error.get('code')}: {turn.error.get('message')}")
+        elif not turn.ended:
+            lines.append(click.style(f"  still {view.state}", fg="yellow"))
+    if view.usage:
+        usage = view.usage
+        cost = usage.get("cost")
+        money = (
+            f", cost {cost.get('amount')} {cost.get('currency')}" if isinstance(cost, dict) else ""
+        )
+        lines.append(f"  usage: {usage.get('used')}/{usage.get('size')} tokens{money}")
+    for seq, variant, _ in view.unknown:
+        lines.append(
+            click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)
+        )
+    return lines
