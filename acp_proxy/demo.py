@@ -43,13 +43,19 @@ class DemoClient:
         self._in.flush()
 
     def receive(self) -> dict[str, Any]:
-        """Read the next message; answer permission requests by allowing once."""
-        line = self._out.readline()
-        if not line:
-            raise EOFError("the agent closed its output")
-        message: dict[str, Any] = orjson.loads(line)
-        self.received.append(message)
-        return message
+        """Read the next message, skipping lines that are not JSON objects."""
+        while True:
+            line = self._out.readline()
+            if not line:
+                raise EOFError("the agent closed its output")
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self.say(f"  (the agent wrote a line that is not JSON: {line[:60]!r})")
+                continue
+            if isinstance(message, dict):
+                self.received.append(message)
+                return message
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request and read until its response; return the response."""
