@@ -1,0 +1,234 @@
+"""The conversation model, rule by rule from the spec's own examples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from acp_proxy.conversation import Conversation
+from acp_proxy.framing import parse_frame
+
+S = "s1"
+T = "2026-11-29T20:00:00.000000Z"
+
+
+def build(
+    *updates: dict[str, Any], frames: list[tuple[str, dict[str, Any]]] | None = None
+) -> Conversation:
+    model = Conversation()
+    messages = frames or []
+    messages += [
+        (
+            "agent",
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": S, "update": u}},
+        )
+        for u in updates
+    ]
+    for seq, (side, message) in enumerate(messages, 1):
+        model.feed(side, parse_frame(orjson.dumps(message)), seq, T)
+    return model
+
+
+def text(value: str) -> dict[str, str]:
+    return {"type": "text", "text": value}
+
+
+def content(model: Conversation, kind: str, entity_id: str) -> list[Any]:
+    return model.sessions[S].entities[(kind, entity_id)].content
+
+
+def test_message_update_then_chunk_then_update_then_chunk():
+    """ "if an Agent sends agent_message with content: [A], then sends agent_message_chunk with B,
+    the rendered message content is [A, B]. If it later sends another agent_message with
+    content: [C], the rendered content becomes [C] ... Subsequent chunks append to [C].\""""
+    a, b, c, d = text("A"), text("B"), text("C"), text("D")
+    steps = [
+        {"sessionUpdate": "agent_message", "messageId": "m", "content": [a]},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": b},
+    ]
+    assert content(build(*steps), "agent message", "m") == [a, b]
+    steps.append({"sessionUpdate": "agent_message", "messageId": "m", "content": [c]})
+    assert content(build(*steps), "agent message", "m") == [c]
+    steps.append({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": d})
+    assert content(build(*steps), "agent message", "m") == [c, d]
+
+
+def test_same_id_on_a_thought_and_a_message_stays_two_entities():
+    """ "an agent_thought whose messageId matches an existing Agent message creates or updates a
+    thought and leaves the message unchanged.\""""
+    model = build(
+        {"sessionUpdate": "agent_message", "messageId": "x", "content": [text("answer")]},
+        {"sessionUpdate": "agent_thought", "messageId": "x", "content": [text("thinking")]},
+    )
+    assert content(model, "agent message", "x") == [text("answer")]
+    assert content(model, "agent thought", "x") == [text("thinking")]
+
+
+def test_null_and_empty_content_clear_and_omitted_content_keeps():
+    """ "omitted content leaves the existing message content unchanged, content: null clears it"
+    and "content: [] or content: null clears the message content.\""""
+    first = {"sessionUpdate": "user_message", "messageId": "u", "content": [text("hi")]}
+    assert content(
+        build(first, {"sessionUpdate": "user_message", "messageId": "u"}), "user message", "u"
+    ) == [text("hi")]
+    assert (
+        content(
+            build(first, {"sessionUpdate": "user_message", "messageId": "u", "content": None}),
+            "user message",
+            "u",
+        )
+        == []
+    )
+    assert (
+        content(
+            build(first, {"sessionUpdate": "user_message", "messageId": "u", "content": []}),
+            "user message",
+            "u",
+        )
+        == []
+    )
+
+
+def test_tool_calls_are_upserted_and_their_content_chunks_appended():
+    """ "Clients append each tool_call_content_chunk to the current content for that toolCallId.
+    A later tool_call_update with content replaces the accumulated content.\""""
+    chunk = {"type": "content", "content": text("part")}
+    final = {"type": "content", "content": text("done")}
+    model = build(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "t",
+            "title": "Read",
+            "kind": "read",
+            "status": "pending",
+        },
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "in_progress"},
+        {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk},
+        {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk},
+    )
+    tool = model.sessions[S].entities[("tool call", "t")]
+    assert tool.fields == {"title": "Read", "kind": "read", "status": "in_progress"}
+    assert tool.content == [chunk, chunk]
+    model = build(
+        {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk},
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "t",
+            "status": "completed",
+            "content": [final],
+        },
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": None},
+    )
+    tool = model.sessions[S].entities[("tool call", "t")]
+    assert tool.content == [final] and tool.fields == {"status": "completed"}
+
+
+def test_plans_are_replaced_by_plan_id():
+    """plan_update "Creates or updates the content of a plan identified by ID.\""""
+    one = [{"content": "a", "priority": "high", "status": "pending"}]
+    two = [
+        {"content": "a", "priority": "high", "status": "completed"},
+        {"content": "b", "priority": "low", "status": "pending"},
+    ]
+    model = build(
+        {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "p", "entries": one}},
+        {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "p", "entries": two}},
+        {"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "q", "entries": one}},
+    )
+    entities = model.sessions[S].entities
+    assert entities[("plan", "p")].fields["entries"] == two
+    assert entities[("plan", "q")].fields["entries"] == one
+
+
+def test_terminal_output_snapshots_replace_and_chunks_append_each_decoded_alone():
+    """terminal_output_chunk data is "Independently base64-encoded terminal output bytes"."""
+    model = build(
+        {
+            "sessionUpdate": "terminal_update",
+            "terminalId": "t",
+            "command": "ls",
+            "output": {"data": "b2xk"},
+        },
+        {"sessionUpdate": "terminal_update", "terminalId": "t", "output": {"data": "aGk="}},
+        {"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "IQ=="},
+        {"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "Pw=="},
+    )
+    terminal = model.sessions[S].entities[("terminal", "t")]
+    assert bytes(terminal.output) == b"hi!?"  # "aGk=IQ==Pw==" would not decode as one string
+    assert terminal.fields["command"] == "ls"
+
+
+def test_compactions_start_in_progress_and_keep_their_summary_rules():
+    """ "Clients initialize a first-seen compaction ID with status in_progress"; "Chunks append to
+    the current summary; a concrete summary replaces all previously accumulated content".\""""
+    model = build(
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": text("a")},
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": text("b")},
+    )
+    compaction = model.sessions[S].entities[("compaction", "c")]
+    assert compaction.fields["status"] == "in_progress" and compaction.content == [
+        text("a"),
+        text("b"),
+    ]
+    model = build(
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": text("a")},
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "c",
+            "status": "completed",
+            "summary": [text("s")],
+        },
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": text("t")},
+    )
+    compaction = model.sessions[S].entities[("compaction", "c")]
+    assert compaction.fields["status"] == "completed" and compaction.content == [
+        text("s"),
+        text("t"),
+    ]
+    cleared = build(
+        {"sessionUpdate": "compaction_summary_chunk", "compactionId": "c", "content": text("a")},
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "c",
+            "status": "failed",
+            "summary": None,
+        },
+    )
+    assert cleared.sessions[S].entities[("compaction", "c")].content == []
+
+
+def test_turns_states_stop_reasons_usage_and_unknown_variants():
+    """A turn runs from the prompt to idle; usage is kept; unknown variants are listed, not dropped."""
+    prompt = (
+        "client",
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": S, "prompt": [text("go")]},
+        },
+    )
+    accepted = ("agent", {"jsonrpc": "2.0", "id": 3, "result": {"messageId": "u"}})
+    model = build(
+        {"sessionUpdate": "state_update", "state": "running"},
+        {"sessionUpdate": "user_message", "messageId": "u", "content": [text("go")]},
+        {"sessionUpdate": "mood_update", "mood": "happy"},
+        {"sessionUpdate": "usage_update", "used": 5, "size": 10},
+        {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"},
+        {"sessionUpdate": "agent_message", "messageId": "late", "content": [text("background")]},
+        frames=[prompt, accepted],
+    )
+    view = model.sessions[S]
+    (turn,) = view.turns
+    assert turn.prompt == [text("go")] and turn.accepted == "u"
+    assert turn.states == ["running", "idle"] and turn.stop_reason == "end_turn" and turn.ended
+    assert turn.entities == [("user message", "u")]
+    assert view.background == [("agent message", "late")]
+    assert view.usage == {"used": 5, "size": 10}
+    assert [(variant, payload["mood"]) for _, variant, payload in view.unknown] == [
+        ("mood_update", "happy")
+    ]
+    document = view.as_json()
+    assert document["turns"][0]["stopReason"] == "end_turn"
+    assert document["unknownUpdates"][0]["sessionUpdate"] == "mood_update"

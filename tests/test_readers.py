@@ -1,0 +1,370 @@
+"""Reading recordings: `show`, `follow`, `stats`, and the golden files in recordings/."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+from acp_proxy.framing import parse_frame
+from acp_proxy.offline import validate_records
+from acp_proxy.transcript import end_record, frame_record, read_records, start_record
+
+RECORDINGS = Path(__file__).parent.parent / "recordings"
+GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
+MISBEHAVING_RULES = {
+    "not-json", "prompt-result-message-id", "notice-severity-unknown", "notice-title-missing",
+    "message-id-missing", "terminal-data-not-base64", "usage-fields", "usage-cost-fields",
+    "stop-reason-unknown", "idle-without-running",
+}  # fmt: skip
+
+
+def acp(*args: str, **kwargs):
+    return subprocess.run(
+        [*PROXY, *args], capture_output=True, env=clean_env(), timeout=60, **kwargs
+    )
+
+
+def test_the_golden_recordings_are_there():
+    """recordings/ holds a clean session, a cancelled turn and a misbehaving session."""
+    assert {p.name for p in GOLDEN} == {"clean.jsonl", "cancelled.jsonl", "misbehaving.jsonl"}
+
+
+@pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl"])
+def test_clean_recordings_validate_clean(name):
+    """The clean recordings break no rule."""
+    assert list(validate_records(read_records(RECORDINGS / name))) == []
+
+
+def test_the_misbehaving_recording_breaks_exactly_the_expected_rules():
+    """validate finds exactly the rules the misbehaving agent breaks on purpose."""
+    found = {f.rule for f in validate_records(read_records(RECORDINGS / "misbehaving.jsonl"))}
+    assert found == MISBEHAVING_RULES
+
+
+def test_clean_recording_has_what_it_promises():
+    """Streaming, a tool call with a permission request, a plan, usage, a cancelled turn."""
+
+    def updates(name):
+        msgs = [r.frame.value for r in read_records(RECORDINGS / name) if hasattr(r, "frame")]
+        return msgs, [
+            m["params"]["update"]["sessionUpdate"]
+            for m in msgs
+            if m.get("method") == "session/update"
+        ]
+
+    msgs, kinds = updates("clean.jsonl")
+    assert {"agent_message_chunk", "tool_call_update", "plan_update", "usage_update"} <= set(kinds)
+    assert any(m.get("method") == "session/request_permission" for m in msgs)
+    msgs, _ = updates("cancelled.jsonl")
+    assert any(m.get("method") == "session/cancel" for m in msgs)
+    idles = [
+        m["params"]["update"]
+        for m in msgs
+        if m.get("method") == "session/update" and m["params"]["update"].get("state") == "idle"
+    ]
+    assert idles[-1]["stopReason"] == "cancelled"
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
+def test_show_renders_every_recording(path):
+    """show prints a line per stored frame, in both views, with no error."""
+    proc = acp("show", "--no-color", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    frames = sum(1 for r in read_records(path) if hasattr(r, "frame"))
+    assert (
+        sum(1 for line in out.splitlines() if "client → agent" in line or "agent → client" in line)
+        == frames
+    )
+    assert out.splitlines()[0].startswith("── session started")
+    assert out.splitlines()[-1].startswith("── session ended")
+    conversation = acp("show", "--conversation", "--no-color", str(path))
+    assert conversation.returncode == 0
+    assert "── Turn 1" in conversation.stdout.decode()
+    document = orjson.loads(acp("show", "--conversation", "--json", str(path)).stdout)
+    (session,) = document["connections"][0]["sessions"]
+    assert session["turns"]
+
+
+def test_show_timeline_lines_say_what_happened():
+    """A response names its request's method and says ok; updates are summarized; findings sit under their frame."""
+    out = acp("show", "--no-color", str(RECORDINGS / "clean.jsonl")).stdout.decode()
+    assert "response #2 session/prompt ok messageId" in out
+    assert "state_update idle (end_turn)" in out
+    assert "tool_call_update \"call_2\" 'Read README.md' pending" in out
+    bad = (
+        acp("show", "--no-color", str(RECORDINGS / "misbehaving.jsonl"))
+        .stdout.decode()
+        .splitlines()
+    )
+    not_json = next(i for i, line in enumerate(bad) if "(not JSON)" in line)
+    assert "↳ error not-json" in bad[not_json + 1]
+
+
+def test_show_filters():
+    """--from, --method, --session and --violations narrow the timeline."""
+    path = str(RECORDINGS / "clean.jsonl")
+    agent_only = acp("show", "--no-color", "--from", "agent", path).stdout.decode()
+    assert "client → agent" not in agent_only and "agent → client" in agent_only
+    prompts = (
+        acp("show", "--no-color", "--method", "session/pr*", path).stdout.decode().splitlines()
+    )
+    frames = [line for line in prompts if "→" in line]
+    assert len(frames) == 2 and "request" in frames[0] and "response" in frames[1]
+    none = acp("show", "--no-color", "--session", "nope", path).stdout.decode()
+    assert "→" not in none
+    violations = acp(
+        "show", "--no-color", "--violations", str(RECORDINGS / "misbehaving.jsonl")
+    ).stdout.decode()
+    lines = [line for line in violations.splitlines() if "→" in line]
+    assert lines and all(
+        "agent_message_chunk" in line
+        or "not JSON" in line
+        or "ok" in line
+        or "idle" in line
+        or "usage" in line
+        or "terminal" in line
+        for line in lines
+    )
+    assert "notice-title-missing" in violations  # a standalone finding (notices are not stored)
+    assert (
+        "state_update running"
+        not in acp("show", "--no-color", "--violations", path).stdout.decode()
+    )
+
+
+def test_show_color_only_when_asked_or_on_a_terminal():
+    """Colour codes appear with --color, never with --no-color or in a pipe by default."""
+    path = str(RECORDINGS / "misbehaving.jsonl")
+    assert b"\x1b[" in acp("show", "--color", path).stdout
+    assert b"\x1b[" not in acp("show", "--no-color", path).stdout
+    assert b"\x1b[" not in acp("show", path).stdout
+
+
+def test_show_an_unreadable_recording_is_a_clear_error(tmp_path):
+    """A missing file: exit 2, one line, no traceback."""
+    proc = acp("show", str(tmp_path / "missing.jsonl"))
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith("acp-proxy: cannot read")
+    assert b"Traceback" not in proc.stderr
+
+
+T0 = "2026-11-29T20:00:00.000000Z"
+
+
+def at(seconds: float) -> str:
+    whole = int(seconds)
+    return f"2026-11-29T20:00:{whole:02d}.{round((seconds - whole) * 1e6):06d}Z"
+
+
+def test_stats_figures_match_timings_the_test_wrote(tmp_path):
+    """stats: frames and bytes per direction, methods, updates, latency per method, turns, findings."""
+    frames = [
+        (
+            0.0,
+            "client",
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+        ),
+        (0.5, "agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2}}),
+        (
+            1.0,
+            "client",
+            {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}},
+        ),
+        (1.1, "agent", {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}),
+        (
+            2.0,
+            "client",
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]},
+            },
+        ),
+        (
+            2.1,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {"sessionUpdate": "state_update", "state": "running"},
+                },
+            },
+        ),
+        (
+            2.2,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {"sessionUpdate": "user_message", "messageId": "u", "content": []},
+                },
+            },
+        ),
+        (2.3, "agent", {"jsonrpc": "2.0", "id": 2, "result": {"messageId": "u"}}),
+        (
+            2.75,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "a",
+                        "content": {"type": "text", "text": "y"},
+                    },
+                },
+            },
+        ),
+        (
+            4.0,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {
+                        "sessionUpdate": "state_update",
+                        "state": "idle",
+                        "stopReason": "end_turn",
+                    },
+                },
+            },
+        ),
+        (4.5, "agent", b"oops"),
+    ]
+    path = tmp_path / "timed.jsonl"
+    sizes = {"client": 0, "agent": 0}
+    with open(path, "wb") as out:
+        out.write(start_record(T0, ["agent"], 1))
+        for seq, (when, side, message) in enumerate(frames, 1):
+            raw = message if isinstance(message, bytes) else orjson.dumps(message)
+            sizes[side] += len(raw) + 1
+            out.write(frame_record(seq, at(when), side, parse_frame(raw)))
+        out.write(end_record(at(5), 0, "client closed stdin"))
+    figures = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)
+    assert figures["frames"] == {"client": 3, "agent": 8}
+    assert figures["bytes"] == sizes
+    assert figures["methods"] == {
+        "session/update": 4,
+        "initialize": 1,
+        "session/new": 1,
+        "session/prompt": 1,
+    }
+    assert figures["updates"] == {"state_update": 2, "user_message": 1, "agent_message_chunk": 1}
+    assert figures["latency"]["initialize"] == {"count": 1, "p50": 0.5, "p95": 0.5, "max": 0.5}
+    assert figures["latency"]["session/prompt"]["max"] == pytest.approx(0.3)
+    (turn,) = figures["turns"]
+    assert turn["first_chunk"] == pytest.approx(0.75) and turn["duration"] == pytest.approx(2.0)
+    assert turn["stop_reason"] == "end_turn" and turn["seq"] == 5
+    assert figures["findings"] == {"not-json": 1}
+    text = acp("stats", str(path)).stdout.decode()
+    assert "initialize" in text and "0.500" in text and "not-json" in text
+
+
+def test_percentiles_are_nearest_rank():
+    """p50 and p95 use the nearest-rank method."""
+    from acp_proxy.stats import percentile
+
+    values = [float(v) for v in range(1, 21)]
+    assert percentile(values, 0.5) == 10.0
+    assert percentile(values, 0.95) == 19.0
+    assert percentile([3.0], 0.95) == 3.0
+
+
+def _read_until(proc, needle: str, timeout: float = 20.0) -> str:
+    """Read the follower's output until a line contains needle."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline().decode()
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise AssertionError(f"{needle!r} not seen in {''.join(seen)!r}")
+
+
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as out:
+        out.write(data)
+
+
+def _frame(seq: int, method: str) -> bytes:
+    return frame_record(
+        seq, at(seq), "client", parse_frame(orjson.dumps({"jsonrpc": "2.0", "method": method}))
+    )
+
+
+def test_follow_a_growing_file_and_stop_with_ctrl_c(tmp_path):
+    """follow prints frames as they are appended; Ctrl-C exits cleanly, no traceback."""
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(start_record(T0, ["agent"], 1) + _frame(1, "_first"))
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        _read_until(proc, "_first")
+        _append(path, _frame(2, "_second")[:30])  # half a record: nothing yet
+        time.sleep(0.3)
+        _append(path, _frame(2, "_second")[30:])
+        _read_until(proc, "_second")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        assert b"Traceback" not in proc.stderr.read()
+
+
+def test_follow_a_directory_moves_on_to_new_recordings(tmp_path):
+    """Following a directory follows its newest recording, then each new one."""
+    (tmp_path / "20261129T200000.000000Z-1.jsonl").write_bytes(
+        start_record(T0, ["agent"], 1) + _frame(1, "_old")
+    )
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        _read_until(proc, "_old")
+        newer = tmp_path / "20261129T200100.000000Z-2.jsonl"
+        newer.write_bytes(start_record(T0, ["agent"], 2))
+        _read_until(proc, f"following {newer}")
+        _append(newer, _frame(1, "_new"))
+        _read_until(proc, "_new")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+
+
+def test_follow_a_missing_path_is_a_clear_error(tmp_path):
+    """follow on a path that does not exist: exit 2 with a message."""
+    proc = acp("follow", str(tmp_path / "nothing"))
+    assert proc.returncode == 2 and b"No such file" in proc.stderr
+
+
+def test_show_streams_large_recordings(tmp_path):
+    """show prints each frame as it reads it: output starts before the input ends."""
+    import os
+
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)
+    with subprocess.Popen(
+        [*PROXY, "show", "--no-color", str(path)], stdout=subprocess.PIPE, env=clean_env()
+    ) as proc:
+        assert proc.stdout is not None
+        with open(path, "wb") as writer:
+            writer.write(start_record(T0, ["agent"], 1) + _frame(1, "_tick"))
+            writer.flush()
+            assert b"session started" in proc.stdout.readline()
+            assert b"_tick" in proc.stdout.readline()  # while the file is still open for writing
+        assert proc.wait(timeout=20) == 0
