@@ -124,7 +124,7 @@ class Observer:
                 self._log_notice(side, frame)
                 for finding in findings:
                     self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
-            else:
+            elif self.recorder.active:
                 self.recorder.write(
                     frame_record(self.seq, t, side, frame, [f.as_dict() for f in findings])
                 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,10 +54,26 @@ __all__ = [
 FORMAT = "acp-proxy/1"
 
 
+#: The last whole second formatted, and its text.
+_second_cache: list[Any] = [-1, ""]
+
+
 def format_time(when: datetime | None = None) -> str:
-    """RFC 3339 UTC with microseconds: ``2026-11-29T20:17:00.123456Z``."""
-    when = when or datetime.now(UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 UTC with microseconds: ``2026-11-29T20:17:00.123456Z``.
+
+    Called for every frame, so the current time is formatted from a cached
+    per-second prefix: strftime costs more than everything else a record needs.
+    """
+    if when is not None:
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    now = time.time_ns() // 1000
+    second, micro = divmod(now, 1_000_000)
+    if _second_cache[0] != second:
+        _second_cache[:] = [
+            second,
+            datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
+        ]
+    return f"{_second_cache[1]}.{micro:06d}Z"
 
 
 def parse_time(text: str) -> datetime | None:
