@@ -22,6 +22,12 @@ def test_demo_drives_a_whole_session_through_the_proxy(tmp_path):
     assert str(record) in out
     assert "turn ended: end_turn" in out
     assert "turn ended: cancelled" in out
+    # it ends by showing the conversation as the editor would, and how to read the transcript
+    conversation = out[out.index("What the editor would show") :]
+    assert "── Turn 1" in conversation and "── Turn 2" in conversation
+    assert "ended: end_turn" in conversation and "ended: cancelled" in conversation
+    assert "user: Summarize the project README." in conversation
+    assert f"acp-proxy show {record}" in out
     records = [orjson.loads(line) for line in record.read_bytes().split(b"\n")[:-1]]
     assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
     assert records[-1]["exit"] == 0
