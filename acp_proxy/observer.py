@@ -11,6 +11,7 @@ recorder handles its own I/O errors the same way.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -102,6 +103,7 @@ class Observer:
         self._notify = notify_client
         self._notified: set[tuple[str, str]] = set()
         self._notices: list[bytes] = []
+        self._broken = False
         enabled = getattr(log, "is_enabled_for", None)
         self._debug = enabled(logging.DEBUG) if enabled is not None else True
         #: Sequence number of the last frame observed (both directions together).
@@ -110,8 +112,25 @@ class Observer:
     def observe(self, side: str, frames: Iterable[Frame]) -> list[Any]:
         """Observe the frames of one chunk, in order; flush the transcript.
 
-        Returns the findings, for the caller that wants to act on them.
+        Returns the findings, for the caller that wants to act on them. Never
+        raises: if observing fails in a way nothing below caught (a bug, or a
+        log that cannot be written), it says so once and stops observing; the
+        relay goes on.
         """
+        if self._broken:
+            return []
+        try:
+            return self._observe(side, frames)
+        except Exception as exc:
+            self._broken = True
+            with contextlib.suppress(Exception):
+                self._log.error(
+                    "observing failed; relaying without recording or validation from here on",
+                    error=repr(exc),
+                )
+            return []
+
+    def _observe(self, side: str, frames: Iterable[Frame]) -> list[Any]:
         found: list[Any] = []
         for frame in frames:
             self.seq += 1

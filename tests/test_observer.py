@@ -1,0 +1,71 @@
+"""The observer: one sequence for the connection, and it never takes the relay down."""
+
+from __future__ import annotations
+
+import orjson
+from structlog.testing import capture_logs
+
+from acp_proxy.framing import Framer
+from acp_proxy.log import get_logger
+from acp_proxy.observer import Observer
+from acp_proxy.recorder import Recorder
+from acp_proxy.validator import Validator
+
+
+def frames(*messages):
+    framer = Framer()
+    return framer.feed(b"".join(orjson.dumps(m) + b"\n" for m in messages))
+
+
+def test_one_sequence_for_both_directions(tmp_path):
+    """seq counts frames of both directions together, from 1."""
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Validator())
+    observer.observe(
+        "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+    )
+    observer.observe("agent", frames({"jsonrpc": "2.0", "method": "_c"}))
+    observer.finish(0, "done")
+    records = [orjson.loads(line) for line in (tmp_path / "t.jsonl").read_bytes().split(b"\n")[:-1]]
+    assert [(r.get("seq"), r.get("from")) for r in records[1:-1]] == [
+        (1, "client"),
+        (2, "client"),
+        (3, "agent"),
+    ]
+
+
+def test_a_failing_observation_is_logged_once_and_never_raised(tmp_path):
+    """Observation never hurts the relay: a failure below is logged once, then observing stops."""
+
+    def explode(record: bytes) -> None:
+        raise RuntimeError("boom")
+
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
+    recorder.open(["agent"], 1)
+    recorder.write = explode  # type: ignore[method-assign]
+    observer = Observer(recorder, get_logger(), Validator())
+    with capture_logs() as logs:
+        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_a"})) == []
+        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_b"})) == []
+    failures = [entry for entry in logs if entry["log_level"] == "error"]
+    assert len(failures) == 1 and "boom" in failures[0]["error"]
+
+
+def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_path):
+    """If the validator itself fails, validation stops; recording goes on."""
+
+    class Broken(Validator):
+        def feed(self, side, frame, seq):
+            raise ValueError("bug")
+
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Broken())
+    with capture_logs() as logs:
+        observer.observe(
+            "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+        )
+    assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
+    assert path.read_bytes().count(b'"kind":"frame"') == 2
