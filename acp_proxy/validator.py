@@ -363,11 +363,20 @@ class Validator:
             and method not in SESSION_OPENERS
             and session_id not in self._sessions
         ):
-            self._flag(
-                "unknown-session",
-                f"{method} names session {_show(session_id)}, which this connection never "
-                "created or resumed",
-            )
+            if (
+                method == "session/update"
+                and isinstance(session_id, str)
+                and any(p.method == "session/new" for p in self._pending.values())
+            ):
+                # "Updates may arrive before or after this response" (session/new):
+                # the id is not known yet, so a pending session/new vouches for it.
+                self._sessions[session_id] = _Session(session_id)
+            else:
+                self._flag(
+                    "unknown-session",
+                    f"{method} names session {_show(session_id)}, which this connection never "
+                    "created or resumed",
+                )
         handler = _CALLS.get(method)
         if handler is not None:
             handler(self, side, message, params)

@@ -282,6 +282,14 @@ def test_unknown_session():
         upd({"sessionUpdate": "_x"}, session="old"),
     ]
     assert rules(resumed) == []
+    # "Updates may arrive before or after this response" (session/new)
+    early: Frames = [
+        *setup()[:2],
+        (C, req(1, "session/new", {"cwd": "/", "mcpServers": []})),
+        upd({"sessionUpdate": "available_commands_update", "availableCommands": []}),
+        (A, ok(1, {"sessionId": S})),
+    ]
+    assert rules(early) == []
 
 
 def test_resume_without_state():
