@@ -367,3 +367,110 @@ def test_agent_exits_first_and_its_output_is_relayed(run_proxy, tmp_path):
         out = proc.stdout.read()  # stdin stays open until the proxy is gone
         assert proc.wait(timeout=30) == 5
     assert out == b'{"bye":1}\n' * 1000
+
+
+def test_regular_files_and_dev_null_on_stdio(tmp_path):
+    """stdin from a file (or /dev/null) and stdout to a file work too: they cannot be polled."""
+    capture = tmp_path / "capture"
+    source = tmp_path / "in"
+    source.write_bytes(TRICKY)
+    sink = tmp_path / "out"
+    transcript = tmp_path / "t.jsonl"
+    with open(source, "rb") as stdin, open(sink, "wb") as stdout:
+        proc = subprocess.run(
+            [*PROXY, "run", "--record", str(transcript), "--", *SCRIPTED_AGENT, "echo", str(capture)],
+            stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=clean_env(), timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert capture.read_bytes() == TRICKY
+    assert sink.read_bytes() == TRICKY
+    with open(os.devnull, "rb") as stdin:
+        proc = subprocess.run(
+            [*PROXY, "run", "--no-record", "--", *SCRIPTED_AGENT, "exit", "0"],
+            stdin=stdin, capture_output=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=clean_env(), timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 0
+    assert b"Traceback" not in proc.stderr and b"Exception" not in proc.stderr
+
+
+def test_random_bytes_pass_unchanged_both_ways(run_proxy, tmp_path):
+    """Any bytes at all, lines of any length, pass unchanged and are recorded exactly."""
+    import random
+
+    rng = random.Random(20261129)
+    pieces = []
+    for _ in range(400):
+        length = rng.choice([0, 1, 2, 10, 100, 5000, 70000])
+        pieces.append(
+            bytes(rng.getrandbits(8) for _ in range(min(length, 2000))) * max(1, length // 2000)
+        )
+    data = b"\n".join(pieces)
+    capture = tmp_path / "capture"
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], data)
+    assert result.returncode == 0
+    assert capture.read_bytes() == data and result.stdout == data
+    from acp_proxy.transcript import FrameRecord, read_records
+
+    client = [
+        r.frame.raw
+        for r in read_records(result.transcript)
+        if isinstance(r, FrameRecord) and r.side == "client"
+    ]
+    assert b"\n".join(client) == data
+
+
+def test_client_closing_its_end_stops_the_session(tmp_path):
+    """If the client stops reading (closes the proxy's stdout), the agent is stopped and the end recorded."""
+    capture = tmp_path / "capture"
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(transcript), "--grace", "1", "--", *SCRIPTED_AGENT, "echo", str(capture)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdout.close()
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"_hello"}\n')
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+        assert b"Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+    end = orjson.loads(transcript.read_bytes().split(b"\n")[-2])
+    assert end["kind"] == "end" and end["reason"] == "client closed stdout"
+
+
+def test_unwritable_log_file_falls_back_to_stderr(run_proxy, tmp_path):
+    """A log file that cannot be opened: one line says so, logs go to stderr, the relay goes on."""
+    capture = tmp_path / "capture"
+    result = run_proxy(
+        [*SCRIPTED_AGENT, "echo", str(capture)],
+        b'{"jsonrpc":"2.0","method":"_x"}\n',
+        options=("--log-file", str(tmp_path / "no" / "such" / "dir" / "log")),
+    )
+    assert result.returncode == 0
+    assert result.stdout == b'{"jsonrpc":"2.0","method":"_x"}\n'
+    assert "cannot open log file" in result.stderr and "agent started" in result.stderr
+
+
+def test_reader_output_closed_early_is_not_an_error(tmp_path):
+    """`acp-proxy validate big.jsonl | head -1` ends quietly when head stops reading."""
+    from acp_proxy.framing import parse_frame
+    from acp_proxy.transcript import frame_record, start_record
+
+    path = tmp_path / "noisy.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record("2026-11-29T20:00:00.000000Z", ["agent"], 1))
+        for seq in range(1, 20001):
+            out.write(
+                frame_record(seq, "2026-11-29T20:00:00.000000Z", "agent", parse_frame(b"not json"))
+            )
+    with subprocess.Popen(
+        [*PROXY, "validate", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert b"not-json" in proc.stdout.readline()
+        proc.stdout.close()
+        proc.wait(timeout=60)
+        assert proc.stderr.read() == b""
