@@ -166,26 +166,32 @@ async def _pump(
     observer: Observer,
     after_chunk: Callable[[], None],
 ) -> str:
-    """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``."""
-    while True:
-        try:
-            data = await source.read()
-        except (ConnectionError, OSError):
-            data = b""
-        if not data:
-            observer.observe(side, framer.feed(b""))
-            return "eof"
-        try:
-            sink.write(data)
-        except (ConnectionError, OSError):
+    """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``.
+
+    However it ends (end of stream, a broken pipe, or cancelled because the
+    session is over), an unfinished last line that was read is still observed.
+    """
+    try:
+        while True:
+            try:
+                data = await source.read()
+            except (ConnectionError, OSError):
+                data = b""
+            if not data:
+                return "eof"
+            try:
+                sink.write(data)
+            except (ConnectionError, OSError):
+                observer.observe(side, framer.feed(data))
+                return "broken"
             observer.observe(side, framer.feed(data))
-            return "broken"
-        observer.observe(side, framer.feed(data))
-        after_chunk()
-        try:
-            await sink.drain()
-        except (ConnectionError, OSError):
-            return "broken"
+            after_chunk()
+            try:
+                await sink.drain()
+            except (ConnectionError, OSError):
+                return "broken"
+    finally:
+        observer.observe(side, framer.feed(b""))
 
 
 def _signal_group(pid: int, sig: int) -> bool:

@@ -5,6 +5,7 @@ Usage: python scripted_agent.py MODE [ARGS...]
   echo CAPTURE        copy stdin to stdout and to the file CAPTURE, byte for byte
   emit FILE           write FILE's bytes to stdout, then wait for stdin to close
   exit N              exit with status N at once
+  readexit            read one chunk of stdin, then exit 0
   kill SIG            kill itself with signal SIG (a number)
   stubborn MARKER     ignore SIGTERM and stdin EOF; write MARKER when SIGTERM arrives
   trap MARKER         on SIGTERM/SIGINT/SIGHUP write the signal number to MARKER and exit 0
@@ -44,6 +45,8 @@ def main() -> None:
             pass
     elif mode == "exit":
         sys.exit(int(args[0]))
+    elif mode == "readexit":
+        os.read(0, 1 << 16)
     elif mode == "kill":
         os.kill(os.getpid(), int(args[0]))
         time.sleep(10)

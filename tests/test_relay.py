@@ -474,3 +474,11 @@ def test_reader_output_closed_early_is_not_an_error(tmp_path):
         proc.stdout.close()
         proc.wait(timeout=60)
         assert proc.stderr.read() == b""
+
+
+def test_an_unfinished_line_is_recorded_when_the_agent_exits(run_proxy):
+    """Bytes read but never ended by a newline are still recorded when the session ends."""
+    result = run_proxy([*SCRIPTED_AGENT, "readexit"], b'{"partial":', hold_stdin=True)
+    assert result.returncode == 0
+    frames = [r for r in result.records() if r["kind"] == "frame"]
+    assert [(r["from"], r.get("text")) for r in frames] == [("client", '{"partial":')]
