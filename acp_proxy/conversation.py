@@ -93,6 +93,10 @@ class SessionView:
     usage: dict[str, Any] | None = None
     #: Unknown update variants: (seq, variant, payload).
     unknown: list[tuple[int, str, Any]] = field(default_factory=list)
+    #: The entity the last entity update addressed (to group v1 chunks).
+    last_key: tuple[str, str] | None = None
+    #: How many messages without a messageId were seen.
+    anonymous: int = 0
 
     @property
     def current(self) -> Turn | None:
@@ -175,23 +179,31 @@ class Conversation:
         elif method is None and side == "agent" and "id" in message:
             session_id = self._prompts.pop(_key(message["id"]), None)
             if session_id is not None:
-                self._prompt_answered(self.session(session_id), message)
+                self._prompt_answered(self.session(session_id), message, t)
 
     def _open_turn(self, view: SessionView, seq: int, t: str) -> Turn:
         turn = Turn(len(view.turns) + 1, seq, t)
         view.turns.append(turn)
         return turn
 
-    def _prompt_answered(self, view: SessionView, message: dict[str, Any]) -> None:
+    def _prompt_answered(self, view: SessionView, message: dict[str, Any], t: str) -> None:
         for turn in reversed(view.turns):
             if turn.prompt_id == message["id"]:
                 if "error" in message:
                     turn.rejected = message["error"]
                     if not turn.states:
                         turn.ended = True  # rejected before any work: no turn
-                else:
-                    result = message.get("result")
-                    turn.accepted = result.get("messageId") if isinstance(result, dict) else None
+                    return
+                result = message.get("result")
+                result = result if isinstance(result, dict) else {}
+                turn.accepted = result.get("messageId")
+                if "stopReason" in result and "messageId" not in result:
+                    # v1: the prompt's response is the end of the turn
+                    reason = result["stopReason"]
+                    turn.stop_reason = reason if isinstance(reason, str) else None
+                    turn.states.append("idle")
+                    turn.ended = True
+                    turn.end_t = t
                 return
 
     def _entity(self, view: SessionView, kind: str, entity_id: str) -> Entity:
@@ -218,6 +230,13 @@ class Conversation:
             return  # session metadata: not part of the conversation
         if variant == "notice":
             return  # live-only; never stored in transcripts anyway
+        if variant == "tool_call":  # v1 creates with tool_call, then patches
+            variant = "tool_call_update"
+        if variant == "plan":  # v1: one plan per session, replaced whole
+            entity = self._entity(view, EntityType.PLAN, "plan")
+            entity.fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            view.last_key = ("plan", "plan")
+            return
         if variant not in ENTITY_ID_FIELDS:
             view.unknown.append((seq, str(variant), update))
             return
@@ -225,9 +244,23 @@ class Conversation:
         holder = update.get("plan") if variant == "plan_update" else update
         entity_id = holder.get(id_field) if isinstance(holder, dict) else None
         if not isinstance(entity_id, str):
-            view.unknown.append((seq, str(variant), update))
-            return
+            if variant not in MESSAGE_CHUNKS:
+                view.unknown.append((seq, str(variant), update))
+                return
+            # v1 chunks carry no messageId: consecutive chunks of one type are one
+            # message, as v1 clients render them (also shown for a v2 agent that
+            # forgets the id, which the validator flags).
+            if (
+                view.last_key is not None
+                and view.last_key[0] == kind
+                and view.last_key[1].startswith("~")
+            ):
+                entity_id = view.last_key[1]
+            else:
+                view.anonymous += 1
+                entity_id = f"~{view.anonymous}"
         entity = self._entity(view, kind, entity_id)
+        view.last_key = (str(kind), entity_id)
         if variant in MESSAGE_UPDATES:
             content = update.get("content", _MISSING)
             if content is None:

@@ -186,6 +186,7 @@ class Timeline:
     def __init__(self, only: TimelineFilter | None = None) -> None:
         self.only = only or TimelineFilter()
         self._start: datetime | None = None
+        self._last_seq = 0
         #: (sender, id) -> (method, sessionId) of requests awaiting a response.
         self._requests: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
 
@@ -195,6 +196,7 @@ class Timeline:
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
             self._requests.clear()
+            self._last_seq = 0
             if self._filtered():
                 return []
             return [
@@ -275,6 +277,7 @@ class Timeline:
         else:
             kind = "invalid"
             body = _show(message, 70)
+        gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
         when = self._elapsed(record.t).replace(" at ", "") or "?"
@@ -285,7 +288,15 @@ class Timeline:
             + click.style(arrow, fg="cyan" if record.side == "client" else "green")
             + f"  {kind:<8} "
         )
-        return [head + body.rstrip(), *self._findings(findings, standalone=False)]
+        return [*gap, head + body.rstrip(), *self._findings(findings, standalone=False)]
+
+    def _gap(self, seq: int) -> list[str]:
+        """A note for frames missing from the sequence: notices are never stored."""
+        last, self._last_seq = self._last_seq, max(self._last_seq, seq)
+        if seq <= last + 1 or self._filtered():
+            return []
+        missing = f"seq {last + 1}" if seq == last + 2 else f"seq {last + 1}-{seq - 1}"
+        return [click.style(" " * 18 + f"({missing}: live-only notice, not recorded)", dim=True)]
 
     def _wanted(
         self, side: str, method: str | None, session: str | None, findings: list[Violation]

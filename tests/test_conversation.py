@@ -232,3 +232,47 @@ def test_turns_states_stop_reasons_usage_and_unknown_variants():
     document = view.as_json()
     assert document["turns"][0]["stopReason"] == "end_turn"
     assert document["unknownUpdates"][0]["sessionUpdate"] == "mood_update"
+
+
+def test_v1_sessions_render_too():
+    """v1 (what most agents ship): chunks without messageId group by run, tool_call creates,
+    plan replaces, and the prompt's {stopReason} response ends the turn."""
+    prompt = (
+        "client",
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": S, "prompt": [text("go")]},
+        },
+    )
+    model = build(
+        {"sessionUpdate": "agent_thought_chunk", "content": text("hmm")},
+        {"sessionUpdate": "agent_message_chunk", "content": text("A")},
+        {"sessionUpdate": "agent_message_chunk", "content": text("B")},
+        {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read", "status": "pending"},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"},
+        {
+            "sessionUpdate": "plan",
+            "entries": [{"content": "x", "priority": "low", "status": "pending"}],
+        },
+        {"sessionUpdate": "agent_message_chunk", "content": text("C")},
+        frames=[prompt],
+    )
+    done = ("agent", {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}})
+    model.feed(done[0], parse_frame(orjson.dumps(done[1])), 99, T)
+    view = model.sessions[S]
+    (turn,) = view.turns
+    kinds = [
+        (key[0], view.entities[key].content)
+        for key in turn.entities
+        if key[0] != "tool call" and key[0] != "plan"
+    ]
+    assert kinds == [
+        ("agent thought", [text("hmm")]),
+        ("agent message", [text("A"), text("B")]),
+        ("agent message", [text("C")]),
+    ]
+    assert view.entities[("tool call", "t")].fields == {"title": "Read", "status": "completed"}
+    assert view.entities[("plan", "plan")].fields["entries"][0]["content"] == "x"
+    assert turn.ended and turn.stop_reason == "end_turn"
