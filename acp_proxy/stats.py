@@ -43,7 +43,8 @@ class Stats:
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
-    _requests: dict[tuple[str, str], tuple[str, datetime]] = field(default_factory=dict)
+    #: (sender, id) -> (method, sent at, sessionId) of requests awaiting a response.
+    _requests: dict[tuple[str, str], tuple[str, datetime, str]] = field(default_factory=dict)
     _open_turns: dict[str, _Turn] = field(default_factory=dict)
 
     def add(self, item: Annotated) -> None:
@@ -72,7 +73,7 @@ class Stats:
             params = message.get("params")
             params = params if isinstance(params, dict) else {}
             if "id" in message:
-                self._requests[key] = (method, when)
+                self._requests[key] = (method, when, str(params.get("sessionId")))
             if method == "session/prompt" and "id" in message:
                 session = str(params.get("sessionId"))
                 self._open_turns.setdefault(session, _Turn(session, record.seq, when))
@@ -82,7 +83,20 @@ class Stats:
             other = "agent" if side == "client" else "client"
             pending = self._requests.pop((other, repr(message.get("id"))), None)
             if pending is not None:
-                self.latencies[pending[0]].append((when - pending[1]).total_seconds())
+                method, sent, session = pending
+                self.latencies[method].append((when - sent).total_seconds())
+                result = message.get("result")
+                if method == "session/prompt" and isinstance(result, dict):
+                    if "stopReason" in result and "messageId" not in result:
+                        # v1: the prompt's response ends the turn
+                        self._end_turn(session, when, result["stopReason"])
+
+    def _end_turn(self, session: str, when: datetime, reason: Any) -> None:
+        turn = self._open_turns.pop(session, None)
+        if turn is not None:
+            turn.duration = (when - turn.start).total_seconds()
+            turn.stop_reason = reason if isinstance(reason, str) else None
+            self.turns.append(turn)
 
     def _update(self, session: str, update: dict[str, Any], when: datetime) -> None:
         variant = str(update.get("sessionUpdate"))
@@ -93,10 +107,7 @@ class Stats:
         if variant in ("agent_message_chunk", "agent_message") and turn.first_chunk is None:
             turn.first_chunk = (when - turn.start).total_seconds()
         if variant == "state_update" and update.get("state") == "idle":
-            turn.duration = (when - turn.start).total_seconds()
-            reason = update.get("stopReason")
-            turn.stop_reason = reason if isinstance(reason, str) else None
-            self.turns.append(self._open_turns.pop(session))
+            self._end_turn(session, when, update.get("stopReason"))
 
     def as_json(self) -> dict[str, Any]:
         """Everything, for machines."""

@@ -368,3 +368,43 @@ def test_show_streams_large_recordings(tmp_path):
             assert b"session started" in proc.stdout.readline()
             assert b"_tick" in proc.stdout.readline()  # while the file is still open for writing
         assert proc.wait(timeout=20) == 0
+
+
+def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
+    """In v1 the prompt's {stopReason} response ends the turn."""
+    frames = [
+        (
+            0.0,
+            "client",
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": "s", "prompt": []},
+            },
+        ),
+        (
+            0.5,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "y"},
+                    },
+                },
+            },
+        ),
+        (1.5, "agent", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}),
+    ]
+    path = tmp_path / "v1.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(T0, ["agent"], 1))
+        for seq, (when, side, message) in enumerate(frames, 1):
+            out.write(frame_record(seq, at(when), side, parse_frame(orjson.dumps(message))))
+    (turn,) = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)["turns"]
+    assert turn["first_chunk"] == pytest.approx(0.5) and turn["duration"] == pytest.approx(1.5)
+    assert turn["stop_reason"] == "cancelled"
