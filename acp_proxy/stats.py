@@ -86,10 +86,10 @@ class Stats:
                 method, sent, session = pending
                 self.latencies[method].append((when - sent).total_seconds())
                 result = message.get("result")
-                if method == "session/prompt" and isinstance(result, dict):
-                    if "stopReason" in result and "messageId" not in result:
-                        # v1: the prompt's response ends the turn
-                        self._end_turn(session, when, result["stopReason"])
+                v1_end = isinstance(result, dict) and "stopReason" in result
+                if method == "session/prompt" and v1_end and "messageId" not in result:
+                    # v1: the prompt's response ends the turn
+                    self._end_turn(session, when, result["stopReason"])
 
     def _end_turn(self, session: str, when: datetime, reason: Any) -> None:
         turn = self._open_turns.pop(session, None)
