@@ -86,8 +86,12 @@ class Stats:
                 method, sent, session = pending
                 self.latencies[method].append((when - sent).total_seconds())
                 result = message.get("result")
-                v1_end = isinstance(result, dict) and "stopReason" in result
-                if method == "session/prompt" and v1_end and "messageId" not in result:
+                result = result if isinstance(result, dict) else {}
+                if (
+                    method == "session/prompt"
+                    and "stopReason" in result
+                    and "messageId" not in result
+                ):
                     # v1: the prompt's response ends the turn
                     self._end_turn(session, when, result["stopReason"])
 
