@@ -25,6 +25,8 @@ __all__ = ["cli", "main"]
 #: Exit statuses of ``run`` when the agent cannot be started (as a shell does).
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
+#: Exit status of ``run`` when the proxy itself fails (a bug: please report it).
+EXIT_PROXY_FAILED = 70
 
 
 def _open_log(log_file: str | None) -> TextIO | None:
@@ -150,6 +152,10 @@ def run(
     except AgentNotExecutable as exc:
         click.echo(f"acp-proxy: agent command cannot be executed: {exc}", err=True)
         sys.exit(EXIT_NOT_EXECUTABLE)
+    except Exception as exc:  # a bug in the proxy: still close the transcript, no traceback
+        log.exception("acp-proxy failed; the agent was stopped")
+        observer.finish(None, f"acp-proxy failed: {exc!r}")
+        sys.exit(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
     sys.exit(result.exit_status)
 

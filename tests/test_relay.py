@@ -482,3 +482,28 @@ def test_an_unfinished_line_is_recorded_when_the_agent_exits(run_proxy):
     assert result.returncode == 0
     frames = [r for r in result.records() if r["kind"] == "frame"]
     assert [(r["from"], r.get("text")) for r in frames] == [("client", '{"partial":')]
+
+
+def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
+    """If the proxy itself fails, the transcript still gets its end record; exit 70."""
+    from click.testing import CliRunner
+
+    import acp_proxy.relay
+    from acp_proxy.cli import cli
+
+    def broken_relay(argv, observer, log, *, on_start, **kwargs):
+        on_start(4242)
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(acp_proxy.relay, "run_relay", broken_relay)
+    transcript = tmp_path / "t.jsonl"
+    try:
+        result = CliRunner().invoke(cli, ["run", "--record", str(transcript), "--", "agent"])
+    finally:
+        from acp_proxy.log import configure
+
+        configure()  # the runner's stderr is gone: log to the real one again
+    assert result.exit_code == 70
+    records = [orjson.loads(line) for line in transcript.read_bytes().split(b"\n")[:-1]]
+    assert [r["kind"] for r in records] == ["start", "end"]
+    assert "simulated bug" in records[-1]["reason"]
