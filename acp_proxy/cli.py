@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -219,20 +219,33 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
 
     errors = 0
     unreadable = False
+    emit = _printer(False)
     for path in recordings:
         try:
             for finding in validate_records(open_recording(path)):
                 errors += finding.level == "error"
                 if fmt == "json":
                     row = {"file": path, "seq": finding.seq, **finding.as_dict()}
-                    click.echo(orjson.dumps(row).decode())
+                    emit(orjson.dumps(row).decode())
                 else:
                     seq = "-" if finding.seq is None else finding.seq
-                    click.echo(f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}")
+                    emit(f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}")
         except RecordingError as exc:
             exc.show()
             unreadable = True
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _printer(color: bool | None) -> Callable[[str], None]:
+    """Print lines through stdout's own buffer (a flush per line, as click.echo
+    does, costs more than rendering them), without colour unless wanted."""
+    stream = sys.stdout
+    keep = color if color is not None else stream.isatty()
+
+    def emit(line: str) -> None:
+        stream.write((line if keep else click.unstyle(line)) + "\n")
+
+    return emit
 
 
 def _filter_options(func: Any) -> Any:
@@ -295,9 +308,10 @@ def show(
         _show_conversation(records, session, as_json, color)
         return
     timeline = Timeline(TimelineFilter(side, method, session, violations))
+    emit = _printer(color)
     for item in annotate(records):
         for line in timeline.lines(item):
-            click.echo(line, color=color)
+            emit(line)
 
 
 def _show_conversation(
@@ -536,7 +550,10 @@ def main() -> None:
     error worth a traceback.
     """
     try:
-        cli(standalone_mode=True)
+        try:
+            cli(standalone_mode=True)
+        finally:
+            sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -202,8 +202,28 @@ _WHITESPACE = b" \t\r\n"
 def _msg_value_offset(line: bytes) -> int:
     """Offset of the first byte of the top-level ``msg`` value in a record line.
 
-    Scans the record's own keys only: it stops as soon as the key is found, so
-    the cost does not depend on the size of the message.
+    The writer puts ``,"msg":`` right after the record's own keys, and that
+    sequence cannot occur inside a JSON string (its quote would be escaped), so
+    its first occurrence is the key whenever everything before it is the
+    record's head; that is checked by parsing the head, which is small.
+    Anything else gets the full scan.
+    """
+    marker = line.find(b',"msg":')
+    if marker > 0:
+        try:
+            head = orjson.loads(line[:marker] + b"}")
+        except orjson.JSONDecodeError:
+            head = None
+        if isinstance(head, dict) and "msg" not in head:
+            return marker + 7
+    return _scan_msg_value_offset(line)
+
+
+def _scan_msg_value_offset(line: bytes) -> int:
+    """:func:`_msg_value_offset` the slow way: walk the top-level keys.
+
+    Stops as soon as the key is found, so the cost does not depend on the
+    size of the message.
     """
     depth = 0
     in_string = False

@@ -363,10 +363,12 @@ def test_show_streams_large_recordings(tmp_path):
     ) as proc:
         assert proc.stdout is not None
         with open(path, "wb") as writer:
-            writer.write(start_record(T0, ["agent"], 1) + _frame(1, "_tick"))
+            # more than stdout's buffer holds, less than the pipes do
+            writer.write(start_record(T0, ["agent"], 1) + _frame(1, "_tick") * 200)
             writer.flush()
             assert b"session started" in proc.stdout.readline()
             assert b"_tick" in proc.stdout.readline()  # while the file is still open for writing
+        assert proc.stdout.read().count(b"_tick") == 199
         assert proc.wait(timeout=20) == 0
 
 

@@ -112,3 +112,19 @@ def test_a_truncated_last_line_is_reported_not_fatal():
     records = read(good + good[:20])
     assert isinstance(records[0], FrameRecord)
     assert isinstance(records[1], UnreadableLine) and records[1].line == 2
+
+
+def test_msg_is_found_by_the_fast_path_and_the_full_scan_alike():
+    """However the record's keys are laid out, the reader finds the top-level msg."""
+    from acp_proxy.transcript import _msg_value_offset, _scan_msg_value_offset
+
+    lines = [
+        b'{"kind":"frame","seq":1,"t":"x","from":"agent","msg":{"a":1}}',
+        b'{"kind":"frame","seq":1,"t":"x","from":"agent","violations":[{"message":"\\",\\"msg\\":"}],"msg":[1]}',
+        b'{"kind":"frame","seq":1,"extra":{"msg":2},"from":"agent","msg":3}',
+        b'{"kind":"frame", "seq":1, "from":"agent", "msg" : "spaced"}',
+    ]
+    for line in lines:
+        assert _msg_value_offset(line) == _scan_msg_value_offset(line)
+        (record,) = read(line + b"\n")
+        assert record.frame.raw == line[_scan_msg_value_offset(line) : -1]
