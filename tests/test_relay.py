@@ -402,9 +402,7 @@ def test_random_bytes_pass_unchanged_both_ways(run_proxy, tmp_path):
     pieces = []
     for _ in range(400):
         length = rng.choice([0, 1, 2, 10, 100, 5000, 70000])
-        pieces.append(
-            bytes(rng.getrandbits(8) for _ in range(min(length, 2000))) * max(1, length // 2000)
-        )
+        pieces.append(rng.randbytes(min(length, 2000)) * max(1, length // 2000))
     data = b"\n".join(pieces)
     capture = tmp_path / "capture"
     result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], data)
