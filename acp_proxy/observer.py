@@ -172,7 +172,15 @@ class Observer:
             self._log.info("told the client about a violation", rule=finding.rule, session=session)
 
     def finish(self, exit_status: int | None, reason: str) -> list[Any]:
-        """The connection ended: last findings, then the ``end`` record."""
+        """The connection ended: last findings, then the ``end`` record. Never raises."""
+        try:
+            return self._finish(exit_status, reason)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self._log.error("could not finish the transcript", error=repr(exc))
+            return []
+
+    def _finish(self, exit_status: int | None, reason: str) -> list[Any]:
         findings: list[Any] = []
         if self.validator is not None:
             try:

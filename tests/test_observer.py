@@ -48,8 +48,10 @@ def test_a_failing_observation_is_logged_once_and_never_raised(tmp_path):
     with capture_logs() as logs:
         assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_a"})) == []
         assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_b"})) == []
+        assert observer.finish(0, "done") == []  # finishing does not raise either
     failures = [entry for entry in logs if entry["log_level"] == "error"]
-    assert len(failures) == 1 and "boom" in failures[0]["error"]
+    assert len(failures) == 2 and "boom" in failures[0]["error"]
+    assert failures[1]["event"] == "could not finish the transcript"
 
 
 def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_path):
