@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -194,6 +196,21 @@ async def _pump(
         observer.observe(side, framer.feed(b""))
 
 
+def _die_with_parent() -> None:
+    """In the agent, before exec: get SIGTERM if the proxy dies (Linux).
+
+    The agent runs in its own process group, so a SIGKILL the editor sends the
+    proxy no longer reaches it as it would without the proxy; this restores
+    that. Runs in the forked child, where the proxy has started no threads yet.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _signal_group(pid: int, sig: int) -> bool:
     """Send ``sig`` to the agent's process group; False if nothing is left."""
     try:
@@ -228,6 +245,7 @@ async def relay(
             stdout=asyncio.subprocess.PIPE,
             stderr=None,
             process_group=0,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             limit=CHUNK,
         )
     except FileNotFoundError as exc:

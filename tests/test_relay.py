@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import signal
@@ -505,3 +506,32 @@ def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
     records = [orjson.loads(line) for line in transcript.read_bytes().split(b"\n")[:-1]]
     assert [r["kind"] for r in records] == ["start", "end"]
     assert "simulated bug" in records[-1]["reason"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux-only")
+def test_agent_is_told_when_the_proxy_is_killed(tmp_path):
+    """If the editor SIGKILLs the proxy, the agent still hears about it (SIGTERM), as it would
+    if it were the editor's own child."""
+    marker = tmp_path / "marker"
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(transcript), "--", *SCRIPTED_AGENT, "stubborn", str(marker)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        deadline = time.monotonic() + 10
+        while not transcript.exists() or not transcript.read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        agent_pid = orjson.loads(transcript.read_bytes().split(b"\n")[0])["pid"]
+        time.sleep(0.3)  # let the agent install its SIGTERM handler
+        proc.kill()
+        proc.wait(timeout=10)
+    try:
+        deadline = time.monotonic() + 10
+        while not (marker.exists() and marker.read_text().strip()):
+            assert time.monotonic() < deadline, "the agent never heard the proxy die"
+            time.sleep(0.05)
+        assert marker.read_text().split() == [str(int(signal.SIGTERM))]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(agent_pid, signal.SIGKILL)
