@@ -153,6 +153,11 @@ class Observer:
         self.recorder.flush()
         return found
 
+    @property
+    def has_notices(self) -> bool:
+        """Whether notices for the client are waiting (``--notify-client``)."""
+        return bool(self._notices)
+
     def take_notices(self) -> list[bytes]:
         """Notices for the client (``--notify-client``) waiting for a frame boundary."""
         notices, self._notices = self._notices, []

@@ -139,6 +139,46 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
+class _NoticeInserter:
+    """The client's sink, with ``--notify-client`` notices let in at frame boundaries.
+
+    A notice never lands inside a line the agent is still writing: it goes in
+    at the first ``\n`` of the agent's output after it was queued, or, when the
+    agent's output is at rest between lines, at once. ``framer`` is the agent
+    direction's framer, which knows whether a line is unfinished.
+    """
+
+    def __init__(self, sink: _Sink, framer: Framer, observer: Observer) -> None:
+        self._sink = sink
+        self._framer = framer
+        self._observer = observer
+
+    def write(self, data: bytes) -> None:
+        # Called before the framer sees ``data``: its state is the stream's so far.
+        if self._observer.has_notices:
+            cut = 0 if self._framer.buffered == 0 else data.find(b"\n") + 1
+            if cut > 0 or self._framer.buffered == 0:
+                if cut:
+                    self._sink.write(data[:cut])
+                for notice in self._observer.take_notices():
+                    self._sink.write(notice)
+                data = data[cut:]
+        self._sink.write(data)
+
+    def at_rest(self) -> None:
+        """After a chunk is observed: if the stream is between lines, insert now."""
+        if self._observer.has_notices and self._framer.buffered == 0:
+            with contextlib.suppress(ConnectionError, OSError):
+                for notice in self._observer.take_notices():
+                    self._sink.write(notice)
+
+    async def drain(self) -> None:
+        await self._sink.drain()
+
+    def close(self) -> None:
+        self._sink.close()
+
+
 async def _open_source(fd: int) -> _Source:
     if not _pollable(fd):
         return _ThreadSource(fd)
@@ -279,20 +319,12 @@ async def relay(
     agent_out = _StreamSource(proc.stdout)
 
     to_client = Framer()
-
-    def insert_notices() -> None:
-        # --notify-client: notices enter the agent -> client stream only at a
-        # frame boundary, never inside a line the agent is still writing.
-        if to_client.buffered == 0:
-            for notice in observer.take_notices():
-                with contextlib.suppress(ConnectionError, OSError):
-                    client_out.write(notice)
-
+    to_client_sink = _NoticeInserter(client_out, to_client, observer)
     c2a = asyncio.create_task(
-        _pump(client_in, agent_in, "client", Framer(), observer, insert_notices)
+        _pump(client_in, agent_in, "client", Framer(), observer, to_client_sink.at_rest)
     )
     a2c = asyncio.create_task(
-        _pump(agent_out, client_out, "agent", to_client, observer, insert_notices)
+        _pump(agent_out, to_client_sink, "agent", to_client, observer, to_client_sink.at_rest)
     )
     exited = asyncio.create_task(proc.wait())
 

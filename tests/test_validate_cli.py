@@ -282,7 +282,9 @@ def test_notices_are_inserted_only_at_frame_boundaries(tmp_path):
         'out.write(b\'{"jsonrpc":"2.0","method":"session/update",\'); out.flush()\n'
         "sys.stdin.buffer.readline()\n"  # the bad frame
         "time.sleep(0.3)\n"
-        'out.write(b\'"params":{"sessionId":"s","update":{"sessionUpdate":"_x"}}}\\n\'); out.flush()\n'
+        # the rest of that line and a whole next one, in one write
+        'out.write(b\'"params":{"sessionId":"s","update":{"sessionUpdate":"_x"}}}\\n\'\n'
+        '          b\'{"jsonrpc":"2.0","method":"_after"}\\n\'); out.flush()\n'
         "sys.stdin.buffer.read()\n"
     )
     frames = [
@@ -300,11 +302,13 @@ def test_notices_are_inserted_only_at_frame_boundaries(tmp_path):
             proc.stdin.flush()
             if frame["id"] < 2:
                 proc.stdout.readline()
-        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        lines = [proc.stdout.readline() for _ in range(3)]
         proc.stdin.close()
         proc.wait(timeout=20)
+    # the line that was being written when the finding came, then the notice, then the rest
     assert orjson.loads(lines[0])["params"]["update"] == {"sessionUpdate": "_x"}
     assert orjson.loads(lines[1])["params"]["update"]["title"] == "ACP violation: cancel-with-id"
+    assert orjson.loads(lines[2])["method"] == "_after"
 
 
 def test_unused_helper_agents_are_importable():
