@@ -127,6 +127,9 @@ def run(
 ) -> None:
     """Run COMMAND (the agent) and relay its stdio, recording the session.
 
+    Every option can also be set in the environment as ACP_PROXY_<OPTION>,
+    for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
+
     \b
     Example:
       acp-proxy run -- my-agent --acp
