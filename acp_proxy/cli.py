@@ -199,16 +199,20 @@ def open_recording(path: str) -> Iterator[Record]:
     return records()
 
 
+def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=description,
+    )
+
+
 @cli.command()
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: FILE:SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding.",
-)
+@_format_option("text: FILE:SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding.")
 def validate(recordings: tuple[str, ...], fmt: str) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
@@ -413,14 +417,7 @@ def follow(
 
 @cli.command()
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the figures.",
-)
+@_format_option("How to print the figures.")
 def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson

@@ -271,13 +271,7 @@ class Conversation:
             if "content" in update and update["content"] is not None:
                 entity.content.append(update["content"])
         elif variant == "tool_call_update":
-            for name, value in update.items():
-                if name in ("sessionUpdate", "toolCallId", "content"):
-                    continue
-                if value is None:
-                    entity.fields.pop(name, None)
-                else:
-                    entity.fields[name] = value
+            _patch(entity.fields, update, ("sessionUpdate", "toolCallId", "content"))
             entity.fields.setdefault("status", "pending")
             if "content" in update:
                 content = update["content"]
@@ -334,16 +328,21 @@ class Conversation:
             if update.get("content") is not None:
                 entity.content.append(update["content"])
             return
-        for name, value in update.items():
-            if name in ("sessionUpdate", "compactionId", "summary"):
-                continue
-            if value is None:
-                entity.fields.pop(name, None)
-            else:
-                entity.fields[name] = value
+        _patch(entity.fields, update, ("sessionUpdate", "compactionId", "summary"))
         if "summary" in update:
             summary = update["summary"]
             entity.content = list(summary) if isinstance(summary, list) else []
+
+
+def _patch(fields: dict[str, Any], update: dict[str, Any], skip: tuple[str, ...]) -> None:
+    """Patch semantics: omitted leaves a field, null clears it, a value replaces it."""
+    for name, value in update.items():
+        if name in skip:
+            continue
+        if value is None:
+            fields.pop(name, None)
+        else:
+            fields[name] = value
 
 
 def _key(value: Any) -> tuple[str, Any]:

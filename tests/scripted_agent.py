@@ -7,7 +7,7 @@ Usage: python scripted_agent.py MODE [ARGS...]
   exit N              exit with status N at once
   readexit            read one chunk of stdin, then exit 0
   kill SIG            kill itself with signal SIG (a number)
-  stubborn MARKER     ignore SIGTERM and stdin EOF; write MARKER when SIGTERM arrives
+  stubborn MARKER     say ready, then ignore SIGTERM and stdin EOF; note each SIGTERM in MARKER
   trap MARKER         on SIGTERM/SIGINT/SIGHUP write the signal number to MARKER and exit 0
   grandchild PIDFILE  start a grandchild that sleeps, write its pid, then exit on stdin EOF
 """
@@ -57,6 +57,7 @@ def main() -> None:
                 out.write(f"{signum}\n")
 
         signal.signal(signal.SIGTERM, note)
+        os.write(1, b'{"ready":true}\n')
         while os.read(0, 1 << 16):
             pass
         while True:
