@@ -327,17 +327,21 @@ def _show_conversation(
     import orjson
 
     from .conversation import Conversation
+    from .offline import annotate
     from .render import render_conversation
-    from .transcript import FrameRecord, StartRecord, parse_time
+    from .transcript import StartRecord, parse_time
 
     connections: list[tuple[StartRecord | None, Conversation]] = []
-    current: Conversation | None = None
-    for record in records:
-        if isinstance(record, StartRecord) or current is None:
-            current = Conversation()
-            connections.append((record if isinstance(record, StartRecord) else None, current))
-        if isinstance(record, FrameRecord):
-            current.feed(record.side, record.frame, record.seq, record.t)
+    for item in annotate(records, validate=False):
+        record = item.record
+        if isinstance(record, StartRecord) or (
+            item.message is not None and len(connections) < item.connection
+        ):
+            connections.append(
+                (record if isinstance(record, StartRecord) else None, Conversation())
+            )
+        if item.message is not None:
+            connections[-1][1].observe(item.message)
     if as_json:
         document = {
             "connections": [

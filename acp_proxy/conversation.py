@@ -13,9 +13,9 @@ are keyed by (type, id), never by id alone ("Entity IDs"):
   each chunk base64-decoded on its own;
 - compactions: status and patch fields, summary replaced or appended to.
 
-State changes, stop reasons and usage are kept per turn. A turn starts with a
-``session/prompt`` (or with ``running`` while idle) and ends with ``idle``.
-Unknown update variants are listed, not dropped.
+State changes, stop reasons and usage are kept per turn. Where turns begin and
+end is the wire model's to say (:mod:`acp_proxy.wire`): this module only keeps
+what the user saw in each. Unknown update variants are listed, not dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from typing import Any
 
 from .framing import Frame
 from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
+from .wire import Kind, Message, Side, WireModel
+from .wire import Turn as WireTurn
 
 __all__ = ["Conversation", "Entity", "SessionView", "Turn"]
 
@@ -58,26 +60,49 @@ class Entity:
 
 @dataclass
 class Turn:
-    """One stretch of foreground work, from a prompt (or running) to idle."""
+    """What the user saw of one turn of the wire model."""
 
-    number: int
-    #: seq and time of the frame that opened the turn.
-    seq: int
-    t: str
-    prompt_id: Any = None
+    wire: WireTurn
     #: Entity keys first seen in this turn, in order.
     entities: list[tuple[str, str]] = field(default_factory=list)
     #: States reported, in order (running, requires_action, idle, ...).
     states: list[str] = field(default_factory=list)
-    stop_reason: str | None = None
-    error: Any = None
-    ended: bool = False
-    end_t: str | None = None
-    #: The prompt's response: messageId, or an error.
+    #: The prompt's response: its messageId.
     accepted: Any = None
-    rejected: Any = None
     #: The prompt's own content, as the client sent it.
     prompt: list[Any] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.wire.number
+
+    @property
+    def seq(self) -> int:
+        return self.wire.seq
+
+    @property
+    def t(self) -> str:
+        return self.wire.t
+
+    @property
+    def ended(self) -> bool:
+        return self.wire.ended
+
+    @property
+    def end_t(self) -> str | None:
+        return self.wire.end_t
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self.wire.stop_reason
+
+    @property
+    def error(self) -> Any:
+        return self.wire.error
+
+    @property
+    def rejected(self) -> Any:
+        return self.wire.rejected
 
 
 @dataclass
@@ -138,12 +163,13 @@ class SessionView:
 
 
 class Conversation:
-    """Builds :class:`SessionView` objects from frames."""
+    """Builds :class:`SessionView` objects from the wire model's messages."""
 
     def __init__(self) -> None:
         #: Sessions in order of first appearance.
         self.sessions: dict[str, SessionView] = {}
-        self._prompts: dict[Any, str] = {}
+        self._turns: dict[WireTurn, Turn] = {}
+        self._wire = WireModel()
 
     def session(self, session_id: str) -> SessionView:
         """The view of a session, created on first sight."""
@@ -152,59 +178,46 @@ class Conversation:
         return self.sessions[session_id]
 
     def feed(self, side: str, frame: Frame, seq: int, t: str) -> None:
-        """Apply one frame."""
-        message = frame.value
-        if not isinstance(message, dict):
+        """Apply one frame (the short way: through this conversation's own wire model)."""
+        self.observe(self._wire.feed(side, frame, seq, t))
+
+    def observe(self, message: Message) -> None:
+        """Apply one message of a wire model."""
+        session_id = message.session
+        if session_id is None:
             return
-        method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        assert isinstance(params, dict)
-        if method == "session/prompt" and side == "client" and "id" in message:
-            session_id = params.get("sessionId")
-            if isinstance(session_id, str):
-                view = self.session(session_id)
-                turn = view.current
-                if turn is None:
-                    turn = self._open_turn(view, seq, t)
-                if turn.prompt_id is None:
-                    turn.prompt_id = message["id"]
-                    prompt = params.get("prompt")
+        if message.kind is Kind.REQUEST and message.side is Side.CLIENT:
+            if message.method == "session/prompt" and message.turn is not None:
+                turn = self._turn(self.session(session_id), message.turn)
+                if turn.wire.prompt is message.request:
+                    prompt = message.params.get("prompt")
                     turn.prompt = prompt if isinstance(prompt, list) else []
-                self._prompts[_key(message["id"])] = session_id
-        elif method == "session/update" and side == "agent":
-            session_id = params.get("sessionId")
-            update = params.get("update")
-            if isinstance(session_id, str) and isinstance(update, dict):
-                self._update(self.session(session_id), update, seq, t)
-        elif method is None and side == "agent" and "id" in message:
-            session_id = self._prompts.pop(_key(message["id"]), None)
-            if session_id is not None:
-                self._prompt_answered(self.session(session_id), message, t)
-
-    def _open_turn(self, view: SessionView, seq: int, t: str) -> Turn:
-        turn = Turn(len(view.turns) + 1, seq, t)
-        view.turns.append(turn)
-        return turn
-
-    def _prompt_answered(self, view: SessionView, message: dict[str, Any], t: str) -> None:
-        for turn in reversed(view.turns):
-            if turn.prompt_id == message["id"]:
-                if "error" in message:
-                    turn.rejected = message["error"]
-                    if not turn.states:
-                        turn.ended = True  # rejected before any work: no turn
-                    return
-                result = message.get("result")
-                result = result if isinstance(result, dict) else {}
-                turn.accepted = result.get("messageId")
-                if "stopReason" in result and "messageId" not in result:
-                    # v1: the prompt's response is the end of the turn
-                    reason = result["stopReason"]
-                    turn.stop_reason = reason if isinstance(reason, str) else None
+        elif message.kind is Kind.NOTIFICATION and message.side is Side.AGENT:
+            update = message.update
+            if update is not None:
+                view = self.session(session_id)
+                if message.turn is not None:
+                    self._turn(view, message.turn)
+                self._update(view, update, message)
+        elif (
+            message.kind is Kind.RESPONSE
+            and message.side is Side.AGENT
+            and message.request is not None
+            and message.request.turn is not None
+            and message.request.turn.prompt is message.request
+        ):
+            turn = self._turn(self.session(session_id), message.request.turn)
+            if not message.is_error:
+                turn.accepted = message.result.get("messageId")
+                if message.closed is turn.wire:  # v1: the response ends the turn
                     turn.states.append("idle")
-                    turn.ended = True
-                    turn.end_t = t
-                return
+
+    def _turn(self, view: SessionView, wire_turn: WireTurn) -> Turn:
+        turn = self._turns.get(wire_turn)
+        if turn is None:
+            turn = self._turns[wire_turn] = Turn(wire_turn)
+            view.turns.append(turn)
+        return turn
 
     def _entity(self, view: SessionView, kind: str, entity_id: str) -> Entity:
         key = (kind, entity_id)
@@ -215,10 +228,15 @@ class Conversation:
             (turn.entities if turn is not None else view.background).append(key)
         return entity
 
-    def _update(self, view: SessionView, update: dict[str, Any], seq: int, t: str) -> None:
+    def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
+        seq = message.seq
         variant = update.get("sessionUpdate")
         if variant == "state_update":
-            self._state(view, update, seq, t)
+            state = update.get("state")
+            if isinstance(state, str):
+                if message.turn is not None:
+                    self._turn(view, message.turn).states.append(state)
+                view.state = state
             return
         if variant == "usage_update":
             view.usage = {k: v for k, v in update.items() if k != "sessionUpdate"}
@@ -295,25 +313,6 @@ class Conversation:
             data = update.get("data")
             if isinstance(data, str):
                 entity.output += _b64(data)
-
-    def _state(self, view: SessionView, update: dict[str, Any], seq: int, t: str) -> None:
-        state = update.get("state")
-        if not isinstance(state, str):
-            return
-        turn = view.current
-        if state == "idle":
-            if turn is not None:
-                turn.states.append(state)
-                reason = update.get("stopReason")
-                turn.stop_reason = reason if isinstance(reason, str) else None
-                turn.error = update.get("error")
-                turn.ended = True
-                turn.end_t = t
-        else:
-            if turn is None:
-                turn = self._open_turn(view, seq, t)
-            turn.states.append(state)
-        view.state = state
 
     def _compaction(self, view: SessionView, update: dict[str, Any]) -> None:
         compaction_id = update.get("compactionId")

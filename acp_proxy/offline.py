@@ -20,10 +20,10 @@ from .transcript import (
     FrameRecord,
     Record,
     StartRecord,
-    UnreadableLine,
     ViolationRecord,
 )
 from .validator import Validator, Violation
+from .wire import Message, WireModel
 
 __all__ = ["UNREADABLE_RULE", "Annotated", "annotate", "validate_records"]
 
@@ -33,54 +33,74 @@ UNREADABLE_RULE = "unreadable-record"
 
 @dataclass(frozen=True, slots=True)
 class Annotated:
-    """A record with the findings that belong to it.
+    """A record with what the wire model and the validator say about it.
 
-    For a frame record: the findings on that frame. For anything else: the
-    findings that belong to no stored frame (end of the connection, notices,
-    unreadable lines), reported at that point of the file.
+    For a frame record: the wire model's :class:`Message` for it and the
+    findings on that frame. For anything else: the findings that belong to no
+    stored frame (end of the connection, notices, unreadable lines), reported
+    at that point of the file.
     """
 
     record: Record
     findings: list[Violation] = field(default_factory=list)
+    #: The wire model's view of a frame record's frame.
+    message: Message | None = None
+    #: 1, 2, ... : the connection (``start`` record) the record belongs to.
+    connection: int = 0
 
 
-def annotate(records: Iterable[Record]) -> Iterator[Annotated]:
-    """Yield every record, in order, with recomputed findings."""
+def annotate(records: Iterable[Record], validate: bool = True) -> Iterator[Annotated]:
+    """Yield every record, in order, with its message and recomputed findings.
+
+    Each ``start`` record begins a new connection, with a fresh wire model
+    (and validator). ``validate=False`` skips the rules, for views that only
+    need the wire model.
+    """
+    wire: WireModel | None = None
     validator: Validator | None = None
+    number = 0
     last_seq = 0
+
+    def finish(line: int, t: str) -> Iterator[Annotated]:
+        found = validator.end() if validator is not None else []
+        if found:
+            yield Annotated(EndRecord(line, t, None, "(no end record)"), found, None, number)
+
     for record in records:
         if isinstance(record, StartRecord):
-            found = validator.end() if validator is not None else []
-            validator, last_seq = Validator(), 0
-            if found:
-                yield Annotated(EndRecord(record.line, record.t, None, "(no end record)"), found)
-            yield Annotated(record)
+            if wire is not None:
+                yield from finish(record.line, record.t)
+            number += 1
+            wire, last_seq = WireModel(number), 0
+            validator = Validator(wire) if validate else None
+            yield Annotated(record, [], None, number)
         elif isinstance(record, FrameRecord):
-            if validator is None:
-                validator, last_seq = Validator(), 0
+            if wire is None:
+                number += 1
+                wire, last_seq = WireModel(number), 0
+                validator = Validator(wire) if validate else None
             last_seq = max(last_seq, record.seq)
-            yield Annotated(record, validator.feed(record.side, record.frame, record.seq))
+            message = wire.feed(record.side, record.frame, record.seq, record.t)
+            found = validator.check(message) if validator is not None else []
+            yield Annotated(record, found, message, number)
         elif isinstance(record, ViolationRecord):
             if record.seq is not None and record.seq > last_seq:
                 carried = Violation(
                     record.rule, record.level, record.message, record.spec, record.seq
                 )
-                yield Annotated(record, [carried])
+                yield Annotated(record, [carried], None, number)
         elif isinstance(record, EndRecord):
             found = validator.end() if validator is not None else []
-            validator = None
-            yield Annotated(record, found)
+            wire = validator = None
+            yield Annotated(record, found, None, number)
         else:
-            assert isinstance(record, UnreadableLine)
-            message = f"line {record.line} is not a transcript record: {record.reason}"
+            message_text = f"line {record.line} is not a transcript record: {record.reason}"
             unreadable = Violation(
-                UNREADABLE_RULE, "warning", message, "acp-proxy/1 transcript", None
+                UNREADABLE_RULE, "warning", message_text, "acp-proxy/1 transcript", None
             )
-            yield Annotated(record, [unreadable])
-    if validator is not None:
-        found = validator.end()
-        if found:
-            yield Annotated(EndRecord(0, "", None, "(no end record)"), found)
+            yield Annotated(record, [unreadable], None, number)
+    if wire is not None:
+        yield from finish(0, "")
 
 
 def validate_records(records: Iterable[Record]) -> Iterator[Violation]:

@@ -8,7 +8,6 @@ terminal.
 from __future__ import annotations
 
 import fnmatch
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +17,7 @@ import orjson
 
 from .conversation import Entity, SessionView
 from .offline import Annotated
-from .protocol import EntityType
+from .protocol import ENTITY_ID_FIELDS, EntityType
 from .transcript import (
     EndRecord,
     FrameRecord,
@@ -28,10 +27,19 @@ from .transcript import (
     parse_time,
 )
 from .validator import Violation
+from .wire import Kind, Message
 
 __all__ = ["Timeline", "TimelineFilter", "render_conversation", "text_of"]
 
 _ARROWS = {"client": "client → agent", "agent": "agent → client"}
+_KIND_LABELS = {
+    Kind.REQUEST: "request",
+    Kind.NOTIFICATION: "notify",
+    Kind.RESPONSE: "response",
+    Kind.BATCH: "invalid",
+    Kind.INVALID: "invalid",
+    Kind.NOT_JSON: "raw",
+}
 _LEVEL_COLORS = {"error": "red", "warning": "yellow"}
 
 
@@ -79,8 +87,8 @@ def summarize_update(update: Any) -> str:
             parts.append(f"({update['stopReason']})")
         if isinstance(update.get("error"), dict):
             parts.append(f"error {update['error'].get('code')}: {update['error'].get('message')}")
-    elif variant in ENTITY_VARIANTS:
-        _, id_field = ENTITY_VARIANTS[variant]
+    elif variant in ENTITY_ID_FIELDS:
+        _, id_field = ENTITY_ID_FIELDS[variant]
         holder = update.get("plan") if variant == "plan_update" else update
         if isinstance(holder, dict) and id_field in holder:
             parts.append(_show(holder[id_field]))
@@ -113,21 +121,6 @@ def summarize_update(update: Any) -> str:
     elif variant == "notice":
         parts.append(f"{update.get('severity')}: {update.get('title')!r}")
     return " ".join(parts)
-
-
-ENTITY_VARIANTS: dict[str, tuple[str, str]] = {
-    "user_message": ("user", "messageId"),
-    "user_message_chunk": ("user", "messageId"),
-    "agent_message": ("agent", "messageId"),
-    "agent_message_chunk": ("agent", "messageId"),
-    "agent_thought": ("thought", "messageId"),
-    "agent_thought_chunk": ("thought", "messageId"),
-    "tool_call_update": ("tool", "toolCallId"),
-    "tool_call_content_chunk": ("tool", "toolCallId"),
-    "terminal_update": ("terminal", "terminalId"),
-    "terminal_output_chunk": ("terminal", "terminalId"),
-    "plan_update": ("plan", "planId"),
-}
 
 
 def _summarize_params(method: str, params: Any) -> str:
@@ -187,15 +180,12 @@ class Timeline:
         self.only = only or TimelineFilter()
         self._start: datetime | None = None
         self._last_seq = 0
-        #: (sender, id) -> (method, sessionId) of requests awaiting a response.
-        self._requests: OrderedDict[tuple[str, str], tuple[str, str | None]] = OrderedDict()
 
     def lines(self, item: Annotated) -> list[str]:
         """The lines for one record and its findings (none if filtered out)."""
         record = item.record
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
-            self._requests.clear()
             self._last_seq = 0
             if self._filtered():
                 return []
@@ -206,8 +196,8 @@ class Timeline:
                     bold=True,
                 )
             ]
-        if isinstance(record, FrameRecord):
-            return self._frame(record, item.findings)
+        if isinstance(record, FrameRecord) and item.message is not None:
+            return self._frame(record, item.message, item.findings)
         findings = self._findings(item.findings, standalone=True)
         if isinstance(record, EndRecord):
             if record.line == 0 or record.reason == "(no end record)":
@@ -233,38 +223,23 @@ class Timeline:
             return ""
         return f" at +{(when - self._start).total_seconds():.3f}s"
 
-    def _frame(self, record: FrameRecord, findings: list[Violation]) -> list[str]:
+    def _frame(self, record: FrameRecord, message: Message, findings: list[Violation]) -> list[str]:
         frame = record.frame
-        message = frame.value if frame.is_json else None
-        method: str | None = None
-        session: str | None = None
-        if not frame.is_json:
-            kind = "raw"
+        method, session = message.method, message.session
+        kind = _KIND_LABELS[message.kind]
+        if message.kind is Kind.NOT_JSON:
             if frame.utf8:
                 body = f"(not JSON) {_show(frame.raw.decode(), 70)}"
             else:
                 body = f"(not UTF-8, {len(frame.raw)} bytes)"
-        elif isinstance(message, dict) and isinstance(message.get("method"), str):
-            method = message["method"]
-            params = message.get("params")
-            if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-                session = params["sessionId"]
-            if "id" in message:
-                kind = "request"
-                self._requests[(record.side, _show(message["id"]))] = (method, session)
-                if len(self._requests) > 4096:
-                    self._requests.popitem(last=False)
-                body = f"#{_show(message['id'])} {method} {_summarize_params(method, params)}"
-            else:
-                kind = "notify"
-                body = f"{method} {_summarize_params(method, params)}"
-        elif isinstance(message, dict) and ("result" in message or "error" in message):
-            kind = "response"
-            other = "agent" if record.side == "client" else "client"
-            method, session = self._requests.pop((other, _show(message.get("id"))), (None, None))
+        elif message.kind is Kind.REQUEST:
+            body = f"#{_show(message.id)} {method} {_summarize_params(str(method), message.params)}"
+        elif message.kind is Kind.NOTIFICATION:
+            body = f"{method} {_summarize_params(str(method), message.params)}"
+        elif message.kind is Kind.RESPONSE:
             name = method or "(unknown request)"
-            if "error" in message:
-                error = message["error"]
+            if message.is_error:
+                error = message.error
                 if isinstance(error, dict):
                     outcome = click.style(
                         f"error {error.get('code')}: {error.get('message')}", fg="red"
@@ -272,11 +247,10 @@ class Timeline:
                 else:
                     outcome = click.style(f"error {_show(error)}", fg="red")
             else:
-                outcome = "ok " + _summarize_result(method, message.get("result"))
-            body = f"#{_show(message.get('id'))} {name} {outcome}"
+                outcome = "ok " + _summarize_result(method, message.frame.value.get("result"))
+            body = f"#{_show(message.id)} {name} {outcome}"
         else:
-            kind = "invalid"
-            body = _show(message, 70)
+            body = _show(frame.value, 70)
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []

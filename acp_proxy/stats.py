@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from .offline import Annotated
-from .transcript import FrameRecord, StartRecord, parse_time
+from .transcript import FrameRecord, StartRecord
+from .wire import Kind, Turn, seconds_between
 
 __all__ = ["Stats", "percentile"]
 
@@ -25,7 +25,6 @@ def percentile(values: list[float], fraction: float) -> float:
 class _Turn:
     session: str
     prompt_seq: int
-    start: datetime
     first_chunk: float | None = None
     duration: float | None = None
     stop_reason: str | None = None
@@ -33,7 +32,12 @@ class _Turn:
 
 @dataclass
 class Stats:
-    """Accumulates figures over any number of recordings."""
+    """Accumulates figures over any number of recordings.
+
+    Requests, responses and turns are the wire model's: a prompt turn runs
+    from its first prompt to its end (the v1 response, the v2 idle); a prompt
+    rejected before any work is no turn.
+    """
 
     frames: Counter[str] = field(default_factory=Counter)
     bytes: Counter[str] = field(default_factory=Counter)
@@ -43,9 +47,8 @@ class Stats:
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
-    #: (sender, id) -> (method, sent at, sessionId) of requests awaiting a response.
-    _requests: dict[tuple[str, str], tuple[str, datetime, str]] = field(default_factory=dict)
-    _open_turns: dict[str, _Turn] = field(default_factory=dict)
+    #: Time to the first agent message chunk, per open turn.
+    _first_chunk: dict[Turn, float] = field(default_factory=dict)
 
     def add(self, item: Annotated) -> None:
         """Count one annotated record."""
@@ -54,64 +57,46 @@ class Stats:
         record = item.record
         if isinstance(record, StartRecord):
             self.sessions += 1
-            self._requests.clear()
-            self._open_turns.clear()
+            self._first_chunk.clear()
             return
         if not isinstance(record, FrameRecord):
             return
         side = record.side
         self.frames[side] += 1
         self.bytes[side] += len(record.frame.raw) + 1
-        message = record.frame.value
-        when = parse_time(record.t)
-        if not isinstance(message, dict) or when is None:
+        message = item.message
+        if message is None:
             return
-        method = message.get("method")
-        key = (side, repr(message.get("id")))
-        if isinstance(method, str):
-            self.methods[method] += 1
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
-            if "id" in message:
-                self._requests[key] = (method, when, str(params.get("sessionId")))
-            if method == "session/prompt" and "id" in message:
-                session = str(params.get("sessionId"))
-                self._open_turns.setdefault(session, _Turn(session, record.seq, when))
-            if method == "session/update" and isinstance(params.get("update"), dict):
-                self._update(str(params.get("sessionId")), params["update"], when)
-        elif "id" in message:
-            other = "agent" if side == "client" else "client"
-            pending = self._requests.pop((other, repr(message.get("id"))), None)
-            if pending is not None:
-                method, sent, session = pending
-                self.latencies[method].append((when - sent).total_seconds())
-                result = message.get("result")
-                result = result if isinstance(result, dict) else {}
-                if (
-                    method == "session/prompt"
-                    and "stopReason" in result
-                    and "messageId" not in result
-                ):
-                    # v1: the prompt's response ends the turn
-                    self._end_turn(session, when, result["stopReason"])
-
-    def _end_turn(self, session: str, when: datetime, reason: Any) -> None:
-        turn = self._open_turns.pop(session, None)
-        if turn is not None:
-            turn.duration = (when - turn.start).total_seconds()
-            turn.stop_reason = reason if isinstance(reason, str) else None
-            self.turns.append(turn)
-
-    def _update(self, session: str, update: dict[str, Any], when: datetime) -> None:
-        variant = str(update.get("sessionUpdate"))
-        self.updates[variant] += 1
-        turn = self._open_turns.get(session)
-        if turn is None:
-            return
-        if variant in ("agent_message_chunk", "agent_message") and turn.first_chunk is None:
-            turn.first_chunk = (when - turn.start).total_seconds()
-        if variant == "state_update" and update.get("state") == "idle":
-            self._end_turn(session, when, update.get("stopReason"))
+        if message.kind in (Kind.REQUEST, Kind.NOTIFICATION) and message.method is not None:
+            self.methods[message.method] += 1
+        update = message.update
+        if update is not None:
+            self.updates[str(update.get("sessionUpdate"))] += 1
+            turn = message.turn
+            if (
+                turn is not None
+                and turn.prompt is not None
+                and message.variant in ("agent_message_chunk", "agent_message")
+                and turn not in self._first_chunk
+            ):
+                since = seconds_between(turn.prompt.t, message.t)
+                if since is not None:
+                    self._first_chunk[turn] = since
+        latency = message.latency
+        if latency is not None and message.method is not None:
+            self.latencies[message.method].append(latency)
+        closed = message.closed
+        if closed is not None and closed.prompt is not None and not closed.void:
+            prompt = closed.prompt
+            self.turns.append(
+                _Turn(
+                    closed.session,
+                    prompt.seq,
+                    self._first_chunk.pop(closed, None),
+                    seconds_between(prompt.t, message.t),
+                    closed.stop_reason,
+                )
+            )
 
     def as_json(self) -> dict[str, Any]:
         """Everything, for machines."""

@@ -2,22 +2,23 @@
 
 Theory of operation
 -------------------
-Everything that affects protocol state lives in this file, and this file
-knows nothing about I/O: :class:`Validator` is fed ``(side, frame, seq)`` in
-wire order and returns :class:`Violation` values; :meth:`Validator.end` says the
-connection ended. The same object serves ``acp-proxy run`` live and
-``acp-proxy validate`` offline.
+:class:`Validator` checks the :class:`~acp_proxy.wire.Message` values of one
+connection's :class:`~acp_proxy.wire.WireModel`, in wire order, and returns
+:class:`Violation` values; :meth:`Validator.end` says the connection ended.
+The wire model has already said what each frame is, which request a response
+answers, and where turns begin and end; the validator keeps only the rule
+state on top of that, and only as long as a rule needs it:
 
-State is kept at three levels, and only as long as a rule needs it:
+- the connection: whether initialize completed, the agent's prompt capabilities;
+- each session this connection created or resumed: the current turn's
+  cancellation and tool calls, the accepted prompts' messageIds, user messages
+  still owed, compactions, replay;
+- each pending request that a rule follows (prompts, permission requests,
+  resumes, loads): what its response will be checked against.
 
-- the connection: the negotiated ``protocolVersion`` (from the ``initialize``
-  result), the agent's prompt capabilities, and the pending requests of each
-  side, keyed by (sender, id), dropped when answered;
-- each session this connection created or resumed: its foreground state
-  (idle / running / requires_action), the current turn (was it prompted, did
-  it report running, did the client cancel it, its tool calls), the accepted
-  prompts' messageIds, user messages still owed, compactions, replay;
-- each pending request: what its response will be checked against.
+``feed(side, frame, seq)`` is the short way: it runs the validator's own wire
+model. Where several consumers share a model, call :meth:`Validator.check`.
+The same object serves ``acp-proxy run`` live and ``acp-proxy validate`` offline.
 
 Findings are data, never exceptions: a proxy must keep relaying whatever it
 sees. :meth:`Validator.feed` never raises on any input. Rules are gated by the
@@ -28,7 +29,7 @@ on a v1 connection.
 from __future__ import annotations
 
 import binascii
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,8 @@ import orjson
 
 from .framing import Frame
 from .protocol import (
-    AGENT,
     ANY,
     BASELINE_PROMPT_CONTENT,
-    CLIENT,
     COMPACTION_STATUSES,
     MESSAGE_CHUNKS,
     MESSAGE_UPDATES,
@@ -56,12 +55,12 @@ from .protocol import (
     methods_for,
 )
 from .rules import RULES, Scope
+from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
 
-#: How many answered request ids, and user-message ids, are remembered to
-#: tell "already answered" from "never sent", and to reconcile a user message
-#: that arrives before its prompt's response.
+#: How many user-message ids are remembered, to reconcile a user message that
+#: arrives before its prompt's response.
 _RECENT = 256
 
 
@@ -96,10 +95,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _id_key(value: Any) -> tuple[str, Any]:
-    return ("s", value) if isinstance(value, str) else ("n", value)
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -112,17 +107,10 @@ def _is_error_object(value: Any) -> bool:
     )
 
 
-def _other(side: str) -> str:
-    return AGENT if side == CLIENT else CLIENT
-
-
 @dataclass(slots=True)
 class _Pending:
-    """A request waiting for its response."""
+    """What the rules follow of a request waiting for its response."""
 
-    method: str
-    seq: int
-    session: str | None = None
     #: session/prompt: the client sent session/cancel while it was pending.
     cancelled: bool = False
     #: session/request_permission: the session's state when it was asked.
@@ -142,13 +130,8 @@ class _Session:
     """What the rules need to know about one session."""
 
     id: str
-    state: str = "idle"
     #: seq of the update that started the current foreground work.
     running_seq: int | None = None
-    #: A prompt was sent since the last idle ended a turn.
-    prompted: bool = False
-    #: running or requires_action was reported since the last idle.
-    reported_work: bool = False
     #: The client cancelled the current work.
     cancelled: bool = False
     #: Tool calls of the current turn and their status.
@@ -170,13 +153,13 @@ class _Session:
 class Validator:
     """Validates one connection's traffic against ACP. Pure: no I/O."""
 
-    def __init__(self) -> None:
-        #: The negotiated protocol version; None until the initialize result.
-        self.version: int | None = None
+    def __init__(self, wire: WireModel | None = None) -> None:
+        #: The wire model whose messages this validator checks.
+        self.wire = wire if wire is not None else WireModel()
         self._initialized = False
         self._prompt_caps: dict[str, Any] | None = None
-        self._pending: dict[tuple[str, tuple[str, Any]], _Pending] = {}
-        self._answered: OrderedDict[tuple[str, tuple[str, Any]], None] = OrderedDict()
+        #: Rule state of the pending requests that rules follow.
+        self._notes: dict[Request, _Pending] = {}
         self._sessions: dict[str, _Session] = {}
         self._found: list[Violation] = []
         self._seq: int | None = None
@@ -184,13 +167,28 @@ class Validator:
 
     # --- entry points -------------------------------------------------------
 
-    def feed(self, side: str, frame: Frame, seq: int) -> list[Violation]:
+    @property
+    def version(self) -> int | None:
+        """The negotiated protocol version; None until the initialize result."""
+        return self.wire.negotiated
+
+    def feed(self, side: str, frame: Frame, seq: int, t: str = "") -> list[Violation]:
         """Observe one frame sent by ``side`` (``client`` or ``agent``)."""
+        try:
+            message = self.wire.feed(side, frame, seq, t)
+        except Exception as exc:  # a bug here must not cost the user their session
+            self._found, self._seq, self._session_id = [], seq, None
+            self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
+            return self._found
+        return self.check(message)
+
+    def check(self, message: Message) -> list[Violation]:
+        """Check one message of :attr:`wire` (fed to it just before)."""
         self._found = []
-        self._seq = seq
+        self._seq = message.seq
         self._session_id = None
         try:
-            self._frame(side, frame)
+            self._frame(message)
         except Exception as exc:  # a bug here must not cost the user their session
             self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
         return self._found
@@ -198,28 +196,28 @@ class Validator:
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""
         self._found = []
-        for (side, _), pending in self._pending.items():
-            self._seq, self._session_id = pending.seq, pending.session
-            if pending.method == "session/request_permission" and self.version == 2:
+        for request in self.wire.pending.values():
+            self._seq, self._session_id = request.seq, request.session
+            if request.method == "session/request_permission" and self.version == 2:
                 self._flag(
                     "permission-unanswered",
                     f"the client never answered the agent's session/request_permission "
-                    f"(seq {pending.seq})",
+                    f"(seq {request.seq})",
                 )
             else:
                 self._flag(
                     "unanswered-request",
-                    f"the {_other(side)} never answered the {side}'s {pending.method} "
-                    f"(seq {pending.seq})",
+                    f"the {request.side.other} never answered the {request.side}'s "
+                    f"{request.method} (seq {request.seq})",
                 )
         for session in self._sessions.values():
             self._session_id = session.id
-            if session.state != "idle":
+            state = self.wire.state(session.id)
+            if state != State.IDLE:
                 self._seq = session.running_seq
                 self._flag(
                     "turn-still-running",
-                    f"session {_show(session.id)} was still {session.state} when the "
-                    "connection ended",
+                    f"session {_show(session.id)} was still {state} when the connection ended",
                 )
             for message_id, seq in session.owed_user_messages.items():
                 self._seq = seq
@@ -236,7 +234,8 @@ class Validator:
                         f"compaction {_show(compaction_id)} in session {_show(session.id)} was "
                         "still in_progress when the connection ended",
                     )
-        self._pending.clear()
+        self.wire.pending.clear()
+        self._notes.clear()
         return self._found
 
     # --- plumbing -------------------------------------------------------------
@@ -263,9 +262,10 @@ class Validator:
 
     # --- JSON-RPC --------------------------------------------------------------
 
-    def _frame(self, side: str, frame: Frame) -> None:
+    def _frame(self, message: Message) -> None:
+        side, frame = message.side, message.frame
         raw = frame.raw
-        if not frame.is_json:
+        if message.kind is Kind.NOT_JSON:
             if not frame.utf8:
                 self._flag("not-utf8", f"the {side} sent a line that is not valid UTF-8")
             elif raw.strip() == b"":
@@ -278,62 +278,57 @@ class Validator:
             return
         if raw.endswith(b"\r"):
             self._flag("crlf-line-ending", f"the {side} ended a line with \\r\\n")
-        message = frame.value
-        if isinstance(message, list):
-            self._flag("batch", f"the {side} sent a JSON-RPC batch of {len(message)} messages")
+        value = frame.value
+        if message.kind is Kind.BATCH:
+            self._flag("batch", f"the {side} sent a JSON-RPC batch of {len(value)} messages")
             return
-        if not isinstance(message, dict):
-            self._flag(
-                "invalid-message", f"the {side} sent {_show(message)}, not a JSON-RPC object"
-            )
+        if not isinstance(value, dict):
+            self._flag("invalid-message", f"the {side} sent {_show(value)}, not a JSON-RPC object")
             return
-        if message.get("jsonrpc") != "2.0":
+        if value.get("jsonrpc") != "2.0":
             self._flag(
                 "jsonrpc-version",
-                f'the {side} sent a message with "jsonrpc": {_show(message.get("jsonrpc"))}',
+                f'the {side} sent a message with "jsonrpc": {_show(value.get("jsonrpc"))}',
             )
-        if "method" in message:
-            self._call(side, message)
-        elif "result" in message or "error" in message:
-            self._response(side, message)
+        if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):
+            self._call(message, value)
+        elif message.kind is Kind.RESPONSE:
+            self._response(message, value)
+        elif "method" in value:
+            self._flag(
+                "invalid-message",
+                f"the {side} sent a method that is not a string: {_show(value['method'])}",
+            )
         else:
             self._flag(
                 "invalid-message",
                 f"the {side} sent an object with neither method nor result/error",
             )
 
-    def _call(self, side: str, message: dict[str, Any]) -> None:
-        method = message["method"]
-        if not isinstance(method, str):
-            self._flag(
-                "invalid-message", f"the {side} sent a method that is not a string: {_show(method)}"
-            )
-            return
-        if "result" in message or "error" in message:
+    def _call(self, message: Message, value: dict[str, Any]) -> None:
+        side, method, params = message.side, message.method, message.params
+        assert method is not None
+        if "result" in value or "error" in value:
             self._flag(
                 "invalid-message", f"the {side}'s {method} carries both method and result/error"
             )
-        params = message.get("params")
-        params = params if isinstance(params, dict) else {}
         session_id = params.get("sessionId")
-        self._session_id = session_id if isinstance(session_id, str) else None
-        is_request = "id" in message
+        self._session_id = message.session
+        is_request = message.kind is Kind.REQUEST
         if is_request:
-            request_id = message["id"]
-            if not (isinstance(request_id, str) or _is_int(request_id) or request_id is None):
-                self._flag("invalid-id", f"the {side}'s {method} has id {_show(request_id)}")
+            if not is_request_id(message.id):
+                self._flag("invalid-id", f"the {side}'s {method} has id {_show(message.id)}")
                 return
-            key = (side, _id_key(request_id))
-            if key in self._pending:
+            if message.reuses is not None:
                 self._flag(
                     "duplicate-request-id",
-                    f"the {side} reused id {_show(request_id)} for {method} while its "
-                    f"{self._pending[key].method} with that id is pending",
+                    f"the {side} reused id {_show(message.id)} for {method} while its "
+                    f"{message.reuses.method} with that id is pending",
                 )
-            self._pending[key] = _Pending(method, self._seq or 0, self._session_id)
+                self._notes.pop(message.reuses, None)
         if method == "session/cancel" and is_request:
             self._flag(
-                "cancel-with-id", f"the client sent session/cancel with id {_show(message['id'])}"
+                "cancel-with-id", f"the client sent session/cancel with id {_show(message.id)}"
             )
 
         table = methods_for(self.version)
@@ -366,7 +361,7 @@ class Validator:
             if (
                 method == "session/update"
                 and isinstance(session_id, str)
-                and any(p.method == "session/new" for p in self._pending.values())
+                and any(self.wire.pending_requests("session/new"))
             ):
                 # "Updates may arrive before or after this response" (session/new):
                 # the id is not known yet, so a pending session/new vouches for it.
@@ -377,62 +372,79 @@ class Validator:
                     f"{method} names session {_show(session_id)}, which this connection never "
                     "created or resumed",
                 )
+        session = self._session(session_id)
+        if session is not None and message.opened is not None:
+            session.tools = {}
+            session.cancelled_tools = frozenset()
         handler = _CALLS.get(method)
         if handler is not None:
-            handler(self, side, message, params)
+            handler(self, message, session)
 
-    def _response(self, side: str, message: dict[str, Any]) -> None:
-        if "id" not in message:
+    def _response(self, message: Message, value: dict[str, Any]) -> None:
+        side = message.side
+        if not message.has_id:
             self._flag("invalid-message", f"the {side} sent a response without an id")
             return
-        request_id = message["id"]
-        if "result" in message and "error" in message:
+        request_id = message.id
+        if "result" in value and "error" in value:
             self._flag(
                 "invalid-message",
                 f"the {side}'s response to id {_show(request_id)} has both result and error",
             )
-        if "error" in message and not _is_error_object(message["error"]):
+        if "error" in value and not _is_error_object(value["error"]):
             self._flag(
                 "invalid-error-object",
                 f"the {side}'s error response to id {_show(request_id)} has error "
-                f"{_show(message['error'])}",
+                f"{_show(value['error'])}",
             )
-        if not (isinstance(request_id, str) or _is_int(request_id) or request_id is None):
+        if not is_request_id(request_id):
             self._flag("invalid-id", f"the {side} sent a response with id {_show(request_id)}")
             return
         if request_id is None:
             return  # an error about a request that could not be read: nothing to match
-        key = (_other(side), _id_key(request_id))
-        pending = self._pending.pop(key, None)
-        if pending is None:
-            if key in self._answered:
+        request = message.request
+        if request is None:
+            if message.unmatched == "answered":
                 what = f"which the {side} already answered"
             else:
-                what = f"which the {_other(side)} never sent"
+                what = f"which the {side.other} never sent"
             self._flag(
                 "unexpected-response",
                 f"the {side} responded to id {_show(request_id)}, {what}",
             )
             return
-        self._answered[key] = None
-        if len(self._answered) > _RECENT:
-            self._answered.popitem(last=False)
-        self._session_id = pending.session
-        handler = _RESPONSES.get(pending.method)
+        self._session_id = request.session
+        note = self._notes.pop(request, None)
+        handler = _RESPONSES.get(request.method)
         if handler is not None:
-            handler(self, pending, message)
+            handler(self, message, request, note or _Pending())
+
+    def _note(self, message: Message) -> _Pending | None:
+        """Start following a pending request (a rule needs its answer)."""
+        request = message.request
+        if request is None:
+            return None
+        note = self._notes[request] = _Pending()
+        if len(self._notes) > MAX_PENDING:  # the wire model let the oldest go
+            pending = set(self.wire.pending.values())
+            self._notes = {r: n for r, n in self._notes.items() if r in pending}
+        return note
+
+    def _pending_notes(self, method: str, session: str) -> list[_Pending]:
+        return [
+            self._notes[request]
+            for request in self.wire.pending_requests(method, session)
+            if request in self._notes
+        ]
 
     # --- requests and notifications -----------------------------------------------
 
-    def _on_prompt(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
-        session = self._session(params.get("sessionId"))
-        if session is not None and "id" in message:
-            session.prompted = True
-        prompt = params.get("prompt")
+    def _on_prompt(self, message: Message, session: _Session | None) -> None:
+        if message.kind is Kind.REQUEST and message.side is Side.CLIENT:
+            self._note(message)
+        prompt = message.params.get("prompt")
         if isinstance(prompt, list) and not prompt:
-            self._flag(
-                "prompt-empty", f"session/prompt {_show(message.get('id'))} has an empty prompt"
-            )
+            self._flag("prompt-empty", f"session/prompt {_show(message.id)} has an empty prompt")
         if not isinstance(prompt, list) or self._prompt_caps is None:
             return
         for block in prompt:
@@ -443,129 +455,121 @@ class Validator:
             if self._prompt_caps.get(needed) is None:
                 self._flag(
                     "prompt-capability",
-                    f"session/prompt {_show(message.get('id'))} sends a {kind} block, but the "
+                    f"session/prompt {_show(message.id)} sends a {kind} block, but the "
                     f"agent did not advertise the {needed} prompt capability",
                 )
 
-    def _on_cancel(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
-        session = self._session(params.get("sessionId"))
+    def _on_cancel(self, message: Message, session: _Session | None) -> None:
         if session is None:
             return
         prompts = [
-            p
-            for (sender, _), p in self._pending.items()
-            if sender == CLIENT and p.method == "session/prompt" and p.session == session.id
+            self._notes[r]
+            for r in self.wire.pending_requests("session/prompt", session.id)
+            if r.side is Side.CLIENT and r in self._notes
         ]
         for prompt in prompts:
             prompt.cancelled = True
-        for (sender, _), pending in self._pending.items():
-            if (
-                sender == AGENT
-                and pending.method == "session/request_permission"
-                and pending.session == session.id
-            ):
-                pending.cancelled = True
-        if session.state != "idle" or prompts:
+        for permission in self._pending_notes("session/request_permission", session.id):
+            permission.cancelled = True
+        if self.wire.state(session.id) != State.IDLE or prompts:
             session.cancelled = True
 
-    def _on_permission(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
-        session = self._session(params.get("sessionId"))
-        pending = self._pending.get((side, _id_key(message.get("id"))))
-        if session is None or pending is None or pending.method != "session/request_permission":
+    def _on_permission(self, message: Message, session: _Session | None) -> None:
+        if session is None or message.kind is not Kind.REQUEST:
             return
-        pending.state_at_request = session.state
-        pending.requires_action = session.state == "requires_action"
+        note = self._note(message)
+        if note is not None:
+            note.state_at_request = self.wire.state(session.id)
+            note.requires_action = note.state_at_request == State.REQUIRES_ACTION
 
-    def _on_resume(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
-        session_id = params.get("sessionId")
-        pending = self._pending.get((side, _id_key(message.get("id"))))
-        if not isinstance(session_id, str) or pending is None:
+    def _on_resume(self, message: Message, session: _Session | None) -> None:
+        session_id = message.session
+        if session_id is None or message.kind is not Kind.REQUEST:
             return
-        pending.was_known = session_id in self._sessions
-        session = self._sessions.setdefault(session_id, _Session(session_id))
-        if params.get("replayFrom") is not None:
-            pending.replay = True
-            session.replaying += 1
+        note = self._note(message)
+        if note is None:
+            return
+        note.was_known = session_id in self._sessions
+        resumed = self._sessions.setdefault(session_id, _Session(session_id))
+        if message.params.get("replayFrom") is not None:
+            note.replay = True
+            resumed.replaying += 1
 
-    def _on_load(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
-        session_id = params.get("sessionId")
-        pending = self._pending.get((side, _id_key(message.get("id"))))
-        if isinstance(session_id, str) and pending is not None:
-            pending.was_known = session_id in self._sessions
+    def _on_load(self, message: Message, session: _Session | None) -> None:
+        session_id = message.session
+        if session_id is None or message.kind is not Kind.REQUEST:
+            return
+        note = self._note(message)
+        if note is not None:
+            note.was_known = session_id in self._sessions
             self._sessions.setdefault(session_id, _Session(session_id))
 
     # --- responses -----------------------------------------------------------------
 
-    def _after_initialize(self, pending: _Pending, message: dict[str, Any]) -> None:
-        result = message.get("result")
-        if "error" in message:
+    def _after_initialize(self, message: Message, request: Request, note: _Pending) -> None:
+        if message.is_error:
             return
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        result = message.result
+        self._initialized = True
+        version = result.get("protocolVersion")
         if not _is_int(version):
             self._flag(
                 "initialize-protocol-version",
                 f"the initialize result has protocolVersion {_show(version)}, not an integer",
             )
-            self._initialized = True
             return
-        assert isinstance(result, dict)
-        self.version = version
-        self._initialized = True
         caps = result.get("capabilities")
         session_caps = caps.get("session") if isinstance(caps, dict) else None
         prompt_caps = session_caps.get("prompt") if isinstance(session_caps, dict) else None
         self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
 
-    def _after_new_session(self, pending: _Pending, message: dict[str, Any]) -> None:
-        result = message.get("result")
-        session_id = result.get("sessionId") if isinstance(result, dict) else None
+    def _after_new_session(self, message: Message, request: Request, note: _Pending) -> None:
+        session_id = message.result.get("sessionId")
         if isinstance(session_id, str):
             self._sessions.setdefault(session_id, _Session(session_id))
 
-    def _after_resume(self, pending: _Pending, message: dict[str, Any]) -> None:
-        session = self._session(pending.session)
+    def _after_resume(self, message: Message, request: Request, note: _Pending) -> None:
+        session = self._session(request.session)
         if session is None:
             return
-        if pending.replay:
+        if note.replay:
             session.replaying = max(0, session.replaying - 1)
-        if "error" in message:
-            if not pending.was_known:
+        if message.is_error:
+            if not note.was_known:
                 self._sessions.pop(session.id, None)
             return
-        if not pending.saw_state:
+        if not note.saw_state:
             self._flag(
                 "resume-without-state",
                 f"session/resume of {_show(session.id)} succeeded without a state_update "
                 "before the response",
             )
 
-    def _after_load(self, pending: _Pending, message: dict[str, Any]) -> None:
-        if "error" in message and not pending.was_known and pending.session:
-            self._sessions.pop(pending.session, None)
+    def _after_load(self, message: Message, request: Request, note: _Pending) -> None:
+        if message.is_error and not note.was_known and request.session:
+            self._sessions.pop(request.session, None)
 
-    def _after_prompt(self, pending: _Pending, message: dict[str, Any]) -> None:
-        session = self._session(pending.session)
-        if "error" in message:
-            error = message.get("error")
+    def _after_prompt(self, message: Message, request: Request, note: _Pending) -> None:
+        session = self._session(request.session)
+        if message.is_error:
+            error = message.error
             code = error.get("code") if isinstance(error, dict) else None
-            if pending.cancelled and code != REQUEST_CANCELLED:
+            if note.cancelled and code != REQUEST_CANCELLED:
                 self._flag(
                     "cancelled-prompt-error",
-                    f"the cancelled session/prompt {_show(message.get('id'))} was answered with "
+                    f"the cancelled session/prompt {_show(message.id)} was answered with "
                     f"error {_show(code)} instead of -32800",
                 )
-            if session is not None and not session.reported_work:
-                session.prompted = False  # rejected before any work: no turn to end
             return
-        result = message.get("result")
-        message_id = result.get("messageId") if isinstance(result, dict) else None
+        result = message.result
+        message_id = result.get("messageId")
         if not isinstance(message_id, str):
-            given = "messageId " + _show(message_id)
-            if not (isinstance(result, dict) and "messageId" in result):
-                given = "no messageId"
+            given = (
+                "no messageId" if "messageId" not in result else "messageId " + _show(message_id)
+            )
             self._flag(
                 "prompt-result-message-id",
-                f"session/prompt {_show(message.get('id'))} was answered with {given}",
+                f"session/prompt {_show(message.id)} was answered with {given}",
             )
             return
         if session is None:
@@ -573,37 +577,35 @@ class Validator:
         if message_id in session.accepted:
             self._flag(
                 "prompt-message-id-reused",
-                f"session/prompt {_show(message.get('id'))} returned messageId "
+                f"session/prompt {_show(message.id)} returned messageId "
                 f"{_show(message_id)}, already returned for an earlier prompt",
             )
         session.accepted.add(message_id)
         if message_id not in session.user_messages:
             session.owed_user_messages[message_id] = self._seq or 0
 
-    def _after_permission(self, pending: _Pending, message: dict[str, Any]) -> None:
-        result = message.get("result")
-        outcome = result.get("outcome") if isinstance(result, dict) else None
+    def _after_permission(self, message: Message, request: Request, note: _Pending) -> None:
+        outcome = message.result.get("outcome")
         chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
-        if pending.cancelled and chosen != "cancelled":
+        if note.cancelled and chosen != "cancelled":
             self._flag(
                 "permission-not-cancelled",
                 f"after session/cancel, the client answered session/request_permission "
-                f"{_show(message.get('id'))} with outcome {_show(chosen)} instead of cancelled",
+                f"{_show(message.id)} with outcome {_show(chosen)} instead of cancelled",
             )
-        if pending.state_at_request == "running" and not pending.requires_action:
+        if note.state_at_request == State.RUNNING and not note.requires_action:
             self._flag(
                 "permission-without-requires-action",
-                f"session/request_permission {_show(message.get('id'))} (seq {pending.seq}) "
+                f"session/request_permission {_show(message.id)} (seq {request.seq}) "
                 "blocked running work, but the agent never reported requires_action",
             )
 
     # --- session/update -------------------------------------------------------------
 
-    def _on_update(self, side: str, message: dict[str, Any], params: dict[str, Any]) -> None:
+    def _on_update(self, message: Message, session: _Session | None) -> None:
         if not self._v2:
             return
-        update = params.get("update")
-        session = self._session(params.get("sessionId"))
+        update = message.params.get("update")
         if not isinstance(update, dict):
             self._flag("unknown-update", f"session/update carries update {_show(update)}")
             return
@@ -614,9 +616,11 @@ class Validator:
             return
         handler = _UPDATES.get(variant)
         if handler is not None:
-            handler(self, session, update)
+            handler(self, message, session, update)
 
-    def _state_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _state_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         if "state" not in update or update["state"] is None:
             self._flag("state-missing", "state_update without state")
             return
@@ -625,23 +629,17 @@ class Validator:
             self._flag("state-unknown", f"state_update with unknown state {_show(state)}")
         if session is None:
             return
-        for pending in self._pending.values():
-            if pending.session == session.id:
-                if pending.method == "session/resume":
-                    pending.saw_state = True
-                if state == "requires_action" and pending.method == "session/request_permission":
-                    pending.requires_action = True
-        if state == "idle":
-            self._idle(session, update)
-            return
-        if session.state == "idle":
+        for resume in self._pending_notes("session/resume", session.id):
+            resume.saw_state = True
+        if state == State.REQUIRES_ACTION:
+            for permission in self._pending_notes("session/request_permission", session.id):
+                permission.requires_action = True
+        if state == State.IDLE:
+            self._idle(message, session, update)
+        elif isinstance(state, str) and session.running_seq is None:
             session.running_seq = self._seq
-            session.tools = {}
-            session.cancelled_tools = frozenset()
-        session.state = state if isinstance(state, str) else "_unknown"
-        session.reported_work = True
 
-    def _idle(self, session: _Session, update: dict[str, Any]) -> None:
+    def _idle(self, message: Message, session: _Session, update: dict[str, Any]) -> None:
         reason = update.get("stopReason")
         if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
             self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
@@ -657,8 +655,9 @@ class Validator:
                     "error-field-malformed",
                     f"idle's error {_show(error)} is not a JSON-RPC error object",
                 )
-        ends_work = session.state != "idle" or session.prompted
-        if session.state == "idle" and session.prompted and not session.reported_work:
+        ended = message.closed
+        ends_work = ended is not None
+        if ended is not None and ended.prompt is not None and not ended.worked:
             self._flag(
                 "idle-without-running",
                 f"session {_show(session.id)} reported idle to end a prompted turn that never "
@@ -700,12 +699,13 @@ class Validator:
                 )
             session.owed_user_messages.clear()
         session.cancelled_tools = frozenset(session.tools) if session.cancelled else frozenset()
-        session.state = "idle"
-        session.prompted = session.reported_work = session.cancelled = False
+        session.cancelled = False
         session.tools = {}
         session.running_seq = None
 
-    def _message_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _message_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         variant = update["sessionUpdate"]
         message_id = update.get("messageId")
         if not isinstance(message_id, str):
@@ -734,7 +734,9 @@ class Validator:
             if message_id not in session.user_messages:
                 session.user_messages.append(message_id)
 
-    def _tool_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _tool_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         variant = update["sessionUpdate"]
         tool_id = update.get("toolCallId")
         if not isinstance(tool_id, str):
@@ -742,17 +744,20 @@ class Validator:
             return
         if session is None:
             return
-        if session.state == "idle" and tool_id in session.cancelled_tools:
+        idle = self.wire.state(session.id) == State.IDLE
+        if idle and tool_id in session.cancelled_tools:
             self._flag(
                 "update-after-cancelled-idle",
                 f"{variant} for tool call {_show(tool_id)} of the cancelled turn arrived after "
                 "its idle",
             )
-        if session.state != "idle" or session.prompted:
+        if self.wire.current_turn(session.id) is not None:
             status = update.get("status", session.tools.get(tool_id, "pending"))
             session.tools[tool_id] = status if isinstance(status, str) else "pending"
 
-    def _terminal_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _terminal_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         variant = update["sessionUpdate"]
         if not isinstance(update.get("terminalId"), str):
             self._flag("terminal-id-missing", f"{variant} without a terminalId")
@@ -771,12 +776,14 @@ class Validator:
                     f"terminal_output_chunk data {_show(data)} is not base64",
                 )
 
-    def _plan_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _plan_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         plan = update.get("plan")
         if not (isinstance(plan, dict) and isinstance(plan.get("planId"), str)):
             self._flag("plan-id-missing", "plan_update without plan.planId")
 
-    def _notice(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _notice(self, message: Message, session: _Session | None, update: dict[str, Any]) -> None:
         severity = update.get("severity")
         if severity is None:
             self._flag("notice-severity-missing", "notice without severity")
@@ -799,7 +806,9 @@ class Validator:
                 f"a notice was sent while session {_show(session.id)} was replaying history",
             )
 
-    def _compaction_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _compaction_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         compaction_id = update.get("compactionId")
         status = update.get("status")
         if not isinstance(compaction_id, str) or status is None:
@@ -821,7 +830,9 @@ class Validator:
             )
         session.compactions[compaction_id] = status if isinstance(status, str) else "_unknown"
 
-    def _compaction_chunk(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _compaction_chunk(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         compaction_id = update.get("compactionId")
         if not isinstance(compaction_id, str) or update.get("content") is None:
             missing = "compactionId" if not isinstance(compaction_id, str) else "content"
@@ -836,7 +847,9 @@ class Validator:
                 f"summary chunk for compaction {_show(compaction_id)}, which is {status}",
             )
 
-    def _usage_update(self, session: _Session | None, update: dict[str, Any]) -> None:
+    def _usage_update(
+        self, message: Message, session: _Session | None, update: dict[str, Any]
+    ) -> None:
         for name in ("used", "size"):
             value = update.get(name)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):

@@ -941,10 +941,10 @@ def test_memory_does_not_grow_with_finished_work():
         frames += turn(100 + i, f"u{i}")
     for seq, (side, message) in enumerate(frames, 1):
         assert validator.feed(side, parse_frame(orjson.dumps(message)), seq) == []
-    assert validator._pending == {}
+    assert not validator.wire.pending and validator._notes == {}
     session = validator._sessions[S]
     assert session.tools == {} and session.owed_user_messages == {}
-    assert len(validator._answered) <= 256 and len(session.user_messages) <= 256
+    assert len(validator.wire._answered) <= 256 and len(session.user_messages) <= 256
 
 
 _json = st.recursive(

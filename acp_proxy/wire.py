@@ -1,0 +1,496 @@
+"""The wire model: what each frame of a connection is, worked out once.
+
+Pure: frames in, in wire order, typed :class:`Message` values out. Every
+feature reads the protocol through this module: the validator, the
+conversation, ``stats``, the timeline (and replay and the report as they come).
+Nothing else classifies JSON-RPC messages, pairs responses with requests or
+decides where a turn begins and ends.
+
+- **Kinds**: a request (``method`` and ``id``), a notification (``method``, no
+  ``id``), a response (``result`` or ``error``), a batch (a JSON array), an
+  invalid message (JSON that is none of these), or a line that is not JSON.
+- **Pairing**: a request waits in :attr:`WireModel.pending` under one key,
+  (sender, id) with the id's JSON type kept (``3`` and ``"3"`` differ), until the
+  other side answers it; the response then names it, with the latency. Memory is
+  bounded the same way everywhere: at most :data:`MAX_PENDING` requests wait
+  (the oldest give way), and the last :data:`RECENT` answered keys are kept to
+  tell "answered twice" from "never asked".
+- **Turns**, per session: a ``session/prompt`` opens one (or a ``running`` /
+  ``requires_action`` state while none is open: background work). v1 ends it
+  with the prompt's response that carries ``stopReason``; v2 with the idle
+  ``state_update``. A prompt answered with an error before any work was
+  reported is no turn: it is marked :attr:`Turn.rejected` and closed at once.
+  Before a version is negotiated, both signals count.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .framing import Frame
+from .transcript import parse_time
+
+__all__ = [
+    "MAX_PENDING",
+    "RECENT",
+    "Kind",
+    "Message",
+    "Request",
+    "Side",
+    "State",
+    "StopReason",
+    "Turn",
+    "WireModel",
+    "id_key",
+    "is_request_id",
+    "seconds_between",
+]
+
+#: Requests waiting for an answer, per connection, before the oldest give way.
+MAX_PENDING = 65_536
+#: Answered request keys remembered, per connection.
+RECENT = 256
+
+
+class Side(StrEnum):
+    """The side that sent a frame."""
+
+    CLIENT = "client"
+    AGENT = "agent"
+
+    @property
+    def other(self) -> Side:
+        """The side that receives what this side sends."""
+        return Side.AGENT if self is Side.CLIENT else Side.CLIENT
+
+
+class Kind(StrEnum):
+    """What a frame is, as JSON-RPC sees it."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    BATCH = "batch"
+    #: JSON, but not a JSON-RPC message (a number, an object with no method,
+    #: result or error, a method that is not a string).
+    INVALID = "invalid"
+    NOT_JSON = "not json"
+
+
+class State(StrEnum):
+    """``state_update.state`` ("Session States")."""
+
+    RUNNING = "running"
+    IDLE = "idle"
+    REQUIRES_ACTION = "requires_action"
+
+
+class StopReason(StrEnum):
+    """Why a turn ended ("Stop Reasons"), in the order the page lists them."""
+
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    REFUSAL = "refusal"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+#: One key for a request id: its JSON type and its value.
+IdKey = tuple[bool, Any]
+
+
+def id_key(value: Any) -> IdKey:
+    """The key of a request id: ``3`` and ``"3"`` are different requests."""
+    return (isinstance(value, str), value)
+
+
+def is_request_id(value: Any) -> bool:
+    """JSON-RPC ids are strings, integers or null (never booleans or floats)."""
+    return (
+        value is None
+        or isinstance(value, str)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    )
+
+
+@dataclass(eq=False, slots=True)
+class Turn:
+    """One stretch of foreground work in a session."""
+
+    session: str
+    #: 1, 2, ... per session.
+    number: int
+    #: The frame that opened it, and when.
+    seq: int
+    t: str
+    #: The first prompt of the turn; None for work the agent started itself.
+    prompt: Request | None = None
+    #: A running or requires_action state was reported in it (v2).
+    worked: bool = False
+    ended: bool = False
+    end_seq: int | None = None
+    end_t: str | None = None
+    #: The stop reason as sent (a string, usually a :class:`StopReason`), if any.
+    stop_reason: str | None = None
+    #: The idle's ``error``, if any.
+    error: Any = None
+    #: The error the prompt was answered with.
+    rejected: Any = None
+    #: session/update notifications seen in it.
+    updates: int = 0
+    #: A prompt rejected before any work: no turn at all.
+    void: bool = False
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from its first frame to its end; None while open."""
+        return seconds_between(self.t, self.end_t) if self.end_t is not None else None
+
+
+@dataclass(eq=False, slots=True)
+class Request:
+    """A request, from when it is sent until it is answered."""
+
+    side: Side
+    id: Any
+    method: str
+    seq: int
+    t: str
+    session: str | None
+    params: dict[str, Any]
+    #: For session/prompt: the turn it opened or joined.
+    turn: Turn | None = None
+    #: seq of the response, once answered.
+    answer_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One frame, and what it is on this connection."""
+
+    seq: int
+    t: str
+    side: Side
+    frame: Frame
+    kind: Kind
+    #: The method: its own for requests and notifications, the request's for
+    #: a response that answers one; None otherwise.
+    method: str | None = None
+    #: Whether the message has an ``id`` member, and its value.
+    has_id: bool = False
+    id: Any = None
+    #: ``params`` when it is an object, else empty.
+    params: dict[str, Any] = field(default_factory=dict)
+    #: The session it concerns: ``params.sessionId``, or the request's for a response.
+    session: str | None = None
+    #: A request: itself. A response: the request it answers, if one was pending.
+    request: Request | None = None
+    #: A request: the pending request whose id it reuses.
+    reuses: Request | None = None
+    #: A response that answers nothing pending: ``"answered"`` (that id was
+    #: already answered) or ``"unknown"`` (never asked); None otherwise.
+    unmatched: str | None = None
+    #: The turn the frame belongs to (the turn it closed, for the closing frame).
+    turn: Turn | None = None
+    #: The turn this frame opened or closed, if any.
+    opened: Turn | None = None
+    closed: Turn | None = None
+
+    @property
+    def value(self) -> Any:
+        """The parsed JSON (``UNPARSED`` for a line that is not JSON)."""
+        return self.frame.value
+
+    @property
+    def update(self) -> dict[str, Any] | None:
+        """A ``session/update``'s ``update`` object."""
+        if self.method != "session/update" or self.kind is not Kind.NOTIFICATION:
+            return None
+        update = self.params.get("update")
+        return update if isinstance(update, dict) else None
+
+    @property
+    def variant(self) -> str | None:
+        """A ``session/update``'s ``sessionUpdate``, when it is a string."""
+        update = self.update
+        variant = update.get("sessionUpdate") if update is not None else None
+        return variant if isinstance(variant, str) else None
+
+    @property
+    def is_notice(self) -> bool:
+        """A live-only ``notice`` update: relayed, never stored."""
+        return self.variant == "notice"
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """A response's ``result`` when it is an object, else empty."""
+        value = self.frame.value
+        result = value.get("result") if isinstance(value, dict) else None
+        return result if isinstance(result, dict) else {}
+
+    @property
+    def error(self) -> Any:
+        """A response's ``error`` member (None when absent)."""
+        value = self.frame.value
+        return value.get("error") if isinstance(value, dict) else None
+
+    @property
+    def is_error(self) -> bool:
+        """A response with an ``error`` member."""
+        value = self.frame.value
+        return self.kind is Kind.RESPONSE and isinstance(value, dict) and "error" in value
+
+    @property
+    def latency(self) -> float | None:
+        """A response: seconds since its request."""
+        if self.kind is not Kind.RESPONSE or self.request is None:
+            return None
+        return seconds_between(self.request.t, self.t)
+
+
+def seconds_between(start: str, end: str) -> float | None:
+    """Seconds between two record times; None if either is not a time."""
+    began, ended = parse_time(start), parse_time(end)
+    if began is None or ended is None:
+        return None
+    return (ended - began).total_seconds()
+
+
+@dataclass(slots=True)
+class _SessionTurns:
+    state: str = State.IDLE
+    current: Turn | None = None
+    count: int = 0
+
+
+class WireModel:
+    """One connection's wire, frame by frame. Pure; :meth:`feed` never raises."""
+
+    def __init__(self, number: int = 1) -> None:
+        #: 1, 2, ... for the connections of one recording.
+        self.number = number
+        #: The protocolVersion the client asked for in initialize.
+        self.requested: int | None = None
+        #: The protocolVersion the agent's initialize result negotiated.
+        self.negotiated: int | None = None
+        #: Requests waiting for an answer, oldest first, by (sender, id key).
+        self.pending: OrderedDict[tuple[Side, IdKey], Request] = OrderedDict()
+        self._answered: OrderedDict[tuple[Side, IdKey], None] = OrderedDict()
+        self._sessions: dict[str, _SessionTurns] = {}
+
+    @property
+    def version(self) -> int | None:
+        """The negotiated version, or before that the one the client asked for."""
+        return self.negotiated if self.negotiated is not None else self.requested
+
+    def pending_requests(self, method: str, session: str | None = None) -> Iterator[Request]:
+        """Pending requests of one method (and session, if given)."""
+        for request in self.pending.values():
+            if request.method == method and (session is None or request.session == session):
+                yield request
+
+    def state(self, session: str) -> str:
+        """A session's foreground state as last reported (``idle`` at first)."""
+        turns = self._sessions.get(session)
+        return turns.state if turns is not None else State.IDLE
+
+    def current_turn(self, session: str) -> Turn | None:
+        """The open turn of a session."""
+        turns = self._sessions.get(session)
+        return turns.current if turns is not None else None
+
+    # --- feeding ---------------------------------------------------------------------
+
+    def feed(self, side: str, frame: Frame, seq: int, t: str = "") -> Message:
+        """Say what one frame is, and update the connection's state."""
+        sender = Side(side)
+        value = frame.value
+        if not frame.is_json:
+            return Message(seq, t, sender, frame, Kind.NOT_JSON)
+        if isinstance(value, list):
+            return Message(seq, t, sender, frame, Kind.BATCH)
+        if not isinstance(value, dict):
+            return Message(seq, t, sender, frame, Kind.INVALID)
+        if "method" in value:
+            method = value["method"]
+            if not isinstance(method, str):
+                return Message(seq, t, sender, frame, Kind.INVALID)
+            return self._call(sender, frame, value, method, seq, t)
+        if "result" in value or "error" in value:
+            return self._response(sender, frame, value, seq, t)
+        return Message(seq, t, sender, frame, Kind.INVALID)
+
+    def _call(
+        self, side: Side, frame: Frame, value: dict[str, Any], method: str, seq: int, t: str
+    ) -> Message:
+        raw_params = value.get("params")
+        params = raw_params if isinstance(raw_params, dict) else {}
+        raw_session = params.get("sessionId")
+        session = raw_session if isinstance(raw_session, str) else None
+        has_id = "id" in value
+        request_id = value.get("id")
+        if not has_id:
+            opened, closed = self._notification(method, params, session, seq, t)
+            turn = opened or closed or (self.current_turn(session) if session else None)
+            return Message(
+                seq, t, side, frame, Kind.NOTIFICATION, method, False, None, params, session,
+                turn=turn, opened=opened, closed=closed,
+            )  # fmt: skip
+        if method == "initialize" and side is Side.CLIENT:
+            version = params.get("protocolVersion")
+            if isinstance(version, int) and not isinstance(version, bool):
+                self.requested = version
+        request: Request | None = None
+        reuses: Request | None = None
+        opened = None
+        if is_request_id(request_id):
+            request = Request(side, request_id, method, seq, t, session, params)
+            key = (side, id_key(request_id))
+            reuses = self.pending.pop(key, None)
+            self.pending[key] = request
+            if len(self.pending) > MAX_PENDING:
+                self.pending.popitem(last=False)
+            if method == "session/prompt" and side is Side.CLIENT and session is not None:
+                opened = self._prompt(request, session, seq, t)
+        turn = request.turn if request is not None and request.turn else None
+        if turn is None and session is not None:
+            turn = self.current_turn(session)
+        return Message(
+            seq, t, side, frame, Kind.REQUEST, method, True, request_id, params, session,
+            request=request, reuses=reuses, turn=turn, opened=opened,
+        )  # fmt: skip
+
+    def _response(
+        self, side: Side, frame: Frame, value: dict[str, Any], seq: int, t: str
+    ) -> Message:
+        has_id = "id" in value
+        response_id = value.get("id")
+        request: Request | None = None
+        unmatched: str | None = None
+        if has_id and response_id is not None and is_request_id(response_id):
+            key = (side.other, id_key(response_id))
+            request = self.pending.pop(key, None)
+            if request is None:
+                unmatched = "answered" if key in self._answered else "unknown"
+            else:
+                request.answer_seq = seq
+                self._answered[key] = None
+                if len(self._answered) > RECENT:
+                    self._answered.popitem(last=False)
+        if request is None:
+            return Message(
+                seq, t, side, frame, Kind.RESPONSE, None, has_id, response_id,
+                unmatched=unmatched,
+            )  # fmt: skip
+        closed = None
+        if request.method == "initialize" and "result" in value:
+            result = value["result"]
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if isinstance(version, int) and not isinstance(version, bool):
+                self.negotiated = version
+        elif request.method == "session/prompt" and request.turn is not None:
+            closed = self._prompt_answered(request, request.turn, value, seq, t)
+        turn = request.turn
+        if turn is None and request.session is not None:
+            turn = self.current_turn(request.session)
+        return Message(
+            seq, t, side, frame, Kind.RESPONSE, request.method, True, response_id,
+            request.params, request.session, request=request, turn=turn, closed=closed,
+        )  # fmt: skip
+
+    # --- turns -----------------------------------------------------------------------
+
+    def _turns(self, session: str) -> _SessionTurns:
+        turns = self._sessions.get(session)
+        if turns is None:
+            turns = self._sessions[session] = _SessionTurns()
+        return turns
+
+    def _open(self, session: str, seq: int, t: str) -> Turn:
+        turns = self._turns(session)
+        turns.count += 1
+        turn = turns.current = Turn(session, turns.count, seq, t)
+        return turn
+
+    def _close(self, turn: Turn, seq: int, t: str) -> Turn:
+        turn.ended = True
+        turn.end_seq, turn.end_t = seq, t
+        turns = self._sessions.get(turn.session)
+        if turns is not None and turns.current is turn:
+            turns.current = None
+        return turn
+
+    def _prompt(self, request: Request, session: str, seq: int, t: str) -> Turn | None:
+        current = self.current_turn(session)
+        opened = None
+        if current is None:
+            current = opened = self._open(session, seq, t)
+        if current.prompt is None:
+            current.prompt = request
+        request.turn = current
+        return opened
+
+    def _prompt_answered(
+        self, request: Request, turn: Turn, value: dict[str, Any], seq: int, t: str
+    ) -> Turn | None:
+        if turn.ended:
+            return None
+        if "error" in value:
+            turn.rejected = value["error"]
+            if self.version == 1:
+                # v1: the response ends the turn, whatever it is.
+                turn.void = turn.updates == 0
+                return self._close(turn, seq, t)
+            if not turn.worked:
+                # v2: an error before any reported work: the prompt started no turn.
+                turn.void = True
+                return self._close(turn, seq, t)
+            return None
+        result = value.get("result")
+        if (
+            self.version != 2
+            and isinstance(result, dict)
+            and "stopReason" in result
+            and "messageId" not in result
+        ):
+            reason = result["stopReason"]
+            turn.stop_reason = reason if isinstance(reason, str) else None
+            self._turns(turn.session).state = State.IDLE
+            return self._close(turn, seq, t)
+        return None
+
+    def _notification(
+        self, method: str, params: dict[str, Any], session: str | None, seq: int, t: str
+    ) -> tuple[Turn | None, Turn | None]:
+        """(opened, closed) turns for a state_update; nothing for anything else."""
+        if method != "session/update" or session is None:
+            return None, None
+        current = self.current_turn(session)
+        if current is not None:
+            current.updates += 1
+        update = params.get("update")
+        if not isinstance(update, dict) or update.get("sessionUpdate") != "state_update":
+            return None, None
+        state = update.get("state")
+        if not isinstance(state, str) or self.version == 1:
+            return None, None
+        turns = self._turns(session)
+        turns.state = state
+        current = turns.current
+        if state == State.IDLE:
+            if current is None:
+                return None, None
+            reason = update.get("stopReason")
+            current.stop_reason = reason if isinstance(reason, str) else None
+            current.error = update.get("error")
+            return None, self._close(current, seq, t)
+        opened = None
+        if current is None:
+            current = opened = self._open(session, seq, t)
+        current.worked = True
+        return opened, None
