@@ -13,7 +13,35 @@ from pathlib import Path
 
 from .transcript import Record, parse_record
 
-__all__ = ["follow_records", "newest_recording"]
+__all__ = ["LineSplitter", "follow_records", "newest_recording"]
+
+
+class LineSplitter:
+    """Complete lines out of a growing file, in time linear in its length.
+
+    Only the unfinished tail is kept, and only the new bytes are searched for
+    ``\\n``: a line arriving in many reads is copied once, not once per read.
+    """
+
+    __slots__ = ("_tail",)
+
+    def __init__(self) -> None:
+        self._tail = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines (without ``\\n``) that ``data`` completes."""
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self._tail += data
+            return []
+        if self._tail:
+            self._tail += data[: cut + 1]
+            block = bytes(self._tail)
+            self._tail.clear()
+        else:
+            block = data[: cut + 1]
+        self._tail += data[cut + 1 :]
+        return block.split(b"\n")[:-1]
 
 
 def newest_recording(directory: Path) -> Path | None:
@@ -48,14 +76,12 @@ def follow_records(
         on_switch(current)
         following = current
         with open(following, "rb") as stream:
-            pending = b""
+            lines = LineSplitter()
             number = 0
             while True:
                 data = stream.read(1 << 16)
                 if data:
-                    pending += data
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
+                    for line in lines.feed(data):
                         number += 1
                         if line.strip():
                             record = parse_record(number, line)

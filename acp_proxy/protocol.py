@@ -2,12 +2,19 @@
 
 Which side sends each method comes from the schemas' ``x-side`` (the side that
 *handles* a method; the other side sends it). Enumerations come from the v2
-schema and the Prompt Lifecycle page. ``tests/test_protocol.py`` pins them.
+schema and the Prompt Lifecycle page. ``tests/test_protocol.py`` pins these
+tables to the schemas themselves, which ship in the package
+(``acp_proxy/schemas/``, see the README: where they come from, how to update them).
 """
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
+from importlib import resources
+from typing import Any
+
+import orjson
 
 __all__ = [
     "AGENT",
@@ -202,6 +209,20 @@ REQUEST_CANCELLED = -32800
 #: Content block types a prompt may always carry, and the capability the others need.
 BASELINE_PROMPT_CONTENT = frozenset({"text", "resource_link"})
 PROMPT_CONTENT_CAPABILITY = {"image": "image", "audio": "audio", "resource": "embeddedContext"}
+
+
+#: The protocol versions whose official schema ships with acp-proxy.
+SCHEMA_VERSIONS = (1, 2)
+
+
+@functools.cache
+def official_schema(version: int) -> dict[str, Any]:
+    """The official ACP JSON schema of a protocol version (package data)."""
+    if version not in SCHEMA_VERSIONS:
+        raise ValueError(f"no schema for ACP v{version}")
+    data = resources.files(__package__).joinpath(f"schemas/acp-v{version}-schema.json")
+    schema: dict[str, Any] = orjson.loads(data.read_bytes())
+    return schema
 
 
 def is_extension(value: object) -> bool:

@@ -269,8 +269,89 @@ def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
     return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
 
 
+class _Malformed(ValueError):
+    """A record field of the wrong type."""
+
+
+def _int(record: dict[str, Any], key: str, optional: bool = False) -> Any:
+    value = record.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Malformed(f"{key} is {_brief(value)}, not an integer")
+    return value
+
+
+def _str(record: dict[str, Any], key: str, default: str | None = None) -> str:
+    value = record.get(key, default)
+    if not isinstance(value, str):
+        raise _Malformed(f"{key} is {_brief(value)}, not a string")
+    return value
+
+
+def _brief(value: Any) -> str:
+    if value is None:
+        return "missing"
+    text = orjson.dumps(value).decode() if not isinstance(value, bytes) else repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _side(record: dict[str, Any]) -> str:
+    side = record.get("from")
+    if side not in ("client", "agent"):
+        raise _Malformed(f"from is {_brief(side)}, not client or agent")
+    return str(side)
+
+
+def _record(number: int, line: bytes, kind: Any, record: dict[str, Any]) -> Record | None:
+    if kind == "frame":
+        violations = record.get("violations") or []
+        if not isinstance(violations, list):
+            raise _Malformed(f"violations is {_brief(violations)}, not an array")
+        return FrameRecord(
+            number,
+            _int(record, "seq"),
+            _str(record, "t", ""),
+            _side(record),
+            _frame_of(line, record),
+            [v for v in violations if isinstance(v, dict)],
+        )
+    if kind == "start":
+        argv = record.get("argv") or []
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+            raise _Malformed(f"argv is {_brief(argv)}, not an array of strings")
+        return StartRecord(
+            number,
+            _str(record, "t", ""),
+            argv,
+            _int(record, "pid", optional=True),
+            _str(record, "format", ""),
+            _str(record, "version", ""),
+        )
+    if kind == "violation":
+        return ViolationRecord(
+            number,
+            _str(record, "t", ""),
+            _int(record, "seq", optional=True),
+            _str(record, "rule"),
+            _str(record, "level", ""),
+            _str(record, "message", ""),
+            _str(record, "spec", ""),
+        )
+    if kind == "end":
+        return EndRecord(
+            number,
+            _str(record, "t", ""),
+            _int(record, "exit", optional=True),
+            _str(record, "reason", ""),
+        )
+    return None  # a kind from a later format: ignored, as the format promises
+
+
 def parse_record(number: int, line: bytes) -> Record | None:
-    """One line (without its ``\\n``) as a record; None for a kind this version does not know."""
+    """One line (without its ``\\n``) as a typed record; None for a kind this version
+    does not know. Never raises: a line that does not fit is an :class:`UnreadableLine`
+    that says why, with its line number."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -279,41 +360,9 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return UnreadableLine(number, "not a JSON object")
     kind = record.get("kind")
     try:
-        if kind == "frame":
-            return FrameRecord(
-                number,
-                int(record["seq"]),
-                str(record.get("t", "")),
-                str(record["from"]),
-                _frame_of(line, record),
-                [v for v in record.get("violations") or [] if isinstance(v, dict)],
-            )
-        if kind == "start":
-            return StartRecord(
-                number,
-                str(record.get("t", "")),
-                [str(a) for a in record.get("argv") or []],
-                record.get("pid"),
-                str(record.get("format", "")),
-                str(record.get("version", "")),
-            )
-        if kind == "violation":
-            return ViolationRecord(
-                number,
-                str(record.get("t", "")),
-                record.get("seq"),
-                str(record["rule"]),
-                str(record.get("level", "")),
-                str(record.get("message", "")),
-                str(record.get("spec", "")),
-            )
-        if kind == "end":
-            return EndRecord(
-                number, str(record.get("t", "")), record.get("exit"), str(record.get("reason", ""))
-            )
-    except (KeyError, TypeError, ValueError) as exc:
-        return UnreadableLine(number, f"malformed {kind} record ({exc})")
-    return None  # a kind from a later format: ignored, as the format promises
+        return _record(number, line, kind, record)
+    except (_Malformed, ValueError) as exc:
+        return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
 
 
 def iter_records(stream: BinaryIO) -> Iterator[Record]:

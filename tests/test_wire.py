@@ -1,0 +1,187 @@
+"""The wire model: kinds, pairing, turns, bounded memory; and the bugs it fixed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from acp_proxy.framing import parse_frame
+from acp_proxy.offline import annotate
+from acp_proxy.stats import Stats
+from acp_proxy.transcript import frame_record, iter_records, start_record
+from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel
+
+S = "s1"
+
+
+def feed(model: WireModel, side: str, message: Any, seq: int, t: str = "") -> Message:
+    raw = message if isinstance(message, bytes) else orjson.dumps(message)
+    return model.feed(side, parse_frame(raw), seq, t)
+
+
+def req(id_: Any, method: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def ok(id_: Any, **result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def err(id_: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32603, "message": "no"}}
+
+
+def update(**fields: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": S, "update": fields},
+    }
+
+
+def initialized(version: int) -> WireModel:
+    model = WireModel()
+    feed(model, "client", req(0, "initialize", protocolVersion=version), 1)
+    feed(model, "agent", ok(0, protocolVersion=version), 2)
+    assert model.negotiated == version
+    return model
+
+
+def test_kinds():
+    model = WireModel()
+    cases = [
+        (b"not json", Kind.NOT_JSON),
+        (b"[1, 2]", Kind.BATCH),
+        (b"42", Kind.INVALID),
+        (b'{"jsonrpc":"2.0"}', Kind.INVALID),
+        (b'{"jsonrpc":"2.0","method":7}', Kind.INVALID),
+        (orjson.dumps(req(1, "session/new")), Kind.REQUEST),
+        (orjson.dumps(update(sessionUpdate="x")), Kind.NOTIFICATION),
+        (orjson.dumps(ok(1)), Kind.RESPONSE),
+    ]
+    for seq, (raw, kind) in enumerate(cases, 1):
+        assert (
+            feed(model, "client" if kind is not Kind.RESPONSE else "agent", raw, seq).kind is kind
+        )
+
+
+def test_a_response_names_its_request_with_the_latency():
+    model = WireModel()
+    asked = feed(model, "client", req(7, "session/new", cwd="/"), 1, "2026-01-01T00:00:00.000000Z")
+    answer = feed(model, "agent", ok(7, sessionId=S), 2, "2026-01-01T00:00:01.500000Z")
+    assert answer.request is asked.request and answer.method == "session/new"
+    assert answer.latency == 1.5 and answer.params == {"cwd": "/"}
+    assert not model.pending
+
+
+def test_ids_keep_their_type_and_sides_are_apart():
+    model = WireModel()
+    feed(model, "client", req(3, "session/new"), 1)
+    feed(model, "agent", req("3", "session/request_permission", sessionId=S), 2)
+    wrong_type = feed(model, "agent", ok("3"), 3)  # the agent answering its own id
+    assert wrong_type.request is None and wrong_type.unmatched == "unknown"
+    right = feed(model, "agent", ok(3), 4)
+    assert right.method == "session/new"
+    assert feed(model, "client", ok("3"), 5).method == "session/request_permission"
+    again = feed(model, "client", ok("3"), 6)
+    assert again.request is None and again.unmatched == "answered"
+
+
+def test_a_reused_pending_id_is_reported_and_replaces_the_old_request():
+    model = WireModel()
+    first = feed(model, "client", req(1, "session/new"), 1)
+    second = feed(model, "client", req(1, "session/list"), 2)
+    assert second.reuses is first.request
+    assert feed(model, "agent", ok(1), 3).method == "session/list"
+
+
+def test_answered_ids_are_remembered_within_a_bound():
+    model = WireModel()
+    for i in range(RECENT * 3):
+        feed(model, "client", req(i, "session/list"), 2 * i + 1)
+        feed(model, "agent", ok(i), 2 * i + 2)
+    assert not model.pending and len(model._answered) == RECENT
+
+
+def test_v2_turn_from_prompt_to_idle():
+    model = initialized(2)
+    prompt = feed(model, "client", req(5, "session/prompt", sessionId=S, prompt=[]), 3)
+    turn = prompt.opened
+    assert turn is not None and prompt.turn is turn and turn.prompt is prompt.request
+    running = feed(model, "agent", update(sessionUpdate="state_update", state="running"), 4)
+    assert running.turn is turn and running.opened is None
+    accepted = feed(model, "agent", ok(5, messageId="u1"), 5)
+    assert accepted.closed is None and not turn.ended
+    idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
+    closing = feed(model, "agent", idle, 6)
+    assert closing.closed is turn and turn.ended and turn.stop_reason == "end_turn"
+    assert model.current_turn(S) is None and model.state(S) == "idle"
+
+
+def test_v2_rejected_prompt_is_no_turn():
+    model = initialized(2)
+    opened = feed(model, "client", req(5, "session/prompt", sessionId=S, prompt=[]), 3).opened
+    closed = feed(model, "agent", err(5), 4).closed
+    assert closed is opened and closed is not None and closed.void and closed.rejected
+    nxt = feed(model, "client", req(6, "session/prompt", sessionId=S, prompt=[]), 5).opened
+    assert nxt is not None and nxt is not opened and nxt.number == 2
+
+
+def test_v2_background_work_opens_a_turn_without_a_prompt():
+    model = initialized(2)
+    running = feed(model, "agent", update(sessionUpdate="state_update", state="running"), 3)
+    assert running.opened is not None and running.opened.prompt is None
+
+
+def test_v1_turn_ends_with_the_stop_reason_response():
+    model = initialized(1)
+    opened = feed(model, "client", req(5, "session/prompt", sessionId=S, prompt=[]), 3).opened
+    chunk = feed(model, "agent", update(sessionUpdate="agent_message_chunk"), 4)
+    assert chunk.turn is opened
+    # a state_update means nothing on v1
+    assert (
+        feed(model, "agent", update(sessionUpdate="state_update", state="idle"), 5).closed is None
+    )
+    closing = feed(model, "agent", ok(5, stopReason="cancelled"), 6)
+    assert closing.closed is opened and opened.stop_reason == "cancelled" and not opened.void
+
+
+def _recording(frames: list[tuple[str, str, Any]]) -> bytes:
+    out = start_record("2026-01-01T00:00:00.000000Z", ["agent"], 1)
+    for seq, (t, side, message) in enumerate(frames, 1):
+        frame = parse_frame(orjson.dumps(message))
+        out += frame_record(seq, f"2026-01-01T00:00:{t}Z", side, frame)
+    return out
+
+
+def test_stats_does_not_fold_a_rejected_prompt_into_the_next_turn(tmp_path):
+    """The bug: a prompt rejected at 0 s, then a 1 s turn at 10 s, was one 11 s turn."""
+    idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
+    frames = [
+        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
+        ("00.100000", "agent", ok(0, protocolVersion=2)),
+        ("00.200000", "client", req(1, "session/prompt", sessionId=S, prompt=[])),
+        ("00.300000", "agent", err(1)),
+        ("10.000000", "client", req(2, "session/prompt", sessionId=S, prompt=[])),
+        ("10.100000", "agent", update(sessionUpdate="state_update", state="running")),
+        ("10.200000", "agent", ok(2, messageId="m")),
+        ("11.000000", "agent", idle),
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(_recording(frames))
+    stats = Stats()
+    with open(path, "rb") as stream:
+        for item in annotate(iter_records(stream)):
+            stats.add(item)
+    turns = stats.as_json()["turns"]
+    assert len(turns) == 1
+    assert turns[0]["seq"] == 5 and turns[0]["duration"] == 1.0
+    assert stats.latencies["session/prompt"] == pytest.approx([0.1, 0.2])
+
+
+def test_side_is_typed():
+    model = WireModel()
+    message = feed(model, "agent", update(sessionUpdate="x"), 1)
+    assert message.side is Side.AGENT and message.side.other is Side.CLIENT
