@@ -122,16 +122,17 @@ def test_show_filters():
     violations = acp(
         "show", "--no-color", "--violations", str(RECORDINGS / "misbehaving.jsonl")
     ).stdout.decode()
-    lines = [line for line in violations.splitlines() if "→" in line]
-    assert lines and all(
-        "agent_message_chunk" in line
-        or "not JSON" in line
-        or "ok" in line
-        or "idle" in line
-        or "usage" in line
-        or "terminal" in line
-        for line in lines
-    )
+    shown = violations.splitlines()
+    frame_rows = [i for i, line in enumerate(shown) if "→" in line]
+    assert len(frame_rows) >= 5
+    # every frame shown has its finding right under it, and nothing else is shown
+    assert all("↳ " in shown[i + 1] for i in frame_rows)
+    flagged = {
+        r.seq
+        for r in read_records(RECORDINGS / "misbehaving.jsonl")
+        if hasattr(r, "frame") and r.violations
+    }
+    assert {int(shown[i].split()[1]) for i in frame_rows} == flagged
     assert "notice-title-missing" in violations  # a standalone finding (notices are not stored)
     assert (
         "state_update running"

@@ -311,6 +311,12 @@ def test_notices_are_inserted_only_at_frame_boundaries(tmp_path):
     assert orjson.loads(lines[2])["method"] == "_after"
 
 
-def test_unused_helper_agents_are_importable():
-    """The scripted agents used above exist (guards against a renamed helper)."""
-    assert SCRIPTED_AGENT[-1].endswith("scripted_agent.py")
+def test_the_scripted_agent_answers_what_it_is_told(tmp_path):
+    """The scripted agent the relay tests rely on writes its script and exits."""
+    script = tmp_path / "script.jsonl"
+    script.write_bytes(b'{"jsonrpc":"2.0","method":"_hello"}\n')
+    proc = subprocess.run(
+        [*SCRIPTED_AGENT, "emit", str(script)], input=b"", capture_output=True, timeout=20
+    )
+    assert proc.returncode == 0
+    assert b'"_hello"' in proc.stdout
