@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import click
 
 from . import __version__
 from .log import LEVELS, configure, get_logger
 from .observer import Observer
+from .offline import RecordingError, open_recording
 from .recorder import Recorder, default_record_dir, resolve_record_path
 from .validator import Validator
-
-if TYPE_CHECKING:
-    from .transcript import Record
 
 __all__ = ["cli", "main"]
 
@@ -72,7 +70,26 @@ def _logging_options(func: Any) -> Any:
     return func
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Unreadable(click.ClickException):
+    """A recording that cannot be read: exit status 2, one clear line."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"acp-proxy: {self.message}", err=True)
+
+
+class _Group(click.Group):
+    """Commands whose recordings cannot be read end with one line, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RecordingError as exc:
+            raise _Unreadable(str(exc)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="acp-proxy")
 def cli() -> None:
     """A transparent proxy for the Agent Client Protocol (ACP).
@@ -163,42 +180,6 @@ def run(
     sys.exit(result.exit_status)
 
 
-class RecordingError(click.ClickException):
-    """A recording that cannot be read: exit status 2, one clear line."""
-
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"acp-proxy: {self.message}", err=True)
-
-
-def open_recording(path: str) -> Iterator[Record]:
-    """Stream the records of a recording.
-
-    Raises :class:`RecordingError` if it cannot be opened, or if its first line
-    is not a record (it is not a transcript). A bad line later on, such as the
-    truncated last line a crash leaves, comes through as an ``UnreadableLine``.
-    """
-    from .transcript import UnreadableLine, iter_records
-
-    try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
-    except OSError as exc:
-        raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-
-    def records() -> Iterator[Record]:
-        with stream:
-            try:
-                for index, record in enumerate(iter_records(stream)):
-                    if index == 0 and isinstance(record, UnreadableLine):
-                        raise RecordingError(f"{path} is not an acp-proxy transcript")
-                    yield record
-            except OSError as exc:
-                raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-
-    return records()
-
-
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--format",
@@ -220,9 +201,7 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     appended is validated session by session. Exit status: 0 no error-level
     finding, 1 at least one, 2 a file that cannot be read.
     """
-    import orjson
-
-    from .offline import validate_records
+    from .offline import finding_line, validate_records
 
     errors = 0
     unreadable = False
@@ -231,28 +210,30 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
         try:
             for finding in validate_records(open_recording(path)):
                 errors += finding.level == "error"
-                if fmt == "json":
-                    row = {"file": path, "seq": finding.seq, **finding.as_dict()}
-                    emit(orjson.dumps(row).decode())
-                else:
-                    seq = "-" if finding.seq is None else finding.seq
-                    emit(f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}")
+                emit(finding_line(path, finding, fmt))
         except RecordingError as exc:
-            exc.show()
+            _complain(exc)
             unreadable = True
     sys.exit(2 if unreadable else 1 if errors else 0)
 
 
-def _printer(color: bool | None) -> Callable[[str], None]:
-    """Print lines through stdout's own buffer (a flush per line, as click.echo
-    does, costs more than rendering them), without colour unless wanted."""
+def _printer(color: bool | None, flush: bool = False) -> Callable[[str], None]:
+    """The one output path for text: lines through stdout's own buffer (a flush
+    per line, as click.echo does, costs more than rendering them; ``flush`` for
+    live output), without colour unless wanted (default: only on a terminal)."""
     stream = sys.stdout
     keep = color if color is not None else stream.isatty()
 
     def emit(line: str) -> None:
         stream.write((line if keep else click.unstyle(line)) + "\n")
+        if flush:
+            stream.flush()
 
     return emit
+
+
+def _complain(exc: RecordingError) -> None:
+    click.echo(f"acp-proxy: {exc}", err=True)
 
 
 def _filter_options(func: Any) -> Any:
@@ -307,70 +288,30 @@ def show(
     request / response / notify, the method and a summary; findings right
     under their frame.
     """
+    import orjson
+
+    from .conversation import Conversation
     from .offline import annotate
     from .render import Timeline, TimelineFilter
 
     records = open_recording(recording)
     if conversation or as_json:
-        _show_conversation(records, session, as_json, color)
+        from .render import conversation_lines
+
+        connections = Conversation.per_connection(annotate(records, validate=False))
+        if as_json:
+            document = Conversation.document(connections, session)
+            _printer(False)(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+            return
+        emit = _printer(color)
+        for line in conversation_lines(connections, session):
+            emit(line)
         return
     timeline = Timeline(TimelineFilter(side, method, session, violations))
     emit = _printer(color)
     for item in annotate(records):
         for line in timeline.lines(item):
             emit(line)
-
-
-def _show_conversation(
-    records: Iterator[Record], session: str | None, as_json: bool, color: bool | None
-) -> None:
-    import orjson
-
-    from .conversation import Conversation
-    from .offline import annotate
-    from .render import render_conversation
-    from .transcript import StartRecord, parse_time
-
-    connections: list[tuple[StartRecord | None, Conversation]] = []
-    for item in annotate(records, validate=False):
-        record = item.record
-        if isinstance(record, StartRecord) or (
-            item.message is not None and len(connections) < item.connection
-        ):
-            connections.append(
-                (record if isinstance(record, StartRecord) else None, Conversation())
-            )
-        if item.message is not None:
-            connections[-1][1].observe(item.message)
-    if as_json:
-        document = {
-            "connections": [
-                {
-                    "t": start.t if start else None,
-                    "argv": start.argv if start else None,
-                    "sessions": [
-                        view.as_json()
-                        for view in model.sessions.values()
-                        if session is None or view.id == session
-                    ],
-                }
-                for start, model in connections
-            ]
-        }
-        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
-        return
-    for start, model in connections:
-        began = parse_time(start.t) if start else None
-        if start is not None:
-            click.echo(
-                click.style(f"Connection {start.t} · {' '.join(start.argv)}", dim=True),
-                color=color,
-            )
-        for view in model.sessions.values():
-            if session is None or view.id == session:
-                for line in render_conversation(view, began):
-                    click.echo(line, color=color)
-        click.echo()
 
 
 @cli.command()
@@ -403,20 +344,22 @@ def follow(
 
     target = Path(path)
     if not target.exists():
-        raise RecordingError(f"cannot follow {path}: No such file or directory")
+        raise _Unreadable(f"cannot follow {path}: No such file or directory")
     timeline = Timeline(TimelineFilter(side, method, session, violations))
 
+    emit = _printer(color, flush=True)
+
     def switched(current: Path) -> None:
-        click.echo(click.style(f"==> following {current}", bold=True), color=color)
+        emit(click.style(f"==> following {current}", bold=True))
 
     try:
         for item in annotate(follow_records(target, switched, interval)):
             for line in timeline.lines(item):
-                click.echo(line, color=color)
+                emit(line)
     except KeyboardInterrupt:
         sys.exit(0)
     except OSError as exc:
-        raise RecordingError(f"cannot follow {path}: {exc.strerror}") from None
+        raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
 
 
 @cli.command()
@@ -433,11 +376,12 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     for path in recordings:
         for item in annotate(open_recording(path)):
             figures.add(item)
+    emit = _printer(False)
     if fmt == "json":
-        click.echo(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+        emit(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
     else:
         for line in figures.lines():
-            click.echo(line)
+            emit(line)
 
 
 @cli.command()
@@ -451,37 +395,11 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
 )
 def rules(fmt: str) -> None:
     """Print the catalog of rules the validator checks."""
-    import orjson
+    from .rules import catalog_lines
 
-    from .rules import CATALOG
-
-    if fmt == "json":
-        for rule in CATALOG:
-            row = {
-                "rule": rule.id,
-                "level": str(rule.level),
-                "spec": rule.spec,
-                "versions": str(rule.scope),
-                "description": rule.description,
-            }
-            click.echo(orjson.dumps(row).decode())
-        return
-    if fmt == "markdown":
-        click.echo("| rule | level | versions | spec | description |")
-        click.echo("| --- | --- | --- | --- | --- |")
-        for rule in CATALOG:
-            description = rule.description.replace("|", "\\|")
-            click.echo(
-                f"| `{rule.id}` | {rule.level} | {rule.scope} | {rule.spec} | {description} |"
-            )
-        return
-    width = max(len(rule.id) for rule in CATALOG)
-    spec_width = max(len(rule.spec) for rule in CATALOG)
-    for rule in CATALOG:
-        click.echo(
-            f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  "
-            f"{rule.spec:<{spec_width}}  {rule.description}"
-        )
+    emit = _printer(False)
+    for line in catalog_lines(fmt):
+        emit(line)
 
 
 @cli.command()
@@ -528,22 +446,13 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
     except (OSError, EOFError, ValueError, KeyError) as exc:
         click.echo(f"acp-proxy demo: the session failed: {exc}", err=True)
         sys.exit(1)
-    click.echo()
+    from .demo import report_lines
+
+    emit = _printer(None)
+    for line in report_lines(path, status):
+        emit(line)
     if not path.exists():
-        click.echo(f"The proxy exited with status {status}; no transcript was written.")
         sys.exit(1)
-    size = path.stat().st_size
-    with open(path, "rb") as stream:
-        lines = sum(1 for _ in stream)
-    click.echo(f"The proxy exited with status {status}. What the editor would show:")
-    click.echo()
-    _show_conversation(open_recording(str(path)), None, False, None)
-    click.echo(f"Transcript: {path} ({lines} records, {size} bytes).")
-    click.echo("Read it frame by frame, check it, measure it, or query it:")
-    click.echo(f"  acp-proxy show {path}")
-    click.echo(f"  acp-proxy validate {path}")
-    click.echo(f"  acp-proxy stats {path}")
-    click.echo(f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}")
     sys.exit(status)
 
 

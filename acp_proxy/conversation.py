@@ -22,13 +22,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .framing import Frame
 from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
+from .transcript import StartRecord
 from .wire import Kind, Message, Side, WireModel
 from .wire import Turn as WireTurn
+
+if TYPE_CHECKING:
+    from .offline import Annotated
+
+#: A connection's start record (None if the file lacks one) and its conversation.
+Connection = tuple[StartRecord | None, "Conversation"]
 
 __all__ = ["Conversation", "Entity", "SessionView", "Turn"]
 
@@ -171,6 +179,39 @@ class Conversation:
         self._turns: dict[WireTurn, Turn] = {}
         self._wire = WireModel()
 
+    @staticmethod
+    def per_connection(items: Iterable[Annotated]) -> list[Connection]:
+        """One conversation per connection of a recording (``annotate`` output)."""
+        connections: list[Connection] = []
+        for item in items:
+            record = item.record
+            if isinstance(record, StartRecord) or (
+                item.message is not None and len(connections) < item.connection
+            ):
+                start = record if isinstance(record, StartRecord) else None
+                connections.append((start, Conversation()))
+            if item.message is not None:
+                connections[-1][1].observe(item.message)
+        return connections
+
+    @staticmethod
+    def document(connections: list[Connection], session: str | None = None) -> dict[str, Any]:
+        """``show --conversation --json``: every connection's sessions (or just one)."""
+        return {
+            "connections": [
+                {
+                    "t": start.t if start else None,
+                    "argv": start.argv if start else None,
+                    "sessions": [
+                        view.as_json()
+                        for view in model.sessions.values()
+                        if session is None or view.id == session
+                    ],
+                }
+                for start, model in connections
+            ]
+        }
+
     def session(self, session_id: str) -> SessionView:
         """The view of a session, created on first sight."""
         if session_id not in self.sessions:
@@ -229,7 +270,6 @@ class Conversation:
         return entity
 
     def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
-        seq = message.seq
         variant = update.get("sessionUpdate")
         if variant == "state_update":
             state = update.get("state")
@@ -237,82 +277,49 @@ class Conversation:
                 if message.turn is not None:
                     self._turn(view, message.turn).states.append(state)
                 view.state = state
-            return
-        if variant == "usage_update":
+        elif variant == "usage_update":
             view.usage = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            return
-        if variant in ("compaction_update", "compaction_summary_chunk"):
+        elif variant in ("compaction_update", "compaction_summary_chunk"):
             self._compaction(view, update)
-            return
-        if variant in ("available_commands_update", "config_option_update", "session_info_update"):
-            return  # session metadata: not part of the conversation
-        if variant == "notice":
-            return  # live-only; never stored in transcripts anyway
-        if variant == "tool_call":  # v1 creates with tool_call, then patches
-            variant = "tool_call_update"
-        if variant == "plan":  # v1: one plan per session, replaced whole
+        elif variant in _NOT_SHOWN:
+            pass
+        elif variant == "plan":  # v1: one plan per session, replaced whole
             entity = self._entity(view, EntityType.PLAN, "plan")
             entity.fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
             view.last_key = ("plan", "plan")
-            return
+        else:
+            # v1 creates a tool call with tool_call, then patches it
+            variant = "tool_call_update" if variant == "tool_call" else variant
+            addressed = self._addressed(view, str(variant), update, message.seq)
+            if addressed is not None:
+                _APPLY[str(variant)](addressed, update)
+
+    def _addressed(
+        self, view: SessionView, variant: str, update: dict[str, Any], seq: int
+    ) -> Entity | None:
+        """The entity an update addresses, by (type, id); None (listed as unknown) if none."""
         if variant not in ENTITY_ID_FIELDS:
-            view.unknown.append((seq, str(variant), update))
-            return
-        kind, id_field = ENTITY_ID_FIELDS[str(variant)]
+            view.unknown.append((seq, variant, update))
+            return None
+        kind, id_field = ENTITY_ID_FIELDS[variant]
         holder = update.get("plan") if variant == "plan_update" else update
         entity_id = holder.get(id_field) if isinstance(holder, dict) else None
         if not isinstance(entity_id, str):
             if variant not in MESSAGE_CHUNKS:
-                view.unknown.append((seq, str(variant), update))
-                return
+                view.unknown.append((seq, variant, update))
+                return None
             # v1 chunks carry no messageId: consecutive chunks of one type are one
             # message, as v1 clients render them (also shown for a v2 agent that
             # forgets the id, which the validator flags).
-            if (
-                view.last_key is not None
-                and view.last_key[0] == kind
-                and view.last_key[1].startswith("~")
-            ):
-                entity_id = view.last_key[1]
+            last = view.last_key
+            if last is not None and last[0] == kind and last[1].startswith("~"):
+                entity_id = last[1]
             else:
                 view.anonymous += 1
                 entity_id = f"~{view.anonymous}"
         entity = self._entity(view, kind, entity_id)
         view.last_key = (str(kind), entity_id)
-        if variant in MESSAGE_UPDATES:
-            content = update.get("content", _MISSING)
-            if content is None:
-                entity.content = []
-            elif isinstance(content, list):
-                entity.content = list(content)
-        elif variant in MESSAGE_CHUNKS:
-            if "content" in update and update["content"] is not None:
-                entity.content.append(update["content"])
-        elif variant == "tool_call_update":
-            _patch(entity.fields, update, ("sessionUpdate", "toolCallId", "content"))
-            entity.fields.setdefault("status", "pending")
-            if "content" in update:
-                content = update["content"]
-                entity.content = list(content) if isinstance(content, list) else []
-        elif variant == "tool_call_content_chunk":
-            if update.get("content") is not None:
-                entity.content.append(update["content"])
-        elif variant == "plan_update":
-            assert isinstance(holder, dict)
-            entity.fields = {k: v for k, v in holder.items() if k != "planId"}
-        elif variant == "terminal_update":
-            for name, value in update.items():
-                if name in ("sessionUpdate", "terminalId", "output"):
-                    continue
-                entity.fields[name] = value
-            if "output" in update:
-                output = update["output"]
-                data = output.get("data") if isinstance(output, dict) else None
-                entity.output = bytearray(_b64(data) if isinstance(data, str) else b"")
-        elif variant == "terminal_output_chunk":
-            data = update.get("data")
-            if isinstance(data, str):
-                entity.output += _b64(data)
+        return entity
 
     def _compaction(self, view: SessionView, update: dict[str, Any]) -> None:
         compaction_id = update.get("compactionId")
@@ -331,6 +338,67 @@ class Conversation:
         if "summary" in update:
             summary = update["summary"]
             entity.content = list(summary) if isinstance(summary, list) else []
+
+
+def _replace_message(entity: Entity, update: dict[str, Any]) -> None:
+    content = update.get("content", _MISSING)
+    if content is None:
+        entity.content = []
+    elif isinstance(content, list):
+        entity.content = list(content)
+
+
+def _append_content(entity: Entity, update: dict[str, Any]) -> None:
+    if update.get("content") is not None:
+        entity.content.append(update["content"])
+
+
+def _patch_tool_call(entity: Entity, update: dict[str, Any]) -> None:
+    _patch(entity.fields, update, ("sessionUpdate", "toolCallId", "content"))
+    entity.fields.setdefault("status", "pending")
+    if "content" in update:
+        content = update["content"]
+        entity.content = list(content) if isinstance(content, list) else []
+
+
+def _replace_plan(entity: Entity, update: dict[str, Any]) -> None:
+    plan = update.get("plan")
+    if isinstance(plan, dict):
+        entity.fields = {k: v for k, v in plan.items() if k != "planId"}
+
+
+def _patch_terminal(entity: Entity, update: dict[str, Any]) -> None:
+    for name, value in update.items():
+        if name not in ("sessionUpdate", "terminalId", "output"):
+            entity.fields[name] = value
+    if "output" in update:
+        output = update["output"]
+        data = output.get("data") if isinstance(output, dict) else None
+        entity.output = bytearray(_b64(data) if isinstance(data, str) else b"")
+
+
+def _append_terminal_output(entity: Entity, update: dict[str, Any]) -> None:
+    data = update.get("data")
+    if isinstance(data, str):
+        entity.output += _b64(data)
+
+
+#: How each entity update applies to its entity ("Message IDs", tool calls,
+#: plans, terminals): replace, append or patch.
+_APPLY: dict[str, Callable[[Entity, dict[str, Any]], None]] = {
+    **dict.fromkeys(MESSAGE_UPDATES, _replace_message),
+    **dict.fromkeys(MESSAGE_CHUNKS, _append_content),
+    "tool_call_update": _patch_tool_call,
+    "tool_call_content_chunk": _append_content,
+    "plan_update": _replace_plan,
+    "terminal_update": _patch_terminal,
+    "terminal_output_chunk": _append_terminal_output,
+}
+
+#: Session metadata (not part of the conversation) and live-only notices.
+_NOT_SHOWN = frozenset(
+    {"available_commands_update", "config_option_update", "session_info_update", "notice"}
+)
 
 
 def _patch(fields: dict[str, Any], update: dict[str, Any], skip: tuple[str, ...]) -> None:

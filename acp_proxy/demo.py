@@ -11,10 +11,15 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
+
+from .conversation import Conversation
+from .offline import annotate, open_recording
+from .render import conversation_lines
 
 __all__ = ["DemoClient", "run_demo"]
 
@@ -163,3 +168,24 @@ def run_demo(
     finally:
         status = client.close()
     return status
+
+
+def report_lines(path: Path, status: int) -> Iterator[str]:
+    """What the demo says once the session is over: the conversation and where to look."""
+    yield ""
+    if not path.exists():
+        yield f"The proxy exited with status {status}; no transcript was written."
+        return
+    size = path.stat().st_size
+    with open(path, "rb") as stream:
+        lines = sum(1 for _ in stream)
+    yield f"The proxy exited with status {status}. What the editor would show:"
+    yield ""
+    connections = Conversation.per_connection(annotate(open_recording(str(path)), validate=False))
+    yield from conversation_lines(connections)
+    yield f"Transcript: {path} ({lines} records, {size} bytes)."
+    yield "Read it frame by frame, check it, measure it, or query it:"
+    yield f"  acp-proxy show {path}"
+    yield f"  acp-proxy validate {path}"
+    yield f"  acp-proxy stats {path}"
+    yield f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}"

@@ -15,17 +15,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import orjson
+
 from .transcript import (
     EndRecord,
     FrameRecord,
     Record,
     StartRecord,
+    UnreadableLine,
     ViolationRecord,
+    iter_records,
 )
 from .validator import Validator, Violation
 from .wire import Message, WireModel
 
-__all__ = ["UNREADABLE_RULE", "Annotated", "annotate", "validate_records"]
+__all__ = [
+    "UNREADABLE_RULE",
+    "Annotated",
+    "RecordingError",
+    "annotate",
+    "finding_line",
+    "open_recording",
+    "validate_records",
+]
 
 #: The pseudo-rule reported for a line that is not a record.
 UNREADABLE_RULE = "unreadable-record"
@@ -107,3 +119,41 @@ def validate_records(records: Iterable[Record]) -> Iterator[Violation]:
     """Yield the findings of every session in ``records``, in order."""
     for item in annotate(records):
         yield from item.findings
+
+
+def finding_line(path: str, finding: Violation, fmt: str) -> str:
+    """One finding as ``validate`` prints it: ``FILE:SEQ: LEVEL RULE: MESSAGE`` or JSON."""
+    if fmt == "json":
+        row = {"file": path, "seq": finding.seq, **finding.as_dict()}
+        return orjson.dumps(row).decode()
+    seq = "-" if finding.seq is None else finding.seq
+    return f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}"
+
+
+class RecordingError(Exception):
+    """A recording that cannot be read at all."""
+
+
+def open_recording(path: str) -> Iterator[Record]:
+    """Stream the records of a recording.
+
+    Raises :class:`RecordingError` if it cannot be opened, or if its first line
+    is not a record (it is not a transcript). A bad line later on, such as the
+    truncated last line a crash leaves, comes through as an ``UnreadableLine``.
+    """
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
+    except OSError as exc:
+        raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+
+    def records() -> Iterator[Record]:
+        with stream:
+            try:
+                for index, record in enumerate(iter_records(stream)):
+                    if index == 0 and isinstance(record, UnreadableLine):
+                        raise RecordingError(f"{path} is not an acp-proxy transcript")
+                    yield record
+            except OSError as exc:
+                raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+
+    return records()

@@ -262,7 +262,7 @@ def _signal_group(pid: int, sig: int) -> bool:
     return True
 
 
-async def relay(
+async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in order
     argv: list[str],
     observer: Observer,
     log: Any,

@@ -8,6 +8,7 @@ terminal.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import click
 import orjson
 
-from .conversation import Entity, SessionView
+from .conversation import Conversation, Entity, SessionView
 from .offline import Annotated
 from .protocol import ENTITY_ID_FIELDS, EntityType
 from .transcript import (
@@ -29,7 +30,7 @@ from .transcript import (
 from .validator import Violation
 from .wire import Kind, Message
 
-__all__ = ["Timeline", "TimelineFilter", "render_conversation", "text_of"]
+__all__ = ["Timeline", "TimelineFilter", "conversation_lines", "render_conversation", "text_of"]
 
 _ARROWS = {"client": "client → agent", "agent": "agent → client"}
 _KIND_LABELS = {
@@ -75,7 +76,7 @@ def _show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def summarize_update(update: Any) -> str:
+def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch per variant
     """One line for a ``session/update``: the variant and what matters in it."""
     if not isinstance(update, dict):
         return _show(update)
@@ -403,3 +404,17 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
             click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)
         )
     return lines
+
+
+def conversation_lines(
+    connections: list[tuple[StartRecord | None, Conversation]], session: str | None = None
+) -> Iterator[str]:
+    """``show --conversation``: each connection's sessions, turn by turn."""
+    for start, model in connections:
+        began = parse_time(start.t) if start else None
+        if start is not None:
+            yield click.style(f"Connection {start.t} · {' '.join(start.argv)}", dim=True)
+        for view in model.sessions.values():
+            if session is None or view.id == session:
+                yield from render_conversation(view, began)
+        yield ""

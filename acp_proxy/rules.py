@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["CATALOG", "RULES", "Level", "Rule", "Scope"]
+import orjson
+
+__all__ = ["CATALOG", "RULES", "Level", "Rule", "Scope", "catalog_lines"]
 
 
 class Level(StrEnum):
@@ -392,3 +394,38 @@ CATALOG: tuple[Rule, ...] = (
 
 #: The catalog by rule id.
 RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOG}
+
+
+def catalog_lines(fmt: str = "text") -> list[str]:
+    """The catalog as ``acp-proxy rules`` prints it: text, json (a line per rule) or markdown."""
+    if fmt == "json":
+        return [
+            orjson.dumps(
+                {
+                    "rule": rule.id,
+                    "level": str(rule.level),
+                    "spec": rule.spec,
+                    "versions": str(rule.scope),
+                    "description": rule.description,
+                }
+            ).decode()
+            for rule in CATALOG
+        ]
+    if fmt == "markdown":
+        lines = [
+            "| rule | level | versions | spec | description |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for rule in CATALOG:
+            description = rule.description.replace("|", "\\|")
+            lines.append(
+                f"| `{rule.id}` | {rule.level} | {rule.scope} | {rule.spec} | {description} |"
+            )
+        return lines
+    width = max(len(rule.id) for rule in CATALOG)
+    spec_width = max(len(rule.spec) for rule in CATALOG)
+    return [
+        f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  "
+        f"{rule.spec:<{spec_width}}  {rule.description}"
+        for rule in CATALOG
+    ]

@@ -315,17 +315,8 @@ class Validator:
         session_id = params.get("sessionId")
         self._session_id = message.session
         is_request = message.kind is Kind.REQUEST
-        if is_request:
-            if not is_request_id(message.id):
-                self._flag("invalid-id", f"the {side}'s {method} has id {_show(message.id)}")
-                return
-            if message.reuses is not None:
-                self._flag(
-                    "duplicate-request-id",
-                    f"the {side} reused id {_show(message.id)} for {method} while its "
-                    f"{message.reuses.method} with that id is pending",
-                )
-                self._notes.pop(message.reuses, None)
+        if is_request and not self._request_id(message):
+            return
         if method == "session/cancel" and is_request:
             self._flag(
                 "cancel-with-id", f"the client sent session/cancel with id {_show(message.id)}"
@@ -353,25 +344,8 @@ class Validator:
                 "before-initialize",
                 f"the {side} sent {method} before initialize completed",
             )
-        if (
-            "sessionId" in params
-            and method not in SESSION_OPENERS
-            and session_id not in self._sessions
-        ):
-            if (
-                method == "session/update"
-                and isinstance(session_id, str)
-                and any(self.wire.pending_requests("session/new"))
-            ):
-                # "Updates may arrive before or after this response" (session/new):
-                # the id is not known yet, so a pending session/new vouches for it.
-                self._sessions[session_id] = _Session(session_id)
-            else:
-                self._flag(
-                    "unknown-session",
-                    f"{method} names session {_show(session_id)}, which this connection never "
-                    "created or resumed",
-                )
+        if "sessionId" in params and method not in SESSION_OPENERS:
+            self._known_session(method, session_id)
         session = self._session(session_id)
         if session is not None and message.opened is not None:
             session.tools = {}
@@ -379,6 +353,41 @@ class Validator:
         handler = _CALLS.get(method)
         if handler is not None:
             handler(self, message, session)
+
+    def _request_id(self, message: Message) -> bool:
+        """Check a request's id; False if it is not one JSON-RPC allows."""
+        if not is_request_id(message.id):
+            self._flag(
+                "invalid-id", f"the {message.side}'s {message.method} has id {_show(message.id)}"
+            )
+            return False
+        if message.reuses is not None:
+            self._flag(
+                "duplicate-request-id",
+                f"the {message.side} reused id {_show(message.id)} for {message.method} while "
+                f"its {message.reuses.method} with that id is pending",
+            )
+            self._notes.pop(message.reuses, None)
+        return True
+
+    def _known_session(self, method: str, session_id: Any) -> None:
+        """Flag a session this connection never created or resumed."""
+        if session_id in self._sessions:
+            return
+        if (
+            method == "session/update"
+            and isinstance(session_id, str)
+            and any(self.wire.pending_requests("session/new"))
+        ):
+            # "Updates may arrive before or after this response" (session/new):
+            # the id is not known yet, so a pending session/new vouches for it.
+            self._sessions[session_id] = _Session(session_id)
+            return
+        self._flag(
+            "unknown-session",
+            f"{method} names session {_show(session_id)}, which this connection never "
+            "created or resumed",
+        )
 
     def _response(self, message: Message, value: dict[str, Any]) -> None:
         side = message.side
@@ -639,7 +648,7 @@ class Validator:
         elif isinstance(state, str) and session.running_seq is None:
             session.running_seq = self._seq
 
-    def _idle(self, message: Message, session: _Session, update: dict[str, Any]) -> None:
+    def _idle(self, message: Message, session: _Session, update: dict[str, Any]) -> None:  # noqa: C901, PLR0912 - one branch per rule of 'Stop Reasons'
         reason = update.get("stopReason")
         if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
             self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")

@@ -43,7 +43,7 @@ def test_message_update_then_chunk_then_update_then_chunk():
     the rendered message content is [A, B]. If it later sends another agent_message with
     content: [C], the rendered content becomes [C] ... Subsequent chunks append to [C].\""""
     a, b, c, d = text("A"), text("B"), text("C"), text("D")
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"sessionUpdate": "agent_message", "messageId": "m", "content": [a]},
         {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": b},
     ]

@@ -58,7 +58,7 @@ def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_pat
     """If the validator itself fails, validation stops; recording goes on."""
 
     class Broken(Validator):
-        def feed(self, side, frame, seq):
+        def feed(self, side, frame, seq, t=""):
             raise ValueError("bug")
 
     path = tmp_path / "t.jsonl"

@@ -13,7 +13,7 @@ from conftest import PROXY, clean_env
 
 from acp_proxy.framing import parse_frame
 from acp_proxy.offline import validate_records
-from acp_proxy.transcript import end_record, frame_record, read_records, start_record
+from acp_proxy.transcript import FrameRecord, end_record, frame_record, read_records, start_record
 
 RECORDINGS = Path(__file__).parent.parent / "recordings"
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
@@ -130,7 +130,7 @@ def test_show_filters():
     flagged = {
         r.seq
         for r in read_records(RECORDINGS / "misbehaving.jsonl")
-        if hasattr(r, "frame") and r.violations
+        if isinstance(r, FrameRecord) and r.violations
     }
     assert {int(shown[i].split()[1]) for i in frame_rows} == flagged
     assert "notice-title-missing" in violations  # a standalone finding (notices are not stored)
@@ -325,6 +325,7 @@ def test_follow_a_growing_file_and_stop_with_ctrl_c(tmp_path):
         _read_until(proc, "_second")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None
         assert b"Traceback" not in proc.stderr.read()
 
 

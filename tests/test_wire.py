@@ -145,6 +145,7 @@ def test_v1_turn_ends_with_the_stop_reason_response():
         feed(model, "agent", update(sessionUpdate="state_update", state="idle"), 5).closed is None
     )
     closing = feed(model, "agent", ok(5, stopReason="cancelled"), 6)
+    assert opened is not None
     assert closing.closed is opened and opened.stop_reason == "cancelled" and not opened.void
 
 
