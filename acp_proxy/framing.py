@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Frame", "Framer", "parse_frame"]
+__all__ = ["Frame", "Framer", "LineSplicer", "parse_frame"]
 
 
 class _Unparsed:
@@ -126,3 +126,39 @@ class Framer:
         if start < len(data):
             self._pending += data[start:]
         return frames
+
+
+class LineSplicer:
+    """Put whole lines into a byte stream, only where a line begins.
+
+    Pure: it sees the stream's bytes as they are written (:meth:`feed`) and the
+    lines to add (:meth:`insert`), and says what to write, in order. A line to
+    add goes out at once when the stream is between lines, else right after the
+    next ``\\n``; never inside a line the other writer is still writing.
+    """
+
+    __slots__ = ("_at_line_start", "_waiting")
+
+    def __init__(self) -> None:
+        self._at_line_start = True
+        self._waiting = b""
+
+    def insert(self, lines: bytes) -> bytes:
+        """Queue whole ``\\n``-terminated lines; returns what may be written now."""
+        if self._at_line_start and not self._waiting:
+            return lines
+        self._waiting += lines
+        return b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The stream's next bytes, as pieces to write, waiting lines spliced in."""
+        if not data:
+            return []
+        pieces = [data]
+        if self._waiting:
+            cut = 0 if self._at_line_start else data.find(b"\n") + 1
+            if self._at_line_start or cut:
+                pieces = [data[:cut], self._waiting, data[cut:]]
+                self._waiting = b""
+        self._at_line_start = data.endswith(b"\n")
+        return [piece for piece in pieces if piece]

@@ -21,8 +21,9 @@ import orjson
 from .framing import Frame
 from .recorder import Recorder
 from .transcript import format_time, frame_record, violation_record
+from .wire import Message, WireModel
 
-__all__ = ["Finding", "Observer", "describe", "is_notice"]
+__all__ = ["Finding", "Observer", "describe"]
 
 
 class Finding(Protocol):
@@ -38,20 +39,19 @@ class Finding(Protocol):
 
 
 class FrameValidator(Protocol):
-    """What the observer needs of a validator."""
+    """What the observer needs of a validator: it checks the messages of its wire model."""
 
-    def feed(self, side: str, frame: Frame, seq: int) -> list[Any]: ...
+    wire: WireModel
+
+    @property
+    def version(self) -> int | None: ...
+
+    @property
+    def sessions(self) -> frozenset[str]: ...
+
+    def check(self, message: Message) -> list[Any]: ...
 
     def end(self) -> list[Any]: ...
-
-
-def is_notice(value: Any) -> bool:
-    """Whether a parsed frame is a live-only ``notice`` session update."""
-    if not isinstance(value, dict) or value.get("method") != "session/update":
-        return False
-    params = value.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
 
 
 def violation_notice(session_id: str, finding: Any) -> bytes:
@@ -99,26 +99,28 @@ class Observer:
     ):
         self.recorder = recorder
         self.validator = validator
+        #: The one wire model of this connection (the validator's, when there is one).
+        self.wire = validator.wire if validator is not None else WireModel()
         self._log = log
         self._notify = notify_client
         self._notified: set[tuple[str, str]] = set()
-        self._notices: list[bytes] = []
         self._broken = False
         enabled = getattr(log, "is_enabled_for", None)
         self._debug = enabled(logging.DEBUG) if enabled is not None else True
         #: Sequence number of the last frame observed (both directions together).
         self.seq = 0
 
-    def observe(self, side: str, frames: Iterable[Frame]) -> list[Any]:
+    def observe(self, side: str, frames: Iterable[Frame]) -> bytes:
         """Observe the frames of one chunk, in order; flush the transcript.
 
-        Returns the findings, for the caller that wants to act on them. Never
-        raises: if observing fails in a way nothing below caught (a bug, or a
-        log that cannot be written), it says so once and stops observing; the
-        relay goes on.
+        Returns what must be added to the client's stream, if anything: with
+        ``--notify-client``, a live-only notice per new finding (the relay puts
+        it in at the next line boundary). Never raises: if observing fails in a
+        way nothing below caught (a bug, or a log that cannot be written), it
+        says so once and stops observing; the relay goes on.
         """
         if self._broken:
-            return []
+            return b""
         try:
             return self._observe(side, frames)
         except Exception as exc:
@@ -128,18 +130,18 @@ class Observer:
                     "observing failed; relaying without recording or validation from here on",
                     error=repr(exc),
                 )
-            return []
+            return b""
 
-    def _observe(self, side: str, frames: Iterable[Frame]) -> list[Any]:
-        found: list[Any] = []
+    def _observe(self, side: str, frames: Iterable[Frame]) -> bytes:
+        notices = b""
         for frame in frames:
             self.seq += 1
             t = format_time()
-            findings = self._validate(side, frame, self.seq)
-            found.extend(findings)
+            message = self.wire.feed(side, frame, self.seq, t)
+            findings = self._validate(message)
             if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
-            if is_notice(frame.value):
+            if message.is_notice:
                 self._log_notice(side, frame)
                 for finding in findings:
                     self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
@@ -149,32 +151,24 @@ class Observer:
                 )
             self._log_findings(side, findings)
             if self._notify and findings:
-                self._queue_notices(findings)
+                notices += self._notices_for(findings)
         self.recorder.flush()
-        return found
-
-    @property
-    def has_notices(self) -> bool:
-        """Whether notices for the client are waiting (``--notify-client``)."""
-        return bool(self._notices)
-
-    def take_notices(self) -> list[bytes]:
-        """Notices for the client (``--notify-client``) waiting for a frame boundary."""
-        notices, self._notices = self._notices, []
         return notices
 
-    def _queue_notices(self, findings: list[Any]) -> None:
+    def _notices_for(self, findings: list[Any]) -> bytes:
         validator = self.validator
-        if validator is None or getattr(validator, "version", None) != 2:
-            return
-        known: frozenset[str] = getattr(validator, "sessions", frozenset())
+        if validator is None or validator.version != 2:
+            return b""
+        known = validator.sessions
+        notices = b""
         for finding in findings:
             session = finding.session
             if session is None or session not in known or (session, finding.rule) in self._notified:
                 continue
             self._notified.add((session, finding.rule))
-            self._notices.append(violation_notice(session, finding))
+            notices += violation_notice(session, finding)
             self._log.info("told the client about a violation", rule=finding.rule, session=session)
+        return notices
 
     def finish(self, exit_status: int | None, reason: str) -> list[Any]:
         """The connection ended: last findings, then the ``end`` record. Never raises."""
@@ -199,11 +193,11 @@ class Observer:
         self.recorder.close(exit_status, reason)
         return findings
 
-    def _validate(self, side: str, frame: Frame, seq: int) -> list[Any]:
+    def _validate(self, message: Message) -> list[Any]:
         if self.validator is None:
             return []
         try:
-            return self.validator.feed(side, frame, seq)
+            return self.validator.check(message)
         except Exception as exc:
             self._validator_failed(exc)
             return []

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .framing import Framer
+from .framing import Framer, LineSplicer
 from .observer import Observer
 
 __all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay"]
@@ -139,38 +139,25 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
-class _NoticeInserter:
-    """The client's sink, with ``--notify-client`` notices let in at frame boundaries.
+class _ClientSink:
+    """The client's sink: the agent's bytes, and lines the proxy adds (``--notify-client``)
+    spliced in where a line begins (:class:`~acp_proxy.framing.LineSplicer`)."""
 
-    A notice never lands inside a line the agent is still writing: it goes in
-    at the first ``\n`` of the agent's output after it was queued, or, when the
-    agent's output is at rest between lines, at once. ``framer`` is the agent
-    direction's framer, which knows whether a line is unfinished.
-    """
-
-    def __init__(self, sink: _Sink, framer: Framer, observer: Observer) -> None:
+    def __init__(self, sink: _Sink) -> None:
         self._sink = sink
-        self._framer = framer
-        self._observer = observer
+        self._splicer = LineSplicer()
 
     def write(self, data: bytes) -> None:
-        # Called before the framer sees ``data``: its state is the stream's so far.
-        if self._observer.has_notices:
-            cut = 0 if self._framer.buffered == 0 else data.find(b"\n") + 1
-            if cut > 0 or self._framer.buffered == 0:
-                if cut:
-                    self._sink.write(data[:cut])
-                for notice in self._observer.take_notices():
-                    self._sink.write(notice)
-                data = data[cut:]
-        self._sink.write(data)
+        for piece in self._splicer.feed(data):
+            self._sink.write(piece)
 
-    def at_rest(self) -> None:
-        """After a chunk is observed: if the stream is between lines, insert now."""
-        if self._observer.has_notices and self._framer.buffered == 0:
-            with contextlib.suppress(ConnectionError, OSError):
-                for notice in self._observer.take_notices():
-                    self._sink.write(notice)
+    def add(self, lines: bytes) -> None:
+        """Lines the proxy adds; written now if the agent's stream is between lines."""
+        if lines:
+            ready = self._splicer.insert(lines)
+            if ready:
+                with contextlib.suppress(ConnectionError, OSError):
+                    self._sink.write(ready)
 
     async def drain(self) -> None:
         await self._sink.drain()
@@ -206,7 +193,7 @@ async def _pump(
     side: str,
     framer: Framer,
     observer: Observer,
-    after_chunk: Callable[[], None],
+    to_client: Callable[[bytes], None],
 ) -> str:
     """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``.
 
@@ -226,8 +213,7 @@ async def _pump(
             except (ConnectionError, OSError):
                 observer.observe(side, framer.feed(data))
                 return "broken"
-            observer.observe(side, framer.feed(data))
-            after_chunk()
+            to_client(observer.observe(side, framer.feed(data)))
             try:
                 await sink.drain()
             except (ConnectionError, OSError):
@@ -318,13 +304,12 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     agent_in = _StreamSink(proc.stdin)
     agent_out = _StreamSource(proc.stdout)
 
-    to_client = Framer()
-    to_client_sink = _NoticeInserter(client_out, to_client, observer)
+    to_client = _ClientSink(client_out)
     c2a = asyncio.create_task(
-        _pump(client_in, agent_in, "client", Framer(), observer, to_client_sink.at_rest)
+        _pump(client_in, agent_in, "client", Framer(), observer, to_client.add)
     )
     a2c = asyncio.create_task(
-        _pump(agent_out, to_client_sink, "agent", to_client, observer, to_client_sink.at_rest)
+        _pump(agent_out, to_client, "agent", Framer(), observer, to_client.add)
     )
     exited = asyncio.create_task(proc.wait())
 

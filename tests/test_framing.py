@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.framing import UNPARSED, Framer, parse_frame
+from acp_proxy.framing import UNPARSED, Framer, LineSplicer, parse_frame
 
 
 def frames_of(chunks: list[bytes]) -> list[bytes]:
@@ -88,3 +88,47 @@ def test_feed_after_eof_is_refused():
         pass
     else:
         raise AssertionError("feed after EOF accepted")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=6),
+    tail=st.binary(max_size=8).map(lambda b: b.replace(b"\n", b"")),
+    inserts=st.lists(st.integers(0, 80), max_size=4),
+)
+def test_spliced_lines_land_only_between_lines_fed_one_byte_at_a_time(lines, tail, inserts):
+    """Notices go in where a line begins, never inside one, whatever the chunking."""
+    stream = b"".join(lines) + tail
+    splicer = LineSplicer()
+    out = bytearray()
+    added = []
+    for position in range(len(stream) + 1):
+        for n, at in enumerate(inserts):
+            if at == position:
+                notice = b'{"notice":%d}\n' % n
+                added.append(notice)
+                out += splicer.insert(notice)
+        if position < len(stream):
+            for piece in splicer.feed(stream[position : position + 1]):
+                out += piece
+    result = bytes(out)
+    written = [n for n in added if n in result]
+    without = result
+    for notice in written:
+        start = result.index(notice)
+        assert start == 0 or result[start - 1] == 0x0A  # only where a line begins
+        without = without.replace(notice, b"", 1)
+    assert without == stream  # the stream's own bytes, all, in order
+    if len(written) < len(added):  # still waiting: only for a line that has not ended
+        assert stream and not stream.endswith(b"\n")
+
+
+def test_splicer_writes_at_once_between_lines_and_waits_inside_one():
+    splicer = LineSplicer()
+    assert splicer.insert(b"N\n") == b"N\n"  # nothing written yet: between lines
+    assert splicer.feed(b"ab") == [b"ab"]
+    assert splicer.insert(b"M\n") == b""  # inside a line: wait
+    assert splicer.feed(b"c") == [b"c"]
+    assert splicer.feed(b"d\nef") == [b"d\n", b"M\n", b"ef"]
+    assert splicer.feed(b"\n") == [b"\n"]
+    assert splicer.insert(b"O\n") == b"O\n"

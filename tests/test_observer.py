@@ -46,8 +46,8 @@ def test_a_failing_observation_is_logged_once_and_never_raised(tmp_path):
     recorder.write = explode  # type: ignore[method-assign]
     observer = Observer(recorder, get_logger(), Validator())
     with capture_logs() as logs:
-        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_a"})) == []
-        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_b"})) == []
+        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_a"})) == b""
+        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_b"})) == b""
         assert observer.finish(0, "done") == []  # finishing does not raise either
     failures = [entry for entry in logs if entry["log_level"] == "error"]
     assert len(failures) == 2 and "boom" in failures[0]["error"]
@@ -58,7 +58,7 @@ def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_pat
     """If the validator itself fails, validation stops; recording goes on."""
 
     class Broken(Validator):
-        def feed(self, side, frame, seq, t=""):
+        def check(self, message):
             raise ValueError("bug")
 
     path = tmp_path / "t.jsonl"

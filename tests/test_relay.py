@@ -302,10 +302,19 @@ def test_no_record_writes_nothing(run_proxy, tmp_path):
 def test_stubborn_agent_gets_sigterm_then_sigkill(run_proxy, tmp_path):
     """After stdin closes: grace, SIGTERM, grace, SIGKILL; the end record is written."""
     marker = tmp_path / "marker"
-    result = run_proxy([*SCRIPTED_AGENT, "stubborn", str(marker)], b"", options=("--grace", "0.3"))
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--grace", "0.3", "--record", str(transcript), "--",
+         *SCRIPTED_AGENT, "stubborn", str(marker)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        # only once its SIGTERM handler is in place does the client go away
+        assert proc.stdout.readline() == b'{"ready":true}\n'
+        proc.stdin.close()
+        assert proc.wait(timeout=20) == 128 + signal.SIGKILL
     assert marker.read_text().split() == [str(int(signal.SIGTERM))]
-    assert result.returncode == 128 + signal.SIGKILL
-    end = result.records()[-1]
+    end = orjson.loads(transcript.read_bytes().split(b"\n")[-2])
     assert end == {**end, "kind": "end", "exit": -signal.SIGKILL, "reason": "client closed stdin"}
 
 
