@@ -119,6 +119,7 @@ SCENARIOS: dict[str, list[tuple[str, int | None]]] = {
     "clean": [("Summarize the project README.", None)],
     "cancelled": [("Explain every section in detail.", 3)],
     "misbehaving": [("Summarize the project README.", None)],
+    "v1": [("Summarize the project README.", None)],
 }
 
 
@@ -141,16 +142,17 @@ def run_demo(
     client = DemoClient(proc, echo)
     try:
         client.say("client: initialize")
-        init = client.request(
-            "initialize",
-            {
-                "protocolVersion": 2,
-                "info": {"name": "acp-proxy-demo", "version": "0.1.0"},
-                "capabilities": {},
-            },
-        )
-        agent = init.get("result", {}).get("info", {}).get("name")
-        client.say(f"  agent: {agent}, protocol version {init['result']['protocolVersion']}")
+        version = 1 if scenario == "v1" else 2
+        hello: dict[str, Any] = {"protocolVersion": version, "capabilities": {}}
+        if version == 1:
+            hello["clientCapabilities"] = hello.pop("capabilities")
+            hello["clientInfo"] = {"name": "acp-proxy-demo", "version": "0.1.0"}
+        else:
+            hello["info"] = {"name": "acp-proxy-demo", "version": "0.1.0"}
+        init = client.request("initialize", hello)
+        result = init.get("result", {})
+        agent_name = (result.get("info") or result.get("agentInfo") or {}).get("name")
+        client.say(f"  agent: {agent_name}, protocol version {init['result']['protocolVersion']}")
         client.say("client: session/new")
         session_id = client.request("session/new", {"cwd": os.getcwd(), "mcpServers": []})[
             "result"
@@ -162,6 +164,9 @@ def run_demo(
                 "session/prompt",
                 {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
             )
+            if version == 1:  # the prompt's response is the end of the turn
+                client.say(f"  turn ended: {accepted.get('result', {}).get('stopReason')}")
+                continue
             client.say(f"  accepted as {accepted.get('result', {}).get('messageId')}")
             reason = client.until_idle(session_id, cancel_after_chunks=cancel_after)
             client.say(f"  turn ended: {reason}")

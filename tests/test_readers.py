@@ -32,10 +32,11 @@ def acp(*args: str, **kwargs):
 
 def test_the_golden_recordings_are_there():
     """recordings/ holds a clean session, a cancelled turn and a misbehaving session."""
-    assert {p.name for p in GOLDEN} == {"clean.jsonl", "cancelled.jsonl", "misbehaving.jsonl"}
+    names = {p.name for p in GOLDEN}
+    assert names == {"clean.jsonl", "cancelled.jsonl", "misbehaving.jsonl", "v1.jsonl"}
 
 
-@pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl"])
+@pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl", "v1.jsonl"])
 def test_clean_recordings_validate_clean(name):
     """The clean recordings break no rule."""
     assert list(validate_records(read_records(RECORDINGS / name))) == []
@@ -90,6 +91,22 @@ def test_show_renders_every_recording(path):
     document = orjson.loads(acp("show", "--conversation", "--json", str(path)).stdout)
     (session,) = document["connections"][0]["sessions"]
     assert session["turns"]
+
+
+def test_the_v1_recording_is_one_turn_that_the_prompt_response_ends():
+    """v1: no state_update; the prompt's {stopReason} response ends the turn, in every view."""
+    records = list(read_records(RECORDINGS / "v1.jsonl"))
+    frames = [r.frame.value for r in records if isinstance(r, FrameRecord)]
+    assert frames[0]["params"]["protocolVersion"] == 1
+    assert not any(
+        m.get("params", {}).get("update", {}).get("sessionUpdate") == "state_update" for m in frames
+    )
+    (turn,) = orjson.loads(acp("stats", "--format", "json", str(RECORDINGS / "v1.jsonl")).stdout)[
+        "turns"
+    ]
+    assert turn["stop_reason"] == "end_turn" and turn["duration"] > 0
+    out = acp("show", "--conversation", "--no-color", str(RECORDINGS / "v1.jsonl")).stdout
+    assert b"ended: end_turn" in out and b"tool call_2 'Read README.md' (read): completed" in out
 
 
 def test_show_timeline_lines_say_what_happened():
