@@ -412,10 +412,6 @@ def _patch(fields: dict[str, Any], update: dict[str, Any], skip: tuple[str, ...]
             fields[name] = value
 
 
-def _key(value: Any) -> tuple[str, Any]:
-    return ("s", value) if isinstance(value, str) else ("n", value)
-
-
 def _b64(data: str) -> bytes:
     try:
         return base64.b64decode(data, validate=True)
