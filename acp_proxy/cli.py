@@ -15,7 +15,7 @@ from . import __version__
 from .log import LEVELS, configure, get_logger
 from .observer import Observer
 from .offline import RecordingError, open_recording
-from .recorder import Recorder, default_record_dir, resolve_record_path
+from .recorder import Recorder, default_record_dir, is_per_session, resolve_record_path
 from .validator import Validator
 
 __all__ = ["cli", "main"]
@@ -162,6 +162,7 @@ def run(
     def on_start(pid: int) -> None:
         if not no_record:
             recorder.path = resolve_record_path(record, pid)
+            recorder.append = not is_per_session(record)
             recorder.open(argv, pid)
 
     try:

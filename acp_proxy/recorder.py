@@ -3,12 +3,31 @@
 The recorder never takes the relay down: if the file cannot be opened or
 written (missing directory, permission denied, disk full), it logs one clear
 error and stops recording; the session goes on.
+
+Recordings hold prompts, file contents and credentials, so they land only
+where, and as, the user meant:
+
+- a new per-session file is created exclusively, never through a symlink
+  (``O_CREAT | O_EXCL | O_NOFOLLOW``, mode 0600); if the name is taken, the
+  next free ``NAME-1.jsonl``, ``NAME-2.jsonl``... is used;
+- an explicit ``--record FILE`` is never opened through a symlink, and is
+  appended to only if it is a regular file owned by the user that neither group
+  nor others can read; otherwise the session goes to a new file in the default
+  recordings directory, and the log says why and where;
+- a session owns its file while it writes (an advisory ``flock``): a second
+  session appending to the same file at the same time records to a sibling
+  ``NAME-<pid>.jsonl`` instead, and the log says where;
+- a recordings directory that others can write to, without the sticky bit,
+  gets a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
+import stat
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +35,12 @@ from typing import Any
 
 from .transcript import end_record, format_time, start_record
 
-__all__ = ["Recorder", "default_record_dir", "resolve_record_path"]
+__all__ = ["Recorder", "default_record_dir", "is_per_session", "resolve_record_path"]
+
+_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
+#: How many alternative names are tried when a per-session name is taken.
+_ATTEMPTS = 100
 
 
 def default_record_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -52,6 +76,21 @@ def resolve_record_path(
     return path
 
 
+def is_per_session(option: str | None) -> bool:
+    """Whether ``--record`` asks for a new file per session (not a file to append to)."""
+    if option is None:
+        return True
+    return option.endswith(("/", os.sep)) or Path(option).expanduser().is_dir()
+
+
+class _Refused(Exception):
+    """An explicit recording file the proxy will not append to, and why."""
+
+
+def _alternatives(path: Path) -> list[Path]:
+    return [path] + [path.with_name(f"{path.stem}-{n}{path.suffix}") for n in range(1, _ATTEMPTS)]
+
+
 class Recorder:
     """Appends transcript records to one file, flushing on demand.
 
@@ -60,9 +99,11 @@ class Recorder:
     more input: a crash loses nothing that was relayed.
     """
 
-    def __init__(self, path: Path | None, log: Any) -> None:
+    def __init__(self, path: Path | None, log: Any, append: bool = False) -> None:
         #: Where the transcript goes; None when recording is off.
         self.path = path
+        #: True for an explicit file that sessions append to; False for a new file.
+        self.append = append
         self._log = log
         self._fd: int | None = None
         self._pending: list[bytes] = []
@@ -74,20 +115,88 @@ class Recorder:
         return self._fd is not None
 
     def open(self, argv: list[str], pid: int | None) -> None:
-        """Open (or create, mode 0600) the file and write the ``start`` record."""
+        """Open the file safely (see the module's docstring) and write the ``start`` record."""
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._fd = os.open(
-                self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600
-            )
+            self._fd = self._open_safely(self.path, pid)
         except OSError as exc:
             self._fail("cannot open recording", exc)
             return
         self._log.info("recording", path=str(self.path))
         self.write(start_record(format_time(), argv, pid))
         self.flush()
+
+    def _open_safely(self, path: Path, pid: int | None) -> int:
+        if not self.append:
+            return self._create_new(path)
+        try:
+            fd = self._open_to_append(path)
+        except _Refused as why:
+            fallback = default_record_dir() / recording_name(pid)
+            self._log.warning(
+                f"not appending to {path}: {why}; recording this session to a new file instead",
+                path=str(fallback),
+            )
+            return self._create_new(fallback)
+        if _lock(fd):
+            return fd
+        os.close(fd)
+        sibling = path.with_name(f"{path.stem}-{pid}{path.suffix or '.jsonl'}")
+        self._log.warning(
+            f"{path} is being recorded to by another session; recording this one beside it",
+            path=str(sibling),
+        )
+        return self._create_new(sibling)
+
+    def _create_new(self, path: Path) -> int:
+        """A new file, created exclusively and never through a symlink; another name if taken."""
+        self._make_directory(path.parent)
+        for candidate in _alternatives(path):
+            try:
+                fd = os.open(candidate, _CREATE_NEW, 0o600)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # a symlink sits at that name
+                    continue
+                raise
+            _lock(fd)
+            self.path = candidate
+            return fd
+        raise FileExistsError(errno.EEXIST, f"{_ATTEMPTS} names taken", str(path))
+
+    def _open_to_append(self, path: Path) -> int:
+        self._make_directory(path.parent)
+        try:
+            fd = os.open(path, _APPEND, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _Refused("it is a symbolic link") from None
+            raise
+        info = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(info.st_mode):
+            problem = "it is not a regular file"
+        elif info.st_uid != os.geteuid():
+            problem = "it belongs to another user"
+        elif info.st_mode & 0o077:
+            problem = f"others can read it (mode {stat.S_IMODE(info.st_mode):04o})"
+        if problem is not None:
+            os.close(fd)
+            raise _Refused(problem)
+        return fd
+
+    def _make_directory(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.suppress(OSError):
+            mode = directory.stat().st_mode
+            if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+                self._log.warning(
+                    "the recordings directory is writable by others and not sticky: "
+                    "they can plant or replace files in it",
+                    directory=str(directory),
+                )
 
     def write(self, record: bytes) -> None:
         """Queue one record line for the next :meth:`flush`."""
@@ -130,3 +239,14 @@ class Recorder:
                 os.close(self._fd)
             self._fd = None
         self._pending.clear()
+
+
+def _lock(fd: int) -> bool:
+    """Take the file's advisory lock; False if another session holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True  # a filesystem without locks: nothing to coordinate with
+    return True
