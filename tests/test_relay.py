@@ -226,13 +226,22 @@ def test_unwritable_record_path_does_not_stop_the_relay(run_proxy, tmp_path):
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_disk_full_does_not_stop_the_relay(run_proxy, tmp_path):
     """If the recording cannot be written (disk full), the relay goes on; one error."""
+    import resource
+
     capture = tmp_path / "capture"
-    result = run_proxy(
-        [*SCRIPTED_AGENT, "echo", str(capture)], TRICKY, options=("--record", "/dev/full")
-    )
-    assert result.returncode == 0
-    assert result.stdout == TRICKY
-    assert result.stderr.count("cannot write recording") == 1
+    transcript = tmp_path / "t.jsonl"
+
+    def small_disk() -> None:  # the start record fits, the frames do not (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400, resource.RLIM_INFINITY))
+
+    proc = subprocess.run(
+        [*PROXY, "run", "--record", str(transcript), "--", *SCRIPTED_AGENT, "echo", str(capture)],
+        input=TRICKY, capture_output=True, timeout=60, env=clean_env(), preexec_fn=small_disk,
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert proc.stdout == TRICKY
+    assert proc.stderr.decode().count("cannot write recording") == 1
+    assert transcript.read_bytes().startswith(b'{"kind":"start"')
 
 
 def test_record_directory_gets_a_new_private_file_per_session(run_proxy, tmp_path):
