@@ -222,6 +222,30 @@ async def _pump(
         observer.observe(side, framer.feed(b""))
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """The agent's exit status, as soon as it exits.
+
+    ``Process.wait()`` also waits for the agent's pipes to close, and they do not
+    close while data nobody reads sits in them (a client that stopped reading, a
+    grandchild that holds them): a session would never end. The return code is
+    set when the child is reaped, so it is watched directly.
+    """
+    while proc.returncode is None:
+        await asyncio.sleep(_EXIT_POLL)
+    return proc.returncode
+
+
+async def _discard(source: _Source) -> None:
+    """Read a source to its end, dropping what it says."""
+    with contextlib.suppress(ConnectionError, OSError):
+        while await source.read():
+            pass
+
+
+#: Seconds between looks at whether the agent has exited.
+_EXIT_POLL = 0.02
+
+
 def _die_with_parent() -> None:
     """In the agent, before exec: get SIGTERM if the proxy dies (Linux).
 
@@ -311,7 +335,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     a2c = asyncio.create_task(
         _pump(agent_out, to_client, "agent", Framer(), observer, to_client.add)
     )
-    exited = asyncio.create_task(proc.wait())
+    exited = asyncio.create_task(_exited(proc))
 
     async def stop_agent() -> None:
         """Close the agent's stdin, then grace, SIGTERM, grace, SIGKILL."""
@@ -327,6 +351,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     try:
         pending: set[asyncio.Future[Any]] = {c2a, a2c, exited}
         stopping: asyncio.Task[None] | None = None
+        draining: asyncio.Task[None] | None = None
         while not exited.done():
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             # A "broken" c2a means the agent closed its stdin: it is exiting, or
@@ -335,10 +360,15 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
                 reason = reason or "client closed stdin"
                 stopping = asyncio.create_task(stop_agent())
                 pending.add(stopping)
-            if a2c in done and a2c.result() == "broken" and stopping is None:
-                reason = reason or "client closed stdout"
-                stopping = asyncio.create_task(stop_agent())
-                pending.add(stopping)
+            if a2c in done and a2c.result() == "broken" and draining is None:
+                # Nobody can read what the agent writes any more, but its pipe must
+                # still be read to its end: until it closes, the process's wait()
+                # does not return, and the agent could block on a full pipe.
+                draining = asyncio.create_task(_discard(agent_out))
+                if stopping is None:
+                    reason = reason or "client closed stdout"
+                    stopping = asyncio.create_task(stop_agent())
+                    pending.add(stopping)
         reason = reason or "agent exited"
         # Relay what the agent already wrote. Descendants that still hold its
         # stdout open would keep us here forever; they get the grace period.
@@ -348,13 +378,15 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
         if not a2c.done():
             _signal_group(proc.pid, signal.SIGKILL)
             a2c.cancel()
-        for task in (c2a, a2c, stopping):
-            if task is not None and not task.done():
+        others = [task for task in (stopping, draining) if task is not None]
+        for task in (c2a, a2c, *others):
+            if not task.done():
                 task.cancel()
-        await asyncio.gather(c2a, a2c, *([stopping] if stopping else []), return_exceptions=True)
-        # Make sure everything relayed has left before we report the end.
-        with contextlib.suppress(ConnectionError, OSError):
-            await client_out.drain()
+        await asyncio.gather(c2a, a2c, *others, return_exceptions=True)
+        # Make sure everything relayed has left before we report the end, unless
+        # the client stopped reading: it gets the grace period, not forever.
+        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+            await asyncio.wait_for(client_out.drain(), timeout=grace)
     finally:
         for sig in _FORWARDED_SIGNALS:
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):

@@ -6,6 +6,7 @@ Usage: python scripted_agent.py MODE [ARGS...]
   emit FILE           write FILE's bytes to stdout, then wait for stdin to close
   exit N              exit with status N at once
   readexit            read one chunk of stdin, then exit 0
+  flood               write lines to stdout forever (until killed or the pipe breaks)
   kill SIG            kill itself with signal SIG (a number)
   stubborn MARKER     say ready, then ignore SIGTERM and stdin EOF; note each SIGTERM in MARKER
   trap MARKER         on SIGTERM/SIGINT/SIGHUP write the signal number to MARKER and exit 0
@@ -29,7 +30,7 @@ def _copy(src: int, dests: list[int]) -> None:
                 view = view[os.write(fd, view) :]
 
 
-def main() -> None:  # noqa: C901, PLR0912 - one branch per mode
+def main() -> None:  # noqa: C901, PLR0912, PLR0915 - one branch per mode
     mode, *args = sys.argv[1:]
     if mode == "echo":
         capture = os.open(args[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -47,6 +48,10 @@ def main() -> None:  # noqa: C901, PLR0912 - one branch per mode
         sys.exit(int(args[0]))
     elif mode == "readexit":
         os.read(0, 1 << 16)
+    elif mode == "flood":
+        line = b'{"jsonrpc":"2.0","method":"_tick","params":{"pad":"' + b"x" * 200 + b'"}}\n'
+        while True:
+            os.write(1, line)
     elif mode == "kill":
         os.kill(os.getpid(), int(args[0]))
         time.sleep(10)

@@ -551,3 +551,48 @@ def test_agent_is_told_when_the_proxy_is_killed(tmp_path):
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(agent_pid, signal.SIGKILL)
+
+
+def test_a_client_that_stops_reading_does_not_hang_the_proxy(tmp_path):
+    """The editor closes its end of our stdout while the agent streams, but keeps stdin open:
+    the session ends (SIGTERM, SIGKILL to the agent), the end is recorded, the proxy exits."""
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--grace", "0.3", "--record", str(transcript), "--",
+         *SCRIPTED_AGENT, "flood"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stdin is not None
+        assert len(proc.stdout.read(4096)) == 4096
+        proc.stdout.close()
+        try:
+            status = proc.wait(timeout=30)
+        finally:
+            proc.kill()
+            proc.stdin.close()
+    assert status != 0
+    end = orjson.loads(transcript.read_bytes().splitlines()[-1])
+    assert end["kind"] == "end" and end["reason"] == "client closed stdout"
+
+
+def test_a_client_that_stops_reading_and_closes_stdin_does_not_hang_the_proxy(tmp_path):
+    """The editor stops reading our stdout (without closing it) and closes stdin while the
+    agent streams: the agent is stopped and the proxy exits; nothing waits forever."""
+    transcript = tmp_path / "t.jsonl"
+    with subprocess.Popen(
+        [*PROXY, "run", "--grace", "0.3", "--record", str(transcript), "--",
+         *SCRIPTED_AGENT, "flood"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stdin is not None
+        assert len(proc.stdout.read(4096)) == 4096
+        time.sleep(0.5)  # every pipe fills up: the agent and the proxy block on writes
+        proc.stdin.close()
+        try:
+            status = proc.wait(timeout=30)
+        finally:
+            proc.kill()
+            proc.stdout.close()
+    assert status == 128 + signal.SIGTERM
+    end = orjson.loads(transcript.read_bytes().splitlines()[-1])
+    assert end["kind"] == "end" and end["reason"] == "client closed stdin"
