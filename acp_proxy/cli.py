@@ -124,6 +124,12 @@ def cli() -> None:
     "and again before SIGKILL.",
 )
 @click.option(
+    "--no-stderr",
+    is_flag=True,
+    envvar=_env("NO_STDERR"),
+    help="Do not record the agent's stderr (it still passes through to ours).",
+)
+@click.option(
     "--notify-client",
     is_flag=True,
     envvar=_env("NOTIFY_CLIENT"),
@@ -136,6 +142,7 @@ def run(
     record: str | None,
     no_record: bool,
     grace: float,
+    no_stderr: bool,
     notify_client: bool,
     log_file: str | None,
     log_level: str,
@@ -158,6 +165,7 @@ def run(
     argv = list(command)
     recorder = Recorder(None, log)
     observer = Observer(recorder, log, Validator(), notify_client=notify_client)
+    observer.record_stderr = not no_stderr
 
     def on_start(pid: int) -> None:
         if not no_record:

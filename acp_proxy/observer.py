@@ -20,10 +20,13 @@ import orjson
 
 from .framing import Frame
 from .recorder import Recorder
-from .transcript import format_time, frame_record, violation_record
+from .transcript import format_time, frame_record, stderr_record, violation_record
 from .wire import Message, WireModel
 
-__all__ = ["Finding", "Observer", "describe"]
+__all__ = ["STDERR_PIECE", "Finding", "Observer", "describe"]
+
+#: The longest piece of a stderr line stored in one record.
+STDERR_PIECE = 64 * 1024
 
 
 class Finding(Protocol):
@@ -105,6 +108,9 @@ class Observer:
         self._notify = notify_client
         self._notified: set[tuple[str, str]] = set()
         self._broken = False
+        #: Whether the agent's stderr is recorded (``--no-stderr`` turns it off).
+        self.record_stderr = True
+        self._stderr = bytearray()
         enabled = getattr(log, "is_enabled_for", None)
         self._debug = enabled(logging.DEBUG) if enabled is not None else True
         #: Sequence number of the last frame observed (both directions together).
@@ -154,6 +160,41 @@ class Observer:
                 notices += self._notices_for(findings)
         self.recorder.flush()
         return notices
+
+    def stderr(self, data: bytes) -> None:
+        """Record what the agent wrote to stderr, a record per line (``b""``: its end).
+
+        A line longer than :data:`STDERR_PIECE` is recorded in pieces of that size, so
+        memory stays bounded; an unfinished last line is recorded at the end. Never raises.
+        """
+        if not self.record_stderr or not self.recorder.active:
+            return
+        try:
+            t = format_time()
+            pending = self._stderr
+            if data:
+                pending += data
+                end = pending.rfind(b"\n")
+                if end >= 0:
+                    complete = bytes(pending[:end])
+                    del pending[: end + 1]
+                    for line in complete.split(b"\n"):
+                        self._stderr_line(t, line)
+                while len(pending) >= STDERR_PIECE:
+                    self.recorder.write(stderr_record(t, bytes(pending[:STDERR_PIECE])))
+                    del pending[:STDERR_PIECE]
+            elif pending:
+                self._stderr_line(t, bytes(pending))
+                pending.clear()
+            self.recorder.flush()
+        except Exception as exc:
+            self.record_stderr = False
+            with contextlib.suppress(Exception):
+                self._log.error("recording the agent's stderr failed", error=repr(exc))
+
+    def _stderr_line(self, t: str, line: bytes) -> None:
+        for start in range(0, len(line) or 1, STDERR_PIECE):
+            self.recorder.write(stderr_record(t, line[start : start + STDERR_PIECE]))
 
     def _notices_for(self, findings: list[Any]) -> bytes:
         validator = self.validator

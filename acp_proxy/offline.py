@@ -22,6 +22,7 @@ from .transcript import (
     FrameRecord,
     Record,
     StartRecord,
+    StderrRecord,
     UnreadableLine,
     ViolationRecord,
     iter_records,
@@ -61,7 +62,9 @@ class Annotated:
     connection: int = 0
 
 
-def annotate(records: Iterable[Record], validate: bool = True) -> Iterator[Annotated]:
+def annotate(  # noqa: C901 - one branch per record kind
+    records: Iterable[Record], validate: bool = True
+) -> Iterator[Annotated]:
     """Yield every record, in order, with its message and recomputed findings.
 
     Each ``start`` record begins a new connection, with a fresh wire model
@@ -101,6 +104,8 @@ def annotate(records: Iterable[Record], validate: bool = True) -> Iterator[Annot
                     record.rule, record.level, record.message, record.spec, record.seq
                 )
                 yield Annotated(record, [carried], None, number)
+        elif isinstance(record, StderrRecord):
+            yield Annotated(record, [], None, number)  # no protocol here: nothing to check
         elif isinstance(record, EndRecord):
             found = validator.end() if validator is not None else []
             wire = validator = None

@@ -235,6 +235,21 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
+async def _pass_stderr(source: _Source, observer: Observer) -> None:
+    """The agent's stderr: to ours, byte for byte and at once, and to the transcript."""
+    try:
+        while data := await source.read():
+            view = memoryview(data)
+            with contextlib.suppress(OSError):
+                while view:
+                    view = view[os.write(2, view) :]
+            observer.stderr(data)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        observer.stderr(b"")
+
+
 async def _discard(source: _Source) -> None:
     """Read a source to its end, dropping what it says."""
     with contextlib.suppress(ConnectionError, OSError):
@@ -293,7 +308,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=None,
+            stderr=asyncio.subprocess.PIPE,
             process_group=0,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             limit=CHUNK,
@@ -327,6 +342,8 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     client_out = await _open_sink(stdout_fd)
     agent_in = _StreamSink(proc.stdin)
     agent_out = _StreamSource(proc.stdout)
+    assert proc.stderr is not None
+    agent_err = asyncio.create_task(_pass_stderr(_StreamSource(proc.stderr), observer))
 
     to_client = _ClientSink(client_out)
     c2a = asyncio.create_task(
@@ -378,7 +395,11 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
         if not a2c.done():
             _signal_group(proc.pid, signal.SIGKILL)
             a2c.cancel()
-        others = [task for task in (stopping, draining) if task is not None]
+        # What the agent wrote to stderr before it exited is passed on and recorded;
+        # descendants that hold its stderr get the grace period.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(agent_err), timeout=grace)
+        others = [task for task in (stopping, draining, agent_err) if task is not None]
         for task in (c2a, a2c, *others):
             if not task.done():
                 task.cancel()

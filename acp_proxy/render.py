@@ -23,6 +23,7 @@ from .transcript import (
     EndRecord,
     FrameRecord,
     StartRecord,
+    StderrRecord,
     UnreadableLine,
     ViolationRecord,
     parse_time,
@@ -199,6 +200,8 @@ class Timeline:
             ]
         if isinstance(record, FrameRecord) and item.message is not None:
             return self._frame(record, item.message, item.findings)
+        if isinstance(record, StderrRecord):
+            return self._stderr(record)
         findings = self._findings(item.findings, standalone=True)
         if isinstance(record, EndRecord):
             if record.line == 0 or record.reason == "(no end record)":
@@ -264,6 +267,23 @@ class Timeline:
             + f"  {kind:<8} "
         )
         return [*gap, head + body.rstrip(), *self._findings(findings, standalone=False)]
+
+    def _stderr(self, record: StderrRecord) -> list[str]:
+        """A line the agent wrote to stderr: shown unless the view is narrowed to frames."""
+        only = self.only
+        if only.side == "client" or only.method or only.session or only.violations_only:
+            return []
+        try:
+            text = record.data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = f"(not UTF-8, {len(record.data)} bytes)"
+        when = self._elapsed(record.t).replace(" at ", "") or "?"
+        head = (
+            click.style(f"{when:>10}", dim=True)
+            + "         "
+            + click.style("agent stderr", dim=True)
+        )
+        return [f"{head}  {text}".rstrip()]
 
     def _gap(self, seq: int) -> list[str]:
         """A note for frames missing from the sequence: notices are never stored."""

@@ -7,6 +7,7 @@ A transcript is JSONL, one record per line, append-only::
     {"kind":"frame","seq":7,"t":…,"from":"agent","text":"not JSON"}
     {"kind":"frame","seq":8,"t":…,"from":"agent","base64":"/w4K"}
     {"kind":"violation","t":…,"seq":<int or null>,"rule":…,"level":…,"message":…,"spec":…}
+    {"kind":"stderr","t":…,"text":"a line the agent wrote to stderr"}
     {"kind":"end","t":…,"exit":0,"reason":"client closed stdin"}
 
 ``msg`` is always the last key and holds the frame's own bytes, spliced in, never
@@ -38,6 +39,7 @@ __all__ = [
     "FrameRecord",
     "Record",
     "StartRecord",
+    "StderrRecord",
     "UnreadableLine",
     "ViolationRecord",
     "end_record",
@@ -47,6 +49,7 @@ __all__ = [
     "parse_record",
     "read_records",
     "start_record",
+    "stderr_record",
     "violation_record",
 ]
 
@@ -130,6 +133,15 @@ def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> byt
     return orjson.dumps({"kind": "violation", "t": t, "seq": seq, **finding}) + b"\n"
 
 
+def stderr_record(t: str, raw: bytes) -> bytes:
+    """One line (or piece of a long line) the agent wrote to stderr, without its ``\\n``."""
+    try:
+        return orjson.dumps({"kind": "stderr", "t": t, "text": raw.decode("utf-8")}) + b"\n"
+    except UnicodeDecodeError:
+        data = base64.b64encode(raw).decode()
+        return orjson.dumps({"kind": "stderr", "t": t, "base64": data}) + b"\n"
+
+
 def end_record(t: str, exit_status: int | None, reason: str) -> bytes:
     """The record that closes a session."""
     return orjson.dumps({"kind": "end", "t": t, "exit": exit_status, "reason": reason}) + b"\n"
@@ -186,6 +198,15 @@ class EndRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class StderrRecord:
+    """A line the agent wrote to stderr."""
+
+    line: int
+    t: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class UnreadableLine:
     """A line that is not a record: typically the truncated last line of a crash."""
 
@@ -193,7 +214,7 @@ class UnreadableLine:
     reason: str
 
 
-Record = StartRecord | FrameRecord | ViolationRecord | EndRecord | UnreadableLine
+Record = StartRecord | FrameRecord | ViolationRecord | EndRecord | StderrRecord | UnreadableLine
 
 _SIGNIFICANT = re.compile(rb'["\\{}\[\]]')
 _WHITESPACE = b" \t\r\n"
@@ -338,6 +359,15 @@ def _record(number: int, line: bytes, kind: Any, record: dict[str, Any]) -> Reco
             _str(record, "message", ""),
             _str(record, "spec", ""),
         )
+    if kind == "stderr":
+        if isinstance(record.get("base64"), str):
+            try:
+                data = base64.b64decode(record["base64"], validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise _Malformed(f"base64 does not decode: {exc}") from None
+        else:
+            data = _str(record, "text").encode("utf-8")
+        return StderrRecord(number, _str(record, "t", ""), data)
     if kind == "end":
         return EndRecord(
             number,

@@ -596,3 +596,49 @@ def test_a_client_that_stops_reading_and_closes_stdin_does_not_hang_the_proxy(tm
     assert status == 128 + signal.SIGTERM
     end = orjson.loads(transcript.read_bytes().splitlines()[-1])
     assert end["kind"] == "end" and end["reason"] == "client closed stdin"
+
+
+def test_the_agents_stderr_passes_through_and_is_recorded(tmp_path):
+    """stderr: to ours byte for byte, and a record per line (base64 when not UTF-8, the
+    unfinished last line at EOF); `show` prints them, `validate` skips them."""
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import os, sys\n"
+        "os.write(2, b'API key missing\\n\\xff\\xfe bad\\nlast words')\n"
+        "sys.stdin.read()\n"
+    )
+    transcript = tmp_path / "t.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "run", "--record", str(transcript), "--", sys.executable, str(script)],
+        input=b"", capture_output=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert b"API key missing\n\xff\xfe bad\nlast words" in proc.stderr
+    records = [orjson.loads(line) for line in transcript.read_bytes().splitlines()]
+    stderr = [r for r in records if r["kind"] == "stderr"]
+    assert [r.get("text") for r in stderr] == ["API key missing", None, "last words"]
+    assert base64.b64decode(stderr[1]["base64"]) == b"\xff\xfe bad"
+    shown = subprocess.run([*PROXY, "show", "--no-color", str(transcript)], capture_output=True)
+    assert b"agent stderr  API key missing" in shown.stdout
+    assert b"(not UTF-8, 6 bytes)" in shown.stdout
+    checked = subprocess.run([*PROXY, "validate", str(transcript)], capture_output=True)
+    assert checked.returncode == 0 and checked.stdout == b""
+    quiet = tmp_path / "quiet.jsonl"
+    subprocess.run(
+        [*PROXY, "run", "--no-stderr", "--record", str(quiet), "--", sys.executable, str(script)],
+        input=b"", capture_output=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+    assert b'"kind":"stderr"' not in quiet.read_bytes()
+
+
+def test_a_very_long_stderr_line_is_recorded_in_pieces(tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text("import os, sys\nos.write(2, b'x' * 150000 + b'\\n')\nsys.stdin.read()\n")
+    transcript = tmp_path / "t.jsonl"
+    subprocess.run(
+        [*PROXY, "run", "--record", str(transcript), "--", sys.executable, str(script)],
+        input=b"", capture_output=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+    records = [orjson.loads(line) for line in transcript.read_bytes().splitlines()]
+    pieces = [len(r["text"]) for r in records if r["kind"] == "stderr"]
+    assert pieces == [65536, 65536, 150000 - 2 * 65536]
