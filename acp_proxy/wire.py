@@ -169,7 +169,7 @@ class Request:
     answer_seq: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
     """One frame, and what it is on this connection."""
 
