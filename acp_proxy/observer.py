@@ -108,6 +108,7 @@ class Observer:
         self._notify = notify_client
         self._notified: set[tuple[str, str]] = set()
         self._broken = False
+        self._wire_broken = False
         #: Whether the agent's stderr is recorded (``--no-stderr`` turns it off).
         self.record_stderr = True
         self._stderr = bytearray()
@@ -143,11 +144,11 @@ class Observer:
         for frame in frames:
             self.seq += 1
             t = format_time()
-            message = self.wire.feed(side, frame, self.seq, t)
-            findings = self._validate(message)
+            message = self._classify(side, frame, t)
+            findings = self._validate(message) if message is not None else []
             if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
-            if message.is_notice:
+            if message is not None and message.is_notice:
                 self._log_notice(side, frame)
                 for finding in findings:
                     self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
@@ -233,6 +234,18 @@ class Observer:
         self._log_findings(None, findings)
         self.recorder.close(exit_status, reason)
         return findings
+
+    def _classify(self, side: str, frame: Frame, t: str) -> Message | None:
+        """The wire model's view of a frame; None once the model has failed (a bug):
+        then validation stops, but recording goes on, as for a failing validator."""
+        if self._wire_broken:
+            return None
+        try:
+            return self.wire.feed(side, frame, self.seq, t)
+        except Exception as exc:
+            self._wire_broken = True
+            self._validator_failed(exc)
+            return None
 
     def _validate(self, message: Message) -> list[Any]:
         if self.validator is None:

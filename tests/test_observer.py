@@ -71,3 +71,22 @@ def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_pat
         )
     assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
     assert path.read_bytes().count(b'"kind":"frame"') == 2
+
+
+def test_a_failing_wire_model_stops_validation_but_not_recording(tmp_path):
+    """A bug in the wire model costs validation, logged once; every frame is still recorded."""
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Validator())
+
+    def explode(*args: object) -> None:
+        raise RuntimeError("wire bug")
+
+    observer.wire.feed = explode  # type: ignore[method-assign, assignment]
+    with capture_logs() as logs:
+        observer.observe(
+            "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+        )
+    assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
+    assert path.read_bytes().count(b'"kind":"frame"') == 2
