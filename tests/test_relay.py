@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -553,9 +554,10 @@ def test_agent_is_told_when_the_proxy_is_killed(tmp_path):
             os.kill(agent_pid, signal.SIGKILL)
 
 
-def test_a_client_that_stops_reading_does_not_hang_the_proxy(tmp_path):
-    """The editor closes its end of our stdout while the agent streams, but keeps stdin open:
-    the session ends (SIGTERM, SIGKILL to the agent), the end is recorded, the proxy exits."""
+def _flooded_client(tmp_path: Path, close_stdout: bool) -> tuple[int, dict[str, Any]]:
+    """An agent streams; the client reads 4 KB, then closes its end of our stdout
+    (``close_stdout``) or stops reading and closes stdin. The proxy's exit status and
+    the transcript's last record, once it exits (a hang fails the wait)."""
     transcript = tmp_path / "t.jsonl"
     with subprocess.Popen(
         [*PROXY, "run", "--grace", "0.3", "--record", str(transcript), "--",
@@ -564,37 +566,33 @@ def test_a_client_that_stops_reading_does_not_hang_the_proxy(tmp_path):
     ) as proc:  # fmt: skip
         assert proc.stdout is not None and proc.stdin is not None
         assert len(proc.stdout.read(4096)) == 4096
-        proc.stdout.close()
+        if close_stdout:
+            proc.stdout.close()
+        else:
+            time.sleep(0.5)  # every pipe fills up: the agent and the proxy block on writes
+            proc.stdin.close()
         try:
             status = proc.wait(timeout=30)
         finally:
             proc.kill()
-            proc.stdin.close()
+            for stream in (proc.stdin, proc.stdout):
+                stream.close()
+    return status, orjson.loads(transcript.read_bytes().splitlines()[-1])
+
+
+def test_a_client_that_stops_reading_does_not_hang_the_proxy(tmp_path):
+    """The editor closes its end of our stdout while the agent streams, but keeps stdin open:
+    the session ends (SIGTERM, SIGKILL to the agent), the end is recorded, the proxy exits."""
+    status, end = _flooded_client(tmp_path, close_stdout=True)
     assert status != 0
-    end = orjson.loads(transcript.read_bytes().splitlines()[-1])
     assert end["kind"] == "end" and end["reason"] == "client closed stdout"
 
 
 def test_a_client_that_stops_reading_and_closes_stdin_does_not_hang_the_proxy(tmp_path):
     """The editor stops reading our stdout (without closing it) and closes stdin while the
     agent streams: the agent is stopped and the proxy exits; nothing waits forever."""
-    transcript = tmp_path / "t.jsonl"
-    with subprocess.Popen(
-        [*PROXY, "run", "--grace", "0.3", "--record", str(transcript), "--",
-         *SCRIPTED_AGENT, "flood"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
-    ) as proc:  # fmt: skip
-        assert proc.stdout is not None and proc.stdin is not None
-        assert len(proc.stdout.read(4096)) == 4096
-        time.sleep(0.5)  # every pipe fills up: the agent and the proxy block on writes
-        proc.stdin.close()
-        try:
-            status = proc.wait(timeout=30)
-        finally:
-            proc.kill()
-            proc.stdout.close()
+    status, end = _flooded_client(tmp_path, close_stdout=False)
     assert status == 128 + signal.SIGTERM
-    end = orjson.loads(transcript.read_bytes().splitlines()[-1])
     assert end["kind"] == "end" and end["reason"] == "client closed stdin"
 
 
