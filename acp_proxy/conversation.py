@@ -223,7 +223,11 @@ class Conversation:
         self.observe(self._wire.feed(side, frame, seq, t))
 
     def observe(self, message: Message) -> None:
-        """Apply one message of a wire model."""
+        """Apply one message of a wire model (each element of a batch in turn)."""
+        for element in message.messages:
+            self._observe(element)
+
+    def _observe(self, message: Message) -> None:
         session_id = message.session
         if session_id is None:
             return

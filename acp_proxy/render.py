@@ -38,7 +38,7 @@ _KIND_LABELS = {
     Kind.REQUEST: "request",
     Kind.NOTIFICATION: "notify",
     Kind.RESPONSE: "response",
-    Kind.BATCH: "invalid",
+    Kind.BATCH: "batch",
     Kind.INVALID: "invalid",
     Kind.NOT_JSON: "raw",
 }
@@ -228,33 +228,9 @@ class Timeline:
         return f" at +{(when - self._start).total_seconds():.3f}s"
 
     def _frame(self, record: FrameRecord, message: Message, findings: list[Violation]) -> list[str]:
-        frame = record.frame
         method, session = message.method, message.session
         kind = _KIND_LABELS[message.kind]
-        if message.kind is Kind.NOT_JSON:
-            if frame.utf8:
-                body = f"(not JSON) {_show(frame.raw.decode(), 70)}"
-            else:
-                body = f"(not UTF-8, {len(frame.raw)} bytes)"
-        elif message.kind is Kind.REQUEST:
-            body = f"#{_show(message.id)} {method} {_summarize_params(str(method), message.params)}"
-        elif message.kind is Kind.NOTIFICATION:
-            body = f"{method} {_summarize_params(str(method), message.params)}"
-        elif message.kind is Kind.RESPONSE:
-            name = method or "(unknown request)"
-            if message.is_error:
-                error = message.error
-                if isinstance(error, dict):
-                    outcome = click.style(
-                        f"error {error.get('code')}: {error.get('message')}", fg="red"
-                    )
-                else:
-                    outcome = click.style(f"error {_show(error)}", fg="red")
-            else:
-                outcome = "ok " + _summarize_result(method, message.frame.value.get("result"))
-            body = f"#{_show(message.id)} {name} {outcome}"
-        else:
-            body = _show(frame.value, 70)
+        body = _body(message)
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
@@ -438,3 +414,34 @@ def conversation_lines(
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
         yield ""
+
+
+def _body(message: Message) -> str:
+    """A frame's one-line summary in the timeline."""
+    frame, method = message.frame, message.method
+    if message.kind is Kind.NOT_JSON:
+        if frame.utf8:
+            return f"(not JSON) {_show(frame.raw.decode(), 70)}"
+        return f"(not UTF-8, {len(frame.raw)} bytes)"
+    if message.kind is Kind.REQUEST:
+        return f"#{_show(message.id)} {method} {_summarize_params(str(method), message.params)}"
+    if message.kind is Kind.NOTIFICATION:
+        return f"{method} {_summarize_params(str(method), message.params)}"
+    if message.kind is Kind.RESPONSE:
+        name = method or "(unknown request)"
+        if message.is_error:
+            error = message.error
+            if isinstance(error, dict):
+                outcome = click.style(
+                    f"error {error.get('code')}: {error.get('message')}", fg="red"
+                )
+            else:
+                outcome = click.style(f"error {_show(error)}", fg="red")
+        else:
+            outcome = "ok " + _summarize_result(method, message.frame.value.get("result"))
+        return f"#{_show(message.id)} {name} {outcome}"
+    if message.kind is Kind.BATCH:
+        names = ", ".join(str(element.method or element.kind) for element in message.elements[:4])
+        more = ", ..." if len(message.elements) > 4 else ""
+        return f"{len(message.elements)} messages: {names}{more}"
+    return _show(frame.value, 70)

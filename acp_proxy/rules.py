@@ -15,7 +15,7 @@ from enum import StrEnum
 
 import orjson
 
-__all__ = ["CATALOG", "RULES", "Level", "Rule", "Scope", "catalog_lines"]
+__all__ = ["CATALOG", "RULES", "SCHEMA_OVERLAP", "Level", "Rule", "Scope", "catalog_lines"]
 
 
 class Level(StrEnum):
@@ -32,6 +32,8 @@ class Scope(StrEnum):
 
     #: Every version: JSON-RPC, transport, initialization and sessions.
     ALL = "all"
+    #: ACP v1 only (and connections whose version is not known yet).
+    V1 = "v1"
     #: ACP v2 only: the prompt lifecycle.
     V2 = "v2"
 
@@ -67,7 +69,20 @@ CATALOG: tuple[Rule, ...] = (
         "crlf-line-ending", W, TRANSPORT, "A line ending in \\r\\n; messages are delimited by \\n."
     ),
     Rule("blank-line", W, TRANSPORT, "An empty line between messages."),
-    Rule("batch", E, TRANSPORT, "A JSON-RPC batch (array); ACP sends one message per line."),
+    Rule(
+        "batch",
+        E,
+        TRANSPORT,
+        "A JSON-RPC batch (array) on a v1 connection: v1 sends one message per line.",
+        Scope.V1,
+    ),
+    Rule(
+        "batch-empty",
+        E,
+        "Transports (JSON-RPC Batch Messages)",
+        "An empty JSON-RPC batch ([]).",
+        V2,
+    ),
     Rule("jsonrpc-version", E, JSONRPC, 'A message whose "jsonrpc" is not "2.0".'),
     Rule(
         "invalid-message",
@@ -95,6 +110,28 @@ CATALOG: tuple[Rule, ...] = (
         "A request id reused while the same side's request with that id is pending.",
     ),
     Rule("unanswered-request", W, JSONRPC, "A request still unanswered when the connection ends."),
+    Rule(
+        "schema",
+        E,
+        "ACP schema",
+        "A field missing, of the wrong JSON type, outside its closed enum or its bounds, per the "
+        "official schema of the negotiated version (params by method, result by the request's "
+        "method, error objects, every update variant).",
+    ),
+    Rule(
+        "schema-lenient",
+        W,
+        "ACP schema",
+        "A malformed field the SDKs silently replace with its default "
+        "(x-deserialize-default-on-error), or a list item they drop; _meta that is not an object.",
+    ),
+    Rule(
+        "schema-reserved",
+        W,
+        "ACP schema",
+        "A value the schema does not know where it has a catch-all variant: reserved for future "
+        "versions (_-prefixed values are extensions and never flagged).",
+    ),
     Rule("wrong-direction", E, SCHEMA, "A method sent by the side that should receive it."),
     Rule(
         "unknown-method",
@@ -394,6 +431,40 @@ CATALOG: tuple[Rule, ...] = (
 
 #: The catalog by rule id.
 RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOG}
+
+#: Hand-written rules that report a defect the schema check would also find, and
+#: the paths they cover: when one fires on a frame, the schema's findings at or
+#: under those paths are left out (one finding per defect, the more specific rule).
+SCHEMA_OVERLAP: dict[str, tuple[str, ...]] = {
+    "invalid-error-object": ("error",),
+    "initialize-protocol-version": ("result.protocolVersion",),
+    "prompt-empty": ("params.prompt",),
+    "prompt-result-message-id": ("result.messageId",),
+    "state-missing": ("params.update.state",),
+    "state-unknown": ("params.update.state",),
+    "stop-reason-unknown": ("params.update.stopReason",),
+    "idle-without-stop-reason": ("params.update.stopReason",),
+    "error-field-malformed": ("params.update.error",),
+    "message-id-missing": ("params.update.messageId",),
+    "message-content-shape": ("params.update.content",),
+    "tool-call-id-missing": ("params.update.toolCallId",),
+    "terminal-id-missing": ("params.update.terminalId",),
+    "terminal-data-not-base64": ("params.update.data",),
+    "plan-id-missing": ("params.update.plan",),
+    "unknown-update": ("params.update.sessionUpdate",),
+    "notice-severity-missing": ("params.update.severity",),
+    "notice-severity-unknown": ("params.update.severity",),
+    "notice-title-missing": ("params.update.title",),
+    "notice-field-type": ("params.update.description", "params.update._meta"),
+    "compaction-field-missing": (
+        "params.update.compactionId",
+        "params.update.status",
+        "params.update.content",
+    ),
+    "compaction-status-unknown": ("params.update.status",),
+    "usage-fields": ("params.update.used", "params.update.size"),
+    "usage-cost-fields": ("params.update.cost",),
+}
 
 
 def catalog_lines(fmt: str = "text") -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .offline import Annotated
 from .transcript import FrameRecord, StartRecord
-from .wire import Kind, Turn, seconds_between
+from .wire import Kind, Message, Turn, seconds_between
 
 __all__ = ["Stats", "percentile"]
 
@@ -64,9 +64,11 @@ class Stats:
         side = record.side
         self.frames[side] += 1
         self.bytes[side] += len(record.frame.raw) + 1
-        message = item.message
-        if message is None:
-            return
+        if item.message is not None:
+            for message in item.message.messages:
+                self._message(message)
+
+    def _message(self, message: Message) -> None:
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION) and message.method is not None:
             self.methods[message.method] += 1
         update = message.update

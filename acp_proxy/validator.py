@@ -54,7 +54,8 @@ from .protocol import (
     is_extension,
     methods_for,
 )
-from .rules import RULES, Scope
+from .rules import RULES, SCHEMA_OVERLAP, Scope
+from .schema import Checker, schema_for
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
@@ -240,12 +241,14 @@ class Validator:
 
     # --- plumbing -------------------------------------------------------------
 
-    def _flag(self, rule_id: str, message: str) -> None:
+    def _flag(self, rule_id: str, message: str, spec: str | None = None) -> None:
         rule = RULES[rule_id]
         if rule.scope is Scope.V2 and self.version != 2:
             return
+        if rule.scope is Scope.V1 and self.version == 2:
+            return
         self._found.append(
-            Violation(rule.id, rule.level, message, rule.spec, self._seq, self._session_id)
+            Violation(rule.id, rule.level, message, spec or rule.spec, self._seq, self._session_id)
         )
 
     @property
@@ -278,10 +281,32 @@ class Validator:
             return
         if raw.endswith(b"\r"):
             self._flag("crlf-line-ending", f"the {side} ended a line with \\r\\n")
-        value = frame.value
         if message.kind is Kind.BATCH:
-            self._flag("batch", f"the {side} sent a JSON-RPC batch of {len(value)} messages")
+            self._batch(message)
+        else:
+            self._message(message)
+
+    def _batch(self, message: Message) -> None:
+        """v2 allows JSON-RPC batches (Transports); v1 sends one message per line."""
+        side, count = message.side, len(message.elements)
+        if self._schema_version() != 2:
+            self._flag("batch", f"the {side} sent a JSON-RPC batch of {count} messages")
             return
+        if not count:
+            self._flag("batch-empty", f"the {side} sent an empty JSON-RPC batch")
+            return
+        for index, element in enumerate(message.elements):
+            if not isinstance(element.value, dict):
+                self._flag(
+                    "invalid-message",
+                    f"element {index} of the {side}'s batch is {_show(element.value)}, "
+                    "not a JSON-RPC object",
+                )
+                continue
+            self._message(element)
+
+    def _message(self, message: Message) -> None:
+        side, value = message.side, message.value
         if not isinstance(value, dict):
             self._flag("invalid-message", f"the {side} sent {_show(value)}, not a JSON-RPC object")
             return
@@ -290,6 +315,7 @@ class Validator:
                 "jsonrpc-version",
                 f'the {side} sent a message with "jsonrpc": {_show(value.get("jsonrpc"))}',
             )
+        first = len(self._found)
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):
             self._call(message, value)
         elif message.kind is Kind.RESPONSE:
@@ -299,11 +325,57 @@ class Validator:
                 "invalid-message",
                 f"the {side} sent a method that is not a string: {_show(value['method'])}",
             )
+            return
         else:
             self._flag(
                 "invalid-message",
                 f"the {side} sent an object with neither method nor result/error",
             )
+            return
+        self._shape(message, value, first)
+
+    # --- shapes: the official schema of the negotiated version ----------------------
+
+    def _schema_version(self) -> int:
+        """The schema to check against: negotiated, else asked for; v1 when unknown."""
+        version = self.wire.version
+        return 2 if version is not None and version >= 2 else 1
+
+    def _shape(self, message: Message, value: dict[str, Any], first: int) -> None:
+        """Check params, result or error against the schema; one finding per defect."""
+        method = message.method
+        if method is None or method.startswith("_"):
+            return
+        schema = schema_for(self._schema_version())
+        checker: Checker | None
+        if message.kind is Kind.RESPONSE:
+            if message.request is None:
+                return
+            if "error" in value:
+                part, checker, target = "error", schema.definition("Error"), value["error"]
+            else:
+                part, checker, target = "result", schema.result(method), value.get("result")
+                if target is None and checker is not None and not checker({}):
+                    return  # v1 docs show `"result": null` for empty results; SDKs accept it
+        else:
+            notification = message.kind is Kind.NOTIFICATION
+            part, checker = "params", schema.params(method, notification)
+            target = value.get("params", {})
+        if checker is None:
+            return
+        defects = checker(target)
+        if not defects:
+            return
+        covered = [path for v in self._found[first:] for path in SCHEMA_OVERLAP.get(v.rule, ())]
+        for defect in defects:
+            path = defect.describe(part)
+            where = path.split(":", 1)[0]
+            if any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
+                continue
+            rule = "schema-reserved" if defect.reserved else "schema-lenient"
+            if defect.hard:
+                rule = "schema"
+            self._flag(rule, f"{method} {path}", spec=f"ACP v{schema.version} schema")
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params

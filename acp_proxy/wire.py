@@ -7,8 +7,10 @@ Nothing else classifies JSON-RPC messages, pairs responses with requests or
 decides where a turn begins and ends.
 
 - **Kinds**: a request (``method`` and ``id``), a notification (``method``, no
-  ``id``), a response (``result`` or ``error``), a batch (a JSON array), an
-  invalid message (JSON that is none of these), or a line that is not JSON.
+  ``id``), a response (``result`` or ``error``), a batch (a JSON array, whose
+  elements are classified one by one and take part in pairing and turns like
+  single messages), an invalid message (JSON that is none of these), or a line
+  that is not JSON.
 - **Pairing**: a request waits in :attr:`WireModel.pending` under one key,
   (sender, id) with the id's JSON type kept (``3`` and ``"3"`` differ), until the
   other side answers it; the response then names it, with the latency. Memory is
@@ -200,11 +202,19 @@ class Message:
     #: The turn this frame opened or closed, if any.
     opened: Turn | None = None
     closed: Turn | None = None
+    #: A batch: its elements, each classified as a message of its own (their
+    #: frames carry the batch's bytes and the element's value).
+    elements: tuple[Message, ...] = ()
 
     @property
     def value(self) -> Any:
         """The parsed JSON (``UNPARSED`` for a line that is not JSON)."""
         return self.frame.value
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages the frame carries: a batch's elements, else itself."""
+        return self.elements if self.kind is Kind.BATCH else (self,)
 
     @property
     def update(self) -> dict[str, Any] | None:
@@ -313,7 +323,16 @@ class WireModel:
         if not frame.is_json:
             return Message(seq, t, sender, frame, Kind.NOT_JSON)
         if isinstance(value, list):
-            return Message(seq, t, sender, frame, Kind.BATCH)
+            elements = tuple(
+                self._classify(sender, Frame(frame.raw, item), item, seq, t)
+                if not isinstance(item, list)
+                else Message(seq, t, sender, Frame(frame.raw, item), Kind.INVALID)
+                for item in value
+            )
+            return Message(seq, t, sender, frame, Kind.BATCH, elements=elements)
+        return self._classify(sender, frame, value, seq, t)
+
+    def _classify(self, sender: Side, frame: Frame, value: Any, seq: int, t: str) -> Message:
         if not isinstance(value, dict):
             return Message(seq, t, sender, frame, Kind.INVALID)
         if "method" in value:

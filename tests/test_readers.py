@@ -187,9 +187,22 @@ def test_stats_figures_match_timings_the_test_wrote(tmp_path):
         (
             0.0,
             "client",
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": 2, "info": {"name": "c", "version": "1"}},
+            },
         ),
-        (0.5, "agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2}}),
+        (
+            0.5,
+            "agent",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {"protocolVersion": 2, "info": {"name": "a", "version": "1"}},
+            },
+        ),
         (
             1.0,
             "client",

@@ -31,12 +31,18 @@ def acp(*args, **kwargs):
     return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), **kwargs)
 
 
+INFO = {"name": "test", "version": "1"}
 INIT = [
     (
         "client",
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": 2, "info": INFO},
+        },
     ),
-    ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2}}),
+    ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2, "info": INFO}}),
 ]
 
 

@@ -55,6 +55,9 @@ def idle(reason: Any = "end_turn", **extra: Any) -> tuple[str, dict[str, Any]]:
     return state("idle", stopReason=reason, **extra)
 
 
+OPTIONS = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]
+
+
 def setup(version: int = 2, prompt_caps: dict[str, Any] | None = None) -> Frames:
     """initialize and session/new, as a well-behaved pair does them."""
     if version == 2:
@@ -122,9 +125,12 @@ def rules(frames: Frames, end: bool = True) -> list[str]:
 def check(rule: str, bad: Frames, clean: Frames, end: bool = True) -> list[Violation]:
     """``bad`` breaks ``rule``; ``clean`` breaks nothing at all."""
     found = findings(bad, end)
+    version = 1 if any(m == setup(1)[0][1] for _, m in bad) else 2
     assert rule in [f.rule for f in found], [f.as_dict() for f in found]
     hit = next(f for f in found if f.rule == rule)
-    assert hit.level == RULES[rule].level and hit.spec == RULES[rule].spec
+    assert hit.level == RULES[rule].level
+    # schema findings name the version whose schema they come from
+    assert hit.spec in (RULES[rule].spec, RULES[rule].spec.replace("ACP ", f"ACP v{version} "))
     assert hit.message
     assert findings(clean, end) == []
     return found
@@ -155,8 +161,38 @@ def test_blank_line():
 
 
 def test_batch():
-    """ACP sends "JSON-RPC messages, one per line" (transport): no batches."""
-    check("batch", [(C, [note("_a"), note("_b")])], [(C, note("_a")), (C, note("_b"))])
+    """v1: "Messages are individual JSON-RPC requests, notifications, or responses"."""
+    check(
+        "batch",
+        [*setup(1), (C, [note("_a"), note("_b")])],
+        [*setup(1), (C, note("_a")), (C, note("_b"))],
+    )
+    # v2 Transports: "A client or agent MAY send an array filled with Request objects".
+    assert rules([*setup(2), (C, [note("_a"), note("_b")])]) == []
+
+
+def test_batch_empty():
+    """v2 Transports, "JSON-RPC Batch Messages": "ACP v2 follows the JSON-RPC 2.0 batch rules"
+    (an empty array is an invalid request)."""
+    check("batch-empty", [*setup(), (C, [])], [*setup(), (C, [note("_a")])])
+
+
+def test_batch_elements_are_messages_of_their_own():
+    """Each element of a v2 batch is checked as a message: ids pair across arrays, a non-object
+    element is invalid, and each element's shape is checked."""
+    batch = [req(5, "session/new", {"cwd": "/", "mcpServers": []}), note("_x")]
+    answers = [ok(5, {"sessionId": "s2"})]
+    assert rules([*setup(), (C, batch), (A, answers)]) == []
+    found = findings([*setup(), (C, batch), (A, [ok(5, {}), 3])])
+    assert [(f.rule, f.seq) for f in found] == [("schema", 6), ("invalid-message", 6)]
+    assert found[0].message == (
+        "session/new result.sessionId: required field missing (NewSessionResponse)"
+    )
+    # an answer to nothing in the batch, and a request left unanswered
+    assert rules([*setup(), (C, batch), (A, [ok(6, {"sessionId": "s2"})])]) == [
+        "unexpected-response",
+        "unanswered-request",
+    ]
 
 
 def test_jsonrpc_version():
@@ -232,12 +268,11 @@ def test_unknown_method():
         "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
     )
     # v1 methods are not v2 methods
-    found = findings([*setup(), (A, req(9, "fs/read_text_file", {"sessionId": S})), (C, ok(9, {}))])
+    read = (A, req(9, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+    found = findings([*setup(), read, (C, ok(9, {"content": ""}))])
     assert [f.rule for f in found] == ["unknown-method"]
     assert "v1" in found[0].message
-    assert (
-        rules([*setup(1), (A, req(9, "fs/read_text_file", {"sessionId": S})), (C, ok(9, {}))]) == []
-    )
+    assert rules([*setup(1), read, (C, ok(9, {"content": ""}))]) == []
 
 
 # --- Initialization and sessions -----------------------------------------------------
@@ -524,7 +559,7 @@ def test_permission_without_requires_action():
     """ "While foreground work is blocked on a permission response or other user action, the Agent SHOULD report requires_action." (5. Tool Invocation and Status Reporting)"""
     ask = (
         A,
-        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": OPTIONS}),
     )
     answer = (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}}))
     base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
@@ -549,7 +584,7 @@ def test_permission_not_cancelled():
     """ "The Client MUST respond to all pending session/request_permission requests with the cancelled outcome." (Cancellation)"""
     ask = (
         A,
-        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": OPTIONS}),
     )
     cancel = (C, note("session/cancel", {"sessionId": S}))
     base = [
@@ -575,7 +610,7 @@ def test_permission_unanswered():
     """ "The Client MUST respond to all pending session/request_permission requests" (Cancellation)"""
     ask = (
         A,
-        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": []}),
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": OPTIONS}),
     )
     found = check(
         "permission-unanswered",
@@ -1059,3 +1094,119 @@ def test_example_agent_session_is_clean(version, tmp_path):
         log = proc.stderr.read().decode()
     assert list(validate_records(read_records(record))) == []
     assert "rule=" not in log
+
+
+# --- shapes: the official schema of the negotiated version ------------------------------
+
+
+def messages(found: list[Violation]) -> list[str]:
+    return [f"{f.rule}: {f.message}" for f in found]
+
+
+def test_schema():
+    """The official schema of the negotiated version: a required field missing, a field of the
+    wrong JSON type, or a value outside a closed enum is an error, named by its path."""
+    permission = {
+        "sessionId": S,
+        "toolCall": {"toolCallId": "t1"},
+        "options": [{"optionId": "a", "name": "Allow"}],
+    }
+    bad_v1 = [
+        *setup(1),
+        prompt(),
+        (A, ok(10, {})),
+        (A, req(7, "session/request_permission", permission)),
+    ]
+    assert messages(findings(bad_v1, end=False)) == [
+        "schema: session/prompt result.stopReason: required field missing (PromptResponse)",
+        "schema: session/request_permission params.options[0].kind: required field missing "
+        "(PermissionOption)",
+    ]
+    enum = findings([*setup(1), prompt(), (A, ok(10, {"stopReason": "error"}))])
+    assert messages(enum) == [
+        'schema: session/prompt result.stopReason: "error" is not one of end_turn, max_tokens, '
+        "max_turn_requests, refusal, cancelled (StopReason)"
+    ]
+    string_version = [(C, req(0, "initialize", {"protocolVersion": "1"}))]
+    assert messages(findings(string_version, end=False)) == [
+        "schema: initialize params.protocolVersion: expected integer, got string (ProtocolVersion)"
+    ]
+    chunk = upd({"sessionUpdate": "tool_call_content_chunk", "messageId": "m", "toolCallId": "t"})
+    found = findings([*setup(), chunk])
+    assert messages(found) == [
+        "schema: session/update params.update.content: required field missing "
+        "(ToolCallContentChunk)"
+    ]
+    assert found[0].spec == "ACP v2 schema" and found[0].seq == 5
+    clean_chunk = upd(
+        {
+            "sessionUpdate": "tool_call_content_chunk",
+            "toolCallId": "t",
+            "content": {"type": "content", "content": {"type": "text", "text": "x"}},
+        }
+    )
+    assert rules([*setup(), clean_chunk]) == []
+    assert rules([*setup(1), prompt(), (A, ok(10, {"stopReason": "end_turn"}))]) == []
+
+
+def test_schema_checks_by_negotiated_version():
+    """Before initialize completes, the version the client asked for; then the negotiated one.
+    A v2 initialize needs info; a v1 one does not."""
+    v2_init = [(C, req(0, "initialize", {"protocolVersion": 2, "capabilities": {}}))]
+    assert messages(findings(v2_init, end=False)) == [
+        "schema: initialize params.info: required field missing (InitializeRequest)"
+    ]
+    v1_init = [(C, req(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))]
+    assert rules(v1_init, end=False) == []
+    # v1 docs show `"result": null` for empty results: accepted where {} would be valid
+    mode = (C, req(3, "session/set_mode", {"sessionId": S, "modeId": "m"}))
+    assert rules([*setup(1), mode, (A, ok(3, None))]) == []
+    assert rules([*setup(1), prompt(), (A, ok(10, None))]) == ["schema"]
+
+
+def test_schema_lenient():
+    """A field marked x-deserialize-default-on-error is one the SDKs replace with its default
+    when it is malformed: a warning, not an error; so is a _meta that is not an object."""
+    found = check(
+        "schema-lenient",
+        [*setup(), *turn()[:-1], idle("end_turn", _meta="x")],
+        [*setup(), *turn()[:-1], idle("end_turn", _meta={"a": 1})],
+    )
+    assert found[-1].level == Level.WARNING
+    assert found[-1].message == (
+        "session/update params.update._meta: expected object or null, got string (IdleStateUpdate)"
+    )
+
+
+def test_schema_reserved():
+    """An unknown value where the schema has a catch-all variant is reserved for future ACP
+    versions: at most a warning. A _-prefixed value is an extension: never flagged."""
+    chunk = {"type": "content", "content": {"type": "text", "text": "x"}}
+
+    def status(value: str) -> Frames:
+        return [
+            *setup(),
+            upd({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": value}),
+            upd({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk}),
+        ]
+
+    found = check("schema-reserved", status("teleported"), status("_teleported"))
+    assert messages(found) == [
+        'schema-reserved: session/update params.update.status: "teleported" is not one of '
+        "pending, in_progress, paused, completed, failed, cancelled (ToolCallStatus)"
+    ]
+    # v1's ToolCallStatus is closed: the same value is a (lenient) defect there
+    v1 = findings([*setup(1), upd({"sessionUpdate": "tool_call_update", "toolCallId": "t",
+                                   "status": "cancelled"})])  # fmt: skip
+    assert [f.rule for f in v1] == ["schema-lenient"]
+
+
+def test_schema_findings_do_not_repeat_hand_written_rules():
+    """One finding per defect: where a hand-written rule reports the same defect on the same
+    frame, only the more specific rule is reported."""
+    chunk = upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}})
+    assert rules([*setup(), chunk]) == ["message-id-missing"]
+    usage = upd({"sessionUpdate": "usage_update", "used": -1, "size": "big"})
+    assert rules([*setup(), usage]) == ["usage-fields", "usage-fields"]
+    error = (A, {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}})
+    assert rules([(C, req(1, "_x")), error]) == ["invalid-error-object"]

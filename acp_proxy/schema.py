@@ -1,0 +1,686 @@
+"""Check messages against the official ACP JSON schemas, compiled to Python once per version.
+
+Theory of operation
+-------------------
+The schemas (``acp_proxy/schemas/acp-v{1,2}-schema.json``, package data) use a
+small subset of JSON Schema. :class:`Schema` compiles every ``$defs`` entry of
+one version into a *checker*, a plain function ``value -> defects`` that returns
+``None`` when the value conforms, at first use, and keeps it. Nothing is
+interpreted per frame: a message costs a few dictionary look-ups per level.
+
+- **Unions** (``anyOf``/``oneOf``) are compiled by shape, the way the schemas
+  write them: branches that each fix one property to a ``const`` (``type``,
+  ``sessionUpdate``, ``outcome``...) become a table from that value to the
+  branch; a branch guarded by ``not`` is the catch-all for values the version
+  does not know; branches that are only ``const`` strings are an enum; any
+  other union tries its branches in order and reports the closest one.
+- **Extension points** are respected, so healthy traffic stays clean: ``_meta``
+  may be any object or null anywhere; unknown properties are allowed (the
+  schemas never forbid them); a ``_``-prefixed discriminator or enum value is an
+  extension and never flagged; an unknown value where the schema has a
+  catch-all is *reserved* (a warning); an unknown value of a closed enum is an
+  error.
+- **Lenient fields**: a field marked ``x-deserialize-default-on-error`` is one
+  the SDKs quietly replace with its default when it is malformed, and
+  ``x-deserialize-skip-invalid-items`` arrays lose their bad items: defects under
+  either are *lenient* (a warning). ``x-deserialize-default-on-null`` accepts null.
+- ``oneOf`` is checked as ``anyOf`` plus "not more than one" for the branches
+  that are not discriminated; string ``format`` values (``uri``, ``date-time``,
+  ``regex``) are annotations and not checked; integer formats are ranges.
+
+:func:`unhandled_keywords` lists every keyword a schema uses that the compiler
+does not know; the tests require it to be empty for both shipped schemas, so an
+updated schema can never be half-checked in silence. Pure code: no I/O beyond
+reading the package's own schema once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from .protocol import SCHEMA_VERSIONS, official_schema
+
+__all__ = ["Defect", "Schema", "schema_for", "unhandled_keywords"]
+
+
+@dataclass(frozen=True, slots=True)
+class Defect:
+    """One place where a value does not match its schema."""
+
+    #: Dotted path from the checked value (``update.content``; ``prompt[0].type``).
+    path: str
+    #: What is wrong, e.g. ``required field missing``.
+    problem: str
+    #: The schema definition that expects it (``ToolCallContentChunk``), if known.
+    where: str | None = None
+    #: Under a field the SDKs replace with its default when malformed.
+    lenient: bool = False
+    #: An unknown value where the schema has a catch-all: reserved for future versions.
+    reserved: bool = False
+
+    @property
+    def hard(self) -> bool:
+        """An error, as opposed to a lenient or reserved warning."""
+        return not (self.lenient or self.reserved)
+
+    def under(self, key: str) -> Defect:
+        """The same defect seen from the parent, through ``key`` (a name or ``[i]``)."""
+        return replace(self, path=_join(key, self.path))
+
+    def describe(self, prefix: str = "") -> str:
+        """``prefix.path: problem (Where)``."""
+        path = _join(prefix, self.path) if prefix else self.path
+        where = f" ({self.where})" if self.where else ""
+        return f"{path or '(value)'}: {self.problem}{where}"
+
+
+def _join(key: str, path: str) -> str:
+    if not path:
+        return key
+    return key + path if path.startswith("[") else f"{key}.{path}"
+
+
+#: A compiled check: None when the value conforms, else its defects.
+Checker = Callable[[Any], "list[Defect] | None"]
+
+#: Keywords that only describe (or that the compiler reads where it needs them).
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "discriminator",
+        "contentEncoding",
+        "x-side",
+        "x-method",
+        "x-docs-ignore",
+        "x-deserialize-default-on-error",
+        "x-deserialize-default-on-null",
+        "x-deserialize-skip-invalid-items",
+    }
+)
+_KEYWORDS = frozenset(
+    {
+        "$ref",
+        "$defs",
+        "type",
+        "const",
+        "enum",
+        "format",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "properties",
+        "required",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "items",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+    }
+)
+#: String formats that are annotations here; integer formats are ranges.
+_STRING_FORMATS = frozenset({"uri", "date-time", "regex", "date", "email"})
+_NUMBER_FORMATS = frozenset({"double", "float"})
+_INTEGER_FORMATS = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+
+
+def unhandled_keywords(schema: dict[str, Any]) -> set[str]:
+    """Every keyword (or format) in ``schema`` the compiler does not handle."""
+    found: set[str] = set()
+    for node in _nodes(schema):
+        for key, value in node.items():
+            if key not in _KEYWORDS and key not in _ANNOTATIONS:
+                found.add(key)
+            if key == "format" and not (
+                value in _INTEGER_FORMATS or value in _STRING_FORMATS or value in _NUMBER_FORMATS
+            ):
+                found.add(f"format: {value}")
+            # additionalProperties may be a schema; unevaluatedProperties only `true`
+            if (key == "unevaluatedProperties" and value is not True) or (
+                key == "additionalProperties" and not isinstance(value, (bool, dict))
+            ):
+                found.add(f"{key}: {_show(value)}")
+    return found
+
+
+def _nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every schema node below ``node`` (property names are not keywords)."""
+    if not isinstance(node, dict):
+        return
+    yield node
+    for key, value in node.items():
+        if key in ("properties", "$defs"):
+            for sub in value.values():
+                yield from _nodes(sub)
+        elif key in ("allOf", "anyOf", "oneOf"):
+            for sub in value:
+                yield from _nodes(sub)
+        elif key in ("items", "not", "additionalProperties", "unevaluatedProperties"):
+            yield from _nodes(value)
+
+
+def _show(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a parsed value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": _is_integer,
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+#: Python types that settle a JSON type at once (int and float need more care).
+_EXACT = {"object": dict, "array": list, "string": str, "boolean": bool}
+
+
+def _one(defect: Defect) -> list[Defect]:
+    return [defect]
+
+
+def _soften(defects: list[Defect]) -> list[Defect]:
+    return [d if d.lenient else replace(d, lenient=True) for d in defects]
+
+
+def _named(checker: Checker, name: str) -> Checker:
+    def check(value: Any) -> list[Defect] | None:
+        found = checker(value)
+        if not found:
+            return None
+        return [d if d.where else replace(d, where=name) for d in found]
+
+    return check
+
+
+def _all(checkers: list[Checker]) -> Checker:
+    if len(checkers) == 1:
+        return checkers[0]
+
+    def check(value: Any) -> list[Defect] | None:
+        found: list[Defect] | None = None
+        for checker in checkers:
+            defects = checker(value)
+            if defects:
+                found = defects if found is None else found + defects
+        return found
+
+    return check
+
+
+def _ok(value: Any) -> None:
+    return None
+
+
+def _forward(cell: list[Checker]) -> Checker:
+    """A reference to a definition still being compiled (the schema is recursive there)."""
+
+    def check(value: Any) -> list[Defect] | None:
+        return cell[0](value)
+
+    return check
+
+
+class Schema:
+    """One version's schema, compiled. Build with :func:`schema_for`."""
+
+    def __init__(self, document: dict[str, Any], version: int) -> None:
+        self.version = version
+        self._defs: dict[str, Any] = document.get("$defs", {})
+        self._checkers: dict[str, Checker] = {}
+        self._compiling: dict[str, list[Checker]] = {}
+        #: (method, "Request" | "Notification" | "Response") -> definition name.
+        self.methods: dict[tuple[str, str], str] = {}
+        for name, node in self._defs.items():
+            method = node.get("x-method")
+            if not isinstance(method, str):
+                continue
+            for part in ("Request", "Notification", "Response"):
+                if name.endswith(part):
+                    self.methods[(method, part)] = name
+        for name in self._defs:
+            self.ref(name)
+
+    # --- checking -------------------------------------------------------------
+
+    def definition(self, name: str) -> Checker:
+        """The checker of one ``$defs`` entry."""
+        return self._checkers[name]
+
+    def params(self, method: str, notification: bool) -> Checker | None:
+        """The checker of a request's or notification's params (None: not an ACP method)."""
+        name = self.methods.get((method, "Notification" if notification else "Request"))
+        if name is None:
+            # A method sent with the other kind: check the params it has.
+            name = self.methods.get((method, "Request" if notification else "Notification"))
+        return self._checkers.get(name) if name else None
+
+    def result(self, method: str) -> Checker | None:
+        """The checker of a successful response's result to ``method``."""
+        name = self.methods.get((method, "Response"))
+        return self._checkers.get(name) if name else None
+
+    # --- compiling ---------------------------------------------------------------
+
+    def ref(self, name: str) -> Checker:
+        """The checker of ``#/$defs/name``, compiled once (recursion allowed)."""
+        checker = self._checkers.get(name)
+        if checker is not None:
+            return checker
+        pending = self._compiling.get(name)
+        if pending is not None:  # a recursive reference: resolved once compiled
+            return _forward(pending)
+        if name not in self._defs:
+            raise ValueError(f"ACP v{self.version} schema: no definition {name!r}")
+        cell: list[Checker] = []
+        self._compiling[name] = cell
+        checker = _named(self.compile(self._defs[name]), name)
+        cell.append(checker)
+        self._checkers[name] = checker
+        del self._compiling[name]
+        return checker
+
+    def compile(self, node: dict[str, Any] | bool) -> Checker:  # noqa: C901, PLR0912 - per keyword
+        """Compile one schema node."""
+        if node is True or node == {}:
+            return _ok
+        if not isinstance(node, dict):
+            raise ValueError(f"ACP v{self.version} schema: unsupported node {_show(node)}")
+        ref = node.get("$ref")
+        target = self.ref(ref.rsplit("/", 1)[1]) if isinstance(ref, str) else None
+        types = node.get("type")
+        type_names = (types,) if isinstance(types, str) else tuple(types or ())
+        parts: list[Checker] = []
+        if target is not None:
+            parts.append(target)
+        if "const" in node:
+            parts.append(_const(node["const"]))
+        if "enum" in node:
+            parts.append(_enum(tuple(node["enum"]), reserved=False))
+        bounds = _bounds(node)
+        if bounds is not None:
+            parts.append(bounds)
+        if (
+            "properties" in node
+            or "required" in node
+            or isinstance(node.get("additionalProperties"), dict)
+        ):
+            parts.append(self._object(node))
+        if "items" in node:
+            parts.append(self._items(node))
+        for sub in node.get("allOf", ()):
+            parts.append(self.compile(sub))
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                parts.append(self._union(node[key], one=key == "oneOf"))
+        if "not" in node:
+            parts.append(self._not(node["not"]))
+        body = _all(parts) if parts else _ok
+        if not type_names:
+            return body
+        return _typed(type_names, body if parts else None)
+
+    def _object(self, node: dict[str, Any]) -> Checker:  # noqa: C901 - the hot path, in one piece
+        props: dict[str, Checker] = {}
+        for key, sub in node.get("properties", {}).items():
+            checker = self.compile(sub)
+            if key == "_meta":
+                checker = _meta
+            elif sub.get("x-deserialize-default-on-error"):
+                checker = _lenient(checker)
+            if sub.get("x-deserialize-default-on-null"):
+                checker = _null_ok(checker)
+            props[key] = checker
+        required = tuple(node.get("required", ()))
+        extra = node.get("additionalProperties")
+        other = self.compile(extra) if isinstance(extra, dict) and extra else None
+        props_get = props.get
+
+        def check(value: Any) -> list[Defect] | None:
+            if type(value) is not dict:
+                return None  # the type keyword (or the union) reports it
+            found: list[Defect] | None = None
+            for key in required:
+                if key not in value:
+                    found = found or []
+                    found.append(Defect(key, "required field missing"))
+            for key, item in value.items():
+                checker = props_get(key)
+                if checker is None:
+                    if other is None or key == "_meta":
+                        continue
+                    checker = other
+                defects = checker(item)
+                if defects:
+                    found = found or []
+                    found.extend(d.under(key) for d in defects)
+            return found
+
+        return check
+
+    def _items(self, node: dict[str, Any]) -> Checker:
+        item = self.compile(node["items"])
+        skip = bool(node.get("x-deserialize-skip-invalid-items"))
+
+        def check(value: Any) -> list[Defect] | None:
+            if type(value) is not list:
+                return None
+            found: list[Defect] | None = None
+            for index, element in enumerate(value):
+                defects = item(element)
+                if defects:
+                    found = found or []
+                    key = f"[{index}]"
+                    found.extend(d.under(key) for d in (_soften(defects) if skip else defects))
+            return found
+
+        return check
+
+    def _not(self, node: dict[str, Any]) -> Checker:
+        inner = self.compile(node)
+
+        def check(value: Any) -> list[Defect] | None:
+            if inner(value):
+                return None
+            return _one(Defect("", "matches a shape this field must not have"))
+
+        return check
+
+    @staticmethod
+    def _is_catch_all(node: dict[str, Any]) -> bool:
+        """A union branch for values the version does not know (guarded by ``not``)."""
+        return "not" in node and isinstance(node.get("properties"), dict)
+
+    def _union(self, branches: list[dict[str, Any]], one: bool) -> Checker:
+        enum = _enum_union(branches)
+        if enum is not None:
+            return enum
+        nulls = [b for b in branches if b.get("type") == "null" and len(b) <= 2]
+        if len(nulls) == 1 and len(branches) == 2:
+            other = self.compile(next(b for b in branches if b is not nulls[0]))
+            return _null_ok(other)
+        tag = _discriminator(branches)
+        if tag is not None:
+            return self._tagged(branches, tag, one)
+        return _first_of([self.compile(b) for b in branches], one)
+
+    def _tagged(  # noqa: C901 - the hot path (every update variant), in one piece
+        self, branches: list[dict[str, Any]], tag: str, one: bool
+    ) -> Checker:
+        table: dict[Any, Checker] = {}
+        catch_all: Checker | None = None
+        rest: list[Checker] = []
+        for branch in branches:
+            prop = branch.get("properties", {}).get(tag, {})
+            if "const" in prop:
+                stripped = dict(branch)
+                stripped["properties"] = {k: v for k, v in prop_items(branch) if k != tag}
+                stripped["required"] = [k for k in branch.get("required", ()) if k != tag]
+                table[prop["const"]] = self.compile(stripped)
+            elif self._is_catch_all(branch):
+                catch_all = self.compile({k: v for k, v in branch.items() if k != "not"})
+            else:
+                rest.append(self.compile(branch))
+        known = ", ".join(str(k) for k in table)
+        fallback = _first_of(rest, one) if rest else None
+
+        def check(value: Any) -> list[Defect] | None:
+            if type(value) is not dict:
+                return _one(Defect("", f"expected object, got {json_type(value)}"))
+            if tag not in value:
+                if fallback is not None:
+                    return fallback(value)
+                return _one(Defect(tag, "required field missing"))
+            kind = value[tag]
+            branch = table.get(kind) if isinstance(kind, str) else None
+            if branch is not None:
+                return branch(value)
+            if not isinstance(kind, str):
+                if fallback is not None:
+                    return fallback(value)
+                return _one(Defect(tag, f"expected string, got {json_type(kind)}"))
+            if catch_all is not None:
+                found = catch_all(value)
+                if kind.startswith("_"):
+                    return found
+                note = Defect(tag, f"{_show(kind)} is not one of {known}", reserved=True)
+                return [note, *(found or ())]
+            if fallback is not None:
+                return fallback(value)
+            if kind.startswith("_"):
+                return None
+            return _one(Defect(tag, f"{_show(kind)} is not one of {known}"))
+
+        return check
+
+
+def prop_items(node: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A node's properties, in order."""
+    yield from node.get("properties", {}).items()
+
+
+def _discriminator(branches: list[dict[str, Any]]) -> str | None:
+    """The property every const branch of a union fixes, if they share one."""
+    tags: set[str] = set()
+    for branch in branches:
+        for key, prop in prop_items(branch):
+            if isinstance(prop, dict) and "const" in prop and key in branch.get("required", ()):
+                tags.add(key)
+    return tags.pop() if len(tags) == 1 else None
+
+
+def _enum_union(branches: list[dict[str, Any]]) -> Checker | None:
+    """A union of ``const`` values, with at most one bare catch-all of the same type."""
+    values: list[Any] = []
+    catch_all: str | None = None
+    for branch in branches:
+        keys = set(branch) - _ANNOTATIONS - {"format"}
+        if "const" in branch and keys <= {"const", "type"}:
+            values.append(branch["const"])
+        elif keys == {"type"} and isinstance(branch["type"], str) and catch_all is None:
+            catch_all = branch["type"]
+        else:
+            return None
+    if not values:
+        return None
+    if catch_all is None:
+        return _enum(tuple(values), reserved=False)
+    if catch_all == "string":
+        return _enum(tuple(values), reserved=True)
+    # An open integer set (error codes): any integer is allowed.
+    return _typed((catch_all,), None)
+
+
+def _enum(values: tuple[Any, ...], reserved: bool) -> Checker:
+    """A set of values; outside it is an error, or ``reserved`` (a warning) when open."""
+    allowed = frozenset((type(v), v) for v in values)
+    listed = ", ".join(v if isinstance(v, str) else _show(v) for v in values)
+    strings = all(isinstance(v, str) for v in values)
+
+    def check(value: Any) -> list[Defect] | None:
+        if not isinstance(value, (dict, list)) and (type(value), value) in allowed:
+            return None
+        if isinstance(value, str) and value.startswith("_"):
+            return None  # an extension value
+        if strings and not isinstance(value, str):
+            return _one(Defect("", f"expected string, got {json_type(value)}"))
+        return _one(Defect("", f"{_show(value)} is not one of {listed}", reserved=reserved))
+
+    return check
+
+
+def _const(expected: Any) -> Checker:
+    def check(value: Any) -> list[Defect] | None:
+        if type(value) is type(expected) and value == expected:
+            return None
+        return _one(Defect("", f"expected {_show(expected)}, got {_show(value)}"))
+
+    return check
+
+
+def _bounds(node: dict[str, Any]) -> Checker | None:  # noqa: C901 - one test per keyword
+    low, high = node.get("minimum"), node.get("maximum")
+    fmt = node.get("format")
+    if fmt in _INTEGER_FORMATS:
+        f_low, f_high = _INTEGER_FORMATS[fmt]
+        low = f_low if low is None else max(low, f_low)
+        high = f_high if high is None else min(high, f_high)
+    lengths = (node.get("minLength"), node.get("maxLength"))
+    counts = (node.get("minItems"), node.get("maxItems"))
+    if low is None and high is None and lengths == (None, None) and counts == (None, None):
+        return None
+
+    def check(value: Any) -> list[Defect] | None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if low is not None and value < low:
+                return _one(Defect("", f"{_show(value)} is below the minimum {low}"))
+            if high is not None and value > high:
+                return _one(Defect("", f"{_show(value)} is above the maximum {high}"))
+        elif isinstance(value, str):
+            if lengths[0] is not None and len(value) < lengths[0]:
+                return _one(Defect("", f"shorter than {lengths[0]} characters"))
+            if lengths[1] is not None and len(value) > lengths[1]:
+                return _one(Defect("", f"longer than {lengths[1]} characters"))
+        elif isinstance(value, list):
+            if counts[0] is not None and len(value) < counts[0]:
+                return _one(Defect("", f"fewer than {counts[0]} items"))
+            if counts[1] is not None and len(value) > counts[1]:
+                return _one(Defect("", f"more than {counts[1]} items"))
+        return None
+
+    return check
+
+
+def _typed(types: tuple[str, ...], body: Checker | None) -> Checker:
+    """Check the JSON type first; the rest of the node only for a value of that type."""
+    nullable = "null" in types
+    names = tuple(t for t in types if t != "null")
+    exact = tuple(_EXACT[t] for t in names if t in _EXACT)
+    loose = tuple(_TYPE_TESTS[t] for t in names if t not in _EXACT)
+    expected = " or ".join(types)
+
+    def check(value: Any) -> list[Defect] | None:
+        if value is None and nullable:
+            return None
+        kind = type(value)
+        if kind in exact or any(test(value) for test in loose):
+            return body(value) if body is not None else None
+        return _one(Defect("", f"expected {expected}, got {json_type(value)}"))
+
+    return check
+
+
+def _meta(value: Any) -> list[Defect] | None:
+    """``_meta`` is any object, or null, anywhere."""
+    if value is None or type(value) is dict:
+        return None
+    return _one(Defect("", f"expected object or null, got {json_type(value)}", lenient=True))
+
+
+def _lenient(checker: Checker) -> Checker:
+    def check(value: Any) -> list[Defect] | None:
+        found = checker(value)
+        return _soften(found) if found else None
+
+    return check
+
+
+def _null_ok(checker: Checker) -> Checker:
+    def check(value: Any) -> list[Defect] | None:
+        return None if value is None else checker(value)
+
+    return check
+
+
+def _first_of(checkers: list[Checker], one: bool) -> Checker:
+    """A union with no discriminator: the value must match one branch."""
+
+    def check(value: Any) -> list[Defect] | None:
+        best: list[Defect] | None = None
+        passed: list[Defect] | None = None
+        matches = 0
+        for checker in checkers:
+            found = checker(value)
+            if not found or not any(d.hard for d in found):
+                matches += 1
+                if passed is None:
+                    passed = found or []
+                if not one:
+                    break
+                continue
+            if best is None or _closer(found, best):
+                best = found
+        if matches > 1:
+            return _one(Defect("", "matches more than one of the alternatives"))
+        if passed is not None:
+            return passed or None
+        return best
+
+    return check
+
+
+def _closer(found: list[Defect], best: list[Defect]) -> bool:
+    """Prefer the branch that failed deeper, then the one with fewer defects."""
+    depth = max(d.path.count(".") + d.path.count("[") + bool(d.path) for d in found)
+    best_depth = max(d.path.count(".") + d.path.count("[") + bool(d.path) for d in best)
+    if depth != best_depth:
+        return depth > best_depth
+    return len(found) < len(best)
+
+
+@functools.cache
+def schema_for(version: int) -> Schema:
+    """The compiled schema of a protocol version that ships with acp-proxy."""
+    if version not in SCHEMA_VERSIONS:
+        raise ValueError(f"no schema for ACP v{version}")
+    return Schema(official_schema(version), version)
