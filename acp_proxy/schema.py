@@ -233,16 +233,6 @@ def _soften(defects: list[Defect]) -> list[Defect]:
     return [d if d.lenient else replace(d, lenient=True) for d in defects]
 
 
-def _named(checker: Checker, name: str) -> Checker:
-    def check(value: Any) -> list[Defect] | None:
-        found = checker(value)
-        if not found:
-            return None
-        return [d if d.where else replace(d, where=name) for d in found]
-
-    return check
-
-
 def _all(checkers: list[Checker]) -> Checker:
     if len(checkers) == 1:
         return checkers[0]
@@ -279,6 +269,8 @@ class Schema:
         self._defs: dict[str, Any] = document.get("$defs", {})
         self._checkers: dict[str, Checker] = {}
         self._compiling: dict[str, list[Checker]] = {}
+        self._requests: dict[str, Checker | None] = {}
+        self._notifications: dict[str, Checker | None] = {}
         #: (method, "Request" | "Notification" | "Response") -> definition name.
         self.methods: dict[tuple[str, str], str] = {}
         for name, node in self._defs.items():
@@ -299,11 +291,17 @@ class Schema:
 
     def params(self, method: str, notification: bool) -> Checker | None:
         """The checker of a request's or notification's params (None: not an ACP method)."""
+        table = self._notifications if notification else self._requests
+        if method in table:
+            return table[method]
         name = self.methods.get((method, "Notification" if notification else "Request"))
         if name is None:
             # A method sent with the other kind: check the params it has.
             name = self.methods.get((method, "Request" if notification else "Notification"))
-        return self._checkers.get(name) if name else None
+        checker = table[method] = self._checkers.get(name) if name else None
+        if len(table) > 1024:  # methods are peer-chosen strings: keep the cache bounded
+            table.clear()
+        return checker
 
     def result(self, method: str) -> Checker | None:
         """The checker of a successful response's result to ``method``."""
@@ -324,77 +322,98 @@ class Schema:
             raise ValueError(f"ACP v{self.version} schema: no definition {name!r}")
         cell: list[Checker] = []
         self._compiling[name] = cell
-        checker = _named(self.compile(self._defs[name]), name)
+        checker = self.compile(self._defs[name], name)
         cell.append(checker)
         self._checkers[name] = checker
         del self._compiling[name]
         return checker
 
-    def compile(self, node: dict[str, Any] | bool) -> Checker:  # noqa: C901, PLR0912 - per keyword
-        """Compile one schema node."""
+    def compile(  # noqa: C901, PLR0912 - a branch per keyword
+        self, node: dict[str, Any] | bool, where: str | None = None
+    ) -> Checker:
+        """Compile one schema node; ``where`` names the definition it belongs to."""
         if node is True or node == {}:
             return _ok
         if not isinstance(node, dict):
             raise ValueError(f"ACP v{self.version} schema: unsupported node {_show(node)}")
         ref = node.get("$ref")
-        target = self.ref(ref.rsplit("/", 1)[1]) if isinstance(ref, str) else None
         types = node.get("type")
         type_names = (types,) if isinstance(types, str) else tuple(types or ())
         parts: list[Checker] = []
-        if target is not None:
-            parts.append(target)
+        if isinstance(ref, str):
+            parts.append(self.ref(ref.rsplit("/", 1)[1]))
         if "const" in node:
-            parts.append(_const(node["const"]))
+            parts.append(_const(node["const"], where))
         if "enum" in node:
-            parts.append(_enum(tuple(node["enum"]), reserved=False))
-        bounds = _bounds(node)
+            parts.append(_enum(tuple(node["enum"]), False, where))
+        bounds = _bounds(node, where)
         if bounds is not None:
             parts.append(bounds)
+        is_object = type_names in (("object",), ("object", "null"))
         if (
-            "properties" in node
-            or "required" in node
+            node.get("properties")
+            or node.get("required")
             or isinstance(node.get("additionalProperties"), dict)
         ):
-            parts.append(self._object(node))
+            parts.append(self._object(node, where, strict=is_object))
+        elif is_object:
+            parts.append(_typed(("object",), None, where))
         if "items" in node:
             parts.append(self._items(node))
         for sub in node.get("allOf", ()):
-            parts.append(self.compile(sub))
+            parts.append(self.compile(sub, where))
         for key in ("anyOf", "oneOf"):
             if key in node:
-                parts.append(self._union(node[key], one=key == "oneOf"))
+                parts.append(self._union(node[key], key == "oneOf", where))
         if "not" in node:
-            parts.append(self._not(node["not"]))
+            parts.append(self._not(node["not"], where))
         body = _all(parts) if parts else _ok
+        if is_object:  # the object check tests the type itself
+            return _null_ok(body) if "null" in type_names else body
         if not type_names:
             return body
-        return _typed(type_names, body if parts else None)
+        return _typed(type_names, body if parts else None, where)
 
-    def _object(self, node: dict[str, Any]) -> Checker:  # noqa: C901 - the hot path, in one piece
+    def _object(  # noqa: C901 - the hot path, in one piece
+        self, node: dict[str, Any], where: str | None, strict: bool
+    ) -> Checker:
         props: dict[str, Checker] = {}
         for key, sub in node.get("properties", {}).items():
-            checker = self.compile(sub)
             if key == "_meta":
-                checker = _meta
-            elif sub.get("x-deserialize-default-on-error"):
+                props[key] = _meta_of(where)
+                continue
+            checker = self.compile(sub, where)
+            if sub.get("x-deserialize-default-on-error"):
                 checker = _lenient(checker)
             if sub.get("x-deserialize-default-on-null"):
                 checker = _null_ok(checker)
             props[key] = checker
         required = tuple(node.get("required", ()))
         extra = node.get("additionalProperties")
-        other = self.compile(extra) if isinstance(extra, dict) and extra else None
+        other = self.compile(extra, where) if isinstance(extra, dict) and extra else None
         props_get = props.get
+        # Fields that are just a JSON type (most ids and texts) are tested inline: a
+        # call saved per field per frame. A mismatch still goes to the checker to report.
+        plain = {
+            key: kind
+            for key, sub in node.get("properties", {}).items()
+            if key != "_meta" and (kind := self._plain_type(sub)) is not None
+        }
+        plain_get = plain.get
 
         def check(value: Any) -> list[Defect] | None:
             if type(value) is not dict:
-                return None  # the type keyword (or the union) reports it
+                if strict:
+                    return _one(Defect("", f"expected object, got {json_type(value)}", where))
+                return None  # another keyword (the type, the union) says what it must be
             found: list[Defect] | None = None
             for key in required:
                 if key not in value:
                     found = found or []
-                    found.append(Defect(key, "required field missing"))
+                    found.append(Defect(key, "required field missing", where))
             for key, item in value.items():
+                if type(item) is plain_get(key):
+                    continue
                 checker = props_get(key)
                 if checker is None:
                     if other is None or key == "_meta":
@@ -407,6 +426,19 @@ class Schema:
             return found
 
         return check
+
+    def _plain_type(self, node: dict[str, Any]) -> type | None:
+        """The Python type of a node that says nothing but one JSON type (str, bool...)."""
+        while True:
+            keys = set(node) - _ANNOTATIONS
+            if keys == {"$ref"}:
+                node = self._defs.get(node["$ref"].rsplit("/", 1)[1], {})
+            elif keys == {"allOf"} and len(node["allOf"]) == 1:
+                node = node["allOf"][0]
+            elif keys == {"type"} and isinstance(node["type"], str) and node["type"] in _EXACT:
+                return _EXACT[node["type"]]
+            else:
+                return None
 
     def _items(self, node: dict[str, Any]) -> Checker:
         item = self.compile(node["items"])
@@ -426,13 +458,13 @@ class Schema:
 
         return check
 
-    def _not(self, node: dict[str, Any]) -> Checker:
-        inner = self.compile(node)
+    def _not(self, node: dict[str, Any], where: str | None) -> Checker:
+        inner = self.compile(node, where)
 
         def check(value: Any) -> list[Defect] | None:
             if inner(value):
                 return None
-            return _one(Defect("", "matches a shape this field must not have"))
+            return _one(Defect("", "matches a shape this field must not have", where))
 
         return check
 
@@ -441,21 +473,21 @@ class Schema:
         """A union branch for values the version does not know (guarded by ``not``)."""
         return "not" in node and isinstance(node.get("properties"), dict)
 
-    def _union(self, branches: list[dict[str, Any]], one: bool) -> Checker:
-        enum = _enum_union(branches)
+    def _union(self, branches: list[dict[str, Any]], one: bool, where: str | None) -> Checker:
+        enum = _enum_union(branches, where)
         if enum is not None:
             return enum
         nulls = [b for b in branches if b.get("type") == "null" and len(b) <= 2]
         if len(nulls) == 1 and len(branches) == 2:
-            other = self.compile(next(b for b in branches if b is not nulls[0]))
+            other = self.compile(next(b for b in branches if b is not nulls[0]), where)
             return _null_ok(other)
         tag = _discriminator(branches)
         if tag is not None:
-            return self._tagged(branches, tag, one)
-        return _first_of([self.compile(b) for b in branches], one)
+            return self._tagged(branches, tag, one, where)
+        return _first_of([self.compile(b, where) for b in branches], one, where)
 
     def _tagged(  # noqa: C901 - the hot path (every update variant), in one piece
-        self, branches: list[dict[str, Any]], tag: str, one: bool
+        self, branches: list[dict[str, Any]], tag: str, one: bool, where: str | None
     ) -> Checker:
         table: dict[Any, Checker] = {}
         catch_all: Checker | None = None
@@ -463,24 +495,25 @@ class Schema:
         for branch in branches:
             prop = branch.get("properties", {}).get(tag, {})
             if "const" in prop:
-                stripped = dict(branch)
+                # the union has checked the value is an object and read the tag
+                stripped = {k: v for k, v in branch.items() if k != "type"}
                 stripped["properties"] = {k: v for k, v in prop_items(branch) if k != tag}
                 stripped["required"] = [k for k in branch.get("required", ()) if k != tag]
-                table[prop["const"]] = self.compile(stripped)
+                table[prop["const"]] = self.compile(stripped, where)
             elif self._is_catch_all(branch):
-                catch_all = self.compile({k: v for k, v in branch.items() if k != "not"})
+                catch_all = self.compile({k: v for k, v in branch.items() if k != "not"}, where)
             else:
-                rest.append(self.compile(branch))
+                rest.append(self.compile(branch, where))
         known = ", ".join(str(k) for k in table)
-        fallback = _first_of(rest, one) if rest else None
+        fallback = _first_of(rest, one, where) if rest else None
 
         def check(value: Any) -> list[Defect] | None:
             if type(value) is not dict:
-                return _one(Defect("", f"expected object, got {json_type(value)}"))
+                return _one(Defect("", f"expected object, got {json_type(value)}", where))
             if tag not in value:
                 if fallback is not None:
                     return fallback(value)
-                return _one(Defect(tag, "required field missing"))
+                return _one(Defect(tag, "required field missing", where))
             kind = value[tag]
             branch = table.get(kind) if isinstance(kind, str) else None
             if branch is not None:
@@ -488,18 +521,18 @@ class Schema:
             if not isinstance(kind, str):
                 if fallback is not None:
                     return fallback(value)
-                return _one(Defect(tag, f"expected string, got {json_type(kind)}"))
+                return _one(Defect(tag, f"expected string, got {json_type(kind)}", where))
             if catch_all is not None:
                 found = catch_all(value)
                 if kind.startswith("_"):
                     return found
-                note = Defect(tag, f"{_show(kind)} is not one of {known}", reserved=True)
+                note = Defect(tag, f"{_show(kind)} is not one of {known}", where, reserved=True)
                 return [note, *(found or ())]
             if fallback is not None:
                 return fallback(value)
             if kind.startswith("_"):
                 return None
-            return _one(Defect(tag, f"{_show(kind)} is not one of {known}"))
+            return _one(Defect(tag, f"{_show(kind)} is not one of {known}", where))
 
         return check
 
@@ -519,7 +552,7 @@ def _discriminator(branches: list[dict[str, Any]]) -> str | None:
     return tags.pop() if len(tags) == 1 else None
 
 
-def _enum_union(branches: list[dict[str, Any]]) -> Checker | None:
+def _enum_union(branches: list[dict[str, Any]], where: str | None) -> Checker | None:
     """A union of ``const`` values, with at most one bare catch-all of the same type."""
     values: list[Any] = []
     catch_all: str | None = None
@@ -534,14 +567,14 @@ def _enum_union(branches: list[dict[str, Any]]) -> Checker | None:
     if not values:
         return None
     if catch_all is None:
-        return _enum(tuple(values), reserved=False)
+        return _enum(tuple(values), False, where)
     if catch_all == "string":
-        return _enum(tuple(values), reserved=True)
+        return _enum(tuple(values), True, where)
     # An open integer set (error codes): any integer is allowed.
-    return _typed((catch_all,), None)
+    return _typed((catch_all,), None, where)
 
 
-def _enum(values: tuple[Any, ...], reserved: bool) -> Checker:
+def _enum(values: tuple[Any, ...], reserved: bool, where: str | None) -> Checker:
     """A set of values; outside it is an error, or ``reserved`` (a warning) when open."""
     allowed = frozenset((type(v), v) for v in values)
     listed = ", ".join(v if isinstance(v, str) else _show(v) for v in values)
@@ -553,22 +586,22 @@ def _enum(values: tuple[Any, ...], reserved: bool) -> Checker:
         if isinstance(value, str) and value.startswith("_"):
             return None  # an extension value
         if strings and not isinstance(value, str):
-            return _one(Defect("", f"expected string, got {json_type(value)}"))
-        return _one(Defect("", f"{_show(value)} is not one of {listed}", reserved=reserved))
+            return _one(Defect("", f"expected string, got {json_type(value)}", where))
+        return _one(Defect("", f"{_show(value)} is not one of {listed}", where, reserved=reserved))
 
     return check
 
 
-def _const(expected: Any) -> Checker:
+def _const(expected: Any, where: str | None) -> Checker:
     def check(value: Any) -> list[Defect] | None:
         if type(value) is type(expected) and value == expected:
             return None
-        return _one(Defect("", f"expected {_show(expected)}, got {_show(value)}"))
+        return _one(Defect("", f"expected {_show(expected)}, got {_show(value)}", where))
 
     return check
 
 
-def _bounds(node: dict[str, Any]) -> Checker | None:  # noqa: C901 - one test per keyword
+def _bounds(node: dict[str, Any], where: str | None) -> Checker | None:  # noqa: C901 - one test per keyword
     low, high = node.get("minimum"), node.get("maximum")
     fmt = node.get("format")
     if fmt in _INTEGER_FORMATS:
@@ -583,31 +616,40 @@ def _bounds(node: dict[str, Any]) -> Checker | None:  # noqa: C901 - one test pe
     def check(value: Any) -> list[Defect] | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if low is not None and value < low:
-                return _one(Defect("", f"{_show(value)} is below the minimum {low}"))
+                return _one(Defect("", f"{_show(value)} is below the minimum {low}", where))
             if high is not None and value > high:
-                return _one(Defect("", f"{_show(value)} is above the maximum {high}"))
+                return _one(Defect("", f"{_show(value)} is above the maximum {high}", where))
         elif isinstance(value, str):
             if lengths[0] is not None and len(value) < lengths[0]:
-                return _one(Defect("", f"shorter than {lengths[0]} characters"))
+                return _one(Defect("", f"shorter than {lengths[0]} characters", where))
             if lengths[1] is not None and len(value) > lengths[1]:
-                return _one(Defect("", f"longer than {lengths[1]} characters"))
+                return _one(Defect("", f"longer than {lengths[1]} characters", where))
         elif isinstance(value, list):
             if counts[0] is not None and len(value) < counts[0]:
-                return _one(Defect("", f"fewer than {counts[0]} items"))
+                return _one(Defect("", f"fewer than {counts[0]} items", where))
             if counts[1] is not None and len(value) > counts[1]:
-                return _one(Defect("", f"more than {counts[1]} items"))
+                return _one(Defect("", f"more than {counts[1]} items", where))
         return None
 
     return check
 
 
-def _typed(types: tuple[str, ...], body: Checker | None) -> Checker:
+def _typed(types: tuple[str, ...], body: Checker | None, where: str | None) -> Checker:
     """Check the JSON type first; the rest of the node only for a value of that type."""
     nullable = "null" in types
     names = tuple(t for t in types if t != "null")
     exact = tuple(_EXACT[t] for t in names if t in _EXACT)
     loose = tuple(_TYPE_TESTS[t] for t in names if t not in _EXACT)
     expected = " or ".join(types)
+    if len(exact) == 1 and not loose and body is None:
+        only = exact[0]
+
+        def simple(value: Any) -> list[Defect] | None:  # the common case: a string field
+            if type(value) is only or (value is None and nullable):
+                return None
+            return _one(Defect("", f"expected {expected}, got {json_type(value)}", where))
+
+        return simple
 
     def check(value: Any) -> list[Defect] | None:
         if value is None and nullable:
@@ -615,16 +657,21 @@ def _typed(types: tuple[str, ...], body: Checker | None) -> Checker:
         kind = type(value)
         if kind in exact or any(test(value) for test in loose):
             return body(value) if body is not None else None
-        return _one(Defect("", f"expected {expected}, got {json_type(value)}"))
+        return _one(Defect("", f"expected {expected}, got {json_type(value)}", where))
 
     return check
 
 
-def _meta(value: Any) -> list[Defect] | None:
+def _meta_of(where: str | None) -> Checker:
     """``_meta`` is any object, or null, anywhere."""
-    if value is None or type(value) is dict:
-        return None
-    return _one(Defect("", f"expected object or null, got {json_type(value)}", lenient=True))
+
+    def check(value: Any) -> list[Defect] | None:
+        if value is None or type(value) is dict:
+            return None
+        problem = f"expected object or null, got {json_type(value)}"
+        return _one(Defect("", problem, where, lenient=True))
+
+    return check
 
 
 def _lenient(checker: Checker) -> Checker:
@@ -642,7 +689,7 @@ def _null_ok(checker: Checker) -> Checker:
     return check
 
 
-def _first_of(checkers: list[Checker], one: bool) -> Checker:
+def _first_of(checkers: list[Checker], one: bool, where: str | None) -> Checker:
     """A union with no discriminator: the value must match one branch."""
 
     def check(value: Any) -> list[Defect] | None:
@@ -661,7 +708,7 @@ def _first_of(checkers: list[Checker], one: bool) -> Checker:
             if best is None or _closer(found, best):
                 best = found
         if matches > 1:
-            return _one(Defect("", "matches more than one of the alternatives"))
+            return _one(Defect("", "matches more than one of the alternatives", where))
         if passed is not None:
             return passed or None
         return best

@@ -55,10 +55,13 @@ from .protocol import (
     methods_for,
 )
 from .rules import RULES, SCHEMA_OVERLAP, Scope
-from .schema import Checker, schema_for
+from .schema import Checker, Defect, Schema, schema_for
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
+
+#: What absent params are checked as (never modified).
+_NO_PARAMS: dict[str, Any] = {}
 
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
@@ -165,6 +168,7 @@ class Validator:
         self._found: list[Violation] = []
         self._seq: int | None = None
         self._session_id: str | None = None
+        self._schema: Schema | None = None
 
     # --- entry points -------------------------------------------------------
 
@@ -344,9 +348,11 @@ class Validator:
     def _shape(self, message: Message, value: dict[str, Any], first: int) -> None:
         """Check params, result or error against the schema; one finding per defect."""
         method = message.method
-        if method is None or method.startswith("_"):
+        if method is None or method[:1] == "_":
             return
-        schema = schema_for(self._schema_version())
+        schema = self._schema
+        if schema is None or schema.version != self._schema_version():
+            schema = self._schema = schema_for(self._schema_version())
         checker: Checker | None
         if message.kind is Kind.RESPONSE:
             if message.request is None:
@@ -360,13 +366,16 @@ class Validator:
         else:
             notification = message.kind is Kind.NOTIFICATION
             part, checker = "params", schema.params(method, notification)
-            target = value.get("params", {})
+            target = value.get("params", _NO_PARAMS)
         if checker is None:
             return
         defects = checker(target)
-        if not defects:
-            return
-        covered = [path for v in self._found[first:] for path in SCHEMA_OVERLAP.get(v.rule, ())]
+        if defects:
+            self._report(defects, f"{method} ", part, first, schema.version)
+
+    def _report(self, defects: list[Defect], method: str, part: str, first: int, v: int) -> None:
+        """Flag schema defects, except those a hand-written rule reported on this frame."""
+        covered = [path for f in self._found[first:] for path in SCHEMA_OVERLAP.get(f.rule, ())]
         for defect in defects:
             path = defect.describe(part)
             where = path.split(":", 1)[0]
@@ -375,7 +384,7 @@ class Validator:
             rule = "schema-reserved" if defect.reserved else "schema-lenient"
             if defect.hard:
                 rule = "schema"
-            self._flag(rule, f"{method} {path}", spec=f"ACP v{schema.version} schema")
+            self._flag(rule, method + path, spec=f"ACP v{v} schema")
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params

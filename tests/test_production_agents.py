@@ -1,0 +1,106 @@
+"""Production agents from npm, through the real proxy: their initialize and session/new
+traffic has no error-level finding (the schema checks must not cry wolf on healthy agents).
+
+`@zed-industries/claude-code-acp` and `@zed-industries/codex-acp` answer both without
+credentials. The packages are installed from the npm registry once per test run; the tests
+skip when npm is not installed or the registry cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+AGENTS = {
+    "claude-code-acp": "@zed-industries/claude-code-acp",
+    "codex-acp": "@zed-industries/codex-acp",
+}
+
+
+@pytest.fixture(scope="module")
+def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed")
+    prefix = tmp_path_factory.mktemp("npm")
+    proc = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *AGENTS.values()],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"npm install failed: {proc.stderr.decode(errors='replace')[-300:]}")
+    return prefix / "node_modules" / ".bin"
+
+
+def handshake(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
+    """initialize and session/new as a v1 client (Zed) sends them; the agent's answers."""
+    init = {
+        "protocolVersion": 1,
+        "clientCapabilities": {
+            "fs": {"readTextFile": True, "writeTextFile": True},
+            "terminal": True,
+        },
+        "clientInfo": {"name": "acp-proxy-tests", "version": "1"},
+    }
+    requests = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/new",
+            "params": {"cwd": "/tmp", "mcpServers": []},
+        },
+    ]
+    answers: list[dict[str, Any]] = []
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for request in requests:
+            proc.stdin.write(orjson.dumps(request) + b"\n")
+            proc.stdin.flush()
+            while True:
+                line = proc.stdout.readline()
+                assert line, "the agent closed its output"
+                message = orjson.loads(line)
+                if message.get("id") == request["id"] and "method" not in message:
+                    answers.append(message)
+                    break
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return answers
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_production_agent_handshake_has_no_error_finding(npm_bin: Path, agent: str, tmp_path):
+    """A healthy agent's handshake validates without an error, live and offline."""
+    (tmp_path / "codex").mkdir()
+    env = clean_env(IS_SANDBOX="1", HOME=str(tmp_path), CODEX_HOME=str(tmp_path / "codex"))
+    env["PATH"] = f"{npm_bin}{os.pathsep}{env.get('PATH', '')}"
+    record = tmp_path / "session.jsonl"
+    command = [*PROXY, "run", "--record", str(record), "--", str(npm_bin / agent)]
+    answers = handshake(command, env)
+    assert answers[0]["result"]["protocolVersion"] == 1
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    live = [v for r in records for v in r.get("violations", ()) if v["level"] == "error"]
+    assert live == []
+    proc = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    offline = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [f for f in offline if f["level"] == "error"] == []
+    assert proc.returncode == 0
+    frames = [r for r in records if r["kind"] == "frame"]
+    assert len(frames) >= 4  # both requests and both answers were recorded
