@@ -427,12 +427,13 @@ def rules(fmt: str) -> None:
 )
 @click.option(
     "--scenario",
-    type=click.Choice(["tour", "clean", "cancelled", "misbehaving", "v1"]),
+    type=click.Choice(["tour", "clean", "cancelled", "misbehaving", "v1", "v1-tour"]),
     default="tour",
     show_default=True,
     help="tour: a prompt, then a cancelled prompt. clean: one prompt. cancelled: one "
     "cancelled prompt. misbehaving: the example agent breaks the protocol on purpose. "
-    "v1: one prompt over ACP v1, as most shipping agents speak it.",
+    "v1: one prompt over ACP v1, as most shipping agents speak it. v1-tour: v1 with a mode "
+    "switch, a file read, a terminal, and a second prompt that is cancelled.",
 )
 def demo(record: str | None, delay: float, scenario: str) -> None:
     """Try the proxy: run the example agent behind it and drive one session.

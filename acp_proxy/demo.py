@@ -11,7 +11,7 @@ import itertools
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,8 +90,32 @@ class DemoClient:
                 reason = update.get("stopReason")
                 return reason if isinstance(reason, str) else None
 
+    def prompt_v1(self, session_id: str, text: str, cancel_after_chunks: int | None) -> Any:
+        """v1: send a prompt and read until its response (which ends the turn); cancel it
+        after some agent chunks if asked. Return the stop reason."""
+        request_id = next(self._ids)
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        self.send({"id": request_id, "method": "session/prompt", "params": params})
+        chunks = 0
+        while True:
+            message = self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message.get("result", {}).get("stopReason")
+            update = self._react(message)
+            if update is not None and update.get("sessionUpdate") == "agent_message_chunk":
+                chunks += 1
+                if chunks == cancel_after_chunks:
+                    self.say("  client: session/cancel")
+                    self.send({"method": "session/cancel", "params": {"sessionId": session_id}})
+
     def _react(self, message: dict[str, Any]) -> dict[str, Any] | None:
         method = message.get("method")
+        if isinstance(method, str) and "id" in message and method in _CLIENT_METHODS:
+            params = message.get("params") or {}
+            result = _CLIENT_METHODS[method](params)
+            self.say(f"  agent calls {method} -> client answers")
+            self.send({"id": message["id"], "result": result})
+            return None
         if method == "session/request_permission":
             title = message.get("params", {}).get("title", "permission")
             self.say(f"  agent asks: {title}  -> client allows once")
@@ -110,6 +134,35 @@ class DemoClient:
         return self._proc.wait(timeout=timeout)
 
 
+def _read_text_file(params: dict[str, Any]) -> dict[str, Any]:
+    """What an editor returns for fs/read_text_file: the file's text (empty if unreadable)."""
+    path, limit = params.get("path"), params.get("limit")
+    try:
+        with open(str(path), encoding="utf-8", errors="replace") as handle:
+            lines = handle.readlines()
+    except OSError:
+        lines = []
+    if isinstance(limit, int):
+        lines = lines[:limit]
+    return {"content": "".join(lines)}
+
+
+#: How the demo client answers the agent's v1 requests (fs and terminals, played safe: the
+#: terminal runs nothing, it reports a canned listing).
+_CLIENT_METHODS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "fs/read_text_file": _read_text_file,
+    "fs/write_text_file": lambda params: {},
+    "terminal/create": lambda params: {"terminalId": "term_1"},
+    "terminal/output": lambda params: {
+        "output": "README.md\nacp_proxy\ntests\n",
+        "truncated": False,
+        "exitStatus": {"exitCode": 0},
+    },
+    "terminal/wait_for_exit": lambda params: {"exitCode": 0},
+    "terminal/kill": lambda params: {},
+    "terminal/release": lambda params: {},
+}
+
 #: The prompts of each scenario: (text, cancel after this many agent chunks or None).
 SCENARIOS: dict[str, list[tuple[str, int | None]]] = {
     "tour": [
@@ -120,6 +173,10 @@ SCENARIOS: dict[str, list[tuple[str, int | None]]] = {
     "cancelled": [("Explain every section in detail.", 3)],
     "misbehaving": [("Summarize the project README.", None)],
     "v1": [("Summarize the project README.", None)],
+    "v1-tour": [
+        ("Summarize the project README.", None),
+        ("Now explain every section in detail.", 3),
+    ],
 }
 
 
@@ -142,11 +199,14 @@ def run_demo(
     client = DemoClient(proc, echo)
     try:
         client.say("client: initialize")
-        version = 1 if scenario == "v1" else 2
+        version = 1 if scenario.startswith("v1") else 2
         hello: dict[str, Any] = {"protocolVersion": version, "capabilities": {}}
         if version == 1:
             hello["clientCapabilities"] = hello.pop("capabilities")
             hello["clientInfo"] = {"name": "acp-proxy-demo", "version": "0.1.0"}
+            if scenario == "v1-tour":  # an editor that lets the agent read files and run commands
+                fs = {"readTextFile": True, "writeTextFile": True}
+                hello["clientCapabilities"] = {"fs": fs, "terminal": True}
         else:
             hello["info"] = {"name": "acp-proxy-demo", "version": "0.1.0"}
         init = client.request("initialize", hello)
@@ -158,15 +218,19 @@ def run_demo(
             "result"
         ]["sessionId"]
         client.say(f"  session {session_id}")
+        if scenario == "v1-tour":
+            client.say("client: session/set_mode code")
+            client.request("session/set_mode", {"sessionId": session_id, "modeId": "code"})
         for text, cancel_after in SCENARIOS[scenario]:
             client.say(f"client: session/prompt {text!r}")
+            if version == 1:
+                reason = client.prompt_v1(session_id, text, cancel_after)
+                client.say(f"  turn ended: {reason}")
+                continue
             accepted = client.request(
                 "session/prompt",
                 {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
             )
-            if version == 1:  # the prompt's response is the end of the turn
-                client.say(f"  turn ended: {accepted.get('result', {}).get('stopReason')}")
-                continue
             client.say(f"  accepted as {accepted.get('result', {}).get('messageId')}")
             reason = client.until_idle(session_id, cancel_after_chunks=cancel_after)
             client.say(f"  turn ended: {reason}")

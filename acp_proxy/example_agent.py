@@ -40,6 +40,9 @@ _REPLY = (
 
 _EOF = object()
 
+#: The session modes a v1 session offers.
+_MODES = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
+
 
 @dataclass
 class _Turn:
@@ -62,6 +65,9 @@ class ExampleAgent:
         self._ids = itertools.count(1)
         self._request_ids = itertools.count(0)
         self._sessions: set[str] = set()
+        #: v1: each session's working directory, and what the client advertised.
+        self._cwd: dict[str, str] = {}
+        self._client_caps: dict[str, Any] = {}
         self._turns: dict[str, _Turn] = {}
         self._waiting: dict[int, _Turn] = {}
 
@@ -85,7 +91,7 @@ class ExampleAgent:
 
     # --- dispatch ------------------------------------------------------------
 
-    def handle(self, message: Any) -> None:  # noqa: C901 - one branch per method
+    def handle(self, message: Any) -> None:  # noqa: C901, PLR0912 - one branch per method
         """React to one message from the client."""
         if not isinstance(message, dict):
             return
@@ -105,7 +111,17 @@ class ExampleAgent:
         elif method == "session/new":
             session_id = f"sess_{next(self._ids):04d}"
             self._sessions.add(session_id)
-            self._respond(request_id, {"sessionId": session_id})
+            cwd = params.get("cwd")
+            self._cwd[session_id] = cwd if isinstance(cwd, str) else "/"
+            result: dict[str, Any] = {"sessionId": session_id}
+            if self._version == 1:
+                result["modes"] = {"currentModeId": "ask", "availableModes": _MODES}
+            self._respond(request_id, result)
+        elif method == "session/set_mode" and self._version == 1:
+            self._respond(request_id, {})
+            mode = params.get("modeId")
+            update = {"sessionUpdate": "current_mode_update", "currentModeId": mode}
+            self._update(params.get("sessionId", ""), update)
         elif method == "session/prompt":
             self._prompt(request_id, params)
         elif method == "session/cancel":
@@ -123,6 +139,8 @@ class ExampleAgent:
     def _initialize(self, request_id: Any, params: dict[str, Any]) -> None:
         asked = params.get("protocolVersion")
         self._version = 1 if asked == 1 else 2
+        caps = params.get("clientCapabilities")
+        self._client_caps = caps if isinstance(caps, dict) else {}
         info = {"name": "acp-proxy-example-agent", "version": "0.1.0"}
         prompt_caps: dict[str, Any] = {"image": {}, "embeddedContext": {}}
         if self._version == 1:
@@ -172,7 +190,6 @@ class ExampleAgent:
             turn.wake_at = time.monotonic() + step
 
     def _ask_permission(self, session_id: str, tool_call: dict[str, Any]) -> tuple[str, int]:
-        request_id = next(self._request_ids)
         options = [
             {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
             {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
@@ -190,8 +207,7 @@ class ExampleAgent:
                 "options": options,
                 "subject": {"type": "tool_call", "toolCall": tool_call},
             }
-        self.send({"id": request_id, "method": "session/request_permission", "params": params})
-        return ("request", request_id)
+        return self._request("session/request_permission", params)
 
     # --- the scripted turns ----------------------------------------------------
 
@@ -326,6 +342,12 @@ class ExampleAgent:
             idle["stopReason"] = "finished"
         update(session_id, idle)
 
+    def _request(self, method: str, params: dict[str, Any]) -> tuple[str, int]:
+        """Send a request to the client; the turn resumes with its response."""
+        request_id = next(self._request_ids)
+        self.send({"id": request_id, "method": method, "params": params})
+        return ("request", request_id)
+
     def _turn_v1(
         self, request_id: Any, session_id: str, params: dict[str, Any]
     ) -> Generator[Step, Any, None]:
@@ -333,6 +355,7 @@ class ExampleAgent:
         call_id = f"call_{n}"
         turn = self._turns.get(session_id)
         update = self._update
+        cwd = self._cwd.get(session_id, "/").rstrip("/")
         yield self._delay
         update(
             session_id,
@@ -353,16 +376,22 @@ class ExampleAgent:
             "title": "Read README.md",
             "kind": "read",
             "status": "pending",
+            "locations": [{"path": f"{cwd}/README.md"}],
         }
         update(session_id, {"sessionUpdate": "tool_call", **tool})
         answer = yield self._ask_permission(session_id, tool)
         outcome = (answer or {}).get("result", {}).get("outcome", {})
         done = "completed" if outcome.get("outcome") == "selected" else "failed"
+        if done == "completed" and (self._client_caps.get("fs") or {}).get("readTextFile"):
+            read = {"sessionId": session_id, "path": f"{cwd}/README.md", "limit": 20}
+            yield self._request("fs/read_text_file", read)
         if turn is not None and turn.cancelled:
-            done = "cancelled"
+            done = "failed"  # v1 has no cancelled tool status
         update(
             session_id, {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": done}
         )
+        if self._client_caps.get("terminal") is True and not (turn and turn.cancelled):
+            yield from self._terminal_v1(session_id, cwd)
         for word in _REPLY.split(" "):
             if turn is not None and turn.cancelled:
                 break
@@ -376,6 +405,33 @@ class ExampleAgent:
             yield self._delay
         cancelled = turn is not None and turn.cancelled
         self._respond(request_id, {"stopReason": "cancelled" if cancelled else "end_turn"})
+
+    def _terminal_v1(self, session_id: str, cwd: str) -> Generator[Step, Any, None]:
+        """Run ``ls`` in a client terminal, show it in a tool call, release it."""
+        call_id = f"call_{next(self._ids)}"
+        created = yield self._request(
+            "terminal/create", {"sessionId": session_id, "command": "ls", "cwd": cwd or "/"}
+        )
+        terminal = (created or {}).get("result", {}).get("terminalId")
+        if not isinstance(terminal, str):
+            return
+        self._update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": call_id,
+                "title": "ls",
+                "kind": "execute",
+                "status": "in_progress",
+                "content": [{"type": "terminal", "terminalId": terminal}],
+            },
+        )
+        yield self._request("terminal/output", {"sessionId": session_id, "terminalId": terminal})
+        self._update(
+            session_id,
+            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed"},
+        )
+        yield self._request("terminal/release", {"sessionId": session_id, "terminalId": terminal})
 
     def _open(self, turn: _Turn | None, call_id: str) -> None:
         if turn is not None:

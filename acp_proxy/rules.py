@@ -55,7 +55,7 @@ class Rule:
 
 
 E, W = Level.ERROR, Level.WARNING
-V2 = Scope.V2
+V1, V2 = Scope.V1, Scope.V2
 TRANSPORT = "ACP transport"
 JSONRPC = "JSON-RPC 2.0"
 SCHEMA = "ACP v2 schema"
@@ -74,7 +74,7 @@ CATALOG: tuple[Rule, ...] = (
         E,
         TRANSPORT,
         "A JSON-RPC batch (array) on a v1 connection: v1 sends one message per line.",
-        Scope.V1,
+        V1,
     ),
     Rule(
         "batch-empty",
@@ -165,9 +165,8 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "prompt-capability",
         E,
-        "1. User Message",
+        "1. User Message; v1 Prompt Turn",
         "A prompt content block the agent's advertised prompt capabilities do not allow.",
-        V2,
     ),
     Rule(
         "prompt-result-message-id",
@@ -252,10 +251,9 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "cancel-ended-without-cancelled",
         W,
-        "Cancellation",
-        "After the client cancelled running work, an idle whose stop reason is not cancelled "
-        "(it may have raced).",
-        V2,
+        "Cancellation; v1 Prompt Turn (Cancellation)",
+        "After the client cancelled, the turn ended with a stop reason other than cancelled "
+        "(v2: the idle; v1: the prompt's response). It may have raced.",
     ),
     Rule(
         "update-after-cancelled-idle",
@@ -283,9 +281,15 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "permission-not-cancelled",
         E,
-        "Cancellation",
-        "After session/cancel, a pending permission request answered with another outcome.",
-        V2,
+        "Cancellation; v1 Prompt Turn (Cancellation)",
+        "After session/cancel, a pending permission request (v1: or one asked while the "
+        "cancelled prompt runs) answered with another outcome.",
+    ),
+    Rule(
+        "permission-option-unknown",
+        E,
+        "Tool Calls (Requesting Permission)",
+        "A selected permission outcome whose optionId is not among the request's options.",
     ),
     Rule(
         "permission-unanswered",
@@ -421,6 +425,168 @@ CATALOG: tuple[Rule, ...] = (
         V2,
     ),
     # --- The proxy itself ------------------------------------------------------------------
+    # --- ACP v1 (v1-rules: the stable v1 pages) -----------------------------------
+    Rule(
+        "capability-fs",
+        E,
+        "v1 File System (Checking Support)",
+        "The agent called fs/read_text_file or fs/write_text_file although the client did not "
+        "advertise fs.readTextFile or fs.writeTextFile.",
+        V1,
+    ),
+    Rule(
+        "capability-terminal",
+        E,
+        "v1 Terminals (Checking Support)",
+        "The agent called a terminal/* method although the client did not advertise terminal.",
+        V1,
+    ),
+    Rule(
+        "capability-config-boolean",
+        E,
+        "v1 Session Config Options (Boolean)",
+        "A boolean config option offered although the client did not advertise "
+        "session.configOptions.boolean.",
+        V1,
+    ),
+    Rule(
+        "capability-notices",
+        E,
+        "v1 schema (SessionUpdate notice)",
+        "A notice update although the client did not advertise session.notices.",
+        V1,
+    ),
+    Rule(
+        "capability-compaction",
+        E,
+        "v1 Prompt Turn (Session Compaction)",
+        "A compaction update although the client did not advertise session.compaction.",
+        V1,
+    ),
+    Rule(
+        "capability-session",
+        E,
+        "v1 Session Setup, List, Delete; Authentication (Checking Support)",
+        "The client called session/load, resume, close, list, delete or logout although the "
+        "agent did not advertise it.",
+        V1,
+    ),
+    Rule(
+        "capability-additional-directories",
+        E,
+        "v1 Session Setup (Additional Workspace Roots)",
+        "additionalDirectories sent although the agent did not advertise "
+        "sessionCapabilities.additionalDirectories.",
+        V1,
+    ),
+    Rule(
+        "capability-mcp-transport",
+        E,
+        "v1 Session Setup (Checking Transport Support)",
+        "An http or sse MCP server passed although the agent did not advertise that transport.",
+        V1,
+    ),
+    Rule(
+        "path-not-absolute",
+        E,
+        "v1 Overview (Argument Requirements)",
+        "A relative path where v1 requires an absolute one: cwd, additionalDirectories, fs "
+        "paths, terminal cwd, diff paths, tool call locations.",
+        V1,
+    ),
+    Rule(
+        "prompt-overlap",
+        W,
+        "v1 Prompt Turn",
+        "A session/prompt while another prompt of the same session is still running.",
+        V1,
+    ),
+    Rule(
+        "cancel-answered-with-error",
+        E,
+        "v1 Prompt Turn (Cancellation)",
+        "A cancelled prompt answered with a JSON-RPC error instead of the cancelled stop reason.",
+        V1,
+    ),
+    Rule(
+        "cancelled-without-cancel",
+        W,
+        "v1 schema (StopReason cancelled)",
+        "A prompt that ended with stop reason cancelled although the client never cancelled it.",
+        V1,
+    ),
+    Rule(
+        "update-after-cancelled",
+        E,
+        "v1 Prompt Turn (Cancellation)",
+        "A message chunk or tool call update after the response to the cancelled prompt.",
+        V1,
+    ),
+    Rule(
+        "tool-call-unknown",
+        W,
+        "v1 Tool Calls (Creating)",
+        "A tool_call_update for a tool call that no tool_call announced.",
+        V1,
+    ),
+    Rule(
+        "terminal-unknown",
+        E,
+        "v1 Terminals",
+        "A terminal id (in a terminal/* request or tool call content) that no terminal/create "
+        "returned.",
+        V1,
+    ),
+    Rule(
+        "terminal-released",
+        E,
+        "v1 Terminals (Releasing)",
+        "A terminal/* request for a terminal already released.",
+        V1,
+    ),
+    Rule(
+        "terminal-unreleased",
+        W,
+        "v1 Terminals (Executing Commands)",
+        "A terminal never released with terminal/release by the end of the connection.",
+        V1,
+    ),
+    Rule(
+        "load-replay-after-response",
+        E,
+        "v1 Session Setup (Loading a Session)",
+        "A replayed user message after the session/load response (the replay must come first).",
+        V1,
+    ),
+    Rule(
+        "resume-replayed-history",
+        E,
+        "v1 Session Setup (Resuming a Session)",
+        "Conversation history sent while a session/resume is pending.",
+        V1,
+    ),
+    Rule(
+        "mode-unknown",
+        E,
+        "v1 Session Modes (From the Client)",
+        "A session/set_mode with a mode the session did not offer.",
+        V1,
+    ),
+    Rule(
+        "config-value-unknown",
+        E,
+        "v1 Session Config Options (From the Client)",
+        "A session/set_config_option for an option the session did not offer, or a value not "
+        "among the option's values (a boolean for a boolean option).",
+        V1,
+    ),
+    Rule(
+        "auth-method-unknown",
+        E,
+        "v1 Authentication",
+        "An authenticate whose methodId the agent did not advertise in authMethods.",
+        V1,
+    ),
     Rule(
         "validator-error",
         W,

@@ -56,6 +56,7 @@ from .protocol import (
 )
 from .rules import RULES, SCHEMA_OVERLAP, Scope
 from .schema import Checker, Defect, Schema, schema_for
+from .validator_v1 import V1Rules, _V1State
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
@@ -154,7 +155,7 @@ class _Session:
     replaying: int = 0
 
 
-class Validator:
+class Validator(V1Rules):
     """Validates one connection's traffic against ACP. Pure: no I/O."""
 
     def __init__(self, wire: WireModel | None = None) -> None:
@@ -169,6 +170,7 @@ class Validator:
         self._seq: int | None = None
         self._session_id: str | None = None
         self._schema: Schema | None = None
+        self._v1 = _V1State()
 
     # --- entry points -------------------------------------------------------
 
@@ -239,6 +241,8 @@ class Validator:
                         f"compaction {_show(compaction_id)} in session {_show(session.id)} was "
                         "still in_progress when the connection ended",
                     )
+        if self.version != 2:
+            self._v1_end()
         self.wire.pending.clear()
         self._notes.clear()
         return self._found
@@ -431,9 +435,15 @@ class Validator:
         if session is not None and message.opened is not None:
             session.tools = {}
             session.cancelled_tools = frozenset()
-        handler = _CALLS.get(method)
+        self._dispatch(message, session)
+
+    def _dispatch(self, message: Message, session: _Session | None) -> None:
+        """The method's own rules: common and v2 here, v1 in :class:`V1Rules`."""
+        handler = _CALLS.get(message.method or "")
         if handler is not None:
             handler(self, message, session)
+        if self.version != 2:
+            self._v1_call(message)
 
     def _request_id(self, message: Message) -> bool:
         """Check a request's id; False if it is not one JSON-RPC allows."""
@@ -508,6 +518,8 @@ class Validator:
         handler = _RESPONSES.get(request.method)
         if handler is not None:
             handler(self, message, request, note or _Pending())
+        if self.version != 2:
+            self._v1_response(message, request)
 
     def _note(self, message: Message) -> _Pending | None:
         """Start following a pending request (a rule needs its answer)."""
@@ -571,6 +583,9 @@ class Validator:
         if note is not None:
             note.state_at_request = self.wire.state(session.id)
             note.requires_action = note.state_at_request == State.REQUIRES_ACTION
+            # v1: "If the current prompt turn gets cancelled, the Client MUST respond with
+            # the "cancelled" outcome", also to a request made after the cancel.
+            note.cancelled = self.version == 1 and self._v1_prompt_cancelled(session.id)
 
     def _on_resume(self, message: Message, session: _Session | None) -> None:
         session_id = message.session
@@ -606,6 +621,14 @@ class Validator:
             self._flag(
                 "initialize-protocol-version",
                 f"the initialize result has protocolVersion {_show(version)}, not an integer",
+            )
+            return
+        if version == 1:
+            # v1: booleans under agentCapabilities.promptCapabilities; false is not advertised
+            caps = result.get("agentCapabilities")
+            v1_caps = caps.get("promptCapabilities") if isinstance(caps, dict) else None
+            self._prompt_caps = (
+                {k: v for k, v in v1_caps.items() if v is True} if isinstance(v1_caps, dict) else {}
             )
             return
         caps = result.get("capabilities")
@@ -677,6 +700,16 @@ class Validator:
     def _after_permission(self, message: Message, request: Request, note: _Pending) -> None:
         outcome = message.result.get("outcome")
         chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
+        option = outcome.get("optionId") if isinstance(outcome, dict) else None
+        offered = request.params.get("options")
+        if chosen == "selected" and isinstance(offered, list):
+            ids = [o.get("optionId") for o in offered if isinstance(o, dict)]
+            if option not in ids:
+                self._flag(
+                    "permission-option-unknown",
+                    f"the client selected option {_show(option)} for session/request_permission "
+                    f"{_show(message.id)}, which offered {', '.join(map(_show, ids)) or 'none'}",
+                )
         if note.cancelled and chosen != "cancelled":
             self._flag(
                 "permission-not-cancelled",

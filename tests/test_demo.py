@@ -99,3 +99,48 @@ def test_example_agent_speaks_v1_when_asked():
                 assert message["result"] == {"stopReason": "end_turn"}
                 break
         agent.stdin.close()
+
+
+def test_v1_tour_uses_fs_terminals_modes_and_a_cancel_and_validates_clean(tmp_path):
+    """The v1 tour (an editor that advertises fs and terminals): a mode switch, a file read,
+    a terminal created, read and released, and a second prompt cancelled mid-stream. Every v1
+    rule holds: `validate` finds nothing, and the conversation and stats read it."""
+    record = tmp_path / "v1-tour.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "demo", "--scenario", "v1-tour", "--record", str(record), "--delay", "0.02"],
+        capture_output=True,
+        env=clean_env(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = [orjson.loads(line) for line in record.read_bytes().split(b"\n")[:-1]]
+    msgs = [r["msg"] for r in records if r["kind"] == "frame"]
+    assert all(not r.get("violations") for r in records)
+    methods = [m.get("method") for m in msgs]
+    for method in (
+        "session/set_mode",
+        "fs/read_text_file",
+        "terminal/create",
+        "terminal/output",
+        "terminal/release",
+        "session/cancel",
+    ):
+        assert method in methods, method
+    stops = [m["result"]["stopReason"] for m in msgs if "stopReason" in m.get("result", {})]
+    assert stops == ["end_turn", "cancelled"]
+    validate = subprocess.run(
+        [*PROXY, "validate", str(record)], capture_output=True, env=clean_env()
+    )
+    assert (validate.returncode, validate.stdout) == (0, b"")
+    stats = orjson.loads(
+        subprocess.run(
+            [*PROXY, "stats", "--format", "json", str(record)], capture_output=True, env=clean_env()
+        ).stdout
+    )
+    assert [t["stop_reason"] for t in stats["turns"]] == ["end_turn", "cancelled"]
+    shown = subprocess.run(
+        [*PROXY, "show", "--conversation", "--no-color", str(record)],
+        capture_output=True,
+        env=clean_env(),
+    ).stdout.decode()
+    assert "ended: cancelled" in shown and "'ls' (execute): completed" in shown

@@ -33,10 +33,16 @@ def acp(*args: str, **kwargs):
 def test_the_golden_recordings_are_there():
     """recordings/ holds a clean session, a cancelled turn and a misbehaving session."""
     names = {p.name for p in GOLDEN}
-    assert names == {"clean.jsonl", "cancelled.jsonl", "misbehaving.jsonl", "v1.jsonl"}
+    assert names == {
+        "clean.jsonl",
+        "cancelled.jsonl",
+        "misbehaving.jsonl",
+        "v1.jsonl",
+        "v1-tour.jsonl",
+    }
 
 
-@pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl", "v1.jsonl"])
+@pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl", "v1.jsonl", "v1-tour.jsonl"])
 def test_clean_recordings_validate_clean(name):
     """The clean recordings break no rule."""
     assert list(validate_records(read_records(RECORDINGS / name))) == []

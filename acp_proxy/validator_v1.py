@@ -1,0 +1,557 @@
+"""The rules of ACP v1 that an observer of the wire can check (``Scope.V1`` in the catalog).
+
+Theory of operation
+-------------------
+:class:`V1Rules` is part of :class:`~acp_proxy.validator.Validator` (a mixin: the same
+object, the same findings, the same guarantees: pure, never raises, bounded memory).
+The validator calls it for every message of a connection that has not negotiated v2;
+the v1 rules themselves are gated in :meth:`Validator._flag` by their scope, so none
+fires on a v2 connection. It keeps what v1 makes checkable:
+
+- what each side advertised in ``initialize``: the client's capabilities (from the
+  request), the agent's capabilities and auth methods (from the result);
+- per session: the modes and config options it offered, the tool calls announced,
+  the prompt the client cancelled and whether its response has gone out, whether a
+  ``session/load`` was just answered or a ``session/resume`` is pending;
+- the terminals ``terminal/create`` returned, and which were released.
+
+Each rule quotes its sentence of the v1 pages in the tests; the sources are listed
+in ``rules.py`` (``spec``). The wire model has already paired responses with
+requests and ended v1 turns on the prompt's ``stopReason`` response.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .wire import Kind, Message, Request, Side, WireModel
+
+__all__ = ["V1Rules"]
+
+#: Terminals and announced tool calls remembered, per connection and per session.
+_REMEMBERED = 4096
+
+#: v1 updates that carry conversation history (what a resume must not replay).
+_HISTORY = frozenset(
+    {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+    }
+)
+#: Updates that may not follow the response to a cancelled prompt.
+_TURN_OUTPUT = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"}
+)
+#: Terminal methods that name an existing terminal.
+_TERMINAL_USE = ("terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release")
+#: Client methods gated by ``agentCapabilities.sessionCapabilities.<name>``.
+_SESSION_CAPABILITY = {
+    "session/resume": "resume",
+    "session/close": "close",
+    "session/list": "list",
+    "session/delete": "delete",
+}
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
+def _show(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...``, or None where a level is missing or not an object."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def is_absolute(path: Any) -> bool:
+    """An absolute path: ``/...``, or on Windows ``X:\\``, ``X:/`` or ``\\\\server``."""
+    return isinstance(path, str) and (path.startswith("/") or bool(_WINDOWS_ABSOLUTE.match(path)))
+
+
+def _ids(items: Any, key: str = "id") -> list[Any]:
+    return [i.get(key) for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _config_values(option: dict[str, Any]) -> list[Any]:
+    """The values a select option offers, flat or grouped."""
+    values: list[Any] = []
+    for entry in option.get("options") or ():
+        if not isinstance(entry, dict):
+            continue
+        if "value" in entry:
+            values.append(entry["value"])
+        values.extend(_ids(entry.get("options"), "value"))
+    return values
+
+
+@dataclass(slots=True)
+class _V1Session:
+    """What the v1 rules know about one session."""
+
+    #: Mode ids the session offered (``modes.availableModes``), once known.
+    modes: list[Any] | None = None
+    #: Config options the session offered, by configId, once known.
+    config: dict[Any, dict[str, Any]] | None = None
+    #: Tool call ids announced with ``tool_call`` (oldest first, bounded).
+    announced: dict[str, None] = field(default_factory=dict)
+    #: The pending prompt the client cancelled.
+    cancelled_prompt: Request | None = None
+    #: The cancelled prompt was answered: no more turn output until the next prompt.
+    after_cancel: bool = False
+    #: A session/load was answered: replayed history is late until the next prompt.
+    loaded: bool = False
+    #: session/resume requests pending.
+    resuming: int = 0
+
+
+@dataclass(slots=True)
+class _V1State:
+    client_caps: dict[str, Any] | None = None
+    agent_caps: dict[str, Any] | None = None
+    auth_methods: list[Any] | None = None
+    sessions: dict[str, _V1Session] = field(default_factory=dict)
+    #: Terminal id -> released, for the terminals terminal/create returned.
+    terminals: dict[str, bool] = field(default_factory=dict)
+    #: seq of the terminal/create response, per terminal.
+    created_at: dict[str, int] = field(default_factory=dict)
+
+
+class V1Rules:
+    """The v1 rules of :class:`~acp_proxy.validator.Validator`."""
+
+    wire: WireModel
+    _seq: int | None
+    _session_id: str | None
+    _v1: _V1State
+
+    if TYPE_CHECKING:
+
+        def _flag(self, rule_id: str, message: str, spec: str | None = None) -> None: ...
+
+    # --- entry points, called by the validator ------------------------------------
+
+    def _v1_session(self, session_id: Any) -> _V1Session | None:
+        if not isinstance(session_id, str):
+            return None
+        sessions = self._v1.sessions
+        session = sessions.get(session_id)
+        if session is None:
+            session = sessions[session_id] = _V1Session()
+            if len(sessions) > _REMEMBERED:  # ids are peer-chosen: keep memory bounded
+                del sessions[next(iter(sessions))]
+        return session
+
+    def _v1_prompt_cancelled(self, session_id: str | None) -> bool:
+        """Whether the session's pending prompt was cancelled (a permission asked now must
+        be answered ``cancelled``)."""
+        session = self._v1.sessions.get(session_id) if session_id else None
+        return session is not None and session.cancelled_prompt is not None
+
+    def _v1_call(self, message: Message) -> None:
+        """A request or notification on a connection that is not v2."""
+        method = message.method
+        if method == "initialize" and message.side is Side.CLIENT:
+            caps = message.params.get("clientCapabilities")
+            self._v1.client_caps = caps if isinstance(caps, dict) else {}
+            return
+        if message.side is Side.AGENT:
+            self._v1_agent_call(message)
+        else:
+            self._v1_client_call(message)
+
+    def _v1_response(self, message: Message, request: Request) -> None:
+        """A response that answers ``request``, on a connection that is not v2."""
+        handler = _V1_RESPONSES.get(request.method)
+        if handler is not None:
+            handler(self, message, request)
+
+    def _v1_end(self) -> None:
+        """The connection ended: terminals never released."""
+        for terminal, released in self._v1.terminals.items():
+            if not released:
+                self._seq = self._v1.created_at.get(terminal)
+                self._session_id = None
+                self._flag(
+                    "terminal-unreleased",
+                    f"terminal {_show(terminal)} was never released with terminal/release",
+                )
+
+    # --- the agent's requests and notifications ----------------------------------------
+
+    def _v1_agent_call(self, message: Message) -> None:
+        method, params = message.method, message.params
+        caps = self._v1.client_caps
+        if method in ("fs/read_text_file", "fs/write_text_file"):
+            flag = "readTextFile" if method == "fs/read_text_file" else "writeTextFile"
+            if caps is not None and _dig(caps, "fs", flag) is not True:
+                self._flag(
+                    "capability-fs",
+                    f"the agent called {method}, but the client did not advertise "
+                    f"clientCapabilities.fs.{flag}",
+                )
+            self._absolute(method, "path", params.get("path"))
+        elif method is not None and method.startswith("terminal/"):
+            if caps is not None and caps.get("terminal") is not True:
+                self._flag(
+                    "capability-terminal",
+                    f"the agent called {method}, but the client did not advertise "
+                    "clientCapabilities.terminal",
+                )
+            if method == "terminal/create":
+                if params.get("cwd") is not None:
+                    self._absolute(method, "cwd", params.get("cwd"))
+            elif method in _TERMINAL_USE:
+                self._terminal_use(method, params.get("terminalId"))
+        elif method == "session/update" and message.kind is Kind.NOTIFICATION:
+            update = message.update
+            if update is not None:
+                self._v1_update(message, update)
+
+    def _terminal_use(self, what: str, terminal: Any) -> None:
+        terminals = self._v1.terminals
+        if not isinstance(terminal, str):
+            return  # the schema reports a missing or malformed id
+        if terminal not in terminals:
+            self._flag(
+                "terminal-unknown",
+                f"{what} names terminal {_show(terminal)}, which no terminal/create returned",
+            )
+        elif terminals[terminal]:
+            self._flag(
+                "terminal-released",
+                f"{what} names terminal {_show(terminal)}, already released",
+            )
+        elif what == "terminal/release":
+            terminals[terminal] = True
+
+    def _absolute(self, where: str, field_name: str, path: Any) -> None:
+        if isinstance(path, str) and not is_absolute(path):
+            self._flag("path-not-absolute", f"{where} {field_name} {_show(path)} is not absolute")
+
+    # --- the client's requests and notifications ----------------------------------------
+
+    def _v1_client_call(self, message: Message) -> None:  # noqa: C901, PLR0912 - one branch per method
+        method, params = message.method, message.params
+        agent = self._v1.agent_caps
+        session = self._v1_session(message.session)
+        if method in ("session/new", "session/load", "session/resume", "session/list"):
+            if method != "session/list" or params.get("cwd") is not None:
+                self._absolute(method, "cwd", params.get("cwd"))
+            if method != "session/list":
+                self._setup(method, params)
+        if agent is not None:
+            self._session_capability(method, agent)
+        if session is None:
+            if method == "authenticate":
+                self._authenticate(params)
+            return
+        if method == "session/resume" and message.kind is Kind.REQUEST:
+            session.resuming += 1
+        elif method == "session/prompt" and message.kind is Kind.REQUEST:
+            others = [
+                r
+                for r in self.wire.pending_requests("session/prompt", message.session)
+                if r is not message.request and r.side is Side.CLIENT
+            ]
+            if others:
+                self._flag(
+                    "prompt-overlap",
+                    f"session/prompt {_show(message.id)} was sent while session/prompt "
+                    f"{_show(others[0].id)} (seq {others[0].seq}) is still running in session "
+                    f"{_show(message.session)}",
+                )
+            session.after_cancel = session.loaded = False
+        elif method == "session/cancel":
+            pending = [
+                r
+                for r in self.wire.pending_requests("session/prompt", message.session)
+                if r.side is Side.CLIENT
+            ]
+            if pending:
+                session.cancelled_prompt = pending[-1]
+        elif method == "session/set_mode":
+            mode = params.get("modeId")
+            if session.modes is not None and mode not in session.modes:
+                offered = ", ".join(map(_show, session.modes)) or "none"
+                self._flag(
+                    "mode-unknown",
+                    f"session/set_mode asks for mode {_show(mode)}, which the session never "
+                    f"offered (offered: {offered})",
+                )
+        elif method == "session/set_config_option":
+            self._set_config(session, params)
+
+    def _session_capability(self, method: str | None, agent: dict[str, Any]) -> None:
+        needed: str | None = None
+        if method == "session/load" and agent.get("loadSession") is not True:
+            needed = "agentCapabilities.loadSession"
+        elif method in _SESSION_CAPABILITY:
+            name = _SESSION_CAPABILITY[method]
+            if _dig(agent, "sessionCapabilities", name) is None:
+                needed = f"agentCapabilities.sessionCapabilities.{name}"
+        elif method == "logout" and _dig(agent, "auth", "logout") is None:
+            needed = "agentCapabilities.auth.logout"
+        if needed is not None:
+            self._flag(
+                "capability-session",
+                f"the client called {method}, but the agent did not advertise {needed}",
+            )
+
+    def _setup(self, method: str, params: dict[str, Any]) -> None:
+        """session/new, load, resume: workspace roots and MCP transports."""
+        agent = self._v1.agent_caps
+        directories = params.get("additionalDirectories")
+        if isinstance(directories, list):
+            for directory in directories:
+                self._absolute(method, "additionalDirectories entry", directory)
+            advertised = _dig(agent, "sessionCapabilities", "additionalDirectories") is not None
+            if directories and agent is not None and not advertised:
+                self._flag(
+                    "capability-additional-directories",
+                    f"{method} sends additionalDirectories, but the agent did not advertise "
+                    "sessionCapabilities.additionalDirectories",
+                )
+        servers = params.get("mcpServers")
+        if agent is None or not isinstance(servers, list):
+            return
+        for server in servers:
+            transport = server.get("type") if isinstance(server, dict) else None
+            if (
+                transport in ("http", "sse")
+                and _dig(agent, "mcpCapabilities", transport) is not True
+            ):
+                self._flag(
+                    "capability-mcp-transport",
+                    f"{method} passes the {transport} MCP server {_show(server.get('name'))}, "
+                    f"but the agent did not advertise mcpCapabilities.{transport}",
+                )
+
+    def _set_config(self, session: _V1Session, params: dict[str, Any]) -> None:
+        if session.config is None:
+            return
+        config_id, value = params.get("configId"), params.get("value")
+        option = session.config.get(config_id) if isinstance(config_id, str) else None
+        if option is None:
+            self._flag(
+                "config-value-unknown",
+                f"session/set_config_option names config option {_show(config_id)}, which "
+                "the session never offered",
+            )
+            return
+        if option.get("type") == "boolean":
+            if not isinstance(value, bool):
+                self._flag(
+                    "config-value-unknown",
+                    f"session/set_config_option sets boolean option {_show(config_id)} to "
+                    f"{_show(value)}",
+                )
+            return
+        values = _config_values(option)
+        if value not in values:
+            self._flag(
+                "config-value-unknown",
+                f"session/set_config_option sets {_show(config_id)} to {_show(value)}, not one "
+                f"of its values ({', '.join(map(_show, values)) or 'none'})",
+            )
+
+    def _authenticate(self, params: dict[str, Any]) -> None:
+        methods = self._v1.auth_methods
+        method_id = params.get("methodId")
+        if methods is not None and isinstance(method_id, str) and method_id not in methods:
+            self._flag(
+                "auth-method-unknown",
+                f"authenticate names method {_show(method_id)}, which the agent did not "
+                f"advertise (advertised: {', '.join(map(_show, methods)) or 'none'})",
+            )
+
+    # --- responses ---------------------------------------------------------------------
+
+    def _after_initialize_v1(self, message: Message, request: Request) -> None:
+        result = message.result
+        if message.is_error:
+            return
+        caps = result.get("agentCapabilities")
+        self._v1.agent_caps = caps if isinstance(caps, dict) else {}
+        self._v1.auth_methods = _ids(result.get("authMethods"))
+
+    def _after_setup_v1(self, message: Message, request: Request) -> None:
+        """session/new, load, resume: the modes and config options the session offers."""
+        session_id = message.result.get("sessionId") if request.method == "session/new" else None
+        session = self._v1_session(session_id or request.session)
+        if session is None:
+            return
+        if request.method == "session/resume":
+            session.resuming = max(0, session.resuming - 1)
+        if message.is_error:
+            return
+        if request.method == "session/load":
+            session.loaded = True
+        modes = message.result.get("modes")
+        if isinstance(modes, dict):
+            session.modes = _ids(modes.get("availableModes"))
+        self._config_options(session, message.result.get("configOptions"), request.method)
+
+    def _after_set_config_v1(self, message: Message, request: Request) -> None:
+        session = self._v1_session(request.session)
+        if session is not None and not message.is_error:
+            self._config_options(session, message.result.get("configOptions"), request.method)
+
+    def _config_options(self, session: _V1Session, options: Any, where: str) -> None:
+        if not isinstance(options, list):
+            return
+        session.config = {o.get("id"): o for o in options if isinstance(o, dict)}
+        caps = self._v1.client_caps
+        if caps is None or _dig(caps, "session", "configOptions", "boolean") is not None:
+            return
+        for option in options:
+            if isinstance(option, dict) and option.get("type") == "boolean":
+                self._flag(
+                    "capability-config-boolean",
+                    f"{where} offers the boolean config option {_show(option.get('id'))}, but "
+                    "the client did not advertise session.configOptions.boolean",
+                )
+
+    def _after_prompt_v1(self, message: Message, request: Request) -> None:
+        session = self._v1_session(request.session)
+        if session is None:
+            return
+        cancelled = session.cancelled_prompt is request
+        if cancelled:
+            session.cancelled_prompt = None
+        reason = message.result.get("stopReason")
+        if message.is_error:
+            if cancelled:
+                error = message.error
+                code = error.get("code") if isinstance(error, dict) else None
+                self._flag(
+                    "cancel-answered-with-error",
+                    f"the cancelled session/prompt {_show(message.id)} was answered with error "
+                    f"{_show(code)} instead of the cancelled stop reason",
+                )
+            return
+        if cancelled:
+            session.after_cancel = True
+            if reason != "cancelled":
+                self._flag(
+                    "cancel-ended-without-cancelled",
+                    f"session {_show(request.session)} was cancelled but ended with stop reason "
+                    f"{_show(reason)}",
+                )
+        elif reason == "cancelled":
+            self._flag(
+                "cancelled-without-cancel",
+                f"session/prompt {_show(message.id)} ended with stop reason cancelled, but the "
+                "client never sent session/cancel for it",
+            )
+
+    def _after_terminal_create_v1(self, message: Message, request: Request) -> None:
+        terminal = message.result.get("terminalId")
+        if message.is_error or not isinstance(terminal, str):
+            return
+        terminals = self._v1.terminals
+        terminals[terminal] = False
+        self._v1.created_at[terminal] = message.seq
+        if len(terminals) > _REMEMBERED:
+            oldest = next(iter(terminals))
+            del terminals[oldest]
+            self._v1.created_at.pop(oldest, None)
+
+    # --- session/update -------------------------------------------------------------------
+
+    def _v1_update(self, message: Message, update: dict[str, Any]) -> None:
+        variant = update.get("sessionUpdate")
+        session = self._v1_session(message.session)
+        caps = self._v1.client_caps
+        if variant == "notice" and caps is not None and _dig(caps, "session", "notices") is None:
+            self._flag(
+                "capability-notices",
+                "the agent sent a notice, but the client did not advertise session.notices",
+            )
+        elif variant in ("compaction_update", "compaction_summary_chunk") and caps is not None:
+            if _dig(caps, "session", "compaction") is None:
+                self._flag(
+                    "capability-compaction",
+                    f"the agent sent {variant}, but the client did not advertise "
+                    "session.compaction",
+                )
+        elif variant == "config_option_update" and session is not None:
+            self._config_options(session, update.get("configOptions"), "config_option_update")
+        if session is None or not isinstance(variant, str):
+            return
+        if session.after_cancel and variant in _TURN_OUTPUT:
+            self._flag(
+                "update-after-cancelled",
+                f"the agent sent {variant} in session {_show(message.session)} after it "
+                "answered the cancelled prompt",
+            )
+        if session.resuming and variant in _HISTORY:
+            self._flag(
+                "resume-replayed-history",
+                f"the agent replayed history ({variant}) while session/resume of "
+                f"{_show(message.session)} was pending",
+            )
+        if session.loaded and variant == "user_message_chunk":
+            self._flag(
+                "load-replay-after-response",
+                f"the agent replayed a user message in session {_show(message.session)} after "
+                "it answered session/load",
+            )
+        if variant in ("tool_call", "tool_call_update"):
+            self._tool_call(session, variant, update)
+
+    def _tool_call(self, session: _V1Session, variant: str, update: dict[str, Any]) -> None:
+        call = update.get("toolCallId")
+        if isinstance(call, str):
+            if variant == "tool_call_update" and call not in session.announced:
+                self._flag(
+                    "tool-call-unknown",
+                    f"tool_call_update for tool call {_show(call)}, which no tool_call announced",
+                )
+            session.announced[call] = None
+            if len(session.announced) > _REMEMBERED:
+                del session.announced[next(iter(session.announced))]
+        for item in _dicts(update.get("content")):
+            if item.get("type") == "diff":
+                self._absolute(variant, "diff path", item.get("path"))
+            elif item.get("type") == "terminal":
+                terminal = item.get("terminalId")
+                if isinstance(terminal, str) and terminal not in self._v1.terminals:
+                    self._flag(
+                        "terminal-unknown",
+                        f"{variant} shows terminal {_show(terminal)}, which no terminal/create "
+                        "returned",
+                    )
+        for location in _dicts(update.get("locations")):
+            self._absolute(variant, "location path", location.get("path"))
+
+
+def _dicts(items: Any) -> Iterable[dict[str, Any]]:
+    return (i for i in items if isinstance(i, dict)) if isinstance(items, list) else ()
+
+
+_V1_RESPONSES = {
+    "initialize": V1Rules._after_initialize_v1,
+    "session/new": V1Rules._after_setup_v1,
+    "session/load": V1Rules._after_setup_v1,
+    "session/resume": V1Rules._after_setup_v1,
+    "session/set_config_option": V1Rules._after_set_config_v1,
+    "session/prompt": V1Rules._after_prompt_v1,
+    "terminal/create": V1Rules._after_terminal_create_v1,
+}

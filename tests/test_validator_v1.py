@@ -1,0 +1,478 @@
+"""The validator on ACP v1 connections, rule by rule: the smallest v1 exchange that breaks
+each rule beside a clean twin that must not be flagged at all. Each docstring quotes the
+sentence of the stable v1 pages the rule comes from (see rules.py for the page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_validator import (
+    OPTIONS,
+    A,
+    C,
+    Frames,
+    S,
+    check,
+    err,
+    note,
+    ok,
+    req,
+    rules,
+    setup,
+    turn,
+    upd,
+)
+
+from acp_proxy.rules import CATALOG, Level, Scope
+
+
+def v1_prompt(id_: Any = 10, blocks: Any = None) -> tuple[str, dict[str, Any]]:
+    blocks = blocks if blocks is not None else [{"type": "text", "text": "hi"}]
+    return (C, req(id_, "session/prompt", {"sessionId": S, "prompt": blocks}))
+
+
+def chunk(text: str = "ok") -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+
+
+def v1_turn(id_: Any = 10, reason: str = "end_turn") -> Frames:
+    return [v1_prompt(id_), chunk(), (A, ok(id_, {"stopReason": reason}))]
+
+
+CANCEL = (C, note("session/cancel", {"sessionId": S}))
+
+
+def tool(call: str = "t1", **extra: Any) -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "tool_call", "toolCallId": call, "title": "Run", **extra})
+
+
+def tool_update(call: str = "t1", **extra: Any) -> tuple[str, dict[str, Any]]:
+    return upd({"sessionUpdate": "tool_call_update", "toolCallId": call, **extra})
+
+
+# --- capabilities -----------------------------------------------------------------------
+
+
+def test_capability_fs():
+    """ "If readTextFile or writeTextFile is false or not present, the Agent MUST NOT attempt to
+    call the corresponding filesystem method." (v1 File System)"""
+    read = (A, req(7, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+    answer = (C, ok(7, {"content": "x"}))
+    check("capability-fs", [*setup(1, client={}), read, answer], [*setup(1), read, answer])
+    write = (A, req(8, "fs/write_text_file", {"sessionId": S, "path": "/a", "content": "x"}))
+    only_read = {"fs": {"readTextFile": True}}
+    assert rules([*setup(1, client=only_read), write, (C, ok(8, {}))]) == ["capability-fs"]
+
+
+def test_capability_terminal():
+    """ "If terminal is false or not present, the Agent MUST NOT attempt to call any terminal
+    methods." (v1 Terminals)"""
+    create = (A, req(7, "terminal/create", {"sessionId": S, "command": "ls"}))
+    made = (C, ok(7, {"terminalId": "term1"}))
+    release = (A, req(8, "terminal/release", {"sessionId": S, "terminalId": "term1"}))
+    done = (C, ok(8, {}))
+    check(
+        "capability-terminal",
+        [*setup(1, client={"terminal": False}), create, made, release, done],
+        [*setup(1), create, made, release, done],
+    )
+
+
+def test_capability_config_boolean():
+    """ "Agents MUST NOT include type: "boolean" options in configOptions payloads unless the
+    Client advertised support." (v1 Session Config Options)"""
+    option = {"id": "fast", "name": "Fast", "type": "boolean", "currentValue": True}
+    bad = setup(1, new_result={"configOptions": [option]})
+    caps = {
+        **setup(1)[0][1]["params"]["clientCapabilities"],
+        "session": {"configOptions": {"boolean": {}}},
+    }
+    clean = setup(1, client=caps, new_result={"configOptions": [option]})
+    check("capability-config-boolean", bad, clean)
+    update = upd({"sessionUpdate": "config_option_update", "configOptions": [option]})
+    assert rules([*setup(1), update]) == ["capability-config-boolean"]
+
+
+def test_capability_notices():
+    """ "Agents MUST only send this update when the Client advertised the session.notices
+    Client capability." (v1 schema, SessionUpdate notice)"""
+    notice = upd({"sessionUpdate": "notice", "severity": "info", "title": "Indexing"})
+    caps: dict[str, Any] = {"session": {"notices": {}}}
+    check("capability-notices", [*setup(1), notice], [*setup(1, client=caps), notice])
+
+
+def test_capability_compaction():
+    """ "The Agent MUST NOT send compaction_update or compaction_summary_chunk unless the Client
+    advertised support by supplying clientCapabilities.session.compaction: {}" (v1 Prompt Turn)"""
+    compaction = upd(
+        {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"}
+    )
+    done = upd({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"})
+    caps: dict[str, Any] = {"session": {"compaction": {}}}
+    check(
+        "capability-compaction",
+        [*setup(1), compaction, done],
+        [*setup(1, client=caps), compaction, done],
+    )
+
+
+def test_capability_session():
+    """ "If loadSession is false or not present, the Agent does not support loading sessions and
+    Clients MUST NOT attempt to call session/load." (the same for resume, close, list, delete,
+    and logout) (v1 Session Setup, List, Delete, Authentication)"""
+    load = (C, req(5, "session/load", {"sessionId": "old", "cwd": "/", "mcpServers": []}))
+    loaded = (A, ok(5, {}))
+    check(
+        "capability-session",
+        [*setup(1), load, loaded],
+        [*setup(1, agent={"loadSession": True}), load, loaded],
+    )
+    listing = (C, req(6, "session/list", {}))
+    listed = (A, ok(6, {"sessions": []}))
+    assert rules([*setup(1), listing, listed]) == ["capability-session"]
+    can_list: dict[str, Any] = {"sessionCapabilities": {"list": {}}}
+    assert rules([*setup(1, agent=can_list), listing, listed]) == []
+    logout = [(C, req(7, "logout", {})), (A, ok(7, {}))]
+    assert rules([*setup(1), *logout]) == ["capability-session"]
+    assert rules([*setup(1, agent={"auth": {"logout": {}}}), *logout]) == []
+
+
+def test_capability_additional_directories():
+    """ "Clients MUST only send additionalDirectories when the Agent advertises
+    sessionCapabilities.additionalDirectories." (v1 Session Setup)"""
+    new = (
+        C,
+        req(5, "session/new", {"cwd": "/", "mcpServers": [], "additionalDirectories": ["/b"]}),
+    )
+    made = (A, ok(5, {"sessionId": "s2"}))
+    can: dict[str, Any] = {"sessionCapabilities": {"additionalDirectories": {}}}
+    check(
+        "capability-additional-directories",
+        [*setup(1), new, made],
+        [*setup(1, agent=can), new, made],
+    )
+
+
+def test_capability_mcp_transport():
+    """ "Before using HTTP or SSE transports, Clients MUST verify the Agent's capabilities during
+    initialization" (v1 Session Setup)"""
+    server = {"type": "http", "name": "docs", "url": "https://x", "headers": []}
+    new = (C, req(5, "session/new", {"cwd": "/", "mcpServers": [server]}))
+    made = (A, ok(5, {"sessionId": "s2"}))
+    check(
+        "capability-mcp-transport",
+        [*setup(1), new, made],
+        [*setup(1, agent={"mcpCapabilities": {"http": True}}), new, made],
+    )
+
+
+def test_prompt_capability_v1():
+    """ "Clients MUST restrict types of content according to the Prompt Capabilities established
+    during initialization." (v1 Prompt Turn): v1 advertises booleans, false is not advertised."""
+    image = [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]
+    bad = [*setup(1, prompt_caps={"image": False}), v1_prompt(10, image)]
+    bad.append((A, ok(10, {"stopReason": "end_turn"})))
+    clean = [*setup(1, prompt_caps={"image": True}), v1_prompt(10, image)]
+    clean.append((A, ok(10, {"stopReason": "end_turn"})))
+    check("prompt-capability", bad, clean)
+
+
+# --- paths ------------------------------------------------------------------------------
+
+
+def test_path_not_absolute():
+    """ "All file paths in the protocol MUST be absolute." (v1 Overview); cwd "MUST be an
+    absolute path" (v1 Session Setup)"""
+    new = (C, req(5, "session/new", {"cwd": "project", "mcpServers": []}))
+    made = (A, ok(5, {"sessionId": "s2"}))
+    found = check(
+        "path-not-absolute",
+        [*setup(1), new, made],
+        [*setup(1), (C, req(5, "session/new", {"cwd": "/project", "mcpServers": []})), made],
+    )
+    assert found[0].message == 'session/new cwd "project" is not absolute'
+    windows = (C, req(5, "session/new", {"cwd": "C:\\project", "mcpServers": []}))
+    assert rules([*setup(1), windows, made]) == []
+    read = (A, req(7, "fs/read_text_file", {"sessionId": S, "path": "src/a.py"}))
+    assert rules([*setup(1), read, (C, ok(7, {"content": ""}))]) == ["path-not-absolute"]
+    diff = tool(content=[{"type": "diff", "path": "a.py", "newText": "x"}])
+    assert rules([*setup(1), diff]) == ["path-not-absolute"]
+    located = tool(locations=[{"path": "a.py"}])
+    assert rules([*setup(1), located]) == ["path-not-absolute"]
+    term = (A, req(8, "terminal/create", {"sessionId": S, "command": "ls", "cwd": "sub"}))
+    assert "path-not-absolute" in rules([*setup(1), term, (C, ok(8, {"terminalId": "t"}))])
+
+
+# --- the prompt turn and cancellation --------------------------------------------------------
+
+
+def test_prompt_overlap():
+    """ "Once a prompt turn completes, the Client may send another session/prompt" (v1 Prompt
+    Turn): not before."""
+    bad = [*setup(1), v1_prompt(10), v1_prompt(11), (A, ok(10, {"stopReason": "end_turn"}))]
+    bad.append((A, ok(11, {"stopReason": "end_turn"})))
+    found = check("prompt-overlap", bad, [*setup(1), *v1_turn(10), *v1_turn(11)])
+    assert found[0].level == Level.WARNING
+
+
+def test_cancel_answered_with_error():
+    """ "Agents MUST catch these errors and return the semantically meaningful cancelled stop
+    reason, so that Clients can reliably confirm the cancellation." (v1 Prompt Turn)"""
+    base = [*setup(1), v1_prompt(10), chunk(), CANCEL]
+    check(
+        "cancel-answered-with-error",
+        [*base, (A, err(10, -32800, "cancelled"))],
+        [*base, (A, ok(10, {"stopReason": "cancelled"}))],
+    )
+
+
+def test_cancel_ended_without_cancelled_v1():
+    """ "the Agent MUST respond to the original session/prompt request with the cancelled stop
+    reason" (v1 Prompt Turn): end_turn after a cancel is a warning, it may have raced."""
+    base = [*setup(1), v1_prompt(10), chunk(), CANCEL]
+    found = check(
+        "cancel-ended-without-cancelled",
+        [*base, (A, ok(10, {"stopReason": "end_turn"}))],
+        [*base, (A, ok(10, {"stopReason": "cancelled"}))],
+    )
+    assert [f.level for f in found] == [Level.WARNING]
+
+
+def test_cancelled_without_cancel():
+    """The cancelled stop reason "MUST be returned when the client sends a session/cancel
+    notification" (v1 schema, StopReason): without one, it is suspicious (a warning)."""
+    found = check(
+        "cancelled-without-cancel", [*setup(1), *v1_turn(10, "cancelled")], [*setup(1), *v1_turn()]
+    )
+    assert found[0].level == Level.WARNING
+
+
+def test_update_after_cancelled():
+    """ "The Agent MAY send session/update notifications with content or tool call updates after
+    receiving the session/cancel notification, but it MUST ensure that it does so before
+    responding to the session/prompt request." (v1 Prompt Turn)"""
+    base = [*setup(1), v1_prompt(10), CANCEL, chunk("late but fine")]
+    answered = [*base, (A, ok(10, {"stopReason": "cancelled"}))]
+    check("update-after-cancelled", [*answered, chunk("too late")], [*answered, *v1_turn(11)])
+    # other updates (commands, usage) are not turn output
+    commands = upd({"sessionUpdate": "available_commands_update", "availableCommands": []})
+    assert rules([*answered, commands]) == []
+
+
+def test_permission_not_cancelled_v1():
+    """ "If the current prompt turn gets cancelled, the Client MUST respond with the "cancelled"
+    outcome" (v1 Tool Calls): pending at the cancel, or asked while the cancelled prompt runs."""
+    params = {"sessionId": S, "toolCall": {"toolCallId": "t1"}, "options": OPTIONS}
+    ask = (A, req(0, "session/request_permission", params))
+    selected = (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}}))
+    cancelled = (C, ok(0, {"outcome": {"outcome": "cancelled"}}))
+    end = (A, ok(10, {"stopReason": "cancelled"}))
+    check(
+        "permission-not-cancelled",
+        [*setup(1), v1_prompt(), ask, CANCEL, selected, end],
+        [*setup(1), v1_prompt(), ask, CANCEL, cancelled, end],
+    )
+    asked_after = [*setup(1), v1_prompt(), CANCEL, ask, selected, end]
+    assert rules(asked_after) == ["permission-not-cancelled"]
+
+
+def test_permission_option_unknown():
+    """outcome "selected with an optionId - The ID of the selected permission option" (v1 Tool
+    Calls): one of the options the request offered."""
+    params = {"sessionId": S, "toolCall": {"toolCallId": "t1"}, "options": OPTIONS}
+    ask = (A, req(0, "session/request_permission", params))
+    base = [*setup(1), v1_prompt(), ask]
+    end = (A, ok(10, {"stopReason": "end_turn"}))
+    check(
+        "permission-option-unknown",
+        [*base, (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "always"}})), end],
+        [*base, (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}})), end],
+    )
+
+
+# --- tool calls and terminals ------------------------------------------------------------------
+
+
+def test_tool_call_unknown():
+    """ "When the language model requests a tool invocation, the Agent SHOULD report it to the
+    Client" with tool_call, before updating it (v1 Tool Calls)."""
+    found = check(
+        "tool-call-unknown",
+        [*setup(1), tool_update("t1", status="completed")],
+        [*setup(1), tool("t1"), tool_update("t1", status="completed")],
+    )
+    assert found[0].level == Level.WARNING
+
+
+def terminal_session(*middle: tuple[str, Any]) -> Frames:
+    create = (A, req(7, "terminal/create", {"sessionId": S, "command": "ls"}))
+    made = (C, ok(7, {"terminalId": "term1"}))
+    return [*setup(1), create, made, *middle]
+
+
+def release(id_: int = 8, terminal: str = "term1") -> Frames:
+    return [
+        (A, req(id_, "terminal/release", {"sessionId": S, "terminalId": terminal})),
+        (C, ok(id_, {})),
+    ]
+
+
+def test_terminal_unknown():
+    """terminalId: "The ID of a terminal created with terminal/create" (v1 Tool Calls,
+    Terminals)."""
+    output = (A, req(9, "terminal/output", {"sessionId": S, "terminalId": "term2"}))
+    result = (C, ok(9, {"output": "", "truncated": False}))
+    good = (A, req(9, "terminal/output", {"sessionId": S, "terminalId": "term1"}))
+    check(
+        "terminal-unknown",
+        terminal_session(output, result, *release()),
+        terminal_session(good, result, *release()),
+    )
+    shown = tool(content=[{"type": "terminal", "terminalId": "term2"}])
+    assert "terminal-unknown" in rules(terminal_session(shown, *release()))
+
+
+def test_terminal_released():
+    """ "After release the terminal ID becomes invalid for all other terminal/* methods." (v1
+    Terminals)"""
+    output = (A, req(9, "terminal/output", {"sessionId": S, "terminalId": "term1"}))
+    result = (C, ok(9, {"output": "", "truncated": False}))
+    check(
+        "terminal-released",
+        terminal_session(*release(), output, result),
+        terminal_session(output, result, *release()),
+    )
+    assert rules(terminal_session(*release(8), *release(9))) == ["terminal-released"]
+
+
+def test_terminal_unreleased():
+    """ "The Agent MUST release the terminal using terminal/release when it's no longer needed."
+    (v1 Terminals): unreleased at the end of the connection is a warning."""
+    found = check("terminal-unreleased", terminal_session(), terminal_session(*release()))
+    assert found[0].level == Level.WARNING and found[0].seq == 6
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+def test_load_replay_after_response():
+    """ "When all the conversation entries have been streamed to the Client, the Agent MUST
+    respond to the original session/load request." (v1 Session Setup)"""
+    can = {"loadSession": True}
+    load = (C, req(5, "session/load", {"sessionId": "old", "cwd": "/", "mcpServers": []}))
+    replay = upd(
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}, "old"
+    )
+    loaded = (A, ok(5, {}))
+    check(
+        "load-replay-after-response",
+        [*setup(1, agent=can), load, loaded, replay],
+        [*setup(1, agent=can), load, replay, loaded],
+    )
+
+
+def test_resume_replayed_history():
+    """ "Unlike session/load, the Agent MUST NOT replay the conversation history via
+    session/update notifications before responding." (v1 Session Setup)"""
+    can: dict[str, Any] = {"sessionCapabilities": {"resume": {}}}
+    resume = (C, req(5, "session/resume", {"sessionId": "old", "cwd": "/"}))
+    history = upd(
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}, "old"
+    )
+    commands = upd({"sessionUpdate": "available_commands_update", "availableCommands": []}, "old")
+    resumed = (A, ok(5, {}))
+    check(
+        "resume-replayed-history",
+        [*setup(1, agent=can), resume, history, resumed],
+        [*setup(1, agent=can), resume, commands, resumed],
+    )
+
+
+MODES = {"modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}]}}
+
+
+def test_mode_unknown():
+    """modeId: "Must be one of the modes listed in availableModes" (v1 Session Modes)"""
+    mode = lambda m: (C, req(5, "session/set_mode", {"sessionId": S, "modeId": m}))  # noqa: E731
+    check(
+        "mode-unknown",
+        [*setup(1, new_result=MODES), mode("code"), (A, ok(5, {}))],
+        [*setup(1, new_result=MODES), mode("ask"), (A, ok(5, {}))],
+    )
+
+
+def test_config_value_unknown():
+    """ "For select options, this must be one of the values listed in the option's options
+    array. For boolean options, this must be a boolean." (v1 Session Config Options)"""
+    option = {
+        "id": "model",
+        "name": "Model",
+        "type": "select",
+        "currentValue": "fast",
+        "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}],
+    }
+    offered = setup(1, new_result={"configOptions": [option]})
+
+    def set_to(config: str, value: Any) -> Frames:
+        params = {"sessionId": S, "configId": config, "value": value}
+        result = {"configOptions": [{**option, "currentValue": value}]}
+        return [(C, req(5, "session/set_config_option", params)), (A, ok(5, result))]
+
+    check(
+        "config-value-unknown",
+        [*offered, *set_to("model", "huge")],
+        [*offered, *set_to("model", "smart")],
+    )
+    assert rules([*offered, *set_to("effort", "high")]) == ["config-value-unknown"]
+
+
+def test_auth_method_unknown():
+    """methodId: "Must be one of the methods advertised in the initialize response." (v1
+    Authentication)"""
+    methods = [{"id": "api-key", "name": "API key"}]
+    auth = lambda m: (C, req(5, "authenticate", {"methodId": m}))  # noqa: E731
+    check(
+        "auth-method-unknown",
+        [*setup(1, auth=methods), auth("oauth"), (A, ok(5, {}))],
+        [*setup(1, auth=methods), auth("api-key"), (A, ok(5, {}))],
+    )
+
+
+# --- one version's rule never fires on the other ------------------------------------------------
+
+
+def test_v1_rules_never_fire_on_v2():
+    """Every v1 rule is scoped to v1, and a v2 connection with the same traffic shapes stays
+    clean of them."""
+    v1_rules = {r.id for r in CATALOG if r.scope is Scope.V1}
+    assert "capability-fs" in v1_rules and "batch" in v1_rules
+    relative = (C, req(5, "session/new", {"cwd": "project", "mcpServers": []}))
+    found = rules([*setup(2), relative, (A, ok(5, {"sessionId": "s2"})), *turn()])
+    assert not v1_rules & set(found)
+
+
+def test_update_for_an_unknown_tool_call_flips_between_versions():
+    """v1: an update before the tool_call is a SHOULD breach (a warning); v2: "The first
+    tool_call_update for a toolCallId creates the tool call"."""
+    assert rules([*setup(1), tool_update("t9", status="completed")]) == ["tool-call-unknown"]
+    v2 = tool_update("t9", status="completed", title="Run")
+    assert rules([*setup(2), v2]) == []
+
+
+def test_the_echo_of_the_prompt_flips_between_versions():
+    """v2: the agent MUST report the inserted user message; v1 has no such message, and an
+    echo (user_message_chunk during the turn) is fine too."""
+    assert rules([*setup(1), *v1_turn()]) == []
+    echo = upd({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}})
+    assert (
+        rules([*setup(1), v1_prompt(), echo, chunk(), (A, ok(10, {"stopReason": "end_turn"}))])
+        == []
+    )
+    v2_without_echo = [*setup(2), v1_prompt(), (A, ok(10, {"messageId": "u1"}))]
+    assert "user-message-missing" in rules(v2_without_echo)
+
+
+def test_stop_reason_error_flips_between_versions():
+    """v2 lists the error stop reason; v1's StopReason is closed without it (a schema error)."""
+    assert rules([*setup(1), *v1_turn(10, "error")]) == ["schema"]
+    assert "schema" not in rules([*setup(2), *turn(reason="error")])
