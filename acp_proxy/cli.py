@@ -189,6 +189,120 @@ def run(
     sys.exit(result.exit_status)
 
 
+@cli.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--as",
+    "role",
+    type=click.Choice(["agent", "client"]),
+    default="agent",
+    show_default=True,
+    help="agent: the recording plays the agent, on our stdio. client: the recording plays the "
+    "client against AGENT.",
+)
+@click.option(
+    "--speed",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="As the agent: 2 plays twice as fast as recorded; 0 as fast as possible.",
+)
+@click.option(
+    "--match",
+    type=click.Choice(["exact", "method"]),
+    default="exact",
+    show_default=True,
+    help="As the agent: how a client message must match the recorded one. exact: same method "
+    "and params (without _meta); method: the method only.",
+)
+@click.option(
+    "--session",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which session of a file with several (1 is the first).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="As the client: a field to leave out when comparing the agent's frames, e.g. "
+    "params.update.content.text (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="As the client: seconds to wait for an expected agent frame.",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    help="As the client: record the new session there (as `run --record` does).",
+)
+@_logging_options
+@click.argument("recording", metavar="RECORDING")
+@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARGS]...]")
+def replay(
+    role: str,
+    speed: float,
+    match: str,
+    session: int,
+    ignore: tuple[str, ...],
+    timeout: float,
+    record: str | None,
+    log_file: str | None,
+    log_level: str,
+    log_format: str,
+    recording: str,
+    agent: tuple[str, ...],
+) -> None:
+    """Play a recorded session: as the agent (a fake agent for editors and clients), or with
+    --as client as the client, against AGENT (a regression test for agents).
+
+    \b
+    As the agent, RECORDING answers on stdin/stdout like any agent; put
+    `acp-proxy replay REC` in the editor's agent command. Exit status: 0 every
+    recorded client frame matched, 1 the client diverged or stopped early.
+    As the client: 0 the agent answered as recorded, 1 it diverged.
+    2: the recording cannot be read.
+
+    \b
+    Examples:
+      acp-proxy replay session.jsonl
+      acp-proxy replay --as client session.jsonl -- my-agent --acp
+    """
+    from .replay import AgentReplay, drive_agent, load_script, serve_agent
+
+    configure(log_level.lower(), log_format, _open_log(log_file))
+    log = get_logger()
+    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
+        agent = agent[1:]
+    if role == "agent" and agent:
+        raise click.UsageError("an AGENT command is only for --as client")
+    if role == "client" and not agent:
+        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    try:
+        script = load_script(recording, session)
+    except ValueError as exc:
+        raise _Unreadable(str(exc)) from None
+    if script.sessions > 1:
+        log.info("recording has several sessions", sessions=script.sessions, playing=session)
+    if role == "agent":
+        fake = AgentReplay(script, match=match, speed=speed)
+        sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
+    result = drive_agent(script, list(agent), ignore=ignore, timeout=timeout, record=record)
+    if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
+        sys.exit(result.proxy_status)
+    for line in result.divergences:
+        click.echo(f"acp-proxy replay: divergence: {line}", err=True)
+    frames = sum(1 for step in script.steps)
+    if result.ok:
+        log.info("the agent answered as recorded", frames=frames)
+    sys.exit(0 if result.ok else 1)
+
+
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--format",

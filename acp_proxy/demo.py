@@ -185,11 +185,15 @@ def run_demo(
     delay: float = 0.02,
     echo: IO[str] | None = sys.stdout,
     scenario: str = "tour",
+    agent: list[str] | None = None,
 ) -> int:
-    """Run a scenario, recording to ``record``; return the proxy's exit status."""
-    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay)]
-    if scenario == "misbehaving":
-        agent.append("--misbehave")
+    """Run a scenario, recording to ``record``; return the proxy's exit status.
+
+    ``agent`` replaces the example agent (a replay of a recording, for instance)."""
+    if agent is None:
+        agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay)]
+        if scenario == "misbehaving":
+            agent.append("--misbehave")
     command = [
         sys.executable, "-m", "acp_proxy", "run",
         "--record", str(record), "--log-level", "error",
@@ -236,6 +240,7 @@ def run_demo(
             client.say(f"  turn ended: {reason}")
     finally:
         status = client.close()
+        proc.stdout.close()  # type: ignore[union-attr]  # a pipe: opened above
     return status
 
 

@@ -1,0 +1,706 @@
+"""Replay a recording: as the agent (a fake agent for clients), or as the client (a
+regression test for agents).
+
+Theory of operation
+-------------------
+A :class:`Script` is one session of a recording: its frames in wire order, each with the
+wire model's :class:`~acp_proxy.wire.Message` (so responses already name their requests).
+Two pure state machines play it; thin shells (:func:`serve_agent`, :func:`drive_agent`) do
+the pipes and the clock.
+
+**As the agent** (:class:`AgentReplay`): the recording expects client frames in order.
+Each client message is matched against the next one: same method (a response: an answer to
+the same agent request) and equal params or result, compared as JSON without ``_meta``
+(``match="method"``: the method only). On a match, the agent frames that followed it in the
+recording go out byte for byte, each after its recorded gap (scaled by ``speed``); a
+response to a client request gets the id the client used (only the id's bytes change). On a
+mismatch, a report names the recorded seq, what was expected, what came and the first path
+where they differ; a request gets a JSON-RPC error carrying it, and from then on no agent
+frame is sent and every request gets that error.
+
+**As the client** (:class:`ClientReplay`): the recorded client frames go out in order, each
+once the agent frames that preceded it in the recording have arrived. Between two client
+frames, agent frames may arrive in any order: each is matched to a recorded frame of the
+same kind in that window and compared as JSON, with ``_meta`` and ``ignore`` paths left
+out. Ids the agent creates (``sessionId``, ``messageId``, ``toolCallId``...) are learnt
+from the live frames and mapped onto the client frames that follow; an answer to an agent
+request goes out with the agent's live request id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+
+from .framing import Frame, parse_frame
+from .offline import annotate, open_recording
+from .transcript import FrameRecord
+from .wire import Kind, Message, Side, id_key, seconds_between
+
+__all__ = [
+    "AgentReplay",
+    "ClientReplay",
+    "ClientResult",
+    "Script",
+    "difference",
+    "drive_agent",
+    "load_script",
+    "serve_agent",
+]
+
+#: JSON-RPC error code of the answer to a request that does not match the recording.
+MISMATCH_CODE = -32099
+
+#: Ids the agent creates: learnt from its live frames, mapped onto the client's.
+AGENT_IDS = frozenset({"sessionId", "messageId", "toolCallId", "terminalId", "planId", "optionId"})
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One recorded frame of the session."""
+
+    seq: int
+    t: str
+    side: Side
+    frame: Frame
+    message: Message
+
+    @property
+    def label(self) -> str:
+        """``seq 12 (session/update agent_message_chunk)``."""
+        return f"seq {self.seq} ({describe(self.message)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """One session of a recording, ready to play."""
+
+    steps: list[Step]
+    #: Which session of the file (1, 2, ...) and how many it has.
+    number: int
+    sessions: int
+
+
+def describe(message: Message) -> str:
+    """A message in a few words: method and update kind, or what a response answers."""
+    if message.kind is Kind.RESPONSE:
+        what = "error" if message.is_error else "result"
+        return f"{what} of {message.method or '?'} {_brief(message.id)}"
+    if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):
+        variant = message.variant
+        return f"{message.method} {variant}" if variant else str(message.method)
+    return str(message.kind)
+
+
+def _brief(value: Any) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def load_script(path: str, session: int = 1) -> Script:
+    """Session ``session`` (1-based) of a recording. Raises :class:`~acp_proxy.offline.
+    RecordingError` if the file cannot be read, ValueError if it has no such session."""
+    steps: list[Step] = []
+    count = 0
+    for item in annotate(open_recording(path), validate=False):
+        count = max(count, item.connection)
+        record = item.record
+        if item.connection == session and isinstance(record, FrameRecord) and item.message:
+            steps.append(Step(record.seq, record.t, Side(record.side), record.frame, item.message))
+    if session < 1 or session > count:
+        raise ValueError(f"{path} has {count} session(s); there is no session {session}")
+    return Script(steps, session, count)
+
+
+# --- comparing -----------------------------------------------------------------------
+
+
+def difference(
+    recorded: Any, live: Any, path: str = "", ignore: Iterable[str] = ()
+) -> tuple[str, Any, Any] | None:
+    """The first path where two JSON values differ (``_meta`` and ``ignore`` paths left
+    out), with the recorded and the live value there; None if they are equal."""
+    skip = tuple(ignore)
+    return _difference(recorded, live, path, skip)
+
+
+def _ignored(path: str, ignore: tuple[str, ...]) -> bool:
+    if not ignore:
+        return False
+    plain = _plain(path)
+    return any(plain == i or plain.startswith(i + ".") for i in ignore)
+
+
+def _plain(path: str) -> str:
+    """A path without list indexes: ``params.prompt[0].text`` -> ``params.prompt.text``."""
+    out, depth = [], 0
+    for char in path:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _difference(
+    recorded: Any, live: Any, path: str, ignore: tuple[str, ...]
+) -> tuple[str, Any, Any] | None:
+    if _ignored(path, ignore):
+        return None
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        for key in sorted(set(recorded) | set(live), key=str):
+            if key == "_meta":
+                continue
+            found = _difference(
+                recorded.get(key, _MISSING), live.get(key, _MISSING), _join(path, key), ignore
+            )
+            if found is not None:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(live, list):
+        for index in range(max(len(recorded), len(live))):
+            found = _difference(
+                recorded[index] if index < len(recorded) else _MISSING,
+                live[index] if index < len(live) else _MISSING,
+                f"{path}[{index}]",
+                ignore,
+            )
+            if found is not None:
+                return found
+        return None
+    same = type(recorded) is type(live) and recorded == live
+    if same or (_number(recorded) and _number(live) and recorded == live):
+        return None
+    return (path or "(value)", recorded, live)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is _MISSING else _brief(value)
+
+
+def _report_difference(found: tuple[str, Any, Any], live_name: str) -> str:
+    path, recorded, live = found
+    return f"{path}: recorded {_shown(recorded)}, {live_name} {_shown(live)}"
+
+
+def replace_id(raw: bytes, new_id: Any) -> bytes:
+    """``raw`` (a JSON object) with its top-level ``id`` value replaced; nothing else changes."""
+    span = _top_level_value(raw, b"id")
+    if span is None:
+        return raw
+    start, end = span
+    return raw[:start] + orjson.dumps(new_id) + raw[end:]
+
+
+def _top_level_value(raw: bytes, key: bytes) -> tuple[int, int] | None:
+    """The byte span of the value of ``key`` in the top-level object of ``raw``."""
+    depth, i, n = 0, 0, len(raw)
+    expect_key = False
+    while i < n:
+        char = raw[i]
+        if char == 0x22:  # a string
+            end = i + 1
+            while end < n and raw[end] != 0x22:
+                end += 2 if raw[end] == 0x5C else 1
+            if depth == 1 and expect_key and raw[i + 1 : end] == key:
+                j = end + 1
+                while j < n and raw[j] in b" \t\r\n:":
+                    j += 1
+                k = j
+                if k < n and raw[k] == 0x22:
+                    k += 1
+                    while k < n and raw[k] != 0x22:
+                        k += 2 if raw[k] == 0x5C else 1
+                    return j, k + 1
+                while k < n and raw[k] not in b",} \t\r\n":
+                    k += 1
+                return j, k
+            expect_key = False
+            i = end + 1
+            continue
+        if char in b"{[":
+            depth += 1
+            expect_key = char == 0x7B and depth == 1
+        elif char in b"}]":
+            depth -= 1
+        elif char == 0x2C and depth == 1:
+            expect_key = True
+        i += 1
+    return None
+
+
+# --- the recording plays the agent --------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Emit:
+    """Bytes to write (one line, without its newline), after a pause."""
+
+    delay: float
+    data: bytes
+
+
+class AgentReplay:
+    """The recording as an agent. Pure: client lines in, agent lines out."""
+
+    def __init__(self, script: Script, match: str = "exact", speed: float = 1.0) -> None:
+        self.script = script
+        self.match = match
+        self.speed = speed
+        self._next = 0
+        #: Recorded client request id -> the id the live client used.
+        self._ids: dict[Any, Any] = {}
+        #: The mismatch report, once the client diverged.
+        self.diverged: str | None = None
+        self.matched = 0
+
+    @property
+    def expected(self) -> Step | None:
+        """The next client frame the recording expects."""
+        steps = self.script.steps
+        return steps[self._next] if self._next < len(steps) else None
+
+    def start(self) -> list[Emit]:
+        """The agent frames recorded before the client's first frame."""
+        return self._emit()
+
+    def receive(self, line: bytes) -> list[Emit]:
+        """One line from the client; what to write back."""
+        frame = parse_frame(line.rstrip(b"\n"))
+        value = frame.value if frame.is_json else None
+        if self.diverged is not None:
+            return self._refuse(value)
+        expected = self.expected
+        if expected is None:
+            self.diverged = (
+                f"the client sent {_summary(value, frame)}, but the recording has no more "
+                "client frames"
+            )
+            return self._refuse(value)
+        problem = self._compare(expected, frame)
+        if problem is not None:
+            self.diverged = (
+                f"at {expected.label}: expected {_summary(expected.frame.value, expected.frame)}"
+                f", got {_summary(value, frame)}; {problem}"
+            )
+            return self._refuse(value)
+        if expected.message.kind is Kind.REQUEST and isinstance(value, dict):
+            self._ids[id_key(expected.message.id)] = value.get("id")
+        self._next += 1
+        self.matched += 1
+        return self._emit()
+
+    def finish(self) -> tuple[int, str | None]:
+        """The client closed its side: (exit status, what went wrong)."""
+        if self.diverged is not None:
+            return 1, self.diverged
+        left = [s for s in self.script.steps[self._next :] if s.side is Side.CLIENT]
+        if left:
+            return 1, (
+                f"the client stopped early: {len(left)} recorded client frame(s) left, the next "
+                f"is {left[0].label}"
+            )
+        return 0, None
+
+    def _compare(self, expected: Step, frame: Frame) -> str | None:
+        message, value = expected.message, frame.value
+        if not frame.is_json or not expected.frame.is_json:
+            return None if frame.raw == expected.frame.raw else "the bytes differ"
+        if not isinstance(value, dict) or message.kind not in (
+            Kind.REQUEST,
+            Kind.NOTIFICATION,
+            Kind.RESPONSE,
+        ):
+            found = difference(expected.frame.value, value)
+            return None if found is None else _report_difference(found, "got")
+        if message.kind is Kind.RESPONSE:
+            if "method" in value or not ("result" in value or "error" in value):
+                return "expected a response"
+            if id_key(value.get("id")) != id_key(message.id):
+                return f"it answers id {_brief(value.get('id'))}, not {_brief(message.id)}"
+            part = "error" if "error" in expected.frame.value else "result"
+            found = difference(expected.frame.value.get(part), value.get(part), part)
+        else:
+            if value.get("method") != message.method:
+                return f"method {_brief(value.get('method'))} instead of {message.method}"
+            if ("id" in value) != (message.kind is Kind.REQUEST):
+                return "a request where the recording has a notification, or the reverse"
+            if self.match == "method":
+                return None
+            found = difference(
+                expected.frame.value.get("params", _MISSING),
+                value.get("params", _MISSING),
+                "params",
+            )
+        return None if found is None else _report_difference(found, "got")
+
+    def _emit(self) -> list[Emit]:
+        out: list[Emit] = []
+        steps = self.script.steps
+        while self._next < len(steps) and steps[self._next].side is Side.AGENT:
+            step = steps[self._next]
+            previous = steps[self._next - 1] if self._next else None
+            gap = seconds_between(previous.t, step.t) if previous is not None else None
+            delay = max(0.0, gap or 0.0) / self.speed if self.speed > 0 else 0.0
+            data = step.frame.raw
+            request = step.message.request
+            if step.message.kind is Kind.RESPONSE and request is not None:
+                live = self._ids.get(id_key(request.id), _MISSING)
+                if live is not _MISSING and id_key(live) != id_key(request.id):
+                    data = replace_id(data, live)
+            out.append(Emit(delay, data))
+            self._next += 1
+        return out
+
+    def _refuse(self, value: Any) -> list[Emit]:
+        """After a divergence: an error for each request, nothing else."""
+        if not (isinstance(value, dict) and "method" in value and "id" in value):
+            return []
+        error = {
+            "code": MISMATCH_CODE,
+            "message": "acp-proxy replay: the client diverged from the recording",
+            "data": {"report": self.diverged},
+        }
+        return [Emit(0.0, orjson.dumps({"jsonrpc": "2.0", "id": value["id"], "error": error}))]
+
+
+def _summary(value: Any, frame: Frame) -> str:
+    if not frame.is_json:
+        return f"a line that is not JSON ({_brief(frame.raw[:60].decode(errors='replace'))})"
+    if isinstance(value, dict):
+        if "method" in value:
+            kind = "request" if "id" in value else "notification"
+            return f"{kind} {value['method']}"
+        return f"response to id {_brief(value.get('id'))}"
+    return _brief(value)
+
+
+def serve_agent(
+    replay: AgentReplay,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    log: Any,
+) -> int:
+    """Play the agent over a pair of streams until the client closes its side."""
+    inbox: queue.Queue[bytes | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stdin:
+            inbox.put(line)
+        inbox.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        _write(replay.start(), stdout)
+        while True:
+            line = inbox.get()
+            if line is None:
+                break
+            was = replay.diverged
+            out = replay.receive(line)
+            if replay.diverged is not None and was is None:
+                log.error("replay mismatch", report=replay.diverged)
+            _write(out, stdout)
+    except BrokenPipeError:
+        log.warning("the client stopped reading")
+    status, problem = replay.finish()
+    if problem is not None and replay.diverged is None:
+        log.error("replay incomplete", report=problem)
+    log.info("replay ended", matched=replay.matched, status=status)
+    return status
+
+
+def _write(out: list[Emit], stdout: IO[bytes]) -> None:
+    """Write lines, pausing as asked; lines due together go in one write."""
+    batch: list[bytes] = []
+    for emit in out:
+        if emit.delay > 0:
+            if batch:
+                stdout.write(b"".join(batch))
+                stdout.flush()
+                batch = []
+            time.sleep(emit.delay)
+        batch.append(emit.data + b"\n")
+    if batch:
+        stdout.write(b"".join(batch))
+        stdout.flush()
+
+
+# --- the recording plays the client ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Expected:
+    step: Step
+    matched: bool = False
+
+
+class ClientReplay:
+    """The recording as a client. Pure: agent lines in, client lines out, divergences kept."""
+
+    def __init__(self, script: Script, ignore: Iterable[str] = ()) -> None:
+        self.script = script
+        self.ignore = tuple(ignore)
+        self._next = 0
+        self._window: list[_Expected] = []
+        #: Recorded agent-created id -> live id.
+        self.ids: dict[str, str] = {}
+        #: Recorded agent request id key -> the live id of that request.
+        self._requests: dict[Any, Any] = {}
+        self.divergences: list[str] = []
+
+    @property
+    def done(self) -> bool:
+        """Every recorded frame was sent or arrived."""
+        return self._next >= len(self.script.steps) and not self.missing
+
+    @property
+    def missing(self) -> list[Step]:
+        """Recorded agent frames of the current window that have not arrived."""
+        return [e.step for e in self._window if not e.matched]
+
+    def start(self) -> list[bytes]:
+        """The client frames to send first."""
+        return self._advance()
+
+    def receive(self, line: bytes) -> list[bytes]:
+        """One line from the agent; the client lines to send now."""
+        frame = parse_frame(line.rstrip(b"\n"))
+        if _is_notice(frame.value):
+            return []  # live-only: recordings never hold notices, so none is expected
+        expected = self._claim(frame)
+        if expected is None:
+            self.divergences.append(
+                f"the agent sent {_summary(frame.value, frame)}, which the recording does not "
+                f"have here (waiting for {self._waiting()})"
+            )
+        else:
+            self._check(expected.step, frame)
+        return self._advance() if not self.missing else []
+
+    def timed_out(self, seconds: float) -> None:
+        """Nothing came for ``seconds``: every frame still awaited is a divergence."""
+        for step in self.missing:
+            self.divergences.append(f"{step.label} never came (waited {seconds:g} s)")
+        self._window = []
+        self._next = len(self.script.steps)
+
+    def agent_closed(self) -> None:
+        """The agent's output ended."""
+        for step in self.missing:
+            self.divergences.append(f"{step.label} never came: the agent closed its output")
+        unsent = [s for s in self.script.steps[self._next :] if s.side is Side.AGENT]
+        if unsent:
+            self.divergences.append(
+                f"the agent closed its output with {len(unsent)} recorded frame(s) still to come"
+            )
+        self._window = []
+        self._next = len(self.script.steps)
+
+    def _waiting(self) -> str:
+        missing = self.missing
+        return ", ".join(s.label for s in missing[:3]) if missing else "nothing"
+
+    def _claim(self, frame: Frame) -> _Expected | None:
+        """The first unmatched recorded frame of the window this live frame stands for."""
+        key = _key(frame.value if frame.is_json else frame.raw)
+        for expected in self._window:
+            if not expected.matched and _key(expected.step.frame.value) == key:
+                expected.matched = True
+                return expected
+        if not frame.is_json:
+            for expected in self._window:
+                if not expected.matched and expected.step.frame.raw == frame.raw:
+                    expected.matched = True
+                    return expected
+        return None
+
+    def _check(self, step: Step, frame: Frame) -> None:
+        recorded, live = step.frame.value, frame.value
+        if not frame.is_json:
+            return
+        if isinstance(recorded, dict) and isinstance(live, dict):
+            self._learn(recorded, live)
+            if step.message.kind is Kind.REQUEST:
+                self._requests[id_key(recorded.get("id"))] = live.get("id")
+                recorded = {**recorded, "id": live.get("id")}
+            recorded = self._mapped(recorded)
+        found = _difference(recorded, live, "", self.ignore)
+        if found is not None:
+            self.divergences.append(f"{step.label}: {_report_difference(found, 'agent sent')}")
+
+    def _learn(self, recorded: Any, live: Any, key: str = "") -> None:
+        """Learn the ids the agent created, walking both values side by side."""
+        if isinstance(recorded, dict) and isinstance(live, dict):
+            for name, value in recorded.items():
+                if name in live:
+                    self._learn(value, live[name], name)
+        elif isinstance(recorded, list) and isinstance(live, list):
+            for old, new in zip(recorded, live, strict=False):
+                self._learn(old, new, key)
+        elif key in AGENT_IDS and isinstance(recorded, str) and isinstance(live, str):
+            self.ids.setdefault(recorded, live)
+
+    def _mapped(self, value: Any, key: str = "") -> Any:
+        """``value`` with the agent-created ids it holds replaced by their live ones."""
+        if isinstance(value, dict):
+            return {k: self._mapped(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._mapped(v, key) for v in value]
+        if key in AGENT_IDS and isinstance(value, str):
+            return self.ids.get(value, value)
+        return value
+
+    def _advance(self) -> list[bytes]:
+        """Send the client frames that are due, and open the next window of agent frames."""
+        out: list[bytes] = []
+        steps = self.script.steps
+        while self._next < len(steps) and steps[self._next].side is Side.CLIENT:
+            out.append(self._outgoing(steps[self._next]))
+            self._next += 1
+        window: list[_Expected] = []
+        while self._next < len(steps) and steps[self._next].side is Side.AGENT:
+            window.append(_Expected(steps[self._next]))
+            self._next += 1
+        self._window = window
+        return out
+
+    def _outgoing(self, step: Step) -> bytes:
+        value = step.frame.value
+        if not step.frame.is_json or not isinstance(value, dict):
+            return step.frame.raw
+        changed = self._mapped(value)
+        if step.message.kind is Kind.RESPONSE:
+            live = self._requests.get(id_key(value.get("id")), _MISSING)
+            if live is not _MISSING:
+                changed = {**changed, "id": live}
+        if changed == value and (
+            step.message.kind is not Kind.RESPONSE
+            or id_key(changed.get("id")) == id_key(value.get("id"))
+        ):
+            return step.frame.raw  # nothing to map: the recorded bytes
+        return orjson.dumps(changed)
+
+
+def _is_notice(value: Any) -> bool:
+    if not isinstance(value, dict) or value.get("method") != "session/update":
+        return False
+    params = value.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
+
+
+def _key(value: Any) -> tuple[Any, ...]:
+    """What makes two agent frames stand for each other in a window."""
+    if not isinstance(value, dict):
+        return ("other",)
+    if "method" in value:
+        params = value.get("params")
+        update = params.get("update") if isinstance(params, dict) else None
+        variant = update.get("sessionUpdate") if isinstance(update, dict) else None
+        return ("call", "id" in value, value.get("method"), variant)
+    return ("response", id_key(value.get("id")))
+
+
+@dataclass(slots=True)
+class ClientResult:
+    """How an agent did against a recorded client."""
+
+    #: Divergences, in the order they were found.
+    divergences: list[str] = field(default_factory=list)
+    #: The exit status of ``acp-proxy run`` around the agent.
+    proxy_status: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Everything matched."""
+        return not self.divergences
+
+    def report(self) -> str:
+        """The divergences, one per line."""
+        return "\n".join(self.divergences) or "every frame matched"
+
+
+def drive_agent(
+    script: Script,
+    agent: list[str],
+    ignore: Iterable[str] = (),
+    timeout: float = 30.0,
+    record: str | None = None,
+) -> ClientResult:
+    """Run ``agent`` behind ``acp-proxy run`` and play the recorded client against it."""
+    command = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "warning"]
+    command += ["--record", record] if record else ["--no-record"]
+    replay = ClientReplay(script, ignore)
+    result = ClientResult(replay.divergences)
+    with subprocess.Popen(
+        [*command, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin, inbox = proc.stdin, _lines(proc.stdout)
+        try:
+            _send(stdin, replay.start())
+            while not replay.done:
+                try:
+                    line = inbox.get(timeout=timeout)
+                except queue.Empty:
+                    replay.timed_out(timeout)
+                    break
+                if line is None:
+                    replay.agent_closed()
+                    break
+                _send(stdin, replay.receive(line))
+        except BrokenPipeError:
+            replay.agent_closed()
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                stdin.close()
+            try:
+                result.proxy_status = proc.wait(timeout=timeout + 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                result.proxy_status = proc.wait()
+    return result
+
+
+def _lines(stream: IO[bytes]) -> queue.Queue[bytes | None]:
+    inbox: queue.Queue[bytes | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stream:
+            inbox.put(line)
+        inbox.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return inbox
+
+
+def _send(stdin: IO[bytes], lines: list[bytes]) -> None:
+    if lines:
+        stdin.write(b"".join(line + b"\n" for line in lines))
+        stdin.flush()

@@ -1,0 +1,277 @@
+"""`acp-proxy replay`: a recording plays the agent (for clients) or the client (for agents),
+through real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+from acp_proxy.demo import run_demo
+from acp_proxy.framing import parse_frame
+from acp_proxy.replay import (
+    AgentReplay,
+    ClientReplay,
+    difference,
+    drive_agent,
+    load_script,
+    replace_id,
+)
+from acp_proxy.transcript import FrameRecord, end_record, frame_record, read_records, start_record
+
+EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", "0.01"]
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clean v2 session recorded by `acp-proxy run` with the example agent."""
+    path = tmp_path_factory.mktemp("rec") / "clean.jsonl"
+    assert run_demo(path, delay=0.01, echo=None, scenario="clean") == 0
+    return path
+
+
+def frames(path: Path) -> list[tuple[str, bytes]]:
+    return [(r.side, r.frame.raw) for r in read_records(path) if isinstance(r, FrameRecord)]
+
+
+def replay_agent(recording: Path, *options: str, stdin: bytes, timeout: float = 60) -> Any:
+    return subprocess.run(
+        [*PROXY, "replay", *options, str(recording)],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        env=clean_env(),
+    )
+
+
+def client_lines(path: Path) -> list[bytes]:
+    return [raw for side, raw in frames(path) if side == "client"]
+
+
+# --- the recording plays the agent -----------------------------------------------------------
+
+
+def test_the_same_client_gets_exactly_the_recorded_agent_bytes(recording, tmp_path):
+    """Replayed to the client that made it, behind `acp-proxy run`, the recording gives the
+    client the recorded agent bytes, frame for frame; the new recording validates like the
+    original (clean)."""
+    again = tmp_path / "again.jsonl"
+    replay = [*PROXY, "replay", "--speed", "0", str(recording)]
+    assert run_demo(again, echo=None, scenario="clean", agent=replay) == 0
+    assert frames(again) == frames(recording)
+    validate = subprocess.run([*PROXY, "validate", str(again)], capture_output=True)
+    assert (validate.returncode, validate.stdout) == (0, b"")
+
+
+def test_a_client_with_its_own_ids_gets_its_own_ids_back(recording):
+    """A response goes out with the id the client used (strings for integers here); only the
+    id's bytes change."""
+    sent = []
+    for raw in client_lines(recording):
+        message = orjson.loads(raw)
+        if "method" in message and "id" in message:
+            message["id"] = f"req-{message['id']}"
+        sent.append(orjson.dumps(message))
+    proc = replay_agent(recording, "--speed", "0", stdin=b"".join(s + b"\n" for s in sent))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.split(b"\n")[:-1]
+    recorded = [raw for side, raw in frames(recording) if side == "agent"]
+    assert len(out) == len(recorded)
+    for live, original in zip(out, recorded, strict=True):
+        value = orjson.loads(original)
+        if "method" not in value and isinstance(value.get("id"), int) and value["id"] < 100:
+            expected = original.replace(
+                b'"id":' + str(value["id"]).encode(),
+                b'"id":"req-' + str(value["id"]).encode() + b'"',
+            )
+            assert live == expected
+        else:
+            assert live == original
+
+
+def test_a_client_that_diverges_gets_an_error_and_replay_exits_1(recording):
+    """A request that does not match gets a JSON-RPC error carrying the report; no agent frame
+    follows; replay exits 1 once the client closes stdin, without hanging."""
+    lines = client_lines(recording)
+    prompt_index = next(i for i, raw in enumerate(lines) if b"session/prompt" in raw)
+    other = orjson.loads(lines[prompt_index])
+    other["params"]["prompt"][0]["text"] = "Something else entirely."
+    stdin = b"".join(raw + b"\n" for raw in [*lines[:prompt_index], orjson.dumps(other)])
+    proc = replay_agent(recording, "--speed", "0", stdin=stdin, timeout=30)
+    assert proc.returncode == 1
+    last = orjson.loads(proc.stdout.split(b"\n")[-2])
+    assert last["id"] == other["id"] and last["error"]["code"] == -32099
+    report = last["error"]["data"]["report"]
+    assert "expected request session/prompt" in report
+    assert 'params.prompt[0].text: recorded "Summarize the project README.", got "Something' in (
+        report
+    )
+    assert "replay mismatch" in proc.stderr.decode()
+    # lenient matching lets the same client through
+    lenient = replay_agent(recording, "--speed", "0", "--match", "method", stdin=stdin, timeout=30)
+    assert b'"error"' not in lenient.stdout.split(b"\n")[-2]
+
+
+def test_a_client_that_stops_early_exits_1_and_says_what_was_left(recording):
+    """Exit 1 when the client closes stdin before every recorded client frame came."""
+    proc = replay_agent(recording, "--speed", "0", stdin=client_lines(recording)[0] + b"\n")
+    assert proc.returncode == 1
+    assert "the client stopped early" in proc.stderr.decode()
+
+
+def test_recorded_pacing_is_kept_and_speed_0_drops_it(tmp_path):
+    """The recorded gap before each agent frame is kept; --speed 0 plays as fast as it can."""
+    path = tmp_path / "slow.jsonl"
+    request = b'{"jsonrpc":"2.0","id":1,"method":"_slow"}'
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    with open(path, "wb") as out:
+        out.write(start_record("2026-11-30T10:00:00.000000Z", ["agent"], 1))
+        out.write(frame_record(1, "2026-11-30T10:00:00.000000Z", "client", parse_frame(request)))
+        out.write(frame_record(2, "2026-11-30T10:00:01.500000Z", "agent", parse_frame(answer)))
+        out.write(end_record("2026-11-30T10:00:02.000000Z", 0, "client closed stdin"))
+    began = time.monotonic()
+    paced = replay_agent(path, stdin=request + b"\n")
+    assert paced.stdout == answer + b"\n" and time.monotonic() - began >= 1.5
+    began = time.monotonic()
+    fast = replay_agent(path, "--speed", "0", stdin=request + b"\n")
+    assert fast.stdout == answer + b"\n" and fast.returncode == 0
+    assert time.monotonic() - began < 1.4  # the whole process, well under the recorded gap
+
+
+def test_several_sessions_pick_one_and_bad_input_is_a_clear_error(recording, tmp_path):
+    """--session N picks a session; an unreadable recording or a missing session is exit 2."""
+    two = tmp_path / "two.jsonl"
+    two.write_bytes(recording.read_bytes() * 2)
+    proc = replay_agent(two, "--session", "2", "--speed", "0", stdin=b"".join(
+        raw + b"\n" for raw in client_lines(recording)
+    ))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    missing = replay_agent(two, "--session", "3", stdin=b"")
+    assert missing.returncode == 2 and b"has 2 session(s)" in missing.stderr
+    assert b"Traceback" not in missing.stderr
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    unreadable = replay_agent(text, stdin=b"")
+    assert unreadable.returncode == 2 and b"not an acp-proxy transcript" in unreadable.stderr
+
+
+# --- the recording plays the client ---------------------------------------------------------
+
+
+def test_as_client_the_example_agent_passes(recording, tmp_path):
+    """Against the agent that made it, the recorded client finds every frame as recorded (ids
+    the agent creates are mapped), and --record keeps the new session."""
+    new = tmp_path / "new.jsonl"
+    proc = subprocess.run(
+        [
+            *PROXY,
+            "replay",
+            "--as",
+            "client",
+            "--record",
+            str(new),
+            str(recording),
+            "--",
+            *EXAMPLE_AGENT,
+        ],
+        capture_output=True,
+        timeout=120,
+        env=clean_env(),
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(frames(new)) == len(frames(recording))
+
+
+def test_as_client_a_misbehaving_agent_fails_with_the_frame_named(recording):
+    """Against --misbehave, the divergences name the recorded seq, the path and both values."""
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "2", str(recording), "--",
+         *EXAMPLE_AGENT, "--misbehave"],
+        capture_output=True,
+        timeout=120,
+        env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert "divergence: the agent sent a line that is not JSON" in err
+    assert "(result of session/prompt 2): result.messageId: recorded " in err
+    assert "agent sent (absent)" in err
+
+
+def test_as_client_a_missing_agent_is_exit_127():
+    """The agent is started like `run` starts it: a missing command is exit 127."""
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "recordings/v1.jsonl", "--", "no-such-agent-xyz"],
+        capture_output=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert proc.returncode == 127 and b"agent command not found" in proc.stderr
+
+
+# --- the machinery, from Python ---------------------------------------------------------------
+
+
+def test_python_api_a_recording_as_a_fake_agent_in_process(recording):
+    """Example: use a recording as the agent of a client under test, no subprocess at all."""
+    fake = AgentReplay(load_script(str(recording)), speed=0)
+    answers = [e.data for e in fake.start()]
+    for line in client_lines(recording):  # the client under test would send these
+        answers += [e.data for e in fake.receive(line)]
+    assert fake.finish() == (0, None)
+    assert answers == [raw for side, raw in frames(recording) if side == "agent"]
+
+
+def test_python_api_a_recording_against_an_agent(recording):
+    """Example: a regression test for an agent, in one call."""
+    result = drive_agent(load_script(str(recording)), EXAMPLE_AGENT, timeout=10)
+    assert result.ok, result.report()
+    misbehaving = drive_agent(
+        load_script(str(recording)), [*EXAMPLE_AGENT, "--misbehave"], timeout=2
+    )
+    assert not misbehaving.ok and "messageId" in misbehaving.report()
+
+
+def test_the_client_replay_maps_ids_the_agent_creates():
+    """A sessionId the agent creates anew is learnt and used in the client frames after it."""
+    T = "2026-11-30T10:00:00.000000Z"
+    recorded = [
+        (
+            "client",
+            b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}',
+        ),
+        ("agent", b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"old"}}'),
+        ("client", b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"old"}}'),
+    ]
+    lines = [start_record(T, ["a"], 1)] + [
+        frame_record(i, T, side, parse_frame(raw)) for i, (side, raw) in enumerate(recorded, 1)
+    ]
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as out:
+        out.write(b"".join(lines))
+    replay = ClientReplay(load_script(out.name))
+    assert replay.start() == [recorded[0][1]]
+    sent = replay.receive(b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"new"}}\n')
+    assert [orjson.loads(s)["params"]["sessionId"] for s in sent] == ["new"]
+    assert replay.done and replay.divergences == []
+    Path(out.name).unlink()
+
+
+def test_difference_and_replace_id():
+    """The first differing path leaves _meta and ignored paths out; replacing an id changes
+    only the id's bytes."""
+    assert difference({"a": [1, {"b": 2}], "_meta": 1}, {"a": [1, {"b": 3}]}) == ("a[1].b", 2, 3)
+    assert difference({"a": {"text": "x"}}, {"a": {"text": "y"}}, ignore=["a.text"]) is None
+    assert difference({"a": 1}, {"a": 1.0}) is None
+    raw = b'{"jsonrpc":"2.0", "result":{"id":7,"x":"\\"id\\":1"},"id" : 7}'
+    assert (
+        replace_id(raw, "seven")
+        == b'{"jsonrpc":"2.0", "result":{"id":7,"x":"\\"id\\":1"},"id" : "seven"}'
+    )
