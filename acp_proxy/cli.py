@@ -303,6 +303,36 @@ def replay(
     sys.exit(0 if result.ok else 1)
 
 
+@cli.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option(
+    "-o",
+    "--output",
+    metavar="OUT.html",
+    help="Where to write the page. Default: the recording's path with .html.",
+)
+@click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Also run today's rules and mark the findings that differ from the stored ones.",
+)
+def report(recording: str, output: str | None, revalidate: bool) -> None:
+    """Write RECORDING as one self-contained HTML page: the sequence of frames with their
+    findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
+    so it can be attached to a bug report.
+    """
+    from .report import write_report
+
+    out = output or str(Path(recording).with_suffix(".html"))
+    if Path(out).resolve() == Path(recording).resolve():
+        raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
+    try:
+        size = write_report(recording, out, revalidate=revalidate)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror}") from None
+    _printer(False)(f"{out} ({size:,} bytes)")
+
+
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--format",
@@ -393,11 +423,18 @@ def _filter_options(func: Any) -> Any:
 @click.option(
     "--json", "as_json", is_flag=True, help="With --conversation: the reconstructed state as JSON."
 )
+@click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Recompute the findings with today's rules (as validate does) instead of showing the "
+    "ones stored in the recording.",
+)
 @_filter_options
 def show(
     recording: str,
     conversation: bool,
     as_json: bool,
+    revalidate: bool,
     side: str | None,
     method: str | None,
     session: str | None,
@@ -409,7 +446,7 @@ def show(
     \b
     The timeline has a line per frame: time since the start, seq, direction,
     request / response / notify, the method and a summary; findings right
-    under their frame.
+    under their frame, as stored in the recording (--revalidate: recomputed).
     """
     import orjson
 
@@ -432,7 +469,7 @@ def show(
         return
     timeline = Timeline(TimelineFilter(side, method, session, violations))
     emit = _printer(color)
-    for item in annotate(records):
+    for item in annotate(records, stored=not revalidate):
         for line in timeline.lines(item):
             emit(line)
 

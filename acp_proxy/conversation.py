@@ -55,6 +55,8 @@ class Entity:
     fields: dict[str, Any] = field(default_factory=dict)
     #: Terminal output bytes.
     output: bytearray = field(default_factory=bytearray)
+    #: The seqs of the frames that addressed it (for the report to highlight them).
+    seqs: list[int] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """For ``show --conversation --json``."""
@@ -264,13 +266,14 @@ class Conversation:
             view.turns.append(turn)
         return turn
 
-    def _entity(self, view: SessionView, kind: str, entity_id: str) -> Entity:
+    def _entity(self, view: SessionView, kind: str, entity_id: str, seq: int) -> Entity:
         key = (kind, entity_id)
         entity = view.entities.get(key)
         if entity is None:
             entity = view.entities[key] = Entity(kind, entity_id)
             turn = view.current
             (turn.entities if turn is not None else view.background).append(key)
+        entity.seqs.append(seq)
         return entity
 
     def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
@@ -284,11 +287,11 @@ class Conversation:
         elif variant == "usage_update":
             view.usage = {k: v for k, v in update.items() if k != "sessionUpdate"}
         elif variant in ("compaction_update", "compaction_summary_chunk"):
-            self._compaction(view, update)
+            self._compaction(view, update, message.seq)
         elif variant in _NOT_SHOWN:
             pass
         elif variant == "plan":  # v1: one plan per session, replaced whole
-            entity = self._entity(view, EntityType.PLAN, "plan")
+            entity = self._entity(view, EntityType.PLAN, "plan", message.seq)
             entity.fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
             view.last_key = ("plan", "plan")
         else:
@@ -321,17 +324,17 @@ class Conversation:
             else:
                 view.anonymous += 1
                 entity_id = f"~{view.anonymous}"
-        entity = self._entity(view, kind, entity_id)
+        entity = self._entity(view, kind, entity_id, seq)
         view.last_key = (str(kind), entity_id)
         return entity
 
-    def _compaction(self, view: SessionView, update: dict[str, Any]) -> None:
+    def _compaction(self, view: SessionView, update: dict[str, Any], seq: int) -> None:
         compaction_id = update.get("compactionId")
         if not isinstance(compaction_id, str):
             return
         key = ("compaction", compaction_id)
         fresh = key not in view.entities
-        entity = self._entity(view, "compaction", compaction_id)
+        entity = self._entity(view, "compaction", compaction_id, seq)
         if fresh:
             entity.fields["status"] = "in_progress"
         if update.get("sessionUpdate") == "compaction_summary_chunk":

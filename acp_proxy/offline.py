@@ -62,15 +62,34 @@ class Annotated:
     connection: int = 0
 
 
-def annotate(  # noqa: C901 - one branch per record kind
-    records: Iterable[Record], validate: bool = True
+def stored_findings(record: FrameRecord) -> list[Violation]:
+    """The findings stored on a frame record, as the live session (or an earlier run) made
+    them."""
+    return [
+        Violation(
+            str(v.get("rule", "?")),
+            str(v.get("level", "warning")),
+            str(v.get("message", "")),
+            str(v.get("spec", "")),
+            record.seq,
+        )
+        for v in record.violations
+    ]
+
+
+def annotate(  # noqa: C901, PLR0912 - one branch per record kind
+    records: Iterable[Record], validate: bool = True, stored: bool = False
 ) -> Iterator[Annotated]:
     """Yield every record, in order, with its message and recomputed findings.
 
     Each ``start`` record begins a new connection, with a fresh wire model
     (and validator). ``validate=False`` skips the rules, for views that only
-    need the wire model.
+    need the wire model. ``stored=True`` gives the findings stored in the
+    recording instead of recomputing them (``show`` and ``report`` show the
+    record of the live session).
     """
+    if stored:
+        validate = False
     wire: WireModel | None = None
     validator: Validator | None = None
     number = 0
@@ -97,9 +116,11 @@ def annotate(  # noqa: C901 - one branch per record kind
             last_seq = max(last_seq, record.seq)
             message = wire.feed(record.side, record.frame, record.seq, record.t)
             found = validator.check(message) if validator is not None else []
+            if stored:
+                found = stored_findings(record)
             yield Annotated(record, found, message, number)
         elif isinstance(record, ViolationRecord):
-            if record.seq is not None and record.seq > last_seq:
+            if stored or (record.seq is not None and record.seq > last_seq):
                 carried = Violation(
                     record.rule, record.level, record.message, record.spec, record.seq
                 )

@@ -230,7 +230,7 @@ class Timeline:
     def _frame(self, record: FrameRecord, message: Message, findings: list[Violation]) -> list[str]:
         method, session = message.method, message.session
         kind = _KIND_LABELS[message.kind]
-        body = _body(message)
+        body = frame_summary(message)
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
@@ -416,8 +416,8 @@ def conversation_lines(
         yield ""
 
 
-def _body(message: Message) -> str:
-    """A frame's one-line summary in the timeline."""
+def frame_summary(message: Message) -> str:
+    """A frame's one-line summary in the timeline (errors styled red)."""
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
         if frame.utf8:

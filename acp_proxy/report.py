@@ -1,0 +1,293 @@
+"""``acp-proxy report``: a whole recording as one self-contained HTML page.
+
+The page is a template (``acp_proxy/templates/report.html``: styles and script inline,
+nothing fetched) and one JSON document built here from the wire model, the stored (or
+recomputed) findings, the conversation and the stats. Safety: the JSON sits in a
+``<script type="application/json">`` element with ``<``, ``>`` and ``&`` escaped as
+``\\u003c``-style sequences, so no payload can close that element; the page's script
+builds every node with ``textContent``, so no payload ever becomes markup.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import click
+import orjson
+
+from .conversation import Conversation, SessionView
+from .offline import Annotated, annotate, open_recording
+from .render import frame_summary
+from .stats import Stats
+from .transcript import EndRecord, FrameRecord, StartRecord, StderrRecord
+from .validator import Violation
+from .wire import Kind, Message, seconds_between
+
+__all__ = ["build_document", "render_page", "write_report"]
+
+#: Columns of the frames over time chart.
+_BINS = 60
+
+
+@dataclass
+class _Section:
+    """One connection of the recording, as the page shows it."""
+
+    number: int
+    start: StartRecord | None = None
+    end: EndRecord | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    loose: list[int] = field(default_factory=list)
+    #: Fed as the records stream past: the wire model's turns are live objects, so the
+    #: conversation and the stats must see each message when it happens.
+    conversation: Conversation = field(default_factory=Conversation)
+    stats: Stats = field(default_factory=Stats)
+    started: bool = False
+    frames: Counter[str] = field(default_factory=Counter)
+    bytes: Counter[str] = field(default_factory=Counter)
+    version: int | None = None
+    last_seq: int = 0
+
+
+def _finding(found: Violation, state: str) -> dict[str, Any]:
+    return {
+        "seq": found.seq,
+        "rule": found.rule,
+        "level": str(found.level),
+        "message": found.message,
+        "spec": found.spec,
+        "state": state,
+    }
+
+
+def _compare(stored: list[Violation], today: list[Violation] | None) -> list[tuple[Violation, str]]:
+    """Stored findings, marked against today's rules when those ran."""
+    if today is None:
+        return [(f, "stored") for f in stored]
+    old = {(f.rule, f.message) for f in stored}
+    new = {(f.rule, f.message) for f in today}
+    marked = [(f, "same" if (f.rule, f.message) in new else "gone") for f in stored]
+    return marked + [(f, "new") for f in today if (f.rule, f.message) not in old]
+
+
+def _raw_text(raw: bytes) -> tuple[str, bool]:
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode("ascii"), False
+
+
+def _row(section: _Section, record: FrameRecord, message: Message) -> dict[str, Any]:
+    gap = record.seq - section.last_seq - 1 if section.last_seq else 0
+    section.last_seq = max(section.last_seq, record.seq)
+    begin = (
+        section.start.t if section.start else (section.rows[0]["t"] if section.rows else record.t)
+    )
+    request = message.request
+    return {
+        "seq": record.seq,
+        "t": record.t,
+        "rel": seconds_between(begin, record.t),
+        "side": record.side,
+        "kind": str(message.kind),
+        "name": _name(message),
+        "summary": click.unstyle(frame_summary(message)).strip(),
+        "session": message.session,
+        "size": len(record.frame.raw),
+        "request": request.seq if request is not None and message.kind is Kind.RESPONSE else None,
+        "latency": message.latency,
+        "gap": max(gap, 0),
+        "findings": [],
+    }
+
+
+def _name(message: Message) -> str:
+    if message.kind is Kind.NOTIFICATION and message.variant:
+        return f"{message.method} · {message.variant}"
+    if message.kind is Kind.BATCH:
+        return "batch"
+    return message.method or ""
+
+
+def build_document(path: str, revalidate: bool = False) -> dict[str, Any]:
+    """Everything the page shows, as one JSON-able document."""
+    today: dict[tuple[int, int | None], list[Violation]] | None = None
+    if revalidate:
+        today = {}
+        for item in annotate(open_recording(path)):
+            record = item.record
+            seq = record.seq if isinstance(record, FrameRecord) else None
+            today.setdefault((item.connection, seq), []).extend(item.findings)
+    sections: list[_Section] = []
+    for item in annotate(open_recording(path), stored=True):
+        _add(sections, item, today)
+    for section in sections:
+        if today is not None:
+            _mark_loose(section, today.get((section.number, None), []))
+    return {
+        "file": path,
+        "revalidated": revalidate,
+        "sections": [_section_document(s) for s in sections],
+    }
+
+
+def _add(
+    sections: list[_Section],
+    item: Annotated,
+    today: dict[tuple[int, int | None], list[Violation]] | None,
+) -> None:
+    record = item.record
+    if not sections or (isinstance(record, StartRecord) and sections[-1].started):
+        sections.append(_Section(len(sections) + 1))
+    section = sections[-1]
+    section.started = True
+    section.stats.add(item)
+    if item.message is not None:
+        section.conversation.observe(item.message)
+    if isinstance(record, StartRecord):
+        section.start = record
+        return
+    if isinstance(record, EndRecord):
+        section.end = record
+    if isinstance(record, FrameRecord) and item.message is not None:
+        recomputed = today.get((item.connection, record.seq), []) if today is not None else None
+        row = _row(section, record, item.message)
+        section.frames[record.side] += 1
+        section.bytes[record.side] += len(record.frame.raw) + 1
+        text, utf8 = _raw_text(record.frame.raw)
+        row["utf8"] = utf8
+        section.raw.append(text)
+        for found, state in _compare(item.findings, recomputed):
+            row["findings"].append(len(section.findings))
+            section.findings.append(_finding(found, state))
+        section.rows.append(row)
+        wire = item.message
+        if wire.method == "initialize" and wire.kind is Kind.RESPONSE:
+            version = wire.result.get("protocolVersion")
+            section.version = version if isinstance(version, int) else section.version
+        return
+    if isinstance(record, StderrRecord):
+        _stderr_row(section, record)
+        return
+    # standalone findings (violation records, the end of the connection), with their seq
+    for found in item.findings:
+        section.loose.append(len(section.findings))
+        section.findings.append(_finding(found, "stored"))
+
+
+def _mark_loose(section: _Section, today: list[Violation]) -> None:
+    """Mark the standalone stored findings against today's, and add today's new ones."""
+    stored = [section.findings[i] for i in section.loose]
+    now = {(f.rule, f.message) for f in today}
+    before = {(f["rule"], f["message"]) for f in stored}
+    for finding in stored:
+        finding["state"] = "same" if (finding["rule"], finding["message"]) in now else "gone"
+    for found in today:
+        if (found.rule, found.message) not in before:
+            section.loose.append(len(section.findings))
+            section.findings.append(_finding(found, "new"))
+
+
+def _stderr_row(section: _Section, record: StderrRecord) -> None:
+    text = record.data.decode("utf-8", errors="replace")
+    section.rows.append(
+        {
+            "seq": None,
+            "t": record.t,
+            "rel": seconds_between(section.start.t, record.t) if section.start else None,
+            "side": "stderr",
+            "kind": "stderr",
+            "name": "agent stderr",
+            "summary": text[:300],
+            "session": None,
+            "size": len(record.data),
+            "request": None,
+            "latency": None,
+            "gap": 0,
+            "findings": [],
+            "utf8": True,
+        }
+    )
+    section.raw.append(text)
+
+
+def _section_document(section: _Section) -> dict[str, Any]:
+    figures = section.stats.as_json()
+    start, end = section.start, section.end
+    levels = Counter(f["level"] for f in section.findings if f["state"] != "gone")
+    return {
+        "number": section.number,
+        "argv": start.argv if start else None,
+        "version": section.version,
+        "start": start.t if start else None,
+        "duration": seconds_between(start.t, end.t) if start and end else None,
+        "exit": end.exit if end else None,
+        "reason": end.reason if end else None,
+        "frames": dict(section.frames),
+        "bytes": dict(section.bytes),
+        "levels": dict(levels),
+        "rows": section.rows,
+        "raw": section.raw,
+        "findings": section.findings,
+        "loose": section.loose,
+        "latency": figures["latency"],
+        "turns": figures["turns"],
+        "chart": _chart(section.rows),
+        "sessions": [_session(view) for view in section.conversation.sessions.values()],
+    }
+
+
+def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Frames per side over time, in equal bins."""
+    times = [(r["rel"], r["side"]) for r in rows if r["rel"] is not None and r["seq"] is not None]
+    span = max((t for t, _ in times), default=0.0) or 1.0
+    bins = {"client": [0] * _BINS, "agent": [0] * _BINS}
+    for when, side in times:
+        if side in bins:
+            bins[side][min(_BINS - 1, int(when / span * _BINS))] += 1
+    return {"span": span, **bins}
+
+
+def _session(view: SessionView) -> dict[str, Any]:
+    data = view.as_json()
+    seqs = {f"{kind}\u0000{entity_id}": e.seqs for (kind, entity_id), e in view.entities.items()}
+    for turn in data["turns"]:
+        for entity in turn["entities"]:
+            entity["seqs"] = seqs.get(f"{entity['type']}\u0000{entity['id']}", [])
+    for entity in data["background"]:
+        entity["seqs"] = seqs.get(f"{entity['type']}\u0000{entity['id']}", [])
+    return data
+
+
+def embed(document: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: it can never close it."""
+    text = orjson.dumps(document, default=str).decode()
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def render_page(document: dict[str, Any]) -> str:
+    """The page: the template with the document embedded."""
+    template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
+    title = f"acp-proxy report: {document['file']}"
+    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return template.replace("{{TITLE}}", safe_title).replace("{{DATA}}", embed(document))
+
+
+def write_report(path: str, out: str, revalidate: bool = False) -> int:
+    """Write the page for ``path`` to ``out``; return its size in bytes."""
+    page = render_page(build_document(path, revalidate)).encode("utf-8")
+    with open(out, "wb") as stream:
+        stream.write(page)
+    return len(page)

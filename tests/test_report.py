@@ -1,0 +1,235 @@
+"""`acp-proxy report`: one self-contained HTML page per recording, opened in a real browser
+(headless Chromium: Debian's `chromium`, which `.ci/run` installs; the browser tests skip
+where it is missing). Also `show`'s stored findings."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+from acp_proxy.framing import parse_frame
+from acp_proxy.report import build_document, embed, render_page
+from acp_proxy.transcript import end_record, frame_record, start_record, violation_record
+
+RECORDINGS = Path(__file__).parent.parent / "recordings"
+T = "2026-11-30T10:00:00.000000Z"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HOSTILE = '</script><img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
+
+browser = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+def acp(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), timeout=120)
+
+
+def chromium(url: str, *extra: str, tmp: Path) -> str:
+    """Load a page headless; return the DOM once its script ran."""
+    assert CHROMIUM is not None
+    proc = subprocess.run(
+        [
+            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={tmp / 'chromium-profile'}",
+            "--virtual-time-budget=5000", "--window-size=1400,1000", *extra, url,
+        ],
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def dom(page: Path, fragment: str = "", tmp: Path | None = None) -> str:
+    return chromium(f"{page.as_uri()}{fragment}", "--dump-dom", tmp=tmp or page.parent)
+
+
+def report_of(recording: Path, tmp_path: Path, *options: str) -> Path:
+    out = tmp_path / (recording.stem + ".html")
+    proc = acp("report", str(recording), "-o", str(out), *options)
+    assert proc.returncode == 0, proc.stderr
+    assert str(out) in proc.stdout.decode()
+    return out
+
+
+def hostile_recording(path: Path) -> Path:
+    """A session whose payloads try to become markup or script in the page."""
+    frames = [
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "_x", "params": {"text": HOSTILE}}),
+        ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"html": HOSTILE}}),
+        ("agent", HOSTILE.encode()),
+    ]
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent", HOSTILE], 1))
+        for seq, (side, message) in enumerate(frames, 1):
+            raw = message if isinstance(message, bytes) else orjson.dumps(message)
+            out.write(frame_record(seq, T, side, parse_frame(raw)))
+        out.write(end_record(T, 0, HOSTILE))
+    return path
+
+
+# --- the document and the page, without a browser ---------------------------------------------
+
+
+def test_the_page_is_self_contained_and_payloads_cannot_leave_their_element(tmp_path):
+    """No network: nothing is fetched. The data is JSON in one script element, with <, > and &
+    escaped, so a payload that contains </script> cannot close it."""
+    page = render_page(build_document(str(hostile_recording(tmp_path / "h.jsonl"))))
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert "@import" not in page and "url(" not in page
+    assert page.count("</script>") == 2 and HOSTILE not in page
+    assert "<" not in embed({"x": "</script><!--"}) and "&" not in embed("&amp;")
+    assert orjson.loads(embed({"x": HOSTILE}).encode()) == {"x": HOSTILE}
+
+
+def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs(tmp_path):
+    """Stored findings are the record of the live session: shown as they are. --revalidate also
+    runs today's rules: a stored finding today's rules do not make is marked gone, one they
+    make that was not stored is marked new."""
+    path = tmp_path / "s.jsonl"
+    custom = {"rule": "custom-rule", "level": "warning", "message": "from a plugin", "spec": "x"}
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "agent", parse_frame(b"Loading..."), [custom]))
+        out.write(violation_record(T, 1, {**custom, "message": "standalone"}))
+        out.write(end_record(T, 0, "done"))
+    (section,) = build_document(str(path))["sections"]
+    assert [(f["rule"], f["state"]) for f in section["findings"]] == [
+        ("custom-rule", "stored"),
+        ("custom-rule", "stored"),
+    ]
+    assert section["rows"][0]["findings"] == [0] and section["loose"] == [1]
+    (section,) = build_document(str(path), revalidate=True)["sections"]
+    states = {(f["rule"], f["state"]) for f in section["findings"]}
+    assert states == {("custom-rule", "gone"), ("not-json", "new")}
+
+
+def test_show_prints_stored_findings_and_revalidate_recomputes(tmp_path):
+    """`show` shows the findings stored in the recording; --revalidate recomputes them."""
+    path = tmp_path / "s.jsonl"
+    custom = {"rule": "custom-rule", "level": "warning", "message": "from a plugin", "spec": "x"}
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "agent", parse_frame(b"Loading..."), [custom]))
+        out.write(end_record(T, 0, "done"))
+    shown = acp("show", "--no-color", str(path)).stdout.decode()
+    assert "custom-rule" in shown and "not-json" not in shown
+    recomputed = acp("show", "--no-color", "--revalidate", str(path)).stdout.decode()
+    assert "not-json" in recomputed and "custom-rule" not in recomputed
+
+
+def test_report_cli_defaults_and_errors(tmp_path):
+    """The page goes beside the recording by default and its path is said; an unreadable
+    recording is exit 2 with one line; the recording itself is never overwritten."""
+    recording = tmp_path / "clean.jsonl"
+    recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    proc = acp("report", str(recording))
+    assert proc.returncode == 0 and (tmp_path / "clean.html").exists()
+    assert proc.stdout.decode().startswith(str(tmp_path / "clean.html"))
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    bad = acp("report", str(text))
+    assert bad.returncode == 2 and b"not an acp-proxy transcript" in bad.stderr
+    assert b"Traceback" not in bad.stderr
+    same = acp("report", str(recording), "-o", str(recording))
+    assert (
+        same.returncode == 2 and recording.read_bytes() == (RECORDINGS / "clean.jsonl").read_bytes()
+    )
+
+
+def test_a_50k_frame_recording_gives_a_page_in_seconds(tmp_path, capsys):
+    """Scale: 50,000 frames. Size and generation time are printed (figures, not assertions on
+    time); the page stays within a few times the recording's size."""
+    path = tmp_path / "big.jsonl"
+    chunk = parse_frame(
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text",'
+        b'"text":"lorem ipsum dolor sit amet, consectetur adipiscing elit"}}}}'
+    )
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(b"".join(frame_record(seq, T, "agent", chunk) for seq in range(1, 50_001)))
+        out.write(end_record(T, 0, "done"))
+    began = time.perf_counter()
+    out_path = report_of(path, tmp_path)
+    took = time.perf_counter() - began
+    ratio = out_path.stat().st_size / path.stat().st_size
+    with capsys.disabled():
+        print(
+            f"\n  report of 50,000 frames: {path.stat().st_size:,} bytes recorded -> "
+            f"{out_path.stat().st_size:,} bytes of page ({ratio:.1f}x) in {took:.1f} s"
+        )
+    assert ratio < 4
+
+
+# --- in a real browser ----------------------------------------------------------------------------
+
+
+@browser
+def test_the_page_loads_without_script_errors_and_shows_the_session(tmp_path):
+    """Methods, a stored finding, the rebuilt conversation and a frame's exact bytes."""
+    page = report_of(RECORDINGS / "misbehaving.jsonl", tmp_path)
+    html = dom(page, "#frame=8")
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert "session/request_permission" in html and "session/update · agent_message_chunk" in html
+    assert "prompt-result-message-id" in html  # a stored finding, on its frame
+    assert "Summarize the project README." in html  # the conversation
+    raw = next(
+        line
+        for line in (RECORDINGS / "misbehaving.jsonl").read_bytes().split(b"\n")
+        if b'"seq":8,' in line
+    )
+    message = orjson.loads(raw)["msg"]
+    assert orjson.dumps(message).decode().replace('"', "&quot;") in html or (
+        orjson.dumps(message).decode() in html
+    )
+
+
+@browser
+def test_filters_and_search_narrow_the_rows(tmp_path):
+    """Side, method, update kind, findings only and a text search each narrow the rows."""
+    page = report_of(RECORDINGS / "clean.jsonl", tmp_path)
+
+    def count(fragment: str) -> tuple[int, int]:
+        found = re.search(r"(\d+) of (\d+) rows", dom(page, fragment, tmp_path))
+        assert found is not None
+        return int(found.group(1)), int(found.group(2))
+
+    shown, total = count("")
+    assert shown == total > 20
+    assert count("#side=client")[0] == 4
+    assert count("#method=session%2Fprompt")[0] == 2  # the request and its response
+    plans = (RECORDINGS / "clean.jsonl").read_bytes().count(b'"sessionUpdate":"plan_update"')
+    assert plans and count("#kind=plan_update")[0] == plans
+    assert count("#q=Allow%20once")[0] == 1
+    assert count("#findings=1")[0] == 0
+
+
+@browser
+def test_a_hostile_payload_renders_as_text(tmp_path):
+    """Nothing in a payload becomes markup or script: the page shows it as text."""
+    page = report_of(hostile_recording(tmp_path / "hostile.jsonl"), tmp_path)
+    html = dom(page, "#frame=3")
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert "data-pwned" not in html
+    body = html[html.index("<main") :]
+    assert "<img" not in body and "<b>" not in body
+    assert "&lt;img src=x onerror=" in body
+
+
+@browser
+def test_screenshot_for_people(tmp_path, capsys):
+    """One screenshot a person can look at (its path is printed)."""
+    page = report_of(RECORDINGS / "misbehaving.jsonl", tmp_path)
+    shot = Path(os.environ.get("ACP_PROXY_SCREENSHOT", tmp_path / "report.png"))
+    chromium(f"{page.as_uri()}#frame=8", f"--screenshot={shot}", tmp=tmp_path)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    with capsys.disabled():
+        print(f"\n  screenshot of the report: {shot}")
