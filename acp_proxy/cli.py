@@ -130,6 +130,13 @@ def cli() -> None:
     help="Do not record the agent's stderr (it still passes through to ours).",
 )
 @click.option(
+    "--redact",
+    is_flag=True,
+    envvar=_env("REDACT"),
+    help="Record with secrets (env and headers values, auth parameters, token/key/secret/"
+    "password fields) replaced by tags, as `acp-proxy redact` does. The wire is untouched.",
+)
+@click.option(
     "--notify-client",
     is_flag=True,
     envvar=_env("NOTIFY_CLIENT"),
@@ -143,6 +150,7 @@ def run(
     no_record: bool,
     grace: float,
     no_stderr: bool,
+    redact: bool,
     notify_client: bool,
     log_file: str | None,
     log_level: str,
@@ -166,12 +174,18 @@ def run(
     recorder = Recorder(None, log)
     observer = Observer(recorder, log, Validator(), notify_client=notify_client)
     observer.record_stderr = not no_stderr
+    recorded_argv = argv
+    if redact:
+        from .redact import Redactor
+
+        observer.redactor = Redactor()
+        recorded_argv = observer.redactor.argv(argv)[0]
 
     def on_start(pid: int) -> None:
         if not no_record:
             recorder.path = resolve_record_path(record, pid)
             recorder.append = not is_per_session(record)
-            recorder.open(argv, pid)
+            recorder.open(recorded_argv, pid)
 
     try:
         result = run_relay(argv, observer, log, grace=grace, on_start=on_start)
@@ -331,6 +345,39 @@ def report(recording: str, output: str | None, revalidate: bool) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror}") from None
     _printer(False)(f"{out} ({size:,} bytes)")
+
+
+@cli.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option("-o", "--output", metavar="OUT", required=True, help="Where to write the copy.")
+@click.option(
+    "--contents",
+    is_flag=True,
+    help="Also replace file contents, resource contents, terminal output and prompt text with "
+    "their size and a tag.",
+)
+def redact(recording: str, output: str, contents: bool) -> None:
+    """Write a copy of RECORDING that is safe to attach to a bug report.
+
+    \b
+    Replaced by "[redacted:<tag>]" (the same value gets the same tag in the copy):
+    the values of env and headers entries, authenticate / auth/login parameters,
+    any field whose name looks like a token, key, secret, password, credential,
+    cookie or authorization, and secret-looking flags of the agent command.
+    Everything else stays byte for byte; frames that changed list the paths
+    (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
+    """
+    from .redact import redact_stream
+
+    if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
+        raise click.UsageError("the copy would overwrite the recording; give another -o")
+    next(iter(open_recording(recording)))  # says clearly if it is no transcript
+    try:
+        with open(recording, "rb") as source, open(output, "wb") as out:
+            records, changed = redact_stream(source, out, contents=contents)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
+    _printer(False)(f"{output}: {records} records, {changed} redacted")
 
 
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -20,6 +20,7 @@ import orjson
 
 from .framing import Frame
 from .recorder import Recorder
+from .redact import Redactor
 from .transcript import format_time, frame_record, stderr_record, violation_record
 from .wire import Message, WireModel
 
@@ -111,6 +112,8 @@ class Observer:
         self._wire_broken = False
         #: Whether the agent's stderr is recorded (``--no-stderr`` turns it off).
         self.record_stderr = True
+        #: Set by ``--redact``: secrets are replaced in the transcript (never on the wire).
+        self.redactor: Redactor | None = None
         self._stderr = bytearray()
         enabled = getattr(log, "is_enabled_for", None)
         self._debug = enabled(logging.DEBUG) if enabled is not None else True
@@ -153,9 +156,11 @@ class Observer:
                 for finding in findings:
                     self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
             elif self.recorder.active:
-                self.recorder.write(
-                    frame_record(self.seq, t, side, frame, [f.as_dict() for f in findings])
-                )
+                found = [f.as_dict() for f in findings]
+                stored, hidden = frame, list[str]()
+                if self.redactor is not None and message is not None:
+                    stored, hidden = self.redactor.frame(message)
+                self.recorder.write(frame_record(self.seq, t, side, stored, found, hidden))
             self._log_findings(side, findings)
             if self._notify and findings:
                 notices += self._notices_for(findings)

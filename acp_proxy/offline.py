@@ -163,8 +163,8 @@ class RecordingError(Exception):
 def open_recording(path: str) -> Iterator[Record]:
     """Stream the records of a recording.
 
-    Raises :class:`RecordingError` if it cannot be opened, or if its first line
-    is not a record (it is not a transcript). A bad line later on, such as the
+    Raises :class:`RecordingError` if it cannot be opened, if it is empty, or if
+    its first line is not a record (it is not a transcript). A bad line later on, such as the
     truncated last line a crash leaves, comes through as an ``UnreadableLine``.
     """
     try:
@@ -174,12 +174,16 @@ def open_recording(path: str) -> Iterator[Record]:
 
     def records() -> Iterator[Record]:
         with stream:
+            empty = True
             try:
                 for index, record in enumerate(iter_records(stream)):
                     if index == 0 and isinstance(record, UnreadableLine):
                         raise RecordingError(f"{path} is not an acp-proxy transcript")
+                    empty = False
                     yield record
             except OSError as exc:
                 raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+            if empty:
+                raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
 
     return records()

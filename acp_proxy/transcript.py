@@ -11,7 +11,9 @@ A transcript is JSONL, one record per line, append-only::
     {"kind":"end","t":…,"exit":0,"reason":"client closed stdin"}
 
 ``msg`` is always the last key and holds the frame's own bytes, spliced in, never
-re-encoded; a reader recovers them by slicing the line. Readers ignore kinds and
+re-encoded; a reader recovers them by slicing the line. ``"unterminated":true`` marks
+the last line of a stream that ended without its ``\n``; ``"redacted":[paths]`` the
+values a redacted copy replaced. Readers ignore kinds and
 keys they do not know. This module is pure: records are bytes in and out; the
 only I/O is :func:`read_records`, which streams a file line by line.
 """
@@ -113,12 +115,22 @@ def frame_record(
     side: str,
     frame: Frame,
     violations: Iterable[Mapping[str, Any]] = (),
+    redacted: Iterable[str] = (),
 ) -> bytes:
-    """The record of one frame; its bytes are spliced in, never re-serialized."""
+    """The record of one frame; its bytes are spliced in, never re-serialized.
+
+    ``redacted`` lists the paths a redacted copy replaced (see :mod:`acp_proxy.redact`).
+    """
     head = orjson.dumps({"kind": "frame", "seq": seq, "t": t, "from": side})[:-1]
     found = list(violations)
     if found:
         head += b',"violations":' + orjson.dumps(found)
+    hidden = list(redacted)
+    if hidden:
+        head += b',"redacted":' + orjson.dumps(hidden)
+    if not frame.terminated:  # the last line of a stream that ended without its \n
+        head += b',"unterminated":true'
+
     if frame.is_json:
         return b"".join((head, b',"msg":', frame.raw, b"}\n"))
     try:
@@ -274,19 +286,20 @@ def _scan_msg_value_offset(line: bytes) -> int:
 
 
 def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
+    terminated = record.get("unterminated") is not True
     if "msg" in record:
         start = _msg_value_offset(line)
         end = line.rstrip(_WHITESPACE)
         raw = line[start : len(end) - 1]
-        return Frame(raw, record["msg"])
+        return Frame(raw, record["msg"], terminated=terminated)
     if isinstance(record.get("text"), str):
-        return parse_frame(record["text"].encode("utf-8"))
+        return parse_frame(record["text"].encode("utf-8"), terminated)
     if isinstance(record.get("base64"), str):
         try:
             raw = base64.b64decode(record["base64"], validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ValueError(f"base64 field does not decode: {exc}") from None
-        return parse_frame(raw)
+        return parse_frame(raw, terminated)
     return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
 
 

@@ -1,0 +1,71 @@
+"""Every CLI error path gives one clear line and a documented exit status, never a
+traceback: an unknown option, a missing, unreadable, non-transcript or empty recording, a
+directory where a file is expected."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import PROXY, clean_env
+
+READERS = {
+    "validate": [],
+    "show": [],
+    "stats": [],
+    "report": ["-o", "{tmp}/out.html"],
+    "replay": [],
+    "redact": ["-o", "{tmp}/out.jsonl"],
+}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*PROXY, *args], capture_output=True, env=clean_env(), timeout=60, stdin=subprocess.DEVNULL
+    )
+
+
+def bad_inputs(tmp: Path) -> dict[str, tuple[Path, bytes]]:
+    empty, notes, directory = tmp / "empty.jsonl", tmp / "notes.txt", tmp / "dir"
+    empty.write_bytes(b"")
+    notes.write_text("hello\n")
+    directory.mkdir()
+    return {
+        "missing": (tmp / "missing.jsonl", b"No such file or directory"),
+        "empty": (empty, b"is empty: not an acp-proxy transcript"),
+        "not a transcript": (notes, b"is not an acp-proxy transcript"),
+        "a directory": (directory, b"Is a directory"),
+    }
+
+
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_bad_recordings_are_exit_2_with_one_line(command, tmp_path):
+    """Exit 2 and one line naming the file and what is wrong with it."""
+    options = [o.format(tmp=tmp_path) for o in READERS[command]]
+    for what, (path, said) in bad_inputs(tmp_path).items():
+        proc = run(command, *options, str(path))
+        assert proc.returncode == 2, (command, what, proc.stderr)
+        lines = proc.stderr.decode().strip().splitlines()
+        assert len(lines) == 1 and said.decode() in lines[0], (command, what, lines)
+        assert str(path) in lines[0] and b"Traceback" not in proc.stderr
+        assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("command", [*sorted(READERS), "run", "follow", "rules", "demo"])
+def test_an_unknown_option_is_exit_2_and_says_which(command):
+    """A usage error: exit 2, the option named, no traceback."""
+    proc = run(command, "--no-such-option")
+    assert proc.returncode == 2
+    assert b"No such option '--no-such-option'" in proc.stderr
+    assert b"Traceback" not in proc.stderr and proc.stdout == b""
+
+
+def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
+    """report and redact say which output they cannot write (exit 1)."""
+    recording = Path(__file__).parent.parent / "recordings" / "clean.jsonl"
+    for command in ("report", "redact"):
+        proc = run(command, str(recording), "-o", str(tmp_path))
+        assert proc.returncode == 1, proc.stderr
+        assert f"cannot write {tmp_path}".encode() in proc.stderr
+        assert b"Traceback" not in proc.stderr
