@@ -1,21 +1,35 @@
-"""``python -m acp_proxy.bench``: measure the relay, with and without the proxy.
+"""``python -m acp_proxy.bench``: what the proxy costs, against a direct connection, in one run.
 
-Prints figures; asserts nothing (the machines are shared and noisy, so
-performance is read, not tested). The agent is ``cat``, which echoes every
-line, so each figure covers both directions of the relay.
+Prints figures; asserts nothing (the machines are shared and noisy, so performance is
+read, not tested). Each workload runs through four setups, several times (median, and
+the spread min-max):
 
-- round trip: one small JSON-RPC line out and back, one at a time;
-- small frames: many ~200-byte lines streamed through;
-- one big frame: a single line of many megabytes.
+- ``direct``: the client talks to the agent itself;
+- ``tee``: a shell pipeline that records both directions with ``tee`` (the floor of
+  what recording costs);
+- ``proxy``: ``acp-proxy run`` recording and validating (schema checks included);
+- ``no-record``: ``acp-proxy run --no-record`` (validation only).
 
-Each is measured directly against ``cat``, through ``acp-proxy run
---no-record``, and through ``acp-proxy run`` recording to a temporary file.
+Workloads:
+
+- **stream**: a v2 session (initialize, session/new, a prompt) in which the agent streams
+  ``--frames`` ``agent_message_chunk`` notifications of about 250 bytes to a client
+  that parses every line, as an editor does;
+- **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times;
+- **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
+  proxy's peak memory;
+- **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
+  10%, 50% and 100% (flat means no growth with the session);
+- **offline**: ``acp-proxy validate`` and ``show`` over the stream's recording.
+
+``python -m acp_proxy.bench agent N`` is the stream workload's agent.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -23,24 +37,143 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+import orjson
 
 __all__ = ["main"]
 
+INFO = {"name": "bench", "version": "1"}
+CHUNK = (
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+    b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"'
+    + b"lorem ipsum dolor sit amet " * 6
+    + b'"}}}}\n'
+)
+SETUPS = ("direct", "tee", "proxy", "no-record")
 
-def _command(mode: str, record_dir: str) -> list[str]:
-    if mode == "direct":
-        return ["cat"]
+
+# --- the stream workload's agent ---------------------------------------------------------
+
+
+def agent(frames: int) -> None:
+    """A v2 agent that answers the handshake and streams ``frames`` chunks on a prompt."""
+    out = sys.stdout.buffer
+
+    def send(message: dict[str, Any]) -> None:
+        out.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+
+    def update(body: dict[str, Any]) -> None:
+        send({"method": "session/update", "params": {"sessionId": "s", "update": body}})
+
+    for line in sys.stdin.buffer:
+        message = orjson.loads(line)
+        method = message.get("method")
+        if method == "initialize":
+            send({"id": message["id"], "result": {"protocolVersion": 2, "info": INFO}})
+        elif method == "session/new":
+            send({"id": message["id"], "result": {"sessionId": "s"}})
+        elif method == "session/prompt":
+            update({"sessionUpdate": "state_update", "state": "running"})
+            content = [{"type": "text", "text": "go"}]
+            update({"sessionUpdate": "user_message", "messageId": "u", "content": content})
+            send({"id": message["id"], "result": {"messageId": "u"}})
+            batch = CHUNK * 1000
+            for _ in range(frames // 1000):
+                out.write(batch)
+            out.write(CHUNK * (frames % 1000))
+            update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+        out.flush()
+
+
+# --- setups ---------------------------------------------------------------------------------
+
+
+def command(setup: str, agent_argv: list[str], workdir: str) -> list[str]:
+    """How the client starts its agent in a setup."""
+    if setup == "direct":
+        return agent_argv
+    if setup == "tee":
+        sent, received = os.path.join(workdir, "in.log"), os.path.join(workdir, "out.log")
+        pipeline = f"tee {sent} | {shlex.join(agent_argv)} | tee {received}"
+        return ["sh", "-c", pipeline]
     proxy = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "error"]
-    if mode == "proxy":
-        return [*proxy, "--no-record", "--", "cat"]
-    return [*proxy, "--record", os.path.join(record_dir, "bench.jsonl"), "--", "cat"]
+    if setup == "no-record":
+        return [*proxy, "--no-record", "--", *agent_argv]
+    return [*proxy, "--record", os.path.join(workdir, "bench.jsonl"), "--", *agent_argv]
 
 
-def round_trips(command: list[str], count: int) -> list[float]:
-    """Seconds per round trip of one small line."""
+def peak_rss(pid: int) -> int | None:
+    """The peak resident memory of a live process, in bytes (Linux)."""
+    return _status(pid, "VmHWM")
+
+
+def rss(pid: int) -> int | None:
+    """The resident memory of a live process now, in bytes (Linux)."""
+    return _status(pid, "VmRSS")
+
+
+def _status(pid: int, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+
+def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict[str, Any]:
+    """Seconds from the prompt to the idle that ends it, every line parsed; RSS samples."""
+    hello = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": 2, "info": INFO}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+         "params": {"cwd": "/", "mcpServers": []}},
+    ]  # fmt: skip
+    prompt = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "session/prompt",
+        "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]},
+    }
+    marks = sorted(int(frames * f) for f in samples)
+    memory: list[int | None] = []
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in hello:
+            proc.stdin.write(orjson.dumps(message) + b"\n")
+            proc.stdin.flush()
+            proc.stdout.readline()
+        start = time.perf_counter()
+        proc.stdin.write(orjson.dumps(prompt) + b"\n")
+        proc.stdin.flush()
+        count, size = 0, 0
+        for line in proc.stdout:
+            value = orjson.loads(line)
+            count += 1
+            size += len(line)
+            if marks and count >= marks[0]:
+                marks.pop(0)
+                memory.append(rss(proc.pid))
+            if value.get("params", {}).get("update", {}).get("state") == "idle":
+                break
+        elapsed = time.perf_counter() - start
+        peak = peak_rss(proc.pid)
+        proc.stdin.close()
+        proc.wait()
+    return {"seconds": elapsed, "frames": count, "bytes": size, "peak": peak, "rss": memory}
+
+
+def ping_pong(cmd: list[str], count: int) -> list[float]:
+    """Seconds per round trip of one small line (the agent is ``cat``)."""
     line = b'{"jsonrpc":"2.0","method":"_bench/ping","params":{"n":1}}\n'
     times: list[float] = []
-    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         for _ in range(count):
             start = time.perf_counter()
@@ -53,76 +186,187 @@ def round_trips(command: list[str], count: int) -> list[float]:
     return times
 
 
-def stream(command: list[str], payload: bytes) -> float:
-    """Seconds to push ``payload`` through and read it all back."""
+def big(cmd: list[str], mib: int) -> dict[str, Any]:
+    """One message of ``mib`` MiB out and back through ``cat``; seconds and peak memory."""
+    payload = b'{"jsonrpc":"2.0","method":"_big","params":{"data":"' + b"x" * (mib << 20) + b'"}}\n'
     received = 0
-
-    def drain(out: Callable[[int], bytes]) -> None:
-        nonlocal received
-        while chunk := out(1 << 20):
-            received += len(chunk)
-
-    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        # a BufferedReader: read1 returns what is there instead of waiting for 1 MiB
+
+        def drain(read: Callable[[int], bytes]) -> None:
+            nonlocal received
+            while received < len(payload) and (chunk := read(1 << 20)):
+                received += len(chunk)
+
         reader = threading.Thread(target=drain, args=(proc.stdout.read1,))  # type: ignore[attr-defined]
         start = time.perf_counter()
         reader.start()
         proc.stdin.write(payload)
-        proc.stdin.close()
+        proc.stdin.flush()
         reader.join()
         elapsed = time.perf_counter() - start
+        peak = peak_rss(proc.pid)
+        proc.stdin.close()
         proc.wait()
     if received != len(payload):
         raise SystemExit(f"bench: {received} of {len(payload)} bytes came back")
-    return elapsed
+    return {"seconds": elapsed, "bytes": len(payload), "peak": peak}
+
+
+def offline(recording: str, what: str) -> float:
+    """Seconds for ``acp-proxy validate`` or ``show`` over a recording."""
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "acp_proxy", what, recording],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
+    return time.perf_counter() - start
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def _spread(values: list[float], scale: float = 1.0, fmt: str = "{:,.2f}") -> str:
+    middle = fmt.format(statistics.median(values) * scale)
+    if len(values) == 1:
+        return middle
+    low, high = fmt.format(min(values) * scale), fmt.format(max(values) * scale)
+    return f"{middle} ({low}-{high})"
+
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / (1 << 20):,.0f} MiB"
+
+
+class _Bench:
+    """One run of every table, in a scratch directory."""
+
+    def __init__(self, args: argparse.Namespace, workdir: str) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.record = os.path.join(workdir, "bench.jsonl")
+
+    def fresh(self) -> None:
+        for name in ("bench.jsonl", "in.log", "out.log"):
+            path = os.path.join(self.workdir, name)
+            if os.path.exists(path):
+                os.remove(path)
+
+    def cmd(self, setup: str, agent_argv: list[str]) -> list[str]:
+        self.fresh()
+        return command(setup, agent_argv, self.workdir)
+
+    def stream_table(self) -> str:
+        """The stream workload; returns the path of a recording of it."""
+        args = self.args
+        agent_argv = [sys.executable, "-m", "acp_proxy.bench", "agent", str(args.frames)]
+        print(f"\nstream: {args.frames:,} agent_message_chunk notifications (~250 bytes each)")
+        print(f"{'setup':<11}{'seconds':>24}{'frames/s':>14}{'MB/s':>9}{'vs direct':>11}")
+        direct: float | None = None
+        for setup in SETUPS:
+            runs = [stream(self.cmd(setup, agent_argv), args.frames) for _ in range(args.repeat)]
+            seconds = [r["seconds"] for r in runs]
+            median = statistics.median(seconds)
+            direct = direct or median
+            print(
+                f"{setup:<11}{_spread(seconds):>24}{runs[0]['frames'] / median:>14,.0f}"
+                f"{runs[0]['bytes'] / median / 1e6:>9.1f}{median / direct:>10.2f}x"
+            )
+        recorded = self.record + ".stream"
+        stream(self.cmd("proxy", agent_argv), args.frames)
+        os.replace(self.record, recorded)
+        return recorded
+
+    def ping_table(self) -> None:
+        args = self.args
+        print(f"\nping-pong: {args.round_trips:,} round trips of one small line through cat")
+        print(f"{'setup':<11}{'p50 µs':>22}{'p99 µs':>22}{'added p50':>11}{'added p99':>11}")
+        base: tuple[float, float] | None = None
+        for setup in SETUPS:
+            p50s, p99s = [], []
+            for _ in range(args.repeat):
+                times = sorted(ping_pong(self.cmd(setup, ["cat"]), args.round_trips))
+                p50s.append(times[len(times) // 2])
+                p99s.append(times[int(len(times) * 0.99)])
+            p50, p99 = statistics.median(p50s), statistics.median(p99s)
+            base = base or (p50, p99)
+            print(
+                f"{setup:<11}{_spread(p50s, 1e6, '{:,.0f}'):>22}{_spread(p99s, 1e6, '{:,.0f}'):>22}"
+                f"{(p50 - base[0]) * 1e6:>11,.0f}{(p99 - base[1]) * 1e6:>11,.0f}"
+            )
+
+    def big_table(self) -> None:
+        args = self.args
+        print(f"\nbig: one {args.big_mib} MiB message out and back through cat")
+        print(f"{'setup':<11}{'seconds':>24}{'MB/s':>9}{'vs direct':>11}{'peak memory':>14}")
+        direct: float | None = None
+        for setup in SETUPS:
+            runs = [big(self.cmd(setup, ["cat"]), args.big_mib) for _ in range(args.repeat)]
+            seconds = [r["seconds"] for r in runs]
+            median = statistics.median(seconds)
+            direct = direct or median
+            peak = max((r["peak"] or 0) for r in runs) if setup in ("proxy", "no-record") else None
+            ratio = f"{peak / runs[0]['bytes']:.1f}x msg" if peak else ""
+            print(
+                f"{setup:<11}{_spread(seconds):>24}{runs[0]['bytes'] / median / 1e6:>9.1f}"
+                f"{median / direct:>10.2f}x{_mib(peak):>14} {ratio}"
+            )
+
+    def long_table(self) -> None:
+        frames = self.args.long_frames
+        print(f"\nlong: {frames:,} frames through acp-proxy run; its memory as it goes")
+        print(f"{'setup':<11}{'at 10%':>12}{'at 50%':>12}{'at 100%':>12}{'seconds':>10}")
+        agent_argv = [sys.executable, "-m", "acp_proxy.bench", "agent", str(frames)]
+        for setup in ("proxy", "no-record"):
+            run = stream(self.cmd(setup, agent_argv), frames, (0.1, 0.5, 1.0))
+            samples = [_mib(m) for m in run["rss"]] + ["-"] * (3 - len(run["rss"]))
+            print(
+                f"{setup:<11}{samples[0]:>12}{samples[1]:>12}{samples[2]:>12}"
+                f"{run['seconds']:>10.1f}"
+            )
+
+    def offline_table(self, recorded: str) -> None:
+        frames = self.args.frames + 8
+        print(f"\noffline: over the stream's recording ({frames:,} frames)")
+        print(f"{'command':<11}{'seconds':>24}{'frames/s':>14}")
+        for what in ("validate", "show"):
+            seconds = [offline(recorded, what) for _ in range(self.args.repeat)]
+            print(f"{what:<11}{_spread(seconds):>24}{frames / statistics.median(seconds):>14,.0f}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the benchmarks and print a table."""
+    """Run the benchmarks and print the tables."""
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["agent"]:
+        agent(int(args_in[1]))
+        return
     parser = argparse.ArgumentParser(prog="python -m acp_proxy.bench", description=__doc__)
-    parser.add_argument("--round-trips", type=int, default=2000)
-    parser.add_argument("--small-frames", type=int, default=100_000)
-    parser.add_argument("--big-frame-mb", type=int, default=100)
-    args = parser.parse_args(argv)
-    # An extension notification (cat echoes it, so both sides send it: a standard
-    # method would be flagged as sent by the wrong side), shaped like a chunk update.
-    small = (
-        b'{"jsonrpc":"2.0","method":"_bench/update","params":{"sessionId":"s","update":'
-        b'{"sessionUpdate":"agent_message_chunk","messageId":"m",'
-        b'"content":{"type":"text","text":"hello world"}}}}\n'
+    parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")
+    parser.add_argument("--round-trips", type=int, default=5000)
+    parser.add_argument("--big-mib", type=int, default=50)
+    parser.add_argument("--long-frames", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
+    parser.add_argument(
+        "--quick", action="store_true", help="a tenth of everything, one run (a smoke test)"
     )
-    small_payload = small * args.small_frames
-    big_payload = (
-        b'{"jsonrpc":"2.0","method":"_big","params":{"data":"'
-        + b"x" * (args.big_frame_mb << 20)
-        + b'"}}\n'
-    )
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; agent: cat")
+    args = parser.parse_args(args_in)
+    if args.quick:
+        args.frames, args.round_trips = args.frames // 10, args.round_trips // 10
+        args.big_mib, args.long_frames, args.repeat = max(1, args.big_mib // 10), 0, 1
     print(
-        f"{'':<22}{'rtt p50 µs':>12}{'rtt p95 µs':>12}"
-        f"{'small frames/s':>16}{'small MB/s':>12}{'big MB/s':>10}"
+        f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
+        f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure: median (min-max)"
     )
-    with tempfile.TemporaryDirectory() as record_dir:
-        for mode, label in (
-            ("direct", "cat alone"),
-            ("proxy", "proxy, --no-record"),
-            ("record", "proxy, recording"),
-        ):
-            command = _command(mode, record_dir)
-            rtt = round_trips(command, args.round_trips)
-            p50 = statistics.median(rtt) * 1e6
-            p95 = statistics.quantiles(rtt, n=20)[-1] * 1e6
-            small_s = stream(command, small_payload)
-            big_s = stream(command, big_payload)
-            print(
-                f"{label:<22}{p50:>12.0f}{p95:>12.0f}"
-                f"{args.small_frames / small_s:>16,.0f}{len(small_payload) / small_s / 1e6:>12.1f}"
-                f"{len(big_payload) / big_s / 1e6:>10.1f}"
-            )
-            record = os.path.join(record_dir, "bench.jsonl")
-            if os.path.exists(record):
-                os.remove(record)
+    with tempfile.TemporaryDirectory() as workdir:
+        bench = _Bench(args, workdir)
+        recorded = bench.stream_table()
+        bench.ping_table()
+        bench.big_table()
+        if args.long_frames:
+            bench.long_table()
+        bench.offline_table(recorded)
 
 
 if __name__ == "__main__":

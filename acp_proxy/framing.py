@@ -39,9 +39,10 @@ class _Unparsed:
 UNPARSED: Any = _Unparsed()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=True)
 class Frame:
-    """One line of the wire, as it crossed it."""
+    """One line of the wire, as it crossed it. Treat it as immutable (it is not frozen
+    only because a frozen dataclass costs a setattr call per field per frame)."""
 
     #: The exact bytes, without the terminating ``\n`` (a ``\r`` before it is kept).
     raw: bytes

@@ -144,9 +144,9 @@ class Observer:
 
     def _observe(self, side: str, frames: Iterable[Frame]) -> bytes:
         notices = b""
+        t = format_time()  # the frames of one chunk arrived together
         for frame in frames:
             self.seq += 1
-            t = format_time()
             message = self._classify(side, frame, t)
             findings = self._validate(message) if message is not None else []
             if self._debug:

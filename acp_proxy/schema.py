@@ -282,6 +282,8 @@ class Schema:
                     self.methods[(method, part)] = name
         for name in self._defs:
             self.ref(name)
+        #: The params checker of session/update notifications: the most frequent frame.
+        self.update: Checker = self.params("session/update", True) or _ok
 
     # --- checking -------------------------------------------------------------
 

@@ -109,6 +109,9 @@ def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
     )
 
 
+_SIDES = {"client": b"client", "agent": b"agent"}
+
+
 def frame_record(
     seq: int,
     t: str,
@@ -121,7 +124,10 @@ def frame_record(
 
     ``redacted`` lists the paths a redacted copy replaced (see :mod:`acp_proxy.redact`).
     """
-    head = orjson.dumps({"kind": "frame", "seq": seq, "t": t, "from": side})[:-1]
+    if side in _SIDES and t.isascii() and '"' not in t and "\\" not in t:
+        head = b'{"kind":"frame","seq":%d,"t":"%s","from":"%s"' % (seq, t.encode(), _SIDES[side])
+    else:  # anything unusual goes through the JSON encoder
+        head = orjson.dumps({"kind": "frame", "seq": seq, "t": t, "from": side})[:-1]
     found = list(violations)
     if found:
         head += b',"violations":' + orjson.dumps(found)

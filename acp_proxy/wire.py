@@ -102,6 +102,9 @@ class StopReason(StrEnum):
     ERROR = "error"
 
 
+#: Side by name, without an enum call per frame.
+_SIDES = {"client": Side.CLIENT, "agent": Side.AGENT}
+
 #: One key for a request id: its JSON type and its value.
 IdKey = tuple[bool, Any]
 
@@ -234,7 +237,10 @@ class Message:
     @property
     def is_notice(self) -> bool:
         """A live-only ``notice`` update: relayed, never stored."""
-        return self.variant == "notice"
+        if self.method != "session/update" or self.kind is not Kind.NOTIFICATION:
+            return False
+        update = self.params.get("update")
+        return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
 
     @property
     def result(self) -> dict[str, Any]:
@@ -318,7 +324,7 @@ class WireModel:
 
     def feed(self, side: str, frame: Frame, seq: int, t: str = "") -> Message:
         """Say what one frame is, and update the connection's state."""
-        sender = Side(side)
+        sender = _SIDES.get(side) or Side(side)
         value = frame.value
         if not frame.is_json:
             return Message(seq, t, sender, frame, Kind.NOT_JSON)
@@ -354,8 +360,12 @@ class WireModel:
         has_id = "id" in value
         request_id = value.get("id")
         if not has_id:
-            opened, closed = self._notification(method, params, session, seq, t)
-            turn = opened or closed or (self.current_turn(session) if session else None)
+            if method != "session/update" or session is None:
+                return Message(
+                    seq, t, side, frame, Kind.NOTIFICATION, method, False, None, params, session,
+                )  # fmt: skip
+            opened, closed, current = self._notification(params, session, seq, t)
+            turn = opened or closed or current
             return Message(
                 seq, t, side, frame, Kind.NOTIFICATION, method, False, None, params, session,
                 turn=turn, opened=opened, closed=closed,
@@ -484,32 +494,32 @@ class WireModel:
         return None
 
     def _notification(
-        self, method: str, params: dict[str, Any], session: str | None, seq: int, t: str
-    ) -> tuple[Turn | None, Turn | None]:
-        """(opened, closed) turns for a state_update; nothing for anything else."""
-        if method != "session/update" or session is None:
-            return None, None
-        current = self.current_turn(session)
+        self, params: dict[str, Any], session: str, seq: int, t: str
+    ) -> tuple[Turn | None, Turn | None, Turn | None]:
+        """A session/update: (opened, closed, current) turns; only a state_update opens
+        or closes one."""
+        turns = self._sessions.get(session)
+        current = turns.current if turns is not None else None
         if current is not None:
             current.updates += 1
         update = params.get("update")
         if not isinstance(update, dict) or update.get("sessionUpdate") != "state_update":
-            return None, None
+            return None, None, current
         state = update.get("state")
         if not isinstance(state, str) or self.version == 1:
-            return None, None
+            return None, None, current
         turns = self._turns(session)
         turns.state = state
         current = turns.current
         if state == State.IDLE:
             if current is None:
-                return None, None
+                return None, None, None
             reason = update.get("stopReason")
             current.stop_reason = reason if isinstance(reason, str) else None
             current.error = update.get("error")
-            return None, self._close(current, seq, t)
+            return None, self._close(current, seq, t), None
         opened = None
         if current is None:
             current = opened = self._open(session, seq, t)
         current.worked = True
-        return opened, None
+        return opened, None, current
