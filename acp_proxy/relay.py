@@ -18,6 +18,7 @@ import os
 import signal
 import stat
 import sys
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -72,14 +73,6 @@ class _Sink(Protocol):
     def close(self) -> None: ...
 
 
-class _StreamSource:
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    async def read(self) -> bytes:
-        return await self._reader.read(CHUNK)
-
-
 class _ThreadSource:
     """For a regular file or a device on stdin, which the event loop cannot poll."""
 
@@ -88,23 +81,6 @@ class _ThreadSource:
 
     async def read(self) -> bytes:
         return await asyncio.get_running_loop().run_in_executor(None, os.read, self._fd, CHUNK)
-
-
-class _StreamSink:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
-
-    def write(self, data: bytes) -> None:
-        if self._writer.is_closing():
-            raise BrokenPipeError("pipe closed")
-        self._writer.write(data)
-
-    async def drain(self) -> None:
-        await self._writer.drain()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, RuntimeError):
-            self._writer.close()
 
 
 class _FileSink:
@@ -124,6 +100,107 @@ class _FileSink:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class _FdSource:
+    """A pipe read with ``os.read`` on a non-blocking descriptor: no buffering layer, no
+    copy, and no trip through the event loop while data is waiting."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+
+    async def read(self) -> bytes:
+        while True:
+            try:
+                return os.read(self._fd, CHUNK)
+            except BlockingIOError:
+                pass
+            waiter = self._loop.create_future()
+            self._loop.add_reader(self._fd, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                self._loop.remove_reader(self._fd)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class _FdSink:
+    """A pipe written with ``os.write`` on a non-blocking descriptor. What the pipe does
+    not take at once waits (as views of the caller's bytes, never copied) and goes out
+    as the pipe drains; :meth:`drain` waits for that."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._waiting: deque[memoryview] = deque()
+        self._drained: asyncio.Future[None] | None = None
+        self._error: OSError | None = None
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        if self._error is not None or self._closed:
+            raise self._error or BrokenPipeError("pipe closed")
+        if self._waiting:
+            self._waiting.append(memoryview(data))
+            return
+        view = memoryview(data)
+        try:
+            view = view[os.write(self._fd, view) :]
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            self._error = exc
+            raise
+        if view:
+            self._waiting.append(view)
+            self._loop.add_writer(self._fd, self._flush)
+
+    def _flush(self) -> None:
+        try:
+            while self._waiting:
+                view = self._waiting[0]
+                written = os.write(self._fd, view)
+                if written < len(view):
+                    self._waiting[0] = view[written:]
+                    return
+                self._waiting.popleft()
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._error = exc
+            self._waiting.clear()
+        self._loop.remove_writer(self._fd)
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    async def drain(self) -> None:
+        if self._waiting and self._error is None:
+            self._drained = self._loop.create_future()
+            await self._drained
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._loop.remove_writer(self._fd)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_exception(BrokenPipeError("pipe closed"))
 
 
 def _pollable(fd: int) -> bool:
@@ -169,22 +246,13 @@ class _ClientSink:
 async def _open_source(fd: int) -> _Source:
     if not _pollable(fd):
         return _ThreadSource(fd)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
-    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    await loop.connect_read_pipe(lambda: protocol, os.fdopen(os.dup(fd), "rb", buffering=0))
-    return _StreamSource(reader)
+    return _FdSource(os.dup(fd))
 
 
 async def _open_sink(fd: int) -> _Sink:
     if not _pollable(fd):
         return _FileSink(os.dup(fd))
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(os.dup(fd), "wb", buffering=0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    return _StreamSink(writer)
+    return _FdSink(os.dup(fd))
 
 
 async def _pump(
@@ -303,23 +371,32 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     cannot be started.
     """
     loop = asyncio.get_running_loop()
+    # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).
+    child_in, agent_in_fd = os.pipe()
+    agent_out_fd, child_out = os.pipe()
+    agent_err_fd, child_err = os.pipe()
+    for fd in (agent_in_fd, agent_out_fd, agent_err_fd):
+        os.set_inheritable(fd, False)
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=child_in,
+            stdout=child_out,
+            stderr=child_err,
             process_group=0,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-            limit=CHUNK,
         )
     except FileNotFoundError as exc:
+        _close(agent_in_fd, agent_out_fd, agent_err_fd)
         raise AgentNotFound(argv[0]) from exc
     except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        _close(agent_in_fd, agent_out_fd, agent_err_fd)
         raise AgentNotExecutable(argv[0]) from exc
     except OSError as exc:  # e.g. ENOEXEC: not a program the kernel can run
+        _close(agent_in_fd, agent_out_fd, agent_err_fd)
         raise AgentNotExecutable(f"{argv[0]}: {exc.strerror}") from exc
-    assert proc.stdin is not None and proc.stdout is not None
+    finally:
+        _close(child_in, child_out, child_err)
     if on_start is not None:
         on_start(proc.pid)
     log.info("agent started", pid=proc.pid, argv=argv)
@@ -340,10 +417,10 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     stdout_blocking = _blocking(stdout_fd)
     client_in = await _open_source(stdin_fd)
     client_out = await _open_sink(stdout_fd)
-    agent_in = _StreamSink(proc.stdin)
-    agent_out = _StreamSource(proc.stdout)
-    assert proc.stderr is not None
-    agent_err = asyncio.create_task(_pass_stderr(_StreamSource(proc.stderr), observer))
+    agent_in = _FdSink(agent_in_fd)
+    agent_out = _FdSource(agent_out_fd)
+    agent_err_source = _FdSource(agent_err_fd)
+    agent_err = asyncio.create_task(_pass_stderr(agent_err_source, observer))
 
     to_client = _ClientSink(client_out)
     c2a = asyncio.create_task(
@@ -416,12 +493,22 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
             _signal_group(proc.pid, signal.SIGKILL)
         client_out.close()
         agent_in.close()
+        agent_out.close()
+        agent_err_source.close()
+        if isinstance(client_in, _FdSource):
+            client_in.close()
         _restore_blocking(stdin_fd, stdin_blocking)
         _restore_blocking(stdout_fd, stdout_blocking)
 
     result = RelayResult(proc.returncode, reason)
     log.info("session ended", reason=reason, exit=proc.returncode)
     return result
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _blocking(fd: int) -> bool | None:
