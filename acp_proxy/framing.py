@@ -11,7 +11,7 @@ Each complete frame is parsed once, with orjson, for observation only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -77,6 +77,10 @@ def parse_frame(raw: bytes, terminated: bool = True) -> Frame:
     return Frame(raw, value, None, terminated)
 
 
+#: Lines at least this long keep the buffer they were gathered in (no copy).
+_HAND_OVER = 1 << 20
+
+
 class Framer:
     """Split one direction of the wire into frames.
 
@@ -118,8 +122,14 @@ class Framer:
         while (end := data.find(b"\n", start)) >= 0:
             if self._pending:
                 self._pending += data[start:end]
-                raw = bytes(self._pending)
-                self._pending.clear()
+                if len(self._pending) >= _HAND_OVER:
+                    # A big line: its buffer becomes the frame, uncopied. A bytearray
+                    # reads like bytes everywhere a frame is read, and is never changed.
+                    raw = cast(bytes, self._pending)
+                    self._pending = bytearray()
+                else:
+                    raw = bytes(self._pending)
+                    self._pending.clear()
             else:
                 raw = data[start:end]
             frames.append(parse_frame(raw))

@@ -21,7 +21,7 @@ import orjson
 from .framing import Frame
 from .recorder import Recorder
 from .redact import Redactor
-from .transcript import format_time, frame_record, stderr_record, violation_record
+from .transcript import format_time, frame_record_parts, stderr_record, violation_record
 from .wire import Message, WireModel
 
 __all__ = ["STDERR_PIECE", "Finding", "Observer", "describe"]
@@ -160,7 +160,7 @@ class Observer:
                 stored, hidden = frame, list[str]()
                 if self.redactor is not None and message is not None:
                     stored, hidden = self.redactor.frame(message)
-                self.recorder.write(frame_record(self.seq, t, side, stored, found, hidden))
+                self.recorder.write(*frame_record_parts(self.seq, t, side, stored, found, hidden))
             self._log_findings(side, findings)
             if self._notify and findings:
                 notices += self._notices_for(findings)

@@ -198,21 +198,25 @@ class Recorder:
                     directory=str(directory),
                 )
 
-    def write(self, record: bytes) -> None:
-        """Queue one record line for the next :meth:`flush`."""
+    def write(self, *pieces: bytes) -> None:
+        """Queue one record line (in one piece or several) for the next :meth:`flush`."""
         if self._fd is not None:
-            self._pending.append(record)
+            self._pending.extend(pieces)
 
     def flush(self) -> None:
-        """Write the queued records; on failure log once and stop recording."""
+        """Write the queued records (gathered, never joined: a big frame is not copied);
+        on failure log once and stop recording."""
         if self._fd is None or not self._pending:
             return
-        data = memoryview(b"".join(self._pending))
+        pending = [memoryview(piece) for piece in self._pending if piece]
         self._pending.clear()
         try:
-            while data:
-                written = os.write(self._fd, data)
-                data = data[written:]
+            while pending:
+                written = os.writev(self._fd, pending[:_IOV_MAX])
+                while pending and written >= len(pending[0]):
+                    written -= len(pending.pop(0))
+                if written:
+                    pending[0] = pending[0][written:]
         except OSError as exc:
             self._fail("cannot write recording", exc)
 
@@ -239,6 +243,10 @@ class Recorder:
                 os.close(self._fd)
             self._fd = None
         self._pending.clear()
+
+
+#: Buffers per writev call (the usual IOV_MAX).
+_IOV_MAX = 1024
 
 
 def _lock(fd: int) -> bool:

@@ -47,6 +47,7 @@ __all__ = [
     "end_record",
     "format_time",
     "frame_record",
+    "frame_record_parts",
     "iter_records",
     "parse_record",
     "read_records",
@@ -124,6 +125,18 @@ def frame_record(
 
     ``redacted`` lists the paths a redacted copy replaced (see :mod:`acp_proxy.redact`).
     """
+    return b"".join(frame_record_parts(seq, t, side, frame, violations, redacted))
+
+
+def frame_record_parts(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+    redacted: Iterable[str] = (),
+) -> tuple[bytes, ...]:
+    """:func:`frame_record` in pieces: a big frame's bytes are written, never copied."""
     if side in _SIDES and t.isascii() and '"' not in t and "\\" not in t:
         head = b'{"kind":"frame","seq":%d,"t":"%s","from":"%s"' % (seq, t.encode(), _SIDES[side])
     else:  # anything unusual goes through the JSON encoder
@@ -136,14 +149,14 @@ def frame_record(
         head += b',"redacted":' + orjson.dumps(hidden)
     if not frame.terminated:  # the last line of a stream that ended without its \n
         head += b',"unterminated":true'
-
     if frame.is_json:
-        return b"".join((head, b',"msg":', frame.raw, b"}\n"))
+        return (head + b',"msg":', frame.raw, b"}\n")
     try:
         text = frame.raw.decode("utf-8")
     except UnicodeDecodeError:
-        return head + b',"base64":' + orjson.dumps(base64.b64encode(frame.raw).decode()) + b"}\n"
-    return head + b',"text":' + orjson.dumps(text) + b"}\n"
+        encoded = base64.b64encode(frame.raw).decode()
+        return (head + b',"base64":' + orjson.dumps(encoded) + b"}\n",)
+    return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
 
 
 def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> bytes:

@@ -38,7 +38,7 @@ def test_one_sequence_for_both_directions(tmp_path):
 def test_a_failing_observation_is_logged_once_and_never_raised(tmp_path):
     """Observation never hurts the relay: a failure below is logged once, then observing stops."""
 
-    def explode(record: bytes) -> None:
+    def explode(*pieces: bytes) -> None:
         raise RuntimeError("boom")
 
     recorder = Recorder(tmp_path / "t.jsonl", get_logger())
