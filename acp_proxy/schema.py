@@ -252,6 +252,90 @@ def _ok(value: Any) -> None:
     return None
 
 
+#: Objects with at most this many known fields are checked field by field (a look-up
+#: per known field) rather than key by key (several look-ups per key present).
+_BY_SCHEMA = 10
+
+
+def _by_schema(
+    props: dict[str, Checker],
+    plain: dict[str, type],
+    tagged: dict[str, tuple[str, dict[Any, Checker], Checker]],
+    required: tuple[str, ...],
+    where: str | None,
+    strict: bool,
+) -> Checker:
+    """An object check that walks the schema's fields (unknown keys are allowed, so the
+    value's other keys need no look at all), generated as straight-line Python: a
+    look-up and a type test per known field, no loop, no tuple unpacking."""
+    namespace: dict[str, Any] = {
+        "_ABSENT": _ABSENT,
+        "_one": _one,
+        "Defect": Defect,
+        "json_type": json_type,
+        "where": where,
+        "strict": strict,
+    }
+    lines = [
+        "def check(value):",
+        " if type(value) is not dict:",
+        "  if strict:",
+        "   return _one(Defect('', 'expected object, got ' + json_type(value), where))",
+        "  return None",
+        " found = None",
+        " get = value.get",
+    ]
+    for index, (key, checker) in enumerate(props.items()):
+        name = repr(key)
+        namespace[f"c{index}"] = checker
+        lines += [f" item = get({name}, _ABSENT)", " if item is _ABSENT:"]
+        if key in required:
+            lines += [
+                "  found = found or []",
+                f"  found.append(Defect({name}, 'required field missing', where))",
+            ]
+        else:
+            lines.append("  pass")
+        kind = plain.get(key)
+        if kind is not None:
+            namespace[f"t{index}"] = kind
+            lines.append(f" elif type(item) is not t{index}:")
+        else:
+            lines.append(" else:")
+        dispatch = tagged.get(key)
+        if dispatch is not None:
+            namespace[f"g{index}"], namespace[f"b{index}"] = dispatch[0], dispatch[1]
+            lines += [
+                "  if type(item) is dict:",
+                f"   tag = item.get(g{index})",
+                f"   defects = (b{index}.get(tag) if type(tag) is str else None) or c{index}",
+                "   defects = defects(item)",
+                "  else:",
+                f"   defects = c{index}(item)",
+            ]
+        else:
+            lines.append(f"  defects = c{index}(item)")
+        lines += [
+            "  if defects:",
+            "   found = found or []",
+            f"   found.extend(d.under({name}) for d in defects)",
+        ]
+    for key in required:
+        if key not in props:
+            lines += [
+                f" if {key!r} not in value:",
+                "  found = found or []",
+                f"  found.append(Defect({key!r}, 'required field missing', where))",
+            ]
+    lines.append(" return found")
+    exec(compile("\n".join(lines), f"<schema {where or 'object'}>", "exec"), namespace)
+    check: Checker = namespace["check"]
+    return check
+
+
+_ABSENT = object()
+
+
 def _forward(cell: list[Checker]) -> Checker:
     """A reference to a definition still being compiled (the schema is recursive there)."""
 
@@ -269,6 +353,8 @@ class Schema:
         self._defs: dict[str, Any] = document.get("$defs", {})
         self._checkers: dict[str, Checker] = {}
         self._compiling: dict[str, list[Checker]] = {}
+        #: Tagged unions: checker -> (tag, branch by tag value), for inline dispatch.
+        self._dispatch: dict[Checker, tuple[str, dict[Any, Checker]]] = {}
         self._requests: dict[str, Checker | None] = {}
         self._notifications: dict[str, Checker | None] = {}
         #: (method, "Request" | "Notification" | "Response") -> definition name.
@@ -402,6 +488,17 @@ class Schema:
             if key != "_meta" and (kind := self._plain_type(sub)) is not None
         }
         plain_get = plain.get
+        # Fields that are a tagged union (update variants, content blocks) pick their
+        # branch inline: the union's own check runs only for what is not a known tag.
+        tagged = {
+            key: (*self._dispatch[checker], checker)
+            for key, checker in props.items()
+            if checker in self._dispatch
+        }
+        tagged_get = tagged.get
+
+        if other is None and len(props) <= _BY_SCHEMA:
+            return _by_schema(props, plain, tagged, required, where, strict)
 
         def check(value: Any) -> list[Defect] | None:
             if type(value) is not dict:
@@ -415,6 +512,15 @@ class Schema:
                     found.append(Defect(key, "required field missing", where))
             for key, item in value.items():
                 if type(item) is plain_get(key):
+                    continue
+                dispatch = tagged_get(key)
+                if dispatch is not None and type(item) is dict:
+                    kind = item.get(dispatch[0])
+                    branch = dispatch[1].get(kind) if type(kind) is str else None
+                    defects = (branch or dispatch[2])(item)
+                    if defects:
+                        found = found or []
+                        found.extend(d.under(key) for d in defects)
                     continue
                 checker = props_get(key)
                 if checker is None:
@@ -536,6 +642,7 @@ class Schema:
                 return None
             return _one(Defect(tag, f"{_show(kind)} is not one of {known}", where))
 
+        self._dispatch[check] = (tag, table)
         return check
 
 
