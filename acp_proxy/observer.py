@@ -91,6 +91,10 @@ def describe(frame: Frame) -> dict[str, Any]:
     return info
 
 
+#: Frames at least this long are written to the transcript in pieces.
+_WRITE_IN_PIECES = 1 << 16
+
+
 class Observer:
     """Stamps each frame with ``seq`` and ``t``, validates, records and logs it."""
 
@@ -160,7 +164,11 @@ class Observer:
                 stored, hidden = frame, list[str]()
                 if self.redactor is not None and message is not None:
                     stored, hidden = self.redactor.frame(message)
-                self.recorder.write(*frame_record_parts(self.seq, t, side, stored, found, hidden))
+                parts = frame_record_parts(self.seq, t, side, stored, found, hidden)
+                if len(stored.raw) < _WRITE_IN_PIECES:
+                    self.recorder.write(b"".join(parts))
+                else:  # a big frame's bytes go to the file as they are, never copied
+                    self.recorder.write(*parts)
             self._log_findings(side, findings)
             if self._notify and findings:
                 notices += self._notices_for(findings)

@@ -208,15 +208,18 @@ class Recorder:
         on failure log once and stop recording."""
         if self._fd is None or not self._pending:
             return
-        pending = [memoryview(piece) for piece in self._pending if piece]
+        pending: list[bytes | memoryview] = list(self._pending)
         self._pending.clear()
         try:
             while pending:
                 written = os.writev(self._fd, pending[:_IOV_MAX])
-                while pending and written >= len(pending[0]):
-                    written -= len(pending.pop(0))
+                done = 0
+                while done < len(pending) and written >= len(pending[done]):
+                    written -= len(pending[done])
+                    done += 1
+                del pending[:done]
                 if written:
-                    pending[0] = pending[0][written:]
+                    pending[0] = memoryview(pending[0])[written:]
         except OSError as exc:
             self._fail("cannot write recording", exc)
 
