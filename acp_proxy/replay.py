@@ -44,6 +44,7 @@ import orjson
 
 from .framing import Frame, parse_frame
 from .offline import annotate, open_recording
+from .rules import shown
 from .transcript import FrameRecord
 from .wire import Kind, Message, Side, id_key, seconds_between
 
@@ -105,11 +106,7 @@ def describe(message: Message) -> str:
 
 
 def _brief(value: Any) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= 100 else text[:97] + "..."
+    return shown(value, 100)
 
 
 def load_script(path: str, session: int = 1) -> Script:

@@ -12,10 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import orjson
 
-__all__ = ["CATALOG", "RULES", "SCHEMA_OVERLAP", "Level", "Rule", "Scope", "catalog_lines"]
+__all__ = [
+    "CATALOG",
+    "RULES",
+    "SCHEMA_OVERLAP",
+    "Level",
+    "Rule",
+    "Scope",
+    "catalog_lines",
+    "shown",
+]
 
 
 class Level(StrEnum):
@@ -594,6 +604,17 @@ CATALOG: tuple[Rule, ...] = (
         "The validator failed on a frame: a bug in acp-proxy (the frame was still relayed).",
     ),
 )
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """A value as findings and reports quote it: JSON (ids keep their type, ``3`` vs
+    ``"3"``), cut to ``limit`` characters."""
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 #: The catalog by rule id.
 RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOG}

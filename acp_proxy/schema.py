@@ -41,9 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
 from .protocol import SCHEMA_VERSIONS, official_schema
+from .rules import shown
 
 __all__ = ["Defect", "Schema", "schema_for", "unhandled_keywords"]
 
@@ -182,11 +181,7 @@ def _nodes(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _show(value: Any) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value, 60)
 
 
 def json_type(value: Any) -> str:

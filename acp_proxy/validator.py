@@ -33,8 +33,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from .framing import Frame
 from .protocol import (
     ANY,
@@ -54,7 +52,7 @@ from .protocol import (
     is_extension,
     methods_for,
 )
-from .rules import RULES, SCHEMA_OVERLAP, Scope
+from .rules import RULES, SCHEMA_OVERLAP, Scope, shown
 from .schema import Checker, Defect, Schema, schema_for
 from .validator_v1 import V1Rules, _V1State
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
@@ -91,13 +89,7 @@ class Violation:
         return {"rule": self.rule, "level": self.level, "message": self.message, "spec": self.spec}
 
 
-def _show(value: Any) -> str:
-    """A value as JSON, for messages: ids keep their type (``3`` vs ``"3"``)."""
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+_show = shown
 
 
 def _is_int(value: Any) -> bool:

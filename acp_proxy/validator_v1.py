@@ -27,8 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from .rules import shown
 from .wire import Kind, Message, Request, Side, WireModel
 
 __all__ = ["V1Rules"]
@@ -63,12 +62,7 @@ _SESSION_CAPABILITY = {
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
-def _show(value: Any) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+_show = shown
 
 
 def _dig(value: Any, *keys: str) -> Any:
