@@ -117,25 +117,29 @@ class Framer:
             raw = bytes(self._pending)
             self._pending.clear()
             return [parse_frame(raw, terminated=False)]
+        first = data.find(b"\n")
+        if first < 0:
+            self._pending += data
+            return []
         frames: list[Frame] = []
-        start = 0
-        while (end := data.find(b"\n", start)) >= 0:
-            if self._pending:
-                self._pending += data[start:end]
-                if len(self._pending) >= _HAND_OVER:
-                    # A big line: its buffer becomes the frame, uncopied. A bytearray
-                    # reads like bytes everywhere a frame is read, and is never changed.
-                    raw = cast(bytes, self._pending)
-                    self._pending = bytearray()
-                else:
-                    raw = bytes(self._pending)
-                    self._pending.clear()
+        if self._pending:
+            self._pending += data[:first]
+            if len(self._pending) >= _HAND_OVER:
+                # A big line: its buffer becomes the frame, uncopied. A bytearray
+                # reads like bytes everywhere a frame is read, and is never changed.
+                raw = cast(bytes, self._pending)
+                self._pending = bytearray()
             else:
-                raw = data[start:end]
+                raw = bytes(self._pending)
+                self._pending.clear()
             frames.append(parse_frame(raw))
-            start = end + 1
-        if start < len(data):
-            self._pending += data[start:]
+        else:
+            frames.append(parse_frame(data[:first]))
+        # The whole lines of the chunk, split at once; the last piece is unfinished.
+        *lines, rest = data[first + 1 :].split(b"\n")
+        frames += [parse_frame(line) for line in lines]
+        if rest:
+            self._pending += rest
         return frames
 
 

@@ -91,6 +91,9 @@ def describe(frame: Frame) -> dict[str, Any]:
     return info
 
 
+#: Sides whose name needs no JSON escaping in a record.
+_PLAIN_SIDES = frozenset({"client", "agent"})
+
 #: Frames at least this long are written to the transcript in pieces.
 _WRITE_IN_PIECES = 1 << 16
 
@@ -149,10 +152,28 @@ class Observer:
     def _observe(self, side: str, frames: Iterable[Frame]) -> bytes:
         notices = b""
         t = format_time()  # the frames of one chunk arrived together
+        # The record of a plain frame (JSON, no finding, not redacted), from fixed pieces:
+        # what frame_record would write for it, byte for byte.
+        plain = self.recorder.active and self.redactor is None and not self._debug
+        middle = b',"t":"%s","from":"%s","msg":' % (t.encode(), side.encode())
         for frame in frames:
             self.seq += 1
             message = self._classify(side, frame, t)
             findings = self._validate(message) if message is not None else []
+            if (
+                plain
+                and not findings
+                and message is not None
+                and frame.is_json
+                and frame.terminated
+                and len(frame.raw) < _WRITE_IN_PIECES
+                and side in _PLAIN_SIDES
+                and not message.is_notice
+            ):
+                self.recorder.write(
+                    b'{"kind":"frame","seq":%d%s%s}\n' % (self.seq, middle, frame.raw)
+                )
+                continue
             if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
             if message is not None and message.is_notice:

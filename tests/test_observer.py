@@ -90,3 +90,30 @@ def test_a_failing_wire_model_stops_validation_but_not_recording(tmp_path):
         )
     assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
     assert path.read_bytes().count(b'"kind":"frame"') == 2
+
+
+def test_every_record_is_what_frame_record_writes(tmp_path):
+    """The short way for plain frames writes, byte for byte, the record frame_record makes;
+    frames with findings, not JSON, unfinished or big take the long way, same format."""
+    from acp_proxy.framing import parse_frame
+    from acp_proxy.transcript import FrameRecord, frame_record, read_records
+
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Validator())
+    chunk = [
+        parse_frame(b'{"jsonrpc":"2.0","method":"_plain","params":{"a":[1, 2]}}'),
+        parse_frame(b"not json"),
+        parse_frame(b'{"jsonrpc":"1.0","method":"_finding"}'),
+        parse_frame(b'{"jsonrpc":"2.0","method":"_big","params":"' + b"x" * 70_000 + b'"}'),
+        parse_frame(b'{"jsonrpc":"2.0","method":"_last"}', terminated=False),
+    ]
+    observer.observe("client", chunk)
+    observer.finish(0, "done")
+    lines = (tmp_path / "t.jsonl").read_bytes().split(b"\n")[1:6]
+    records = [r for r in read_records(tmp_path / "t.jsonl") if isinstance(r, FrameRecord)]
+    for line, record, frame in zip(lines, records, chunk, strict=True):
+        assert record.frame == frame
+        expected = frame_record(record.seq, record.t, "client", frame, record.violations)
+        assert line + b"\n" == expected
+    assert [bool(r.violations) for r in records] == [False, True, True, False, False]
