@@ -59,6 +59,9 @@ from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, i
 
 __all__ = ["Validator", "Violation"]
 
+#: Enum members looked up once (reading one off its class costs ~80 ns, per frame).
+_NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
+
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
 
@@ -204,8 +207,8 @@ class Validator(V1Rules):
         (exactly what the long way would run); False if the frame is anything else."""
         if (
             message.method != "session/update"
-            or message.kind is not Kind.NOTIFICATION
-            or message.side is not Side.AGENT
+            or message.kind is not _NOTIFICATION
+            or message.side is not _AGENT
             or not self._initialized
         ):
             return False
