@@ -323,8 +323,16 @@ def _by_schema(
                 f"  found.append(Defect({key!r}, 'required field missing', where))",
             ]
     lines.append(" return found")
-    exec(compile("\n".join(lines), f"<schema {where or 'object'}>", "exec"), namespace)
-    check: Checker = namespace["check"]
+    # Built inside a factory, so every name the check reads is a closure cell (as fast
+    # as a local), not a global or builtin looked up by name on each call.
+    namespace.update(type=type, dict=dict, str=str)
+    names = sorted(namespace)
+    source = "\n".join(
+        [f"def make({', '.join(names)}):", *(" " + line for line in lines), " return check"]
+    )
+    scope: dict[str, Any] = {}
+    exec(compile(source, f"<schema {where or 'object'}>", "exec"), scope)
+    check: Checker = scope["make"](**namespace)
     return check
 
 
@@ -365,6 +373,25 @@ class Schema:
             self.ref(name)
         #: The params checker of session/update notifications: the most frequent frame.
         self.update: Checker = self.params("session/update", True) or _ok
+        update_union = self._checkers.get("SessionUpdate")
+        self._variants = self._dispatch.get(update_union, ("", {}))[1] if update_union else {}
+        self._meta = _meta_of(self.methods.get(("session/update", "Notification")))
+
+    def update_params(self, params: dict[str, Any], update: dict[str, Any]) -> list[Defect] | None:
+        """:attr:`update` for params already known to hold a string ``sessionId`` and an
+        ``update`` object: the same verdict, without walking the envelope again."""
+        branch = self._variants.get(update.get("sessionUpdate"))
+        if branch is None:
+            return self.update(params)
+        found = branch(update)
+        if found:
+            found = [d.under("update") for d in found]
+        meta = params.get("_meta", _ABSENT)
+        if meta is not _ABSENT:
+            bad = self._meta(meta)
+            if bad:
+                found = [*(found or ()), *(d.under("_meta") for d in bad)]
+        return found
 
     # --- checking -------------------------------------------------------------
 

@@ -236,7 +236,7 @@ class Validator(V1Rules):
         else:
             self._v1_update(message, update)
         schema = self._current_schema()
-        defects = schema.update(message.params)
+        defects = schema.update_params(message.params, update)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema.version)
         return True
