@@ -261,6 +261,10 @@ def _msg_value_offset(line: bytes) -> int:
     Anything else gets the full scan.
     """
     marker = line.find(b',"msg":')
+    if marker > 0 and line.count(b"{", 0, marker) == 1 and line.find(b"[", 0, marker) < 0:
+        # A flat head (no findings, nothing nested): no string in it can hold `,"msg":`
+        # (its quote would be escaped), so the marker is the top-level key.
+        return marker + 7
     if marker > 0:
         try:
             head = orjson.loads(line[:marker] + b"}")
