@@ -591,6 +591,35 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "capability-elicitation",
+        E,
+        "v1 Elicitation (Checking Support)",
+        "An elicitation/create in a mode (form, url) the client did not advertise.",
+        V1,
+    ),
+    Rule(
+        "session-id-reused",
+        E,
+        "v1 Session Setup (Creating a Session)",
+        "A session/new result whose sessionId an earlier session/new on the connection returned.",
+        V1,
+    ),
+    Rule(
+        "tool-call-duplicate",
+        W,
+        "v1 Tool Calls (Creating)",
+        "A tool_call that announces a tool call id already announced (updates are "
+        "tool_call_update).",
+        V1,
+    ),
+    Rule(
+        "auth-terminal-method",
+        E,
+        "v1 Authentication (Terminal Authentication)",
+        "An authenticate that names a terminal auth method (the user runs it, not the client).",
+        V1,
+    ),
+    Rule(
         "auth-method-unknown",
         E,
         "v1 Authentication",

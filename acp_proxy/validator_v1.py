@@ -120,6 +120,10 @@ class _V1State:
     client_caps: dict[str, Any] | None = None
     agent_caps: dict[str, Any] | None = None
     auth_methods: list[Any] | None = None
+    #: Advertised auth method id -> its type (``terminal`` methods are not for authenticate).
+    auth_types: dict[Any, Any] = field(default_factory=dict)
+    #: Session ids session/new returned (oldest first, bounded).
+    created: dict[str, None] = field(default_factory=dict)
     sessions: dict[str, _V1Session] = field(default_factory=dict)
     #: Terminal id -> released, for the terminals terminal/create returned.
     terminals: dict[str, bool] = field(default_factory=dict)
@@ -213,6 +217,14 @@ class V1Rules:
                     self._absolute(method, "cwd", params.get("cwd"))
             elif method in _TERMINAL_USE:
                 self._terminal_use(method, params.get("terminalId"))
+        elif method == "elicitation/create" and caps is not None:
+            mode = params.get("mode")
+            if isinstance(mode, str) and _dig(caps, "elicitation", mode) is None:
+                self._flag(
+                    "capability-elicitation",
+                    f"the agent asked for a {mode} elicitation, but the client did not "
+                    f"advertise elicitation.{mode}",
+                )
         elif method == "session/update" and message.kind is Kind.NOTIFICATION:
             update = message.update
             if update is not None:
@@ -374,6 +386,12 @@ class V1Rules:
                 f"authenticate names method {_show(method_id)}, which the agent did not "
                 f"advertise (advertised: {', '.join(map(_show, methods)) or 'none'})",
             )
+        elif self._v1.auth_types.get(method_id) == "terminal":
+            self._flag(
+                "auth-terminal-method",
+                f"authenticate names {_show(method_id)}, a terminal method: the user runs it "
+                "themselves, the client does not authenticate with it",
+            )
 
     # --- responses ---------------------------------------------------------------------
 
@@ -383,11 +401,24 @@ class V1Rules:
             return
         caps = result.get("agentCapabilities")
         self._v1.agent_caps = caps if isinstance(caps, dict) else {}
-        self._v1.auth_methods = _ids(result.get("authMethods"))
+        methods = result.get("authMethods")
+        self._v1.auth_methods = _ids(methods)
+        self._v1.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
 
     def _after_setup_v1(self, message: Message, request: Request) -> None:
         """session/new, load, resume: the modes and config options the session offers."""
         session_id = message.result.get("sessionId") if request.method == "session/new" else None
+        if isinstance(session_id, str) and not message.is_error:
+            created = self._v1.created
+            if session_id in created:
+                self._flag(
+                    "session-id-reused",
+                    f"session/new returned session {_show(session_id)}, which an earlier "
+                    "session/new on this connection already returned",
+                )
+            created[session_id] = None
+            if len(created) > _REMEMBERED:
+                del created[next(iter(created))]
         session = self._v1_session(session_id or request.session)
         if session is None:
             return
@@ -513,6 +544,12 @@ class V1Rules:
     def _tool_call(self, session: _V1Session, variant: str, update: dict[str, Any]) -> None:
         call = update.get("toolCallId")
         if isinstance(call, str):
+            if variant == "tool_call" and call in session.announced:
+                self._flag(
+                    "tool-call-duplicate",
+                    f"tool_call announces tool call {_show(call)} again (an update is "
+                    "tool_call_update)",
+                )
             if variant == "tool_call_update" and call not in session.announced:
                 self._flag(
                     "tool-call-unknown",

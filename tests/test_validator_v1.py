@@ -25,6 +25,12 @@ from test_validator import (
 
 from acp_proxy.rules import CATALOG, Level, Scope
 
+#: What the v1 setup's client advertises (fs and terminals).
+V1_CLIENT_CAPS: dict[str, Any] = {
+    "fs": {"readTextFile": True, "writeTextFile": True},
+    "terminal": True,
+}
+
 
 def v1_prompt(id_: Any = 10, blocks: Any = None) -> tuple[str, dict[str, Any]]:
     blocks = blocks if blocks is not None else [{"type": "text", "text": "hi"}]
@@ -476,3 +482,58 @@ def test_stop_reason_error_flips_between_versions():
     """v2 lists the error stop reason; v1's StopReason is closed without it (a schema error)."""
     assert rules([*setup(1), *v1_turn(10, "error")]) == ["schema"]
     assert "schema" not in rules([*setup(2), *turn(reason="error")])
+
+
+def test_capability_elicitation():
+    """ "Agents MUST NOT request a mode the Client has not advertised." (v1 Elicitation)"""
+    ask = (
+        A,
+        req(7, "elicitation/create", {
+            "sessionId": S, "mode": "form", "message": "Name?",
+            "requestedSchema": {"type": "object", "properties": {}},
+        }),
+    )  # fmt: skip
+    answer = (C, ok(7, {"action": "cancel"}))
+    forms = {**V1_CLIENT_CAPS, "elicitation": {"form": {}}}
+    check(
+        "capability-elicitation",
+        [*setup(1), ask, answer],
+        [*setup(1, client=forms), ask, answer],
+    )
+
+
+def test_session_id_reused():
+    """ "The Agent MUST respond with a unique Session ID that identifies this conversation"
+    (v1 Session Setup)"""
+    again = [(C, req(5, "session/new", {"cwd": "/", "mcpServers": []}))]
+    check(
+        "session-id-reused",
+        [*setup(1), *again, (A, ok(5, {"sessionId": S}))],
+        [*setup(1), *again, (A, ok(5, {"sessionId": "another"}))],
+    )
+
+
+def test_tool_call_duplicate():
+    """toolCallId: "A unique identifier for this tool call within the session" (v1 Tool
+    Calls): a second tool_call for it is a warning (clients treat it as an update)."""
+    found = check(
+        "tool-call-duplicate",
+        [*setup(1), tool("t1"), tool("t1")],
+        [*setup(1), tool("t1"), tool_update("t1", status="completed")],
+    )
+    assert found[0].level == Level.WARNING
+
+
+def test_auth_terminal_method():
+    """ "Clients MUST NOT pass a terminal method." (v1 Authentication)"""
+    methods: list[dict[str, Any]] = [
+        {"id": "login", "name": "Log in", "type": "terminal", "args": []},
+        {"id": "key", "name": "API key"},
+    ]
+    auth = lambda m: (C, req(5, "authenticate", {"methodId": m}))  # noqa: E731
+    caps = {**V1_CLIENT_CAPS, "auth": {"terminal": True}}
+    check(
+        "auth-terminal-method",
+        [*setup(1, client=caps, auth=methods), auth("login"), (A, ok(5, {}))],
+        [*setup(1, client=caps, auth=methods), auth("key"), (A, ok(5, {}))],
+    )
