@@ -104,3 +104,106 @@ def test_production_agent_handshake_has_no_error_finding(npm_bin: Path, agent: s
     assert proc.returncode == 0
     frames = [r for r in records if r["kind"] == "frame"]
     assert len(frames) >= 4  # both requests and both answers were recorded
+
+
+@pytest.fixture
+def stand_in_model(tmp_path: Path) -> Any:
+    """The Anthropic Messages API stand-in, on a free port; yields its base URL."""
+    import sys
+
+    here = Path(__file__).parent
+    with subprocess.Popen(
+        [sys.executable, str(here / "fake_anthropic.py"), "0", "--tool"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as server:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        yield f"http://127.0.0.1:{port}"
+        server.terminate()
+
+
+def prompt_turn(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
+    """A v1 client's session with one prompt; it answers the agent's requests. Returns
+    every message the agent sent."""
+    got: list[dict[str, Any]] = []
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def send(message: dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+            proc.stdin.flush()
+
+        def answer(request_id: int) -> dict[str, Any]:
+            assert proc.stdout is not None
+            while True:
+                line = proc.stdout.readline()
+                assert line, "the agent closed its output"
+                message = orjson.loads(line)
+                got.append(message)
+                if "method" in message and "id" in message:  # the agent asks the client
+                    if message["method"] == "fs/read_text_file":
+                        send({"id": message["id"], "result": {"content": "hello\n"}})
+                    elif message["method"] == "session/request_permission":
+                        option = message["params"]["options"][0]["optionId"]
+                        outcome = {"outcome": "selected", "optionId": option}
+                        send({"id": message["id"], "result": {"outcome": outcome}})
+                    else:
+                        send({"id": message["id"], "result": {}})
+                elif message.get("id") == request_id and "method" not in message:
+                    return message
+
+        init = {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+            "clientInfo": {"name": "acp-proxy-tests", "version": "1"},
+        }
+        send({"id": 0, "method": "initialize", "params": init})
+        answer(0)
+        send({"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
+        session = answer(1)["result"]["sessionId"]
+        prompt = [{"type": "text", "text": "Read /tmp/hello.txt and say hello."}]
+        send(
+            {
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": prompt},
+            }
+        )
+        answer(2)
+        proc.stdin.close()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return got
+
+
+def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):
+    """A whole Claude Code ACP turn (a Read tool call served by fs/read_text_file, then a
+    streamed answer) against a stand-in model: no error-level finding, live or offline; and
+    replaying the recorded client against the agent finds it answering as recorded."""
+    env = clean_env(
+        IS_SANDBOX="1", HOME=str(tmp_path), ANTHROPIC_BASE_URL=stand_in_model,
+        ANTHROPIC_API_KEY="sk-test",
+    )  # fmt: skip
+    env["PATH"] = f"{npm_bin}{os.pathsep}{env.get('PATH', '')}"
+    record = tmp_path / "turn.jsonl"
+    agent = str(npm_bin / "claude-code-acp")
+    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", agent], env)
+    assert any(m.get("method") == "fs/read_text_file" for m in got)
+    assert got[-1]["result"] == {"stopReason": "end_turn"}
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    assert [v for r in records for v in r.get("violations", ()) if v["level"] == "error"] == []
+    proc = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout
+    replay = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "30", str(record), "--", agent],
+        capture_output=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr.decode()[-2000:]
