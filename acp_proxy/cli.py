@@ -525,6 +525,11 @@ def show(
 @click.argument("path", metavar="PATH")
 @_filter_options
 @click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Recompute the findings with today's rules instead of showing the recorded ones.",
+)
+@click.option(
     "--interval",
     type=click.FloatRange(min=0.01),
     default=0.2,
@@ -538,6 +543,7 @@ def follow(
     session: str | None,
     violations: bool,
     color: bool | None,
+    revalidate: bool,
     interval: float,
 ) -> None:
     """Show a recording live, as frames are appended (tail -f for ACP).
@@ -560,7 +566,8 @@ def follow(
         emit(click.style(f"==> following {current}", bold=True))
 
     try:
-        for item in annotate(follow_records(target, switched, interval)):
+        records = follow_records(target, switched, interval)
+        for item in annotate(records, stored=not revalidate):
             for line in timeline.lines(item):
                 emit(line)
     except KeyboardInterrupt:
