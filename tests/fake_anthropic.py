@@ -6,23 +6,41 @@ Every message gets a short streamed text reply; with --tool, a request that offe
 has no tool result yet gets a call of the Read tool on /tmp/hello.txt instead.
 """
 
+from __future__ import annotations
+
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 REPLY = "Hello from the stand-in model."
 TOOL = "--tool" in sys.argv
+USAGE = {"input_tokens": 10, "output_tokens": 5}
+
+
+def message(model: str, content: list[Any], stop_reason: str | None) -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        sys.stderr.write("fake-anthropic: " + (a[0] % a[1:]) + "\n")
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stderr.write("fake-anthropic: " + (format % args) + "\n")
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         if "count_tokens" in self.path:
-            return self._json({"input_tokens": 10})
+            self._json({"input_tokens": 10})
+            return
         model = body.get("model", "claude")
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
@@ -30,135 +48,45 @@ class Handler(BaseHTTPRequestHandler):
         answered = isinstance(content, list) and any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         )
-        wants_tool = TOOL and not answered and body.get("tools")
-        if wants_tool and body.get("stream"):
+        if not body.get("stream"):
+            self._json(message(model, [{"type": "text", "text": REPLY}], "end_turn"))
+        elif TOOL and not answered and body.get("tools"):
             names = [t.get("name", "") for t in body.get("tools", [])]
             read = next((n for n in names if n.endswith("Read")), "Read")
-            return self._tool(model, read)
-        if not body.get("stream"):
-            return self._json(
-                {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [{"type": "text", "text": REPLY}],
-                    "stop_reason": "end_turn",
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 5},
-                }
+            call = json.dumps({"file_path": "/tmp/hello.txt"})
+            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": read, "input": {}}
+            self._stream(
+                model, block, [{"type": "input_json_delta", "partial_json": call}], "tool_use"
             )
+        else:
+            deltas = [{"type": "text_delta", "text": word + " "} for word in REPLY.split(" ")]
+            self._stream(model, {"type": "text", "text": ""}, deltas, "end_turn")
+
+    def do_GET(self) -> None:
+        self._json({"data": []})
+
+    def _stream(self, model: str, block: dict[str, Any], deltas: list[Any], stop: str) -> None:
+        """One content block, streamed as server-sent events."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
-
-        def ev(name, data):
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"message": message(model, [], None)}),
+            ("content_block_start", {"index": 0, "content_block": block}),
+            *(("content_block_delta", {"index": 0, "delta": delta}) for delta in deltas),
+            ("content_block_stop", {"index": 0}),
+            (
+                "message_delta",
+                {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": USAGE},
+            ),
+            ("message_stop", {}),
+        ]
+        for name, data in events:
+            payload = json.dumps({"type": name, **data})
+            self.wfile.write(f"event: {name}\ndata: {payload}\n\n".encode())
             self.wfile.flush()
 
-        ev(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_1",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 1},
-                },
-            },
-        )
-        ev(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        )
-        for word in REPLY.split(" "):
-            ev(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": word + " "},
-                },
-            )
-        ev("content_block_stop", {"type": "content_block_stop", "index": 0})
-        ev(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
-        )
-        ev("message_stop", {"type": "message_stop"})
-
-    def _tool(self, model, name):
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-
-        def ev(name, data):
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
-
-        ev(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": "msg_2",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 1},
-                },
-            },
-        )
-        ev(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}},
-            },
-        )
-        ev(
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {
-                    "type": "input_json_delta",
-                    "partial_json": json.dumps({"file_path": "/tmp/hello.txt"}),
-                },
-            },
-        )
-        ev("content_block_stop", {"type": "content_block_stop", "index": 0})
-        ev(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
-        )
-        ev("message_stop", {"type": "message_stop"})
-
-    def do_GET(self):
-        return self._json({"data": []})
-
-    def _json(self, obj):
+    def _json(self, obj: Any) -> None:
         data = json.dumps(obj).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
@@ -167,6 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
+if __name__ == "__main__":
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
