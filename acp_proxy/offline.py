@@ -44,14 +44,15 @@ __all__ = [
 UNREADABLE_RULE = "unreadable-record"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Annotated:
     """A record with what the wire model and the validator say about it.
 
     For a frame record: the wire model's :class:`Message` for it and the
     findings on that frame. For anything else: the findings that belong to no
     stored frame (end of the connection, notices, unreadable lines), reported
-    at that point of the file.
+    at that point of the file. Never changed once made (not frozen only because a
+    frozen dataclass costs a setattr call per field, per record).
     """
 
     record: Record

@@ -193,9 +193,10 @@ class StartRecord:
     version: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FrameRecord:
-    """A frame as it crossed the wire, with the findings stored beside it."""
+    """A frame as it crossed the wire, with the findings stored beside it. Treat it as
+    immutable (not frozen: a frozen dataclass costs a setattr call per field, per frame)."""
 
     line: int
     seq: int
