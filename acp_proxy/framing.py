@@ -10,12 +10,13 @@ Each complete frame is parsed once, with orjson, for observation only.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
 
-__all__ = ["Frame", "Framer", "LineSplicer", "parse_frame"]
+__all__ = ["Frame", "Framer", "JsonPath", "LineSplicer", "parse_frame", "value_spans"]
 
 
 class _Unparsed:
@@ -141,6 +142,81 @@ class Framer:
         if rest:
             self._pending += rest
         return frames
+
+
+#: A path into a JSON value: object keys and array indexes.
+JsonPath = tuple[str | int, ...]
+
+
+def value_spans(raw: bytes) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
+    """Where each value of a frame's JSON lies in its bytes: (path, (start, end)), inner
+    values first. For splicing a new value into a frame without re-serializing the rest
+    (``raw`` must be valid JSON: it is a frame that parsed)."""
+    yield from _SpanScanner(raw).value(())
+
+
+class _SpanScanner:
+    """A small JSON scanner that reports where each value starts and ends."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.i = 0
+
+    def _skip(self) -> None:
+        raw, n = self.raw, len(self.raw)
+        while self.i < n and raw[self.i] in b" \t\r\n":
+            self.i += 1
+
+    def _string_end(self) -> int:
+        """The end of the string starting at ``i``: the next quote not escaped (an odd
+        run of backslashes escapes it), found with ``find``, not byte by byte."""
+        raw, end = self.raw, self.i
+        while True:
+            end = raw.find(b'"', end + 1)
+            slashes = 0
+            while raw[end - 1 - slashes] == 0x5C:
+                slashes += 1
+            if slashes % 2 == 0:
+                return end + 1
+
+    def value(self, path: JsonPath) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
+        self._skip()
+        raw = self.raw
+        start, char = self.i, raw[self.i]
+        if char == 0x7B:  # {
+            self.i += 1
+            self._skip()
+            while raw[self.i] != 0x7D:
+                end = self._string_end()
+                key = orjson.loads(raw[self.i : end])
+                self.i = end
+                self._skip()
+                self.i += 1  # the colon
+                yield from self.value((*path, key))
+                self._skip()
+                if raw[self.i] == 0x2C:
+                    self.i += 1
+                    self._skip()
+            self.i += 1
+        elif char == 0x5B:  # [
+            self.i += 1
+            self._skip()
+            index = 0
+            while raw[self.i] != 0x5D:
+                yield from self.value((*path, index))
+                index += 1
+                self._skip()
+                if raw[self.i] == 0x2C:
+                    self.i += 1
+                    self._skip()
+            self.i += 1
+        elif char == 0x22:
+            self.i = self._string_end()
+        else:
+            n = len(raw)
+            while self.i < n and raw[self.i] not in b",]} \t\r\n":
+                self.i += 1
+        yield path, (start, self.i)
 
 
 class LineSplicer:

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .framing import Frame, parse_frame
+from .framing import Frame, parse_frame, value_spans
 from .transcript import FrameRecord, StartRecord, frame_record, parse_record
 from .wire import Kind, Message, WireModel
 
@@ -194,7 +194,7 @@ class Redactor:
         found = self.targets(message)
         if not found:
             return frame, []
-        spans = dict(_spans(frame.raw))
+        spans = dict(value_spans(frame.raw))
         edits = sorted(
             ((spans[path], text, path) for path, text in found.items() if path in spans),
             reverse=True,
@@ -234,69 +234,6 @@ def _resources(value: Any, path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _resources(item, (*path, index))
-
-
-def _spans(raw: bytes) -> Iterator[tuple[Path, tuple[int, int]]]:
-    """The byte span of every value in a JSON document, by path."""
-    parser = _SpanParser(raw)
-    yield from parser.value(())
-
-
-class _SpanParser:
-    """A small JSON scanner that reports where each value starts and ends."""
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-        self.i = 0
-
-    def _skip(self) -> None:
-        raw, n = self.raw, len(self.raw)
-        while self.i < n and raw[self.i] in b" \t\r\n":
-            self.i += 1
-
-    def _string_end(self) -> int:
-        raw, i = self.raw, self.i + 1
-        while raw[i] != 0x22:
-            i += 2 if raw[i] == 0x5C else 1
-        return i + 1
-
-    def value(self, path: Path) -> Iterator[tuple[Path, tuple[int, int]]]:
-        self._skip()
-        start, char = self.i, self.raw[self.i]
-        if char == 0x7B:  # {
-            self.i += 1
-            self._skip()
-            while self.raw[self.i] != 0x7D:
-                end = self._string_end()
-                key = orjson.loads(self.raw[self.i : end])
-                self.i = end
-                self._skip()
-                self.i += 1  # the colon
-                yield from self.value((*path, key))
-                self._skip()
-                if self.raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x5B:  # [
-            self.i += 1
-            self._skip()
-            index = 0
-            while self.raw[self.i] != 0x5D:
-                yield from self.value((*path, index))
-                index += 1
-                self._skip()
-                if self.raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x22:
-            self.i = self._string_end()
-        else:
-            n = len(self.raw)
-            while self.i < n and self.raw[self.i] not in b",]} \t\r\n":
-                self.i += 1
-        yield path, (start, self.i)
 
 
 def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tuple[int, int]:

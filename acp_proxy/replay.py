@@ -42,7 +42,7 @@ from typing import IO, Any
 
 import orjson
 
-from .framing import Frame, parse_frame
+from .framing import Frame, parse_frame, value_spans
 from .offline import annotate, open_recording
 from .rules import shown
 from .transcript import FrameRecord
@@ -207,48 +207,11 @@ def _report_difference(found: tuple[str, Any, Any], live_name: str) -> str:
 
 def replace_id(raw: bytes, new_id: Any) -> bytes:
     """``raw`` (a JSON object) with its top-level ``id`` value replaced; nothing else changes."""
-    span = _top_level_value(raw, b"id")
+    span = next((span for path, span in value_spans(raw) if path == ("id",)), None)
     if span is None:
         return raw
     start, end = span
     return raw[:start] + orjson.dumps(new_id) + raw[end:]
-
-
-def _top_level_value(raw: bytes, key: bytes) -> tuple[int, int] | None:
-    """The byte span of the value of ``key`` in the top-level object of ``raw``."""
-    depth, i, n = 0, 0, len(raw)
-    expect_key = False
-    while i < n:
-        char = raw[i]
-        if char == 0x22:  # a string
-            end = i + 1
-            while end < n and raw[end] != 0x22:
-                end += 2 if raw[end] == 0x5C else 1
-            if depth == 1 and expect_key and raw[i + 1 : end] == key:
-                j = end + 1
-                while j < n and raw[j] in b" \t\r\n:":
-                    j += 1
-                k = j
-                if k < n and raw[k] == 0x22:
-                    k += 1
-                    while k < n and raw[k] != 0x22:
-                        k += 2 if raw[k] == 0x5C else 1
-                    return j, k + 1
-                while k < n and raw[k] not in b",} \t\r\n":
-                    k += 1
-                return j, k
-            expect_key = False
-            i = end + 1
-            continue
-        if char in b"{[":
-            depth += 1
-            expect_key = char == 0x7B and depth == 1
-        elif char in b"}]":
-            depth -= 1
-        elif char == 0x2C and depth == 1:
-            expect_key = True
-        i += 1
-    return None
 
 
 # --- the recording plays the agent --------------------------------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.framing import UNPARSED, Framer, LineSplicer, parse_frame
+from acp_proxy.framing import UNPARSED, Framer, LineSplicer, parse_frame, value_spans
 
 
 def frames_of(chunks: list[bytes]) -> list[bytes]:
@@ -132,3 +133,31 @@ def test_splicer_writes_at_once_between_lines_and_waits_inside_one():
     assert splicer.feed(b"d\nef") == [b"d\n", b"M\n", b"ef"]
     assert splicer.feed(b"\n") == [b"\n"]
     assert splicer.insert(b"O\n") == b"O\n"
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(alphabet='ab"\\ \n{}[],:é'),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='k"\\,:', max_size=4), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_JSON, indent=st.booleans())
+def test_value_spans_find_every_value_exactly(value, indent):
+    """Each span value_spans reports holds exactly the JSON of the value at its path,
+    escaped quotes and backslash runs included: what replay and redact splice into."""
+    raw = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    spans = dict(value_spans(raw))
+    assert spans[()] == (0, len(raw))
+    for path, (start, end) in spans.items():
+        expected = value
+        for key in path:
+            expected = expected[key]
+        assert orjson.loads(raw[start:end]) == expected
