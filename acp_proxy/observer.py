@@ -21,7 +21,14 @@ import orjson
 from .framing import Frame
 from .recorder import Recorder
 from .redact import Redactor
-from .transcript import format_time, frame_record_parts, stderr_record, violation_record
+from .transcript import (
+    format_time,
+    frame_record_parts,
+    frame_stamp,
+    plain_frame_record,
+    stderr_record,
+    violation_record,
+)
 from .wire import Message, WireModel
 
 __all__ = ["STDERR_PIECE", "Finding", "Observer", "describe"]
@@ -91,9 +98,6 @@ def describe(frame: Frame) -> dict[str, Any]:
     return info
 
 
-#: Sides whose name needs no JSON escaping in a record.
-_PLAIN_SIDES = frozenset({"client", "agent"})
-
 #: Frames at least this long are written to the transcript in pieces.
 _WRITE_IN_PIECES = 1 << 16
 
@@ -152,10 +156,12 @@ class Observer:
     def _observe(self, side: str, frames: Iterable[Frame]) -> bytes:
         notices = b""
         t = format_time()  # the frames of one chunk arrived together
-        # The record of a plain frame (JSON, no finding, not redacted), from fixed pieces:
-        # what frame_record would write for it, byte for byte.
-        plain = self.recorder.active and self.redactor is None and not self._debug
-        middle = b',"t":"%s","from":"%s","msg":' % (t.encode(), side.encode())
+        # A plain frame (JSON, no finding, not redacted) is recorded from a stamp made once
+        # per read: what frame_record would write for it, byte for byte.
+        stamp = frame_stamp(t, side)
+        plain = (
+            stamp is not None and self.recorder.active and self.redactor is None and not self._debug
+        )
         for frame in frames:
             self.seq += 1
             message = self._classify(side, frame, t)
@@ -167,12 +173,10 @@ class Observer:
                 and frame.is_json
                 and frame.terminated
                 and len(frame.raw) < _WRITE_IN_PIECES
-                and side in _PLAIN_SIDES
                 and not message.is_notice
             ):
-                self.recorder.write(
-                    b'{"kind":"frame","seq":%d%s%s}\n' % (self.seq, middle, frame.raw)
-                )
+                assert stamp is not None
+                self.recorder.write(plain_frame_record(self.seq, stamp, frame.raw))
                 continue
             if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))

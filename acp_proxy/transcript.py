@@ -48,8 +48,10 @@ __all__ = [
     "format_time",
     "frame_record",
     "frame_record_parts",
+    "frame_stamp",
     "iter_records",
     "parse_record",
+    "plain_frame_record",
     "read_records",
     "start_record",
     "stderr_record",
@@ -128,6 +130,20 @@ def frame_record(
     return b"".join(frame_record_parts(seq, t, side, frame, violations, redacted))
 
 
+def frame_stamp(t: str, side: str) -> bytes | None:
+    """The ``t`` and ``from`` of a frame record, as bytes, for every frame of one read;
+    None when they need JSON escaping (then only :func:`frame_record` writes them)."""
+    if side in _SIDES and t.isascii() and '"' not in t and "\\" not in t:
+        return b',"t":"%s","from":"%s"' % (t.encode(), _SIDES[side])
+    return None
+
+
+def plain_frame_record(seq: int, stamp: bytes, raw: bytes) -> bytes:
+    """What :func:`frame_record` writes for a terminated JSON frame with no finding,
+    from a :func:`frame_stamp`: the per-frame path of a busy stream."""
+    return b'{"kind":"frame","seq":%d%s,"msg":%s}\n' % (seq, stamp, raw)
+
+
 def frame_record_parts(
     seq: int,
     t: str,
@@ -137,8 +153,9 @@ def frame_record_parts(
     redacted: Iterable[str] = (),
 ) -> tuple[bytes, ...]:
     """:func:`frame_record` in pieces: a big frame's bytes are written, never copied."""
-    if side in _SIDES and t.isascii() and '"' not in t and "\\" not in t:
-        head = b'{"kind":"frame","seq":%d,"t":"%s","from":"%s"' % (seq, t.encode(), _SIDES[side])
+    stamp = frame_stamp(t, side)
+    if stamp is not None:
+        head = b'{"kind":"frame","seq":%d%s' % (seq, stamp)
     else:  # anything unusual goes through the JSON encoder
         head = orjson.dumps({"kind": "frame", "seq": seq, "t": t, "from": side})[:-1]
     found = list(violations)
