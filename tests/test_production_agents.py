@@ -44,6 +44,23 @@ def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prefix / "node_modules" / ".bin"
 
 
+def finish(proc: subprocess.Popen[bytes]) -> None:
+    """Close the agent's input and give it 30 s to exit."""
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def agent_env(npm_bin: Path, home: Path, **extra: str) -> dict[str, str]:
+    """An environment for the npm agents: a private home, the installed agents on PATH."""
+    env = clean_env(IS_SANDBOX="1", HOME=str(home), **extra)
+    env["PATH"] = f"{npm_bin}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
 def handshake(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
     """initialize and session/new as a v1 client (Zed) sends them; the agent's answers."""
     init = {
@@ -78,11 +95,7 @@ def handshake(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
                 if message.get("id") == request["id"] and "method" not in message:
                     answers.append(message)
                     break
-        proc.stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        finish(proc)
     return answers
 
 
@@ -90,8 +103,7 @@ def handshake(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
 def test_production_agent_handshake_has_no_error_finding(npm_bin: Path, agent: str, tmp_path):
     """A healthy agent's handshake validates without an error, live and offline."""
     (tmp_path / "codex").mkdir()
-    env = clean_env(IS_SANDBOX="1", HOME=str(tmp_path), CODEX_HOME=str(tmp_path / "codex"))
-    env["PATH"] = f"{npm_bin}{os.pathsep}{env.get('PATH', '')}"
+    env = agent_env(npm_bin, tmp_path, CODEX_HOME=str(tmp_path / "codex"))
     record = tmp_path / "session.jsonl"
     command = [*PROXY, "run", "--record", str(record), "--", str(npm_bin / agent)]
     answers = handshake(command, env)
@@ -177,11 +189,7 @@ def prompt_turn(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]
             }
         )
         answer(2)
-        proc.stdin.close()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        finish(proc)
     return got
 
 
@@ -189,11 +197,9 @@ def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_mo
     """A whole Claude Code ACP turn (a Read tool call served by fs/read_text_file, then a
     streamed answer) against a stand-in model: no error-level finding, live or offline; and
     replaying the recorded client against the agent finds it answering as recorded."""
-    env = clean_env(
-        IS_SANDBOX="1", HOME=str(tmp_path), ANTHROPIC_BASE_URL=stand_in_model,
-        ANTHROPIC_API_KEY="sk-test",
-    )  # fmt: skip
-    env["PATH"] = f"{npm_bin}{os.pathsep}{env.get('PATH', '')}"
+    env = agent_env(
+        npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
+    )
     record = tmp_path / "turn.jsonl"
     agent = str(npm_bin / "claude-code-acp")
     got = prompt_turn([*PROXY, "run", "--record", str(record), "--", agent], env)
