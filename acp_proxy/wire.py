@@ -334,12 +334,7 @@ class WireModel:
             session = params.get("sessionId") if type(params) is dict else None
             if type(session) is str:
                 assert type(params) is dict
-                opened, closed, current = self._notification(params, session, seq, t)
-                return Message(
-                    seq, t, sender, frame, _NOTIFICATION, "session/update", False, None,
-                    params, session, turn=opened or closed or current, opened=opened,
-                    closed=closed,
-                )  # fmt: skip
+                return self._update(sender, frame, params, session, seq, t)
         if not frame.is_json:
             return Message(seq, t, sender, frame, Kind.NOT_JSON)
         if isinstance(value, list):
@@ -364,6 +359,16 @@ class WireModel:
             return self._response(sender, frame, value, seq, t)
         return Message(seq, t, sender, frame, Kind.INVALID)
 
+    def _update(
+        self, side: Side, frame: Frame, params: dict[str, Any], session: str, seq: int, t: str
+    ) -> Message:
+        """A session/update notification: the turn it belongs to, opens or closes."""
+        opened, closed, current = self._notification(params, session, seq, t)
+        return Message(
+            seq, t, side, frame, _NOTIFICATION, "session/update", False, None, params, session,
+            turn=opened or closed or current, opened=opened, closed=closed,
+        )  # fmt: skip
+
     def _call(
         self, side: Side, frame: Frame, value: dict[str, Any], method: str, seq: int, t: str
     ) -> Message:
@@ -378,12 +383,7 @@ class WireModel:
                 return Message(
                     seq, t, side, frame, Kind.NOTIFICATION, method, False, None, params, session,
                 )  # fmt: skip
-            opened, closed, current = self._notification(params, session, seq, t)
-            turn = opened or closed or current
-            return Message(
-                seq, t, side, frame, Kind.NOTIFICATION, method, False, None, params, session,
-                turn=turn, opened=opened, closed=closed,
-            )  # fmt: skip
+            return self._update(side, frame, params, session, seq, t)
         if method == "initialize" and side is Side.CLIENT:
             version = params.get("protocolVersion")
             if isinstance(version, int) and not isinstance(version, bool):
