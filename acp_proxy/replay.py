@@ -367,14 +367,7 @@ def serve_agent(
     log: Any,
 ) -> int:
     """Play the agent over a pair of streams until the client closes its side."""
-    inbox: queue.Queue[bytes | None] = queue.Queue()
-
-    def read() -> None:
-        for line in stdin:
-            inbox.put(line)
-        inbox.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
+    inbox = _lines(stdin)
     try:
         _write(replay.start(), stdout)
         while True:
@@ -649,6 +642,7 @@ def drive_agent(
 
 
 def _lines(stream: IO[bytes]) -> queue.Queue[bytes | None]:
+    """The lines of a stream as a thread reads them; None at its end."""
     inbox: queue.Queue[bytes | None] = queue.Queue()
 
     def read() -> None:
