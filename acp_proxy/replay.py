@@ -46,7 +46,7 @@ from .framing import Frame, parse_frame, value_spans
 from .offline import annotate, open_recording
 from .rules import shown
 from .transcript import FrameRecord
-from .wire import Kind, Message, Side, id_key, seconds_between
+from .wire import Kind, Message, Side, id_key, kind_of, seconds_between
 
 __all__ = [
     "AgentReplay",
@@ -298,8 +298,9 @@ class AgentReplay:
         ):
             found = difference(expected.frame.value, value)
             return None if found is None else _report_difference(found, "got")
+        kind = kind_of(value)
         if message.kind is Kind.RESPONSE:
-            if "method" in value or not ("result" in value or "error" in value):
+            if kind is not Kind.RESPONSE:
                 return "expected a response"
             if id_key(value.get("id")) != id_key(message.id):
                 return f"it answers id {_brief(value.get('id'))}, not {_brief(message.id)}"
@@ -308,7 +309,7 @@ class AgentReplay:
         else:
             if value.get("method") != message.method:
                 return f"method {_brief(value.get('method'))} instead of {message.method}"
-            if ("id" in value) != (message.kind is Kind.REQUEST):
+            if kind is not message.kind:
                 return "a request where the recording has a notification, or the reverse"
             if self.match == "method":
                 return None
@@ -339,7 +340,7 @@ class AgentReplay:
 
     def _refuse(self, value: Any) -> list[Emit]:
         """After a divergence: an error for each request, nothing else."""
-        if not (isinstance(value, dict) and "method" in value and "id" in value):
+        if kind_of(value) is not Kind.REQUEST:
             return []
         error = {
             "code": MISMATCH_CODE,
@@ -352,10 +353,10 @@ class AgentReplay:
 def _summary(value: Any, frame: Frame) -> str:
     if not frame.is_json:
         return f"a line that is not JSON ({_brief(frame.raw[:60].decode(errors='replace'))})"
-    if isinstance(value, dict):
-        if "method" in value:
-            kind = "request" if "id" in value else "notification"
-            return f"{kind} {value['method']}"
+    kind = kind_of(value)
+    if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+        return f"{kind} {value['method']}"
+    if kind is Kind.RESPONSE:
         return f"response to id {_brief(value.get('id'))}"
     return _brief(value)
 

@@ -49,6 +49,7 @@ __all__ = [
     "WireModel",
     "id_key",
     "is_request_id",
+    "kind_of",
     "seconds_between",
 ]
 
@@ -123,6 +124,22 @@ def is_request_id(value: Any) -> bool:
         or isinstance(value, str)
         or (isinstance(value, int) and not isinstance(value, bool))
     )
+
+
+def kind_of(value: Any) -> Kind:
+    """What one parsed JSON value is, as JSON-RPC sees it (no state: no pairing, no
+    turns). The only place that decides request / notification / response."""
+    if isinstance(value, list):
+        return Kind.BATCH
+    if not isinstance(value, dict):
+        return Kind.INVALID
+    if "method" in value:
+        if not isinstance(value["method"], str):
+            return Kind.INVALID
+        return Kind.REQUEST if "id" in value else Kind.NOTIFICATION
+    if "result" in value or "error" in value:
+        return Kind.RESPONSE
+    return Kind.INVALID
 
 
 @dataclass(eq=False, slots=True)
@@ -338,24 +355,18 @@ class WireModel:
         if not frame.is_json:
             return Message(seq, t, sender, frame, Kind.NOT_JSON)
         if isinstance(value, list):
+            # A nested array is no message: _classify makes it INVALID.
             elements = tuple(
-                self._classify(sender, Frame(frame.raw, item), item, seq, t)
-                if not isinstance(item, list)
-                else Message(seq, t, sender, Frame(frame.raw, item), Kind.INVALID)
-                for item in value
+                self._classify(sender, Frame(frame.raw, item), item, seq, t) for item in value
             )
             return Message(seq, t, sender, frame, Kind.BATCH, elements=elements)
         return self._classify(sender, frame, value, seq, t)
 
     def _classify(self, sender: Side, frame: Frame, value: Any, seq: int, t: str) -> Message:
-        if not isinstance(value, dict):
-            return Message(seq, t, sender, frame, Kind.INVALID)
-        if "method" in value:
-            method = value["method"]
-            if not isinstance(method, str):
-                return Message(seq, t, sender, frame, Kind.INVALID)
-            return self._call(sender, frame, value, method, seq, t)
-        if "result" in value or "error" in value:
+        kind = kind_of(value)
+        if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+            return self._call(sender, frame, value, value["method"], seq, t)
+        if kind is Kind.RESPONSE:
             return self._response(sender, frame, value, seq, t)
         return Message(seq, t, sender, frame, Kind.INVALID)
 

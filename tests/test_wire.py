@@ -11,7 +11,7 @@ from acp_proxy.framing import parse_frame
 from acp_proxy.offline import annotate
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import frame_record, iter_records, start_record
-from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel
+from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel, kind_of
 
 S = "s1"
 
@@ -65,6 +65,21 @@ def test_kinds():
         assert (
             feed(model, "client" if kind is not Kind.RESPONSE else "agent", raw, seq).kind is kind
         )
+        # The stateless classifier (replay's) says the same of the parsed value.
+        if kind is not Kind.NOT_JSON:
+            assert kind_of(orjson.loads(raw)) is kind
+
+
+def test_batch_elements_are_classified_and_a_nested_array_is_no_message():
+    batch = orjson.dumps([req(1, "session/new"), [1], {"jsonrpc": "2.0"}, ok(9)])
+    message = feed(WireModel(), "client", batch, 1)
+    assert message.kind is Kind.BATCH
+    assert [m.kind for m in message.elements] == [
+        Kind.REQUEST,
+        Kind.INVALID,
+        Kind.INVALID,
+        Kind.RESPONSE,
+    ]
 
 
 def test_a_response_names_its_request_with_the_latency():
