@@ -38,7 +38,9 @@ from .transcript import end_record, format_time, start_record
 __all__ = ["Recorder", "default_record_dir", "is_per_session", "resolve_record_path"]
 
 _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
-_APPEND = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
+#: O_NONBLOCK: opening a FIFO planted at the path must not wait for a reader
+#: (it is refused as not a regular file; on a regular file the flag does nothing).
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
 #: How many alternative names are tried when a per-session name is taken.
 _ATTEMPTS = 100
 
@@ -173,6 +175,8 @@ class Recorder:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise _Refused("it is a symbolic link") from None
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+                raise _Refused("it is not a regular file") from None
             raise
         info = os.fstat(fd)
         problem = None

@@ -72,6 +72,18 @@ def test_a_file_others_can_read_is_not_appended_to(tmp_path):
     assert "others can read it (mode 0644)" in err and str(recorded) in err
 
 
+def test_a_fifo_at_the_record_path_neither_hangs_nor_is_written(tmp_path):
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo, 0o600)
+    default = tmp_path / "default"
+    proc = run(["--record", str(fifo)], clean_env(ACP_PROXY_RECORD_DIR=str(default)))
+    assert proc.returncode == 0
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    (recorded,) = sessions_in(default)
+    assert kinds(recorded) == ["start", "frame", "end"]
+    assert "it is not a regular file" in proc.stderr.decode()
+
+
 def test_a_private_file_is_appended_to_as_before(tmp_path):
     mine = tmp_path / "mine.jsonl"
     env = clean_env(ACP_PROXY_RECORD_DIR=str(tmp_path / "default"))
