@@ -3,10 +3,11 @@
 Everything here is I/O; every decision about bytes is made by the pure core
 (:mod:`acp_proxy.framing`, :mod:`acp_proxy.validator`) through the observer.
 
-A pump reads a chunk, writes it on unchanged, and observes its frames, with no
-``await`` in between, so a frame is recorded before the proxy can read the
-other side's answer to it. Then it awaits ``drain()``: the writer's
-backpressure stops the reading, so nothing is buffered without bound.
+A pump reads a chunk, writes it on unchanged, and observes its frames, all in
+one callback of the event loop (no task switch, no ``await``), so a frame is
+recorded before the proxy can read the other side's answer to it. When the
+writer cannot take everything at once, the reading pauses until it has drained:
+nothing is buffered without bound.
 """
 
 from __future__ import annotations
@@ -68,9 +69,60 @@ class _Source(Protocol):
 class _Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 
+    @property
+    def backlogged(self) -> bool: ...
+
     async def drain(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class _Feed(Protocol):
+    """A source that hands its chunks to a callback (``b""`` at its end), and can be
+    paused while the other side catches up."""
+
+    def start(self, on_data: Callable[[bytes], None]) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class _TaskFeed:
+    """A :class:`_Feed` for a source that can only be awaited (a regular file or a
+    device on stdin): a task reads and hands over each chunk."""
+
+    def __init__(self, source: _Source) -> None:
+        self._source = source
+        self._running = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, on_data: Callable[[bytes], None]) -> None:
+        self._running.set()
+        self._task = asyncio.create_task(self._run(on_data))
+
+    async def _run(self, on_data: Callable[[bytes], None]) -> None:
+        while True:
+            await self._running.wait()
+            try:
+                data = await self._source.read()
+            except (ConnectionError, OSError):
+                data = b""
+            on_data(data)
+            if not data:
+                return
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
 
 class _ThreadSource:
@@ -94,12 +146,20 @@ class _FileSink:
         while view:
             view = view[os.write(self._fd, view) :]
 
+    @property
+    def backlogged(self) -> bool:
+        return False
+
     async def drain(self) -> None:
         return None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+
+def _ignore(data: bytes) -> None:
+    return None
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -115,6 +175,7 @@ class _FdSource:
         os.set_blocking(fd, False)
         self._fd = fd
         self._loop = asyncio.get_running_loop()
+        self._on_data: Callable[[bytes], None] = _ignore
 
     async def read(self) -> bytes:
         while True:
@@ -128,6 +189,34 @@ class _FdSource:
                 await waiter
             finally:
                 self._loop.remove_reader(self._fd)
+
+    # As a _Feed: the descriptor stays registered with the loop while it runs, and
+    # each time it is readable one chunk goes to the callback at once.
+
+    def start(self, on_data: Callable[[bytes], None]) -> None:
+        self._on_data = on_data
+        self.resume()
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._fd, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.stop()
+        self._on_data(data)
+
+    def pause(self) -> None:
+        self._loop.remove_reader(self._fd)
+
+    def resume(self) -> None:
+        self._loop.add_reader(self._fd, self._readable)
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._loop.remove_reader(self._fd)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -184,6 +273,11 @@ class _FdSink:
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
+    @property
+    def backlogged(self) -> bool:
+        """Whether bytes wait for the pipe to drain (or it broke)."""
+        return bool(self._waiting) or self._error is not None
+
     async def drain(self) -> None:
         if self._waiting and self._error is None:
             self._drained = self._loop.create_future()
@@ -236,6 +330,10 @@ class _ClientSink:
                 with contextlib.suppress(ConnectionError, OSError):
                     self._sink.write(ready)
 
+    @property
+    def backlogged(self) -> bool:
+        return self._sink.backlogged
+
     async def drain(self) -> None:
         await self._sink.drain()
 
@@ -243,9 +341,9 @@ class _ClientSink:
         self._sink.close()
 
 
-async def _open_source(fd: int) -> _Source:
+async def _open_source(fd: int) -> _FdSource | _TaskFeed:
     if not _pollable(fd):
-        return _ThreadSource(fd)
+        return _TaskFeed(_ThreadSource(fd))
     return _FdSource(os.dup(fd))
 
 
@@ -256,7 +354,7 @@ async def _open_sink(fd: int) -> _Sink:
 
 
 async def _pump(
-    source: _Source,
+    feed: _Feed,
     sink: _Sink,
     side: str,
     framer: Framer,
@@ -265,28 +363,52 @@ async def _pump(
 ) -> str:
     """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``.
 
-    However it ends (end of stream, a broken pipe, or cancelled because the
-    session is over), an unfinished last line that was read is still observed.
+    Each chunk is written on, observed and recorded in the feed's callback. However
+    the pump ends (end of stream, a broken pipe, or cancelled because the session
+    is over), an unfinished last line that was read is still observed.
     """
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[str] = loop.create_future()
+    draining: list[asyncio.Task[None]] = []
+
+    def end(how: str) -> None:
+        feed.stop()
+        if not ended.done():
+            ended.set_result(how)
+
+    async def drained() -> None:
+        try:
+            await sink.drain()
+        except (ConnectionError, OSError):
+            end("broken")
+            return
+        if not ended.done():
+            feed.resume()
+
+    def on_data(data: bytes) -> None:
+        if ended.done():
+            return
+        if not data:
+            end("eof")
+            return
+        try:
+            sink.write(data)
+        except (ConnectionError, OSError):
+            observer.observe(side, framer.feed(data))
+            end("broken")
+            return
+        to_client(observer.observe(side, framer.feed(data)))
+        if sink.backlogged:  # the other side is slower: read again once it caught up
+            feed.pause()
+            draining[:] = [asyncio.create_task(drained())]
+
+    feed.start(on_data)
     try:
-        while True:
-            try:
-                data = await source.read()
-            except (ConnectionError, OSError):
-                data = b""
-            if not data:
-                return "eof"
-            try:
-                sink.write(data)
-            except (ConnectionError, OSError):
-                observer.observe(side, framer.feed(data))
-                return "broken"
-            to_client(observer.observe(side, framer.feed(data)))
-            try:
-                await sink.drain()
-            except (ConnectionError, OSError):
-                return "broken"
+        return await ended
     finally:
+        feed.stop()
+        for task in draining:
+            task.cancel()
         observer.observe(side, framer.feed(b""))
 
 
