@@ -98,6 +98,9 @@ def describe(frame: Frame) -> dict[str, Any]:
     return info
 
 
+#: No findings (shared: never changed).
+_NONE: list[Any] = []
+
 #: Frames at least this long are written to the transcript in pieces.
 _WRITE_IN_PIECES = 1 << 16
 
@@ -162,21 +165,24 @@ class Observer:
         plain = (
             stamp is not None and self.recorder.active and self.redactor is None and not self._debug
         )
+        write = self.recorder.write
+        plain_stamp = stamp if stamp is not None else b""  # used only when plain
+        seq = self.seq
         for frame in frames:
-            self.seq += 1
+            seq += 1
+            self.seq = seq
             message = self._classify(side, frame, t)
-            findings = self._validate(message) if message is not None else []
+            findings = self._validate(message) if message is not None else _NONE
             if (
                 plain
                 and not findings
                 and message is not None
-                and frame.is_json
+                and frame.error is None  # JSON
                 and frame.terminated
                 and len(frame.raw) < _WRITE_IN_PIECES
                 and not message.is_notice
             ):
-                assert stamp is not None
-                self.recorder.write(plain_frame_record(self.seq, stamp, frame.raw))
+                write(plain_frame_record(seq, plain_stamp, frame.raw))
                 continue
             if self._debug:
                 self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
@@ -287,12 +293,12 @@ class Observer:
 
     def _validate(self, message: Message) -> list[Any]:
         if self.validator is None:
-            return []
+            return _NONE
         try:
             return self.validator.check(message)
         except Exception as exc:
             self._validator_failed(exc)
-            return []
+            return _NONE
 
     def _validator_failed(self, exc: Exception) -> None:
         self.validator = None

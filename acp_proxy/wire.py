@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -193,9 +193,13 @@ class Request:
     answer_seq: int | None = None
 
 
-@dataclass(slots=True)
 class Message:
-    """One frame, and what it is on this connection."""
+    """One frame, and what it is on this connection.
+
+    A plain class, not a dataclass: one is made per frame, and an instance stores only
+    what differs from the defaults below (a dataclass ``__init__`` with 19 fields cost
+    0.6 µs per frame, this one 0.25). Compared by identity.
+    """
 
     seq: int
     t: str
@@ -204,14 +208,14 @@ class Message:
     kind: Kind
     #: The method: its own for requests and notifications, the request's for
     #: a response that answers one; None otherwise.
-    method: str | None = None
+    method: str | None
     #: Whether the message has an ``id`` member, and its value.
-    has_id: bool = False
-    id: Any = None
+    has_id: bool
+    id: Any
     #: ``params`` when it is an object, else empty.
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any]
     #: The session it concerns: ``params.sessionId``, or the request's for a response.
-    session: str | None = None
+    session: str | None
     #: A request: itself. A response: the request it answers, if one was pending.
     request: Request | None = None
     #: A request: the pending request whose id it reuses.
@@ -227,6 +231,58 @@ class Message:
     #: A batch: its elements, each classified as a message of its own (their
     #: frames carry the batch's bytes and the element's value).
     elements: tuple[Message, ...] = ()
+
+    def __init__(
+        self,
+        seq: int,
+        t: str,
+        side: Side,
+        frame: Frame,
+        kind: Kind,
+        method: str | None = None,
+        has_id: bool = False,
+        id: Any = None,
+        params: dict[str, Any] | None = None,
+        session: str | None = None,
+        *,
+        request: Request | None = None,
+        reuses: Request | None = None,
+        unmatched: str | None = None,
+        turn: Turn | None = None,
+        opened: Turn | None = None,
+        closed: Turn | None = None,
+        elements: tuple[Message, ...] = (),
+    ) -> None:
+        self.seq = seq
+        self.t = t
+        self.side = side
+        self.frame = frame
+        self.kind = kind
+        self.method = method
+        self.has_id = has_id
+        self.id = id
+        self.params = {} if params is None else params
+        self.session = session
+        if request is not None:
+            self.request = request
+        if reuses is not None:
+            self.reuses = reuses
+        if unmatched is not None:
+            self.unmatched = unmatched
+        if turn is not None:
+            self.turn = turn
+        if opened is not None:
+            self.opened = opened
+        if closed is not None:
+            self.closed = closed
+        if elements:
+            self.elements = elements
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(seq={self.seq}, side={self.side.value}, kind={self.kind.value}, "
+            f"method={self.method!r}, id={self.id!r}, session={self.session!r})"
+        )
 
     @property
     def value(self) -> Any:
@@ -374,11 +430,23 @@ class WireModel:
         self, side: Side, frame: Frame, params: dict[str, Any], session: str, seq: int, t: str
     ) -> Message:
         """A session/update notification: the turn it belongs to, opens or closes."""
-        opened, closed, current = self._notification(params, session, seq, t)
-        return Message(
-            seq, t, side, frame, _NOTIFICATION, "session/update", False, None, params, session,
-            turn=opened or closed or current, opened=opened, closed=closed,
-        )  # fmt: skip
+        message = Message(
+            seq, t, side, frame, _NOTIFICATION, "session/update", False, None, params, session
+        )
+        turns = self._sessions.get(session)
+        current = turns.current if turns is not None else None
+        if current is not None:
+            current.updates += 1
+            message.turn = current
+        update = params.get("update")
+        if type(update) is dict and update.get("sessionUpdate") == "state_update":
+            opened, closed, current = self._state_update(update, session, seq, t)
+            message.turn, message.opened, message.closed = (
+                opened or closed or current,
+                opened,
+                closed,
+            )
+        return message
 
     def _call(
         self, side: Side, frame: Frame, value: dict[str, Any], method: str, seq: int, t: str
@@ -518,18 +586,13 @@ class WireModel:
             return self._close(turn, seq, t)
         return None
 
-    def _notification(
-        self, params: dict[str, Any], session: str, seq: int, t: str
+    def _state_update(
+        self, update: dict[str, Any], session: str, seq: int, t: str
     ) -> tuple[Turn | None, Turn | None, Turn | None]:
-        """A session/update: (opened, closed, current) turns; only a state_update opens
-        or closes one."""
+        """A state_update (the only update that opens or closes a turn): the (opened,
+        closed, current) turns."""
         turns = self._sessions.get(session)
         current = turns.current if turns is not None else None
-        if current is not None:
-            current.updates += 1
-        update = params.get("update")
-        if not isinstance(update, dict) or update.get("sessionUpdate") != "state_update":
-            return None, None, current
         state = update.get("state")
         if not isinstance(state, str) or self.version == 1:
             return None, None, current
