@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -344,7 +345,8 @@ def report(recording: str, output: str | None, revalidate: bool) -> None:
         size = write_report(recording, out, revalidate=revalidate)
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror}") from None
-    _printer(False)(f"{out} ({size:,} bytes)")
+    with _output(False) as emit:
+        emit(f"{out} ({size:,} bytes)")
 
 
 @cli.command()
@@ -377,7 +379,8 @@ def redact(recording: str, output: str, contents: bool) -> None:
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
-    _printer(False)(f"{output}: {records} records, {changed} redacted")
+    with _output(False) as emit:
+        emit(f"{output}: {records} records, {changed} redacted")
 
 
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -405,31 +408,53 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
 
     errors = 0
     unreadable = False
-    emit = _printer(False)
-    for path in recordings:
-        try:
-            for finding in validate_records(open_recording(path)):
-                errors += finding.level == "error"
-                emit(finding_line(path, finding, fmt))
-        except RecordingError as exc:
-            _complain(exc)
-            unreadable = True
+    with _output(False) as emit:
+        for path in recordings:
+            try:
+                for finding in validate_records(open_recording(path)):
+                    errors += finding.level == "error"
+                    emit(finding_line(path, finding, fmt))
+            except RecordingError as exc:
+                _complain(exc)
+                unreadable = True
     sys.exit(2 if unreadable else 1 if errors else 0)
 
 
-def _printer(color: bool | None, flush: bool = False) -> Callable[[str], None]:
-    """The one output path for text: lines through stdout's own buffer (a flush
-    per line, as click.echo does, costs more than rendering them; ``flush`` for
-    live output), without colour unless wanted (default: only on a terminal)."""
+@contextlib.contextmanager
+def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], None]]:
+    """The one output path for text. Lines are written in blocks (a write per line
+    costs more than rendering it, and one system call each when PYTHONUNBUFFERED is
+    set), or each at once when ``live``; without colour unless wanted (default: only
+    on a terminal)."""
     stream = sys.stdout
-    keep = color if color is not None else stream.isatty()
+    keep = _colored(color)
+    pending: list[str] = []
+
+    def write() -> None:
+        pending.append("")
+        stream.write("\n".join(pending))
+        pending.clear()
+        stream.flush()
 
     def emit(line: str) -> None:
-        stream.write((line if keep else click.unstyle(line)) + "\n")
-        if flush:
-            stream.flush()
+        pending.append(line if keep or "\x1b" not in line else click.unstyle(line))
+        if live or len(pending) >= _BLOCK:
+            write()
 
-    return emit
+    try:
+        yield emit
+    finally:
+        if pending:
+            write()
+
+
+def _colored(color: bool | None) -> bool:
+    """Whether output is coloured: as asked, else only on a terminal."""
+    return color if color is not None else sys.stdout.isatty()
+
+
+#: Lines written at once by :func:`_output`.
+_BLOCK = 1024
 
 
 def _complain(exc: RecordingError) -> None:
@@ -508,17 +533,20 @@ def show(
         connections = Conversation.per_connection(annotate(records, validate=False))
         if as_json:
             document = Conversation.document(connections, session)
-            _printer(False)(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+            with _output(False) as emit:
+                emit(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
             return
-        emit = _printer(color)
-        for line in conversation_lines(connections, session):
-            emit(line)
+        with _output(color) as emit:
+            for line in conversation_lines(connections, session):
+                emit(line)
         return
-    timeline = Timeline(TimelineFilter(side, method, session, violations))
-    emit = _printer(color)
-    for item in annotate(records, stored=not revalidate):
-        for line in timeline.lines(item):
-            emit(line)
+    timeline = Timeline(TimelineFilter(side, method, session, violations), _colored(color))
+    # A regular file is read to its end without waiting: lines go out in blocks. From a
+    # pipe, each line goes out as soon as it is read.
+    with _output(color, live=not Path(recording).is_file()) as emit:
+        for item in annotate(records, stored=not revalidate):
+            for line in timeline.lines(item):
+                emit(line)
 
 
 @cli.command()
@@ -558,18 +586,18 @@ def follow(
     target = Path(path)
     if not target.exists():
         raise _Unreadable(f"cannot follow {path}: No such file or directory")
-    timeline = Timeline(TimelineFilter(side, method, session, violations))
-
-    emit = _printer(color, flush=True)
-
-    def switched(current: Path) -> None:
-        emit(click.style(f"==> following {current}", bold=True))
+    timeline = Timeline(TimelineFilter(side, method, session, violations), _colored(color))
 
     try:
-        records = follow_records(target, switched, interval)
-        for item in annotate(records, stored=not revalidate):
-            for line in timeline.lines(item):
-                emit(line)
+        with _output(color, live=True) as emit:
+
+            def switched(current: Path) -> None:
+                emit(click.style(f"==> following {current}", bold=True))
+
+            records = follow_records(target, switched, interval)
+            for item in annotate(records, stored=not revalidate):
+                for line in timeline.lines(item):
+                    emit(line)
     except KeyboardInterrupt:
         sys.exit(0)
     except OSError as exc:
@@ -590,12 +618,12 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     for path in recordings:
         for item in annotate(open_recording(path)):
             figures.add(item)
-    emit = _printer(False)
-    if fmt == "json":
-        emit(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
-    else:
-        for line in figures.lines():
-            emit(line)
+    with _output(False) as emit:
+        if fmt == "json":
+            emit(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+        else:
+            for line in figures.lines():
+                emit(line)
 
 
 @cli.command()
@@ -611,9 +639,9 @@ def rules(fmt: str) -> None:
     """Print the catalog of rules the validator checks."""
     from .rules import catalog_lines
 
-    emit = _printer(False)
-    for line in catalog_lines(fmt):
-        emit(line)
+    with _output(False) as emit:
+        for line in catalog_lines(fmt):
+            emit(line)
 
 
 @cli.command()
@@ -664,9 +692,9 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
         sys.exit(1)
     from .demo import report_lines
 
-    emit = _printer(None)
-    for line in report_lines(path, status):
-        emit(line)
+    with _output(None) as emit:
+        for line in report_lines(path, status):
+            emit(line)
     if not path.exists():
         sys.exit(1)
     sys.exit(status)

@@ -43,6 +43,12 @@ _KIND_LABELS = {
     Kind.NOT_JSON: "raw",
 }
 _LEVEL_COLORS = {"error": "red", "warning": "yellow"}
+#: Styles worked out once, not per frame.
+_DIM = click.style("%s", dim=True)
+_STYLED_ARROWS = {
+    side: click.style(arrow, fg="cyan" if side == "client" else "green")
+    for side, arrow in _ARROWS.items()
+}
 
 
 def text_of(content: Any, limit: int = 60) -> str:
@@ -65,8 +71,17 @@ def text_of(content: Any, limit: int = 60) -> str:
             parts.append(f"[resource {uri}]")
         elif isinstance(kind, str):
             parts.append(f"[{kind}]")
-    text = " ".join("".join(parts).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _first_words("".join(parts), limit)
+
+
+def _first_words(text: str, limit: int) -> str:
+    """``text`` with its whitespace runs made single spaces, cut to ``limit``. Only the
+    start of a long text is looked at (a 50 MB message is not split into words)."""
+    head = text[: limit * 4 + 64]
+    words = " ".join(head.split())
+    if len(head) < len(text) and len(words) <= limit:
+        words = " ".join(text.split())  # mostly whitespace: the start was not enough
+    return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
 def _show(value: Any, limit: int = 40) -> str:
@@ -178,10 +193,14 @@ class TimelineFilter:
 class Timeline:
     """Turns annotated records into timeline lines, one frame per line."""
 
-    def __init__(self, only: TimelineFilter | None = None) -> None:
+    def __init__(self, only: TimelineFilter | None = None, color: bool = True) -> None:
         self.only = only or TimelineFilter()
+        #: Without colour, a frame's line carries no style to strip (errors still do).
+        self._dim, self._arrows = (_DIM, _STYLED_ARROWS) if color else ("%s", _ARROWS)
         self._start: datetime | None = None
         self._last_seq = 0
+        # The frames of one read share their time: its text is worked out once.
+        self._when: tuple[str, str] = ("", "?")
 
     def lines(self, item: Annotated) -> list[str]:
         """The lines for one record and its findings (none if filtered out)."""
@@ -189,6 +208,7 @@ class Timeline:
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
             self._last_seq = 0
+            self._when = ("", "?")
             if self._filtered():
                 return []
             return [
@@ -234,15 +254,14 @@ class Timeline:
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
-        when = self._elapsed(record.t).replace(" at ", "") or "?"
-        arrow = _ARROWS.get(record.side, record.side)
-        head = (
-            click.style(f"{when:>10}", dim=True)
-            + f"  {record.seq:>5}  "
-            + click.style(arrow, fg="cyan" if record.side == "client" else "green")
-            + f"  {kind:<8} "
-        )
-        return [*gap, head + body.rstrip(), *self._findings(findings, standalone=False)]
+        t = record.t
+        if self._when[0] != t:
+            self._when = (t, self._dim % f"{self._elapsed(t).replace(' at ', '') or '?':>10}")
+        arrow = self._arrows.get(record.side) or record.side
+        line = f"{self._when[1]}  {record.seq:>5}  {arrow}  {kind:<8} {body.rstrip()}"
+        if not gap and not findings:
+            return [line]
+        return [*gap, line, *self._findings(findings, standalone=False)]
 
     def _stderr(self, record: StderrRecord) -> list[str]:
         """A line the agent wrote to stderr: shown unless the view is narrowed to frames."""

@@ -10,6 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import PROXY, clean_env
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from acp_proxy.framing import parse_frame
 from acp_proxy.offline import validate_records
@@ -448,3 +450,25 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
     (turn,) = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)["turns"]
     assert turn["first_chunk"] == pytest.approx(0.5) and turn["duration"] == pytest.approx(1.5)
     assert turn["stop_reason"] == "cancelled"
+
+
+@settings(max_examples=300, deadline=None)
+@example(text="ab" + " " * 300 + "ab", limit=10)  # a word beyond the start looked at
+@given(
+    text=st.lists(
+        st.one_of(
+            st.text(alphabet=" \t\n\u3000", min_size=1, max_size=400),  # whitespace runs
+            st.text(alphabet="ab\u00e9", min_size=1, max_size=5),  # words
+        ),
+        max_size=12,
+    ).map("".join),
+    limit=st.integers(min_value=2, max_value=80),
+)
+def test_first_words_looks_at_the_start_only_and_says_the_same(text, limit):
+    """The timeline's text excerpt reads only the start of a long text, with the result of
+    collapsing the whole text's whitespace and cutting it."""
+    from acp_proxy.render import _first_words
+
+    whole = " ".join(text.split())
+    expected = whole if len(whole) <= limit else whole[: limit - 1] + "…"
+    assert _first_words(text, limit) == expected
