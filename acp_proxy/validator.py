@@ -195,7 +195,7 @@ class Validator(V1Rules):
         self._seq = message.seq
         self._session_id = None
         try:
-            if not (self.fast and self._chunk(message)):
+            if not (message.method == "session/update" and self.fast and self._chunk(message)):
                 self._frame(message)
         except Exception as exc:  # a bug here must not cost the user their session
             self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
@@ -205,37 +205,35 @@ class Validator(V1Rules):
         """The common case, in a few look-ups: a message chunk the agent streams in a
         session it created, once initialized. Only the rules that can fire on it run
         (exactly what the long way would run); False if the frame is anything else."""
-        if (
-            message.method != "session/update"
-            or message.kind is not _NOTIFICATION
-            or message.side is not _AGENT
-            or not self._initialized
-        ):
+        if message.kind is not _NOTIFICATION or message.side is not _AGENT:
             return False
-        frame, session_id = message.frame, message.session
-        value = frame.value
+        session_id = message.session
+        session = self._sessions.get(session_id) if session_id is not None else None
         update = message.params.get("update")
-        session = self._sessions.get(session_id) if session_id else None
+        if session is None or type(update) is not dict or not self._initialized:
+            return False
+        frame = message.frame
+        value = frame.value
         if (
-            session is None
-            or not isinstance(update, dict)
-            or update.get("sessionUpdate") not in MESSAGE_CHUNKS
+            update.get("sessionUpdate") not in MESSAGE_CHUNKS
             or value.get("jsonrpc") != "2.0"
             or "result" in value
             or "error" in value
-            or frame.raw[-1:] == b"\r"
+            or frame.raw[-1] == 13  # a line ending in \r
             or message.opened is not None
         ):
             return False
         version = self.wire.negotiated
-        if version not in (1, 2):
-            return False
-        self._session_id = session_id
         if version == 2:
+            self._session_id = session_id
             self._message_update(message, session, update)
-        else:
+        elif version == 1:
+            self._session_id = session_id
             self._v1_update(message, update)
-        schema = self._current_schema()
+        else:
+            return False
+        schema = self._schema if self._schema_key == version else self._current_schema()
+        assert schema is not None
         defects = schema.update_params(message.params, update)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema.version)
