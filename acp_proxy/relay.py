@@ -390,6 +390,14 @@ async def _pump(
     def on_data(data: bytes) -> None:
         if ended.done():
             return
+        try:
+            relay_chunk(data)
+        except Exception as exc:  # a bug: the relay reports it, as an awaited pump would
+            feed.stop()
+            if not ended.done():
+                ended.set_exception(exc)
+
+    def relay_chunk(data: bytes) -> None:
         if not data:
             end("eof")
             return

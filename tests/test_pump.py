@@ -1,0 +1,142 @@
+"""The relay's pump, in process: a chunk is written on, observed, and paced by the sink."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from acp_proxy.framing import Framer
+from acp_proxy.log import get_logger
+from acp_proxy.observer import Observer
+from acp_proxy.recorder import Recorder
+from acp_proxy.relay import _pump
+from acp_proxy.validator import Validator
+
+
+class Feed:
+    """A source driven by the test: it hands chunks to the pump's callback."""
+
+    def __init__(self) -> None:
+        self.on_data: Callable[[bytes], None] | None = None
+        self.events: list[str] = []
+
+    def start(self, on_data: Callable[[bytes], None]) -> None:
+        self.on_data = on_data
+        self.events.append("start")
+
+    def pause(self) -> None:
+        self.events.append("pause")
+
+    def resume(self) -> None:
+        self.events.append("resume")
+
+    def stop(self) -> None:
+        self.events.append("stop")
+
+    def give(self, data: bytes) -> None:
+        assert self.on_data is not None
+        self.on_data(data)
+
+
+class Sink:
+    def __init__(self, fail: Exception | None = None) -> None:
+        self.written: list[bytes] = []
+        self.fail = fail
+        self.backlog = False
+        self.drained = asyncio.Event()
+
+    def write(self, data: bytes) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.written.append(data)
+
+    @property
+    def backlogged(self) -> bool:
+        return self.backlog
+
+    async def drain(self) -> None:
+        await self.drained.wait()
+        self.backlog = False
+
+    def close(self) -> None:
+        pass
+
+
+def observer() -> Observer:
+    log = get_logger()
+    return Observer(Recorder(None, log), log, Validator())
+
+
+def start(feed: Feed, sink: Sink, watcher: Observer) -> asyncio.Task[str]:
+    return asyncio.create_task(_pump(feed, sink, "client", Framer(), watcher, lambda b: None))
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_chunks_go_on_unchanged_and_are_observed_then_eof():
+    async def scenario() -> None:
+        feed, sink, watcher = Feed(), Sink(), observer()
+        pump = start(feed, sink, watcher)
+        await settle()
+        feed.give(b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc"')
+        feed.give(b':"2.0","method":"_b"}\nunfinished')
+        assert sink.written == [
+            b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc"',
+            b':"2.0","method":"_b"}\nunfinished',
+        ]
+        assert watcher.seq == 2  # each complete line observed in the callback that read it
+        feed.give(b"")
+        assert await pump == "eof"
+        assert watcher.seq == 3  # the unfinished last line too
+        assert feed.events[-1] == "stop"
+
+    asyncio.run(scenario())
+
+
+def test_a_slow_sink_pauses_the_reading_until_it_drained():
+    async def scenario() -> None:
+        feed, sink, watcher = Feed(), Sink(), observer()
+        pump = start(feed, sink, watcher)
+        await settle()
+        sink.backlog = True
+        feed.give(b"x\n")
+        await settle()
+        assert feed.events == ["start", "pause"]
+        sink.drained.set()
+        await settle()
+        assert feed.events == ["start", "pause", "resume"]
+        feed.give(b"")
+        assert await pump == "eof"
+
+    asyncio.run(scenario())
+
+
+def test_a_broken_sink_ends_the_pump_and_the_chunk_is_still_observed():
+    async def scenario() -> None:
+        feed, sink, watcher = Feed(), Sink(BrokenPipeError()), observer()
+        pump = start(feed, sink, watcher)
+        await settle()
+        feed.give(b'{"jsonrpc":"2.0","method":"_a"}\n')
+        assert await pump == "broken"
+        assert watcher.seq == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_bug_in_the_callback_reaches_the_relay_instead_of_hanging_it():
+    async def scenario() -> None:
+        feed, sink, watcher = Feed(), Sink(RuntimeError("a bug")), observer()
+        pump = start(feed, sink, watcher)
+        await settle()
+        feed.give(b"x\n")
+        with pytest.raises(RuntimeError, match="a bug"):
+            await asyncio.wait_for(pump, timeout=5)
+        feed.give(b"more\n")  # a late callback after the end is ignored
+        assert "stop" in feed.events
+
+    asyncio.run(scenario())
