@@ -6,7 +6,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,7 +15,13 @@ from . import __version__
 from .log import LEVELS, configure, get_logger
 from .observer import Observer
 from .offline import RecordingError, open_recording
-from .recorder import Recorder, default_record_dir, is_per_session, resolve_record_path
+from .recorder import (
+    Recorder,
+    default_record_dir,
+    is_per_session,
+    recording_name,
+    resolve_record_path,
+)
 from .validator import Validator
 
 __all__ = ["cli", "main"]
@@ -676,11 +681,7 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
     """
     from .demo import run_demo
 
-    if record is None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-        path = default_record_dir() / f"{stamp}-demo.jsonl"
-    else:
-        path = Path(record)
+    path = Path(record) if record is not None else default_record_dir() / recording_name("demo")
     click.echo(
         f"acp-proxy demo: the example agent runs behind `acp-proxy run`; recording to {path}"
     )

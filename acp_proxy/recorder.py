@@ -56,8 +56,9 @@ def default_record_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path.home() / ".local" / "state" / "acp-proxy" / "recordings"
 
 
-def recording_name(pid: int | None, when: datetime | None = None) -> str:
-    """``<UTC time>-<agent pid>.jsonl``: names sort by start time."""
+def recording_name(pid: int | str | None, when: datetime | None = None) -> str:
+    """``<UTC time>-<agent pid>.jsonl`` (or another tag than the pid): names sort by
+    start time."""
     when = when or datetime.now(UTC)
     return f"{when.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}-{pid}.jsonl"
 

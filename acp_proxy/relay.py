@@ -355,71 +355,88 @@ async def _open_sink(fd: int) -> _Sink:
     return _FdSink(os.dup(fd))
 
 
+class _Pump:
+    """One direction of the relay, driven by its feed's callback: each chunk is written
+    on, observed and recorded at once; when the sink cannot take it all, the feed pauses
+    until it has drained."""
+
+    def __init__(
+        self,
+        feed: _Feed,
+        sink: _Sink,
+        side: str,
+        observer: Observer,
+        to_client: Callable[[bytes], None],
+    ) -> None:
+        self.feed, self.sink, self.side = feed, sink, side
+        self.framer = Framer()
+        self.observer = observer
+        self.to_client = to_client
+        self.ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.draining: asyncio.Task[None] | None = None
+
+    async def run(self) -> str:
+        """Relay until end of stream: ``"eof"`` or ``"broken"``. However it ends (end of
+        stream, a broken pipe, or cancelled because the session is over), an unfinished
+        last line that was read is still observed."""
+        self.feed.start(self.on_data)
+        try:
+            return await self.ended
+        finally:
+            self.feed.stop()
+            if self.draining is not None:
+                self.draining.cancel()
+            self.observer.observe(self.side, self.framer.feed(b""))
+
+    def on_data(self, data: bytes) -> None:
+        if self.ended.done():
+            return
+        try:
+            self.relay(data)
+        except Exception as exc:  # a bug: the relay reports it, as an awaited pump would
+            self.feed.stop()
+            if not self.ended.done():
+                self.ended.set_exception(exc)
+
+    def relay(self, data: bytes) -> None:
+        if not data:
+            self.end("eof")
+            return
+        try:
+            self.sink.write(data)
+        except (ConnectionError, OSError):
+            self.observer.observe(self.side, self.framer.feed(data))
+            self.end("broken")
+            return
+        self.to_client(self.observer.observe(self.side, self.framer.feed(data)))
+        if self.sink.backlogged:  # the other side is slower: read again once it caught up
+            self.feed.pause()
+            self.draining = asyncio.create_task(self.drained())
+
+    async def drained(self) -> None:
+        try:
+            await self.sink.drain()
+        except (ConnectionError, OSError):
+            self.end("broken")
+            return
+        if not self.ended.done():
+            self.feed.resume()
+
+    def end(self, how: str) -> None:
+        self.feed.stop()
+        if not self.ended.done():
+            self.ended.set_result(how)
+
+
 async def _pump(
     feed: _Feed,
     sink: _Sink,
     side: str,
-    framer: Framer,
     observer: Observer,
     to_client: Callable[[bytes], None],
 ) -> str:
-    """Relay one direction until end of stream. Returns ``"eof"`` or ``"broken"``.
-
-    Each chunk is written on, observed and recorded in the feed's callback. However
-    the pump ends (end of stream, a broken pipe, or cancelled because the session
-    is over), an unfinished last line that was read is still observed.
-    """
-    loop = asyncio.get_running_loop()
-    ended: asyncio.Future[str] = loop.create_future()
-    draining: list[asyncio.Task[None]] = []
-
-    def end(how: str) -> None:
-        feed.stop()
-        if not ended.done():
-            ended.set_result(how)
-
-    async def drained() -> None:
-        try:
-            await sink.drain()
-        except (ConnectionError, OSError):
-            end("broken")
-            return
-        if not ended.done():
-            feed.resume()
-
-    def on_data(data: bytes) -> None:
-        if ended.done():
-            return
-        try:
-            relay_chunk(data)
-        except Exception as exc:  # a bug: the relay reports it, as an awaited pump would
-            feed.stop()
-            if not ended.done():
-                ended.set_exception(exc)
-
-    def relay_chunk(data: bytes) -> None:
-        if not data:
-            end("eof")
-            return
-        try:
-            sink.write(data)
-        except (ConnectionError, OSError):
-            observer.observe(side, framer.feed(data))
-            end("broken")
-            return
-        to_client(observer.observe(side, framer.feed(data)))
-        if sink.backlogged:  # the other side is slower: read again once it caught up
-            feed.pause()
-            draining[:] = [asyncio.create_task(drained())]
-
-    feed.start(on_data)
-    try:
-        return await ended
-    finally:
-        feed.stop()
-        for task in draining:
-            task.cancel()
-        observer.observe(side, framer.feed(b""))
+    """Relay one direction until end of stream (see :class:`_Pump`)."""
+    return await _Pump(feed, sink, side, observer, to_client).run()
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> int:
@@ -555,12 +572,8 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     agent_err = asyncio.create_task(_pass_stderr(agent_err_source, observer))
 
     to_client = _ClientSink(client_out)
-    c2a = asyncio.create_task(
-        _pump(client_in, agent_in, "client", Framer(), observer, to_client.add)
-    )
-    a2c = asyncio.create_task(
-        _pump(agent_out, to_client, "agent", Framer(), observer, to_client.add)
-    )
+    c2a = asyncio.create_task(_pump(client_in, agent_in, "client", observer, to_client.add))
+    a2c = asyncio.create_task(_pump(agent_out, to_client, "agent", observer, to_client.add))
     exited = asyncio.create_task(_exited(proc))
 
     async def stop_agent() -> None:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import pytest
 
-from acp_proxy.framing import Framer
 from acp_proxy.log import get_logger
 from acp_proxy.observer import Observer
 from acp_proxy.recorder import Recorder
@@ -70,7 +69,7 @@ def observer() -> Observer:
 
 
 def start(feed: Feed, sink: Sink, watcher: Observer) -> asyncio.Task[str]:
-    return asyncio.create_task(_pump(feed, sink, "client", Framer(), watcher, lambda b: None))
+    return asyncio.create_task(_pump(feed, sink, "client", watcher, lambda b: None))
 
 
 async def settle() -> None:
