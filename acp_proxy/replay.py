@@ -46,7 +46,7 @@ from .framing import Frame, parse_frame, value_spans
 from .offline import annotate, open_recording
 from .rules import shown
 from .transcript import FrameRecord
-from .wire import Kind, Message, Side, id_key, kind_of, seconds_between
+from .wire import Kind, Message, Side, id_key, is_notice, kind_of, seconds_between
 
 __all__ = [
     "AgentReplay",
@@ -445,7 +445,7 @@ class ClientReplay:
     def receive(self, line: bytes) -> list[bytes]:
         """One line from the agent; the client lines to send now."""
         frame = parse_frame(line.rstrip(b"\n"))
-        if _is_notice(frame.value):
+        if is_notice(frame.value):
             return []  # live-only: recordings never hold notices, so none is expected
         expected = self._claim(frame)
         if expected is None:
@@ -559,14 +559,6 @@ class ClientReplay:
         ):
             return step.frame.raw  # nothing to map: the recorded bytes
         return orjson.dumps(changed)
-
-
-def _is_notice(value: Any) -> bool:
-    if not isinstance(value, dict) or value.get("method") != "session/update":
-        return False
-    params = value.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
 
 
 def _key(value: Any) -> tuple[Any, ...]:

@@ -48,6 +48,7 @@ __all__ = [
     "Turn",
     "WireModel",
     "id_key",
+    "is_notice",
     "is_request_id",
     "kind_of",
     "seconds_between",
@@ -140,6 +141,21 @@ def kind_of(value: Any) -> Kind:
     if "result" in value or "error" in value:
         return Kind.RESPONSE
     return Kind.INVALID
+
+
+def is_notice(value: Any) -> bool:
+    """Whether a parsed message is a live-only ``notice`` update (relayed, never stored,
+    never replayed), without a connection's state: :attr:`Message.is_notice` for a
+    value."""
+    if kind_of(value) is not Kind.NOTIFICATION or value["method"] != "session/update":
+        return False
+    params = value.get("params")
+    return isinstance(params, dict) and _notice_params(params)
+
+
+def _notice_params(params: dict[str, Any]) -> bool:
+    update = params.get("update")
+    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
 
 
 @dataclass(eq=False, slots=True)
@@ -311,11 +327,10 @@ class Message:
 
     @property
     def is_notice(self) -> bool:
-        """A live-only ``notice`` update: relayed, never stored."""
+        """A live-only ``notice`` update: relayed, never stored (see :func:`is_notice`)."""
         if self.method != "session/update" or self.kind is not _NOTIFICATION:
             return False
-        update = self.params.get("update")
-        return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
+        return _notice_params(self.params)
 
     @property
     def result(self) -> dict[str, Any]:

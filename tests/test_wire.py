@@ -11,7 +11,7 @@ from acp_proxy.framing import parse_frame
 from acp_proxy.offline import annotate
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import frame_record, iter_records, start_record
-from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel, kind_of
+from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel, is_notice, kind_of
 
 S = "s1"
 
@@ -201,3 +201,28 @@ def test_side_is_typed():
     model = WireModel()
     message = feed(model, "agent", update(sessionUpdate="x"), 1)
     assert message.side is Side.AGENT and message.side.other is Side.CLIENT
+
+
+def test_a_notice_is_the_same_thing_with_and_without_a_connection():
+    """Replay tells notices apart from values alone; the wire model from its messages:
+    one definition."""
+    notice = update(sessionUpdate="notice", severity="info", title="hi")
+    no_session = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"update": notice["params"]["update"]},
+    }
+    with_id = {**notice, "id": 4}
+    cases = [
+        (notice, True),
+        (no_session, True),
+        (with_id, False),  # a request, not a notification
+        (update(sessionUpdate="agent_message_chunk"), False),
+        ({"jsonrpc": "2.0", "method": "_x/notice", "params": notice["params"]}, False),
+        ([notice], False),  # a batch is no notice (its element is)
+        (42, False),
+    ]
+    model = WireModel()
+    for seq, (value, expected) in enumerate(cases, 1):
+        assert is_notice(value) is expected, value
+        assert feed(model, "agent", value, seq).is_notice is expected, value
