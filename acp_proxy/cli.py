@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -25,6 +26,9 @@ from .recorder import (
 from .validator import Validator
 
 __all__ = ["cli", "main"]
+
+#: Allocations between the cycle collector's young collections (Python's default: 700).
+GC_YOUNG = 50_000
 
 #: Exit statuses of ``run`` when the agent cannot be started (as a shell does).
 EXIT_NOT_FOUND = 127
@@ -105,6 +109,12 @@ def cli() -> None:
     """
     # Anything that logs before a command configures it must not reach stdout.
     configure("warning", "console")
+    # Every frame makes a few short-lived objects that reference counting frees; the
+    # cycle collector's default pace (a young collection every 700 allocations, and a
+    # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
+    # What exists now (modules, click) is never garbage: it leaves the collector's scans.
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG)
 
 
 @cli.command(context_settings={"allow_interspersed_args": False})
