@@ -88,13 +88,16 @@ class Stats:
         if latency is not None and message.method is not None:
             self.latencies[message.method].append(latency)
         closed = message.closed
-        if closed is not None and closed.prompt is not None and not closed.void:
+        if closed is None:
+            return
+        first_chunk = self._first_chunk.pop(closed, None)  # whatever the turn was
+        if closed.prompt is not None and not closed.void:
             prompt = closed.prompt
             self.turns.append(
                 _Turn(
                     closed.session,
                     prompt.seq,
-                    self._first_chunk.pop(closed, None),
+                    first_chunk,
                     seconds_between(prompt.t, message.t),
                     closed.stop_reason,
                 )

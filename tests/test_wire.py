@@ -197,6 +197,27 @@ def test_stats_does_not_fold_a_rejected_prompt_into_the_next_turn(tmp_path):
     assert stats.latencies["session/prompt"] == pytest.approx([0.1, 0.2])
 
 
+def test_stats_keeps_nothing_of_a_turn_once_it_closed(tmp_path):
+    """A v2 prompt rejected after a chunk but before any running state is no turn; its
+    first-chunk time must not stay behind (one per rejected prompt, for the session)."""
+    chunk = update(sessionUpdate="agent_message_chunk", messageId="m", content={})
+    frames = [
+        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
+        ("00.100000", "agent", ok(0, protocolVersion=2)),
+        ("00.200000", "client", req(1, "session/prompt", sessionId=S, prompt=[])),
+        ("00.250000", "agent", chunk),
+        ("00.300000", "agent", err(1)),
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(_recording(frames))
+    stats = Stats()
+    with open(path, "rb") as stream:
+        for item in annotate(iter_records(stream)):
+            stats.add(item)
+    assert stats.turns == []
+    assert stats._first_chunk == {}
+
+
 def test_side_is_typed():
     model = WireModel()
     message = feed(model, "agent", update(sessionUpdate="x"), 1)
