@@ -11,7 +11,21 @@ from acp_proxy.framing import parse_frame
 from acp_proxy.offline import annotate
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import frame_record, iter_records, start_record
-from acp_proxy.wire import RECENT, Kind, Message, Side, WireModel, is_notice, kind_of
+from acp_proxy.wire import (
+    RECENT,
+    BatchMessage,
+    InvalidMessage,
+    Kind,
+    Message,
+    NotificationMessage,
+    NotJsonMessage,
+    RequestMessage,
+    ResponseMessage,
+    Side,
+    WireModel,
+    is_notice,
+    kind_of,
+)
 
 S = "s1"
 
@@ -68,6 +82,24 @@ def test_kinds():
         # The stateless classifier (replay's) says the same of the parsed value.
         if kind is not Kind.NOT_JSON:
             assert kind_of(orjson.loads(raw)) is kind
+
+
+def test_each_kind_has_its_type():
+    model = WireModel()
+    cases = [
+        (b"not json", NotJsonMessage),
+        (b"[1]", BatchMessage),
+        (b"42", InvalidMessage),
+        (orjson.dumps(req(1, "session/new")), RequestMessage),
+        (orjson.dumps(update(sessionUpdate="x")), NotificationMessage),
+        (orjson.dumps({"jsonrpc": "2.0", "method": "_x"}), NotificationMessage),
+        (orjson.dumps(ok(1)), ResponseMessage),
+        (orjson.dumps(ok(77)), ResponseMessage),  # answering nothing pending
+    ]
+    for seq, (raw, cls) in enumerate(cases, 1):
+        side = "agent" if cls is ResponseMessage else "client"
+        message = feed(model, side, raw, seq)
+        assert type(message) is cls and message.kind is cls.kind
 
 
 def test_batch_elements_are_classified_and_a_nested_array_is_no_message():
