@@ -168,11 +168,26 @@ class Observer:
         write = self.recorder.write
         plain_stamp = stamp if stamp is not None else b""  # used only when plain
         seq = self.seq
+        wire = None if self._wire_broken else self.wire
         for frame in frames:
             seq += 1
             self.seq = seq
-            message = self._classify(side, frame, t)
-            findings = self._validate(message) if message is not None else _NONE
+            # The wire model's view, then the validator's (_classify and _validate, inline:
+            # this is the per-frame path). A failure stops that part for the session.
+            message = None
+            if wire is not None:
+                try:
+                    message = wire.feed(side, frame, seq, t)
+                except Exception as exc:
+                    wire = None
+                    self._wire_failed(exc)
+            findings = _NONE
+            validator = self.validator
+            if message is not None and validator is not None:
+                try:
+                    findings = validator.check(message)
+                except Exception as exc:
+                    self._validator_failed(exc)
             if (
                 plain
                 and not findings
@@ -183,28 +198,36 @@ class Observer:
                 and not message.is_notice
             ):
                 write(plain_frame_record(seq, plain_stamp, frame.raw))
-                continue
-            if self._debug:
-                self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
-            if message is not None and message.is_notice:
-                self._log_notice(side, frame)
-                for finding in findings:
-                    self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
-            elif self.recorder.active:
-                found = [f.as_dict() for f in findings]
-                stored, hidden = frame, list[str]()
-                if self.redactor is not None and message is not None:
-                    stored, hidden = self.redactor.frame(message)
-                parts = frame_record_parts(self.seq, t, side, stored, found, hidden)
-                if len(stored.raw) < _WRITE_IN_PIECES:
-                    self.recorder.write(b"".join(parts))
-                else:  # a big frame's bytes go to the file as they are, never copied
-                    self.recorder.write(*parts)
-            self._log_findings(side, findings)
-            if self._notify and findings:
-                notices += self._notices_for(findings)
+            else:
+                notices += self._frame(side, frame, message, findings, t)
         self.recorder.flush()
         return notices
+
+    def _frame(
+        self, side: str, frame: Frame, message: Message | None, findings: list[Any], t: str
+    ) -> bytes:
+        """Any frame but a plain one: logged, recorded (redacted, with its findings, in
+        pieces when big; a notice only by its findings); the notices it calls for."""
+        if self._debug:
+            self._log.debug("frame", seq=self.seq, **{"from": side}, **describe(frame))
+        if message is not None and message.is_notice:
+            self._log_notice(side, frame)
+            for finding in findings:
+                self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
+        elif self.recorder.active:
+            found = [f.as_dict() for f in findings]
+            stored, hidden = frame, list[str]()
+            if self.redactor is not None and message is not None:
+                stored, hidden = self.redactor.frame(message)
+            parts = frame_record_parts(self.seq, t, side, stored, found, hidden)
+            if len(stored.raw) < _WRITE_IN_PIECES:
+                self.recorder.write(b"".join(parts))
+            else:  # a big frame's bytes go to the file as they are, never copied
+                self.recorder.write(*parts)
+        self._log_findings(side, findings)
+        if self._notify and findings:
+            return self._notices_for(findings)
+        return b""
 
     def stderr(self, data: bytes) -> None:
         """Record what the agent wrote to stderr, a record per line (``b""``: its end).
@@ -279,26 +302,11 @@ class Observer:
         self.recorder.close(exit_status, reason)
         return findings
 
-    def _classify(self, side: str, frame: Frame, t: str) -> Message | None:
-        """The wire model's view of a frame; None once the model has failed (a bug):
-        then validation stops, but recording goes on, as for a failing validator."""
-        if self._wire_broken:
-            return None
-        try:
-            return self.wire.feed(side, frame, self.seq, t)
-        except Exception as exc:
-            self._wire_broken = True
-            self._validator_failed(exc)
-            return None
-
-    def _validate(self, message: Message) -> list[Any]:
-        if self.validator is None:
-            return _NONE
-        try:
-            return self.validator.check(message)
-        except Exception as exc:
-            self._validator_failed(exc)
-            return _NONE
+    def _wire_failed(self, exc: Exception) -> None:
+        """The wire model failed (a bug): validation stops, but recording goes on, as
+        for a failing validator."""
+        self._wire_broken = True
+        self._validator_failed(exc)
 
     def _validator_failed(self, exc: Exception) -> None:
         self.validator = None

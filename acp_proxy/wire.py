@@ -257,6 +257,8 @@ class Message:
     #: A batch: its elements, each classified as a message of its own (their
     #: frames carry the batch's bytes and the element's value).
     elements: tuple[Message, ...] = ()
+    #: A live-only ``notice`` update: relayed, never stored (see :func:`is_notice`).
+    is_notice: bool = False
 
     def __init__(
         self,
@@ -332,13 +334,6 @@ class Message:
         update = self.update
         variant = update.get("sessionUpdate") if update is not None else None
         return variant if isinstance(variant, str) else None
-
-    @property
-    def is_notice(self) -> bool:
-        """A live-only ``notice`` update: relayed, never stored (see :func:`is_notice`)."""
-        if self.method != "session/update" or self.kind is not _NOTIFICATION:
-            return False
-        return _notice_params(self.params)
 
     @property
     def result(self) -> dict[str, Any]:
@@ -498,13 +493,17 @@ class WireModel:
             current.updates += 1
             message.turn = current
         update = params.get("update")
-        if type(update) is dict and update.get("sessionUpdate") == "state_update":
-            opened, closed, current = self._state_update(update, session, seq, t)
-            message.turn, message.opened, message.closed = (
-                opened or closed or current,
-                opened,
-                closed,
-            )
+        if type(update) is dict:
+            variant = update.get("sessionUpdate")
+            if variant == "state_update":
+                opened, closed, current = self._state_update(update, session, seq, t)
+                message.turn, message.opened, message.closed = (
+                    opened or closed or current,
+                    opened,
+                    closed,
+                )
+            elif variant == "notice":
+                message.is_notice = True
         return message
 
     def _call(
@@ -518,9 +517,12 @@ class WireModel:
         request_id = value.get("id")
         if not has_id:
             if method != "session/update" or session is None:
-                return NotificationMessage(
+                message = NotificationMessage(
                     seq, t, side, frame, method, False, None, params, session
                 )
+                if method == "session/update" and _notice_params(params):
+                    message.is_notice = True  # a notice without a session is one still
+                return message
             return self._update(side, frame, params, session, seq, t)
         if method == "initialize" and side is Side.CLIENT:
             version = params.get("protocolVersion")
