@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -204,6 +205,16 @@ def _recording(frames: list[tuple[str, str, Any]]) -> bytes:
     return out
 
 
+def _stats_of(path: Path, frames: list[tuple[str, str, Any]]) -> Stats:
+    """stats over a recording of these frames, read back from a file."""
+    path.write_bytes(_recording(frames))
+    stats = Stats()
+    with open(path, "rb") as stream:
+        for item in annotate(iter_records(stream)):
+            stats.add(item)
+    return stats
+
+
 def test_stats_does_not_fold_a_rejected_prompt_into_the_next_turn(tmp_path):
     """The bug: a prompt rejected at 0 s, then a 1 s turn at 10 s, was one 11 s turn."""
     idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
@@ -217,12 +228,7 @@ def test_stats_does_not_fold_a_rejected_prompt_into_the_next_turn(tmp_path):
         ("10.200000", "agent", ok(2, messageId="m")),
         ("11.000000", "agent", idle),
     ]
-    path = tmp_path / "r.jsonl"
-    path.write_bytes(_recording(frames))
-    stats = Stats()
-    with open(path, "rb") as stream:
-        for item in annotate(iter_records(stream)):
-            stats.add(item)
+    stats = _stats_of(tmp_path / "r.jsonl", frames)
     turns = stats.as_json()["turns"]
     assert len(turns) == 1
     assert turns[0]["seq"] == 5 and turns[0]["duration"] == 1.0
@@ -240,12 +246,7 @@ def test_stats_keeps_nothing_of_a_turn_once_it_closed(tmp_path):
         ("00.250000", "agent", chunk),
         ("00.300000", "agent", err(1)),
     ]
-    path = tmp_path / "r.jsonl"
-    path.write_bytes(_recording(frames))
-    stats = Stats()
-    with open(path, "rb") as stream:
-        for item in annotate(iter_records(stream)):
-            stats.add(item)
+    stats = _stats_of(tmp_path / "r.jsonl", frames)
     assert stats.turns == []
     assert stats._first_chunk == {}
 
