@@ -165,7 +165,10 @@ class Observer:
         plain = (
             stamp is not None and self.recorder.active and self.redactor is None and not self._debug
         )
-        write = self.recorder.write
+        # Plain records of this read gather here and go to the recorder in one call (before
+        # any other record, to keep the order).
+        batch: list[bytes] = []
+        add = batch.append
         plain_stamp = stamp if stamp is not None else b""  # used only when plain
         seq = self.seq
         wire = None if self._wire_broken else self.wire
@@ -197,9 +200,14 @@ class Observer:
                 and len(frame.raw) < _WRITE_IN_PIECES
                 and not message.is_notice
             ):
-                write(plain_frame_record(seq, plain_stamp, frame.raw))
+                add(plain_frame_record(seq, plain_stamp, frame.raw))
             else:
+                if batch:
+                    self.recorder.write(*batch)
+                    batch.clear()
                 notices += self._frame(side, frame, message, findings, t)
+        if batch:
+            self.recorder.write(*batch)
         self.recorder.flush()
         return notices
 

@@ -220,7 +220,6 @@ class Validator(V1Rules):
             or "result" in value
             or "error" in value
             or frame.raw[-1] == 13  # a line ending in \r
-            or message.opened is not None
         ):
             return False
         version = self.wire.negotiated
