@@ -92,6 +92,11 @@ def _show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: v1 variants summarised like their v2 counterparts: ``tool_call`` (its id, title and
+#: status) and ``plan`` (entries done, with no id: v1 plans have none).
+_V1_ENTITIES = {"tool_call": "toolCallId", "plan": "planId"}
+
+
 def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch per variant
     """One line for a ``session/update``: the variant and what matters in it."""
     if not isinstance(update, dict):
@@ -104,8 +109,8 @@ def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch pe
             parts.append(f"({update['stopReason']})")
         if isinstance(update.get("error"), dict):
             parts.append(f"error {update['error'].get('code')}: {update['error'].get('message')}")
-    elif variant in ENTITY_ID_FIELDS:
-        _, id_field = ENTITY_ID_FIELDS[variant]
+    elif variant in ENTITY_ID_FIELDS or variant in _V1_ENTITIES:
+        id_field = _V1_ENTITIES.get(variant) or ENTITY_ID_FIELDS[variant][1]
         holder = update.get("plan") if variant == "plan_update" else update
         if isinstance(holder, dict) and id_field in holder:
             parts.append(_show(holder[id_field]))
@@ -113,7 +118,7 @@ def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch pe
             parts.append(repr(update["title"]))
         if isinstance(update.get("status"), str):
             parts.append(update["status"])
-        if variant == "plan_update" and isinstance(holder, dict):
+        if variant in ("plan_update", "plan") and isinstance(holder, dict):
             entries = holder.get("entries")
             if isinstance(entries, list):
                 done = sum(

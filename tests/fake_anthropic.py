@@ -1,9 +1,10 @@
 """A tiny stand-in for the Anthropic Messages API, for driving Claude Code ACP offline.
 
-Usage: python fake_anthropic.py PORT [--tool]   (PORT 0: any free port; the port is printed)
+Usage: python fake_anthropic.py PORT [--tool [FILE]]   (PORT 0: any free port; the port is printed)
 
 Every message gets a short streamed text reply; with --tool, a request that offers tools and
-has no tool result yet gets a call of the Read tool on /tmp/hello.txt instead.
+has no tool result yet gets a call of the Read tool (Claude Code) or read_file (Qwen Code) on
+FILE (default /tmp/hello.txt) instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 REPLY = "Hello from the stand-in model."
 TOOL = "--tool" in sys.argv
+_AFTER = sys.argv[sys.argv.index("--tool") + 1 :] if TOOL else []
+FILE = _AFTER[0] if _AFTER else "/tmp/hello.txt"
 USAGE = {"input_tokens": 10, "output_tokens": 5}
 
 
@@ -52,8 +55,9 @@ class Handler(BaseHTTPRequestHandler):
             self._json(message(model, [{"type": "text", "text": REPLY}], "end_turn"))
         elif TOOL and not answered and body.get("tools"):
             names = [t.get("name", "") for t in body.get("tools", [])]
-            read = next((n for n in names if n.endswith("Read")), "Read")
-            call = json.dumps({"file_path": "/tmp/hello.txt"})
+            # Claude Code's Read tool, or Qwen Code's read_file: both take file_path.
+            read = next((n for n in names if n.endswith("Read") or n == "read_file"), "Read")
+            call = json.dumps({"file_path": FILE})
             block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": read, "input": {}}
             self._stream(
                 model, block, [{"type": "input_json_delta", "partial_json": call}], "tool_use"

@@ -22,6 +22,8 @@ AGENTS = {
     "claude-code-acp": "@zed-industries/claude-code-acp",
     "codex-acp": "@zed-industries/codex-acp",
 }
+#: Also installed: Qwen Code, which speaks ACP with `qwen --acp`.
+QWEN = "@qwen-code/qwen-code"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,16 @@ def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prefix = tmp_path_factory.mktemp("npm")
     try:
         proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *AGENTS.values()],
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(prefix),
+                *AGENTS.values(),
+                QWEN,
+            ],
             capture_output=True,
             timeout=300,
             check=False,
@@ -123,12 +134,20 @@ def test_production_agent_handshake_has_no_error_finding(npm_bin: Path, agent: s
 
 @pytest.fixture
 def stand_in_model(tmp_path: Path) -> Any:
-    """The Anthropic Messages API stand-in, on a free port; yields its base URL."""
+    """The Anthropic Messages API stand-in, on a free port; yields its base URL. Its tool
+    call reads tmp_path/hello.txt (which exists: an agent may look before it asks)."""
     import sys
 
     here = Path(__file__).parent
+    (tmp_path / "hello.txt").write_text("hello\n")
     with subprocess.Popen(
-        [sys.executable, str(here / "fake_anthropic.py"), "0", "--tool"],
+        [
+            sys.executable,
+            str(here / "fake_anthropic.py"),
+            "0",
+            "--tool",
+            str(tmp_path / "hello.txt"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     ) as server:
@@ -180,7 +199,7 @@ def prompt_turn(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]
         answer(0)
         send({"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
         session = answer(1)["result"]["sessionId"]
-        prompt = [{"type": "text", "text": "Read /tmp/hello.txt and say hello."}]
+        prompt = [{"type": "text", "text": "Read hello.txt and say hello."}]
         send(
             {
                 "id": 2,
@@ -216,3 +235,22 @@ def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_mo
         capture_output=True, env=env, timeout=120,
     )  # fmt: skip
     assert replay.returncode == 0, replay.stderr.decode()[-2000:]
+
+
+def test_qwen_code_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):
+    """A whole Qwen Code turn (its read_file tool served by fs/read_text_file, then a streamed
+    answer) against the same stand-in model: no error-level finding, live or offline."""
+    env = agent_env(
+        npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
+    )
+    record = tmp_path / "turn.jsonl"
+    agent = [str(npm_bin / "qwen"), "--acp", "--auth-type", "anthropic", "--model", "claude-x"]
+    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", *agent], env)
+    assert any(m.get("method") == "fs/read_text_file" for m in got)
+    assert got[-1]["result"] == {"stopReason": "end_turn"}
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    assert [v for r in records for v in r.get("violations", ()) if v["level"] == "error"] == []
+    proc = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout

@@ -117,6 +117,14 @@ def test_the_v1_recording_is_one_turn_that_the_prompt_response_ends():
     assert b"ended: end_turn" in out and b"tool call_2 'Read README.md' (read): completed" in out
 
 
+def test_the_v1_timeline_says_which_tool_call_and_how_far_the_plan_is():
+    """v1's tool_call and plan variants are summarised as their v2 counterparts are."""
+    out = acp("show", "--no-color", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
+    assert "tool_call \"call_2\" 'Read README.md' pending" in out
+    assert "tool_call \"call_3\" 'ls' in_progress" in out
+    assert "plan 0/1 done" in out
+
+
 def test_show_timeline_lines_say_what_happened():
     """A response names its request's method and says ok; updates are summarized; findings sit under their frame."""
     out = acp("show", "--no-color", str(RECORDINGS / "clean.jsonl")).stdout.decode()
