@@ -533,6 +533,14 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "prompt-end-turn-open-tools",
+        W,
+        "v1 Prompt Turn (Check for Completion)",
+        "A prompt answered end_turn while tool calls of its turn are still pending or "
+        "in_progress (agents MAY stop a turn at any point, hence a warning).",
+        V1,
+    ),
+    Rule(
         "tool-call-unknown",
         W,
         "v1 Tool Calls (Creating)",

@@ -113,6 +113,8 @@ class _V1Session:
     loaded: bool = False
     #: session/resume requests pending.
     resuming: int = 0
+    #: Tool calls reported since the last prompt, by id: their latest status (bounded).
+    turn_tools: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -284,6 +286,7 @@ class V1Rules:
                     f"{_show(message.session)}",
                 )
             session.after_cancel = session.loaded = False
+            session.turn_tools.clear()
         elif method == "session/cancel":
             pending = [
                 r
@@ -461,6 +464,9 @@ class V1Rules:
         if cancelled:
             session.cancelled_prompt = None
         reason = message.result.get("stopReason")
+        tools, session.turn_tools = session.turn_tools, {}
+        if reason == "end_turn" and not message.is_error:
+            self._open_tools(message, tools)
         if message.is_error:
             if cancelled:
                 error = message.error
@@ -484,6 +490,17 @@ class V1Rules:
                 "cancelled-without-cancel",
                 f"session/prompt {_show(message.id)} ended with stop reason cancelled, but the "
                 "client never sent session/cancel for it",
+            )
+
+    def _open_tools(self, message: Message, tools: dict[str, str]) -> None:
+        """end_turn while tool calls of the turn are still pending or in_progress."""
+        open_calls = [f"{_show(c)} ({s})" for c, s in tools.items() if s in _OPEN_STATUSES]
+        if open_calls:
+            self._flag(
+                "prompt-end-turn-open-tools",
+                f"session/prompt {_show(message.id)} ended with end_turn while tool call(s) "
+                f"{', '.join(open_calls[:3])}{' ...' if len(open_calls) > 3 else ''} of the "
+                "turn were still open",
             )
 
     def _after_terminal_create_v1(self, message: Message, request: Request) -> None:
@@ -558,6 +575,11 @@ class V1Rules:
             session.announced[call] = None
             if len(session.announced) > _REMEMBERED:
                 del session.announced[next(iter(session.announced))]
+            status = update.get("status", "pending" if variant == "tool_call" else None)
+            if isinstance(status, str):
+                session.turn_tools[call] = status
+                if len(session.turn_tools) > _REMEMBERED:
+                    del session.turn_tools[next(iter(session.turn_tools))]
         for item in _dicts(update.get("content")):
             if item.get("type") == "diff":
                 self._absolute(variant, "diff path", item.get("path"))
@@ -571,6 +593,10 @@ class V1Rules:
                     )
         for location in _dicts(update.get("locations")):
             self._absolute(variant, "location path", location.get("path"))
+
+
+#: Tool call statuses that mean the call has not finished (v1 Tool Calls, Status).
+_OPEN_STATUSES = frozenset({"pending", "in_progress"})
 
 
 def _dicts(items: Any) -> Iterable[dict[str, Any]]:

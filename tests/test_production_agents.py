@@ -254,3 +254,46 @@ def test_qwen_code_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, t
         [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
     )
     assert proc.returncode == 0, proc.stdout
+
+
+def test_codex_acp_prompt_turn_with_a_tool_call(npm_bin: Path, tmp_path):
+    """A whole Codex ACP turn against a stand-in for the OpenAI Responses API (a command run
+    with its exec_command tool, then a streamed answer): no error-level finding, live or
+    offline. (codex-acp 0.16.0 ended the turn with the command's tool call still in_progress,
+    never reported completed, which v1 warns about: prompt-end-turn-open-tools. Not asserted:
+    a later version may report it.)"""
+    import sys
+
+    from fake_openai import config
+
+    (tmp_path / "hello.txt").write_text("hello\n")
+    here = Path(__file__).parent
+    with subprocess.Popen(
+        [sys.executable, str(here / "fake_openai.py"), "0", str(tmp_path / "hello.txt")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as server:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        codex_home = tmp_path / "codex"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(config(port))
+        env = agent_env(npm_bin, tmp_path, CODEX_HOME=str(codex_home), STAND_IN_KEY="sk-test")
+        record = tmp_path / "turn.jsonl"
+        agent = str(npm_bin / "codex-acp")
+        try:
+            got = prompt_turn([*PROXY, "run", "--record", str(record), "--", agent], env)
+        finally:
+            server.terminate()
+    assert got[-1]["result"] == {"stopReason": "end_turn"}
+    updates = [m["params"]["update"] for m in got if m.get("method") == "session/update"]
+    assert any(u["sessionUpdate"] == "tool_call" for u in updates)
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    found = [v for r in records for v in r.get("violations", ())]
+    assert [v for v in found if v["level"] == "error"] == []
+    proc = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout
+    offline = {orjson.loads(line)["rule"] for line in proc.stdout.splitlines()}
+    assert offline == {v["rule"] for v in found}  # the same findings, live and offline

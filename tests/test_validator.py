@@ -1019,7 +1019,15 @@ def test_v2_rules_never_fire_on_v1_traffic():
         *setup(1),
         prompt(),
         upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}),
-        upd({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read"}),
+        # completed: a pending call at end_turn is a v1 warning of its own
+        upd(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t",
+                "title": "Read",
+                "status": "completed",
+            }
+        ),
         upd({"sessionUpdate": "plan", "entries": []}),
         (A, ok(10, {"stopReason": "end_turn"})),
     ]

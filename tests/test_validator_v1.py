@@ -310,6 +310,38 @@ def test_tool_call_unknown():
     assert found[0].level == Level.WARNING
 
 
+def test_prompt_end_turn_open_tools():
+    """ "If there are no pending tool calls, the turn ends and the Agent MUST respond to the
+    original session/prompt request with a StopReason" (v1 Prompt Turn, Check for Completion):
+    end_turn with a tool call of the turn still pending or in_progress. Only a warning: "Agents
+    MAY stop the turn at any point"."""
+    end = (A, ok(10, {"stopReason": "end_turn"}))
+    found = check(
+        "prompt-end-turn-open-tools",
+        [*setup(1), v1_prompt(), tool("t1", status="in_progress"), end],
+        [
+            *setup(1),
+            v1_prompt(),
+            tool("t1", status="in_progress"),
+            tool_update("t1", status="completed"),
+            end,
+        ],
+    )
+    assert found[0].level == Level.WARNING and '"t1" (in_progress)' in found[0].message
+    # A tool_call with no status is pending; a failed call is finished.
+    assert rules([*setup(1), v1_prompt(), tool("t2"), end]) == ["prompt-end-turn-open-tools"]
+    assert (
+        rules([*setup(1), v1_prompt(), tool("t2"), tool_update("t2", status="failed"), end]) == []
+    )
+    # Only the calls of this turn count: one left open by the previous turn (already warned
+    # about) does not come back, nor does a cancelled turn's.
+    earlier = [v1_prompt(9), tool("t3"), (A, ok(9, {"stopReason": "end_turn"}))]
+    later = [v1_prompt(10), chunk(), end]
+    assert rules([*setup(1), *earlier, *later]) == ["prompt-end-turn-open-tools"]
+    cancelled = [v1_prompt(9), tool("t4"), CANCEL, (A, ok(9, {"stopReason": "cancelled"}))]
+    assert rules([*setup(1), *cancelled, *later]) == []
+
+
 def terminal_session(*middle: tuple[str, Any]) -> Frames:
     create = (A, req(7, "terminal/create", {"sessionId": S, "command": "ls"}))
     made = (C, ok(7, {"terminalId": "term1"}))
