@@ -533,6 +533,37 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "line-not-1-based",
+        W,
+        "v1 Overview (Argument Requirements); File System (Reading Files)",
+        'A tool call location line or an fs/read_text_file line below 1: "Line numbers are '
+        '1-based" (the schema allows 0, hence a warning).',
+        V1,
+    ),
+    Rule(
+        "auth-method-duplicate",
+        W,
+        "v1 schema (AuthMethod id)",
+        'An initialize result that offers the same auth method id twice ("Unique identifier '
+        'for this authentication method").',
+        V1,
+    ),
+    Rule(
+        "mode-current-unknown",
+        W,
+        "v1 Session Modes (SessionModeState)",
+        "A session's current mode (in the session/new, load or resume result, or a "
+        "current_mode_update) that is not among the modes it offers.",
+        V1,
+    ),
+    Rule(
+        "config-current-unknown",
+        W,
+        "v1 Session Config Options (Default Values)",
+        "A select config option whose currentValue is not one of its options.",
+        V1,
+    ),
+    Rule(
         "prompt-end-turn-open-tools",
         W,
         "v1 Prompt Turn (Check for Completion)",

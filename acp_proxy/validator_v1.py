@@ -199,14 +199,7 @@ class V1Rules:
         method, params = message.method, message.params
         caps = self._v1.client_caps
         if method in ("fs/read_text_file", "fs/write_text_file"):
-            flag = "readTextFile" if method == "fs/read_text_file" else "writeTextFile"
-            if caps is not None and _dig(caps, "fs", flag) is not True:
-                self._flag(
-                    "capability-fs",
-                    f"the agent called {method}, but the client did not advertise "
-                    f"clientCapabilities.fs.{flag}",
-                )
-            self._absolute(method, "path", params.get("path"))
+            self._fs_call(method, params, caps)
         elif method is not None and method.startswith("terminal/"):
             if caps is not None and caps.get("terminal") is not True:
                 self._flag(
@@ -232,6 +225,18 @@ class V1Rules:
             if update is not None:
                 self._v1_update(message, update)
 
+    def _fs_call(self, method: str, params: dict[str, Any], caps: dict[str, Any] | None) -> None:
+        flag = "readTextFile" if method == "fs/read_text_file" else "writeTextFile"
+        if caps is not None and _dig(caps, "fs", flag) is not True:
+            self._flag(
+                "capability-fs",
+                f"the agent called {method}, but the client did not advertise "
+                f"clientCapabilities.fs.{flag}",
+            )
+        self._absolute(method, "path", params.get("path"))
+        if method == "fs/read_text_file":
+            self._one_based(method, params.get("line"))
+
     def _terminal_use(self, what: str, terminal: Any) -> None:
         terminals = self._v1.terminals
         if not isinstance(terminal, str):
@@ -252,6 +257,10 @@ class V1Rules:
     def _absolute(self, where: str, field_name: str, path: Any) -> None:
         if isinstance(path, str) and not is_absolute(path):
             self._flag("path-not-absolute", f"{where} {field_name} {_show(path)} is not absolute")
+
+    def _one_based(self, where: str, line: Any) -> None:
+        if isinstance(line, int) and not isinstance(line, bool) and line < 1:
+            self._flag("line-not-1-based", f"{where} line {line}: line numbers are 1-based")
 
     # --- the client's requests and notifications ----------------------------------------
 
@@ -407,6 +416,12 @@ class V1Rules:
         methods = result.get("authMethods")
         self._v1.auth_methods = _ids(methods)
         self._v1.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
+        twice = _repeated(self._v1.auth_methods or [])
+        if twice:
+            self._flag(
+                "auth-method-duplicate",
+                f"initialize offers auth method {_show(twice)} more than once",
+            )
 
     def _after_setup_v1(self, message: Message, request: Request) -> None:
         """session/new, load, resume: the modes and config options the session offers."""
@@ -434,7 +449,17 @@ class V1Rules:
         modes = message.result.get("modes")
         if isinstance(modes, dict):
             session.modes = _ids(modes.get("availableModes"))
+            self._current_mode(session, modes.get("currentModeId"), f"{request.method} result")
         self._config_options(session, message.result.get("configOptions"), request.method)
+
+    def _current_mode(self, session: _V1Session, mode: Any, where: str) -> None:
+        if session.modes is not None and isinstance(mode, str) and mode not in session.modes:
+            offered = ", ".join(map(_show, session.modes)) or "none"
+            self._flag(
+                "mode-current-unknown",
+                f"{where} says the current mode is {_show(mode)}, which the session does not "
+                f"offer (offered: {offered})",
+            )
 
     def _after_set_config_v1(self, message: Message, request: Request) -> None:
         session = self._v1_session(request.session)
@@ -445,6 +470,18 @@ class V1Rules:
         if not isinstance(options, list):
             return
         session.config = {o.get("id"): o for o in options if isinstance(o, dict)}
+        for option in session.config.values():
+            current = option.get("currentValue")
+            if (
+                option.get("type") == "select"
+                and isinstance(current, str)
+                and current not in _config_values(option)
+            ):
+                self._flag(
+                    "config-current-unknown",
+                    f"{where} gives config option {_show(option.get('id'))} the current value "
+                    f"{_show(current)}, which is not one of its options",
+                )
         caps = self._v1.client_caps
         if caps is None or _dig(caps, "session", "configOptions", "boolean") is not None:
             return
@@ -535,6 +572,8 @@ class V1Rules:
                 )
         elif variant == "config_option_update" and session is not None:
             self._config_options(session, update.get("configOptions"), "config_option_update")
+        elif variant == "current_mode_update" and session is not None:
+            self._current_mode(session, update.get("currentModeId"), "current_mode_update")
         if session is None or not isinstance(variant, str):
             return
         if session.after_cancel and variant in _TURN_OUTPUT:
@@ -593,6 +632,17 @@ class V1Rules:
                     )
         for location in _dicts(update.get("locations")):
             self._absolute(variant, "location path", location.get("path"))
+            self._one_based(f"{variant} location", location.get("line"))
+
+
+def _repeated(items: list[Any]) -> Any:
+    """The first item that comes twice, or None."""
+    seen: list[Any] = []
+    for item in items:
+        if item in seen:
+            return item
+        seen.append(item)
+    return None
 
 
 #: Tool call statuses that mean the call has not finished (v1 Tool Calls, Status).

@@ -453,7 +453,9 @@ def test_config_value_unknown():
 
     def set_to(config: str, value: Any) -> Frames:
         params = {"sessionId": S, "configId": config, "value": value}
-        result = {"configOptions": [{**option, "currentValue": value}]}
+        # the agent keeps a value it does not offer out of its answer
+        current = value if value in ("fast", "smart") else option["currentValue"]
+        result = {"configOptions": [{**option, "currentValue": current}]}
         return [(C, req(5, "session/set_config_option", params)), (A, ok(5, result))]
 
     check(
@@ -474,6 +476,69 @@ def test_auth_method_unknown():
         [*setup(1, auth=methods), auth("oauth"), (A, ok(5, {}))],
         [*setup(1, auth=methods), auth("api-key"), (A, ok(5, {}))],
     )
+
+
+def test_line_not_1_based():
+    """ "Line numbers are 1-based" (v1 Overview, Argument Requirements); line: "Line number
+    to start reading from (1-based)" (v1 File System). The schema allows 0: a warning."""
+    found = check(
+        "line-not-1-based",
+        [*setup(1), tool(locations=[{"path": "/a.py", "line": 0}])],
+        [*setup(1), tool(locations=[{"path": "/a.py", "line": 1}])],
+    )
+    assert found[0].level == Level.WARNING
+
+    def read(line: Any) -> tuple[str, dict[str, Any]]:
+        return (A, req(7, "fs/read_text_file", {"sessionId": S, "path": "/a", "line": line}))
+
+    answer = (C, ok(7, {"content": ""}))
+    assert rules([*setup(1), read(0), answer]) == ["line-not-1-based"]
+    assert rules([*setup(1), read(1), answer]) == []
+    assert rules([*setup(1), read(None), answer]) == []
+
+
+def test_auth_method_duplicate():
+    """AuthMethod id: "Unique identifier for this authentication method." (v1 schema)"""
+    key = {"id": "api-key", "name": "API key"}
+    check(
+        "auth-method-duplicate",
+        setup(1, auth=[key, {**key, "name": "Key again"}]),
+        setup(1, auth=[key, {"id": "oauth", "name": "OAuth"}]),
+    )
+
+
+def test_mode_current_unknown():
+    """availableModes: "The set of modes that the Agent can operate in" (v1 Session Modes):
+    the current mode is one of them, in the setup result and in current_mode_update."""
+    offered = MODES["modes"]
+    stray = {"modes": {**offered, "currentModeId": "code"}}
+    check("mode-current-unknown", setup(1, new_result=stray), setup(1, new_result=MODES))
+
+    def switch(mode: str) -> tuple[str, dict[str, Any]]:
+        return upd({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+
+    assert rules([*setup(1, new_result=MODES), switch("code")]) == ["mode-current-unknown"]
+    assert rules([*setup(1, new_result=MODES), switch("ask")]) == []
+
+
+def test_config_current_unknown():
+    """ "Agents MUST always provide a default value for every configuration option." (v1
+    Session Config Options): for a select option, one of its values (flat or grouped)."""
+    flat = [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}]
+    option = {"id": "model", "name": "Model", "type": "select", "options": flat}
+    check(
+        "config-current-unknown",
+        setup(1, new_result={"configOptions": [{**option, "currentValue": "huge"}]}),
+        setup(1, new_result={"configOptions": [{**option, "currentValue": "smart"}]}),
+    )
+    grouped = {**option, "options": [{"group": "g", "name": "G", "options": flat}]}
+
+    def update(value: str) -> tuple[str, dict[str, Any]]:
+        options = [{**grouped, "currentValue": value}]
+        return upd({"sessionUpdate": "config_option_update", "configOptions": options})
+
+    assert rules([*setup(1), update("huge")]) == ["config-current-unknown"]
+    assert rules([*setup(1), update("fast")]) == []
 
 
 # --- one version's rule never fires on the other ------------------------------------------------
