@@ -564,6 +564,46 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "initialize-again",
+        W,
+        "v1 schema (ClientRequest initialize)",
+        'A second initialize on a connection ("This method is called once at the beginning of '
+        'the connection").',
+        V1,
+    ),
+    Rule(
+        "cancel-request-unknown",
+        W,
+        "v1 schema ($/cancel_request)",
+        'A $/cancel_request for a request its sender does not have outstanding ("sent by the '
+        'side that sent a request to cancel that request").',
+        V1,
+    ),
+    Rule(
+        "cancel-request-error-code",
+        W,
+        "v1 Cancellation ($/cancel_request)",
+        "A request cancelled with $/cancel_request answered with an error other than -32800 "
+        "(Request Cancelled); a warning, as it may have failed before the cancel arrived.",
+        V1,
+    ),
+    Rule(
+        "list-cursor-unknown",
+        E,
+        "v1 Session List (Pagination)",
+        'A session/list cursor that no nextCursor on this connection issued: "Clients MUST '
+        'treat cursors as opaque tokens — do not parse, modify, or persist them".',
+        V1,
+    ),
+    Rule(
+        "deleted-session-listed",
+        E,
+        "v1 Session Delete (Semantics)",
+        'A session/list result that lists a session session/delete removed ("Deleted sessions '
+        'no longer appear in future session/list results").',
+        V1,
+    ),
+    Rule(
         "prompt-end-turn-open-tools",
         W,
         "v1 Prompt Turn (Check for Completion)",

@@ -27,8 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .protocol import REQUEST_CANCELLED
 from .rules import shown
-from .wire import Kind, Message, Request, Side, WireModel
+from .wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
 
 __all__ = ["V1Rules"]
 
@@ -131,6 +132,12 @@ class _V1State:
     terminals: dict[str, bool] = field(default_factory=dict)
     #: seq of the terminal/create response, per terminal.
     created_at: dict[str, int] = field(default_factory=dict)
+    #: Requests a $/cancel_request named, by (sender, id key), until answered (bounded).
+    cancel_requested: dict[tuple[Side, Any], None] = field(default_factory=dict)
+    #: nextCursor values session/list results issued (bounded).
+    cursors: dict[Any, None] = field(default_factory=dict)
+    #: Sessions session/delete removed (bounded).
+    deleted: dict[Any, None] = field(default_factory=dict)
 
 
 class V1Rules:
@@ -168,8 +175,16 @@ class V1Rules:
         """A request or notification on a connection that is not v2."""
         method = message.method
         if method == "initialize" and message.side is Side.CLIENT:
+            if self._v1.client_caps is not None and message.kind is Kind.REQUEST:
+                self._flag(
+                    "initialize-again",
+                    "the client sent initialize again on a connection it already initialized",
+                )
             caps = message.params.get("clientCapabilities")
             self._v1.client_caps = caps if isinstance(caps, dict) else {}
+            return
+        if method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
+            self._cancel_request(message)
             return
         if message.side is Side.AGENT:
             self._v1_agent_call(message)
@@ -178,6 +193,18 @@ class V1Rules:
 
     def _v1_response(self, message: Message, request: Request) -> None:
         """A response that answers ``request``, on a connection that is not v2."""
+        key = (request.side, id_key(request.id))
+        if key in self._v1.cancel_requested:
+            del self._v1.cancel_requested[key]
+            error = message.error if message.is_error else None
+            code = error.get("code") if isinstance(error, dict) else None
+            if message.is_error and code != REQUEST_CANCELLED:
+                self._flag(
+                    "cancel-request-error-code",
+                    f"{request.method} {_show(request.id)}, cancelled with $/cancel_request, was "
+                    f"answered with error {_show(code)} instead of {REQUEST_CANCELLED} (Request "
+                    "Cancelled)",
+                )
         handler = _V1_RESPONSES.get(request.method)
         if handler is not None:
             handler(self, message, request)
@@ -192,6 +219,22 @@ class V1Rules:
                     "terminal-unreleased",
                     f"terminal {_show(terminal)} was never released with terminal/release",
                 )
+
+    def _cancel_request(self, message: Message) -> None:
+        """$/cancel_request from either side: it names a request of its own sender."""
+        target = message.params.get("requestId")
+        if not is_request_id(target):
+            return  # the schema reports it
+        if not self.wire.outstanding(message.side, target):
+            self._flag(
+                "cancel-request-unknown",
+                f"$/cancel_request names request {_show(target)}, which the {message.side} has "
+                "not sent or that was answered long ago",
+            )
+            return
+        key = (message.side, id_key(target))
+        if key in self.wire.pending:  # not yet answered: its answer will be checked
+            _remember(self._v1.cancel_requested, key)
 
     # --- the agent's requests and notifications ----------------------------------------
 
@@ -273,6 +316,12 @@ class V1Rules:
                 self._absolute(method, "cwd", params.get("cwd"))
             if method != "session/list":
                 self._setup(method, params)
+            elif isinstance(params.get("cursor"), str) and params["cursor"] not in self._v1.cursors:
+                self._flag(
+                    "list-cursor-unknown",
+                    f"session/list passes cursor {_show(params['cursor'])}, which no nextCursor "
+                    "on this connection issued (cursors are opaque: not parsed, modified or kept)",
+                )
         if agent is not None:
             self._session_capability(method, agent)
         if session is None:
@@ -540,6 +589,25 @@ class V1Rules:
                 "turn were still open",
             )
 
+    def _after_list_v1(self, message: Message, request: Request) -> None:
+        if message.is_error:
+            return
+        result = message.result
+        cursor = result.get("nextCursor")
+        if isinstance(cursor, str):
+            _remember(self._v1.cursors, cursor)
+        for listed in _ids(result.get("sessions"), "sessionId"):
+            if listed in self._v1.deleted:
+                self._flag(
+                    "deleted-session-listed",
+                    f"session/list lists session {_show(listed)}, which session/delete removed",
+                )
+
+    def _after_delete_v1(self, message: Message, request: Request) -> None:
+        deleted = request.params.get("sessionId")
+        if not message.is_error and isinstance(deleted, str):
+            _remember(self._v1.deleted, deleted)
+
     def _after_terminal_create_v1(self, message: Message, request: Request) -> None:
         terminal = message.result.get("terminalId")
         if message.is_error or not isinstance(terminal, str):
@@ -635,6 +703,13 @@ class V1Rules:
             self._one_based(f"{variant} location", location.get("line"))
 
 
+def _remember(seen: dict[Any, None], item: Any) -> None:
+    """Add to a bounded, oldest-first memory."""
+    seen[item] = None
+    if len(seen) > _REMEMBERED:
+        del seen[next(iter(seen))]
+
+
 def _repeated(items: list[Any]) -> Any:
     """The first item that comes twice, or None."""
     seen: list[Any] = []
@@ -661,4 +736,6 @@ _V1_RESPONSES = {
     "session/set_config_option": V1Rules._after_set_config_v1,
     "session/prompt": V1Rules._after_prompt_v1,
     "terminal/create": V1Rules._after_terminal_create_v1,
+    "session/list": V1Rules._after_list_v1,
+    "session/delete": V1Rules._after_delete_v1,
 }

@@ -419,6 +419,12 @@ class WireModel:
             if request.method == method and (session is None or request.session == session):
                 yield request
 
+    def outstanding(self, side: Side, request_id: Any) -> bool:
+        """Whether ``side`` has a request with this id pending, or just had it answered
+        (among the last :data:`RECENT`)."""
+        key = (side, id_key(request_id))
+        return key in self.pending or key in self._answered
+
     def state(self, session: str) -> str:
         """A session's foreground state as last reported (``idle`` at first)."""
         turns = self._sessions.get(session)

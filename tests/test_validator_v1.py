@@ -541,6 +541,87 @@ def test_config_current_unknown():
     assert rules([*setup(1), update("fast")]) == []
 
 
+def test_initialize_again():
+    """initialize: "This method is called once at the beginning of the connection" (v1
+    schema, ClientRequest)."""
+    again = (C, req(5, "initialize", setup(1)[0][1]["params"]))
+    answer = (A, ok(5, setup(1)[1][1]["result"]))
+    check("initialize-again", [*setup(1), again, answer], setup(1))
+
+
+def cancel_request(side: str, target: Any) -> tuple[str, dict[str, Any]]:
+    return (side, note("$/cancel_request", {"requestId": target}))
+
+
+def test_cancel_request_unknown():
+    """ "This is a notification sent by the side that sent a request to cancel that request."
+    (v1 schema, $/cancel_request): it names a request its sender has outstanding."""
+    read = (A, req(7, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+    answer = (C, ok(7, {"content": ""}))
+    check(
+        "cancel-request-unknown",
+        [*setup(1), read, cancel_request(C, 7), answer],  # the client never sent request 7
+        [*setup(1), read, cancel_request(A, 7), answer],
+    )
+    # Just answered (the cancel crossed the answer) is fine too.
+    assert rules([*setup(1), read, answer, cancel_request(A, 7)]) == []
+
+
+def test_cancel_request_error_code():
+    """ "MUST send one of these responses for the original request: ... An error response with
+    code -32800 (Request Cancelled)" (v1 Cancellation, $/cancel_request)."""
+    read = (A, req(7, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+
+    def answered(code: int) -> tuple[str, dict[str, Any]]:
+        return (C, {"jsonrpc": "2.0", "id": 7, "error": {"code": code, "message": "no"}})
+
+    found = check(
+        "cancel-request-error-code",
+        [*setup(1), read, cancel_request(A, 7), answered(-32603)],
+        [*setup(1), read, cancel_request(A, 7), answered(-32800)],
+    )
+    assert found[0].level == Level.WARNING
+    # A result is a valid answer too, and an error without a cancel is no concern of this rule.
+    assert rules([*setup(1), read, cancel_request(A, 7), (C, ok(7, {"content": ""}))]) == []
+    assert rules([*setup(1), read, answered(-32603)]) == []
+
+
+LISTING: dict[str, Any] = {"sessionCapabilities": {"list": {}, "delete": {}}}
+
+
+def listing(id_: int, cursor: str | None, sessions: list[str], next_cursor: str | None) -> Frames:
+    params = {"cursor": cursor} if cursor is not None else {}
+    listed = [{"sessionId": s, "cwd": "/"} for s in sessions]
+    result: dict[str, Any] = {"sessions": listed}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return [(C, req(id_, "session/list", params)), (A, ok(id_, result))]
+
+
+def test_list_cursor_unknown():
+    """ "Clients MUST treat cursors as opaque tokens — do not parse, modify, or persist them"
+    (v1 Session List, Pagination)."""
+    first = listing(5, None, ["a"], "page-2")
+    check(
+        "list-cursor-unknown",
+        [*setup(1, agent=LISTING), *first, *listing(6, "page-3", ["b"], None)],
+        [*setup(1, agent=LISTING), *first, *listing(6, "page-2", ["b"], None)],
+    )
+
+
+def test_deleted_session_listed():
+    """ "Deleted sessions no longer appear in future session/list results." (v1 Session
+    Delete)."""
+    delete = [(C, req(5, "session/delete", {"sessionId": "old"})), (A, ok(5, {}))]
+    check(
+        "deleted-session-listed",
+        [*setup(1, agent=LISTING), *delete, *listing(6, None, ["old", S], None)],
+        [*setup(1, agent=LISTING), *delete, *listing(6, None, [S], None)],
+    )
+    refused = [(C, req(5, "session/delete", {"sessionId": "old"})), (A, err(5))]
+    assert rules([*setup(1, agent=LISTING), *refused, *listing(6, None, ["old"], None)]) == []
+
+
 # --- one version's rule never fires on the other ------------------------------------------------
 
 
