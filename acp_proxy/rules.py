@@ -158,6 +158,15 @@ CATALOG: tuple[Rule, ...] = (
         "An initialize result without an integer protocolVersion.",
     ),
     Rule(
+        "initialize-version-higher",
+        W,
+        "v1 Initialization (Protocol version)",
+        "An initialize result with a protocolVersion above the one the client asked for: the "
+        "client sends its latest version, and the agent answers that one or the latest it "
+        'supports ("If the Agent supports the requested version, it MUST respond with the '
+        'same version").',
+    ),
+    Rule(
         "unknown-session",
         E,
         LIFECYCLE,

@@ -668,6 +668,13 @@ class Validator(V1Rules):
                 f"the initialize result has protocolVersion {_show(version)}, not an integer",
             )
             return
+        asked = self.wire.requested  # what the client's initialize asked for
+        if asked is not None and isinstance(version, int) and version > asked:
+            self._flag(
+                "initialize-version-higher",
+                f"the client asked for protocol version {asked} (its latest) and the agent "
+                f"answered {version}",
+            )
         if version == 1:
             # v1: booleans under agentCapabilities.promptCapabilities; false is not advertised
             caps = result.get("agentCapabilities")

@@ -345,7 +345,11 @@ class V1Rules:
                 )
             session.after_cancel = session.loaded = False
             session.turn_tools.clear()
-        elif method == "session/cancel":
+        elif method == "session/cancel" or (
+            # "The Agent MUST cancel any ongoing work for that session as if session/cancel
+            # had been called" (v1 Session Setup, Closing a Session)
+            method == "session/close" and message.kind is Kind.REQUEST
+        ):
             pending = [
                 r
                 for r in self.wire.pending_requests("session/prompt", message.session)

@@ -541,6 +541,34 @@ def test_config_current_unknown():
     assert rules([*setup(1), update("fast")]) == []
 
 
+def test_close_cancels_the_running_turn():
+    """ "The Agent MUST cancel any ongoing work for that session as if session/cancel had been
+    called" (v1 Session Setup, Closing a Session): the running prompt ends cancelled."""
+    can_close: dict[str, Any] = {"sessionCapabilities": {"close": {}}}
+    close = [(C, req(5, "session/close", {"sessionId": S})), (A, ok(5, {}))]
+    found = check(
+        "cancel-ended-without-cancelled",
+        [*setup(1, agent=can_close), v1_prompt(), *close, (A, ok(10, {"stopReason": "end_turn"}))],
+        [*setup(1, agent=can_close), v1_prompt(), *close, (A, ok(10, {"stopReason": "cancelled"}))],
+    )
+    assert "cancelled" in found[0].message
+    answered_with_error = [*setup(1, agent=can_close), v1_prompt(), *close, (A, err(10))]
+    assert rules(answered_with_error) == ["cancel-answered-with-error"]
+
+
+def test_initialize_version_higher():
+    """ "If the Agent supports the requested version, it MUST respond with the same version.
+    Otherwise, the Agent MUST respond with the latest version it supports." (v1
+    Initialization): the client asks for its latest, so a higher answer is suspect."""
+    ask_v1 = setup(1)[0]
+    higher = (
+        A,
+        ok(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}, "capabilities": {}}),
+    )
+    found = check("initialize-version-higher", [ask_v1, higher], setup(1)[:2])
+    assert found[0].level == Level.WARNING
+
+
 def test_initialize_again():
     """initialize: "This method is called once at the beginning of the connection" (v1
     schema, ClientRequest)."""
