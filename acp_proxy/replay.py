@@ -563,14 +563,15 @@ class ClientReplay:
 
 def _key(value: Any) -> tuple[Any, ...]:
     """What makes two agent frames stand for each other in a window."""
-    if not isinstance(value, dict):
-        return ("other",)
-    if "method" in value:
+    kind = kind_of(value)
+    if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
         params = value.get("params")
         update = params.get("update") if isinstance(params, dict) else None
         variant = update.get("sessionUpdate") if isinstance(update, dict) else None
-        return ("call", "id" in value, value.get("method"), variant)
-    return ("response", id_key(value.get("id")))
+        return ("call", kind is Kind.REQUEST, value["method"], variant)
+    if kind is Kind.RESPONSE:
+        return ("response", id_key(value.get("id")))
+    return ("other",)
 
 
 @dataclass(slots=True)
