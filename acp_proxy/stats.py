@@ -156,13 +156,17 @@ class Stats:
         out += [
             "",
             "prompt turns:",
-            f"  {'session':<20} {'seq':>6} {'first chunk':>12} {'duration':>10}  stop reason",
         ]
+        # As wide as the longest session id (agents use UUIDs), at least 20.
+        width = max([20, *(len(str(turn["session"])) for turn in data["turns"])])
+        out.append(
+            f"  {'session':<{width}} {'seq':>6} {'first chunk':>12} {'duration':>10}  stop reason"
+        )
         for turn in data["turns"]:
             first = "-" if turn["first_chunk"] is None else f"{turn['first_chunk']:.3f}s"
             out.append(
-                f"  {turn['session']:<20} {turn['seq']:>6} {first:>12} {turn['duration']:>9.3f}s  "
-                f"{turn['stop_reason'] or '-'}"
+                f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} "
+                f"{turn['duration']:>9.3f}s  {turn['stop_reason'] or '-'}"
             )
         out += ["", "findings:"]
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]

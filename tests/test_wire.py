@@ -280,3 +280,25 @@ def test_a_notice_is_the_same_thing_with_and_without_a_connection():
     for seq, (value, expected) in enumerate(cases, 1):
         assert is_notice(value) is expected, value
         assert feed(model, "agent", value, seq).is_notice is expected, value
+
+
+def test_stats_columns_fit_long_session_ids(tmp_path):
+    """Agents name sessions with UUIDs: the turns table widens to fit them."""
+    long = "01a22adc-5f81-7ec3-990a-543429406596"
+    idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
+    idle["params"]["sessionId"] = long
+    running = update(sessionUpdate="state_update", state="running")
+    running["params"]["sessionId"] = long
+    frames = [
+        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
+        ("00.100000", "agent", ok(0, protocolVersion=2)),
+        ("00.200000", "client", req(1, "session/prompt", sessionId=long, prompt=[])),
+        ("00.300000", "agent", running),
+        ("00.400000", "agent", ok(1, messageId="m")),
+        ("01.000000", "agent", idle),
+    ]
+    lines = _stats_of(tmp_path / "r.jsonl", frames).lines()
+    header = next(line for line in lines if "stop reason" in line)
+    row = next(line for line in lines if long in line)
+    assert row.index(" 3 ") < header.index("seq") + len("seq") <= row.index(" 3 ") + 3
+    assert header.index("stop reason") == row.index("end_turn")
