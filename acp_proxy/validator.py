@@ -209,14 +209,18 @@ class Validator(V1Rules):
             return False
         session_id = message.session
         session = self._sessions.get(session_id) if session_id is not None else None
-        update = message.params.get("update")
-        if session is None or type(update) is not dict or not self._initialized:
+        update = message.update
+        if (
+            session is None
+            or update is None
+            or message.variant not in MESSAGE_CHUNKS
+            or not self._initialized
+        ):
             return False
         frame = message.frame
         value = frame.value
         if (
-            update.get("sessionUpdate") not in MESSAGE_CHUNKS
-            or value.get("jsonrpc") != "2.0"
+            value.get("jsonrpc") != "2.0"
             or "result" in value
             or "error" in value
             or frame.raw[-1] == 13  # a line ending in \r

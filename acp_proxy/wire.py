@@ -258,6 +258,10 @@ class Message:
     #: A batch: its elements, each classified as a message of its own (their
     #: frames carry the batch's bytes and the element's value).
     elements: tuple[Message, ...] = ()
+    #: A ``session/update`` notification's ``update`` object, and its ``sessionUpdate``
+    #: when that is a string.
+    update: dict[str, Any] | None = None
+    variant: str | None = None
     #: A live-only ``notice`` update: relayed, never stored (see :func:`is_notice`).
     is_notice: bool = False
 
@@ -299,21 +303,6 @@ class Message:
     def messages(self) -> tuple[Message, ...]:
         """The messages the frame carries: a batch's elements, else itself."""
         return self.elements if self.kind is Kind.BATCH else (self,)
-
-    @property
-    def update(self) -> dict[str, Any] | None:
-        """A ``session/update``'s ``update`` object."""
-        if self.method != "session/update" or self.kind is not Kind.NOTIFICATION:
-            return None
-        update = self.params.get("update")
-        return update if isinstance(update, dict) else None
-
-    @property
-    def variant(self) -> str | None:
-        """A ``session/update``'s ``sessionUpdate``, when it is a string."""
-        update = self.update
-        variant = update.get("sessionUpdate") if update is not None else None
-        return variant if isinstance(variant, str) else None
 
     @property
     def result(self) -> dict[str, Any]:
@@ -482,16 +471,19 @@ class WireModel:
             message.turn = current
         update = params.get("update")
         if type(update) is dict:
+            message.update = update
             variant = update.get("sessionUpdate")
-            if variant == "state_update":
-                opened, closed, current = self._state_update(update, session, seq, t)
-                message.turn, message.opened, message.closed = (
-                    opened or closed or current,
-                    opened,
-                    closed,
-                )
-            elif variant == "notice":
-                message.is_notice = True
+            if type(variant) is str:
+                message.variant = variant
+                if variant == "state_update":
+                    opened, closed, current = self._state_update(update, session, seq, t)
+                    message.turn, message.opened, message.closed = (
+                        opened or closed or current,
+                        opened,
+                        closed,
+                    )
+                elif variant == "notice":
+                    message.is_notice = True
         return message
 
     def _call(
@@ -508,8 +500,13 @@ class WireModel:
                 message = NotificationMessage(
                     seq, t, side, frame, method, False, None, params, session
                 )
-                if method == "session/update" and _notice_params(params):
-                    message.is_notice = True  # a notice without a session is one still
+                update = params.get("update")
+                if method == "session/update" and isinstance(update, dict):
+                    # An update without a session is one still (the validator flags it).
+                    message.update = update
+                    variant = update.get("sessionUpdate")
+                    message.variant = variant if isinstance(variant, str) else None
+                    message.is_notice = variant == "notice"
                 return message
             return self._update(side, frame, params, session, seq, t)
         if method == "initialize" and side is Side.CLIENT:
