@@ -172,42 +172,44 @@ class Observer:
         plain_stamp = stamp if stamp is not None else b""  # used only when plain
         seq = self.seq
         wire = None if self._wire_broken else self.wire
-        for frame in frames:
-            seq += 1
-            self.seq = seq
-            # The wire model's view, then the validator's (_classify and _validate, inline:
-            # this is the per-frame path). A failure stops that part for the session.
-            message = None
-            if wire is not None:
-                try:
-                    message = wire.feed(side, frame, seq, t)
-                except Exception as exc:
-                    wire = None
-                    self._wire_failed(exc)
-            findings = _NONE
-            validator = self.validator
-            if message is not None and validator is not None:
-                try:
-                    findings = validator.check(message)
-                except Exception as exc:
-                    self._validator_failed(exc)
-            if (
-                plain
-                and not findings
-                and message is not None
-                and frame.error is None  # JSON
-                and frame.terminated
-                and len(frame.raw) < _WRITE_IN_PIECES
-                and not message.is_notice
-            ):
-                add(plain_frame_record(seq, plain_stamp, frame.raw))
-            else:
-                if batch:
-                    self.recorder.write(*batch)
-                    batch.clear()
-                notices += self._frame(side, frame, message, findings, t)
-        if batch:
-            self.recorder.write(*batch)
+        try:
+            for frame in frames:
+                seq += 1
+                self.seq = seq
+                # The wire model's view, then the validator's (_classify and _validate, inline:
+                # this is the per-frame path). A failure stops that part for the session.
+                message = None
+                if wire is not None:
+                    try:
+                        message = wire.feed(side, frame, seq, t)
+                    except Exception as exc:
+                        wire = None
+                        self._wire_failed(exc)
+                findings = _NONE
+                validator = self.validator
+                if message is not None and validator is not None:
+                    try:
+                        findings = validator.check(message)
+                    except Exception as exc:
+                        self._validator_failed(exc)
+                if (
+                    plain
+                    and not findings
+                    and message is not None
+                    and frame.error is None  # JSON
+                    and frame.terminated
+                    and len(frame.raw) < _WRITE_IN_PIECES
+                    and not message.is_notice
+                ):
+                    add(plain_frame_record(seq, plain_stamp, frame.raw))
+                else:
+                    if batch:
+                        self.recorder.write(*batch)
+                        batch.clear()
+                    notices += self._frame(side, frame, message, findings, t)
+        finally:  # even if observing a frame failed: what was read before it is recorded
+            if batch:
+                self.recorder.write(*batch)
         self.recorder.flush()
         return notices
 

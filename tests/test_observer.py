@@ -117,3 +117,28 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
         expected = frame_record(record.seq, record.t, "client", frame, record.violations)
         assert line + b"\n" == expected
     assert [bool(r.violations) for r in records] == [False, True, True, False, False]
+
+
+def test_frames_read_before_a_failing_one_are_still_recorded(tmp_path, monkeypatch):
+    """Plain records of a read are gathered and written together; if observing a later frame
+    of the same read fails (a bug), the ones before it still reach the transcript."""
+    import acp_proxy.observer
+
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Validator())
+    observer._debug = False  # as under `run` at its default log level: the plain records' way
+    from acp_proxy.transcript import plain_frame_record as real
+
+    def fails_on_b(seq: int, stamp: bytes, raw: bytes) -> bytes:
+        if b"_b" in raw:
+            raise RuntimeError("a bug")
+        return real(seq, stamp, raw)
+
+    monkeypatch.setattr(acp_proxy.observer, "plain_frame_record", fails_on_b)
+    chunk = Framer().feed(b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n')
+    with capture_logs():
+        assert observer.observe("client", chunk) == b""
+    observer.finish(0, "done")
+    records = [orjson.loads(line) for line in (tmp_path / "t.jsonl").read_bytes().split(b"\n")[:-1]]
+    assert [r["msg"]["method"] for r in records if r["kind"] == "frame"] == ["_a"]
