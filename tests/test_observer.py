@@ -101,6 +101,8 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
     recorder = Recorder(tmp_path / "t.jsonl", get_logger())
     recorder.open(["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
+    # Not at debug level (where every frame takes the long way, to be logged), as under `run`.
+    observer._debug = False
     chunk = [
         parse_frame(b'{"jsonrpc":"2.0","method":"_plain","params":{"a":[1, 2]}}'),
         parse_frame(b"not json"),
