@@ -260,6 +260,14 @@ def run(
     "params.update.content.text (repeatable).",
 )
 @click.option(
+    "--ignore-update",
+    "ignore_updates",
+    multiple=True,
+    metavar="VARIANT",
+    help="As the client: leave session/update notifications of this kind out, recorded and "
+    "live, e.g. available_commands_update, which agents send whenever they like (repeatable).",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=30.0,
@@ -280,6 +288,7 @@ def replay(
     match: str,
     session: int,
     ignore: tuple[str, ...],
+    ignore_updates: tuple[str, ...],
     timeout: float,
     record: str | None,
     log_file: str | None,
@@ -322,7 +331,10 @@ def replay(
     if role == "agent":
         fake = AgentReplay(script, match=match, speed=speed)
         sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
-    result = drive_agent(script, list(agent), ignore=ignore, timeout=timeout, record=record)
+    result = drive_agent(
+        script, list(agent), ignore=ignore, timeout=timeout, record=record,
+        skip_updates=ignore_updates,
+    )  # fmt: skip
     if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
         sys.exit(result.proxy_status)
     for line in result.divergences:

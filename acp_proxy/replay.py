@@ -46,7 +46,7 @@ from .framing import Frame, parse_frame, value_spans
 from .offline import annotate, open_recording
 from .rules import shown
 from .transcript import FrameRecord
-from .wire import Kind, Message, Side, id_key, is_notice, kind_of, seconds_between
+from .wire import Kind, Message, Side, id_key, is_notice, kind_of, seconds_between, update_variant
 
 __all__ = [
     "AgentReplay",
@@ -354,6 +354,9 @@ def _summary(value: Any, frame: Frame) -> str:
     if not frame.is_json:
         return f"a line that is not JSON ({_brief(frame.raw[:60].decode(errors='replace'))})"
     kind = kind_of(value)
+    variant = update_variant(value)
+    if variant is not None:
+        return f"{kind} {value['method']} ({variant})"
     if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
         return f"{kind} {value['method']}"
     if kind is Kind.RESPONSE:
@@ -417,9 +420,13 @@ class _Expected:
 class ClientReplay:
     """The recording as a client. Pure: agent lines in, client lines out, divergences kept."""
 
-    def __init__(self, script: Script, ignore: Iterable[str] = ()) -> None:
+    def __init__(
+        self, script: Script, ignore: Iterable[str] = (), skip_updates: Iterable[str] = ()
+    ) -> None:
         self.script = script
         self.ignore = tuple(ignore)
+        #: session/update variants left out, recorded and live (sent whenever agents like).
+        self.skip_updates = frozenset(skip_updates)
         self._next = 0
         self._window: list[_Expected] = []
         #: Recorded agent-created id -> live id.
@@ -447,6 +454,8 @@ class ClientReplay:
         frame = parse_frame(line.rstrip(b"\n"))
         if is_notice(frame.value):
             return []  # live-only: recordings never hold notices, so none is expected
+        if self.skip_updates and update_variant(frame.value) in self.skip_updates:
+            return []
         expected = self._claim(frame)
         if expected is None:
             self.divergences.append(
@@ -539,7 +548,8 @@ class ClientReplay:
             self._next += 1
         window: list[_Expected] = []
         while self._next < len(steps) and steps[self._next].side is Side.AGENT:
-            window.append(_Expected(steps[self._next]))
+            if steps[self._next].message.variant not in self.skip_updates:
+                window.append(_Expected(steps[self._next]))
             self._next += 1
         self._window = window
         return out
@@ -599,11 +609,12 @@ def drive_agent(
     ignore: Iterable[str] = (),
     timeout: float = 30.0,
     record: str | None = None,
+    skip_updates: Iterable[str] = (),
 ) -> ClientResult:
     """Run ``agent`` behind ``acp-proxy run`` and play the recorded client against it."""
     command = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "warning"]
     command += ["--record", record] if record else ["--no-record"]
-    replay = ClientReplay(script, ignore)
+    replay = ClientReplay(script, ignore, skip_updates)
     result = ClientResult(replay.divergences)
     with subprocess.Popen(
         [*command, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ

@@ -58,6 +58,7 @@ __all__ = [
     "is_request_id",
     "kind_of",
     "seconds_between",
+    "update_variant",
 ]
 
 #: Requests waiting for an answer, per connection, before the oldest give way.
@@ -149,19 +150,21 @@ def kind_of(value: Any) -> Kind:
     return Kind.INVALID
 
 
+def update_variant(value: Any) -> str | None:
+    """A ``session/update`` notification's ``sessionUpdate`` (when a string), from a parsed
+    value, without a connection's state: :attr:`Message.variant` for a value."""
+    if kind_of(value) is not Kind.NOTIFICATION or value["method"] != "session/update":
+        return None
+    params = value.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    variant = update.get("sessionUpdate") if isinstance(update, dict) else None
+    return variant if isinstance(variant, str) else None
+
+
 def is_notice(value: Any) -> bool:
     """Whether a parsed message is a live-only ``notice`` update (relayed, never stored,
-    never replayed), without a connection's state: :attr:`Message.is_notice` for a
-    value."""
-    if kind_of(value) is not Kind.NOTIFICATION or value["method"] != "session/update":
-        return False
-    params = value.get("params")
-    return isinstance(params, dict) and _notice_params(params)
-
-
-def _notice_params(params: dict[str, Any]) -> bool:
-    update = params.get("update")
-    return isinstance(update, dict) and update.get("sessionUpdate") == "notice"
+    never replayed): :attr:`Message.is_notice` for a value."""
+    return update_variant(value) == "notice"
 
 
 @dataclass(eq=False, slots=True)

@@ -264,6 +264,47 @@ def test_the_client_replay_maps_ids_the_agent_creates():
     Path(out.name).unlink()
 
 
+def test_the_client_replay_can_leave_out_updates_agents_send_whenever_they_like(tmp_path):
+    """--ignore-update: an update kind agents send at no fixed point (available_commands_update)
+    is left out, recorded and live; without it, its moving costs a divergence."""
+    T = "2026-11-30T10:00:00.000000Z"
+    commands = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"available_commands_update","availableCommands":[]}}}'
+    )
+    answer = b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+    prompt = (
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}'
+    )
+    bye = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'
+    # Recorded: the commands came after the client's next message ...
+    recorded = [("client", prompt), ("agent", answer), ("client", bye), ("agent", commands)]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(
+        b"".join(
+            [start_record(T, ["a"], 1)]
+            + [
+                frame_record(i, T, side, parse_frame(raw))
+                for i, (side, raw) in enumerate(recorded, 1)
+            ]
+        )
+    )
+
+    def play(skip: tuple[str, ...]) -> ClientReplay:
+        replay = ClientReplay(load_script(str(path)), skip_updates=skip)
+        assert replay.start() == [prompt]
+        sent = replay.receive(commands + b"\n")  # ... live, before the prompt's answer
+        sent += replay.receive(answer + b"\n")
+        assert sent == [bye]
+        return replay
+
+    strict = play(())
+    assert strict.divergences and "available_commands_update" in strict.divergences[0]
+    assert not strict.done  # and the recorded one is still awaited
+    skipped = play(("available_commands_update",))
+    assert skipped.divergences == [] and skipped.done
+
+
 def test_difference_and_replace_id():
     """The first differing path leaves _meta and ignored paths out; replacing an id changes
     only the id's bytes."""
