@@ -212,6 +212,25 @@ def prompt_turn(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]
     return got
 
 
+def recorded_turn(agent: list[str], env: dict[str, str], tmp_path: Path) -> Any:
+    """One prompt turn through `acp-proxy run --record`: what the agent sent, and the
+    recording. The turn ends with end_turn, and no finding of it is an error, live or when
+    `validate` reads the recording again (the same findings both ways)."""
+    record = tmp_path / "turn.jsonl"
+    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", *agent], env)
+    assert got[-1]["result"] == {"stopReason": "end_turn"}
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    live = [v for r in records for v in r.get("violations", ())]
+    assert [v for v in live if v["level"] == "error"] == []
+    proc = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    assert proc.returncode == 0, proc.stdout
+    offline = {orjson.loads(line)["rule"] for line in proc.stdout.splitlines()}
+    assert offline == {v["rule"] for v in live}
+    return got, record
+
+
 def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):
     """A whole Claude Code ACP turn (a Read tool call served by fs/read_text_file, then a
     streamed answer) against a stand-in model: no error-level finding, live or offline; and
@@ -219,17 +238,9 @@ def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_mo
     env = agent_env(
         npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
     )
-    record = tmp_path / "turn.jsonl"
     agent = str(npm_bin / "claude-code-acp")
-    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", agent], env)
+    got, record = recorded_turn([agent], env, tmp_path)
     assert any(m.get("method") == "fs/read_text_file" for m in got)
-    assert got[-1]["result"] == {"stopReason": "end_turn"}
-    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
-    assert [v for r in records for v in r.get("violations", ()) if v["level"] == "error"] == []
-    proc = subprocess.run(
-        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
-    )
-    assert proc.returncode == 0, proc.stdout
     replay = subprocess.run(
         [*PROXY, "replay", "--as", "client", "--timeout", "30", str(record), "--", agent],
         capture_output=True, env=env, timeout=120,
@@ -243,17 +254,9 @@ def test_qwen_code_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, t
     env = agent_env(
         npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
     )
-    record = tmp_path / "turn.jsonl"
     agent = [str(npm_bin / "qwen"), "--acp", "--auth-type", "anthropic", "--model", "claude-x"]
-    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", *agent], env)
+    got, _ = recorded_turn(agent, env, tmp_path)
     assert any(m.get("method") == "fs/read_text_file" for m in got)
-    assert got[-1]["result"] == {"stopReason": "end_turn"}
-    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
-    assert [v for r in records for v in r.get("violations", ()) if v["level"] == "error"] == []
-    proc = subprocess.run(
-        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
-    )
-    assert proc.returncode == 0, proc.stdout
 
 
 def test_codex_acp_prompt_turn_with_a_tool_call(npm_bin: Path, tmp_path):
@@ -280,21 +283,9 @@ def test_codex_acp_prompt_turn_with_a_tool_call(npm_bin: Path, tmp_path):
         codex_home.mkdir()
         (codex_home / "config.toml").write_text(config(port))
         env = agent_env(npm_bin, tmp_path, CODEX_HOME=str(codex_home), STAND_IN_KEY="sk-test")
-        record = tmp_path / "turn.jsonl"
-        agent = str(npm_bin / "codex-acp")
         try:
-            got = prompt_turn([*PROXY, "run", "--record", str(record), "--", agent], env)
+            # Not asserted: a tool_call update. Codex ACP reports the command's call in most
+            # runs but not all (it races with the command's end).
+            recorded_turn([str(npm_bin / "codex-acp")], env, tmp_path)
         finally:
             server.terminate()
-    assert got[-1]["result"] == {"stopReason": "end_turn"}
-    # Not asserted: a tool_call update. Codex ACP reports the command's call in most runs but
-    # not all (it races with the command's end).
-    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
-    found = [v for r in records for v in r.get("violations", ())]
-    assert [v for v in found if v["level"] == "error"] == []
-    proc = subprocess.run(
-        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
-    )
-    assert proc.returncode == 0, proc.stdout
-    offline = {orjson.loads(line)["rule"] for line in proc.stdout.splitlines()}
-    assert offline == {v["rule"] for v in found}  # the same findings, live and offline
