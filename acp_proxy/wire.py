@@ -461,13 +461,20 @@ class WireModel:
         return InvalidMessage(seq, t, sender, frame)
 
     def _update(
-        self, side: Side, frame: Frame, params: dict[str, Any], session: str, seq: int, t: str
+        self,
+        side: Side,
+        frame: Frame,
+        params: dict[str, Any],
+        session: str | None,
+        seq: int,
+        t: str,
     ) -> Message:
-        """A session/update notification: the turn it belongs to, opens or closes."""
+        """A session/update notification: its update and variant, the turn it belongs to,
+        opens or closes (none without a session: the validator flags that)."""
         message = NotificationMessage(
             seq, t, side, frame, "session/update", False, None, params, session
         )
-        turns = self._sessions.get(session)
+        turns = self._sessions.get(session) if session is not None else None
         current = turns.current if turns is not None else None
         if current is not None:
             current.updates += 1
@@ -478,7 +485,7 @@ class WireModel:
             variant = update.get("sessionUpdate")
             if type(variant) is str:
                 message.variant = variant
-                if variant == "state_update":
+                if variant == "state_update" and session is not None:
                     opened, closed, current = self._state_update(update, session, seq, t)
                     message.turn, message.opened, message.closed = (
                         opened or closed or current,
@@ -499,19 +506,9 @@ class WireModel:
         has_id = "id" in value
         request_id = value.get("id")
         if not has_id:
-            if method != "session/update" or session is None:
-                message = NotificationMessage(
-                    seq, t, side, frame, method, False, None, params, session
-                )
-                update = params.get("update")
-                if method == "session/update" and isinstance(update, dict):
-                    # An update without a session is one still (the validator flags it).
-                    message.update = update
-                    variant = update.get("sessionUpdate")
-                    message.variant = variant if isinstance(variant, str) else None
-                    message.is_notice = variant == "notice"
-                return message
-            return self._update(side, frame, params, session, seq, t)
+            if method == "session/update":
+                return self._update(side, frame, params, session, seq, t)
+            return NotificationMessage(seq, t, side, frame, method, False, None, params, session)
         if method == "initialize" and side is Side.CLIENT:
             version = params.get("protocolVersion")
             if isinstance(version, int) and not isinstance(version, bool):
