@@ -377,10 +377,13 @@ class Schema:
         self._variants = self._dispatch.get(update_union, ("", {}))[1] if update_union else {}
         self._meta = _meta_of(self.methods.get(("session/update", "Notification")))
 
-    def update_params(self, params: dict[str, Any], update: dict[str, Any]) -> list[Defect] | None:
+    def update_params(
+        self, params: dict[str, Any], update: dict[str, Any], variant: str | None
+    ) -> list[Defect] | None:
         """:attr:`update` for params already known to hold a string ``sessionId`` and an
-        ``update`` object: the same verdict, without walking the envelope again."""
-        branch = self._variants.get(update.get("sessionUpdate"))
+        ``update`` object whose ``sessionUpdate`` is ``variant`` (as the wire model read it):
+        the same verdict, without walking the envelope again."""
+        branch = self._variants.get(variant)
         if branch is None:
             return self.update(params)
         found = branch(update)

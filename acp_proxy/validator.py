@@ -237,7 +237,7 @@ class Validator(V1Rules):
             return False
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
-        defects = schema.update_params(message.params, update)
+        defects = schema.update_params(message.params, update, message.variant)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema.version)
         return True
