@@ -20,11 +20,11 @@ import signal
 import stat
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .framing import Framer, LineSplicer
+from .framing import Frame, Framer, LineSplicer
 from .observer import Observer
 
 __all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay"]
@@ -386,7 +386,13 @@ class _Pump:
             self.feed.stop()
             if self.draining is not None:
                 self.draining.cancel()
-            self.observer.observe(self.side, self.framer.feed(b""))
+            self.observe(b"")
+
+    def observe(self, data: bytes) -> bytes:
+        """Frame and observe a chunk (``b""``: the end). The framing runs inside the
+        observer's guard, as a generator it iterates: a framer bug stops observation,
+        logged once, never the relay."""
+        return self.observer.observe(self.side, _framed(self.framer, data))
 
     def on_data(self, data: bytes) -> None:
         if self.ended.done():
@@ -405,10 +411,10 @@ class _Pump:
         try:
             self.sink.write(data)
         except (ConnectionError, OSError):
-            self.observer.observe(self.side, self.framer.feed(data))
+            self.observe(data)
             self.end("broken")
             return
-        self.to_client(self.observer.observe(self.side, self.framer.feed(data)))
+        self.to_client(self.observe(data))
         if self.sink.backlogged:  # the other side is slower: read again once it caught up
             self.feed.pause()
             self.draining = asyncio.create_task(self.drained())
@@ -426,6 +432,10 @@ class _Pump:
         self.feed.stop()
         if not self.ended.done():
             self.ended.set_result(how)
+
+
+def _framed(framer: Framer, data: bytes) -> Iterator[Frame]:
+    yield from framer.feed(data)
 
 
 async def _pump(

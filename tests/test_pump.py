@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from structlog.testing import capture_logs
 
 from acp_proxy.log import get_logger
 from acp_proxy.observer import Observer
@@ -137,5 +138,40 @@ def test_a_bug_in_the_callback_reaches_the_relay_instead_of_hanging_it():
             await asyncio.wait_for(pump, timeout=5)
         feed.give(b"more\n")  # a late callback after the end is ignored
         assert "stop" in feed.events
+
+    asyncio.run(scenario())
+
+
+def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
+    """Framing is observation: if it fails, the failure is logged once and the bytes keep
+    going on, to the end of the stream."""
+    import acp_proxy.relay
+    from acp_proxy.framing import Framer
+
+    class BrokenFramer(Framer):
+        def feed(self, data: bytes) -> list:
+            if b"boom" in data:
+                raise RuntimeError("framer bug")
+            return super().feed(data)
+
+    monkeypatch.setattr(acp_proxy.relay, "Framer", BrokenFramer)
+
+    async def scenario() -> None:
+        feed, sink, watcher = Feed(), Sink(), observer()
+        pump = start(feed, sink, watcher)
+        await settle()
+        with capture_logs() as logs:
+            feed.give(b'{"jsonrpc":"2.0","method":"_a"}\n')
+            feed.give(b"boom\n")
+            feed.give(b'{"jsonrpc":"2.0","method":"_b"}\n')
+            feed.give(b"")
+            assert await asyncio.wait_for(pump, timeout=5) == "eof"
+        assert sink.written == [
+            b'{"jsonrpc":"2.0","method":"_a"}\n',
+            b"boom\n",
+            b'{"jsonrpc":"2.0","method":"_b"}\n',
+        ]
+        assert watcher.seq == 1  # observed until the bug, then no more
+        assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
 
     asyncio.run(scenario())
