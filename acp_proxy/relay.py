@@ -64,10 +64,6 @@ class RelayResult:
         return self.returncode
 
 
-class _Source(Protocol):
-    async def read(self) -> bytes: ...
-
-
 class _Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 
@@ -92,12 +88,12 @@ class _Feed(Protocol):
     def stop(self) -> None: ...
 
 
-class _TaskFeed:
-    """A :class:`_Feed` for a source that can only be awaited (a regular file or a
-    device on stdin): a task reads and hands over each chunk."""
+class _ThreadFeed:
+    """A :class:`_Feed` for a regular file or a device on stdin, which the event loop
+    cannot poll: a task reads each chunk in a worker thread and hands it over."""
 
-    def __init__(self, source: _Source) -> None:
-        self._source = source
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._running = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -109,7 +105,8 @@ class _TaskFeed:
         while True:
             await self._running.wait()
             try:
-                data = await self._source.read()
+                loop = asyncio.get_running_loop()
+                data = await loop.run_in_executor(None, os.read, self._fd, CHUNK)
             except (ConnectionError, OSError):
                 data = b""
             on_data(data)
@@ -125,16 +122,6 @@ class _TaskFeed:
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-
-
-class _ThreadSource:
-    """For a regular file or a device on stdin, which the event loop cannot poll."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    async def read(self) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(None, os.read, self._fd, CHUNK)
 
 
 class _FileSink:
@@ -164,36 +151,16 @@ def _ignore(data: bytes) -> None:
     return None
 
 
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class _FdSource:
-    """A pipe read with ``os.read`` on a non-blocking descriptor: no buffering layer, no
-    copy, and no trip through the event loop while data is waiting."""
+    """A pipe read with ``os.read`` on a non-blocking descriptor, as a :class:`_Feed`: no
+    buffering layer, no copy. While it runs, the descriptor stays registered with the
+    loop, and each time it is readable one chunk goes to the callback at once."""
 
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
         self._loop = asyncio.get_running_loop()
         self._on_data: Callable[[bytes], None] = _ignore
-
-    async def read(self) -> bytes:
-        while True:
-            try:
-                return os.read(self._fd, CHUNK)
-            except BlockingIOError:
-                pass
-            waiter = self._loop.create_future()
-            self._loop.add_reader(self._fd, _wake, waiter)
-            try:
-                await waiter
-            finally:
-                self._loop.remove_reader(self._fd)
-
-    # As a _Feed: the descriptor stays registered with the loop while it runs, and
-    # each time it is readable one chunk goes to the callback at once.
 
     def start(self, on_data: Callable[[bytes], None]) -> None:
         self._on_data = on_data
@@ -343,9 +310,9 @@ class _ClientSink:
         self._sink.close()
 
 
-async def _open_source(fd: int) -> _FdSource | _TaskFeed:
+async def _open_source(fd: int) -> _FdSource | _ThreadFeed:
     if not _pollable(fd):
-        return _TaskFeed(_ThreadSource(fd))
+        return _ThreadFeed(fd)
     return _FdSource(os.dup(fd))
 
 
@@ -462,26 +429,42 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-async def _pass_stderr(source: _Source, observer: Observer) -> None:
-    """The agent's stderr: to ours, byte for byte and at once, and to the transcript."""
+async def _consume(feed: _Feed, on_data: Callable[[bytes], None]) -> None:
+    """Read a feed to its end, handing each chunk to ``on_data``."""
+    ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def take(data: bytes) -> None:
+        if data:
+            on_data(data)
+        elif not ended.done():
+            ended.set_result(None)
+
+    feed.start(take)
     try:
-        while data := await source.read():
-            view = memoryview(data)
-            with contextlib.suppress(OSError):
-                while view:
-                    view = view[os.write(2, view) :]
-            observer.stderr(data)
-    except (ConnectionError, OSError):
-        pass
+        await ended
+    finally:
+        feed.stop()
+
+
+async def _pass_stderr(feed: _Feed, observer: Observer) -> None:
+    """The agent's stderr: to ours, byte for byte and at once, and to the transcript."""
+
+    def passed(data: bytes) -> None:
+        view = memoryview(data)
+        with contextlib.suppress(OSError):
+            while view:
+                view = view[os.write(2, view) :]
+        observer.stderr(data)
+
+    try:
+        await _consume(feed, passed)
     finally:
         observer.stderr(b"")
 
 
-async def _discard(source: _Source) -> None:
-    """Read a source to its end, dropping what it says."""
-    with contextlib.suppress(ConnectionError, OSError):
-        while await source.read():
-            pass
+async def _discard(feed: _Feed) -> None:
+    """Read a feed to its end, dropping what it says."""
+    await _consume(feed, _ignore)
 
 
 #: Seconds between looks at whether the agent has exited.
