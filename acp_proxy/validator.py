@@ -54,10 +54,14 @@ from .protocol import (
 )
 from .rules import RULES, SCHEMA_OVERLAP, Scope, shown
 from .schema import Checker, Defect, Schema, schema_for
+from .template import TextTemplates
 from .validator_v1 import V1Rules, _V1State
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
+
+#: Where a streamed chunk's text is.
+_TEXT = ("params", "update", "content", "text")
 
 #: Enum members looked up once (reading one off its class costs ~80 ns, per frame).
 _NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
@@ -167,6 +171,8 @@ class Validator(V1Rules):
         self._schema: Schema | None = None
         self._schema_key: int | None = None
         self._v1 = _V1State()
+        #: Streamed chunks already checked, to know the next ones by their bytes.
+        self._templates = TextTemplates()
 
     # --- entry points -------------------------------------------------------
 
@@ -227,19 +233,31 @@ class Validator(V1Rules):
         ):
             return False
         version = self.wire.negotiated
-        if version == 2:
-            self._session_id = session_id
-            self._message_update(message, session, update)
-        elif version == 1:
-            self._session_id = session_id
-            self._v1_update(message, update)
-        else:
+        if version not in (1, 2):
             return False
+        self._session_id = session_id
+        variant = message.variant
+        if self._templates.match(frame.raw, session_id, variant, version):
+            # A checked, clean frame but for its text: what looks at the shape (the schema,
+            # the shape rules) says the same again; only what follows state runs.
+            if version == 1:
+                self._v1_update(message, update)
+            elif variant == "user_message_chunk":
+                self._user_message_seen(session, update["messageId"])
+            return True
+        shaped = len(self._found)
+        if version == 2:
+            self._message_update(message, session, update)
+        else:
+            self._v1_update(message, update)
+            shaped = -1  # the v1 rules follow state only: they say nothing of the shape
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
-        defects = schema.update_params(message.params, update, message.variant)
+        defects = schema.update_params(message.params, update, variant)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema.version)
+        elif shaped < 0 or len(self._found) == shaped:
+            self._templates.learn(frame.raw, value, _TEXT, session_id, variant, version)
         return True
 
     def end(self) -> list[Violation]:
@@ -909,9 +927,12 @@ class Validator(V1Rules):
             and isinstance(message_id, str)
             and variant in ("user_message", "user_message_chunk")
         ):
-            session.owed_user_messages.pop(message_id, None)
-            if message_id not in session.user_messages:
-                session.user_messages.append(message_id)
+            self._user_message_seen(session, message_id)
+
+    def _user_message_seen(self, session: _Session, message_id: str) -> None:
+        session.owed_user_messages.pop(message_id, None)
+        if message_id not in session.user_messages:
+            session.user_messages.append(message_id)
 
     def _tool_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]

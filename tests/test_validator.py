@@ -1280,3 +1280,41 @@ def test_schema_findings_do_not_repeat_hand_written_rules():
     assert rules([*setup(), usage]) == ["usage-fields", "usage-fields"]
     error = (A, {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}})
     assert rules([(C, req(1, "_x")), error]) == ["invalid-error-object"]
+
+
+CHUNK_TEXTS = st.text(alphabet=st.sampled_from('ab "\\\n😀'), max_size=6)
+
+
+@st.composite
+def chunk_frames(draw: st.DrawFn) -> bytes:
+    """A streamed chunk's bytes: mostly the same shape, sometimes another message, variant
+    or member, or a defect, and the text's place sometimes holding structure."""
+    text = draw(CHUNK_TEXTS)
+    message_id = draw(st.sampled_from([b'"m"', b'"m"', b'"m"', b'"n"', b"7"]))
+    variant = draw(st.sampled_from([b"agent_message_chunk"] * 3 + [b"agent_thought_chunk"]))
+    literal = orjson.dumps(text)
+    literal = draw(
+        st.sampled_from([literal] * 6 + [b'"x","type":"image"', b'"x","type":5', b'"x\\u0041"'])
+    )
+    extra = draw(st.sampled_from([b""] * 4 + [b',"annotations":{"priority":"high"}']))
+    return (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
+        + b'","update":{"sessionUpdate":"' + variant + b'","messageId":' + message_id
+        + b',"content":{"type":"text","text":' + literal + extra + b"}}}}"
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([1, 2]), st.lists(chunk_frames(), min_size=1, max_size=12))
+def test_chunks_known_by_their_bytes_are_found_what_the_long_way_finds(
+    version: int, chunks: list[bytes]
+) -> None:
+    """The short way knows a chunk that is a checked one around another text by its bytes
+    (acp_proxy.template) and skips the shape checks; `findings` compares every finding with
+    the long way's, which checks each frame in full."""
+    frames: Frames = [*setup(version), prompt()]
+    if version == 2:
+        frames += [state("running"), user_message()]
+    frames += [(A, raw) for raw in chunks]
+    found = findings(frames, end=False)
+    assert all(f.seq is not None and f.seq > len(frames) - len(chunks) for f in found)

@@ -1,0 +1,155 @@
+"""Recognise a frame that differs from an already checked one only in one text string.
+
+A streamed turn is thousands of frames such as::
+
+    {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":
+    {"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"…"}}}}
+
+that are byte for byte the same but for the text. Whatever looks only at the shape of
+such a frame (the schema, the shape rules) says the same of all of them, so the
+validator checks the first one fully and, for the others, only that they really are
+the same frame around another text. That test is a few byte comparisons:
+
+- a *template* is the checked frame's bytes cut around the literal of its text string:
+  ``prefix`` (up to and including the opening quote) and ``suffix`` (from the closing
+  quote on);
+- a frame matches when it starts with ``prefix``, ends with ``suffix``, and what lies
+  between is a whole JSON string body (no quote or backslash in it, or else a body that
+  parses on its own as a string);
+- the frame parsed as JSON (the caller only asks for frames that did), so the parser
+  leaves ``prefix`` inside that string, reads the body as its characters and is back
+  where the checked frame had it at ``suffix``: the two values differ in that one string
+  and nowhere else.
+
+A template is only made after a proof: the checked frame with a marker put in place of
+the text parses to the same value with the marker as the text. So a text whose bytes
+also occur elsewhere in the frame, a duplicate key, or a peer that escapes a text
+differently from orjson never yields a wrong template; it yields none.
+
+Pure code: bytes in, booleans out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+__all__ = ["TextTemplates"]
+
+#: What stands in for the text when a template is proved.
+_MARK = "acp-proxy:template-mark"
+_MARK_LITERAL = orjson.dumps(_MARK)[1:-1]
+
+#: Slots kept at most (a slot per session and kind of update: enough for any real
+#: connection; cleared past this, so a peer inventing sessions cannot grow it).
+_SLOTS = 256
+
+#: Places tried for a text whose bytes stand more than once in its frame.
+_TRIES = 4
+
+#: When nothing matched a slot since its last try, it tries again only on every this
+#: many frames (a peer whose frames never repeat their shape pays the proof only now
+#: and then).
+_BACKOFF = 16
+
+
+class _Slot:
+    __slots__ = ("hits", "pause", "prefix", "suffix")
+
+    def __init__(self) -> None:
+        self.prefix = b""
+        self.suffix = b""
+        self.hits = 0
+        self.pause = 0
+
+
+class TextTemplates:
+    """Templates of checked frames, a slot per key (the caller's choice of key: frames
+    under one key tend to share their shape). A frame is tried against the template
+    that matched last before its own key's: a match proves the same whatever the key."""
+
+    __slots__ = ("_last", "_slots")
+
+    def __init__(self) -> None:
+        self._slots: dict[Any, _Slot] = {}
+        self._last: _Slot | None = None
+
+    def match(self, raw: bytes, *key: Any) -> bool:
+        """Whether ``raw`` (a frame that parsed as JSON) is a template around another
+        text: the one that matched last, or that of ``key``."""
+        slot = self._last
+        if slot is None or not _fits(slot, raw):
+            slot = self._slots.get(key)
+            if slot is None or not _fits(slot, raw):
+                return False
+            self._last = slot
+        slot.hits += 1
+        return True
+
+    def learn(self, raw: bytes, value: Any, path: tuple[str, ...], *key: Any) -> None:
+        """Make ``raw`` (parsed: ``value``, checked and found clean) the template of
+        ``key``, its text being the string at ``path``; only if that can be proved."""
+        slot = self._slots.get(key)
+        if slot is None:
+            if len(self._slots) >= _SLOTS:
+                self._slots.clear()
+                self._last = None
+            slot = self._slots[key] = _Slot()
+        elif not slot.hits:
+            # Nothing matched since the last try: this key's frames do not repeat.
+            slot.pause += 1
+            if slot.pause < _BACKOFF:
+                return
+        slot.prefix, slot.suffix, slot.hits, slot.pause = b"", b"", 0, 0
+        text = _at(value, path)
+        if type(text) is not str:
+            return
+        literal = orjson.dumps(text)
+        end = len(raw)
+        for _ in range(_TRIES):  # the text's bytes may stand elsewhere too: from the end
+            at = raw.rfind(literal, 0, end)
+            if at < 0:  # (not at all: the peer escapes differently from orjson)
+                return
+            end = at + len(literal) - 1
+            prefix, suffix = bytes(raw[: at + 1]), bytes(raw[end:])
+            try:
+                probe = orjson.loads(prefix + _MARK_LITERAL + suffix)
+            except orjson.JSONDecodeError:
+                continue
+            if _at(probe, path) == _MARK:
+                _put(probe, path, text)
+                if probe == value:
+                    slot.prefix, slot.suffix = prefix, suffix
+                    return
+
+
+def _fits(slot: _Slot, raw: bytes) -> bool:
+    """Whether ``raw`` is the slot's prefix, a whole string body, then its suffix."""
+    prefix = slot.prefix
+    start, end = len(prefix), len(raw) - len(slot.suffix)
+    if end < start or not prefix or not raw.startswith(prefix) or not raw.endswith(slot.suffix):
+        return False
+    # No quote before the suffix's, and no backslash that could escape that quote: the
+    # body is the string's characters (the frame parsed, so its escapes are whole).
+    if raw.find(b'"', start) == end and raw[end - 1] != 0x5C:
+        return True
+    try:  # quotes (escaped) or a backslash at the end: a whole body only if it parses
+        orjson.loads(b'"' + raw[start:end] + b'"')
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _at(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if type(value) is not dict:
+            return None
+        value = value.get(key)
+    return value
+
+
+def _put(value: Any, path: tuple[str, ...], item: Any) -> None:
+    for key in path[:-1]:
+        value = value[key]
+    value[path[-1]] = item

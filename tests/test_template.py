@@ -1,0 +1,138 @@
+"""Templates of streamed chunks: a frame is only ever taken for a checked one around
+another text when it is exactly that (soundness), and a plain next chunk always is."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from acp_proxy.template import TextTemplates
+
+TEXT = ("params", "update", "content", "text")
+KEY = ("s", "agent_message_chunk", 2)
+
+
+def chunk(text: str, message_id: str = "m", after: bytes = b"", order: int = 0) -> bytes:
+    """A chunk's bytes, its text written by orjson; ``after``: members after the text."""
+    literal = orjson.dumps(text)
+    content = (
+        b'{"type":"text","text":' + literal + after + b"}"
+        if order == 0
+        else b'{"text":' + literal + after + b',"type":"text"}'
+    )
+    return (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","messageId":'
+        + orjson.dumps(message_id)
+        + b',"content":'
+        + content
+        + b"}}}"
+    )
+
+
+def learned(raw: bytes) -> TextTemplates:
+    templates = TextTemplates()
+    templates.learn(raw, orjson.loads(raw), TEXT, *KEY)
+    return templates
+
+
+def with_text(value: Any, text: Any) -> Any:
+    value = copy.deepcopy(value)
+    value["params"]["update"]["content"]["text"] = text
+    return value
+
+
+def test_the_next_chunk_of_a_stream_matches_whatever_its_text() -> None:
+    templates = learned(chunk("Hello"))
+    for text in ["", " world", 'say "hi"', "a\\", "\\", "line\nbreak", "é ✓ 😀", '\\"', "}}}"]:
+        assert templates.match(chunk(text), *KEY), text
+
+
+def test_a_different_shape_does_not_match() -> None:
+    templates = learned(chunk("Hello"))
+    assert not templates.match(chunk("Hello", message_id="other"), *KEY)
+    assert not templates.match(chunk("Hello", after=b',"annotations":null'), *KEY)
+    assert not templates.match(chunk("Hello", order=1), *KEY)
+    # the text's place made to hold structure: a content of another type
+    prefix = chunk("")[: chunk("").rindex(b'""') + 1]
+    injected = prefix + b'x","type":"image' + b'"}}}}'
+    assert orjson.loads(injected)["params"]["update"]["content"]["type"] == "image"
+    assert not templates.match(injected, *KEY)
+    # a backslash that would escape the closing quote
+    assert not templates.match(prefix + b'x\\"}}}}', *KEY)
+
+
+def test_the_template_is_cut_around_the_text_the_value_holds_or_not_made() -> None:
+    # written with an escape orjson does not use: not found, no template
+    raw = chunk("A").replace(b'"text":"A"', b'"text":"\\u0041"')
+    assert orjson.loads(raw)["params"]["update"]["content"]["text"] == "A"
+    assert not learned(raw).match(chunk("B"), *KEY)
+    # the text's bytes also stand later in the frame, as another member: that place fails
+    # the proof, the text's own is found next
+    raw = chunk("m", after=b',"x":"m"')
+    assert learned(raw).match(chunk("n", after=b',"x":"m"'), *KEY)
+    assert not learned(raw).match(chunk("m", after=b',"x":"n"'), *KEY)
+    # a duplicate key: the template is cut around the text the value holds (the last)
+    raw = chunk("a", after=b',"text":"b"')
+    assert orjson.loads(raw)["params"]["update"]["content"]["text"] == "b"
+    assert learned(raw).match(chunk("a", after=b',"text":"c"'), *KEY)
+    assert not learned(raw).match(chunk("z", after=b',"text":"b"'), *KEY)
+    # the text's bytes end an escaped quote further on: the next place from the end is tried
+    raw = chunk("", after=b',"_meta":{"k":"\\""}')
+    assert orjson.loads(raw)["params"]["update"]["content"]["_meta"] == {"k": '"'}
+    assert learned(raw).match(chunk("more", after=b',"_meta":{"k":"\\""}'), *KEY)
+
+
+def test_a_key_learns_again_after_a_miss_and_pauses_when_nothing_repeats() -> None:
+    templates = learned(chunk("a"))
+    assert templates.match(chunk("b"), *KEY)
+    # the next message: its first chunk misses, is learned, the next one matches
+    assert not templates.match(chunk("c", message_id="m2"), *KEY)
+    second = chunk("c", message_id="m2")
+    templates.learn(second, orjson.loads(second), TEXT, *KEY)
+    assert templates.match(chunk("d", message_id="m2"), *KEY)
+    # frames that never repeat: after a try that nothing matched, the next 15 are skipped
+    for n in range(3, 19):
+        raw = chunk("x", message_id=f"m{n}")
+        assert not templates.match(raw, *KEY)
+        templates.learn(raw, orjson.loads(raw), TEXT, *KEY)
+    assert not templates.match(chunk("y", message_id="m18"), *KEY)  # m4..m18 skipped
+    raw = chunk("x", message_id="m19")
+    templates.learn(raw, orjson.loads(raw), TEXT, *KEY)  # the 16th: tried
+    assert templates.match(chunk("z", message_id="m19"), *KEY)
+
+
+TEXTS = st.text(alphabet=st.sampled_from('ab "\\/\n\t\x01é😀}{,:'), max_size=12)
+NOISE = st.lists(st.sampled_from(['"', "\\", ",", ":", "{", "}", "x", "u", "0", "n", "é"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS, TEXTS, NOISE, st.integers(0, 1), st.sampled_from([b"", b',"_meta":{"k":"\\""}']))
+@example("Hello", "", ["x", '"', ",", '"', "x", '"', ":", '"', "x"], 0, b"")
+@example("Hello", "", ["\\"], 0, b"")
+def test_a_match_is_the_template_with_another_text_and_a_plain_next_chunk_matches(
+    first: str, second: str, noise: list[str], order: int, after: bytes
+) -> None:
+    raw = chunk(first, after=after, order=order)
+    value = orjson.loads(raw)
+    templates = learned(raw)
+    # completeness: the same frame with another text, as orjson writes it
+    literal = orjson.dumps(first)
+    if raw.count(literal) == 1:
+        assert templates.match(chunk(second, after=after, order=order), *KEY)
+    # soundness: any bytes between prefix and suffix that make a frame, if taken, differ
+    # from the template in the text only
+    at = raw.rindex(literal)
+    candidate = raw[: at + 1] + "".join(noise).encode() + raw[at + len(literal) - 1 :]
+    try:
+        parsed = orjson.loads(candidate)
+    except orjson.JSONDecodeError:
+        return  # the caller only asks about frames that parsed
+    if templates.match(candidate, *KEY):
+        text = parsed["params"]["update"]["content"]["text"]
+        assert isinstance(text, str)
+        assert parsed == with_text(value, text)
