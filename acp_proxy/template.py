@@ -55,9 +55,10 @@ _BACKOFF = 16
 
 
 class _Slot:
-    __slots__ = ("hits", "pause", "prefix", "suffix")
+    __slots__ = ("hits", "key", "pause", "prefix", "suffix")
 
-    def __init__(self) -> None:
+    def __init__(self, key: Any) -> None:
+        self.key = key
         self.prefix = b""
         self.suffix = b""
         self.hits = 0
@@ -66,8 +67,9 @@ class _Slot:
 
 class TextTemplates:
     """Templates of checked frames, a slot per key (the caller's choice of key: frames
-    under one key tend to share their shape). A frame is tried against the template
-    that matched last before its own key's: a match proves the same whatever the key."""
+    under one key tend to share their shape; the key of a template also says what the
+    bytes do not, as the version they were checked against). The template that matched
+    last is tried first, before anything is known of a frame but its bytes."""
 
     __slots__ = ("_last", "_slots")
 
@@ -75,15 +77,22 @@ class TextTemplates:
         self._slots: dict[Any, _Slot] = {}
         self._last: _Slot | None = None
 
-    def match(self, raw: bytes, *key: Any) -> bool:
-        """Whether ``raw`` (a frame that parsed as JSON) is a template around another
-        text: the one that matched last, or that of ``key``."""
+    def known(self, raw: bytes) -> Any:
+        """The key of the template that matched last, if ``raw`` (a frame that parsed as
+        JSON) is that template around another text; else None."""
         slot = self._last
+        if slot is not None and _fits(slot, raw):
+            slot.hits += 1
+            return slot.key
+        return None
+
+    def match(self, raw: bytes, *key: Any) -> bool:
+        """Whether ``raw`` (a frame that parsed as JSON) is the template of ``key`` around
+        another text."""
+        slot = self._slots.get(key)
         if slot is None or not _fits(slot, raw):
-            slot = self._slots.get(key)
-            if slot is None or not _fits(slot, raw):
-                return False
-            self._last = slot
+            return False
+        self._last = slot
         slot.hits += 1
         return True
 
@@ -95,7 +104,7 @@ class TextTemplates:
             if len(self._slots) >= _SLOTS:
                 self._slots.clear()
                 self._last = None
-            slot = self._slots[key] = _Slot()
+            slot = self._slots[key] = _Slot(key)
         elif not slot.hits:
             # Nothing matched since the last try: this key's frames do not repeat.
             slot.pause += 1

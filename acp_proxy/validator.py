@@ -211,17 +211,19 @@ class Validator(V1Rules):
         """The common case, in a few look-ups: a message chunk the agent streams in a
         session it created, once initialized. Only the rules that can fire on it run
         (exactly what the long way would run); False if the frame is anything else."""
-        if message.kind is not _NOTIFICATION or message.side is not _AGENT:
+        if message.side is not _AGENT or not self._initialized:
+            return False
+        known = self._templates.known(message.frame.raw)
+        if known is not None:
+            session_id, variant, version = known
+            if self._known_chunk(message, session_id, variant, version):
+                return True
+        if message.kind is not _NOTIFICATION:
             return False
         session_id = message.session
         session = self._sessions.get(session_id) if session_id is not None else None
         update = message.update
-        if (
-            session is None
-            or update is None
-            or message.variant not in MESSAGE_CHUNKS
-            or not self._initialized
-        ):
+        if session is None or update is None or message.variant not in MESSAGE_CHUNKS:
             return False
         frame = message.frame
         value = frame.value
@@ -238,13 +240,15 @@ class Validator(V1Rules):
         self._session_id = session_id
         variant = message.variant
         if self._templates.match(frame.raw, session_id, variant, version):
-            # A checked, clean frame but for its text: what looks at the shape (the schema,
-            # the shape rules) says the same again; only what follows state runs.
-            if version == 1:
-                self._v1_update(message, update)
-            elif variant == "user_message_chunk":
-                self._user_message_seen(session, update["messageId"])
-            return True
+            return self._known_chunk(message, session_id, variant, version)
+        self._new_chunk(message, session, update, version)
+        return True
+
+    def _new_chunk(
+        self, message: Message, session: _Session, update: dict[str, Any], version: int
+    ) -> None:
+        """A chunk no template knows: every rule that can fire on it; if its shape is
+        clean, it becomes the template of its session's variant."""
         shaped = len(self._found)
         if version == 2:
             self._message_update(message, session, update)
@@ -253,11 +257,30 @@ class Validator(V1Rules):
             shaped = -1  # the v1 rules follow state only: they say nothing of the shape
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
+        variant = message.variant
         defects = schema.update_params(message.params, update, variant)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema.version)
         elif shaped < 0 or len(self._found) == shaped:
-            self._templates.learn(frame.raw, value, _TEXT, session_id, variant, version)
+            key = (session.id, variant, version)
+            self._templates.learn(message.frame.raw, message.frame.value, _TEXT, *key)
+
+    def _known_chunk(
+        self, message: Message, session_id: Any, variant: str | None, version: int | None
+    ) -> bool:
+        """A chunk that is a checked, clean one of ``session_id`` but for its text (the same
+        envelope, variant and message, :mod:`acp_proxy.template`): what looks at the shape
+        (the schema, the shape rules, the envelope's) would say the same again, so only
+        what follows state runs. False if the session is gone or the version changed."""
+        session = self._sessions.get(session_id)
+        update = message.update
+        if session is None or update is None or version != self.wire.negotiated:
+            return False
+        self._session_id = session_id
+        if version == 1:
+            self._v1_update(message, update)
+        elif variant == "user_message_chunk":
+            self._user_message_seen(session, update["messageId"])
         return True
 
     def end(self) -> list[Violation]:
