@@ -171,12 +171,14 @@ class Observer:
         batch: list[bytes] = []
         add = batch.append
         plain_stamp = stamp if stamp is not None else b""  # used only when plain
+        # Not recording, not debugging: a frame with nothing to log needs nothing more.
+        idle = not self.recorder.active and not self._debug
         seq = self.seq
         wire = None if self._wire_broken else self.wire
+        validator = self.validator
         try:
             for frame in frames:
                 seq += 1
-                self.seq = seq
                 # The wire model's view, then the validator's (_classify and _validate, inline:
                 # this is the per-frame path). A failure stops that part for the session.
                 message = None
@@ -184,31 +186,33 @@ class Observer:
                     try:
                         message = wire.feed(side, frame, seq, t)
                     except Exception as exc:
-                        wire = None
+                        wire = validator = None
                         self._wire_failed(exc)
                 findings = _NONE
-                validator = self.validator
                 if message is not None and validator is not None:
                     try:
                         findings = validator.check(message)
                     except Exception as exc:
+                        validator = None
                         self._validator_failed(exc)
-                if (
-                    plain
-                    and not findings
-                    and message is not None
-                    and frame.error is None  # JSON
-                    and frame.terminated
-                    and len(frame.raw) < _WRITE_IN_PIECES
-                    and not message.is_notice
-                ):
-                    add(plain_frame_record(seq, plain_stamp, frame.raw))
-                else:
-                    if batch:
-                        self.recorder.write(b"".join(batch))
-                        batch.clear()
-                    notices += self._frame(side, frame, message, findings, t)
+                if not findings and (message is None or not message.is_notice):
+                    if (
+                        plain
+                        and frame.error is None  # JSON
+                        and frame.terminated
+                        and len(frame.raw) < _WRITE_IN_PIECES
+                    ):
+                        add(plain_frame_record(seq, plain_stamp, frame.raw))
+                        continue
+                    if idle:
+                        continue
+                self.seq = seq
+                if batch:
+                    self.recorder.write(b"".join(batch))
+                    batch.clear()
+                notices += self._frame(side, frame, message, findings, t)
         finally:  # even if observing a frame failed: what was read before it is recorded
+            self.seq = seq
             if batch:
                 self.recorder.write(b"".join(batch))
         self.recorder.flush()
