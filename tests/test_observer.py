@@ -144,3 +144,28 @@ def test_frames_read_before_a_failing_one_are_still_recorded(tmp_path, monkeypat
     observer.finish(0, "done")
     records = [orjson.loads(line) for line in (tmp_path / "t.jsonl").read_bytes().split(b"\n")[:-1]]
     assert [r["msg"]["method"] for r in records if r["kind"] == "frame"] == ["_a"]
+
+
+def test_not_recording_findings_and_notices_are_still_logged():
+    """With --no-record at the default log level, a frame with nothing to log is passed over
+    at once; one with a finding, or a notice, is still logged, with its seq."""
+    observer = Observer(Recorder(None, get_logger()), get_logger(), Validator())
+    observer._debug = False  # as under `run` at its default log level
+    notice = {"sessionUpdate": "notice", "severity": "info", "title": "hello"}
+    chunk = frames(
+        {"jsonrpc": "2.0", "method": "_plain"},
+        {"jsonrpc": "1.0", "method": "_finding"},
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s", "update": notice},
+        },
+        {"jsonrpc": "2.0", "method": "_plain_again"},
+    )
+    with capture_logs() as logs:
+        observer.observe("agent", chunk)
+    assert [(entry["event"], entry.get("seq")) for entry in logs if entry["event"] == "notice"] == [
+        ("notice", 3)
+    ]
+    assert [entry["seq"] for entry in logs if entry.get("rule") == "jsonrpc-version"] == [2]
+    assert observer.seq == 4
