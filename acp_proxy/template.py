@@ -45,6 +45,10 @@ _MARK_LITERAL = orjson.dumps(_MARK)[1:-1]
 #: connection; cleared past this, so a peer inventing sessions cannot grow it).
 _SLOTS = 256
 
+#: Frames longer than this are never made templates (streamed chunks are far smaller; a
+#: proof costs a copy of the frame or two).
+_LEARN_MAX = 1 << 16
+
 #: Places tried for a text whose bytes stand more than once in its frame.
 _TRIES = 4
 
@@ -99,6 +103,8 @@ class TextTemplates:
     def learn(self, raw: bytes, value: Any, path: tuple[str, ...], *key: Any) -> None:
         """Make ``raw`` (parsed: ``value``, checked and found clean) the template of
         ``key``, its text being the string at ``path``; only if that can be proved."""
+        if len(raw) > _LEARN_MAX:  # the proof copies the frame: never for a big one
+            return
         slot = self._slots.get(key)
         if slot is None:
             if len(self._slots) >= _SLOTS:

@@ -87,6 +87,12 @@ def test_the_template_is_cut_around_the_text_the_value_holds_or_not_made() -> No
     assert learned(raw).match(chunk("more", after=b',"_meta":{"k":"\\""}'), *KEY)
 
 
+def test_a_big_frame_is_never_made_a_template() -> None:
+    """The proof copies the frame; a streamed chunk is small, a 100 KiB one is not learned."""
+    assert not learned(chunk("x" * 100_000)).match(chunk("y" * 100_000), *KEY)
+    assert learned(chunk("x" * 1_000)).match(chunk("y" * 100_000), *KEY)
+
+
 def test_a_key_learns_again_after_a_miss_and_pauses_when_nothing_repeats() -> None:
     templates = learned(chunk("a"))
     assert templates.match(chunk("b"), *KEY)
