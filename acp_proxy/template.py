@@ -52,20 +52,24 @@ _LEARN_MAX = 1 << 16
 #: Places tried for a text whose bytes stand more than once in its frame.
 _TRIES = 4
 
-#: When nothing matched a slot since its last try, it tries again only on every this
-#: many frames (a peer whose frames never repeat their shape pays the proof only now
-#: and then).
+#: Tries in a row a slot makes whatever came of the last one (a message's first chunk can
+#: be one of a kind: a usage report, an empty text with metadata) ...
+_FREE_TRIES = 4
+
+#: ... after which, while nothing matches, it tries again only on every this many frames
+#: (a peer whose frames never repeat their shape pays the proof only now and then).
 _BACKOFF = 16
 
 
 class _Slot:
-    __slots__ = ("hits", "key", "pause", "prefix", "suffix")
+    __slots__ = ("hits", "key", "pause", "prefix", "suffix", "tries")
 
     def __init__(self, key: Any) -> None:
         self.key = key
         self.prefix = b""
         self.suffix = b""
         self.hits = 0
+        self.tries = 0
         self.pause = 0
 
 
@@ -105,38 +109,54 @@ class TextTemplates:
         ``key``, its text being the string at ``path``; only if that can be proved."""
         if len(raw) > _LEARN_MAX:  # the proof copies the frame: never for a big one
             return
+        slot = self._trying(key)
+        if slot is not None:
+            slot.prefix, slot.suffix = _proved(raw, value, path) or (b"", b"")
+
+    def _trying(self, key: Any) -> _Slot | None:
+        """The slot of ``key``, emptied for a new try; None while it pauses."""
         slot = self._slots.get(key)
         if slot is None:
             if len(self._slots) >= _SLOTS:
                 self._slots.clear()
                 self._last = None
             slot = self._slots[key] = _Slot(key)
-        elif not slot.hits:
-            # Nothing matched since the last try: this key's frames do not repeat.
+        elif slot.hits:
+            slot.tries = 0
+        elif slot.tries >= _FREE_TRIES:
+            # Nothing matched after several tries: this key's frames do not repeat.
             slot.pause += 1
             if slot.pause < _BACKOFF:
-                return
-        slot.prefix, slot.suffix, slot.hits, slot.pause = b"", b"", 0, 0
-        text = _at(value, path)
-        if type(text) is not str:
-            return
-        literal = orjson.dumps(text)
-        end = len(raw)
-        for _ in range(_TRIES):  # the text's bytes may stand elsewhere too: from the end
-            at = raw.rfind(literal, 0, end)
-            if at < 0:  # (not at all: the peer escapes differently from orjson)
-                return
-            end = at + len(literal) - 1
-            prefix, suffix = bytes(raw[: at + 1]), bytes(raw[end:])
-            try:
-                probe = orjson.loads(prefix + _MARK_LITERAL + suffix)
-            except orjson.JSONDecodeError:
-                continue
-            if _at(probe, path) == _MARK:
-                _put(probe, path, text)
-                if probe == value:
-                    slot.prefix, slot.suffix = prefix, suffix
-                    return
+                return None
+            slot.pause = 0
+        slot.tries += 1
+        slot.prefix, slot.suffix, slot.hits = b"", b"", 0
+        return slot
+
+
+def _proved(raw: bytes, value: Any, path: tuple[str, ...]) -> tuple[bytes, bytes] | None:
+    """``raw`` cut around the literal of the text at ``path``: (prefix, suffix), if the
+    marker in its place parses to ``value`` with the marker as that text."""
+    text = _at(value, path)
+    if type(text) is not str:
+        return None
+    literal = orjson.dumps(text)
+    end = len(raw)
+    for _ in range(_TRIES):  # the text's bytes may stand elsewhere too: from the end
+        at = raw.rfind(literal, 0, end)
+        if at < 0:  # (not at all: the peer escapes differently from orjson)
+            return None
+        end = at + len(literal) - 1
+        prefix, suffix = bytes(raw[: at + 1]), bytes(raw[end:])
+        try:
+            probe = orjson.loads(prefix + _MARK_LITERAL + suffix)
+        except orjson.JSONDecodeError:
+            continue
+        if _at(probe, path) == _MARK:
+            _put(probe, path, text)
+            if probe == value:
+                return prefix, suffix
+    return None
 
 
 def _fits(slot: _Slot, raw: bytes) -> bool:

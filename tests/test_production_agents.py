@@ -228,7 +228,28 @@ def recorded_turn(agent: list[str], env: dict[str, str], tmp_path: Path) -> Any:
     assert proc.returncode == 0, proc.stdout
     offline = {orjson.loads(line)["rule"] for line in proc.stdout.splitlines()}
     assert offline == {v["rule"] for v in live}
+    # The short way (chunks known by their bytes) finds on real traffic what the long way finds.
+    long_way, short_way = long_and_short_way(record)
+    assert short_way == long_way
     return got, record
+
+
+def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """The findings of a recording, (rule, seq), validated the long way and the short way."""
+    from acp_proxy.offline import open_recording
+    from acp_proxy.transcript import FrameRecord
+    from acp_proxy.validator import Validator
+
+    ways = []
+    for fast in (False, True):
+        validator = Validator()
+        validator.fast = fast
+        found = []
+        for item in open_recording(str(record)):
+            if isinstance(item, FrameRecord):
+                found += validator.feed(item.side, item.frame, item.seq, item.t)
+        ways.append([(f.rule, f.seq) for f in [*found, *validator.end()]])
+    return ways[0], ways[1]
 
 
 def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):

@@ -101,15 +101,32 @@ def test_a_key_learns_again_after_a_miss_and_pauses_when_nothing_repeats() -> No
     second = chunk("c", message_id="m2")
     templates.learn(second, orjson.loads(second), TEXT, *KEY)
     assert templates.match(chunk("d", message_id="m2"), *KEY)
-    # frames that never repeat: after a try that nothing matched, the next 15 are skipped
-    for n in range(3, 19):
+    # frames that never repeat: four tries in a row (m3-m6), then one on every 16th frame
+    for n in range(3, 22):
         raw = chunk("x", message_id=f"m{n}")
         assert not templates.match(raw, *KEY)
         templates.learn(raw, orjson.loads(raw), TEXT, *KEY)
-    assert not templates.match(chunk("y", message_id="m18"), *KEY)  # m4..m18 skipped
-    raw = chunk("x", message_id="m19")
-    templates.learn(raw, orjson.loads(raw), TEXT, *KEY)  # the 16th: tried
-    assert templates.match(chunk("z", message_id="m19"), *KEY)
+    assert not templates.match(chunk("y", message_id="m21"), *KEY)  # skipped
+    raw = chunk("x", message_id="m22")
+    templates.learn(raw, orjson.loads(raw), TEXT, *KEY)  # the 16th since: tried
+    assert templates.match(chunk("z", message_id="m22"), *KEY)
+
+
+def test_a_one_of_a_kind_first_chunk_does_not_keep_the_next_ones_from_a_template() -> None:
+    """Qwen Code opens a message with an empty chunk carrying usage in _meta; the chunks
+    after it are learned and matched all the same."""
+    first = chunk("", after=b',"_meta":{"usage":{"outputTokens":5}}')
+    templates = learned(first)
+    hello = chunk("Hello ")
+    assert not templates.match(hello, *KEY)
+    templates.learn(hello, orjson.loads(hello), TEXT, *KEY)
+    assert templates.match(chunk("from "), *KEY)
+    # four one-of-a-kind frames in a row are all tried: the fourth is learned too
+    templates = learned(first)
+    for n in range(2, 5):
+        raw = chunk("x", message_id=f"m{n}")
+        templates.learn(raw, orjson.loads(raw), TEXT, *KEY)
+    assert templates.match(chunk("y", message_id="m4"), *KEY)
 
 
 TEXTS = st.text(alphabet=st.sampled_from('ab "\\/\n\t\x01é😀}{,:'), max_size=12)
