@@ -42,8 +42,11 @@ _MARK = "acp-proxy:template-mark"
 _MARK_LITERAL = orjson.dumps(_MARK)[1:-1]
 
 #: Slots kept at most (a slot per session and kind of update: enough for any real
-#: connection; cleared past this, so a peer inventing sessions cannot grow it).
-_SLOTS = 256
+#: connection; cleared past this, so a peer inventing sessions cannot grow it) ...
+_SLOTS = 64
+
+#: ... each holding at most this many bytes of envelope: 256 KiB in all, at worst.
+_ENVELOPE_MAX = 4096
 
 #: Frames longer than this are never made templates (streamed chunks are far smaller; a
 #: proof costs a copy of the frame or two).
@@ -111,7 +114,9 @@ class TextTemplates:
             return
         slot = self._trying(key)
         if slot is not None:
-            slot.prefix, slot.suffix = _proved(raw, value, path) or (b"", b"")
+            prefix, suffix = _proved(raw, value, path) or (b"", b"")
+            if len(prefix) + len(suffix) <= _ENVELOPE_MAX:
+                slot.prefix, slot.suffix = prefix, suffix
 
     def _trying(self, key: Any) -> _Slot | None:
         """The slot of ``key``, emptied for a new try; None while it pauses."""

@@ -91,6 +91,21 @@ def test_a_big_frame_is_never_made_a_template() -> None:
     """The proof copies the frame; a streamed chunk is small, a 100 KiB one is not learned."""
     assert not learned(chunk("x" * 100_000)).match(chunk("y" * 100_000), *KEY)
     assert learned(chunk("x" * 1_000)).match(chunk("y" * 100_000), *KEY)
+    # nor one whose envelope (all but the text) is over 4 KiB: the templates stay small
+    meta = b',"_meta":{"k":"' + b"m" * 5_000 + b'"}'
+    assert not learned(chunk("x", after=meta)).match(chunk("y", after=meta), *KEY)
+    meta = b',"_meta":{"k":"' + b"m" * 3_000 + b'"}'
+    assert learned(chunk("x", after=meta)).match(chunk("y", after=meta), *KEY)
+
+
+def test_the_slots_are_bounded() -> None:
+    """A peer inventing sessions cannot grow the templates: past 64 slots they start over."""
+    templates = TextTemplates()
+    for n in range(200):
+        raw = chunk("x", message_id=f"m{n}")
+        templates.learn(raw, orjson.loads(raw), TEXT, f"s{n}", "agent_message_chunk", 2)
+        assert len(templates._slots) <= 64
+    assert templates.match(chunk("y", message_id="m199"), "s199", "agent_message_chunk", 2)
 
 
 def test_a_key_learns_again_after_a_miss_and_pauses_when_nothing_repeats() -> None:
