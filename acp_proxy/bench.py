@@ -169,21 +169,26 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
     return {"seconds": elapsed, "frames": count, "bytes": size, "peak": peak, "rss": memory}
 
 
-def ping_pong(cmd: list[str], count: int) -> list[float]:
-    """Seconds per round trip of one small line (the agent is ``cat``)."""
+def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
+    """Seconds per round trip of one small line (the agent is ``cat``); peak memory."""
     line = b'{"jsonrpc":"2.0","method":"_bench/ping","params":{"n":1}}\n'
     times: list[float] = []
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
+        # One round trip first, untimed: the first waits for the setup to start.
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        proc.stdout.readline()
         for _ in range(count):
             start = time.perf_counter()
             proc.stdin.write(line)
             proc.stdin.flush()
             proc.stdout.readline()
             times.append(time.perf_counter() - start)
+        peak = peak_rss(proc.pid)
         proc.stdin.close()
         proc.wait()
-    return times
+    return times, peak
 
 
 def big(cmd: list[str], mib: int) -> dict[str, Any]:
@@ -219,16 +224,18 @@ def big(cmd: list[str], mib: int) -> dict[str, Any]:
     return {"seconds": elapsed, "bytes": len(payload), "peak": peak}
 
 
-def offline(recording: str, what: str) -> float:
-    """Seconds for ``acp-proxy validate`` or ``show`` over a recording."""
+def offline(recording: str, what: str) -> tuple[float, int]:
+    """Seconds and peak memory (bytes) of ``acp-proxy validate`` or ``show`` over a
+    recording."""
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "acp_proxy", what, recording],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        check=False,
     )
-    return time.perf_counter() - start
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak, as it is reaped
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - start, usage.ru_maxrss * 1024
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -244,6 +251,12 @@ def _spread(values: list[float], scale: float = 1.0, fmt: str = "{:,.2f}") -> st
 
 def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / (1 << 20):,.0f} MiB"
+
+
+def _peak(setup: str, peaks: list[int | None]) -> str:
+    """The proxy's highest peak memory over the runs of a setup ("-" with no proxy)."""
+    known = [peak for peak in peaks if peak is not None]
+    return _mib(max(known)) if setup in ("proxy", "no-record") and known else "-"
 
 
 class _Bench:
@@ -269,7 +282,10 @@ class _Bench:
         args = self.args
         agent_argv = [sys.executable, "-m", "acp_proxy.bench", "agent", str(args.frames)]
         print(f"\nstream: {args.frames:,} agent_message_chunk notifications (~250 bytes each)")
-        print(f"{'setup':<11}{'seconds':>24}{'frames/s':>14}{'MB/s':>9}{'vs direct':>11}")
+        print(
+            f"{'setup':<11}{'seconds':>24}{'frames/s':>14}{'MB/s':>9}{'vs direct':>11}"
+            f"{'proxy peak':>12}"
+        )
         direct: float | None = None
         for setup in SETUPS:
             runs = [stream(self.cmd(setup, agent_argv), args.frames) for _ in range(args.repeat)]
@@ -279,6 +295,7 @@ class _Bench:
             print(
                 f"{setup:<11}{_spread(seconds):>24}{runs[0]['frames'] / median:>14,.0f}"
                 f"{runs[0]['bytes'] / median / 1e6:>9.1f}{median / direct:>10.2f}x"
+                f"{_peak(setup, [r['peak'] for r in runs]):>12}"
             )
         recorded = self.record + ".stream"
         stream(self.cmd("proxy", agent_argv), args.frames)
@@ -288,19 +305,25 @@ class _Bench:
     def ping_table(self) -> None:
         args = self.args
         print(f"\nping-pong: {args.round_trips:,} round trips of one small line through cat")
-        print(f"{'setup':<11}{'p50 µs':>22}{'p99 µs':>22}{'added p50':>11}{'added p99':>11}")
+        print(
+            f"{'setup':<11}{'p50 µs':>22}{'p99 µs':>22}{'added p50':>11}{'added p99':>11}"
+            f"{'proxy peak':>12}"
+        )
         base: tuple[float, float] | None = None
         for setup in SETUPS:
-            p50s, p99s = [], []
+            p50s, p99s, peaks = [], [], []
             for _ in range(args.repeat):
-                times = sorted(ping_pong(self.cmd(setup, ["cat"]), args.round_trips))
+                times, peak = ping_pong(self.cmd(setup, ["cat"]), args.round_trips)
+                times.sort()
                 p50s.append(times[len(times) // 2])
                 p99s.append(times[int(len(times) * 0.99)])
+                peaks.append(peak)
             p50, p99 = statistics.median(p50s), statistics.median(p99s)
             base = base or (p50, p99)
             print(
                 f"{setup:<11}{_spread(p50s, 1e6, '{:,.0f}'):>22}{_spread(p99s, 1e6, '{:,.0f}'):>22}"
                 f"{(p50 - base[0]) * 1e6:>11,.0f}{(p99 - base[1]) * 1e6:>11,.0f}"
+                f"{_peak(setup, peaks):>12}"
             )
 
     def big_table(self) -> None:
@@ -317,7 +340,7 @@ class _Bench:
             ratio = f"{peak / runs[0]['bytes']:.1f}x msg" if peak else ""
             print(
                 f"{setup:<11}{_spread(seconds):>24}{runs[0]['bytes'] / median / 1e6:>9.1f}"
-                f"{median / direct:>10.2f}x{_mib(peak):>14} {ratio}"
+                f"{median / direct:>10.2f}x{_mib(peak):>14} {ratio}".rstrip()
             )
 
     def long_table(self) -> None:
@@ -336,10 +359,14 @@ class _Bench:
     def offline_table(self, recorded: str) -> None:
         frames = self.args.frames + 8
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
-        print(f"{'command':<11}{'seconds':>24}{'frames/s':>14}")
+        print(f"{'command':<11}{'seconds':>24}{'frames/s':>14}{'peak':>12}")
         for what in ("validate", "show"):
-            seconds = [offline(recorded, what) for _ in range(self.args.repeat)]
-            print(f"{what:<11}{_spread(seconds):>24}{frames / statistics.median(seconds):>14,.0f}")
+            runs = [offline(recorded, what) for _ in range(self.args.repeat)]
+            seconds = [run[0] for run in runs]
+            print(
+                f"{what:<11}{_spread(seconds):>24}{frames / statistics.median(seconds):>14,.0f}"
+                f"{_mib(max(run[1] for run in runs)):>12}"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:

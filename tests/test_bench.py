@@ -1,0 +1,54 @@
+"""The benchmark runs from end to end and prints every table, every setup, every column.
+Its figures are read, never asserted (the machines are shared and noisy): only that
+each is there and is a figure."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+SETUPS = ["direct", "tee", "proxy", "no-record"]
+NUMBER = r"[\d,]+(?:\.\d+)?"
+MIB = rf"{NUMBER} MiB"
+
+
+def test_one_run_prints_every_workload_for_every_setup() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "acp_proxy.bench", "--frames", "2000", "--round-trips", "20",
+         "--big-mib", "1", "--long-frames", "3000", "--repeat", "2"],
+        capture_output=True, text=True, timeout=300, check=True,
+    ).stdout  # fmt: skip
+    sections = re.split(r"\n\n", out.strip())
+    assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
+    stream, ping, big, long, offline = (s.splitlines() for s in sections[1:])
+
+    assert stream[0].startswith("stream: 2,000 agent_message_chunk")
+    rows = dict(zip(SETUPS, stream[2:], strict=True))
+    for setup, row in rows.items():
+        spread = rf"{NUMBER} \({NUMBER}-{NUMBER}\)"
+        peak = MIB if setup in ("proxy", "no-record") else "-"
+        assert re.fullmatch(
+            rf"{setup}\s+{spread}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row
+        ), row
+    assert rows["direct"].split()[-2] == "1.00x"
+
+    assert ping[0].startswith("ping-pong: 20 round trips")
+    for setup, row in zip(SETUPS, ping[2:], strict=True):
+        peak = MIB if setup in ("proxy", "no-record") else "-"
+        assert re.fullmatch(
+            rf"{setup}(\s+{NUMBER} \({NUMBER}-{NUMBER}\)){{2}}(\s+-?{NUMBER}){{2}}\s+{peak}", row
+        ), row
+
+    assert big[0] == "big: one 1 MiB message out and back through cat"
+    for setup, row in zip(SETUPS, big[2:], strict=True):
+        peak = rf"{MIB} {NUMBER}x msg" if setup in ("proxy", "no-record") else "-"
+        assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row), row
+
+    assert long[0].startswith("long: 3,000 frames")
+    for setup, row in zip(["proxy", "no-record"], long[2:], strict=True):
+        assert re.fullmatch(rf"{setup}(\s+{MIB}){{3}}\s+{NUMBER}", row), row
+
+    assert offline[0] == "offline: over the stream's recording (2,008 frames)"
+    for what, row in zip(["validate", "show"], offline[2:], strict=True):
+        assert re.fullmatch(rf"{what}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row
