@@ -224,18 +224,39 @@ def big(cmd: list[str], mib: int) -> dict[str, Any]:
     return {"seconds": elapsed, "bytes": len(payload), "peak": peak}
 
 
-def offline(recording: str, what: str) -> tuple[float, int]:
+#: Runs ``acp-proxy`` in process and, at exit, writes its peak memory (KiB) to a file. The
+#: peak of a child as the parent reaps it (``wait4``) would count the fork of the bench
+#: itself, before the exec.
+_PEAK_REPORTER = """
+import atexit, sys
+peak_file = sys.argv[1]
+def report():
+    with open("/proc/self/status") as status, open(peak_file, "w") as out:
+        out.write(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+atexit.register(report)
+sys.argv = ["acp-proxy", *sys.argv[2:]]
+from acp_proxy.cli import main
+main()
+"""
+
+
+def offline(recording: str, what: str) -> tuple[float, int | None]:
     """Seconds and peak memory (bytes) of ``acp-proxy validate`` or ``show`` over a
     recording."""
+    peak_file = recording + ".peak"
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", what, recording],
+    subprocess.run(
+        [sys.executable, "-c", _PEAK_REPORTER, peak_file, what, recording],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        check=False,
     )
-    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak, as it is reaped
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - start, usage.ru_maxrss * 1024
+    elapsed = time.perf_counter() - start
+    try:
+        with open(peak_file, encoding="ascii") as reported:
+            return elapsed, int(reported.read()) * 1024
+    except (OSError, ValueError):
+        return elapsed, None
 
 
 # --- the table ---------------------------------------------------------------------------------
@@ -253,8 +274,8 @@ def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / (1 << 20):,.0f} MiB"
 
 
-def _peak(setup: str, peaks: list[int | None]) -> str:
-    """The proxy's highest peak memory over the runs of a setup ("-" with no proxy)."""
+def _peak(peaks: list[int | None], setup: str = "proxy") -> str:
+    """The highest peak memory over the runs of a setup ("-" for a setup with no proxy)."""
     known = [peak for peak in peaks if peak is not None]
     return _mib(max(known)) if setup in ("proxy", "no-record") and known else "-"
 
@@ -295,7 +316,7 @@ class _Bench:
             print(
                 f"{setup:<11}{_spread(seconds):>24}{runs[0]['frames'] / median:>14,.0f}"
                 f"{runs[0]['bytes'] / median / 1e6:>9.1f}{median / direct:>10.2f}x"
-                f"{_peak(setup, [r['peak'] for r in runs]):>12}"
+                f"{_peak([r['peak'] for r in runs], setup):>12}"
             )
         recorded = self.record + ".stream"
         stream(self.cmd("proxy", agent_argv), args.frames)
@@ -323,7 +344,7 @@ class _Bench:
             print(
                 f"{setup:<11}{_spread(p50s, 1e6, '{:,.0f}'):>22}{_spread(p99s, 1e6, '{:,.0f}'):>22}"
                 f"{(p50 - base[0]) * 1e6:>11,.0f}{(p99 - base[1]) * 1e6:>11,.0f}"
-                f"{_peak(setup, peaks):>12}"
+                f"{_peak(peaks, setup):>12}"
             )
 
     def big_table(self) -> None:
@@ -365,7 +386,7 @@ class _Bench:
             seconds = [run[0] for run in runs]
             print(
                 f"{what:<11}{_spread(seconds):>24}{frames / statistics.median(seconds):>14,.0f}"
-                f"{_mib(max(run[1] for run in runs)):>12}"
+                f"{_peak([run[1] for run in runs]):>12}"
             )
 
 
