@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import stat
-import sys
+import subprocess
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,8 +25,9 @@ from typing import Any, Protocol
 
 from .framing import Frame, Framer, LineSplicer
 from .observer import Observer
+from .spawn import Agent, AgentNotExecutable, AgentNotFound, signal_group, start_agent
 
-__all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay"]
+__all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay", "run_relay"]
 
 #: Bytes asked for per read: what a pipe holds. os.read allocates what it is asked
 #: for before it knows what comes: asking for 256 KiB cost 48 µs a read (an mmap'd
@@ -35,14 +35,6 @@ __all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay"]
 CHUNK = 1 << 16
 
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class AgentNotFound(Exception):
-    """The agent command does not exist."""
-
-
-class AgentNotExecutable(Exception):
-    """The agent command exists but cannot be executed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,17 +408,12 @@ async def _pump(
     return await _Pump(feed, sink, side, observer, to_client).run()
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> int:
-    """The agent's exit status, as soon as it exits.
-
-    ``Process.wait()`` also waits for the agent's pipes to close, and they do not
-    close while data nobody reads sits in them (a client that stopped reading, a
-    grandchild that holds them): a session would never end. The return code is
-    set when the child is reaped, so it is watched directly.
-    """
-    while proc.returncode is None:
+async def _exited(proc: subprocess.Popen[bytes]) -> int:
+    """The agent's exit status, as soon as it exits (reaped without blocking, at a short
+    interval: the loop has no child watcher for a process it did not start)."""
+    while (returncode := proc.poll()) is None:
         await asyncio.sleep(_EXIT_POLL)
-    return proc.returncode
+    return returncode
 
 
 async def _consume(feed: _Feed, on_data: Callable[[bytes], None]) -> None:
@@ -471,34 +458,8 @@ async def _discard(feed: _Feed) -> None:
 _EXIT_POLL = 0.02
 
 
-def _die_with_parent() -> None:
-    """In the agent, before exec: get SIGTERM if the proxy dies (Linux).
-
-    The agent runs in its own process group, so a SIGKILL the editor sends the
-    proxy no longer reaches it as it would without the proxy; this restores
-    that. Runs in the forked child, where the proxy has started no threads yet.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def _signal_group(pid: int, sig: int) -> bool:
-    """Send ``sig`` to the agent's process group; False if nothing is left."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    return True
-
-
 async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in order
-    argv: list[str],
+    agent: Agent | list[str],
     observer: Observer,
     log: Any,
     *,
@@ -507,41 +468,25 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> RelayResult:
-    """Run the agent and relay stdin/stdout to it until the session ends.
+    """Relay stdin/stdout to the agent until the session ends: an agent already started
+    (:func:`~acp_proxy.spawn.start_agent`), or a command to start.
 
     Raises :class:`AgentNotFound` or :class:`AgentNotExecutable` if the agent
     cannot be started.
     """
     loop = asyncio.get_running_loop()
+    if not isinstance(agent, Agent):
+        agent = start_agent(agent)
     # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).
-    child_in, agent_in_fd = os.pipe()
-    agent_out_fd, child_out = os.pipe()
-    agent_err_fd, child_err = os.pipe()
-    for fd in (agent_in_fd, agent_out_fd, agent_err_fd):
-        os.set_inheritable(fd, False)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=child_in,
-            stdout=child_out,
-            stderr=child_err,
-            process_group=0,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-    except FileNotFoundError as exc:
-        _close(agent_in_fd, agent_out_fd, agent_err_fd)
-        raise AgentNotFound(argv[0]) from exc
-    except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:
-        _close(agent_in_fd, agent_out_fd, agent_err_fd)
-        raise AgentNotExecutable(argv[0]) from exc
-    except OSError as exc:  # e.g. ENOEXEC: not a program the kernel can run
-        _close(agent_in_fd, agent_out_fd, agent_err_fd)
-        raise AgentNotExecutable(f"{argv[0]}: {exc.strerror}") from exc
-    finally:
-        _close(child_in, child_out, child_err)
+    proc, agent_in_fd, agent_out_fd, agent_err_fd = (
+        agent.process,
+        agent.stdin,
+        agent.stdout,
+        agent.stderr,
+    )
     if on_start is not None:
         on_start(proc.pid)
-    log.info("agent started", pid=proc.pid, argv=argv)
+    log.info("agent started", pid=proc.pid, argv=agent.argv)
 
     reason: str | None = None
 
@@ -549,7 +494,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
         nonlocal reason
         log.info("passing signal to agent", signal=sig.name, pid=proc.pid)
         reason = reason or f"proxy received {sig.name}, passed on to the agent"
-        _signal_group(proc.pid, sig)
+        signal_group(proc.pid, sig)
 
     for sig in _FORWARDED_SIGNALS:
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
@@ -577,7 +522,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
             if done:
                 return
             log.warning("agent did not exit; signalling its process group", signal=sig.name)
-            _signal_group(proc.pid, sig)
+            signal_group(proc.pid, sig)
         await exited
 
     try:
@@ -606,9 +551,9 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
         # stdout open would keep us here forever; they get the grace period.
         if not a2c.done():
             done, _ = await asyncio.wait({a2c}, timeout=grace)
-        _signal_group(proc.pid, signal.SIGTERM)
+        signal_group(proc.pid, signal.SIGTERM)
         if not a2c.done():
-            _signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
             a2c.cancel()
         # What the agent wrote to stderr before it exited is passed on and recorded;
         # descendants that hold its stderr get the grace period.
@@ -627,8 +572,8 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
         for sig in _FORWARDED_SIGNALS:
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                 loop.remove_signal_handler(sig)
-        if proc.returncode is None:
-            _signal_group(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            signal_group(proc.pid, signal.SIGKILL)
         client_out.close()
         agent_in.close()
         agent_out.close()
@@ -641,12 +586,6 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     result = RelayResult(proc.returncode, reason)
     log.info("session ended", reason=reason, exit=proc.returncode)
     return result
-
-
-def _close(*fds: int) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def _blocking(fd: int) -> bool | None:
@@ -664,6 +603,6 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
-def run_relay(argv: list[str], observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
+def run_relay(agent: Agent | list[str], observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
     """Run :func:`relay` in a fresh event loop."""
-    return asyncio.run(relay(argv, observer, log, **kwargs))
+    return asyncio.run(relay(agent, observer, log, **kwargs))

@@ -1,0 +1,116 @@
+"""Start the agent, with its three pipes: the first thing ``acp-proxy run`` does.
+
+The agent is started before the proxy loads the rest of itself (the validator, the
+schemas, the recorder, asyncio), so the agent's own start, often the longest part of
+a session's start, overlaps the proxy's instead of following it. What the agent
+writes meanwhile waits in its pipe; nothing is read or lost before the relay runs.
+
+This module imports nothing heavy, on purpose: only the standard library's process
+handling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+__all__ = ["Agent", "AgentNotExecutable", "AgentNotFound", "start_agent"]
+
+
+class AgentNotFound(Exception):
+    """The agent command does not exist."""
+
+
+class AgentNotExecutable(Exception):
+    """The agent command exists but cannot be executed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """A started agent, and the proxy's ends of its pipes (not inherited by children)."""
+
+    argv: list[str]
+    process: subprocess.Popen[bytes]
+    #: Where the proxy writes the agent's stdin.
+    stdin: int
+    #: Where the proxy reads the agent's stdout and stderr.
+    stdout: int
+    stderr: int
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def close(self) -> None:
+        """Close the proxy's ends of the pipes (the relay's own copies are its own)."""
+        _close(self.stdin, self.stdout, self.stderr)
+
+
+def start_agent(argv: list[str]) -> Agent:
+    """Start ``argv`` in its own process group, with pipes for its stdio.
+
+    Raises :class:`AgentNotFound` or :class:`AgentNotExecutable` if it cannot be started.
+    """
+    child_in, agent_in = os.pipe()
+    agent_out, child_out = os.pipe()
+    agent_err, child_err = os.pipe()
+    for fd in (agent_in, agent_out, agent_err):
+        os.set_inheritable(fd, False)
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=child_in,
+            stdout=child_out,
+            stderr=child_err,
+            process_group=0,
+            # No thread is running yet: the agent is started first (or before the relay
+            # reads anything in a worker thread).
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
+        )
+    except FileNotFoundError as exc:
+        _close(agent_in, agent_out, agent_err)
+        raise AgentNotFound(argv[0]) from exc
+    except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        _close(agent_in, agent_out, agent_err)
+        raise AgentNotExecutable(argv[0]) from exc
+    except OSError as exc:  # e.g. ENOEXEC: not a program the kernel can run
+        _close(agent_in, agent_out, agent_err)
+        raise AgentNotExecutable(f"{argv[0]}: {exc.strerror}") from exc
+    finally:
+        _close(child_in, child_out, child_err)
+    return Agent(list(argv), process, agent_in, agent_out, agent_err)
+
+
+def signal_group(pid: int, sig: int) -> bool:
+    """Send ``sig`` to the agent's process group; False if nothing is left."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _die_with_parent() -> None:
+    """In the agent, before exec: get SIGTERM if the proxy dies (Linux).
+
+    The agent runs in its own process group, so a SIGKILL the editor sends the
+    proxy no longer reaches it as it would without the proxy; this restores
+    that. Runs in the forked child, where the proxy has started no threads yet.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
