@@ -8,22 +8,19 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from . import __version__
 from .log import LEVELS, configure, get_logger
-from .observer import Observer
-from .offline import RecordingError, open_recording
-from .recorder import (
-    Recorder,
-    default_record_dir,
-    is_per_session,
-    recording_name,
-    resolve_record_path,
-)
-from .validator import Validator
+
+if TYPE_CHECKING:
+    from .offline import RecordingError
+
+# Only what every command needs is imported here: `run` starts the agent first and loads
+# the rest of the proxy (the validator, the schemas, asyncio) while the agent starts;
+# every other command imports what it uses.
 
 __all__ = ["cli", "main"]
 
@@ -95,8 +92,12 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except RecordingError as exc:
-            raise _Unreadable(str(exc)) from None
+        except Exception as exc:
+            # A RecordingError can only come from acp_proxy.offline, once it is loaded.
+            offline = sys.modules.get("acp_proxy.offline")
+            if offline is not None and isinstance(exc, offline.RecordingError):
+                raise _Unreadable(str(exc)) from None
+            raise
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -107,14 +108,21 @@ def cli() -> None:
     It relays an agent's stdio unchanged, records every session to a JSONL
     transcript and flags violations of the ACP v2 prompt lifecycle.
     """
-    # Anything that logs before a command configures it must not reach stdout.
-    configure("warning", "console")
+    # Anything that logs before a command configures it must not reach stdout. (`run`
+    # configures it itself, once the agent is started: nothing logs before.)
+    if click.get_current_context().invoked_subcommand != "run":
+        configure("warning", "console")
     # Every frame makes a few short-lived objects that reference counting frees; the
     # cycle collector's default pace (a young collection every 700 allocations, and a
     # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
-    # What exists now (modules, click) is never garbage: it leaves the collector's scans.
-    gc.freeze()
+    _settle()
     gc.set_threshold(GC_YOUNG)
+
+
+def _settle() -> None:
+    """What exists now (modules, click, compiled checks) is never garbage: it leaves
+    the cycle collector's scans."""
+    gc.freeze()
 
 
 @cli.command(context_settings={"allow_interspersed_args": False})
@@ -182,11 +190,26 @@ def run(
     Example:
       acp-proxy run -- my-agent --acp
     """
-    from .relay import AgentNotExecutable, AgentNotFound, run_relay
+    from .spawn import AgentNotExecutable, AgentNotFound, start_agent
+
+    argv = list(command)
+    # The agent first: its start overlaps the proxy's (what it writes waits in its pipe).
+    try:
+        agent = start_agent(argv)
+    except AgentNotFound:
+        click.echo(f"acp-proxy: agent command not found: {argv[0]}", err=True)
+        sys.exit(EXIT_NOT_FOUND)
+    except AgentNotExecutable as exc:
+        click.echo(f"acp-proxy: agent command cannot be executed: {exc}", err=True)
+        sys.exit(EXIT_NOT_EXECUTABLE)
+
+    from .observer import Observer
+    from .recorder import Recorder, is_per_session, resolve_record_path
+    from .relay import run_relay
+    from .validator import Validator
 
     configure(log_level.lower(), log_format, _open_log(log_file))
     log = get_logger()
-    argv = list(command)
     recorder = Recorder(None, log)
     observer = Observer(recorder, log, Validator(), notify_client=notify_client)
     observer.record_stderr = not no_stderr
@@ -203,15 +226,11 @@ def run(
             recorder.append = not is_per_session(record)
             recorder.open(recorded_argv, pid)
 
+    _settle()
     try:
-        result = run_relay(argv, observer, log, grace=grace, on_start=on_start)
-    except AgentNotFound:
-        click.echo(f"acp-proxy: agent command not found: {argv[0]}", err=True)
-        sys.exit(EXIT_NOT_FOUND)
-    except AgentNotExecutable as exc:
-        click.echo(f"acp-proxy: agent command cannot be executed: {exc}", err=True)
-        sys.exit(EXIT_NOT_EXECUTABLE)
+        result = run_relay(agent, observer, log, grace=grace, on_start=on_start)
     except Exception as exc:  # a bug in the proxy: still close the transcript, no traceback
+        agent.kill()
         log.exception("acp-proxy failed; the agent was stopped")
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         sys.exit(EXIT_PROXY_FAILED)
@@ -396,6 +415,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
     Everything else stays byte for byte; frames that changed list the paths
     (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
     """
+    from .offline import open_recording
     from .redact import redact_stream
 
     if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
@@ -431,7 +451,7 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     appended is validated session by session. Exit status: 0 no error-level
     finding, 1 at least one, 2 a file that cannot be read.
     """
-    from .offline import finding_line, validate_records
+    from .offline import RecordingError, finding_line, open_recording, validate_records
 
     errors = 0
     unreadable = False
@@ -550,7 +570,7 @@ def show(
     import orjson
 
     from .conversation import Conversation
-    from .offline import annotate
+    from .offline import annotate, open_recording
     from .render import Timeline, TimelineFilter
 
     records = open_recording(recording)
@@ -638,7 +658,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
 
-    from .offline import annotate
+    from .offline import annotate, open_recording
     from .stats import Stats
 
     figures = Stats()
@@ -702,6 +722,7 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
     part of acp-proxy.
     """
     from .demo import run_demo
+    from .recorder import default_record_dir, recording_name
 
     path = Path(record) if record is not None else default_record_dir() / recording_name("demo")
     click.echo(

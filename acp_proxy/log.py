@@ -2,6 +2,9 @@
 
 stdout belongs to the protocol: structlog's default logger prints there, so
 :func:`configure` is called before anything logs, by every command.
+
+structlog is loaded on first use, not on import: ``acp-proxy run`` starts the agent
+before it loads it (and asyncio, which it brings).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import sys
 from typing import Any, TextIO
 
 import orjson
-import structlog
 
 __all__ = ["LEVELS", "configure", "get_logger"]
 
@@ -25,6 +27,8 @@ def _dumps(obj: Any, **_: Any) -> str:
 
 def configure(level: str = "info", fmt: str = "console", stream: TextIO | None = None) -> None:
     """Send structured logs at ``level`` and above to ``stream`` (stderr by default)."""
+    import structlog  # noqa: PLC0415 - loaded on first use (see above)
+
     stream = stream or sys.stderr
     renderer: Any
     if fmt == "json":
@@ -48,4 +52,6 @@ def configure(level: str = "info", fmt: str = "console", stream: TextIO | None =
 
 def get_logger() -> Any:
     """The project's logger."""
+    import structlog  # noqa: PLC0415 - loaded on first use (see above)
+
     return structlog.get_logger("acp-proxy")

@@ -46,8 +46,13 @@ class Agent:
     def pid(self) -> int:
         return self.process.pid
 
-    def close(self) -> None:
-        """Close the proxy's ends of the pipes (the relay's own copies are its own)."""
+    def kill(self) -> None:
+        """Stop it at once (its whole process group), reap it, close the pipes: for when
+        the proxy fails before or outside the relay, which otherwise does this in order."""
+        if self.process.poll() is None:
+            signal_group(self.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
         _close(self.stdin, self.stdout, self.stderr)
 
 

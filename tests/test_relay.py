@@ -509,19 +509,25 @@ def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
     import acp_proxy.relay
     from acp_proxy.cli import cli
 
-    def broken_relay(argv, observer, log, *, on_start, **kwargs):
-        on_start(4242)
+    started = []
+
+    def broken_relay(agent, observer, log, *, on_start, **kwargs):
+        started.append(agent)
+        on_start(agent.pid)
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(acp_proxy.relay, "run_relay", broken_relay)
     transcript = tmp_path / "t.jsonl"
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     try:
-        result = CliRunner().invoke(cli, ["run", "--record", str(transcript), "--", "agent"])
+        result = CliRunner().invoke(cli, ["run", "--record", str(transcript), "--", *sleeper])
     finally:
         from acp_proxy.log import configure
 
         configure()  # the runner's stderr is gone: log to the real one again
     assert result.exit_code == 70
+    # the agent, started before the relay failed, was stopped (not left to run on)
+    assert started[0].process.returncode == -signal.SIGKILL
     records = [orjson.loads(line) for line in transcript.read_bytes().split(b"\n")[:-1]]
     assert [r["kind"] for r in records] == ["start", "end"]
     assert "simulated bug" in records[-1]["reason"]
@@ -640,3 +646,28 @@ def test_a_very_long_stderr_line_is_recorded_in_pieces(tmp_path):
     records = [orjson.loads(line) for line in transcript.read_bytes().splitlines()]
     pieces = [len(r["text"]) for r in records if r["kind"] == "stderr"]
     assert pieces == [65536, 65536, 150000 - 2 * 65536]
+
+
+def test_the_agent_starts_before_the_proxy_loads_the_rest_of_itself(tmp_path):
+    """`run` starts the agent first, so the agent's start overlaps the proxy's: when the
+    agent is started, neither the validator, the schemas, the recorder, asyncio nor
+    structlog are loaded yet (they take most of the proxy's start)."""
+    heavy = ["acp_proxy.validator", "acp_proxy.schema", "acp_proxy.recorder", "acp_proxy.relay",
+             "asyncio", "structlog"]  # fmt: skip
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        "import acp_proxy.spawn as spawn\n"
+        "start = spawn.start_agent\n"
+        "def probe(argv):\n"
+        f"    loaded = [m for m in {heavy!r} if m in sys.modules]\n"
+        "    print('loaded when the agent started:', loaded, file=sys.stderr)\n"
+        "    return start(argv)\n"
+        "spawn.start_agent = probe\n"
+        "from acp_proxy.cli import main\n"
+        "sys.argv = ['acp-proxy', 'run', '--no-record', '--', 'true']\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, env=clean_env())
+    assert result.returncode == 0, result.stderr
+    assert b"loaded when the agent started: []" in result.stderr
