@@ -16,6 +16,8 @@ Workloads:
   ``--frames`` ``agent_message_chunk`` notifications of about 250 bytes to a client
   that parses every line, as an editor does;
 - **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times;
+- **start**: how long after a setup is launched its agent begins, and its first line
+  reaches the client (five launches per run);
 - **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
   proxy's peak memory;
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
@@ -191,6 +193,29 @@ def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
     return times, peak
 
 
+#: An agent that says when it began (its first instruction, in a notification the proxy
+#: relays like any other), then waits for its stdin to close.
+_STARTED = (
+    "import sys, time; t = time.time(); "
+    'print(\'{"jsonrpc":"2.0","method":"_bench/started","params":{"t":%r}}\' % t,'
+    " flush=True); sys.stdin.read()"
+)
+
+
+def start(setup: str, workdir: str) -> tuple[float, float]:
+    """Seconds from launching a setup until its agent (a Python that starts as fast as
+    Python does) begins; and until its first line has reached the client."""
+    cmd = command(setup, [sys.executable, "-c", _STARTED], workdir)
+    launched = time.time()
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        began = orjson.loads(proc.stdout.readline())["params"]["t"]
+        arrived = time.time()
+        proc.stdin.close()
+        proc.wait()
+    return began - launched, arrived - launched
+
+
 def big(cmd: list[str], mib: int) -> dict[str, Any]:
     """One message of ``mib`` MiB out and back through ``cat``, once the setup is up;
     seconds and peak memory."""
@@ -347,6 +372,19 @@ class _Bench:
                 f"{_peak(peaks, setup):>12}"
             )
 
+    def start_table(self) -> None:
+        print("\nstart: from launching the setup until the agent begins, and its first line is in")
+        print(f"{'setup':<11}{'agent begins ms':>22}{'first line ms':>22}")
+        for setup in SETUPS:
+            runs = []
+            for _ in range(self.args.repeat * 5):
+                self.fresh()
+                runs.append(start(setup, self.workdir))
+            print(
+                f"{setup:<11}{_spread([r[0] for r in runs], 1e3, '{:,.0f}'):>22}"
+                f"{_spread([r[1] for r in runs], 1e3, '{:,.0f}'):>22}"
+            )
+
     def big_table(self) -> None:
         args = self.args
         print(f"\nbig: one {args.big_mib} MiB message out and back through cat")
@@ -417,6 +455,7 @@ def main(argv: list[str] | None = None) -> None:
         bench = _Bench(args, workdir)
         recorded = bench.stream_table()
         bench.ping_table()
+        bench.start_table()
         bench.big_table()
         if args.long_frames:
             bench.long_table()

@@ -21,7 +21,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, big, long, offline = (s.splitlines() for s in sections[1:])
+    stream, ping, start, big, long, offline = (s.splitlines() for s in sections[1:])
 
     assert stream[0].startswith("stream: 2,000 agent_message_chunk")
     rows = dict(zip(SETUPS, stream[2:], strict=True))
@@ -39,6 +39,10 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         assert re.fullmatch(
             rf"{setup}(\s+{NUMBER} \({NUMBER}-{NUMBER}\)){{2}}(\s+-?{NUMBER}){{2}}\s+{peak}", row
         ), row
+
+    assert start[0].startswith("start: from launching the setup until the agent begins")
+    for setup, row in zip(SETUPS, start[2:], strict=True):
+        assert re.fullmatch(rf"{setup}(\s+{NUMBER} \({NUMBER}-{NUMBER}\)){{2}}", row), row
 
     assert big[0] == "big: one 1 MiB message out and back through cat"
     for setup, row in zip(SETUPS, big[2:], strict=True):
