@@ -478,12 +478,8 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     if not isinstance(agent, Agent):
         agent = start_agent(agent)
     # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).
-    proc, agent_in_fd, agent_out_fd, agent_err_fd = (
-        agent.process,
-        agent.stdin,
-        agent.stdout,
-        agent.stderr,
-    )
+    proc = agent.process
+    agent_in_fd, agent_out_fd, agent_err_fd = agent.take()  # closed below, once relayed
     if on_start is not None:
         on_start(proc.pid)
     log.info("agent started", pid=proc.pid, argv=agent.argv)

@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 
 __all__ = ["Agent", "AgentNotExecutable", "AgentNotFound", "start_agent"]
 
@@ -30,30 +29,46 @@ class AgentNotExecutable(Exception):
     """The agent command exists but cannot be executed."""
 
 
-@dataclass(frozen=True, slots=True)
 class Agent:
-    """A started agent, and the proxy's ends of its pipes (not inherited by children)."""
+    """A started agent, and the proxy's ends of its pipes (not inherited by children),
+    which whoever relays takes over (:meth:`take`)."""
 
-    argv: list[str]
-    process: subprocess.Popen[bytes]
-    #: Where the proxy writes the agent's stdin.
-    stdin: int
-    #: Where the proxy reads the agent's stdout and stderr.
-    stdout: int
-    stderr: int
+    __slots__ = ("_taken", "argv", "process", "stderr", "stdin", "stdout")
+
+    def __init__(
+        self,
+        argv: list[str],
+        process: subprocess.Popen[bytes],
+        stdin: int,
+        stdout: int,
+        stderr: int,
+    ) -> None:
+        self.argv = argv
+        self.process = process
+        #: Where the proxy writes the agent's stdin, and reads its stdout and stderr.
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self._taken = False
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    def take(self) -> tuple[int, int, int]:
+        """The pipes (stdin, stdout, stderr), now the caller's to close."""
+        self._taken = True
+        return self.stdin, self.stdout, self.stderr
+
     def kill(self) -> None:
-        """Stop it at once (its whole process group), reap it, close the pipes: for when
-        the proxy fails before or outside the relay, which otherwise does this in order."""
+        """Stop it at once (its whole process group) and reap it; close the pipes unless
+        they were taken. For when the proxy fails before or outside the relay, which
+        otherwise does this in order."""
         if self.process.poll() is None:
             signal_group(self.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
-        _close(self.stdin, self.stdout, self.stderr)
+        if not self._taken:
+            self._taken = True
+            _close(self.stdin, self.stdout, self.stderr)
 
 
 def start_agent(argv: list[str]) -> Agent:

@@ -671,3 +671,24 @@ def test_the_agent_starts_before_the_proxy_loads_the_rest_of_itself(tmp_path):
     result = subprocess.run([sys.executable, str(script)], capture_output=True, env=clean_env())
     assert result.returncode == 0, result.stderr
     assert b"loaded when the agent started: []" in result.stderr
+
+
+def test_killing_an_agent_closes_only_the_pipes_nobody_took():
+    """Agent.kill() stops the agent's process group and reaps it; the pipes are closed only
+    if no relay took them (a relay closes what it took, once: never twice)."""
+    from acp_proxy.spawn import start_agent
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    taken = start_agent(sleeper)
+    fds = taken.take()
+    taken.kill()
+    assert taken.process.returncode == -signal.SIGKILL
+    for fd in fds:
+        os.fstat(fd)  # still open: the taker closes them
+        os.close(fd)
+    left = start_agent(sleeper)
+    left.kill()
+    assert left.process.returncode == -signal.SIGKILL
+    for fd in (left.stdin, left.stdout, left.stderr):
+        with pytest.raises(OSError):
+            os.fstat(fd)
