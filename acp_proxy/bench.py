@@ -115,6 +115,16 @@ def rss(pid: int) -> int | None:
     return _status(pid, "VmRSS")
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) a live process has used so far (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _status(pid: int, key: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -151,6 +161,7 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
             proc.stdin.write(orjson.dumps(message) + b"\n")
             proc.stdin.flush()
             proc.stdout.readline()
+        cpu_before = cpu_seconds(proc.pid)
         start = time.perf_counter()
         proc.stdin.write(orjson.dumps(prompt) + b"\n")
         proc.stdin.flush()
@@ -166,9 +177,18 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
                 break
         elapsed = time.perf_counter() - start
         peak = peak_rss(proc.pid)
+        cpu_after = cpu_seconds(proc.pid)
         proc.stdin.close()
         proc.wait()
-    return {"seconds": elapsed, "frames": count, "bytes": size, "peak": peak, "rss": memory}
+    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return {
+        "seconds": elapsed,
+        "frames": count,
+        "bytes": size,
+        "peak": peak,
+        "rss": memory,
+        "cpu": cpu,
+    }
 
 
 def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
@@ -299,6 +319,15 @@ def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / (1 << 20):,.0f} MiB"
 
 
+def _cpu_per_frame(runs: list[dict[str, Any]], setup: str) -> str:
+    """The proxy's CPU time per frame, median (min-max): steadier than the wall clock on a
+    shared machine ("-" for a setup with no proxy)."""
+    spent = [r["cpu"] / r["frames"] for r in runs if r["cpu"] is not None and r["frames"]]
+    if setup not in ("proxy", "no-record") or not spent:
+        return "-"
+    return _spread(spent, 1e6, "{:,.1f}")
+
+
 def _peak(peaks: list[int | None], setup: str = "proxy") -> str:
     """The highest peak memory over the runs of a setup ("-" for a setup with no proxy)."""
     known = [peak for peak in peaks if peak is not None]
@@ -330,7 +359,7 @@ class _Bench:
         print(f"\nstream: {args.frames:,} agent_message_chunk notifications (~250 bytes each)")
         print(
             f"{'setup':<11}{'seconds':>24}{'frames/s':>14}{'MB/s':>9}{'vs direct':>11}"
-            f"{'proxy peak':>12}"
+            f"{'proxy peak':>12}{'proxy CPU µs/frame':>20}"
         )
         direct: float | None = None
         for setup in SETUPS:
@@ -342,6 +371,7 @@ class _Bench:
                 f"{setup:<11}{_spread(seconds):>24}{runs[0]['frames'] / median:>14,.0f}"
                 f"{runs[0]['bytes'] / median / 1e6:>9.1f}{median / direct:>10.2f}x"
                 f"{_peak([r['peak'] for r in runs], setup):>12}"
+                f"{_cpu_per_frame(runs, setup):>20}"
             )
         recorded = self.record + ".stream"
         stream(self.cmd("proxy", agent_argv), args.frames)
