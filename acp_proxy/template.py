@@ -14,8 +14,9 @@ the same frame around another text. That test is a few byte comparisons:
   ``prefix`` (up to and including the opening quote) and ``suffix`` (from the closing
   quote on);
 - a frame matches when it starts with ``prefix``, ends with ``suffix``, and what lies
-  between is a whole JSON string body (no quote or backslash in it, or else a body that
-  parses on its own as a string);
+  between is a whole JSON string body: no quote in it and no backslash at its end (that
+  would escape the suffix's quote; any other escape is whole, as the frame parsed), or
+  else a body that parses on its own as a string;
 - the frame parsed as JSON (the caller only asks for frames that did), so the parser
   leaves ``prefix`` inside that string, reads the body as its characters and is back
   where the checked frame had it at ``suffix``: the two values differ in that one string
