@@ -75,12 +75,18 @@ def text_of(content: Any, limit: int = 60) -> str:
 
 
 def _first_words(text: str, limit: int) -> str:
-    """``text`` with its whitespace runs made single spaces, cut to ``limit``. Only the
-    start of a long text is looked at (a 50 MB message is not split into words)."""
-    head = text[: limit * 4 + 64]
-    words = " ".join(head.split())
-    if len(head) < len(text) and len(words) <= limit:
-        words = " ".join(text.split())  # mostly whitespace: the start was not enough
+    """``text`` with its whitespace runs made single spaces, cut to ``limit``. Only as much
+    of the start as that needs is looked at (a 50 MB message is not split into words): a
+    little more than ``limit``, four times as much again while it is mostly whitespace."""
+    size = limit + limit // 2 + 16
+    while True:
+        head = text[:size]
+        words = " ".join(head.split())
+        # More than limit collapsed characters: the cut is the whole text's cut (the
+        # collapsed start is a prefix of the collapsed whole).
+        if len(words) > limit or len(head) == len(text):
+            break
+        size *= 4
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
