@@ -53,6 +53,10 @@ _STYLED_ARROWS = {
 
 def text_of(content: Any, limit: int = 60) -> str:
     """The first words of a content block or a list of them."""
+    if type(content) is dict and content.get("type") == "text":  # a streamed chunk's
+        text = content.get("text")
+        if type(text) is str:
+            return _first_words(text, limit)
     blocks = content if isinstance(content, list) else [content]
     parts: list[str] = []
     for block in blocks:
