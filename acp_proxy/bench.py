@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -53,6 +53,8 @@ CHUNK = (
     + b'"}}}}\n'
 )
 SETUPS = ("direct", "tee", "proxy", "no-record")
+
+_T = TypeVar("_T")
 
 
 # --- the stream workload's agent ---------------------------------------------------------
@@ -352,6 +354,17 @@ class _Bench:
         self.fresh()
         return command(setup, agent_argv, self.workdir)
 
+    def rounds(self, run: Callable[[str], _T], repeat: int) -> dict[str, list[_T]]:
+        """``run`` for every setup, ``repeat`` rounds of all four in turn (each round
+        starting one setup further on): a busy spell on a shared machine falls on every
+        setup alike instead of on one setup's runs."""
+        results: dict[str, list[_T]] = {setup: [] for setup in SETUPS}
+        for round_ in range(repeat):
+            for i in range(len(SETUPS)):
+                setup = SETUPS[(round_ + i) % len(SETUPS)]
+                results[setup].append(run(setup))
+        return results
+
     def stream_table(self) -> str:
         """The stream workload; returns the path of a recording of it."""
         args = self.args
@@ -362,8 +375,10 @@ class _Bench:
             f"{'proxy peak':>12}{'proxy CPU µs/frame':>20}"
         )
         direct: float | None = None
-        for setup in SETUPS:
-            runs = [stream(self.cmd(setup, agent_argv), args.frames) for _ in range(args.repeat)]
+        results = self.rounds(
+            lambda setup: stream(self.cmd(setup, agent_argv), args.frames), args.repeat
+        )
+        for setup, runs in results.items():
             seconds = [r["seconds"] for r in runs]
             median = statistics.median(seconds)
             direct = direct or median
@@ -386,10 +401,12 @@ class _Bench:
             f"{'proxy peak':>12}"
         )
         base: tuple[float, float] | None = None
-        for setup in SETUPS:
+        results = self.rounds(
+            lambda setup: ping_pong(self.cmd(setup, ["cat"]), args.round_trips), args.repeat
+        )
+        for setup, runs in results.items():
             p50s, p99s, peaks = [], [], []
-            for _ in range(args.repeat):
-                times, peak = ping_pong(self.cmd(setup, ["cat"]), args.round_trips)
+            for times, peak in runs:
                 times.sort()
                 p50s.append(times[len(times) // 2])
                 p99s.append(times[int(len(times) * 0.99)])
@@ -405,11 +422,12 @@ class _Bench:
     def start_table(self) -> None:
         print("\nstart: from launching the setup until the agent begins, and its first line is in")
         print(f"{'setup':<11}{'agent begins ms':>22}{'first line ms':>22}")
-        for setup in SETUPS:
-            runs = []
-            for _ in range(self.args.repeat * 5):
-                self.fresh()
-                runs.append(start(setup, self.workdir))
+
+        def launch(setup: str) -> tuple[float, float]:
+            self.fresh()
+            return start(setup, self.workdir)
+
+        for setup, runs in self.rounds(launch, self.args.repeat * 5).items():
             print(
                 f"{setup:<11}{_spread([r[0] for r in runs], 1e3, '{:,.0f}'):>22}"
                 f"{_spread([r[1] for r in runs], 1e3, '{:,.0f}'):>22}"
@@ -420,8 +438,10 @@ class _Bench:
         print(f"\nbig: one {args.big_mib} MiB message out and back through cat")
         print(f"{'setup':<11}{'seconds':>24}{'MB/s':>9}{'vs direct':>11}{'peak memory':>14}")
         direct: float | None = None
-        for setup in SETUPS:
-            runs = [big(self.cmd(setup, ["cat"]), args.big_mib) for _ in range(args.repeat)]
+        results = self.rounds(
+            lambda setup: big(self.cmd(setup, ["cat"]), args.big_mib), args.repeat
+        )
+        for setup, runs in results.items():
             seconds = [r["seconds"] for r in runs]
             median = statistics.median(seconds)
             direct = direct or median
@@ -479,7 +499,8 @@ def main(argv: list[str] | None = None) -> None:
         args.big_mib, args.long_frames, args.repeat = max(1, args.big_mib // 10), 0, 1
     print(
         f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
-        f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure: median (min-max)"
+        f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure, the setups in turn: "
+        "median (min-max)"
     )
     with tempfile.TemporaryDirectory() as workdir:
         bench = _Bench(args, workdir)
