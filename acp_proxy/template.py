@@ -87,13 +87,24 @@ class TextTemplates:
 
     def __init__(self) -> None:
         self._slots: dict[Any, _Slot] = {}
+        #: The slot that matched last; never an empty one.
         self._last: _Slot | None = None
 
     def known(self, raw: bytes) -> Any:
         """The key of the template that matched last, if ``raw`` (a frame that parsed as
-        JSON) is that template around another text; else None."""
+        JSON) is that template around another text; else None. (The per-frame path of a
+        stream: :func:`_fits`'s common case is inlined.)"""
         slot = self._last
-        if slot is not None and _fits(slot, raw):
+        if slot is None:
+            return None
+        prefix, suffix = slot.prefix, slot.suffix
+        end = len(raw) - len(suffix)
+        if (
+            raw.startswith(prefix)
+            and raw.endswith(suffix)
+            and raw.find(b'"', len(prefix)) == end
+            and raw[end - 1] != 0x5C
+        ) or _fits(slot, raw):
             slot.hits += 1
             return slot.key
         return None
@@ -137,6 +148,8 @@ class TextTemplates:
             slot.pause = 0
         slot.tries += 1
         slot.prefix, slot.suffix, slot.hits = b"", b"", 0
+        if slot is self._last:  # the last template is always a template
+            self._last = None
         return slot
 
 
