@@ -436,10 +436,10 @@ class WireModel:
         if type(value) is dict and value.get("method") == "session/update" and "id" not in value:
             # The most frequent frame, the short way (what _call would make of it).
             params = value.get("params")
-            session = params.get("sessionId") if type(params) is dict else None
-            if type(session) is str:
-                assert type(params) is dict
-                return self._update(sender, frame, params, session, seq, t)
+            if type(params) is dict:
+                session = params.get("sessionId")
+                if type(session) is str:
+                    return self._update(sender, frame, params, session, seq, t)
         if not frame.is_json:
             return NotJsonMessage(seq, t, sender, frame)
         if isinstance(value, list):
