@@ -25,9 +25,9 @@ from typing import Any, Protocol
 
 from .framing import Frame, Framer, LineSplicer
 from .observer import Observer
-from .spawn import Agent, AgentNotExecutable, AgentNotFound, signal_group, start_agent
+from .spawn import Agent, signal_group
 
-__all__ = ["AgentNotExecutable", "AgentNotFound", "RelayResult", "relay", "run_relay"]
+__all__ = ["RelayResult", "relay", "run_relay"]
 
 #: Bytes asked for per read: what a pipe holds. os.read allocates what it is asked
 #: for before it knows what comes: asking for 256 KiB cost 48 µs a read (an mmap'd
@@ -459,7 +459,7 @@ _EXIT_POLL = 0.02
 
 
 async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in order
-    agent: Agent | list[str],
+    agent: Agent,
     observer: Observer,
     log: Any,
     *,
@@ -468,15 +468,9 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> RelayResult:
-    """Relay stdin/stdout to the agent until the session ends: an agent already started
-    (:func:`~acp_proxy.spawn.start_agent`), or a command to start.
-
-    Raises :class:`AgentNotFound` or :class:`AgentNotExecutable` if the agent
-    cannot be started.
-    """
+    """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.spawn.start_agent`)
+    until the session ends."""
     loop = asyncio.get_running_loop()
-    if not isinstance(agent, Agent):
-        agent = start_agent(agent)
     # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).
     proc = agent.process
     agent_in_fd, agent_out_fd, agent_err_fd = agent.take()  # closed below, once relayed
@@ -599,6 +593,6 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
-def run_relay(agent: Agent | list[str], observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
+def run_relay(agent: Agent, observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
     """Run :func:`relay` in a fresh event loop."""
     return asyncio.run(relay(agent, observer, log, **kwargs))
