@@ -451,14 +451,14 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     appended is validated session by session. Exit status: 0 no error-level
     finding, 1 at least one, 2 a file that cannot be read.
     """
-    from .offline import RecordingError, finding_line, open_recording, validate_records
+    from .offline import RecordingError, finding_line, validate_recording
 
     errors = 0
     unreadable = False
     with _output(False) as emit:
         for path in recordings:
             try:
-                for finding in validate_records(open_recording(path)):
+                for finding in validate_recording(path):
                     errors += finding.level == "error"
                     emit(finding_line(path, finding, fmt))
             except RecordingError as exc:

@@ -25,7 +25,9 @@ from .transcript import (
     StderrRecord,
     UnreadableLine,
     ViolationRecord,
-    iter_records,
+    iter_lines,
+    parse_record,
+    plain_frame_head,
 )
 from .validator import Validator, Violation
 from .wire import Message, WireModel
@@ -37,6 +39,8 @@ __all__ = [
     "annotate",
     "finding_line",
     "open_recording",
+    "validate_lines",
+    "validate_recording",
     "validate_records",
 ]
 
@@ -78,7 +82,78 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
     ]
 
 
-def annotate(  # noqa: C901, PLR0912 - one branch per record kind
+class _Annotator:
+    """What :func:`annotate` does, a record at a time."""
+
+    def __init__(self, validate: bool, stored: bool) -> None:
+        self.validate = validate and not stored
+        self.stored = stored
+        self.wire: WireModel | None = None
+        self.validator: Validator | None = None
+        self.number = 0
+        self.last_seq = 0
+
+    def _connect(self) -> None:
+        self.number += 1
+        self.wire, self.last_seq = WireModel(self.number), 0
+        self.validator = Validator(self.wire) if self.validate else None
+
+    def finish(self, line: int, t: str) -> Iterator[Annotated]:
+        """The connection ends without its end record (another starts, or the file ends)."""
+        found = self.validator.end() if self.validator is not None else []
+        if found:
+            yield Annotated(EndRecord(line, t, None, "(no end record)"), found, None, self.number)
+
+    def feed(self, record: Record) -> Iterator[Annotated]:
+        if isinstance(record, FrameRecord):
+            if self.wire is None:
+                self._connect()
+            assert self.wire is not None
+            self.last_seq = max(self.last_seq, record.seq)
+            message = self.wire.feed(record.side, record.frame, record.seq, record.t)
+            found = self.validator.check(message) if self.validator is not None else []
+            if self.stored:
+                found = stored_findings(record)
+            yield Annotated(record, found, message, self.number)
+        elif isinstance(record, StartRecord):
+            if self.wire is not None:
+                yield from self.finish(record.line, record.t)
+            self._connect()
+            yield Annotated(record, [], None, self.number)
+        elif isinstance(record, ViolationRecord):
+            if self.stored or (record.seq is not None and record.seq > self.last_seq):
+                carried = Violation(
+                    record.rule, record.level, record.message, record.spec, record.seq
+                )
+                yield Annotated(record, [carried], None, self.number)
+        elif isinstance(record, StderrRecord):
+            yield Annotated(record, [], None, self.number)  # no protocol here: nothing to check
+        elif isinstance(record, EndRecord):
+            found = self.validator.end() if self.validator is not None else []
+            self.wire = self.validator = None
+            yield Annotated(record, found, None, self.number)
+        else:
+            message_text = f"line {record.line} is not a transcript record: {record.reason}"
+            unreadable = Violation(
+                UNREADABLE_RULE, "warning", message_text, "acp-proxy/1 transcript", None
+            )
+            yield Annotated(record, [unreadable], None, self.number)
+
+    def repeat(self, line: bytes) -> bool:
+        """Take a plain frame record that repeats the frame before it but for its text
+        (:meth:`Validator.repeat`) without reading it further: it has no findings, and the
+        rest of :meth:`feed` is bookkeeping."""
+        head = plain_frame_head(line)
+        if head is None or self.validator is None:
+            return False
+        seq, _, side, raw = head
+        if not self.validator.repeat(side, raw):
+            return False
+        self.last_seq = max(self.last_seq, seq)
+        return True
+
+
+def annotate(
     records: Iterable[Record], validate: bool = True, stored: bool = False
 ) -> Iterator[Annotated]:
     """Yield every record, in order, with its message and recomputed findings.
@@ -89,63 +164,42 @@ def annotate(  # noqa: C901, PLR0912 - one branch per record kind
     recording instead of recomputing them (``show`` and ``report`` show the
     record of the live session).
     """
-    if stored:
-        validate = False
-    wire: WireModel | None = None
-    validator: Validator | None = None
-    number = 0
-    last_seq = 0
-
-    def finish(line: int, t: str) -> Iterator[Annotated]:
-        found = validator.end() if validator is not None else []
-        if found:
-            yield Annotated(EndRecord(line, t, None, "(no end record)"), found, None, number)
-
+    annotator = _Annotator(validate, stored)
     for record in records:
-        if isinstance(record, StartRecord):
-            if wire is not None:
-                yield from finish(record.line, record.t)
-            number += 1
-            wire, last_seq = WireModel(number), 0
-            validator = Validator(wire) if validate else None
-            yield Annotated(record, [], None, number)
-        elif isinstance(record, FrameRecord):
-            if wire is None:
-                number += 1
-                wire, last_seq = WireModel(number), 0
-                validator = Validator(wire) if validate else None
-            last_seq = max(last_seq, record.seq)
-            message = wire.feed(record.side, record.frame, record.seq, record.t)
-            found = validator.check(message) if validator is not None else []
-            if stored:
-                found = stored_findings(record)
-            yield Annotated(record, found, message, number)
-        elif isinstance(record, ViolationRecord):
-            if stored or (record.seq is not None and record.seq > last_seq):
-                carried = Violation(
-                    record.rule, record.level, record.message, record.spec, record.seq
-                )
-                yield Annotated(record, [carried], None, number)
-        elif isinstance(record, StderrRecord):
-            yield Annotated(record, [], None, number)  # no protocol here: nothing to check
-        elif isinstance(record, EndRecord):
-            found = validator.end() if validator is not None else []
-            wire = validator = None
-            yield Annotated(record, found, None, number)
-        else:
-            message_text = f"line {record.line} is not a transcript record: {record.reason}"
-            unreadable = Violation(
-                UNREADABLE_RULE, "warning", message_text, "acp-proxy/1 transcript", None
-            )
-            yield Annotated(record, [unreadable], None, number)
-    if wire is not None:
-        yield from finish(0, "")
+        yield from annotator.feed(record)
+    if annotator.wire is not None:
+        yield from annotator.finish(0, "")
 
 
 def validate_records(records: Iterable[Record]) -> Iterator[Violation]:
     """Yield the findings of every session in ``records``, in order."""
     for item in annotate(records):
         yield from item.findings
+
+
+def validate_recording(path: str) -> Iterator[Violation]:
+    """:func:`validate_records` of :func:`open_recording`, the short way
+    (:func:`validate_lines`). Raises :class:`RecordingError` as :func:`open_recording`."""
+    return validate_lines(_open_lines(path))
+
+
+def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
+    """The findings of the records in ``lines`` (numbered, without their ``\\n``), as
+    :func:`validate_records` finds them, the short way: a frame record that repeats the one
+    before but for its text (the bulk of a streamed turn) is known by its bytes, neither
+    parsed nor checked again (see :meth:`Validator.repeat`)."""
+    annotator = _Annotator(validate=True, stored=False)
+    repeat = annotator.repeat
+    for number, line in lines:
+        if repeat(line):
+            continue
+        record = parse_record(number, line)
+        if record is not None:
+            for item in annotator.feed(record):
+                yield from item.findings
+    if annotator.wire is not None:
+        for item in annotator.finish(0, ""):
+            yield from item.findings
 
 
 def finding_line(path: str, finding: Violation, fmt: str) -> str:
@@ -168,23 +222,41 @@ def open_recording(path: str) -> Iterator[Record]:
     its first line is not a record (it is not a transcript). A bad line later on, such as the
     truncated last line a crash leaves, comes through as an ``UnreadableLine``.
     """
+    lines = _open_lines(path)
+
+    def records() -> Iterator[Record]:
+        for number, line in lines:
+            record = parse_record(number, line)
+            if record is not None:
+                yield record
+
+    return records()
+
+
+def _open_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of a recording that are not blank, once its first is known to
+    be a record. Raises :class:`RecordingError` as :func:`open_recording` (on opening, or
+    when the first line is read)."""
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
 
-    def records() -> Iterator[Record]:
+    def lines() -> Iterator[tuple[int, bytes]]:
         with stream:
-            empty = True
+            first = True
             try:
-                for index, record in enumerate(iter_records(stream)):
-                    if index == 0 and isinstance(record, UnreadableLine):
-                        raise RecordingError(f"{path} is not an acp-proxy transcript")
-                    empty = False
-                    yield record
+                for number, line in enumerate(iter_lines(stream), start=1):
+                    if not line or line.isspace():
+                        continue
+                    if first:
+                        if isinstance(parse_record(number, line), UnreadableLine):
+                            raise RecordingError(f"{path} is not an acp-proxy transcript")
+                        first = False
+                    yield number, line
             except OSError as exc:
                 raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-            if empty:
+            if first:
                 raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
 
-    return records()
+    return lines()

@@ -27,6 +27,9 @@ the text parses to the same value with the marker as the text. So a text whose b
 also occur elsewhere in the frame, a duplicate key, or a peer that escapes a text
 differently from orjson never yields a wrong template; it yields none.
 
+:meth:`TextTemplates.again` answers the same for bytes nobody parsed (a recording read
+back), by parsing the literal alone.
+
 Pure code: bytes in, booleans out.
 """
 
@@ -108,6 +111,24 @@ class TextTemplates:
             slot.hits += 1
             return slot.key
         return None
+
+    def again(self, raw: bytes) -> tuple[Any, str] | None:
+        """The key of the template that matched last, and the text, if ``raw`` (bytes
+        nobody parsed) is that template around a whole JSON string literal; else None.
+        Then ``raw`` is JSON, and its value the template's with another text."""
+        slot = self._last
+        if slot is None:
+            return None
+        prefix, suffix = slot.prefix, slot.suffix
+        start, end = len(prefix) - 1, len(raw) - len(suffix) + 1  # the literal's quotes
+        if end - start < 2 or not raw.startswith(prefix) or not raw.endswith(suffix):
+            return None
+        try:  # one JSON value from quote to quote: a whole string, escapes and all
+            text = orjson.loads(raw[start:end])
+        except orjson.JSONDecodeError:
+            return None
+        slot.hits += 1
+        return slot.key, text
 
     def match(self, raw: bytes, *key: Any) -> bool:
         """Whether ``raw`` (a frame that parsed as JSON) is the template of ``key`` around

@@ -49,8 +49,10 @@ __all__ = [
     "frame_record",
     "frame_record_parts",
     "frame_stamp",
+    "iter_lines",
     "iter_records",
     "parse_record",
+    "plain_frame_head",
     "plain_frame_record",
     "read_records",
     "start_record",
@@ -474,14 +476,66 @@ def _plain_frame(number: int, line: bytes, record: dict[str, Any]) -> FrameRecor
     return FrameRecord(number, seq, t, side, Frame(line[start : end - 1], record["msg"]), [])
 
 
+#: How much of a file is read at once: splitting a block into lines costs far less a line
+#: than reading the lines one by one.
+_BLOCK = 1 << 20
+
+
+def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks,
+    so the memory held is a block and the longest line (whose pieces are joined once)."""
+    pending: list[bytes] = []  # the start of a line that goes on in the next block
+    # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
+    read = getattr(stream, "read1", stream.read)
+    while block := read(_BLOCK):
+        if b"\n" not in block:
+            pending.append(block)
+            continue
+        lines = block.split(b"\n")
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending = []
+        last = lines.pop()
+        if last:
+            pending.append(last)
+        yield from lines
+    if pending:
+        yield b"".join(pending)
+
+
 def iter_records(stream: BinaryIO) -> Iterator[Record]:
     """Read records one line at a time, in constant memory per line."""
-    for number, line in enumerate(stream, start=1):
-        if line.isspace() or not line:
+    for number, line in enumerate(iter_lines(stream), start=1):
+        if not line or line.isspace():
             continue
         record = parse_record(number, line)
         if record is not None:
             yield record
+
+
+#: The head of a frame record as the recorder writes a plain one (:func:`plain_frame_record`:
+#: no findings, a JSON message), up to the ``msg`` value: seq (a JSON integer), t (a string
+#: with nothing to unescape), from.
+_PLAIN_HEAD = re.compile(
+    rb'\{"kind":"frame","seq":(0|[1-9][0-9]{0,17}),"t":"([ !#-\[\]-~]*)",'
+    rb'"from":"(agent|client)","msg":'
+)
+
+
+def plain_frame_head(line: bytes) -> tuple[int, str, str, bytes] | None:
+    """seq, t, from and the message's bytes of a line (without its ``\\n``) laid out as
+    :func:`plain_frame_record` writes it: that head, then the message, then ``}``. None
+    for any other line. The message is not parsed: the line is a record of these
+    values if, and only if, those bytes are one JSON value."""
+    head = _PLAIN_HEAD.match(line)
+    if head is None or line[-1] != 0x7D:  # }
+        return None
+    seq, t, side = head.groups()
+    return int(seq), t.decode("ascii"), _SIDE_NAMES[side], line[head.end() : -1]
+
+
+_SIDE_NAMES = {b"agent": "agent", b"client": "client"}
 
 
 def read_records(path: str | Path) -> Iterator[Record]:

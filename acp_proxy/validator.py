@@ -173,6 +173,9 @@ class Validator(V1Rules):
         self._v1 = _V1State()
         #: Streamed chunks already checked, to know the next ones by their bytes.
         self._templates = TextTemplates()
+        #: Whether the frame checked last was a known chunk that found nothing (see
+        #: :meth:`repeat`).
+        self._repeatable = False
 
     # --- entry points -------------------------------------------------------
 
@@ -200,12 +203,34 @@ class Validator(V1Rules):
         self._found = []
         self._seq = message.seq
         self._session_id = None
+        self._repeatable = False
         try:
             if not (message.method == "session/update" and self.fast and self._chunk(message)):
                 self._frame(message)
         except Exception as exc:  # a bug here must not cost the user their session
             self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
+        if self._found:
+            self._repeatable = False
         return self._found
+
+    def repeat(self, side: str, raw: bytes) -> bool:
+        """Take a frame the way the one checked last went, without parsing or checking it,
+        if that frame was a known chunk that found nothing and ``raw`` (bytes nobody
+        parsed, sent by ``side`` right after it) is the same frame around another text.
+
+        Exactly what :meth:`check` would do: a known chunk's rules look at the validator's
+        state and at the template's key, which are the same for both frames; they found
+        nothing for the first and change nothing the second time (what they record, such
+        as a user message seen, is recorded already). The wire model counts the update in
+        its turn. For a reader of a recording (:mod:`acp_proxy.offline`): a live frame is
+        parsed anyway."""
+        if not self._repeatable or side != "agent":
+            return False
+        again = self._templates.again(raw)
+        if again is None:
+            return False
+        self.wire.again(again[0][0])
+        return True
 
     def _chunk(self, message: Message) -> bool:
         """The common case, in a few look-ups: a message chunk the agent streams in a
@@ -281,11 +306,13 @@ class Validator(V1Rules):
             self._v1_update(message, update)
         elif variant == "user_message_chunk":
             self._user_message_seen(session, update["messageId"])
+        self._repeatable = True
         return True
 
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""
         self._found = []
+        self._repeatable = False
         for request in self.wire.pending.values():
             self._seq, self._session_id = request.seq, request.session
             if request.method == "session/request_permission" and self.version == 2:

@@ -10,16 +10,23 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.conversation import Conversation
 from acp_proxy.framing import parse_frame
-from acp_proxy.offline import annotate
+from acp_proxy.offline import annotate, validate_lines, validate_records
 from acp_proxy.render import conversation_lines
 from acp_proxy.rules import CATALOG, RULES, Level, Scope
 from acp_proxy.stats import Stats
-from acp_proxy.transcript import FORMAT, FrameRecord, StartRecord
+from acp_proxy.transcript import (
+    FORMAT,
+    FrameRecord,
+    StartRecord,
+    frame_record,
+    parse_record,
+    start_record,
+)
 from acp_proxy.validator import Validator, Violation
 
 C, A = "client", "agent"
@@ -159,8 +166,13 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
         raw = message if isinstance(message, bytes) else orjson.dumps(message)
         records.append(FrameRecord(seq + 1, seq, T0, side, parse_frame(raw)))
     annotated = list(annotate(records))
+    offline = [f for item in annotated for f in item.findings]
     if live is not None:
-        assert [f for item in annotated for f in item.findings] == live
+        assert offline == live
+    # validate's short way, on the lines the recorder writes, finds the same
+    lines = [start_record(T0, ["agent"], 1)]
+    lines += [frame_record(r.seq, r.t, r.side, r.frame) for r in records[1:]]
+    assert list(validate_lines(enumerate((line.rstrip(b"\n") for line in lines), 1))) == offline
     stats = Stats()
     for item in annotated:
         stats.add(item)
@@ -1318,3 +1330,93 @@ def test_chunks_known_by_their_bytes_are_found_what_the_long_way_finds(
     frames += [(A, raw) for raw in chunks]
     found = findings(frames, end=False)
     assert all(f.seq is not None and f.seq > len(frames) - len(chunks) for f in found)
+
+
+#: What a corrupted (or hand-edited) recording may hold where a chunk's text was: bytes that
+#: are no JSON string body, or a body that is not the text alone.
+BROKEN_BODIES = st.sampled_from(
+    [b"a\x01b", b"\\q", b"\xff\xfe", b'a"b', b"a\\", b"\\ud800", b'x","type":"image', b"\\u00e9"]
+)
+
+
+#: A clean chunk of the usual shape.
+CLEAN_CHUNK = (
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
+    + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
+    + b'"content":{"type":"text","text":"ab"}}}}'
+)  # fmt: skip
+_CANCELLED_STREAM: list[bytes | str] = [CLEAN_CHUNK] * 3 + ["cancel", "end"] + [CLEAN_CHUNK] * 3
+
+
+@settings(max_examples=80, deadline=None)
+@example(1, _CANCELLED_STREAM)
+@example(2, _CANCELLED_STREAM)
+@given(
+    st.sampled_from([1, 2]),
+    st.lists(
+        st.one_of(chunk_frames(), BROKEN_BODIES, st.sampled_from(["cancel", "end"])),
+        min_size=1,
+        max_size=14,
+    ),
+)
+def test_validate_knows_repeated_chunk_records_by_their_bytes(
+    version: int, chunks: list[bytes | str]
+) -> None:
+    """validate's short way (validate_lines) takes a frame record that repeats the one before
+    but for its text without parsing it; it finds what reading every record in full finds:
+    on the lines the recorder writes, with the turn cancelled or ended between chunks (later
+    chunks are flagged: they repeat a frame whose findings they must not skip), and on lines
+    a corrupted recording holds (a text that is no JSON string: an unreadable line)."""
+    frames: Frames = [*setup(version), prompt()]
+    if version == 2:
+        frames += [state("running"), user_message()]
+    events = {
+        "cancel": (C, note("session/cancel", {"sessionId": S})),
+        "end": (A, ok(10, {"stopReason": "cancelled"})) if version == 1 else idle("cancelled"),
+    }
+    envelope = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
+        + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
+        + b'"content":{"type":"text","text":"%s"}}}}'
+    )  # fmt: skip
+    for chunk in chunks:
+        if isinstance(chunk, str):
+            frames.append(events[chunk])
+        else:
+            frames.append((A, chunk if chunk.startswith(b"{") else envelope.replace(b"%s", chunk)))
+    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
+    for seq, (side, message) in enumerate(frames, start=1):
+        raw = message if isinstance(message, bytes) else orjson.dumps(message)
+        # as the recorder writes a JSON frame (corrupted ones too: the recording is)
+        lines.append(
+            b'{"kind":"frame","seq":%d,"t":"%s","from":"%s","msg":%s}'
+            % (seq, T0.encode(), side.encode(), raw)
+        )
+    numbered = list(enumerate(lines, start=1))
+    records = [parse_record(number, line) for number, line in numbered]
+    long_way = list(validate_records(r for r in records if r is not None))
+    assert list(validate_lines(numbered)) == long_way
+
+
+def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) -> None:
+    """The short way is taken: of a turn's 200 chunks, only the first few records are read in
+    full (a template is learned, then matched), the rest are known by their bytes."""
+    import acp_proxy.offline
+
+    parsed: list[int] = []
+
+    def counting(number: int, line: bytes) -> Any:
+        parsed.append(number)
+        return parse_record(number, line)
+
+    monkeypatch.setattr(acp_proxy.offline, "parse_record", counting)
+    frames = [*setup(2), *turn()[:4]]
+    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
+    for seq, (side, message) in enumerate(frames, start=1):
+        lines.append(frame_record(seq, T0, side, parse_frame(orjson.dumps(message)))[:-1])
+    for seq in range(len(frames) + 1, len(frames) + 201):
+        chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
+        lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
+    lines.append(frame_record(len(frames) + 201, T0, A, parse_frame(orjson.dumps(idle()[1])))[:-1])
+    assert list(validate_lines(enumerate(lines, start=1))) == []
+    assert len(parsed) < len(frames) + 2 + 5
