@@ -570,13 +570,13 @@ def show(
     import orjson
 
     from .conversation import Conversation
-    from .offline import annotate, open_recording
+    from .offline import annotate, annotate_lines, open_lines, open_recording
     from .render import Timeline, TimelineFilter
 
-    records = open_recording(recording)
     if conversation or as_json:
         from .render import conversation_lines
 
+        records = open_recording(recording)
         connections = Conversation.per_connection(annotate(records, validate=False))
         if as_json:
             document = Conversation.document(connections, session)
@@ -589,9 +589,11 @@ def show(
         return
     timeline = Timeline(TimelineFilter(side, method, session, violations), _colored(color))
     # A regular file is read to its end without waiting: lines go out in blocks. From a
-    # pipe, each line goes out as soon as it is read.
+    # pipe, each line goes out as soon as it is read. A streamed turn's chunks are known
+    # by their bytes (annotate_lines).
+    lines = open_lines(recording)
     with _output(color, live=not Path(recording).is_file()) as emit:
-        for item in annotate(records, stored=not revalidate):
+        for item in annotate_lines(lines, stored=not revalidate):
             for line in timeline.lines(item):
                 emit(line)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from .protocol import MESSAGE_CHUNKS
+from .template import TextTemplates
 from .transcript import (
     EndRecord,
     FrameRecord,
@@ -30,14 +32,19 @@ from .transcript import (
     plain_frame_head,
 )
 from .validator import Validator, Violation
-from .wire import Message, WireModel
+from .wire import Message, Side, WireModel
 
 __all__ = [
+    "CHUNK_TEXT",
     "UNREADABLE_RULE",
     "Annotated",
     "RecordingError",
+    "Repeated",
     "annotate",
+    "annotate_lines",
     "finding_line",
+    "is_text_chunk",
+    "open_lines",
     "open_recording",
     "validate_lines",
     "validate_recording",
@@ -82,6 +89,23 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
     ]
 
 
+@dataclass(slots=True)
+class Repeated:
+    """A frame record known by its bytes (:func:`annotate_lines`): the frame before it (a
+    message chunk) around another text, and nothing else changed; no findings."""
+
+    line: int
+    seq: int
+    t: str
+    side: str
+    #: The chunk's text.
+    text: str
+
+
+#: Where a streamed chunk's text is.
+CHUNK_TEXT = ("params", "update", "content", "text")
+
+
 class _Annotator:
     """What :func:`annotate` does, a record at a time."""
 
@@ -92,11 +116,20 @@ class _Annotator:
         self.validator: Validator | None = None
         self.number = 0
         self.last_seq = 0
+        #: Without a validator: chunks seen, to know the next ones by their bytes (see
+        #: :meth:`repeat`), and whether the frame fed last is the template matched last.
+        self.templates: TextTemplates | None = None
+        self.repeatable = False
+        #: Whether the frame fed last is a message chunk of a text block (what a
+        #: :class:`Repeated` may repeat).
+        self.text_chunk = False
 
     def _connect(self) -> None:
         self.number += 1
         self.wire, self.last_seq = WireModel(self.number), 0
         self.validator = Validator(self.wire) if self.validate else None
+        self.templates = None if self.validate else TextTemplates()
+        self.repeatable = self.text_chunk = False
 
     def finish(self, line: int, t: str) -> Iterator[Annotated]:
         """The connection ends without its end record (another starts, or the file ends)."""
@@ -112,6 +145,9 @@ class _Annotator:
             self.last_seq = max(self.last_seq, record.seq)
             message = self.wire.feed(record.side, record.frame, record.seq, record.t)
             found = self.validator.check(message) if self.validator is not None else []
+            self.text_chunk = is_text_chunk(message)
+            if self.templates is not None:
+                self._template(message)
             if self.stored:
                 found = stored_findings(record)
             yield Annotated(record, found, message, self.number)
@@ -131,6 +167,7 @@ class _Annotator:
         elif isinstance(record, EndRecord):
             found = self.validator.end() if self.validator is not None else []
             self.wire = self.validator = None
+            self.repeatable = self.text_chunk = False
             yield Annotated(record, found, None, self.number)
         else:
             message_text = f"line {record.line} is not a transcript record: {record.reason}"
@@ -139,18 +176,52 @@ class _Annotator:
             )
             yield Annotated(record, [unreadable], None, self.number)
 
-    def repeat(self, line: bytes) -> bool:
-        """Take a plain frame record that repeats the frame before it but for its text
-        (:meth:`Validator.repeat`) without reading it further: it has no findings, and the
-        rest of :meth:`feed` is bookkeeping."""
+    def _template(self, message: Message) -> None:
+        """Without a validator: a message chunk the agent sent becomes (or matches) the
+        template of its session's variant."""
+        self.repeatable = False
+        if not self.text_chunk or message.side is not Side.AGENT:
+            return
+        assert self.templates is not None
+        frame, key = message.frame, (message.session, message.variant)
+        if self.templates.match(frame.raw, *key):
+            self.repeatable = True
+        else:
+            self.templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
+
+    def repeat(self, line: bytes) -> tuple[int, str, str, str] | None:
+        """A plain frame record that repeats the frame before it but for its text, taken
+        without reading it further: with a validator, as :meth:`Validator.repeat` says (no
+        findings); without one, if the frame before was a message chunk whose template it
+        fits. The rest of :meth:`feed` is bookkeeping. Its seq, t, side and text."""
+        if not self.text_chunk:
+            return None
         head = plain_frame_head(line)
-        if head is None or self.validator is None:
-            return False
-        seq, _, side, raw = head
-        if not self.validator.repeat(side, raw):
-            return False
+        if head is None:
+            return None
+        seq, t, side, raw = head
+        if self.validator is not None:
+            text = self.validator.repeat(side, raw)
+        elif side == "agent" and self.repeatable and self.templates and self.wire is not None:
+            again = self.templates.again(raw)
+            if again is None:
+                return None
+            key, text = again
+            self.wire.again(key[0])
+        else:
+            return None
+        if text is None:
+            return None
         self.last_seq = max(self.last_seq, seq)
-        return True
+        return seq, t, side, text
+
+
+def is_text_chunk(message: Message) -> bool:
+    """Whether ``message`` is a message chunk whose content is a text block."""
+    if message.variant not in MESSAGE_CHUNKS or message.update is None:
+        return False
+    content = message.update.get("content")
+    return type(content) is dict and content.get("type") == "text"
 
 
 def annotate(
@@ -180,7 +251,7 @@ def validate_records(records: Iterable[Record]) -> Iterator[Violation]:
 def validate_recording(path: str) -> Iterator[Violation]:
     """:func:`validate_records` of :func:`open_recording`, the short way
     (:func:`validate_lines`). Raises :class:`RecordingError` as :func:`open_recording`."""
-    return validate_lines(_open_lines(path))
+    return validate_lines(open_lines(path))
 
 
 def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
@@ -191,7 +262,7 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     annotator = _Annotator(validate=True, stored=False)
     repeat = annotator.repeat
     for number, line in lines:
-        if repeat(line):
+        if repeat(line) is not None:
             continue
         record = parse_record(number, line)
         if record is not None:
@@ -200,6 +271,28 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     if annotator.wire is not None:
         for item in annotator.finish(0, ""):
             yield from item.findings
+
+
+def annotate_lines(
+    lines: Iterable[tuple[int, bytes]], validate: bool = True, stored: bool = False
+) -> Iterator[Annotated | Repeated]:
+    """:func:`annotate` of the records in ``lines`` (numbered, without their ``\\n``),
+    the short way: a frame record that repeats the message chunk before it but for its text
+    comes as a :class:`Repeated`, neither parsed nor checked (as :func:`validate_lines`
+    says; with ``validate=False`` or ``stored=True``, whatever findings it had were stored
+    on the frame record, and a plain one has none)."""
+    annotator = _Annotator(validate, stored)
+    repeat = annotator.repeat
+    for number, line in lines:
+        repeated = repeat(line)
+        if repeated is not None:
+            yield Repeated(number, *repeated)
+            continue
+        record = parse_record(number, line)
+        if record is not None:
+            yield from annotator.feed(record)
+    if annotator.wire is not None:
+        yield from annotator.finish(0, "")
 
 
 def finding_line(path: str, finding: Violation, fmt: str) -> str:
@@ -222,7 +315,7 @@ def open_recording(path: str) -> Iterator[Record]:
     its first line is not a record (it is not a transcript). A bad line later on, such as the
     truncated last line a crash leaves, comes through as an ``UnreadableLine``.
     """
-    lines = _open_lines(path)
+    lines = open_lines(path)
 
     def records() -> Iterator[Record]:
         for number, line in lines:
@@ -233,7 +326,7 @@ def open_recording(path: str) -> Iterator[Record]:
     return records()
 
 
-def _open_lines(path: str) -> Iterator[tuple[int, bytes]]:
+def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     """The numbered lines of a recording that are not blank, once its first is known to
     be a record. Raises :class:`RecordingError` as :func:`open_recording` (on opening, or
     when the first line is read)."""

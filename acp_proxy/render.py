@@ -17,7 +17,7 @@ import click
 import orjson
 
 from .conversation import Conversation, Entity, SessionView
-from .offline import Annotated
+from .offline import Annotated, Repeated, is_text_chunk
 from .protocol import ENTITY_ID_FIELDS, EntityType
 from .transcript import (
     EndRecord,
@@ -85,7 +85,11 @@ def _first_words(text: str, limit: int) -> str:
     size = limit + limit // 2 + 16
     while True:
         head = text[:size]
-        words = " ".join(head.split())
+        # Single spaces as the only whitespace (every other whitespace character is
+        # unprintable): nothing to collapse, only the ends to trim.
+        words = (
+            head.strip(" ") if head.isprintable() and "  " not in head else " ".join(head.split())
+        )
         # More than limit collapsed characters: the cut is the whole text's cut (the
         # collapsed start is a prefix of the collapsed whole).
         if len(words) > limit or len(head) == len(text):
@@ -107,10 +111,17 @@ def _show(value: Any, limit: int = 40) -> str:
 _V1_ENTITIES = {"tool_call": "toolCallId", "plan": "planId"}
 
 
-def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch per variant
+def summarize_update(update: Any) -> str:
     """One line for a ``session/update``: the variant and what matters in it."""
+    head, text = _update_summary(update)
+    return f"{head} {text!r}" if text else head
+
+
+def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a branch per variant
+    """:func:`summarize_update` in two: all but the first words of the content, and those
+    (the content comes last, so a chunk's line is its envelope's and its text's)."""
     if not isinstance(update, dict):
-        return _show(update)
+        return _show(update), ""
     variant = str(update.get("sessionUpdate"))
     parts = [variant]
     if variant == "state_update":
@@ -138,9 +149,7 @@ def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch pe
         elif variant == "terminal_output_chunk" and isinstance(update.get("data"), str):
             parts.append(f"{len(update['data']) * 3 // 4} bytes")
         elif "content" in update:
-            text = text_of(update["content"])
-            if text:
-                parts.append(repr(text))
+            return " ".join(parts), text_of(update["content"])
     elif variant == "usage_update":
         parts.append(f"{update.get('used')}/{update.get('size')} tokens")
         cost = update.get("cost")
@@ -152,7 +161,7 @@ def summarize_update(update: Any) -> str:  # noqa: C901, PLR0912 - one branch pe
             parts.append(str(update["status"]))
     elif variant == "notice":
         parts.append(f"{update.get('severity')}: {update.get('title')!r}")
-    return " ".join(parts)
+    return " ".join(parts), ""
 
 
 def _summarize_params(method: str, params: Any) -> str:
@@ -210,15 +219,22 @@ class Timeline:
 
     def __init__(self, only: TimelineFilter | None = None, color: bool = True) -> None:
         self.only = only or TimelineFilter()
+        self._narrowed = self._filtered()
         #: Without colour, a frame's line carries no style to strip (errors still do).
         self._dim, self._arrows = (_DIM, _STYLED_ARROWS) if color else ("%s", _ARROWS)
         self._start: datetime | None = None
         self._last_seq = 0
         # The frames of one read share their time: its text is worked out once.
         self._when: tuple[str, str] = ("", "?")
+        #: The message chunk shown last: the start of its line, its summary's head, side,
+        #: method and session (a :class:`Repeated` is that chunk around another text).
+        self._chunk: tuple[str, str, str, str | None, str | None] | None = None
 
-    def lines(self, item: Annotated) -> list[str]:
+    def lines(self, item: Annotated | Repeated) -> list[str]:
         """The lines for one record and its findings (none if filtered out)."""
+        if type(item) is Repeated:
+            return self._repeated(item)
+        assert isinstance(item, Annotated)
         record = item.record
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
@@ -265,18 +281,47 @@ class Timeline:
     def _frame(self, record: FrameRecord, message: Message, findings: list[Violation]) -> list[str]:
         method, session = message.method, message.session
         kind = _KIND_LABELS[message.kind]
-        body = frame_summary(message)
+        arrow = self._arrows.get(record.side) or record.side
+        if is_text_chunk(message):
+            head, words = chunk_summary(message)
+            body = f"{head} {words!r}" if words else head
+            # what a Repeated of it needs (offline.annotate_lines)
+            self._chunk = (f"{arrow}  {kind:<8} ", head, record.side, method, session)
+        else:
+            body = frame_summary(message)
+            self._chunk = None
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
-        t = record.t
-        if self._when[0] != t:
-            self._when = (t, self._dim % f"{self._elapsed(t).replace(' at ', '') or '?':>10}")
-        arrow = self._arrows.get(record.side) or record.side
-        line = f"{self._when[1]}  {record.seq:>5}  {arrow}  {kind:<8} {body.rstrip()}"
+        line = f"{self._when_text(record.t)}  {record.seq:>5}  {arrow}  {kind:<8} {body.rstrip()}"
         if not gap and not findings:
             return [line]
         return [*gap, line, *self._findings(findings, standalone=False)]
+
+    def _repeated(self, item: Repeated) -> list[str]:
+        """The message chunk before, around another text (:class:`Repeated`)."""
+        if self._chunk is None:  # annotate_lines repeats text chunks only
+            raise ValueError("a repeated frame without a message chunk before it")
+        start, head, side, method, session = self._chunk
+        seq = item.seq
+        if seq == self._last_seq + 1:  # the next in sequence: no gap
+            self._last_seq, gap = seq, None
+        else:
+            gap = self._gap(seq)
+        if self._narrowed and not self._wanted(side, method, session, []):
+            return []
+        words = _first_words(item.text, 60)
+        body = f"{head} {words!r}" if words else head
+        t = item.t
+        when = self._when[1] if self._when[0] == t else self._when_text(t)
+        line = f"{when}  {seq:>5}  {start}{body.rstrip()}"
+        return [*gap, line] if gap else [line]
+
+    def _when_text(self, t: str) -> str:
+        """The time column: the frames of one read share their time, worked out once."""
+        if self._when[0] != t:
+            self._when = (t, self._dim % f"{self._elapsed(t).replace(' at ', '') or '?':>10}")
+        return self._when[1]
 
     def _stderr(self, record: StderrRecord) -> list[str]:
         """A line the agent wrote to stderr: shown unless the view is narrowed to frames."""
@@ -448,6 +493,17 @@ def conversation_lines(
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
         yield ""
+
+
+def chunk_summary(message: Message) -> tuple[str, str]:
+    """A message chunk's summary (:func:`frame_summary`) in two: its envelope's part and
+    the first words of its text; the summary is ``f"{head} {words!r}"``, or the head
+    alone when there are no words."""
+    params = message.params
+    session = params.get("sessionId")
+    prefix = f"[{session}] " if isinstance(session, str) else ""
+    head, text = _update_summary(params.get("update"))
+    return f"{message.method} {prefix}{head}", text
 
 
 def frame_summary(message: Message) -> str:

@@ -213,7 +213,7 @@ class Validator(V1Rules):
             self._repeatable = False
         return self._found
 
-    def repeat(self, side: str, raw: bytes) -> bool:
+    def repeat(self, side: str, raw: bytes) -> str | None:
         """Take a frame the way the one checked last went, without parsing or checking it,
         if that frame was a known chunk that found nothing and ``raw`` (bytes nobody
         parsed, sent by ``side`` right after it) is the same frame around another text.
@@ -222,15 +222,15 @@ class Validator(V1Rules):
         state and at the template's key, which are the same for both frames; they found
         nothing for the first and change nothing the second time (what they record, such
         as a user message seen, is recorded already). The wire model counts the update in
-        its turn. For a reader of a recording (:mod:`acp_proxy.offline`): a live frame is
-        parsed anyway."""
+        its turn. Returns the frame's text if it was taken so. For a reader of a recording
+        (:mod:`acp_proxy.offline`): a live frame is parsed anyway."""
         if not self._repeatable or side != "agent":
-            return False
+            return None
         again = self._templates.again(raw)
         if again is None:
-            return False
+            return None
         self.wire.again(again[0][0])
-        return True
+        return again[1]
 
     def _chunk(self, message: Message) -> bool:
         """The common case, in a few look-ups: a message chunk the agent streams in a

@@ -462,6 +462,8 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
 
 @settings(max_examples=300, deadline=None)
 @example(text="ab" + " " * 300 + "ab", limit=10)  # a word beyond the start looked at
+@example(text=" lorem ipsum dolor sit amet " * 9, limit=60)  # single spaces: the short way
+@example(text="lorem\x85ipsum\u2028dolor\xa0sit", limit=60)  # other whitespace
 @given(
     text=st.lists(
         st.one_of(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -15,8 +16,8 @@ from hypothesis import strategies as st
 
 from acp_proxy.conversation import Conversation
 from acp_proxy.framing import parse_frame
-from acp_proxy.offline import annotate, validate_lines, validate_records
-from acp_proxy.render import conversation_lines
+from acp_proxy.offline import annotate, annotate_lines, validate_lines, validate_records
+from acp_proxy.render import Timeline, TimelineFilter, conversation_lines
 from acp_proxy.rules import CATALOG, RULES, Level, Scope
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import (
@@ -172,12 +173,23 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
     # validate's short way, on the lines the recorder writes, finds the same
     lines = [start_record(T0, ["agent"], 1)]
     lines += [frame_record(r.seq, r.t, r.side, r.frame) for r in records[1:]]
-    assert list(validate_lines(enumerate((line.rstrip(b"\n") for line in lines), 1))) == offline
+    numbered = list(enumerate((line.rstrip(b"\n") for line in lines), 1))
+    assert list(validate_lines(numbered)) == offline
+    # and show's short way shows the same timeline, recomputed or stored findings
+    for stored in (True, False):
+        shown = timeline(annotate_lines(numbered, stored=stored))
+        assert shown == timeline(annotate(records, stored=stored))
     stats = Stats()
     for item in annotated:
         stats.add(item)
     assert stats.lines() and stats.as_json()["frames"] == stats.frames
     assert list(conversation_lines(Conversation.per_connection(annotated)))
+
+
+def timeline(items: Iterable[Any], only: TimelineFilter | None = None) -> list[str]:
+    """The lines ``show`` prints for ``items`` (with colour: its styles are part of it)."""
+    view = Timeline(only, color=True)
+    return [line for item in items for line in view.lines(item)]
 
 
 def rules(frames: Frames, end: bool = True) -> list[str]:
@@ -1345,7 +1357,15 @@ CLEAN_CHUNK = (
     + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
     + b'"content":{"type":"text","text":"ab"}}}}'
 )  # fmt: skip
-_CANCELLED_STREAM: list[bytes | str] = [CLEAN_CHUNK] * 3 + ["cancel", "end"] + [CLEAN_CHUNK] * 3
+_CANCELLED_STREAM: list[bytes | str] = [
+    *[CLEAN_CHUNK] * 3,
+    "cancel",
+    "end",
+    *[CLEAN_CHUNK] * 3,
+    "echo",
+    "gap",
+    CLEAN_CHUNK,
+]
 
 
 @settings(max_examples=80, deadline=None)
@@ -1354,38 +1374,45 @@ _CANCELLED_STREAM: list[bytes | str] = [CLEAN_CHUNK] * 3 + ["cancel", "end"] + [
 @given(
     st.sampled_from([1, 2]),
     st.lists(
-        st.one_of(chunk_frames(), BROKEN_BODIES, st.sampled_from(["cancel", "end"])),
+        st.one_of(chunk_frames(), BROKEN_BODIES, st.sampled_from(["cancel", "end", "gap", "echo"])),
         min_size=1,
         max_size=14,
     ),
 )
-def test_validate_knows_repeated_chunk_records_by_their_bytes(
+def test_readers_know_repeated_chunk_records_by_their_bytes(
     version: int, chunks: list[bytes | str]
 ) -> None:
     """validate's short way (validate_lines) takes a frame record that repeats the one before
     but for its text without parsing it; it finds what reading every record in full finds:
     on the lines the recorder writes, with the turn cancelled or ended between chunks (later
     chunks are flagged: they repeat a frame whose findings they must not skip), and on lines
-    a corrupted recording holds (a text that is no JSON string: an unreadable line)."""
+    a corrupted recording holds (a text that is no JSON string: an unreadable line). show's
+    short way (annotate_lines) shows the same timeline, gaps in the seqs included."""
     frames: Frames = [*setup(version), prompt()]
     if version == 2:
         frames += [state("running"), user_message()]
     events = {
         "cancel": (C, note("session/cancel", {"sessionId": S})),
         "end": (A, ok(10, {"stopReason": "cancelled"})) if version == 1 else idle("cancelled"),
+        "echo": (C, CLEAN_CHUNK),  # a client sending what only an agent sends
     }
     envelope = (
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
         + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
         + b'"content":{"type":"text","text":"%s"}}}}'
     )  # fmt: skip
+    skipped = set()  # frames before which a live-only notice, never recorded, was sent
     for chunk in chunks:
-        if isinstance(chunk, str):
+        if chunk == "gap":
+            skipped.add(len(frames))
+        elif isinstance(chunk, str):
             frames.append(events[chunk])
         else:
             frames.append((A, chunk if chunk.startswith(b"{") else envelope.replace(b"%s", chunk)))
     lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
-    for seq, (side, message) in enumerate(frames, start=1):
+    seq = 0
+    for index, (side, message) in enumerate(frames):
+        seq += 2 if index in skipped else 1
         raw = message if isinstance(message, bytes) else orjson.dumps(message)
         # as the recorder writes a JSON frame (corrupted ones too: the recording is)
         lines.append(
@@ -1393,9 +1420,14 @@ def test_validate_knows_repeated_chunk_records_by_their_bytes(
             % (seq, T0.encode(), side.encode(), raw)
         )
     numbered = list(enumerate(lines, start=1))
-    records = [parse_record(number, line) for number, line in numbered]
-    long_way = list(validate_records(r for r in records if r is not None))
+    records = [r for r in (parse_record(number, line) for number, line in numbered) if r]
+    long_way = list(validate_records(records))
     assert list(validate_lines(numbered)) == long_way
+    # show's short way shows what reading every record shows, whatever the view
+    for only in (None, TimelineFilter(side=A), TimelineFilter(violations_only=True)):
+        for stored in (True, False):
+            shown = timeline(annotate_lines(numbered, stored=stored), only)
+            assert shown == timeline(annotate(records, stored=stored), only)
 
 
 def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) -> None:
