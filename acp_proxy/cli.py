@@ -108,10 +108,8 @@ def cli() -> None:
     It relays an agent's stdio unchanged, records every session to a JSONL
     transcript and flags violations of the ACP v2 prompt lifecycle.
     """
-    # Anything that logs before a command configures it must not reach stdout. (`run`
-    # configures it itself, once the agent is started: nothing logs before.)
-    if click.get_current_context().invoked_subcommand != "run":
-        configure("warning", "console")
+    # Logging is configured by the commands that log (`run` once the agent is started),
+    # and by get_logger if nothing did: never to stdout, and not loaded by the readers.
     # Every frame makes a few short-lived objects that reference counting frees; the
     # cycle collector's default pace (a young collection every 700 allocations, and a
     # full one over every object every 70,000) cost 10% of the proxy's time on a stream.

@@ -1,10 +1,12 @@
 """structlog set-up. Logs go to stderr or a file, never to stdout.
 
 stdout belongs to the protocol: structlog's default logger prints there, so
-:func:`configure` is called before anything logs, by every command.
+the project's logger (:func:`get_logger`, the only way to one) is configured before
+it is handed out: as a command says (:func:`configure`), else at info to stderr.
 
 structlog is loaded on first use, not on import: ``acp-proxy run`` starts the agent
-before it loads it (and asyncio, which it brings).
+before it loads it (and asyncio, which it brings), and the commands that never log
+(the readers) never load it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def configure(level: str = "info", fmt: str = "console", stream: TextIO | None =
     """Send structured logs at ``level`` and above to ``stream`` (stderr by default)."""
     import structlog  # noqa: PLC0415 - loaded on first use (see above)
 
+    global _configured  # noqa: PLW0603 - once per process
+    _configured = True
     stream = stream or sys.stderr
     renderer: Any
     if fmt == "json":
@@ -50,8 +54,14 @@ def configure(level: str = "info", fmt: str = "console", stream: TextIO | None =
     )
 
 
+#: Whether :func:`configure` has run.
+_configured = False
+
+
 def get_logger() -> Any:
-    """The project's logger."""
+    """The project's logger; never structlog's default, which prints to stdout."""
+    if not _configured:
+        configure("info", "console")
     import structlog  # noqa: PLC0415 - loaded on first use (see above)
 
     return structlog.get_logger("acp-proxy")

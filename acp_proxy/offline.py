@@ -22,6 +22,7 @@ from .template import TextTemplates
 from .transcript import (
     EndRecord,
     FrameRecord,
+    PlainHeads,
     Record,
     StartRecord,
     StderrRecord,
@@ -29,7 +30,6 @@ from .transcript import (
     ViolationRecord,
     iter_lines,
     parse_record,
-    plain_frame_head,
 )
 from .validator import Validator, Violation
 from .wire import Message, Side, WireModel
@@ -120,6 +120,7 @@ class _Annotator:
         #: :meth:`repeat`), and whether the frame fed last is the template matched last.
         self.templates: TextTemplates | None = None
         self.repeatable = False
+        self.heads = PlainHeads()
         #: Whether the frame fed last is a message chunk of a text block (what a
         #: :class:`Repeated` may repeat).
         self.text_chunk = False
@@ -196,7 +197,7 @@ class _Annotator:
         fits. The rest of :meth:`feed` is bookkeeping. Its seq, t, side and text."""
         if not self.text_chunk:
             return None
-        head = plain_frame_head(line)
+        head = self.heads.read(line)
         if head is None:
             return None
         seq, t, side, raw = head

@@ -482,3 +482,30 @@ def test_first_words_looks_at_the_start_only_and_says_the_same(text, limit):
     whole = " ".join(text.split())
     expected = whole if len(whole) <= limit else whole[: limit - 1] + "…"
     assert _first_words(text, limit) == expected
+
+
+def test_the_readers_never_load_the_logging_machinery(tmp_path):
+    """validate and show never log: they do not load structlog (and the asyncio it brings),
+    a third of their start. A logger asked for before anything configured logging still
+    writes to stderr, never to stdout."""
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        "from acp_proxy.cli import main\n"
+        "sys.argv = ['acp-proxy', *sys.argv[1:]]\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print('loaded:', [m for m in ('structlog', 'asyncio') if m in sys.modules],\n"
+        "          file=sys.stderr)\n"
+    )
+    for command in ("validate", "show"):
+        run = [sys.executable, str(script), command, str(RECORDINGS / "clean.jsonl")]
+        result = subprocess.run(run, capture_output=True, env=clean_env())
+        assert result.returncode == 0, result.stderr
+        assert b"loaded: []" in result.stderr
+    logs = "from acp_proxy.log import get_logger\nget_logger().warning('unconfigured')\n"
+    result = subprocess.run([sys.executable, "-c", logs], capture_output=True, env=clean_env())
+    assert result.stdout == b"" and b"unconfigured" in result.stderr

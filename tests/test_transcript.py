@@ -12,12 +12,14 @@ from acp_proxy.framing import parse_frame
 from acp_proxy.transcript import (
     EndRecord,
     FrameRecord,
+    PlainHeads,
     StartRecord,
     UnreadableLine,
     ViolationRecord,
     end_record,
     frame_record,
     iter_records,
+    plain_frame_head,
     start_record,
     violation_record,
 )
@@ -185,3 +187,38 @@ def test_the_short_way_agrees_on_any_plain_frame(raw, seq, side, unterminated, e
     else:
         assert short is not None
         _same(short, long)
+
+
+@st.composite
+def record_lines(draw: st.DrawFn) -> list[bytes]:
+    """Lines of a recording, mostly plain frame records that follow one another (the next
+    seq, the same time and side), some that do not, and some that only look alike."""
+    lines: list[bytes] = []
+    seq, t, side = draw(st.integers(0, 12)), "2026-11-30T00:00:00.000001Z", "agent"
+    for _ in range(draw(st.integers(1, 14))):
+        step = draw(st.sampled_from([1, 1, 1, 1, 2, 0, -1]))
+        seq = max(0, seq + step)
+        if draw(st.booleans()):
+            t = draw(st.sampled_from(["2026-11-30T00:00:00.000002Z", "x", "", 'a"b', "\x01"]))
+        if draw(st.booleans()):
+            side = draw(st.sampled_from(["agent", "client"]))
+        msg = draw(st.sampled_from([b'{"a":1}', b"[]", b'"s"', b"{", b""]))
+        line = frame_record(seq, t, side, parse_frame(msg)).rstrip(b"\n")
+        line = draw(
+            st.sampled_from(
+                [line] * 6
+                + [line + b" ", line.replace(b'"seq":', b'"seq":0'), line.replace(b"}", b"]")]
+                + [line.replace(b'"from":', b'"violations":[],"from":'), b"", b"{}"]
+            )
+        )
+        lines.append(line)
+    return lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(record_lines())
+def test_plain_heads_guess_the_next_head_and_say_what_plain_frame_head_says(lines):
+    """PlainHeads guesses the next line's head from the last (a stream's records follow one
+    another) and compares it whole: whatever the lines, it says what plain_frame_head says."""
+    heads = PlainHeads()
+    assert [heads.read(line) for line in lines] == [plain_frame_head(line) for line in lines]
