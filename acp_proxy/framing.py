@@ -107,47 +107,57 @@ class Framer:
         ``feed(b"")`` marks the end of the stream: a last line without ``\\n``
         comes out as a frame with ``terminated=False``.
         """
-        if self._closed:
-            if data:
-                raise RuntimeError("feed() after end of stream")
-            return []
         if not data:
-            self._closed = True
-            if not self._pending:
-                return []
-            raw = bytes(self._pending)
-            self._pending.clear()
-            return [parse_frame(raw, terminated=False)]
+            raw = self.close()
+            return [] if raw is None else [parse_frame(raw, terminated=False)]
+        frames: list[Frame] = []
+        # parse_frame, inlined: the per-line path of a busy stream.
+        loads, append = orjson.loads, frames.append
+        for line in self.lines(data):
+            try:
+                append(Frame(line, loads(line)))
+            except orjson.JSONDecodeError:
+                append(parse_frame(line))
+        return frames
+
+    def lines(self, data: bytes) -> list[bytes]:
+        """Take the next chunk of the stream (not empty); return the lines it completes,
+        without their ``\\n``, unparsed (:meth:`feed` parses them)."""
+        if self._closed:
+            raise RuntimeError("feed() after end of stream")
         first = data.find(b"\n")
         if first < 0:
             self._pending += data
             return []
-        frames: list[Frame] = []
         if self._pending:
             self._pending += data[:first]
             if len(self._pending) >= _HAND_OVER:
                 # A big line: its buffer becomes the frame, uncopied. A bytearray
                 # reads like bytes everywhere a frame is read, and is never changed.
-                raw = cast(bytes, self._pending)
+                line = cast(bytes, self._pending)
                 self._pending = bytearray()
             else:
-                raw = bytes(self._pending)
+                line = bytes(self._pending)
                 self._pending.clear()
-            frames.append(parse_frame(raw))
+            # The whole lines of the chunk, split at once; the last piece is unfinished.
+            lines = [line, *data[first + 1 :].split(b"\n")]
         else:
-            frames.append(parse_frame(data[:first]))
-        # The whole lines of the chunk, split at once; the last piece is unfinished.
-        *lines, rest = data[first + 1 :].split(b"\n")
-        # parse_frame, inlined: the per-line path of a busy stream.
-        loads, append = orjson.loads, frames.append
-        for line in lines:
-            try:
-                append(Frame(line, loads(line)))
-            except orjson.JSONDecodeError:
-                append(parse_frame(line))
+            lines = data.split(b"\n")
+        rest = lines.pop()
         if rest:
             self._pending += rest
-        return frames
+        return lines
+
+    def close(self) -> bytes | None:
+        """The end of the stream: the last line, if it had no ``\\n``."""
+        if self._closed:
+            return None
+        self._closed = True
+        if not self._pending:
+            return None
+        raw = bytes(self._pending)
+        self._pending.clear()
+        return raw
 
 
 #: A path into a JSON value: object keys and array indexes.

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .framing import Frame
+from .framing import Frame, parse_frame
 from .recorder import Recorder
 from .redact import Redactor
 from .transcript import (
@@ -61,6 +61,8 @@ class FrameValidator(Protocol):
     def sessions(self) -> frozenset[str]: ...
 
     def check(self, message: Message) -> list[Any]: ...
+
+    def repeat(self, side: str, raw: bytes) -> str | None: ...
 
     def end(self) -> list[Any]: ...
 
@@ -134,8 +136,11 @@ class Observer:
         #: Sequence number of the last frame observed (both directions together).
         self.seq = 0
 
-    def observe(self, side: str, frames: Iterable[Frame]) -> bytes:
-        """Observe the frames of one chunk, in order; flush the transcript.
+    def observe(self, side: str, frames: Iterable[Frame | bytes]) -> bytes:
+        """Observe the frames of one chunk, in order; flush the transcript. A frame may
+        come as its line's bytes, unparsed (:meth:`Framer.lines`): it is parsed here,
+        unless it is the streamed chunk before it around another text
+        (:meth:`Validator.repeat`), which checking would find nothing in.
 
         Returns what must be added to the client's stream, if anything: with
         ``--notify-client``, a live-only notice per new finding (the relay puts
@@ -156,7 +161,9 @@ class Observer:
                 )
             return b""
 
-    def _observe(self, side: str, frames: Iterable[Frame]) -> bytes:
+    def _observe(  # noqa: C901, PLR0912, PLR0915 - the per-frame path, inline
+        self, side: str, frames: Iterable[Frame | bytes]
+    ) -> bytes:
         notices = b""
         t = format_time()  # the frames of one chunk arrived together
         # A plain frame (JSON, no finding, not redacted) is recorded from a stamp made once
@@ -176,9 +183,20 @@ class Observer:
         seq = self.seq
         wire = None if self._wire_broken else self.wire
         validator = self.validator
+        # A chunk known by its bytes is a plain frame, with nothing to log: it may skip
+        # parsing when nothing else needs its value (debug logs, redaction).
+        quick = (plain or idle) and validator is not None and wire is not None
         try:
-            for frame in frames:
+            for item in frames:
                 seq += 1
+                if isinstance(item, Frame):
+                    frame = item
+                else:  # a line's bytes
+                    if quick and len(item) < _WRITE_IN_PIECES and self._known(side, item):
+                        if plain:
+                            add(plain_frame_record(seq, plain_stamp, item))
+                        continue
+                    frame, validator = parse_frame(item), self.validator
                 # The wire model's view, then the validator's (_classify and _validate, inline:
                 # this is the per-frame path). A failure stops that part for the session.
                 message = None
@@ -217,6 +235,18 @@ class Observer:
                 self.recorder.write(b"".join(batch))
         self.recorder.flush()
         return notices
+
+    def _known(self, side: str, raw: bytes) -> bool:
+        """Whether ``raw`` is the streamed chunk before it around another text, taken as
+        checking it would (:meth:`Validator.repeat`); a validator that fails is off."""
+        validator = self.validator
+        if validator is None:
+            return False
+        try:
+            return validator.repeat(side, raw) is not None
+        except Exception as exc:  # a bug here must not cost the user their session
+            self._validator_failed(exc)
+            return False
 
     def _frame(
         self, side: str, frame: Frame, message: Message | None, findings: list[Any], t: str

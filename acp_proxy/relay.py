@@ -393,8 +393,10 @@ class _Pump:
             self.ended.set_result(how)
 
 
-def _framed(framer: Framer, data: bytes) -> Iterator[Frame]:
-    yield from framer.feed(data)
+def _framed(framer: Framer, data: bytes) -> Iterator[Frame | bytes]:
+    """A chunk's lines, unparsed (the observer parses them, if it needs to); ``b""``: the
+    last, unterminated frame."""
+    yield from framer.lines(data) if data else framer.feed(b"")
 
 
 async def _pump(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
+from test_validator import chunk_frames
 
 from acp_proxy.framing import Framer
 from acp_proxy.log import get_logger
@@ -169,3 +172,129 @@ def test_not_recording_findings_and_notices_are_still_logged():
     ]
     assert [entry["seq"] for entry in logs if entry.get("rule") == "jsonrpc-version"] == [2]
     assert observer.seq == 4
+
+
+def _observed(tmp_path, reads, how, raw, monkeypatch):
+    """The transcript and the logs (debug included) of an observer fed ``reads`` (side,
+    bytes), each read's frames parsed by the framer, or handed over as their lines' bytes
+    (``raw``); ``how``: recording, logging frames (debug), redacting."""
+    import logging
+
+    import structlog
+
+    import acp_proxy.observer
+    from acp_proxy.redact import Redactor
+
+    record, debug, redact = how
+    monkeypatch.setattr(acp_proxy.observer, "format_time", lambda: "2026-11-30T00:00:00.000000Z")
+    path = tmp_path / f"{how}-{raw}.jsonl"
+    capture = structlog.testing.LogCapture()
+    log = structlog.wrap_logger(
+        None,
+        processors=[capture],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+    )
+    recorder = Recorder(path if record else None, log)
+    if record:
+        recorder.open(["agent"], 1)
+    observer = Observer(recorder, log, Validator())
+    observer._debug = debug  # False: as under `run` at its default log level
+    observer.redactor = Redactor() if redact else None
+    framers = {"client": Framer(), "agent": Framer()}
+    for side, data in reads:
+        framer = framers[side]
+        observer.observe(side, framer.lines(data) if raw else framer.feed(data))
+    observer.finish(0, "done")
+    logs = [entry for entry in capture.entries if entry["event"] != "recording"]
+    # the records between start and end (those two take their time from the recorder)
+    return (path.read_bytes().split(b"\n")[1:-2] if record else []), logs
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    # the same stand-in clock every example: the fixture's patch is what each one needs
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.sampled_from([1, 2]),
+    st.lists(st.one_of(chunk_frames(), st.sampled_from(["cancel", "end"])), max_size=12),
+    st.data(),
+)
+def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
+    tmp_path_factory, monkeypatch, version, chunks, data
+):
+    """The relay hands the observer its lines unparsed: a streamed chunk known by its bytes
+    (Validator.repeat) is recorded without being parsed or checked again, any other is
+    parsed there. The transcript and the logged findings are byte for byte what parsing
+    every frame gives, however the stream is cut into reads; recording or not, logging every
+    frame (debug) or redacting (those need every frame parsed)."""
+    from test_validator import (
+        CLEAN_CHUNK,
+        C,
+        S,
+        idle,
+        note,
+        ok,
+        prompt,
+        setup,
+        state,
+        user_message,
+    )
+
+    frames_: list = [*setup(version), prompt()]
+    if version == 2:
+        frames_ += [state("running"), user_message()]
+    events = {
+        "cancel": (C, note("session/cancel", {"sessionId": S})),
+        "end": ("agent", ok(10, {"stopReason": "cancelled"})) if version == 1 else idle(),
+    }
+    for chunk in chunks:
+        frames_.append(events[chunk] if isinstance(chunk, str) else ("agent", chunk))
+    frames_ += [("agent", CLEAN_CHUNK)] * 4  # a run of chunks alike, whatever came before
+    reads = []
+    for side, message in frames_:
+        line = (message if isinstance(message, bytes) else orjson.dumps(message)) + b"\n"
+        cut = data.draw(st.integers(0, len(line)))  # a read may end inside a line
+        reads += [(side, piece) for piece in (line[:cut], line[cut:]) if piece]
+    tmp_path = tmp_path_factory.mktemp("t")
+    for how in (
+        (True, False, False),
+        (False, False, False),
+        (True, True, False),
+        (True, False, True),
+    ):
+        parsed = _observed(tmp_path, reads, how, False, monkeypatch)
+        unparsed = _observed(tmp_path, reads, how, True, monkeypatch)
+        assert unparsed == parsed
+
+
+def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkeypatch):
+    """The short way is taken live: of a turn's 200 chunks, only the first few are parsed."""
+    from test_validator import CLEAN_CHUNK, setup, turn
+
+    import acp_proxy.observer
+    from acp_proxy.framing import parse_frame
+
+    parsed: list[bytes] = []
+
+    def counting(raw: bytes) -> object:
+        parsed.append(raw)
+        return parse_frame(raw)
+
+    monkeypatch.setattr(acp_proxy.observer, "parse_frame", counting)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
+    recorder.open(["agent"], 1)
+    observer = Observer(recorder, get_logger(), Validator())
+    observer._debug = False
+    framer = Framer()
+    for side, message in [*setup(2), *turn()[:4]]:
+        observer.observe(side, framer.lines(orjson.dumps(message) + b"\n"))
+    chunks = [CLEAN_CHUNK.replace(b'"ab"', b'"word %d "' % n) + b"\n" for n in range(200)]
+    with capture_logs() as logs:
+        observer.observe("agent", framer.lines(b"".join(chunks)))
+    assert not [entry for entry in logs if entry.get("rule")]
+    assert len([raw for raw in parsed if b"word" in raw]) < 5
+    observer.finish(0, "done")
+    lines = (tmp_path / "t.jsonl").read_bytes().split(b"\n")
+    assert sum(1 for line in lines if b"word" in line) == 200

@@ -149,10 +149,10 @@ def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
     from acp_proxy.framing import Framer
 
     class BrokenFramer(Framer):
-        def feed(self, data: bytes) -> list:
+        def lines(self, data: bytes) -> list:
             if b"boom" in data:
                 raise RuntimeError("framer bug")
-            return super().feed(data)
+            return super().lines(data)
 
     monkeypatch.setattr(acp_proxy.relay, "Framer", BrokenFramer)
 
