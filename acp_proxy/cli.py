@@ -590,8 +590,9 @@ def show(
     # pipe, each line goes out as soon as it is read. A streamed turn's chunks are known
     # by their bytes (annotate_lines).
     lines = open_lines(recording)
-    with _output(color, live=not Path(recording).is_file()) as emit:
-        for item in annotate_lines(lines, stored=not revalidate):
+    live = not Path(recording).is_file()
+    with _output(color, live=live) as emit:
+        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else 256):
             for line in timeline.lines(item):
                 emit(line)
 

@@ -91,15 +91,13 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
 
 @dataclass(slots=True)
 class Repeated:
-    """A frame record known by its bytes (:func:`annotate_lines`): the frame before it (a
-    message chunk) around another text, and nothing else changed; no findings."""
+    """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
+    each is the frame before it (a message chunk) around another text, and nothing else
+    changed; no findings. The agent sent them (only an agent streams chunks).
 
-    line: int
-    seq: int
-    t: str
-    side: str
-    #: The chunk's text.
-    text: str
+    Each frame's seq, t and text."""
+
+    frames: list[tuple[int, str, str]]
 
 
 #: Where a streamed chunk's text is.
@@ -190,11 +188,12 @@ class _Annotator:
         else:
             self.templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
 
-    def repeat(self, line: bytes) -> tuple[int, str, str, str] | None:
+    def repeat(self, line: bytes) -> tuple[int, str, str] | None:
         """A plain frame record that repeats the frame before it but for its text, taken
         without reading it further: with a validator, as :meth:`Validator.repeat` says (no
         findings); without one, if the frame before was a message chunk whose template it
-        fits. The rest of :meth:`feed` is bookkeeping. Its seq, t, side and text."""
+        fits; the agent's, always. The rest of :meth:`feed` is bookkeeping. Its seq, t and
+        text."""
         if not self.text_chunk:
             return None
         head = self.heads.read(line)
@@ -214,7 +213,7 @@ class _Annotator:
         if text is None:
             return None
         self.last_seq = max(self.last_seq, seq)
-        return seq, t, side, text
+        return seq, t, text
 
 
 def is_text_chunk(message: Message) -> bool:
@@ -275,23 +274,36 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
 
 
 def annotate_lines(
-    lines: Iterable[tuple[int, bytes]], validate: bool = True, stored: bool = False
+    lines: Iterable[tuple[int, bytes]],
+    validate: bool = True,
+    stored: bool = False,
+    run: int = 1,
 ) -> Iterator[Annotated | Repeated]:
     """:func:`annotate` of the records in ``lines`` (numbered, without their ``\\n``),
-    the short way: a frame record that repeats the message chunk before it but for its text
-    comes as a :class:`Repeated`, neither parsed nor checked (as :func:`validate_lines`
-    says; with ``validate=False`` or ``stored=True``, whatever findings it had were stored
-    on the frame record, and a plain one has none)."""
+    the short way: frame records that repeat the message chunk before them but for their
+    text come as a :class:`Repeated`, neither parsed nor checked (as :func:`validate_lines`
+    says; with ``validate=False`` or ``stored=True``, whatever findings they had were stored
+    on the frame record, and a plain one has none). Up to ``run`` of them in one (more than
+    one only when ``lines`` never waits: from a pipe, each comes as soon as it is read)."""
     annotator = _Annotator(validate, stored)
     repeat = annotator.repeat
+    frames: list[tuple[int, str, str]] = []
     for number, line in lines:
         repeated = repeat(line)
         if repeated is not None:
-            yield Repeated(number, *repeated)
+            frames.append(repeated)
+            if len(frames) >= run:
+                yield Repeated(frames)
+                frames = []
             continue
+        if frames:
+            yield Repeated(frames)
+            frames = []
         record = parse_record(number, line)
         if record is not None:
             yield from annotator.feed(record)
+    if frames:
+        yield Repeated(frames)
     if annotator.wire is not None:
         yield from annotator.finish(0, "")
 

@@ -299,23 +299,31 @@ class Timeline:
         return [*gap, line, *self._findings(findings, standalone=False)]
 
     def _repeated(self, item: Repeated) -> list[str]:
-        """The message chunk before, around another text (:class:`Repeated`)."""
+        """The message chunk before, around other texts (:class:`Repeated`)."""
         if self._chunk is None:  # annotate_lines repeats text chunks only
             raise ValueError("a repeated frame without a message chunk before it")
         start, head, side, method, session = self._chunk
-        seq = item.seq
-        if seq == self._last_seq + 1:  # the next in sequence: no gap
-            self._last_seq, gap = seq, None
-        else:
-            gap = self._gap(seq)
+        last = self._last_seq
         if self._narrowed and not self._wanted(side, method, session, []):
+            self._last_seq = max([last, *(seq for seq, _, _ in item.frames)])
             return []
-        words = _first_words(item.text, 60)
-        body = f"{head} {words!r}" if words else head
-        t = item.t
-        when = self._when[1] if self._when[0] == t else self._when_text(t)
-        line = f"{when}  {seq:>5}  {start}{body.rstrip()}"
-        return [*gap, line] if gap else [line]
+        lines: list[str] = []
+        add = lines.append
+        when_t, when = self._when
+        for seq, t, text in item.frames:
+            if seq != last + 1:  # not the next in sequence: a gap, or one out of order
+                self._last_seq = last
+                lines += self._gap(seq)
+            last = max(last, seq)
+            if t != when_t:
+                when, when_t = self._when_text(t), t
+            words = _first_words(text, 60)
+            if words:
+                add(f"{when}  {seq:>5}  {start}{head} {words!r}")
+            else:
+                add(f"{when}  {seq:>5}  {start}{head.rstrip()}")
+        self._last_seq = last
+        return lines
 
     def _when_text(self, t: str) -> str:
         """The time column: the frames of one read share their time, worked out once."""

@@ -177,8 +177,9 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
     assert list(validate_lines(numbered)) == offline
     # and show's short way shows the same timeline, recomputed or stored findings
     for stored in (True, False):
-        shown = timeline(annotate_lines(numbered, stored=stored))
-        assert shown == timeline(annotate(records, stored=stored))
+        long_way = timeline(annotate(records, stored=stored))
+        for run in (1, 256):  # repeated chunks one by one, or together
+            assert timeline(annotate_lines(numbered, stored=stored, run=run)) == long_way
     stats = Stats()
     for item in annotated:
         stats.add(item)
@@ -1364,7 +1365,9 @@ _CANCELLED_STREAM: list[bytes | str] = [
     *[CLEAN_CHUNK] * 3,
     "echo",
     "gap",
-    CLEAN_CHUNK,
+    *[CLEAN_CHUNK] * 3,
+    "tick",
+    *[CLEAN_CHUNK] * 2,
 ]
 
 
@@ -1374,7 +1377,9 @@ _CANCELLED_STREAM: list[bytes | str] = [
 @given(
     st.sampled_from([1, 2]),
     st.lists(
-        st.one_of(chunk_frames(), BROKEN_BODIES, st.sampled_from(["cancel", "end", "gap", "echo"])),
+        st.one_of(
+            chunk_frames(), BROKEN_BODIES, st.sampled_from(["cancel", "end", "gap", "echo", "tick"])
+        ),
         min_size=1,
         max_size=14,
     ),
@@ -1402,22 +1407,27 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
         + b'"content":{"type":"text","text":"%s"}}}}'
     )  # fmt: skip
     skipped = set()  # frames before which a live-only notice, never recorded, was sent
+    later = set()  # frames from which on the time is a millisecond later (another read)
     for chunk in chunks:
         if chunk == "gap":
             skipped.add(len(frames))
+        elif chunk == "tick":
+            later.add(len(frames))
         elif isinstance(chunk, str):
             frames.append(events[chunk])
         else:
             frames.append((A, chunk if chunk.startswith(b"{") else envelope.replace(b"%s", chunk)))
     lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
-    seq = 0
+    seq, ms = 0, 0
     for index, (side, message) in enumerate(frames):
         seq += 2 if index in skipped else 1
+        ms += index in later
+        t = T0.replace(".000000Z", f".{ms:03}000Z").encode()
         raw = message if isinstance(message, bytes) else orjson.dumps(message)
         # as the recorder writes a JSON frame (corrupted ones too: the recording is)
         lines.append(
             b'{"kind":"frame","seq":%d,"t":"%s","from":"%s","msg":%s}'
-            % (seq, T0.encode(), side.encode(), raw)
+            % (seq, t, side.encode(), raw)
         )
     numbered = list(enumerate(lines, start=1))
     records = [r for r in (parse_record(number, line) for number, line in numbered) if r]
@@ -1426,8 +1436,9 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
     # show's short way shows what reading every record shows, whatever the view
     for only in (None, TimelineFilter(side=A), TimelineFilter(violations_only=True)):
         for stored in (True, False):
-            shown = timeline(annotate_lines(numbered, stored=stored), only)
-            assert shown == timeline(annotate(records, stored=stored), only)
+            shown = timeline(annotate(records, stored=stored), only)
+            for run in (1, 2, 256):  # repeated chunks one by one, in twos, or together
+                assert timeline(annotate_lines(numbered, stored=stored, run=run), only) == shown
 
 
 def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) -> None:
