@@ -93,10 +93,9 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
 class Repeated:
     """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
     each is the frame before it (a message chunk) around another text, and nothing else
-    changed; no findings. The agent sent them (only an agent streams chunks).
+    changed; no findings. The agent sent them (only an agent streams chunks)."""
 
-    Each frame's seq, t and text."""
-
+    #: Each frame's seq, t and text.
     frames: list[tuple[int, str, str]]
 
 
@@ -105,11 +104,13 @@ CHUNK_TEXT = ("params", "update", "content", "text")
 
 
 class _Annotator:
-    """What :func:`annotate` does, a record at a time."""
+    """What :func:`annotate` does, a record at a time; and for the short ways (``short``),
+    what :meth:`repeat` needs."""
 
-    def __init__(self, validate: bool, stored: bool) -> None:
+    def __init__(self, validate: bool, stored: bool, short: bool = False) -> None:
         self.validate = validate and not stored
         self.stored = stored
+        self.short = short
         self.wire: WireModel | None = None
         self.validator: Validator | None = None
         self.number = 0
@@ -127,7 +128,7 @@ class _Annotator:
         self.number += 1
         self.wire, self.last_seq = WireModel(self.number), 0
         self.validator = Validator(self.wire) if self.validate else None
-        self.templates = None if self.validate else TextTemplates()
+        self.templates = TextTemplates() if self.short and not self.validate else None
         self.repeatable = self.text_chunk = False
 
     def finish(self, line: int, t: str) -> Iterator[Annotated]:
@@ -259,7 +260,7 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     :func:`validate_records` finds them, the short way: a frame record that repeats the one
     before but for its text (the bulk of a streamed turn) is known by its bytes, neither
     parsed nor checked again (see :meth:`Validator.repeat`)."""
-    annotator = _Annotator(validate=True, stored=False)
+    annotator = _Annotator(validate=True, stored=False, short=True)
     repeat = annotator.repeat
     for number, line in lines:
         if repeat(line) is not None:
@@ -285,7 +286,7 @@ def annotate_lines(
     says; with ``validate=False`` or ``stored=True``, whatever findings they had were stored
     on the frame record, and a plain one has none). Up to ``run`` of them in one (more than
     one only when ``lines`` never waits: from a pipe, each comes as soon as it is read)."""
-    annotator = _Annotator(validate, stored)
+    annotator = _Annotator(validate, stored, short=True)
     repeat = annotator.repeat
     frames: list[tuple[int, str, str]] = []
     for number, line in lines:
