@@ -16,8 +16,20 @@ from hypothesis import strategies as st
 
 from acp_proxy.conversation import Conversation
 from acp_proxy.framing import parse_frame
-from acp_proxy.offline import annotate, annotate_lines, validate_lines, validate_records
-from acp_proxy.render import Timeline, TimelineFilter, conversation_lines
+from acp_proxy.offline import (
+    annotate,
+    annotate_lines,
+    is_text_chunk,
+    validate_lines,
+    validate_records,
+)
+from acp_proxy.render import (
+    Timeline,
+    TimelineFilter,
+    chunk_summary,
+    conversation_lines,
+    frame_summary,
+)
 from acp_proxy.rules import CATALOG, RULES, Level, Scope
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import (
@@ -168,6 +180,10 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
         records.append(FrameRecord(seq + 1, seq, T0, side, parse_frame(raw)))
     annotated = list(annotate(records))
     offline = [f for item in annotated for f in item.findings]
+    for item in annotated:  # a chunk's summary is its envelope's part, then its text's
+        if item.message is not None and is_text_chunk(item.message):
+            head, words = chunk_summary(item.message)
+            assert (f"{head} {words!r}" if words else head) == frame_summary(item.message)
     if live is not None:
         assert offline == live
     # validate's short way, on the lines the recorder writes, finds the same
