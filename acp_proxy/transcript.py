@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from . import __version__
-from .framing import UNPARSED, Frame, parse_frame
+from .framing import UNPARSED, Frame, Framer, parse_frame
 
 __all__ = [
     "FORMAT",
@@ -483,26 +483,20 @@ _BLOCK = 1 << 20
 
 
 def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks,
-    so the memory held is a block and the longest line (whose pieces are joined once)."""
-    pending: list[bytes] = []  # the start of a line that goes on in the next block
+    """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
+    and split as the relay splits the wire (:class:`~acp_proxy.framing.Framer`), so the
+    memory held is a block and the longest line."""
+    framer = Framer()
     # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
     read = getattr(stream, "read1", stream.read)
     while block := read(_BLOCK):
-        if b"\n" not in block:
-            pending.append(block)
-            continue
-        lines = block.split(b"\n")
-        if pending:
-            pending.append(lines[0])
-            lines[0] = b"".join(pending)
-            pending = []
-        last = lines.pop()
-        if last:
-            pending.append(last)
+        lines = framer.lines(block)
+        if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
+            lines[0] = bytes(lines[0])
         yield from lines
-    if pending:
-        yield b"".join(pending)
+    last = framer.close()
+    if last is not None:
+        yield last
 
 
 def iter_records(stream: BinaryIO) -> Iterator[Record]:

@@ -222,3 +222,16 @@ def test_plain_heads_guess_the_next_head_and_say_what_plain_frame_head_says(line
     another) and compares it whole: whatever the lines, it says what plain_frame_head says."""
     heads = PlainHeads()
     assert [heads.read(line) for line in lines] == [plain_frame_head(line) for line in lines]
+
+
+def test_lines_are_read_across_blocks_whole_and_as_bytes():
+    """iter_lines reads a file in 1 MiB blocks: lines that span blocks (one of 3 MiB), blank
+    lines and a last line without its newline come out whole, as bytes."""
+    from acp_proxy.transcript import iter_lines
+
+    lines = [b"a" * 1000, b"", b"b" * (3 << 20), *(b"c%d" % n for n in range(300_000)), b"end"]
+    data = b"\n".join(lines)
+    read = list(iter_lines(io.BytesIO(data)))
+    assert read == lines
+    assert {type(line) for line in read} == {bytes}
+    assert list(iter_lines(io.BytesIO(data + b"\n"))) == lines
