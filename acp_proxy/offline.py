@@ -145,7 +145,7 @@ class _Annotator:
             self.last_seq = max(self.last_seq, record.seq)
             message = self.wire.feed(record.side, record.frame, record.seq, record.t)
             found = self.validator.check(message) if self.validator is not None else []
-            self.text_chunk = is_text_chunk(message)
+            self.text_chunk = self.short and is_text_chunk(message)
             if self.templates is not None:
                 self._template(message)
             if self.stored:
