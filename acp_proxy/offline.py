@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from .protocol import MESSAGE_CHUNKS
+from .protocol import CHUNK_TEXT, MESSAGE_CHUNKS
 from .template import TextTemplates
 from .transcript import (
     EndRecord,
@@ -35,7 +35,6 @@ from .validator import Validator, Violation
 from .wire import Message, Side, WireModel
 
 __all__ = [
-    "CHUNK_TEXT",
     "UNREADABLE_RULE",
     "Annotated",
     "RecordingError",
@@ -97,10 +96,6 @@ class Repeated:
 
     #: Each frame's seq, t and text.
     frames: list[tuple[int, str, str]]
-
-
-#: Where a streamed chunk's text is.
-CHUNK_TEXT = ("params", "update", "content", "text")
 
 
 class _Annotator:

@@ -19,6 +19,7 @@ import orjson
 __all__ = [
     "AGENT",
     "ANY",
+    "CHUNK_TEXT",
     "CLIENT",
     "COMPACTION_STATUSES",
     "ENTITY_ID_FIELDS",
@@ -184,6 +185,9 @@ ENTITY_ID_FIELDS: dict[str, tuple[EntityType, str]] = {
 #: Whole-message updates (content replaces) and chunks (content appends).
 MESSAGE_UPDATES = frozenset({"user_message", "agent_message", "agent_thought"})
 MESSAGE_CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
+
+#: Where a streamed chunk's text is in its notification (a text content block's).
+CHUNK_TEXT = ("params", "update", "content", "text")
 
 #: ``state_update.state`` ("Session States").
 STATES = ("running", "idle", "requires_action")

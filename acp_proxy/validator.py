@@ -37,6 +37,7 @@ from .framing import Frame
 from .protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
+    CHUNK_TEXT,
     COMPACTION_STATUSES,
     MESSAGE_CHUNKS,
     MESSAGE_UPDATES,
@@ -59,9 +60,6 @@ from .validator_v1 import V1Rules, _V1State
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
 __all__ = ["Validator", "Violation"]
-
-#: Where a streamed chunk's text is.
-_TEXT = ("params", "update", "content", "text")
 
 #: Enum members looked up once (reading one off its class costs ~80 ns, per frame).
 _NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
@@ -288,7 +286,7 @@ class Validator(V1Rules):
             self._report(defects, "session/update ", "params", 0, schema.version)
         elif shaped < 0 or len(self._found) == shaped:
             key = (session.id, variant, version)
-            self._templates.learn(message.frame.raw, message.frame.value, _TEXT, *key)
+            self._templates.learn(message.frame.raw, message.frame.value, CHUNK_TEXT, *key)
 
     def _known_chunk(
         self, message: Message, session_id: Any, variant: str | None, version: int | None
