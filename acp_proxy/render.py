@@ -82,6 +82,19 @@ def _first_words(text: str, limit: int) -> str:
     """``text`` with its whitespace runs made single spaces, cut to ``limit``. Only as much
     of the start as that needs is looked at (a 50 MB message is not split into words): a
     little more than ``limit``, four times as much again while it is mostly whitespace."""
+    # The common case of a streamed text, first: a text longer than limit whose first
+    # limit + 1 characters are words and single spaces, with a word at either end. Then
+    # the first limit - 1 are the start of the collapsed text, and its character at limit
+    # (not a space) says it is longer than limit.
+    cut = text[: limit + 1]
+    if (
+        len(cut) > limit
+        and cut[0] != " "
+        and cut[-1] != " "
+        and "  " not in cut
+        and cut.isprintable()
+    ):
+        return cut[: limit - 1] + "…"
     size = limit + limit // 2 + 16
     while True:
         head = text[:size]
@@ -310,18 +323,18 @@ class Timeline:
         lines: list[str] = []
         add = lines.append
         when_t, when = self._when
+        # What follows the seq column: the text, or none (the line _frame would print)
+        quoted, bare = f"  {start}{head} ", f"  {start}{head.rstrip()}"
         for seq, t, text in item.frames:
             if seq != last + 1:  # not the next in sequence: a gap, or one out of order
                 self._last_seq = last
                 lines += self._gap(seq)
-            last = max(last, seq)
+            if seq > last:  # noqa: PLR1730 - max() is a call per frame
+                last = seq
             if t != when_t:
                 when, when_t = self._when_text(t), t
             words = _first_words(text, 60)
-            if words:
-                add(f"{when}  {seq:>5}  {start}{head} {words!r}")
-            else:
-                add(f"{when}  {seq:>5}  {start}{head.rstrip()}")
+            add(f"{when}  {seq:>5}{quoted}{words!r}" if words else f"{when}  {seq:>5}{bare}")
         self._last_seq = last
         return lines
 

@@ -464,6 +464,12 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
 @example(text="ab" + " " * 300 + "ab", limit=10)  # a word beyond the start looked at
 @example(text=" lorem ipsum dolor sit amet " * 9, limit=60)  # single spaces: the short way
 @example(text="lorem\x85ipsum\u2028dolor\xa0sit", limit=60)  # other whitespace
+@example(text="lorem ipsum dolor sit amet", limit=11)  # a word at the cut: the common case
+@example(text="lorem ipsum dolor sit amet", limit=5)  # a space at limit: not that case
+@example(text="lorem ipsum  dolor", limit=5)  # a space at limit, then more
+@example(text="lorem         ", limit=5)  # a space at limit, then nothing
+@example(text=" lorem ipsum dolor", limit=5)  # a space first
+@example(text="lorem  ipsum dolor", limit=8)  # two spaces before the cut
 @given(
     text=st.lists(
         st.one_of(
