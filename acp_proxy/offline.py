@@ -20,6 +20,7 @@ import orjson
 from .protocol import CHUNK_TEXT, MESSAGE_CHUNKS
 from .template import TextTemplates
 from .transcript import (
+    PLAIN_HEAD,
     EndRecord,
     FrameRecord,
     PlainHeads,
@@ -211,6 +212,81 @@ class _Annotator:
         self.last_seq = max(self.last_seq, seq)
         return seq, t, text
 
+    def runs(
+        self, lines: Iterable[tuple[int, bytes]], run: int
+    ) -> Iterator[tuple[int, bytes] | list[tuple[int, str, str]]]:
+        """The numbered lines to read in full, and between them the frames taken the short
+        way (:meth:`repeat`: their seq, t and text), up to ``run`` in a list. Within a run,
+        the lines after the one :meth:`repeat` took are compared in one loop with what it
+        would take next (:meth:`_more`). With ``run`` 1, nothing is read ahead: from a
+        pipe, each frame comes as soon as it is read."""
+        repeat, more = self.repeat, self._more
+        source = iter(lines)
+        pending: tuple[int, bytes] | None = None
+        while True:
+            item = pending if pending is not None else next(source, None)
+            if item is None:
+                return
+            taken = repeat(item[1])
+            if taken is None:
+                pending = None
+                yield item
+                continue
+            frames = [taken]
+            pending = more(frames, source, run) if run > 1 else None
+            yield frames
+
+    def _more(
+        self, frames: list[tuple[int, str, str]], lines: Iterator[tuple[int, bytes]], run: int
+    ) -> tuple[int, bytes] | None:
+        """After :meth:`repeat` took a line: the lines that follow it as it would take them
+        next, in one loop, appended to ``frames`` until it holds ``run``. Each must be the
+        next plain frame record that the head guess says (the next seq, the same time and
+        side) around the template's prefix and suffix, with a whole string literal between:
+        what :meth:`repeat` would take, with the same seq, t and text. Returns the line
+        that ended the run, not taken (:meth:`repeat` may still take it: a gap in the
+        seqs, another time), or None."""
+        expected = self.heads.expected()
+        if expected is None or self.wire is None:
+            return None
+        seq, t, side, stamp = expected
+        envelope = (
+            self.validator.repeating(side)
+            if self.validator is not None
+            else self.templates.envelope()
+            if self.templates is not None and self.repeatable and side == "agent"
+            else None
+        )
+        if envelope is None:
+            return None
+        prefix, suffix, key = envelope
+        head_format, tail = PLAIN_HEAD + b"%s", suffix + b"}"
+        cut = len(tail) - 1  # the tail begins with the literal's closing quote
+        loads, first, stop = orjson.loads, seq, None
+        for item in lines:
+            line = item[1]
+            head = head_format % (seq, stamp, prefix)  # ends with the opening quote
+            start, end = len(head) - 1, len(line) - cut
+            if line.startswith(head) and line.endswith(tail):
+                try:  # one JSON value from quote to quote: a whole string (as again());
+                    # (quotes that overlap, or cross, leave no JSON value between them)
+                    text = loads(line[start:end])
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    frames.append((seq, t, text))
+                    seq += 1
+                    if len(frames) >= run:
+                        break
+                    continue
+            stop = item
+            break
+        if seq > first:
+            self.heads.skip(seq - first)
+            self.wire.again(key[0], seq - first)
+            self.last_seq = max(self.last_seq, seq - 1)
+        return stop
+
 
 def is_text_chunk(message: Message) -> bool:
     """Whether ``message`` is a message chunk whose content is a text block."""
@@ -250,23 +326,28 @@ def validate_recording(path: str) -> Iterator[Violation]:
     return validate_lines(open_lines(path))
 
 
+#: Frames :func:`validate_lines` takes the short way at most in one run (the texts of a
+#: run are held together).
+_RUN = 256
+
+
 def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     """The findings of the records in ``lines`` (numbered, without their ``\\n``), as
     :func:`validate_records` finds them, the short way: a frame record that repeats the one
     before but for its text (the bulk of a streamed turn) is known by its bytes, neither
     parsed nor checked again (see :meth:`Validator.repeat`)."""
     annotator = _Annotator(validate=True, stored=False, short=True)
-    repeat = annotator.repeat
-    for number, line in lines:
-        if repeat(line) is not None:
+    for item in annotator.runs(lines, _RUN):
+        if isinstance(item, list):
             continue
+        number, line = item
         record = parse_record(number, line)
         if record is not None:
-            for item in annotator.feed(record):
-                yield from item.findings
+            for annotated in annotator.feed(record):
+                yield from annotated.findings
     if annotator.wire is not None:
-        for item in annotator.finish(0, ""):
-            yield from item.findings
+        for annotated in annotator.finish(0, ""):
+            yield from annotated.findings
 
 
 def annotate_lines(
@@ -282,24 +363,14 @@ def annotate_lines(
     on the frame record, and a plain one has none). Up to ``run`` of them in one (more than
     one only when ``lines`` never waits: from a pipe, each comes as soon as it is read)."""
     annotator = _Annotator(validate, stored, short=True)
-    repeat = annotator.repeat
-    frames: list[tuple[int, str, str]] = []
-    for number, line in lines:
-        repeated = repeat(line)
-        if repeated is not None:
-            frames.append(repeated)
-            if len(frames) >= run:
-                yield Repeated(frames)
-                frames = []
+    for item in annotator.runs(lines, run):
+        if isinstance(item, list):
+            yield Repeated(item)
             continue
-        if frames:
-            yield Repeated(frames)
-            frames = []
+        number, line = item
         record = parse_record(number, line)
         if record is not None:
             yield from annotator.feed(record)
-    if frames:
-        yield Repeated(frames)
     if annotator.wire is not None:
         yield from annotator.finish(0, "")
 

@@ -130,6 +130,13 @@ class TextTemplates:
         slot.hits += 1
         return slot.key, text
 
+    def envelope(self) -> tuple[bytes, bytes, Any] | None:
+        """The prefix, suffix and key of the template that matched last: what :meth:`again`
+        compares a frame with, for a reader that compares many at once (its slot has
+        matched, so whether it matches more needs no counting)."""
+        slot = self._last
+        return None if slot is None else (slot.prefix, slot.suffix, slot.key)
+
     def match(self, raw: bytes, *key: Any) -> bool:
         """Whether ``raw`` (a frame that parsed as JSON) is the template of ``key`` around
         another text."""

@@ -37,6 +37,7 @@ from .framing import UNPARSED, Frame, Framer, parse_frame
 
 __all__ = [
     "FORMAT",
+    "PLAIN_HEAD",
     "EndRecord",
     "FrameRecord",
     "PlainHeads",
@@ -141,10 +142,17 @@ def frame_stamp(t: str, side: str) -> bytes | None:
     return None
 
 
+#: The head of a plain frame record, to format with its seq and stamp; the message and
+#: ``}`` follow (:func:`plain_frame_record`).
+PLAIN_HEAD = b'{"kind":"frame","seq":%d%s,"msg":'
+
+_PLAIN_RECORD = PLAIN_HEAD + b"%s}\n"
+
+
 def plain_frame_record(seq: int, stamp: bytes, raw: bytes) -> bytes:
     """What :func:`frame_record` writes for a terminated JSON frame with no finding,
     from a :func:`frame_stamp`: the per-frame path of a busy stream."""
-    return b'{"kind":"frame","seq":%d%s,"msg":%s}\n' % (seq, stamp, raw)
+    return _PLAIN_RECORD % (seq, stamp, raw)
 
 
 def frame_record_parts(
@@ -563,10 +571,24 @@ class PlainHeads:
         self._guess = None if found_stamp is None else _next_head(seq, t, side, found_stamp)
         return found
 
+    def expected(self) -> tuple[int, str, str, bytes] | None:
+        """The seq, t and side the next line's head is guessed to say, and their stamp
+        (:func:`frame_stamp`); None without a guess. For a reader that compares many
+        lines at once, and says how many it took (:meth:`skip`)."""
+        guess = self._guess
+        return None if guess is None else guess[1:]
+
+    def skip(self, count: int) -> None:
+        """``count`` lines were taken as the guess said, each the next plain frame record."""
+        guess = self._guess
+        if guess is not None and count:
+            _, seq, t, side, stamp = guess
+            self._guess = _next_head(seq + count - 1, t, side, stamp)
+
 
 def _next_head(seq: int, t: str, side: str, stamp: bytes) -> tuple[bytes, int, str, str, bytes]:
     """The guess of :class:`PlainHeads` after the plain frame record ``seq``."""
-    head = b'{"kind":"frame","seq":%d%s,"msg":' % (seq + 1, stamp)
+    head = PLAIN_HEAD % (seq + 1, stamp)
     return head, seq + 1, t, side, stamp
 
 

@@ -230,6 +230,15 @@ class Validator(V1Rules):
         self.wire.again(again[0][0])
         return again[1]
 
+    def repeating(self, side: str) -> tuple[bytes, bytes, Any] | None:
+        """What :meth:`repeat` would compare a frame ``side`` sends with: the prefix and
+        suffix around its text's literal, and the template's key (its session first);
+        None when it would take nothing. For a reader that takes many frames at once;
+        it tells the wire model how many (:meth:`WireModel.again`)."""
+        if not self._repeatable or side != "agent":
+            return None
+        return self._templates.envelope()
+
     def _chunk(self, message: Message) -> bool:
         """The common case, in a few look-ups: a message chunk the agent streams in a
         session it created, once initialized. Only the rules that can fire on it run

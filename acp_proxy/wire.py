@@ -452,12 +452,13 @@ class WireModel:
             return batch
         return self._classify(sender, frame, value, seq, t)
 
-    def again(self, session: str) -> None:
-        """One more update in ``session`` like the one fed last (a message chunk), taken
-        without its message: all that :meth:`feed` would change is its turn's count."""
+    def again(self, session: str, count: int = 1) -> None:
+        """``count`` more updates in ``session`` like the one fed last (a message chunk),
+        taken without their messages: all that :meth:`feed` would change is their turn's
+        count."""
         turns = self._sessions.get(session)
         if turns is not None and turns.current is not None:
-            turns.current.updates += 1
+            turns.current.updates += count
 
     def _classify(self, sender: Side, frame: Frame, value: Any, seq: int, t: str) -> Message:
         kind = kind_of(value)

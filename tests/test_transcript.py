@@ -18,8 +18,10 @@ from acp_proxy.transcript import (
     ViolationRecord,
     end_record,
     frame_record,
+    frame_stamp,
     iter_records,
     plain_frame_head,
+    plain_frame_record,
     start_record,
     violation_record,
 )
@@ -221,7 +223,32 @@ def test_plain_heads_guess_the_next_head_and_say_what_plain_frame_head_says(line
     """PlainHeads guesses the next line's head from the last (a stream's records follow one
     another) and compares it whole: whatever the lines, it says what plain_frame_head says."""
     heads = PlainHeads()
-    assert [heads.read(line) for line in lines] == [plain_frame_head(line) for line in lines]
+    for line in lines:
+        found = heads.read(line)
+        assert found == plain_frame_head(line)
+        # the guess it says (for a reader that compares many lines at once): the next seq
+        expected = None
+        if found is not None:
+            seq, t, side, _ = found
+            stamp = frame_stamp(t, side)
+            expected = None if stamp is None else (seq + 1, t, side, stamp)
+        assert heads.expected() == expected
+
+
+def test_plain_heads_skip_the_lines_a_reader_took_as_guessed():
+    """A reader that took lines as PlainHeads guessed them says how many (skip): the guess
+    goes on from the last of them."""
+    t = "2026-11-30T00:00:00.000001Z"
+    stamp = frame_stamp(t, "agent")
+    assert stamp is not None
+    heads = PlainHeads()
+    assert heads.read(plain_frame_record(7, stamp, b"{}")[:-1]) == (7, t, "agent", b"{}")
+    heads.skip(0)
+    assert heads.expected() == (8, t, "agent", stamp)
+    heads.skip(3)  # 8, 9 and 10 taken
+    assert heads.expected() == (11, t, "agent", stamp)
+    assert heads.read(plain_frame_record(11, stamp, b"[]")[:-1]) == (11, t, "agent", b"[]")
+    assert heads.expected() == (12, t, "agent", stamp)
 
 
 def test_lines_are_read_across_blocks_whole_and_as_bytes():

@@ -1457,6 +1457,50 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
                 assert timeline(annotate_lines(numbered, stored=stored, run=run), only) == shown
 
 
+@pytest.mark.parametrize("validate", [True, False])
+def test_a_run_of_repeated_chunks_leaves_the_readers_state_as_reading_them_does(
+    validate: bool,
+) -> None:
+    """The short way takes a run of chunks in one loop and counts them once: the turn's
+    updates and the last seq read are what reading every record gives, run by run or
+    frame by frame (with the validator, as validate; without, as show)."""
+    from acp_proxy.offline import _Annotator
+
+    frames = [*setup(2), *turn()[:4]]
+    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
+    for seq, (side, message) in enumerate(frames, start=1):
+        lines.append(frame_record(seq, T0, side, parse_frame(orjson.dumps(message)))[:-1])
+    for seq in range(len(frames) + 1, len(frames) + 41):
+        chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
+        lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
+    numbered = list(enumerate(lines, start=1))
+
+    def state(annotator: _Annotator) -> tuple[int | None, int]:
+        assert annotator.wire is not None
+        turn_now = annotator.wire.current_turn(S)
+        return (None if turn_now is None else turn_now.updates), annotator.last_seq
+
+    long_way = _Annotator(validate, stored=not validate)
+    for number, line in numbered:
+        record = parse_record(number, line)
+        assert record is not None
+        list(long_way.feed(record))
+    # the turn's updates: its state_update, the user's message and the 40 chunks
+    assert state(long_way) == (2 + 40, len(frames) + 40)
+    for run in (1, 3, 256):
+        short = _Annotator(validate, stored=not validate, short=True)
+        taken = 0
+        for item in short.runs(numbered, run):
+            if isinstance(item, list):
+                taken += len(item)
+                continue
+            record = parse_record(*item)
+            assert record is not None
+            list(short.feed(record))
+        assert taken > 30  # the short way was taken
+        assert state(short) == state(long_way)
+
+
 def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) -> None:
     """The short way is taken: of a turn's 200 chunks, only the first few records are read in
     full (a template is learned, then matched), the rest are known by their bytes."""
