@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import selectors
 import signal
 import stat
 import subprocess
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -595,6 +597,49 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
+#: How long the event loop keeps polling for I/O after it found some, before it sleeps
+#: (seconds). A peer's answer that comes within it costs no wake-up: a wake-up of an idle
+#: CPU took 20-40 µs on the machines we measured, twice per round trip through the proxy.
+#: The price: at most this much CPU time after the last read of a burst.
+SPIN = 100e-6
+
+
+class _SpinningSelector(selectors.DefaultSelector):
+    """The event loop's selector. After a select that found I/O, the next one polls (a
+    zero timeout, again and again) for up to ``spin`` seconds before it sleeps; after one
+    that found none (a timer's wake-up), it sleeps at once."""
+
+    def __init__(self, spin: float = SPIN) -> None:
+        super().__init__()
+        self._spin = spin
+        #: Whether the last select found I/O.
+        self._busy = False
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if self._busy and (timeout is None or timeout > 0):
+            started = time.perf_counter()
+            deadline = started + (self._spin if timeout is None else min(self._spin, timeout))
+            while True:
+                ready = super().select(0)
+                if ready:
+                    return ready
+                now = time.perf_counter()
+                if now >= deadline:
+                    break
+            if timeout is not None:  # what is left of it
+                timeout = max(0.0, timeout - (now - started))
+        ready = super().select(timeout)
+        self._busy = bool(ready)
+        return ready
+
+
 def run_relay(agent: Agent, observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
     """Run :func:`relay` in a fresh event loop."""
-    return asyncio.run(relay(agent, observer, log, **kwargs))
+    with asyncio.Runner(loop_factory=_event_loop) as runner:
+        return runner.run(relay(agent, observer, log, **kwargs))
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """The relay's event loop: asyncio's, with a selector that polls a little before it
+    sleeps (:class:`_SpinningSelector`)."""
+    return asyncio.SelectorEventLoop(_SpinningSelector())

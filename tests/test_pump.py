@@ -175,3 +175,51 @@ def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
         assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
 
     asyncio.run(scenario())
+
+
+def test_the_loop_polls_a_little_after_io_and_sleeps_at_once_after_a_timer(monkeypatch):
+    """The relay's selector: after a select that found I/O, the next one polls (zero
+    timeouts) for a little while before it sleeps out what is left of its timeout; after
+    one that found nothing, and when asked not to wait, it makes one call. What is ready
+    is returned either way."""
+    import os
+    import selectors
+
+    from acp_proxy.relay import _SpinningSelector
+
+    calls: list[float | None] = []
+    base = selectors.DefaultSelector.select
+
+    def counting(self: selectors.BaseSelector, timeout: float | None = None) -> list:
+        calls.append(timeout)
+        return base(self, timeout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", counting)
+    read_end, write_end = os.pipe()
+    selector = _SpinningSelector(spin=0.002)
+    try:
+        key = selector.register(read_end, selectors.EVENT_READ)
+
+        def select(timeout: float | None) -> list:
+            calls.clear()
+            return selector.select(timeout)
+
+        assert select(0.01) == [] and calls == [0.01]  # idle: sleeps at once
+        os.write(write_end, b"x")
+        assert select(0.01) == [(key, selectors.EVENT_READ)] and calls == [0.01]
+        os.read(read_end, 1)
+        # after I/O: polls, then sleeps what is left of the timeout
+        assert select(0.01) == []
+        assert len(calls) >= 2 and set(calls[:-1]) == {0}
+        assert calls[-1] is not None and 0 < calls[-1] < 0.01
+        assert select(0.01) == [] and calls == [0.01]  # found nothing: idle again
+        os.write(write_end, b"x")
+        assert select(0.01) == [(key, selectors.EVENT_READ)]
+        os.write(write_end, b"y")
+        # busy, and something is ready: the first poll finds it
+        assert select(None) == [(key, selectors.EVENT_READ)] and calls == [0]
+        assert select(0) == [(key, selectors.EVENT_READ)] and calls == [0]  # no wait asked
+    finally:
+        selector.close()
+        os.close(read_end)
+        os.close(write_end)
