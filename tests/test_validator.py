@@ -1457,6 +1457,20 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
                 assert timeline(annotate_lines(numbered, stored=stored, run=run), only) == shown
 
 
+def streamed_turn_lines(chunks: int) -> tuple[Frames, list[bytes]]:
+    """The recorder's lines (without their newlines) of a v2 session whose turn has begun,
+    and then ``chunks`` chunks of the agent's message, each with another text; and the
+    frames before the chunks."""
+    frames = [*setup(2), *turn()[:4]]
+    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
+    for seq, (side, message) in enumerate(frames, start=1):
+        lines.append(frame_record(seq, T0, side, parse_frame(orjson.dumps(message)))[:-1])
+    for seq in range(len(frames) + 1, len(frames) + chunks + 1):
+        chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
+        lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
+    return frames, lines
+
+
 @pytest.mark.parametrize("validate", [True, False])
 def test_a_run_of_repeated_chunks_leaves_the_readers_state_as_reading_them_does(
     validate: bool,
@@ -1466,13 +1480,7 @@ def test_a_run_of_repeated_chunks_leaves_the_readers_state_as_reading_them_does(
     frame by frame (with the validator, as validate; without, as show)."""
     from acp_proxy.offline import _Annotator
 
-    frames = [*setup(2), *turn()[:4]]
-    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
-    for seq, (side, message) in enumerate(frames, start=1):
-        lines.append(frame_record(seq, T0, side, parse_frame(orjson.dumps(message)))[:-1])
-    for seq in range(len(frames) + 1, len(frames) + 41):
-        chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
-        lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
+    frames, lines = streamed_turn_lines(40)
     numbered = list(enumerate(lines, start=1))
 
     def state(annotator: _Annotator) -> tuple[int | None, int]:
@@ -1513,13 +1521,7 @@ def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) 
         return parse_record(number, line)
 
     monkeypatch.setattr(acp_proxy.offline, "parse_record", counting)
-    frames = [*setup(2), *turn()[:4]]
-    lines = [start_record(T0, ["agent"], 1).rstrip(b"\n")]
-    for seq, (side, message) in enumerate(frames, start=1):
-        lines.append(frame_record(seq, T0, side, parse_frame(orjson.dumps(message)))[:-1])
-    for seq in range(len(frames) + 1, len(frames) + 201):
-        chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
-        lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
+    frames, lines = streamed_turn_lines(200)
     lines.append(frame_record(len(frames) + 201, T0, A, parse_frame(orjson.dumps(idle()[1])))[:-1])
     assert list(validate_lines(enumerate(lines, start=1))) == []
     assert len(parsed) < len(frames) + 2 + 5
