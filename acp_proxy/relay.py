@@ -600,23 +600,33 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
 #: How long the event loop keeps polling for I/O after it found some, before it sleeps
 #: (seconds). A peer's answer that comes within it costs no wake-up: a wake-up of an idle
 #: CPU took 20-40 µs on the machines we measured, twice per round trip through the proxy.
-#: The price: at most this much CPU time after the last read of a burst.
+#: The price: at most this much CPU time after the last read of a burst. Not where the
+#: proxy has one CPU to run on: there polling only keeps the peer from running.
 SPIN = 100e-6
+
+
+def _spin_here() -> float:
+    """:data:`SPIN`, or 0 where this process may run on one CPU only."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return SPIN if cpus > 1 else 0.0
 
 
 class _SpinningSelector(selectors.DefaultSelector):
     """The event loop's selector. After a select that found I/O, the next one polls (a
     zero timeout, again and again) for up to ``spin`` seconds before it sleeps; after one
-    that found none (a timer's wake-up), it sleeps at once."""
+    that found none (a timer's wake-up), or with ``spin`` 0, it sleeps at once."""
 
-    def __init__(self, spin: float = SPIN) -> None:
+    def __init__(self, spin: float) -> None:
         super().__init__()
         self._spin = spin
         #: Whether the last select found I/O.
         self._busy = False
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if self._busy and (timeout is None or timeout > 0):
+        if self._busy and self._spin and (timeout is None or timeout > 0):
             started = time.perf_counter()
             deadline = started + (self._spin if timeout is None else min(self._spin, timeout))
             while True:
@@ -642,4 +652,4 @@ def run_relay(agent: Agent, observer: Observer, log: Any, **kwargs: Any) -> Rela
 def _event_loop() -> asyncio.AbstractEventLoop:
     """The relay's event loop: asyncio's, with a selector that polls a little before it
     sleeps (:class:`_SpinningSelector`)."""
-    return asyncio.SelectorEventLoop(_SpinningSelector())
+    return asyncio.SelectorEventLoop(_SpinningSelector(_spin_here()))

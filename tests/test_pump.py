@@ -219,7 +219,29 @@ def test_the_loop_polls_a_little_after_io_and_sleeps_at_once_after_a_timer(monke
         # busy, and something is ready: the first poll finds it
         assert select(None) == [(key, selectors.EVENT_READ)] and calls == [0]
         assert select(0) == [(key, selectors.EVENT_READ)] and calls == [0]  # no wait asked
+        os.read(read_end, 2)
+        still = _SpinningSelector(spin=0)  # one CPU: it never polls
+        still.register(read_end, selectors.EVENT_READ)
+        os.write(write_end, b"x")
+        calls.clear()
+        assert still.select(0.01) != [] and calls == [0.01]
+        os.read(read_end, 1)
+        calls.clear()
+        assert still.select(0.01) == [] and calls == [0.01]
+        still.close()
     finally:
         selector.close()
         os.close(read_end)
         os.close(write_end)
+
+
+def test_the_loop_polls_only_where_the_proxy_has_more_than_one_cpu(monkeypatch):
+    """With one CPU to run on, polling would only keep the peer from running: none."""
+    import os
+
+    from acp_proxy import relay
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert relay._spin_here() == 0
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert relay._spin_here() == relay.SPIN > 0
