@@ -106,7 +106,8 @@ def cli() -> None:
     """A transparent proxy for the Agent Client Protocol (ACP).
 
     It relays an agent's stdio unchanged, records every session to a JSONL
-    transcript and flags violations of the ACP v2 prompt lifecycle.
+    transcript and flags violations of the protocol version the two sides
+    negotiated (v1 or v2).
     """
     # Logging is configured by the commands that log (`run` once the agent is started),
     # and by get_logger if nothing did: never to stdout, and not loaded by the readers.
