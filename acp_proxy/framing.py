@@ -16,7 +16,16 @@ from typing import Any, cast
 
 import orjson
 
-__all__ = ["Frame", "Framer", "JsonPath", "LineSplicer", "parse_frame", "value_spans"]
+__all__ = [
+    "LONG_FRAME",
+    "Frame",
+    "Framer",
+    "JsonPath",
+    "LineSplicer",
+    "loads_long",
+    "parse_frame",
+    "value_spans",
+]
 
 
 class _Unparsed:

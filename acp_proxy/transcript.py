@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from . import __version__
-from .framing import UNPARSED, Frame, Framer, parse_frame
+from .framing import LONG_FRAME, UNPARSED, Frame, Framer, loads_long, parse_frame
 
 __all__ = [
     "FORMAT",
@@ -448,7 +448,7 @@ def parse_record(number: int, line: bytes) -> Record | None:
     version does not know. Never raises: a line that does not fit is an
     :class:`UnreadableLine` that says why, with its line number."""
     try:
-        record = orjson.loads(line)
+        record = orjson.loads(line) if len(line) < LONG_FRAME else loads_long(line)
     except orjson.JSONDecodeError as exc:
         return UnreadableLine(number, f"not a JSON record ({exc})")
     if type(record) is not dict:

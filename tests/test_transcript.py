@@ -20,6 +20,7 @@ from acp_proxy.transcript import (
     frame_record,
     frame_stamp,
     iter_records,
+    parse_record,
     plain_frame_head,
     plain_frame_record,
     start_record,
@@ -262,3 +263,23 @@ def test_lines_are_read_across_blocks_whole_and_as_bytes():
     assert read == lines
     assert {type(line) for line in read} == {bytes}
     assert list(iter_lines(io.BytesIO(data + b"\n"))) == lines
+
+
+def test_a_long_record_is_read_without_parsing_it_whole(monkeypatch):
+    """A frame record of 2 MiB, most of it one string, reads as it was written, and orjson
+    never parses it whole (it would hold twice the string at its peak: loads_long)."""
+    text = "lorem ipsum é😀 " * (1 << 17)
+    message = {"jsonrpc": "2.0", "method": "_big", "params": {"text": text}}
+    line = frame_record(4, T, "client", parse_frame(orjson.dumps(message))).rstrip(b"\n")
+    seen: list[int] = []
+    loads = orjson.loads
+
+    def counting(data: bytes) -> object:
+        seen.append(len(data))
+        return loads(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    record = parse_record(1, line)
+    assert isinstance(record, FrameRecord)
+    assert (record.seq, record.side, record.frame.value) == (4, "client", message)
+    assert seen and max(seen) < len(line) // 2
