@@ -614,24 +614,31 @@ def _spin_here() -> float:
     return SPIN if cpus > 1 else 0.0
 
 
+#: Selects in a row that found I/O within the spin of their start, before the next polls.
+_QUICK_RUN = 2
+
+
 class _SpinningSelector(selectors.DefaultSelector):
-    """The event loop's selector. After a select that found I/O, the next one polls (a
-    zero timeout, again and again) for up to ``spin`` seconds before it sleeps; after one
-    that found none (a timer's wake-up), or with ``spin`` 0, it sleeps at once."""
+    """The event loop's selector. While I/O keeps coming quickly (the last few selects
+    found it within ``spin`` seconds: peers that answer each other at once), a select
+    polls (a zero timeout, again and again) for up to ``spin`` before it sleeps. Otherwise
+    (traffic that comes now and then, a timer's wake-up, or ``spin`` 0) it sleeps at
+    once, and polls for nothing."""
 
     def __init__(self, spin: float) -> None:
         super().__init__()
         self._spin = spin
-        #: Whether the last select found I/O.
-        self._busy = False
+        #: Selects in a row that found I/O within ``spin`` of their start.
+        self._quick = 0
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if self._busy and self._spin and (timeout is None or timeout > 0):
-            started = time.perf_counter()
+        started = time.perf_counter()
+        if self._quick >= _QUICK_RUN and (timeout is None or timeout > 0):
             deadline = started + (self._spin if timeout is None else min(self._spin, timeout))
             while True:
                 ready = super().select(0)
                 if ready:
+                    self._quick += 1
                     return ready
                 now = time.perf_counter()
                 if now >= deadline:
@@ -639,7 +646,8 @@ class _SpinningSelector(selectors.DefaultSelector):
             if timeout is not None:  # what is left of it
                 timeout = max(0.0, timeout - (now - started))
         ready = super().select(timeout)
-        self._busy = bool(ready)
+        quick = bool(ready) and time.perf_counter() - started < self._spin
+        self._quick = self._quick + 1 if quick else 0
         return ready
 
 

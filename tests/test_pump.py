@@ -177,13 +177,14 @@ def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
     asyncio.run(scenario())
 
 
-def test_the_loop_polls_a_little_after_io_and_sleeps_at_once_after_a_timer(monkeypatch):
-    """The relay's selector: after a select that found I/O, the next one polls (zero
-    timeouts) for a little while before it sleeps out what is left of its timeout; after
-    one that found nothing, and when asked not to wait, it makes one call. What is ready
-    is returned either way."""
+def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(monkeypatch):
+    """The relay's selector: once two selects in a row found I/O soon, the next one polls
+    (zero timeouts) for a little while before it sleeps out what is left of its timeout.
+    Otherwise (nothing found, I/O found only later than that, or no wait asked) it makes
+    one call. What is ready is returned either way."""
     import os
     import selectors
+    import threading
 
     from acp_proxy.relay import _SpinningSelector
 
@@ -199,38 +200,73 @@ def test_the_loop_polls_a_little_after_io_and_sleeps_at_once_after_a_timer(monke
     selector = _SpinningSelector(spin=0.002)
     try:
         key = selector.register(read_end, selectors.EVENT_READ)
+        readable = [(key, selectors.EVENT_READ)]
 
         def select(timeout: float | None) -> list:
             calls.clear()
             return selector.select(timeout)
 
+        def quickly(times: int) -> None:
+            for _ in range(times):  # I/O that is there at once
+                os.write(write_end, b"x")
+                assert select(0.01) == readable and calls == [0.01]
+                os.read(read_end, 1)
+
         assert select(0.01) == [] and calls == [0.01]  # idle: sleeps at once
-        os.write(write_end, b"x")
-        assert select(0.01) == [(key, selectors.EVENT_READ)] and calls == [0.01]
-        os.read(read_end, 1)
-        # after I/O: polls, then sleeps what is left of the timeout
+        quickly(1)
+        assert select(0.01) == [] and calls == [0.01]  # once is not yet a run
+        quickly(2)
+        # I/O came quickly twice: polls, then sleeps what is left of the timeout
         assert select(0.01) == []
         assert len(calls) >= 2 and set(calls[:-1]) == {0}
         assert calls[-1] is not None and 0 <= calls[-1] < 0.01
         assert select(0.01) == [] and calls == [0.01]  # found nothing: idle again
-        os.write(write_end, b"x")
-        assert select(0.01) == [(key, selectors.EVENT_READ)]
+        quickly(2)
         os.write(write_end, b"y")
-        # busy, and something is ready: the first poll finds it
-        assert select(None) == [(key, selectors.EVENT_READ)] and calls == [0]
-        assert select(0) == [(key, selectors.EVENT_READ)] and calls == [0]  # no wait asked
-        os.read(read_end, 2)
-        still = _SpinningSelector(spin=0)  # one CPU: it never polls
-        still.register(read_end, selectors.EVENT_READ)
-        os.write(write_end, b"x")
-        calls.clear()
-        assert still.select(0.01) != [] and calls == [0.01]
+        assert select(None) == readable and calls == [0]  # the first poll finds it
+        assert select(0) == readable and calls == [0]  # no wait asked
         os.read(read_end, 1)
-        calls.clear()
-        assert still.select(0.01) == [] and calls == [0.01]
-        still.close()
+        # I/O that comes later than the polling ends the run: the next sleeps at once
+        later = threading.Timer(0.05, os.write, (write_end, b"z"))
+        later.start()
+        assert select(None) == readable and calls[0] == 0
+        later.join()
+        os.read(read_end, 1)
+        assert select(0.01) == [] and calls == [0.01]
     finally:
         selector.close()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_loop_never_polls_with_no_time_to_poll(monkeypatch):
+    """With a spin of 0 (one CPU), however quickly I/O comes, a select makes one call."""
+    import os
+    import selectors
+
+    from acp_proxy.relay import _SpinningSelector
+
+    calls: list[float | None] = []
+    base = selectors.DefaultSelector.select
+
+    def counting(self: selectors.BaseSelector, timeout: float | None = None) -> list:
+        calls.append(timeout)
+        return base(self, timeout)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", counting)
+    read_end, write_end = os.pipe()
+    still = _SpinningSelector(spin=0)
+    try:
+        still.register(read_end, selectors.EVENT_READ)
+        for _ in range(3):
+            os.write(write_end, b"x")
+            calls.clear()
+            assert still.select(0.01) != [] and calls == [0.01]
+            os.read(read_end, 1)
+        calls.clear()
+        assert still.select(0.01) == [] and calls == [0.01]
+    finally:
+        still.close()
         os.close(read_end)
         os.close(write_end)
 
