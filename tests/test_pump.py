@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import os
+import selectors
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 from structlog.testing import capture_logs
@@ -11,7 +14,7 @@ from structlog.testing import capture_logs
 from acp_proxy.log import get_logger
 from acp_proxy.observer import Observer
 from acp_proxy.recorder import Recorder
-from acp_proxy.relay import _pump
+from acp_proxy.relay import _pump, _SpinningSelector
 from acp_proxy.validator import Validator
 
 
@@ -177,17 +180,10 @@ def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
     asyncio.run(scenario())
 
 
-def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(monkeypatch):
-    """The relay's selector: once two selects in a row found I/O soon, the next one polls
-    (zero timeouts) for a little while before it sleeps out what is left of its timeout.
-    Otherwise (nothing found, I/O found only later than that, or no wait asked) it makes
-    one call. What is ready is returned either way."""
-    import os
-    import selectors
-    import threading
-
-    from acp_proxy.relay import _SpinningSelector
-
+@pytest.fixture
+def selects(monkeypatch) -> Iterator[tuple[list[float | None], int, int]]:
+    """The timeouts of the select calls a selector makes to the system (zero: a poll), and
+    a pipe (its read and write ends)."""
     calls: list[float | None] = []
     base = selectors.DefaultSelector.select
 
@@ -197,6 +193,19 @@ def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(
 
     monkeypatch.setattr(selectors.DefaultSelector, "select", counting)
     read_end, write_end = os.pipe()
+    try:
+        yield calls, read_end, write_end
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(selects):
+    """The relay's selector: once two selects in a row found I/O soon, the next one polls
+    (zero timeouts) for a little while before it sleeps out what is left of its timeout.
+    Otherwise (nothing found, I/O found only later than that, or no wait asked) it makes
+    one call. What is ready is returned either way."""
+    calls, read_end, write_end = selects
     selector = _SpinningSelector(spin=0.002)
     try:
         key = selector.register(read_end, selectors.EVENT_READ)
@@ -235,26 +244,11 @@ def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(
         assert select(0.01) == [] and calls == [0.01]
     finally:
         selector.close()
-        os.close(read_end)
-        os.close(write_end)
 
 
-def test_the_loop_never_polls_with_no_time_to_poll(monkeypatch):
+def test_the_loop_never_polls_with_no_time_to_poll(selects):
     """With a spin of 0 (one CPU), however quickly I/O comes, a select makes one call."""
-    import os
-    import selectors
-
-    from acp_proxy.relay import _SpinningSelector
-
-    calls: list[float | None] = []
-    base = selectors.DefaultSelector.select
-
-    def counting(self: selectors.BaseSelector, timeout: float | None = None) -> list:
-        calls.append(timeout)
-        return base(self, timeout)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(selectors.DefaultSelector, "select", counting)
-    read_end, write_end = os.pipe()
+    calls, read_end, write_end = selects
     still = _SpinningSelector(spin=0)
     try:
         still.register(read_end, selectors.EVENT_READ)
@@ -267,14 +261,10 @@ def test_the_loop_never_polls_with_no_time_to_poll(monkeypatch):
         assert still.select(0.01) == [] and calls == [0.01]
     finally:
         still.close()
-        os.close(read_end)
-        os.close(write_end)
 
 
 def test_the_loop_polls_only_where_the_proxy_has_more_than_one_cpu(monkeypatch):
     """With one CPU to run on, polling would only keep the peer from running: none."""
-    import os
-
     from acp_proxy import relay
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
