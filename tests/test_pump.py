@@ -1,4 +1,5 @@
-"""The relay's pump, in process: a chunk is written on, observed, and paced by the sink."""
+"""The relay in process: a chunk is written on, observed, and paced by the sink; the loop's
+selector polls only while I/O comes quickly."""
 
 from __future__ import annotations
 
