@@ -413,8 +413,29 @@ async def _pump(
 
 
 async def _exited(proc: subprocess.Popen[bytes]) -> int:
-    """The agent's exit status, as soon as it exits (reaped without blocking, at a short
-    interval: the loop has no child watcher for a process it did not start)."""
+    """The agent's exit status, as soon as it exits. The loop watches a pidfd (Linux), which
+    becomes readable when the process ends, so an idle session wakes nobody; where there
+    is none, it looks at a short interval (the loop has no child watcher for a process it
+    did not start). Reaped without blocking either way."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or reaped already
+        pidfd = None
+    if pidfd is not None:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        loop.add_reader(pidfd, readable)
+        try:
+            if proc.poll() is None:
+                await ended
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
     while (returncode := proc.poll()) is None:
         await asyncio.sleep(_EXIT_POLL)
     return returncode
@@ -458,7 +479,7 @@ async def _discard(feed: _Feed) -> None:
     await _consume(feed, _ignore)
 
 
-#: Seconds between looks at whether the agent has exited.
+#: Seconds between looks at whether the agent has exited, where no pidfd says so.
 _EXIT_POLL = 0.02
 
 

@@ -272,3 +272,36 @@ def test_the_loop_polls_only_where_the_proxy_has_more_than_one_cpu(monkeypatch):
     assert relay._spin_here() == 0
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert relay._spin_here() == relay.SPIN > 0
+
+
+def test_the_agents_exit_is_seen_at_once_and_without_polling_where_a_pidfd_says_it(monkeypatch):
+    """The relay learns the agent's exit status from a pidfd where there is one (an idle
+    session wakes nobody), else by looking at a short interval; an agent reaped already
+    gives its status too."""
+    import subprocess
+    import sys
+    from typing import Any
+
+    from acp_proxy import relay
+
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleeping(delay: float, *args: Any) -> Any:
+        slept.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", sleeping)
+
+    def status(reaped: bool = False) -> int:
+        code = "import time; time.sleep(0.1); raise SystemExit(3)"
+        with subprocess.Popen([sys.executable, "-c", code]) as proc:
+            if reaped:
+                proc.wait()
+            return asyncio.run(relay._exited(proc))
+
+    if hasattr(os, "pidfd_open"):
+        assert status() == 3 and slept == []
+        assert status(reaped=True) == 3 and slept == []
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    assert status() == 3 and slept and set(slept) == {relay._EXIT_POLL}
