@@ -123,8 +123,11 @@ def loads_long(raw: bytes) -> Any:
     texts = []
     for start, end in spans:
         if not _is_string_body(view[start + 1 : end - 1]):
-            return orjson.loads(raw)  # the literal's own error, or its escapes
-        texts.append(str(view[start + 1 : end - 1], "utf-8"))
+            return orjson.loads(raw)  # the literal's own error
+        try:
+            texts.append(str(view[start + 1 : end - 1], "utf-8"))
+        except UnicodeDecodeError:  # never seen: orjson and Python disagreeing on UTF-8
+            return orjson.loads(raw)
     pieces: list[bytes | memoryview] = []
     at = 0
     for index, (start, end) in enumerate(spans):

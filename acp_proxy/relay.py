@@ -618,11 +618,12 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
-#: How long the event loop keeps polling for I/O after it found some, before it sleeps
-#: (seconds). A peer's answer that comes within it costs no wake-up: a wake-up of an idle
-#: CPU took 20-40 µs on the machines we measured, twice per round trip through the proxy.
-#: The price: at most this much CPU time after the last read of a burst. Not where the
-#: proxy has one CPU to run on: there polling only keeps the peer from running.
+#: How long the event loop polls for I/O before it sleeps, while I/O keeps coming quickly
+#: (seconds; see :class:`_SpinningSelector`). A peer's answer that comes within it costs no
+#: wake-up: a wake-up of an idle CPU took 20-40 µs on the machines we measured, twice per
+#: round trip through the proxy. The price: at most this much CPU time after the last read
+#: of a quick exchange. Not where the proxy has one CPU to run on: there polling only keeps
+#: the peer from running.
 SPIN = 100e-6
 
 

@@ -248,3 +248,15 @@ def test_a_long_frame_is_never_parsed_whole(monkeypatch):
     assert frame.value == {"jsonrpc": "2.0", "method": "_big", "params": {"text": text, "n": 1}}
     assert frame.raw is raw and frame.error is None
     assert seen and max(seen) <= framing._PIECE + 2  # a piece and its quotes
+
+
+def test_a_long_literal_python_cannot_decode_is_parsed_whole(monkeypatch):
+    """Were orjson to pass a long literal that Python's UTF-8 decoder refuses, the frame
+    is parsed whole (orjson's value or error), never a UnicodeDecodeError: the observer
+    and the readers must not fail on a frame."""
+    from acp_proxy import framing
+
+    monkeypatch.setattr(framing, "_is_string_body", lambda body: True)
+    raw = b'{"a":"' + b"x" * framing.LONG_STRING + b'\xff"}'
+    frame = parse_frame(raw + b" " * framing.LONG_FRAME)
+    assert frame.value is UNPARSED and frame.error is not None
