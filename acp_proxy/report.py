@@ -265,29 +265,49 @@ def _session(view: SessionView) -> dict[str, Any]:
     return data
 
 
-def embed(document: Any) -> str:
+#: What may not stand in the page's JSON as itself, and its escape: ``<``, ``>`` and ``&``
+#: (no payload can close the element or open a comment), U+2028 and U+2029 (line ends to
+#: older JavaScript). Replaced in the UTF-8 bytes: no other character's bytes contain them.
+_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+def embed(document: Any) -> bytes:
     """JSON that is safe inside a ``<script>`` element: it can never close it."""
-    text = orjson.dumps(document, default=str).decode()
-    return (
-        text.replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
+    return _escaped(orjson.dumps(document, default=str))
+
+
+def _escaped(data: bytes) -> bytes:
+    for char, escape in _ESCAPES:
+        data = data.replace(char, escape)
+    return data
+
+
+def _page(path: str, data: bytes) -> list[bytes]:
+    """The page, in pieces: the template around ``data`` (escaped JSON)."""
+    template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
+    title = f"acp-proxy report: {path}"
+    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    head, tail = template.replace("{{TITLE}}", safe_title).split("{{DATA}}")
+    return [head.encode("utf-8"), data, tail.encode("utf-8")]
 
 
 def render_page(document: dict[str, Any]) -> str:
     """The page: the template with the document embedded."""
-    template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
-    title = f"acp-proxy report: {document['file']}"
-    safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return template.replace("{{TITLE}}", safe_title).replace("{{DATA}}", embed(document))
+    return b"".join(_page(document["file"], embed(document))).decode("utf-8")
 
 
 def write_report(path: str, out: str, revalidate: bool = False) -> int:
-    """Write the page for ``path`` to ``out``; return its size in bytes."""
-    page = render_page(build_document(path, revalidate)).encode("utf-8")
+    """Write the page for ``path`` to ``out``; return its size in bytes. The document is
+    let go once it is JSON, and the page is written in pieces, never joined: the memory
+    is the document, then its JSON twice (as it is escaped)."""
+    data = _escaped(orjson.dumps(build_document(path, revalidate), default=str))
+    pieces = _page(path, data)
     with open(out, "wb") as stream:
-        stream.write(page)
-    return len(page)
+        stream.writelines(pieces)
+    return sum(map(len, pieces))

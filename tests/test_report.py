@@ -16,7 +16,7 @@ import pytest
 from conftest import PROXY, clean_env
 
 from acp_proxy.framing import parse_frame
-from acp_proxy.report import build_document, embed, render_page
+from acp_proxy.report import build_document, embed, render_page, write_report
 from acp_proxy.transcript import end_record, frame_record, start_record, violation_record
 
 RECORDINGS = Path(__file__).parent.parent / "recordings"
@@ -81,12 +81,21 @@ def hostile_recording(path: Path) -> Path:
 def test_the_page_is_self_contained_and_payloads_cannot_leave_their_element(tmp_path):
     """No network: nothing is fetched. The data is JSON in one script element, with <, > and &
     escaped, so a payload that contains </script> cannot close it."""
-    page = render_page(build_document(str(hostile_recording(tmp_path / "h.jsonl"))))
+    recording = str(hostile_recording(tmp_path / "h.jsonl"))
+    page = render_page(build_document(recording))
+    written = tmp_path / "h.html"  # written in pieces, the same page
+    assert write_report(recording, str(written)) == len(page.encode())
+    assert written.read_text("utf-8") == page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "@import" not in page and "url(" not in page
     assert page.count("</script>") == 2 and HOSTILE not in page
-    assert "<" not in embed({"x": "</script><!--"}) and "&" not in embed("&amp;")
-    assert orjson.loads(embed({"x": HOSTILE}).encode()) == {"x": HOSTILE}
+    assert b"<" not in embed({"x": "</script><!--"}) and b"&" not in embed("&amp;")
+    assert orjson.loads(embed({"x": HOSTILE})) == {"x": HOSTILE}
+    separators = "a\u2028b\u2029c"  # line ends to older JavaScript: escaped too
+    assert (
+        embed(separators) == b'"a\\u2028b\\u2029c"'
+        and orjson.loads(embed(separators)) == separators
+    )
 
 
 def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs(tmp_path):
