@@ -22,7 +22,8 @@ Workloads:
   proxy's peak memory;
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
   10%, 50% and 100% (flat means no growth with the session);
-- **offline**: ``acp-proxy validate`` and ``show`` over the stream's recording.
+- **offline**: the readers (``validate``, ``show``, ``show --conversation``, ``stats``,
+  ``report``) over the stream's recording.
 
 ``python -m acp_proxy.bench agent N`` is the stream workload's agent.
 """
@@ -287,13 +288,22 @@ main()
 """
 
 
+#: The readers the offline table times: the command, and its options after the recording.
+READERS = {
+    "validate": ["validate"],
+    "show": ["show", "--no-color"],
+    "show --conversation": ["show", "--no-color", "--conversation"],
+    "stats": ["stats"],
+    "report": ["report", "-o", os.devnull],
+}
+
+
 def offline(recording: str, what: str) -> tuple[float, int | None]:
-    """Seconds and peak memory (bytes) of ``acp-proxy validate`` or ``show`` over a
-    recording."""
+    """Seconds and peak memory (bytes) of a reader (:data:`READERS`) over a recording."""
     peak_file = recording + ".peak"
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", _PEAK_REPORTER, peak_file, what, recording],
+        [sys.executable, "-c", _PEAK_REPORTER, peak_file, *READERS[what], recording],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
@@ -468,12 +478,12 @@ class _Bench:
     def offline_table(self, recorded: str) -> None:
         frames = self.args.frames + 8
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
-        print(f"{'command':<11}{'seconds':>24}{'frames/s':>14}{'peak':>12}")
-        for what in ("validate", "show"):
+        print(f"{'command':<20}{'seconds':>15}{'frames/s':>14}{'peak':>12}")
+        for what in READERS:
             runs = [offline(recorded, what) for _ in range(self.args.repeat)]
             seconds = [run[0] for run in runs]
             print(
-                f"{what:<11}{_spread(seconds):>24}{frames / statistics.median(seconds):>14,.0f}"
+                f"{what:<20}{_spread(seconds):>15}{frames / statistics.median(seconds):>14,.0f}"
                 f"{_peak([run[1] for run in runs]):>12}"
             )
 

@@ -32,6 +32,8 @@ EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 #: Exit status of ``run`` when the proxy itself fails (a bug: please report it).
 EXIT_PROXY_FAILED = 70
+#: Repeated chunks the readers take in one run from a file (their texts are held together).
+_RUN = 256
 
 
 def _open_log(log_file: str | None) -> TextIO | None:
@@ -569,14 +571,16 @@ def show(
     import orjson
 
     from .conversation import Conversation
-    from .offline import annotate, annotate_lines, open_lines, open_recording
+    from .offline import annotate_lines, open_lines
     from .render import Timeline, TimelineFilter
 
     if conversation or as_json:
         from .render import conversation_lines
 
-        records = open_recording(recording)
-        connections = Conversation.per_connection(annotate(records, validate=False))
+        # the whole file is read before anything is shown: a streamed turn's chunks are
+        # taken in runs, known by their bytes (annotate_lines)
+        items = annotate_lines(open_lines(recording), validate=False, run=_RUN)
+        connections = Conversation.per_connection(items)
         if as_json:
             document = Conversation.document(connections, session)
             with _output(False) as emit:
@@ -593,7 +597,7 @@ def show(
     lines = open_lines(recording)
     live = not Path(recording).is_file()
     with _output(color, live=live) as emit:
-        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else 256):
+        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else _RUN):
             for line in timeline.lines(item):
                 emit(line)
 
@@ -660,12 +664,12 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
 
-    from .offline import annotate, open_recording
+    from .offline import annotate_lines, open_lines
     from .stats import Stats
 
     figures = Stats()
     for path in recordings:
-        for item in annotate(open_recording(path)):
+        for item in annotate_lines(open_lines(path), run=_RUN):  # (see show --conversation)
             figures.add(item)
     with _output(False) as emit:
         if fmt == "json":

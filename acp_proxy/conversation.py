@@ -24,16 +24,14 @@ import base64
 import binascii
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .framing import Frame
+from .offline import Annotated, Repeated
 from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
 from .transcript import StartRecord
 from .wire import Kind, Message, Side, WireModel
 from .wire import Turn as WireTurn
-
-if TYPE_CHECKING:
-    from .offline import Annotated
 
 #: A connection's start record (None if the file lacks one) and its conversation.
 Connection = tuple[StartRecord | None, "Conversation"]
@@ -180,12 +178,20 @@ class Conversation:
         self.sessions: dict[str, SessionView] = {}
         self._turns: dict[WireTurn, Turn] = {}
         self._wire = WireModel()
+        #: The message entity the message observed last appended a content block to, and
+        #: that block: what a :class:`Repeated` repeats (see :meth:`again`).
+        self._chunk: tuple[Entity, dict[str, Any]] | None = None
 
     @staticmethod
-    def per_connection(items: Iterable[Annotated]) -> list[Connection]:
-        """One conversation per connection of a recording (``annotate`` output)."""
+    def per_connection(items: Iterable[Annotated | Repeated]) -> list[Connection]:
+        """One conversation per connection of a recording (``annotate`` or
+        ``annotate_lines`` output)."""
         connections: list[Connection] = []
         for item in items:
+            if type(item) is Repeated:
+                connections[-1][1].again(item)
+                continue
+            assert isinstance(item, Annotated)
             record = item.record
             if isinstance(record, StartRecord) or (
                 item.message is not None and len(connections) < item.connection
@@ -226,8 +232,23 @@ class Conversation:
 
     def observe(self, message: Message) -> None:
         """Apply one message of a wire model (each element of a batch in turn)."""
+        self._chunk = None
         for element in message.messages:
             self._observe(element)
+
+    def again(self, repeated: Repeated) -> None:
+        """Apply frames that each repeat the message chunk observed last but for its text
+        (:class:`Repeated`): as observing each would, a content block like the last one
+        with the frame's text appended to the same message (nothing else differs)."""
+        if self._chunk is None:  # the chunk before changed nothing: nor do they
+            return
+        entity, block = self._chunk
+        seqs, content = entity.seqs, entity.content
+        for seq, _, text, _ in repeated.frames:
+            seqs.append(seq)
+            repeat = block.copy()
+            repeat["text"] = text
+            content.append(repeat)
 
     def _observe(self, message: Message) -> None:
         session_id = message.session
@@ -300,6 +321,9 @@ class Conversation:
             addressed = self._addressed(view, str(variant), update, message.seq)
             if addressed is not None:
                 _APPLY[str(variant)](addressed, update)
+                block = update.get("content")
+                if variant in MESSAGE_CHUNKS and type(block) is dict:
+                    self._chunk = (addressed, block)
 
     def _addressed(
         self, view: SessionView, variant: str, update: dict[str, Any], seq: int

@@ -93,10 +93,11 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
 class Repeated:
     """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
     each is the frame before it (a message chunk) around another text, and nothing else
-    changed; no findings. The agent sent them (only an agent streams chunks)."""
+    changed; no findings. The agent sent them (only an agent streams chunks), in one read:
+    they share their time."""
 
-    #: Each frame's seq, t and text.
-    frames: list[tuple[int, str, str]]
+    #: Each frame's seq, t, text and size (its bytes, as ``len(record.frame.raw)``).
+    frames: list[tuple[int, str, str, int]]
 
 
 class _Annotator:
@@ -185,12 +186,12 @@ class _Annotator:
         else:
             self.templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
 
-    def repeat(self, line: bytes) -> tuple[int, str, str] | None:
+    def repeat(self, line: bytes) -> tuple[int, str, str, int] | None:
         """A plain frame record that repeats the frame before it but for its text, taken
         without reading it further: with a validator, as :meth:`Validator.repeat` says (no
         findings); without one, if the frame before was a message chunk whose template it
-        fits; the agent's, always. The rest of :meth:`feed` is bookkeeping. Its seq, t and
-        text."""
+        fits; the agent's, always. The rest of :meth:`feed` is bookkeeping. Its seq, t,
+        text and size."""
         if not self.text_chunk:
             return None
         head = self.heads.read(line)
@@ -210,13 +211,13 @@ class _Annotator:
         if text is None:
             return None
         self.last_seq = max(self.last_seq, seq)
-        return seq, t, text
+        return seq, t, text, len(raw)
 
     def runs(
         self, lines: Iterable[tuple[int, bytes]], run: int
-    ) -> Iterator[tuple[int, bytes] | list[tuple[int, str, str]]]:
+    ) -> Iterator[tuple[int, bytes] | list[tuple[int, str, str, int]]]:
         """The numbered lines to read in full, and between them the frames taken the short
-        way (:meth:`repeat`: their seq, t and text), up to ``run`` in a list. Within a run,
+        way (:meth:`repeat`: their seq, t, text and size), up to ``run`` in a list. Within a run,
         the lines after the one :meth:`repeat` took are compared in one loop with what it
         would take next (:meth:`_more`). With ``run`` 1, nothing is read ahead: from a
         pipe, each frame comes as soon as it is read."""
@@ -237,7 +238,10 @@ class _Annotator:
             yield frames
 
     def _more(
-        self, frames: list[tuple[int, str, str]], lines: Iterator[tuple[int, bytes]], run: int
+        self,
+        frames: list[tuple[int, str, str, int]],
+        lines: Iterator[tuple[int, bytes]],
+        run: int,
     ) -> tuple[int, bytes] | None:
         """After :meth:`repeat` took a line: the lines that follow it as it would take them
         next, in one loop, appended to ``frames`` until it holds ``run``. Each must be the
@@ -262,6 +266,9 @@ class _Annotator:
         prefix, suffix, key = envelope
         head_format, tail = PLAIN_HEAD + b"%s", suffix + b"}"
         cut = len(tail) - 1  # the tail begins with the literal's closing quote
+        # a frame's size: its line's, less the record's head (the prefix is the frame's)
+        # and the record's closing }
+        framed = len(prefix) - 1
         loads, first, stop = orjson.loads, seq, None
         for item in lines:
             line = item[1]
@@ -274,7 +281,7 @@ class _Annotator:
                 except orjson.JSONDecodeError:
                     pass
                 else:
-                    frames.append((seq, t, text))
+                    frames.append((seq, t, text, len(line) - len(head) + framed))
                     seq += 1
                     if len(frames) >= run:
                         break

@@ -318,14 +318,14 @@ class Timeline:
         start, head, side, method, session = self._chunk
         last = self._last_seq
         if self._narrowed and not self._wanted(side, method, session, []):
-            self._last_seq = max([last, *(seq for seq, _, _ in item.frames)])
+            self._last_seq = max([last, *(frame[0] for frame in item.frames)])
             return []
         lines: list[str] = []
         add = lines.append
         when_t, when = self._when
         # What follows the seq column: the text, or none (the line _frame would print)
         quoted, bare = f"  {start}{head} ", f"  {start}{head.rstrip()}"
-        for seq, t, text in item.frames:
+        for seq, t, text, _ in item.frames:
             if seq != last + 1:  # not the next in sequence: a gap, or one out of order
                 self._last_seq = last
                 lines += self._gap(seq)

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .offline import Annotated
+from .offline import Annotated, Repeated
 from .transcript import FrameRecord, StartRecord
 from .wire import Kind, Message, Turn, seconds_between
 
@@ -49,9 +49,16 @@ class Stats:
     sessions: int = 0
     #: Time to the first agent message chunk, per open turn.
     _first_chunk: dict[Turn, float] = field(default_factory=dict)
+    #: The side and message of the frame counted last, if a :class:`Repeated` may repeat it
+    #: (a notification, not a batch).
+    _last: tuple[str, Message] | None = None
 
-    def add(self, item: Annotated) -> None:
-        """Count one annotated record."""
+    def add(self, item: Annotated | Repeated) -> None:
+        """Count one annotated record (or frames taken the short way)."""
+        if type(item) is Repeated:
+            self._again(item)
+            return
+        assert isinstance(item, Annotated)
         for finding in item.findings:
             self.findings[finding.rule] += 1
         record = item.record
@@ -64,9 +71,43 @@ class Stats:
         side = record.side
         self.frames[side] += 1
         self.bytes[side] += len(record.frame.raw) + 1
-        if item.message is not None:
-            for message in item.message.messages:
-                self._message(message)
+        message = item.message
+        self._last = None
+        if message is not None:
+            for element in message.messages:
+                self._message(element)
+            if message.kind is Kind.NOTIFICATION:
+                self._last = (side, message)
+
+    def _again(self, repeated: Repeated) -> None:
+        """Frames that each repeat the message chunk counted last but for its text: counted
+        as it was (a chunk has no latency and ends no turn; its turn's first chunk came)."""
+        if self._last is None:
+            raise ValueError("a repeated frame without a message chunk before it")
+        side, message = self._last
+        count = len(repeated.frames)
+        self.frames[side] += count
+        self.bytes[side] += sum(frame[3] for frame in repeated.frames) + count
+        if message.method is not None:
+            self.methods[message.method] += count
+        if message.update is not None:
+            self.updates[str(message.update.get("sessionUpdate"))] += count
+            # (the frames of a run share their time: one read's)
+            self._first(message, repeated.frames[0][1])
+
+    def _first(self, message: Message, t: str) -> None:
+        """Take the time from ``message``'s prompt to ``t`` if it is its turn's first agent
+        message (the first whose time can be read)."""
+        turn = message.turn
+        if (
+            turn is not None
+            and turn.prompt is not None
+            and message.variant in ("agent_message_chunk", "agent_message")
+            and turn not in self._first_chunk
+        ):
+            since = seconds_between(turn.prompt.t, t)
+            if since is not None:
+                self._first_chunk[turn] = since
 
     def _message(self, message: Message) -> None:
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION) and message.method is not None:
@@ -74,16 +115,7 @@ class Stats:
         update = message.update
         if update is not None:
             self.updates[str(update.get("sessionUpdate"))] += 1
-            turn = message.turn
-            if (
-                turn is not None
-                and turn.prompt is not None
-                and message.variant in ("agent_message_chunk", "agent_message")
-                and turn not in self._first_chunk
-            ):
-                since = seconds_between(turn.prompt.t, message.t)
-                if since is not None:
-                    self._first_chunk[turn] = since
+            self._first(message, message.t)
         latency = message.latency
         if latency is not None and message.method is not None:
             self.latencies[message.method].append(latency)

@@ -55,5 +55,6 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         assert re.fullmatch(rf"{setup}(\s+{MIB}){{3}}\s+{NUMBER}", row), row
 
     assert offline[0] == "offline: over the stream's recording (2,008 frames)"
-    for what, row in zip(["validate", "show"], offline[2:], strict=True):
+    readers = ["validate", "show", "show --conversation", "stats", "report"]
+    for what, row in zip(readers, offline[2:], strict=True):
         assert re.fullmatch(rf"{what}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row

@@ -23,6 +23,7 @@ from acp_proxy.offline import (
     validate_lines,
     validate_records,
 )
+from acp_proxy.protocol import EntityType
 from acp_proxy.render import (
     Timeline,
     TimelineFilter,
@@ -201,6 +202,34 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
         stats.add(item)
     assert stats.lines() and stats.as_json()["frames"] == stats.frames
     assert list(conversation_lines(Conversation.per_connection(annotated)))
+    readers_agree(records, numbered)
+
+
+def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None:
+    """stats and show --conversation read the lines the short way (annotate_lines, repeated
+    chunks taken in runs or one by one) and make what reading every record makes."""
+    stats = Stats()
+    for item in annotate(records):
+        stats.add(item)
+    conversation = seen(Conversation.per_connection(annotate(records, validate=False)))
+    for run in (1, 2, 256):
+        short = Stats()
+        for taken in annotate_lines(numbered, run=run):
+            short.add(taken)
+        assert short.as_json() == stats.as_json()
+        items = annotate_lines(numbered, validate=False, run=run)
+        assert seen(Conversation.per_connection(items)) == conversation
+
+
+def seen(connections: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """A conversation's document, and the frames that addressed each entity."""
+    seqs = [
+        (key, entity.seqs)
+        for _, model in connections
+        for view in model.sessions.values()
+        for key, entity in view.entities.items()
+    ]
+    return Conversation.document(connections), seqs
 
 
 def timeline(items: Iterable[Any], only: TimelineFilter | None = None) -> list[str]:
@@ -1455,6 +1484,7 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
             shown = timeline(annotate(records, stored=stored), only)
             for run in (1, 2, 256):  # repeated chunks one by one, in twos, or together
                 assert timeline(annotate_lines(numbered, stored=stored, run=run), only) == shown
+    readers_agree(records, numbered)
 
 
 def streamed_turn_lines(chunks: int) -> tuple[Frames, list[bytes]]:
@@ -1469,6 +1499,37 @@ def streamed_turn_lines(chunks: int) -> tuple[Frames, list[bytes]]:
         chunk = CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(f"word {seq} "))
         lines.append(frame_record(seq, T0, A, parse_frame(chunk))[:-1])
     return frames, lines
+
+
+def test_stats_and_the_conversation_count_repeated_chunks_as_reading_them_does() -> None:
+    """What a run of repeated chunks leaves in stats and the conversation is what each
+    chunk read in full leaves: the frames that addressed the message (the report highlights
+    them), the time to the first chunk when the first chunks' times cannot be read, and
+    nothing from chunks that name no session (after chunks of a session that do)."""
+    frames, lines = streamed_turn_lines(0)
+    seq = len(frames)
+
+    def add(t: str, chunk: bytes, count: int) -> None:
+        nonlocal seq
+        for _ in range(count):
+            seq += 1
+            text = chunk.replace(b'"ab"', orjson.dumps(f"word {seq} "))
+            lines.append(frame_record(seq, t, A, parse_frame(text))[:-1])
+
+    add("soon", CLEAN_CHUNK, 5)  # no time to read: the turn still waits for its first chunk
+    add(T0.replace("00.000", "01.500"), CLEAN_CHUNK, 5)
+    add(T0, CLEAN_CHUNK.replace(b'"sessionId":"' + S.encode() + b'",', b""), 5)
+    lines.append(frame_record(seq + 1, T0, A, parse_frame(orjson.dumps(idle()[1])))[:-1])
+    numbered = list(enumerate(lines, start=1))
+    records = [r for r in (parse_record(number, line) for number, line in numbered) if r]
+    readers_agree(records, numbered)
+    stats = Stats()
+    for item in annotate(records):
+        stats.add(item)
+    assert [turn["first_chunk"] for turn in stats.as_json()["turns"]] == [1.5]
+    (_, conversation), *_ = Conversation.per_connection(annotate(records, validate=False))
+    message = conversation.sessions[S].entities[(EntityType.AGENT_MESSAGE, "m")]
+    assert message.seqs == list(range(len(frames) + 1, len(frames) + 11))
 
 
 @pytest.mark.parametrize("validate", [True, False])
