@@ -478,12 +478,12 @@ class _Bench:
     def offline_table(self, recorded: str) -> None:
         frames = self.args.frames + 8
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
-        print(f"{'command':<20}{'seconds':>15}{'frames/s':>14}{'peak':>12}")
+        print(f"{'command':<20}{'seconds':>18}{'frames/s':>14}{'peak':>12}")
         for what in READERS:
             runs = [offline(recorded, what) for _ in range(self.args.repeat)]
             seconds = [run[0] for run in runs]
             print(
-                f"{what:<20}{_spread(seconds):>15}{frames / statistics.median(seconds):>14,.0f}"
+                f"{what:<20}{_spread(seconds):>18}{frames / statistics.median(seconds):>14,.0f}"
                 f"{_peak([run[1] for run in runs]):>12}"
             )
 
