@@ -32,8 +32,6 @@ EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 #: Exit status of ``run`` when the proxy itself fails (a bug: please report it).
 EXIT_PROXY_FAILED = 70
-#: Repeated chunks the readers take in one run from a file (their texts are held together).
-_RUN = 256
 
 
 def _open_log(log_file: str | None) -> TextIO | None:
@@ -571,7 +569,7 @@ def show(
     import orjson
 
     from .conversation import Conversation
-    from .offline import annotate_lines, open_lines
+    from .offline import RUN, annotate_lines, open_lines
     from .render import Timeline, TimelineFilter
 
     if conversation or as_json:
@@ -579,7 +577,7 @@ def show(
 
         # the whole file is read before anything is shown: a streamed turn's chunks are
         # taken in runs, known by their bytes (annotate_lines)
-        items = annotate_lines(open_lines(recording), validate=False, run=_RUN)
+        items = annotate_lines(open_lines(recording), validate=False, run=RUN)
         connections = Conversation.per_connection(items)
         if as_json:
             document = Conversation.document(connections, session)
@@ -597,7 +595,7 @@ def show(
     lines = open_lines(recording)
     live = not Path(recording).is_file()
     with _output(color, live=live) as emit:
-        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else _RUN):
+        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else RUN):
             for line in timeline.lines(item):
                 emit(line)
 
@@ -664,12 +662,12 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
 
-    from .offline import annotate_lines, open_lines
+    from .offline import RUN, annotate_lines, open_lines
     from .stats import Stats
 
     figures = Stats()
     for path in recordings:
-        for item in annotate_lines(open_lines(path), run=_RUN):  # (see show --conversation)
+        for item in annotate_lines(open_lines(path), run=RUN):  # (see show --conversation)
             figures.add(item)
     with _output(False) as emit:
         if fmt == "json":

@@ -244,7 +244,7 @@ class Conversation:
             return
         entity, block = self._chunk
         seqs, content = entity.seqs, entity.content
-        for seq, _, text, _ in repeated.frames:
+        for seq, _, text, _, _ in repeated.frames:
             seqs.append(seq)
             repeat = block.copy()
             repeat["text"] = text

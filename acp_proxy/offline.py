@@ -36,6 +36,7 @@ from .validator import Validator, Violation
 from .wire import Message, Side, WireModel
 
 __all__ = [
+    "RUN",
     "UNREADABLE_RULE",
     "Annotated",
     "RecordingError",
@@ -89,6 +90,10 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
     ]
 
 
+#: A frame record taken the short way: the frame's seq, t, text, size and the record's line.
+Taken = tuple[int, str, str, int, bytes]
+
+
 @dataclass(slots=True)
 class Repeated:
     """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
@@ -96,8 +101,15 @@ class Repeated:
     changed; no findings. The agent sent them (only an agent streams chunks), in one read:
     they share their time."""
 
-    #: Each frame's seq, t, text and size (its bytes, as ``len(record.frame.raw)``).
-    frames: list[tuple[int, str, str, int]]
+    #: Each frame's seq, t, text, size (``len(record.frame.raw)``) and record line (see
+    #: :meth:`raw`).
+    frames: list[Taken]
+
+    @staticmethod
+    def raw(frame: Taken) -> bytes:
+        """A frame's bytes (``record.frame.raw``): its record's line ends with them and ``}``."""
+        line, size = frame[4], frame[3]
+        return line[len(line) - 1 - size : -1]
 
 
 class _Annotator:
@@ -186,12 +198,12 @@ class _Annotator:
         else:
             self.templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
 
-    def repeat(self, line: bytes) -> tuple[int, str, str, int] | None:
+    def repeat(self, line: bytes) -> Taken | None:
         """A plain frame record that repeats the frame before it but for its text, taken
         without reading it further: with a validator, as :meth:`Validator.repeat` says (no
         findings); without one, if the frame before was a message chunk whose template it
         fits; the agent's, always. The rest of :meth:`feed` is bookkeeping. Its seq, t,
-        text and size."""
+        text, size and line."""
         if not self.text_chunk:
             return None
         head = self.heads.read(line)
@@ -211,15 +223,15 @@ class _Annotator:
         if text is None:
             return None
         self.last_seq = max(self.last_seq, seq)
-        return seq, t, text, len(raw)
+        return seq, t, text, len(raw), line
 
     def runs(
         self, lines: Iterable[tuple[int, bytes]], run: int
-    ) -> Iterator[tuple[int, bytes] | list[tuple[int, str, str, int]]]:
+    ) -> Iterator[tuple[int, bytes] | list[Taken]]:
         """The numbered lines to read in full, and between them the frames taken the short
-        way (:meth:`repeat`: their seq, t, text and size), up to ``run`` in a list. Within a run,
-        the lines after the one :meth:`repeat` took are compared in one loop with what it
-        would take next (:meth:`_more`). With ``run`` 1, nothing is read ahead: from a
+        way (:meth:`repeat`: their seq, t, text, size and line), up to ``run`` in a list.
+        Within a run, the lines after the one :meth:`repeat` took are compared in one loop
+        with what it would take next (:meth:`_more`). With ``run`` 1, nothing is read ahead: from a
         pipe, each frame comes as soon as it is read."""
         repeat, more = self.repeat, self._more
         source = iter(lines)
@@ -239,7 +251,7 @@ class _Annotator:
 
     def _more(
         self,
-        frames: list[tuple[int, str, str, int]],
+        frames: list[Taken],
         lines: Iterator[tuple[int, bytes]],
         run: int,
     ) -> tuple[int, bytes] | None:
@@ -281,7 +293,7 @@ class _Annotator:
                 except orjson.JSONDecodeError:
                     pass
                 else:
-                    frames.append((seq, t, text, len(line) - len(head) + framed))
+                    frames.append((seq, t, text, len(line) - len(head) + framed, line))
                     seq += 1
                     if len(frames) >= run:
                         break
@@ -333,9 +345,10 @@ def validate_recording(path: str) -> Iterator[Violation]:
     return validate_lines(open_lines(path))
 
 
-#: Frames :func:`validate_lines` takes the short way at most in one run (the texts of a
-#: run are held together).
-_RUN = 256
+#: Frames the readers take the short way at most in one run from a file (a run's texts and
+#: lines are held together): :func:`validate_lines`, and :func:`annotate_lines` as the
+#: commands call it.
+RUN = 256
 
 
 def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
@@ -344,7 +357,7 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     before but for its text (the bulk of a streamed turn) is known by its bytes, neither
     parsed nor checked again (see :meth:`Validator.repeat`)."""
     annotator = _Annotator(validate=True, stored=False, short=True)
-    for item in annotator.runs(lines, _RUN):
+    for item in annotator.runs(lines, RUN):
         if isinstance(item, list):
             continue
         number, line = item

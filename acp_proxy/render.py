@@ -325,7 +325,7 @@ class Timeline:
         when_t, when = self._when
         # What follows the seq column: the text, or none (the line _frame would print)
         quoted, bare = f"  {start}{head} ", f"  {start}{head.rstrip()}"
-        for seq, t, text, _ in item.frames:
+        for seq, t, text, _, _ in item.frames:
             if seq != last + 1:  # not the next in sequence: a gap, or one out of order
                 self._last_seq = last
                 lines += self._gap(seq)
@@ -525,6 +525,13 @@ def chunk_summary(message: Message) -> tuple[str, str]:
     prefix = f"[{session}] " if isinstance(session, str) else ""
     head, text = _update_summary(params.get("update"))
     return f"{message.method} {prefix}{head}", text
+
+
+def repeated_summary(head: str, text: str) -> str:
+    """:func:`frame_summary` of a text chunk whose :func:`chunk_summary` head is ``head``,
+    around ``text`` (a frame that repeats it: :class:`~acp_proxy.offline.Repeated`)."""
+    words = _first_words(text, 60)
+    return f"{head} {words!r}" if words else head
 
 
 def frame_summary(message: Message) -> str:

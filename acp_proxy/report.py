@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -20,8 +21,17 @@ import click
 import orjson
 
 from .conversation import Conversation, SessionView
-from .offline import Annotated, annotate, open_recording
-from .render import frame_summary
+from .offline import (
+    RUN,
+    Annotated,
+    Repeated,
+    annotate,
+    annotate_lines,
+    is_text_chunk,
+    open_lines,
+    open_recording,
+)
+from .render import chunk_summary, frame_summary, repeated_summary
 from .stats import Stats
 from .transcript import EndRecord, FrameRecord, StartRecord, StderrRecord
 from .validator import Violation
@@ -53,6 +63,11 @@ class _Section:
     bytes: Counter[str] = field(default_factory=Counter)
     version: int | None = None
     last_seq: int = 0
+    #: The annotator's connection of the record added last.
+    connection: int = 0
+    #: The text chunk added last (its side, message and summary's head): what a
+    #: :class:`Repeated` repeats.
+    chunk: tuple[str, Message, str] | None = None
 
 
 def _finding(found: Violation, state: str) -> dict[str, Any]:
@@ -83,23 +98,23 @@ def _raw_text(raw: bytes) -> tuple[str, bool]:
         return base64.b64encode(raw).decode("ascii"), False
 
 
-def _row(section: _Section, record: FrameRecord, message: Message) -> dict[str, Any]:
-    gap = record.seq - section.last_seq - 1 if section.last_seq else 0
-    section.last_seq = max(section.last_seq, record.seq)
-    begin = (
-        section.start.t if section.start else (section.rows[0]["t"] if section.rows else record.t)
-    )
+def _row(
+    section: _Section, seq: int, t: str, side: str, message: Message, summary: str, size: int
+) -> dict[str, Any]:
+    gap = seq - section.last_seq - 1 if section.last_seq else 0
+    section.last_seq = max(section.last_seq, seq)
+    begin = section.start.t if section.start else (section.rows[0]["t"] if section.rows else t)
     request = message.request
     return {
-        "seq": record.seq,
-        "t": record.t,
-        "rel": seconds_between(begin, record.t),
-        "side": record.side,
+        "seq": seq,
+        "t": t,
+        "rel": seconds_between(begin, t),
+        "side": side,
         "kind": str(message.kind),
         "name": _name(message),
-        "summary": click.unstyle(frame_summary(message)).strip(),
+        "summary": click.unstyle(summary).strip(),
         "session": message.session,
-        "size": len(record.frame.raw),
+        "size": size,
         "request": request.seq if request is not None and message.kind is Kind.RESPONSE else None,
         "latency": message.latency,
         "gap": max(gap, 0),
@@ -115,33 +130,50 @@ def _name(message: Message) -> str:
     return message.method or ""
 
 
+#: Today's findings (``--revalidate``), by connection and seq (None: on no stored frame).
+Today = dict[tuple[int, int | None], list[Violation]]
+
+
 def build_document(path: str, revalidate: bool = False) -> dict[str, Any]:
-    """Everything the page shows, as one JSON-able document."""
-    today: dict[tuple[int, int | None], list[Violation]] | None = None
-    if revalidate:
-        today = {}
-        for item in annotate(open_recording(path)):
-            record = item.record
-            seq = record.seq if isinstance(record, FrameRecord) else None
-            today.setdefault((item.connection, seq), []).extend(item.findings)
+    """Everything the page shows, as one JSON-able document. A streamed turn's repeated
+    chunks are taken in runs, known by their bytes (``annotate_lines``)."""
+    today = todays_findings(annotate(open_recording(path))) if revalidate else None
+    return document(path, annotate_lines(open_lines(path), stored=True, run=RUN), today)
+
+
+def todays_findings(items: Iterable[Annotated]) -> Today:
+    """The findings of ``annotate`` (recomputed), by connection and seq."""
+    today: Today = {}
+    for item in items:
+        record = item.record
+        seq = record.seq if isinstance(record, FrameRecord) else None
+        today.setdefault((item.connection, seq), []).extend(item.findings)
+    return today
+
+
+def document(
+    path: str, items: Iterable[Annotated | Repeated], today: Today | None = None
+) -> dict[str, Any]:
+    """The document of a recording's records, annotated with their stored findings
+    (``annotate`` or ``annotate_lines`` with ``stored=True``), and today's if recomputed."""
     sections: list[_Section] = []
-    for item in annotate(open_recording(path), stored=True):
-        _add(sections, item, today)
+    for item in items:
+        if type(item) is Repeated:
+            _repeated(sections[-1], item, today)
+        else:
+            assert isinstance(item, Annotated)
+            _add(sections, item, today)
     for section in sections:
         if today is not None:
             _mark_loose(section, today.get((section.number, None), []))
     return {
         "file": path,
-        "revalidated": revalidate,
+        "revalidated": today is not None,
         "sections": [_section_document(s) for s in sections],
     }
 
 
-def _add(
-    sections: list[_Section],
-    item: Annotated,
-    today: dict[tuple[int, int | None], list[Violation]] | None,
-) -> None:
+def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None:
     record = item.record
     if not sections or (isinstance(record, StartRecord) and sections[-1].started):
         sections.append(_Section(len(sections) + 1))
@@ -150,24 +182,25 @@ def _add(
     section.stats.add(item)
     if item.message is not None:
         section.conversation.observe(item.message)
+    section.connection = item.connection
     if isinstance(record, StartRecord):
         section.start = record
         return
     if isinstance(record, EndRecord):
         section.end = record
     if isinstance(record, FrameRecord) and item.message is not None:
-        recomputed = today.get((item.connection, record.seq), []) if today is not None else None
-        row = _row(section, record, item.message)
-        section.frames[record.side] += 1
-        section.bytes[record.side] += len(record.frame.raw) + 1
-        text, utf8 = _raw_text(record.frame.raw)
-        row["utf8"] = utf8
-        section.raw.append(text)
-        for found, state in _compare(item.findings, recomputed):
-            row["findings"].append(len(section.findings))
-            section.findings.append(_finding(found, state))
-        section.rows.append(row)
         wire = item.message
+        if is_text_chunk(wire):
+            head, words = chunk_summary(wire)
+            summary = f"{head} {words!r}" if words else head
+            section.chunk = (record.side, wire, head)
+        else:
+            summary = frame_summary(wire)
+            section.chunk = None
+        raw = record.frame.raw
+        _frame_row(
+            section, (record.seq, record.t, record.side, raw), wire, summary, item.findings, today
+        )
         if wire.method == "initialize" and wire.kind is Kind.RESPONSE:
             version = wire.result.get("protocolVersion")
             section.version = version if isinstance(version, int) else section.version
@@ -179,6 +212,44 @@ def _add(
     for found in item.findings:
         section.loose.append(len(section.findings))
         section.findings.append(_finding(found, "stored"))
+
+
+def _frame_row(
+    section: _Section,
+    frame: tuple[int, str, str, bytes],
+    message: Message,
+    summary: str,
+    stored: list[Violation],
+    today: Today | None,
+) -> None:
+    """A frame's row (its seq, t, side and bytes; its message, summary and findings), its
+    bytes, and its findings, stored and today's."""
+    seq, t, side, raw = frame
+    recomputed = today.get((section.connection, seq), []) if today is not None else None
+    row = _row(section, seq, t, side, message, summary, len(raw))
+    section.frames[side] += 1
+    section.bytes[side] += len(raw) + 1
+    text, utf8 = _raw_text(raw)
+    row["utf8"] = utf8
+    section.raw.append(text)
+    for found, state in _compare(stored, recomputed):
+        row["findings"].append(len(section.findings))
+        section.findings.append(_finding(found, state))
+    section.rows.append(row)
+
+
+def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
+    """Frames that each repeat the text chunk added last but for its text: a row each, as
+    that chunk's with the frame's seq, time, size, bytes and text (no stored findings: each
+    was a plain record)."""
+    if section.chunk is None:
+        raise ValueError("a repeated frame without a message chunk before it")
+    section.stats.add(item)
+    section.conversation.again(item)
+    side, message, head = section.chunk
+    for taken in item.frames:
+        frame = (taken[0], taken[1], side, Repeated.raw(taken))
+        _frame_row(section, frame, message, repeated_summary(head, taken[2]), [], today)
 
 
 def _mark_loose(section: _Section, today: list[Violation]) -> None:

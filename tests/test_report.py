@@ -153,6 +153,37 @@ def test_report_cli_defaults_and_errors(tmp_path):
     )
 
 
+def test_the_report_reads_a_streamed_turn_without_parsing_its_chunks(tmp_path, monkeypatch):
+    """A streamed turn's chunks are known by their bytes: of 300 chunks, only the first few
+    records are read in full, and the page is the same as from reading all of them."""
+    import acp_proxy.offline
+    from acp_proxy.offline import annotate, open_recording
+    from acp_proxy.report import document
+
+    path = tmp_path / "streamed.jsonl"
+    chunk = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text",'
+        b'"text":"%s"}}}}'
+    )
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        for seq in range(1, 301):
+            out.write(frame_record(seq, T, "agent", parse_frame(chunk % b"word %d " % seq)))
+        out.write(end_record(T, 0, "done"))
+    long_way = document(str(path), annotate(open_recording(str(path)), stored=True))
+    parsed: list[int] = []
+    from acp_proxy.transcript import parse_record as reading
+
+    def counting(number: int, line: bytes) -> object:
+        parsed.append(number)
+        return reading(number, line)
+
+    monkeypatch.setattr(acp_proxy.offline, "parse_record", counting)
+    assert build_document(str(path)) == long_way
+    assert len(long_way["sections"][0]["rows"]) == 300 and len(parsed) < 10
+
+
 def test_a_50k_frame_recording_gives_a_page_in_seconds(tmp_path, capsys):
     """Scale: 50,000 frames. Size and generation time are printed (figures, not assertions on
     time); the page stays within a few times the recording's size."""

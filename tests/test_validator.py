@@ -31,6 +31,8 @@ from acp_proxy.render import (
     conversation_lines,
     frame_summary,
 )
+from acp_proxy.report import document as report_document
+from acp_proxy.report import todays_findings
 from acp_proxy.rules import CATALOG, RULES, Level, Scope
 from acp_proxy.stats import Stats
 from acp_proxy.transcript import (
@@ -206,13 +208,19 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
 
 
 def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None:
-    """stats and show --conversation read the lines the short way (annotate_lines, repeated
-    chunks taken in runs or one by one) and make what reading every record makes."""
+    """stats, show --conversation and report read the lines the short way (annotate_lines,
+    repeated chunks taken in runs or one by one) and make what reading every record makes
+    (the report with its stored findings, and with today's)."""
     stats = Stats()
     for item in annotate(records):
         stats.add(item)
     conversation = seen(Conversation.per_connection(annotate(records, validate=False)))
+    today = todays_findings(annotate(records))
+    pages = [report_document("r", annotate(records, stored=True), now) for now in (None, today)]
     for run in (1, 2, 256):
+        for now, page in zip((None, today), pages, strict=True):
+            short_way = annotate_lines(numbered, stored=True, run=run)
+            assert report_document("r", short_way, now) == page
         short = Stats()
         for taken in annotate_lines(numbered, run=run):
             short.add(taken)
