@@ -231,8 +231,8 @@ class _Annotator:
         """The numbered lines to read in full, and between them the frames taken the short
         way (:meth:`repeat`: their seq, t, text, size and line), up to ``run`` in a list.
         Within a run, the lines after the one :meth:`repeat` took are compared in one loop
-        with what it would take next (:meth:`_more`). With ``run`` 1, nothing is read ahead: from a
-        pipe, each frame comes as soon as it is read."""
+        with what it would take next (:meth:`_more`). With ``run`` 1, nothing is read
+        ahead: from a pipe, each frame comes as soon as it is read."""
         repeat, more = self.repeat, self._more
         source = iter(lines)
         pending: tuple[int, bytes] | None = None
