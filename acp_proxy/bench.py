@@ -19,13 +19,14 @@ Workloads:
 - **start**: how long after a setup is launched its agent begins, and its first line
   reaches the client (five launches per run);
 - **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
-  proxy's peak memory;
+  proxy's peak memory; and one way, to an agent that answers with a short line;
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
   10%, 50% and 100% (flat means no growth with the session);
 - **offline**: the readers (``validate``, ``show``, ``show --conversation``, ``stats``,
   ``report``) over the stream's recording.
 
-``python -m acp_proxy.bench agent N`` is the stream workload's agent.
+``python -m acp_proxy.bench agent N`` is the stream workload's agent, ``... sink`` the one-way
+big message's.
 """
 
 from __future__ import annotations
@@ -88,6 +89,14 @@ def agent(frames: int) -> None:
                 out.write(batch)
             out.write(CHUNK * (frames % 1000))
             update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+        out.flush()
+
+
+def sink() -> None:
+    """An agent that answers each line with a short one (the one-way big message's)."""
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        out.write(b'{"jsonrpc":"2.0","method":"_bench/ack","params":{"bytes":%d}}\n' % len(line))
         out.flush()
 
 
@@ -239,10 +248,36 @@ def start(setup: str, workdir: str) -> tuple[float, float]:
     return began - launched, arrived - launched
 
 
+def _big_message(mib: int) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"_big","params":{"data":"' + b"x" * (mib << 20) + b'"}}\n'
+
+
+def big_one_way(cmd: list[str], mib: int) -> dict[str, Any]:
+    """One message of ``mib`` MiB to an agent that answers with a short line (:func:`sink`),
+    once the setup is up: seconds until the answer is in, and peak memory."""
+    payload = _big_message(mib)
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"_bench/ping","params":{"n":1}}\n')
+        proc.stdin.flush()
+        proc.stdout.readline()
+        start = time.perf_counter()
+        proc.stdin.write(payload)
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        elapsed = time.perf_counter() - start
+        peak = peak_rss(proc.pid)
+        proc.stdin.close()
+        proc.wait()
+    if b'"bytes":%d}' % len(payload) not in answer:
+        raise SystemExit(f"bench: the agent did not take the message whole: {answer[:200]!r}")
+    return {"seconds": elapsed, "bytes": len(payload), "peak": peak}
+
+
 def big(cmd: list[str], mib: int) -> dict[str, Any]:
     """One message of ``mib`` MiB out and back through ``cat``, once the setup is up;
     seconds and peak memory."""
-    payload = b'{"jsonrpc":"2.0","method":"_big","params":{"data":"' + b"x" * (mib << 20) + b'"}}\n'
+    payload = _big_message(mib)
     received = 0
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
@@ -446,11 +481,20 @@ class _Bench:
     def big_table(self) -> None:
         args = self.args
         print(f"\nbig: one {args.big_mib} MiB message out and back through cat")
+        self._big_rows(
+            self.rounds(lambda setup: big(self.cmd(setup, ["cat"]), args.big_mib), args.repeat)
+        )
+        print(f"\nbig, one way: one {args.big_mib} MiB message to an agent that answers briefly")
+        sink_argv = [sys.executable, "-m", "acp_proxy.bench", "sink"]
+        self._big_rows(
+            self.rounds(
+                lambda setup: big_one_way(self.cmd(setup, sink_argv), args.big_mib), args.repeat
+            )
+        )
+
+    def _big_rows(self, results: dict[str, list[dict[str, Any]]]) -> None:
         print(f"{'setup':<11}{'seconds':>24}{'MB/s':>9}{'vs direct':>11}{'peak memory':>14}")
         direct: float | None = None
-        results = self.rounds(
-            lambda setup: big(self.cmd(setup, ["cat"]), args.big_mib), args.repeat
-        )
         for setup, runs in results.items():
             seconds = [r["seconds"] for r in runs]
             median = statistics.median(seconds)
@@ -493,6 +537,9 @@ def main(argv: list[str] | None = None) -> None:
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["agent"]:
         agent(int(args_in[1]))
+        return
+    if args_in[:1] == ["sink"]:
+        sink()
         return
     parser = argparse.ArgumentParser(prog="python -m acp_proxy.bench", description=__doc__)
     parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")

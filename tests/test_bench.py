@@ -21,7 +21,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, long, offline = (s.splitlines() for s in sections[1:])
+    stream, ping, start, big, one_way, long, offline = (s.splitlines() for s in sections[1:])
 
     assert stream[0].startswith("stream: 2,000 agent_message_chunk")
     rows = dict(zip(SETUPS, stream[2:], strict=True))
@@ -46,9 +46,11 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         assert re.fullmatch(rf"{setup}(\s+{NUMBER} \({NUMBER}-{NUMBER}\)){{2}}", row), row
 
     assert big[0] == "big: one 1 MiB message out and back through cat"
-    for setup, row in zip(SETUPS, big[2:], strict=True):
-        peak = rf"{MIB} {NUMBER}x msg" if setup in ("proxy", "no-record") else "-"
-        assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row), row
+    assert one_way[0] == "big, one way: one 1 MiB message to an agent that answers briefly"
+    for table in (big, one_way):
+        for setup, row in zip(SETUPS, table[2:], strict=True):
+            peak = rf"{MIB} {NUMBER}x msg" if setup in ("proxy", "no-record") else "-"
+            assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row), row
 
     assert long[0].startswith("long: 3,000 frames")
     for setup, row in zip(["proxy", "no-record"], long[2:], strict=True):
