@@ -63,8 +63,11 @@ class _Section:
     bytes: Counter[str] = field(default_factory=Counter)
     version: int | None = None
     last_seq: int = 0
-    #: The annotator's connection of the record added last.
+    #: The annotator's connection of the record added last, and all it has seen (frames
+    #: after an end record but before another start record are a connection of their own,
+    #: shown in the section they follow).
     connection: int = 0
+    connections: set[int] = field(default_factory=set)
     #: The text chunk added last (its side, message and summary's head): what a
     #: :class:`Repeated` repeats.
     chunk: tuple[str, Message, str] | None = None
@@ -165,7 +168,8 @@ def document(
             _add(sections, item, today)
     for section in sections:
         if today is not None:
-            _mark_loose(section, today.get((section.number, None), []))
+            loose = [f for c in sorted(section.connections) for f in today.get((c, None), [])]
+            _mark_loose(section, loose)
     return {
         "file": path,
         "revalidated": today is not None,
@@ -183,6 +187,7 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
     if item.message is not None:
         section.conversation.observe(item.message)
     section.connection = item.connection
+    section.connections.add(item.connection)
     if isinstance(record, StartRecord):
         section.start = record
         return

@@ -120,6 +120,25 @@ def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs
     assert states == {("custom-rule", "gone"), ("not-json", "new")}
 
 
+def test_revalidate_finds_what_validate_finds_after_an_end_record_without_a_start(tmp_path):
+    """Frames after an end record, with no start record before them, are a connection of their
+    own to the validator and are shown in the section they follow: today's findings on that
+    connection's end are there too, as validate reports them."""
+    path = tmp_path / "split.jsonl"
+    initialize = parse_frame(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+    )
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "client", initialize))
+        out.write(end_record(T, 0, "done"))
+        out.write(frame_record(2, T, "client", initialize))
+        out.write(end_record(T, 0, "done"))
+    (section,) = build_document(str(path), revalidate=True)["sections"]
+    found = [(f["seq"], f["rule"], f["state"]) for f in section["findings"]]
+    assert found == [(1, "unanswered-request", "new"), (2, "unanswered-request", "new")]
+
+
 def test_show_prints_stored_findings_and_revalidate_recomputes(tmp_path):
     """`show` shows the findings stored in the recording; --revalidate recomputes them."""
     path = tmp_path / "s.jsonl"
