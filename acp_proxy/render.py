@@ -126,8 +126,7 @@ _V1_ENTITIES = {"tool_call": "toolCallId", "plan": "planId"}
 
 def summarize_update(update: Any) -> str:
     """One line for a ``session/update``: the variant and what matters in it."""
-    head, text = _update_summary(update)
-    return f"{head} {text!r}" if text else head
+    return joined_summary(*_update_summary(update))
 
 
 def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a branch per variant
@@ -297,7 +296,7 @@ class Timeline:
         arrow = self._arrows.get(record.side) or record.side
         if is_text_chunk(message):
             head, words = chunk_summary(message)
-            body = f"{head} {words!r}" if words else head
+            body = joined_summary(head, words)
             # what a Repeated of it needs (offline.annotate_lines)
             self._chunk = (f"{arrow}  {kind:<8} ", head, record.side, method, session)
         else:
@@ -516,10 +515,15 @@ def conversation_lines(
         yield ""
 
 
+def joined_summary(head: str, words: str) -> str:
+    """A summary from its two parts (:func:`chunk_summary`): the head, then the text's first
+    words quoted, if any. (:meth:`Timeline._repeated` makes the same line from pieces.)"""
+    return f"{head} {words!r}" if words else head
+
+
 def chunk_summary(message: Message) -> tuple[str, str]:
     """A message chunk's summary (:func:`frame_summary`) in two: its envelope's part and
-    the first words of its text; the summary is ``f"{head} {words!r}"``, or the head
-    alone when there are no words."""
+    the first words of its text (:func:`joined_summary` joins them)."""
     params = message.params
     session = params.get("sessionId")
     prefix = f"[{session}] " if isinstance(session, str) else ""
@@ -530,8 +534,7 @@ def chunk_summary(message: Message) -> tuple[str, str]:
 def repeated_summary(head: str, text: str) -> str:
     """:func:`frame_summary` of a text chunk whose :func:`chunk_summary` head is ``head``,
     around ``text`` (a frame that repeats it: :class:`~acp_proxy.offline.Repeated`)."""
-    words = _first_words(text, 60)
-    return f"{head} {words!r}" if words else head
+    return joined_summary(head, _first_words(text, 60))
 
 
 def frame_summary(message: Message) -> str:

@@ -31,7 +31,7 @@ from .offline import (
     open_lines,
     open_recording,
 )
-from .render import chunk_summary, frame_summary, repeated_summary
+from .render import chunk_summary, frame_summary, joined_summary, repeated_summary
 from .stats import Stats
 from .transcript import EndRecord, FrameRecord, StartRecord, StderrRecord
 from .validator import Violation
@@ -197,7 +197,7 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
         wire = item.message
         if is_text_chunk(wire):
             head, words = chunk_summary(wire)
-            summary = f"{head} {words!r}" if words else head
+            summary = joined_summary(head, words)
             section.chunk = (record.side, wire, head)
         else:
             summary = frame_summary(wire)

@@ -517,10 +517,10 @@ def iter_records(stream: BinaryIO) -> Iterator[Record]:
             yield record
 
 
-#: The head of a frame record as the recorder writes a plain one (:func:`plain_frame_record`:
-#: no findings, a JSON message), up to the ``msg`` value: seq (a JSON integer), t (a string
-#: with nothing to unescape), from.
-_PLAIN_HEAD = re.compile(
+#: The head of a frame record as the recorder writes a plain one (:data:`PLAIN_HEAD`, read
+#: back: no findings, a JSON message), up to the ``msg`` value: seq (a JSON integer), t (a
+#: string with nothing to unescape), from.
+_PLAIN_HEAD_PATTERN = re.compile(
     rb'\{"kind":"frame","seq":(0|[1-9][0-9]{0,17}),"t":"([ !#-\[\]-~]*)",'
     rb'"from":"(agent|client)","msg":'
 )
@@ -531,7 +531,7 @@ def plain_frame_head(line: bytes) -> tuple[int, str, str, bytes] | None:
     :func:`plain_frame_record` writes it: that head, then the message, then ``}``. None
     for any other line. The message is not parsed: the line is a record of these
     values if, and only if, those bytes are one JSON value."""
-    head = _PLAIN_HEAD.match(line)
+    head = _PLAIN_HEAD_PATTERN.match(line)
     if head is None or line[-1] != 0x7D:  # }
         return None
     seq, t, side = head.groups()

@@ -220,8 +220,9 @@ class Validator(V1Rules):
         state and at the template's key, which are the same for both frames; they found
         nothing for the first and change nothing the second time (what they record, such
         as a user message seen, is recorded already). The wire model counts the update in
-        its turn. Returns the frame's text if it was taken so. For a reader of a recording
-        (:mod:`acp_proxy.offline`): a live frame is parsed anyway."""
+        its turn. Returns the frame's text if it was taken so. For the observer, on a line
+        the relay has not parsed (the frame is recorded from its bytes), and for a reader of
+        a recording (:mod:`acp_proxy.offline`)."""
         if not self._repeatable or side != "agent":
             return None
         again = self._templates.again(raw)
