@@ -100,6 +100,9 @@ def describe(frame: Frame) -> dict[str, Any]:
     return info
 
 
+#: The log method of a finding's level.
+_LOG_BY_LEVEL = {"error": "error", "warning": "warning", "info": "info"}
+
 #: No findings (shared: never changed).
 _NONE: list[Any] = []
 
@@ -317,6 +320,8 @@ class Observer:
         notices = b""
         for finding in findings:
             session = finding.session
+            if finding.level == "info":
+                continue  # worth knowing, not worth interrupting the user for
             if session is None or session not in known or (session, finding.rule) in self._notified:
                 continue
             self._notified.add((session, finding.rule))
@@ -373,8 +378,8 @@ class Observer:
 
     def _log_findings(self, side: str | None, findings: list[Any]) -> None:
         for finding in findings:
-            method = self._log.error if finding.level == "error" else self._log.warning
-            method(
+            method = _LOG_BY_LEVEL.get(finding.level, "warning")
+            getattr(self._log, method)(
                 finding.message,
                 rule=finding.rule,
                 seq=finding.seq,

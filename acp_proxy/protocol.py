@@ -27,6 +27,7 @@ __all__ = [
     "STATES",
     "STOP_REASONS",
     "TOOL_CALL_STATUSES",
+    "UNSTABLE_METHODS",
     "UPDATE_VARIANTS_V1",
     "UPDATE_VARIANTS_V2",
     "MethodInfo",
@@ -90,6 +91,33 @@ METHODS_V2: dict[str, MethodInfo] = {
 #: Before a version is negotiated, any method of either version is known.
 METHODS_ANY: dict[str, MethodInfo] = {**METHODS_V1, **METHODS_V2}
 
+#: A method sent both as a request and as a notification.
+EITHER = "request or notification"
+
+#: Methods only the unstable schemas define, the same in v1 and v2 (the schemas' ``x-side``
+#: is ``proxy`` for the proxy methods: a conductor, on the client's side, sends
+#: ``proxy/initialize``; ``proxy/successor`` and ``mcp/message`` go both ways).
+UNSTABLE_METHODS: dict[str, MethodInfo] = {
+    "session/fork": (CLIENT, REQUEST),
+    "session/archive": (CLIENT, REQUEST),
+    "session/unarchive": (CLIENT, REQUEST),
+    "session/status": (CLIENT, REQUEST),
+    "session/set_title": (CLIENT, REQUEST),
+    "providers/list": (CLIENT, REQUEST),
+    "providers/set": (CLIENT, REQUEST),
+    "providers/disable": (CLIENT, REQUEST),
+    "auth/status": (CLIENT, REQUEST),
+    "auth/status_update": (AGENT, NOTIFICATION),
+    "proxy/initialize": (CLIENT, REQUEST),
+    "proxy/successor": (ANY, EITHER),
+    "mcp/message": (ANY, EITHER),
+}
+
+#: The MCP-over-ACP methods of the older draft (the Python SDK 0.12.1 sends them):
+#: ``mcp/connect`` returns a ``connectionId`` that ``mcp/message`` and ``mcp/disconnect``
+#: name. The unstable schema has only ``mcp/message``, with ``serverId`` and ``requestId``.
+LEGACY_MCP_METHODS = frozenset({"mcp/connect", "mcp/disconnect"})
+
 
 def methods_for(version: int | None) -> dict[str, MethodInfo]:
     """The method table of a negotiated protocol version (None: not yet known)."""
@@ -102,7 +130,21 @@ def methods_for(version: int | None) -> dict[str, MethodInfo]:
 
 #: Methods whose ``sessionId`` names a session that need not exist on this
 #: connection yet: they create, resume or remove one.
-SESSION_OPENERS = frozenset({"session/resume", "session/load", "session/delete", "session/list"})
+SESSION_OPENERS = frozenset(
+    {
+        "session/resume",
+        "session/load",
+        "session/delete",
+        "session/list",
+        # unstable: "The session does not need to be active on the connection"
+        # (SetSessionTitleRequest); fork, archive and status name a stored session too
+        "session/fork",
+        "session/archive",
+        "session/unarchive",
+        "session/status",
+        "session/set_title",
+    }
+)
 
 #: The standard ``sessionUpdate`` variants of v2 ("Session Updates").
 UPDATE_VARIANTS_V2 = frozenset(
@@ -220,11 +262,13 @@ SCHEMA_VERSIONS = (1, 2)
 
 
 @functools.cache
-def official_schema(version: int) -> dict[str, Any]:
-    """The official ACP JSON schema of a protocol version (package data)."""
+def official_schema(version: int, unstable: bool = False) -> dict[str, Any]:
+    """The official ACP JSON schema of a protocol version (package data): the stable one,
+    or the unstable one (the stable one plus what is still being designed)."""
     if version not in SCHEMA_VERSIONS:
         raise ValueError(f"no schema for ACP v{version}")
-    data = resources.files(__package__).joinpath(f"schemas/acp-v{version}-schema.json")
+    name = f"acp-v{version}-schema{'.unstable' if unstable else ''}.json"
+    data = resources.files(__package__).joinpath(f"schemas/{name}")
     schema: dict[str, Any] = orjson.loads(data.read_bytes())
     return schema
 

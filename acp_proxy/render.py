@@ -42,7 +42,7 @@ _KIND_LABELS = {
     Kind.INVALID: "invalid",
     Kind.NOT_JSON: "raw",
 }
-_LEVEL_COLORS = {"error": "red", "warning": "yellow"}
+_LEVEL_COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
 #: Styles worked out once, not per frame.
 _DIM = click.style("%s", dim=True)
 _STYLED_ARROWS = {

@@ -5,7 +5,8 @@ names its section), from JSON-RPC 2.0, from the ACP v2 schema (for shapes), or
 from the ACP transport (UTF-8 JSON-RPC, one message per ``\\n``-terminated line).
 
 ``error`` is a MUST, MUST NOT or a required field; ``warning`` a SHOULD, a
-reserved value, or a likely-but-not-certain breach.
+reserved value, or a likely-but-not-certain breach; ``info`` what is worth knowing
+but not wrong (the use of ACP's unstable surface).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class Level(StrEnum):
     ERROR = "error"
     #: A SHOULD, a reserved value, or a likely-but-not-certain breach.
     WARNING = "warning"
+    #: Worth knowing, not wrong (a part of ACP that may still change); never changes an
+    #: exit status.
+    INFO = "info"
 
 
 class Scope(StrEnum):
@@ -64,12 +68,13 @@ class Rule:
     scope: Scope = Scope.ALL
 
 
-E, W = Level.ERROR, Level.WARNING
+E, W, N = Level.ERROR, Level.WARNING, Level.INFO  # N: a note
 V1, V2 = Scope.V1, Scope.V2
 TRANSPORT = "ACP transport"
 JSONRPC = "JSON-RPC 2.0"
 SCHEMA = "ACP v2 schema"
 LIFECYCLE = "Prompt Lifecycle"
+UNSTABLE = "ACP unstable schema"
 
 CATALOG: tuple[Rule, ...] = (
     # --- JSON-RPC and framing -------------------------------------------------
@@ -148,6 +153,21 @@ CATALOG: tuple[Rule, ...] = (
         W,
         SCHEMA,
         "A method the negotiated version does not define (not _-prefixed).",
+    ),
+    Rule(
+        "unstable-feature",
+        N,
+        UNSTABLE,
+        "A method, update variant, capability or field that only the version's unstable schema "
+        "defines: the message is checked against that schema, and the session relies on a part "
+        "of ACP that may still change. Once per feature per connection.",
+    ),
+    Rule(
+        "mcp-legacy-method",
+        W,
+        "ACP unstable schema (MessageMcpRequest)",
+        "mcp/connect or mcp/disconnect (with a connectionId): the older MCP-over-ACP draft, "
+        "which the shipped unstable schema replaced with mcp/message (serverId, requestId).",
     ),
     # --- Initialization and sessions ---------------------------------------------
     Rule("before-initialize", E, LIFECYCLE, "A session method before initialize has completed."),
@@ -486,8 +506,9 @@ CATALOG: tuple[Rule, ...] = (
         "capability-session",
         E,
         "v1 Session Setup, List, Delete; Authentication (Checking Support)",
-        "The client called session/load, resume, close, list, delete or logout although the "
-        "agent did not advertise it.",
+        "The client called session/load, resume, close, list, delete, fork (or another "
+        "session method of the unstable schema) or logout although the agent did not "
+        "advertise it.",
         V1,
     ),
     Rule(
@@ -689,7 +710,8 @@ CATALOG: tuple[Rule, ...] = (
         "session-id-reused",
         E,
         "v1 Session Setup (Creating a Session)",
-        "A session/new result whose sessionId an earlier session/new on the connection returned.",
+        "A session/new or session/fork result whose sessionId an earlier session/new or "
+        "session/fork on the connection returned.",
         V1,
     ),
     Rule(

@@ -353,6 +353,8 @@ class Schema:
 
     def __init__(self, document: dict[str, Any], version: int) -> None:
         self.version = version
+        #: Compiled from the unstable schema.
+        self.unstable = False
         self._defs: dict[str, Any] = document.get("$defs", {})
         self._checkers: dict[str, Checker] = {}
         self._compiling: dict[str, list[Checker]] = {}
@@ -860,8 +862,11 @@ def _closer(found: list[Defect], best: list[Defect]) -> bool:
 
 
 @functools.cache
-def schema_for(version: int) -> Schema:
-    """The compiled schema of a protocol version that ships with acp-proxy."""
+def schema_for(version: int, unstable: bool = False) -> Schema:
+    """The compiled schema of a protocol version that ships with acp-proxy (the stable
+    one, or the unstable one: see :mod:`acp_proxy.unstable`)."""
     if version not in SCHEMA_VERSIONS:
         raise ValueError(f"no schema for ACP v{version}")
-    return Schema(official_schema(version), version)
+    schema = Schema(official_schema(version, unstable), version)
+    schema.unstable = unstable
+    return schema

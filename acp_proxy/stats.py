@@ -9,6 +9,8 @@ from typing import Any
 
 from .offline import Annotated, Repeated
 from .transcript import FrameRecord, StartRecord
+from .unstable import RULE as UNSTABLE_RULE
+from .unstable import feature_named
 from .wire import Kind, Message, Turn, seconds_between
 
 __all__ = ["Stats", "percentile"]
@@ -44,6 +46,8 @@ class Stats:
     methods: Counter[str] = field(default_factory=Counter)
     updates: Counter[str] = field(default_factory=Counter)
     findings: Counter[str] = field(default_factory=Counter)
+    #: The parts of ACP only the unstable schemas define that the sessions use, in order.
+    unstable: dict[str, None] = field(default_factory=dict)
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
@@ -61,6 +65,8 @@ class Stats:
         assert isinstance(item, Annotated)
         for finding in item.findings:
             self.findings[finding.rule] += 1
+            if finding.rule == UNSTABLE_RULE:
+                self.unstable[feature_named(finding.message)] = None
         record = item.record
         if isinstance(record, StartRecord):
             self.sessions += 1
@@ -163,6 +169,7 @@ class Stats:
                 for turn in self.turns
             ],
             "findings": dict(self.findings.most_common()),
+            "unstable_features": list(self.unstable),
         }
 
     def lines(self) -> list[str]:
@@ -202,4 +209,6 @@ class Stats:
             )
         out += ["", "findings:"]
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]
+        out += ["", "unstable features (parts of ACP that may still change):"]
+        out += [f"  {feature}" for feature in data["unstable_features"]] or ["  none"]
         return out

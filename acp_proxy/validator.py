@@ -30,15 +30,18 @@ from __future__ import annotations
 
 import binascii
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .framing import Frame
+import orjson
+
+from .framing import Frame, parse_frame
 from .protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
     CHUNK_TEXT,
     COMPACTION_STATUSES,
+    LEGACY_MCP_METHODS,
     MESSAGE_CHUNKS,
     MESSAGE_UPDATES,
     NOTICE_SEVERITIES,
@@ -49,6 +52,7 @@ from .protocol import (
     STATES,
     STOP_REASONS,
     UNFINISHED_TOOL_STATUSES,
+    UNSTABLE_METHODS,
     UPDATE_VARIANTS_V2,
     is_extension,
     methods_for,
@@ -56,6 +60,7 @@ from .protocol import (
 from .rules import RULES, SCHEMA_OVERLAP, Scope, shown
 from .schema import Checker, Defect, Schema, schema_for
 from .template import TextTemplates
+from .unstable import feature_message, surface_for
 from .validator_v1 import V1Rules, _V1State
 from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
 
@@ -66,6 +71,9 @@ _NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
 
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
+
+#: How many proxy/successor envelopes deep the next hops are followed.
+_MAX_HOPS = 4
 
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
@@ -99,6 +107,20 @@ _show = shown
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _checker(schema: Schema, method: str, part: str, notification: bool) -> Checker | None:
+    """The check of a message's params, result or error."""
+    if part == "error":
+        return schema.definition("Error")
+    if part == "result":
+        return schema.result(method)
+    return schema.params(method, notification)
+
+
+def _legacy_mcp_params(params: dict[str, Any]) -> bool:
+    """mcp/message params of the older draft: a connectionId, no serverId."""
+    return "connectionId" in params and "serverId" not in params
 
 
 def _is_error_object(value: Any) -> bool:
@@ -169,6 +191,12 @@ class Validator(V1Rules):
         self._schema: Schema | None = None
         self._schema_key: int | None = None
         self._v1 = _V1State()
+        #: The unstable-schema features this connection used (a finite set: schema names).
+        self._unstable: set[str] = set()
+        #: The next hop of a proxy chain, as the messages proxy/successor carries show it.
+        self._next_hop: Validator | None = None
+        #: How many proxy/successor envelopes deep this validator's connection is.
+        self._depth = 0
         #: Streamed chunks already checked, to know the next ones by their bytes.
         self._templates = TextTemplates()
         #: Whether the frame checked last was a known chunk that found nothing (see
@@ -293,7 +321,7 @@ class Validator(V1Rules):
         variant = message.variant
         defects = schema.update_params(message.params, update, variant)
         if defects:
-            self._report(defects, "session/update ", "params", 0, schema.version)
+            self._report(defects, "session/update ", "params", 0, schema)
         elif shaped < 0 or len(self._found) == shaped:
             key = (session.id, variant, version)
             self._templates.learn(message.frame.raw, message.frame.value, CHUNK_TEXT, *key)
@@ -459,6 +487,46 @@ class Validator(V1Rules):
             )
             return
         self._shape(message, value, first)
+        if message.method == "proxy/successor" and self._depth < _MAX_HOPS:
+            self._successor(message, value)
+
+    # --- proxy chains: the next hop --------------------------------------------------
+
+    def _successor(self, message: Message, value: dict[str, Any]) -> None:
+        """``proxy/successor`` carries one message for the next hop of a proxy chain
+        (unstable schema, ProxySuccessorRequest: "The envelope wraps one request: `method`
+        and `params` are the wrapped request's method and params"; "The result or error of
+        the wrapped request is returned unchanged"). That message is checked as the next
+        hop's own connection: a validator of its own, whose findings say "next hop". The
+        agent here is the proxy, the client of its successor; what the client side sends
+        in the envelope comes from the successor."""
+        inner: dict[str, Any] = {"jsonrpc": "2.0"}
+        if message.kind is Kind.RESPONSE:
+            inner["id"] = message.id
+            for part in ("result", "error"):
+                if part in value:
+                    inner[part] = value[part]
+        else:
+            method = message.params.get("method")
+            if not isinstance(method, str):
+                return  # the envelope's own schema check said so
+            if message.kind is Kind.REQUEST:
+                inner["id"] = message.id
+            inner["method"] = method
+            params = message.params.get("params")
+            if params is not None:
+                inner["params"] = params
+        hop = self._next_hop
+        if hop is None:
+            hop = self._next_hop = Validator()
+            hop._depth = self._depth + 1
+        side = Side.CLIENT if message.side is Side.AGENT else Side.AGENT
+        # A copy made to observe, never relayed.
+        found = hop.feed(side, parse_frame(orjson.dumps(inner)), message.seq, message.t)
+        for finding in found:
+            self._found.append(
+                replace(finding, message=f"next hop (proxy/successor): {finding.message}")
+            )
 
     # --- shapes: the official schema of the negotiated version ----------------------
 
@@ -481,28 +549,68 @@ class Validator(V1Rules):
         method = message.method
         if method is None or method[:1] == "_":
             return
-        schema = self._current_schema()
-        checker: Checker | None
+        notification = message.kind is Kind.NOTIFICATION
         if message.kind is Kind.RESPONSE:
             if message.request is None:
                 return
-            if "error" in value:
-                part, checker, target = "error", schema.definition("Error"), value["error"]
-            else:
-                part, checker, target = "result", schema.result(method), value.get("result")
-                if target is None and checker is not None and not checker({}):
-                    return  # v1 docs show `"result": null` for empty results; SDKs accept it
+            part = "error" if "error" in value else "result"
+            target = value[part] if part == "error" else value.get("result")
         else:
-            notification = message.kind is Kind.NOTIFICATION
-            part, checker = "params", schema.params(method, notification)
-            target = value.get("params", _NO_PARAMS)
+            part, target = "params", value.get("params", _NO_PARAMS)
+        if method == "mcp/message" and _legacy_mcp_params(message.params):
+            if part == "params":
+                self._legacy_mcp(method)
+            return  # the older draft's shapes are in neither schema
+        schema = self._current_schema()
+        if self._uses_unstable(schema.version, method, part, notification, target):
+            schema = schema_for(schema.version, unstable=True)
+        checker = _checker(schema, method, part, notification)
         if checker is None:
             return
+        if part == "result" and target is None and not checker({}):
+            return  # v1 docs show `"result": null` for empty results; SDKs accept it
         defects = checker(target)
         if defects:
-            self._report(defects, f"{method} ", part, first, schema.version)
+            self._report(defects, f"{method} ", part, first, schema)
 
-    def _report(self, defects: list[Defect], method: str, part: str, first: int, v: int) -> None:
+    def _uses_unstable(
+        self, version: int, method: str, part: str, notification: bool, target: Any
+    ) -> bool:
+        """Whether the message uses what only the unstable schema defines; each such
+        feature gets one ``unstable-feature`` finding per connection."""
+        if part == "error":
+            return False
+        surface = surface_for(version)
+        if part == "result":
+            finder = surface.result(method)
+        else:
+            finder = surface.params(method, notification)
+        features = finder(target) if finder is not None else None
+        if method in surface.methods:
+            features = [method, *(features or ())]
+        if not features:
+            return False
+        for feature in features:
+            if feature not in self._unstable:
+                self._unstable.add(feature)
+                self._flag("unstable-feature", feature_message(feature, version))
+        return True
+
+    def _legacy_mcp(self, method: str) -> None:
+        """Once per method per connection, as unstable features are."""
+        if f"legacy {method}" in self._unstable:
+            return
+        self._unstable.add(f"legacy {method}")
+        self._flag(
+            "mcp-legacy-method",
+            f"{method} with a connectionId is the older MCP-over-ACP draft: the shipped unstable "
+            "schema has no mcp/connect or mcp/disconnect, and its mcp/message names serverId "
+            "and requestId instead",
+        )
+
+    def _report(
+        self, defects: list[Defect], method: str, part: str, first: int, schema: Schema
+    ) -> None:
         """Flag schema defects, except those a hand-written rule reported on this frame."""
         covered = [path for f in self._found[first:] for path in SCHEMA_OVERLAP.get(f.rule, ())]
         for defect in defects:
@@ -513,7 +621,8 @@ class Validator(V1Rules):
             rule = "schema-reserved" if defect.reserved else "schema-lenient"
             if defect.hard:
                 rule = "schema"
-            self._flag(rule, method + path, spec=f"ACP v{v} schema")
+            unstable = " unstable" if schema.unstable else ""
+            self._flag(rule, method + path, spec=f"ACP v{schema.version}{unstable} schema")
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params
@@ -533,9 +642,11 @@ class Validator(V1Rules):
             )
 
         table = methods_for(self.version)
-        info = table.get(method)
+        info = table.get(method) or UNSTABLE_METHODS.get(method)
         if info is None:
-            if not method.startswith(("_", "$/")):
+            if method in LEGACY_MCP_METHODS:
+                self._legacy_mcp(method)
+            elif not method.startswith(("_", "$/")):
                 known = methods_for(None).get(method)
                 hint = f" (it is an ACP v{1 if self.version == 2 else 2} method)" if known else ""
                 version = f"ACP v{self.version}" if self.version else "ACP"
@@ -1127,7 +1238,7 @@ class Validator(V1Rules):
             )
 
 
-_CALLS = {
+_CALLS: dict[str, Any] = {
     "session/prompt": Validator._on_prompt,
     "session/cancel": Validator._on_cancel,
     "session/request_permission": Validator._on_permission,
@@ -1136,9 +1247,11 @@ _CALLS = {
     "session/update": Validator._on_update,
 }
 
-_RESPONSES = {
+_RESPONSES: dict[str, Any] = {
     "initialize": Validator._after_initialize,
+    "proxy/initialize": Validator._after_initialize,
     "session/new": Validator._after_new_session,
+    "session/fork": Validator._after_new_session,
     "session/resume": Validator._after_resume,
     "session/load": Validator._after_load,
     "session/prompt": Validator._after_prompt,

@@ -59,7 +59,20 @@ _SESSION_CAPABILITY = {
     "session/close": "close",
     "session/list": "list",
     "session/delete": "delete",
+    # the unstable schema's ("Only available if the Agent supports the ... capability")
+    "session/fork": "fork",
+    "session/archive": "archive",
+    "session/unarchive": "archive",
+    "session/status": "status",
+    "session/set_title": "title",
 }
+#: What opens a connection: initialize, or proxy/initialize for a proxy component
+#: (unstable schema, InitializeProxyRequest: "The params and the response are the same").
+_INITIALIZE = frozenset({"initialize", "proxy/initialize"})
+#: Client methods that set a session up: a cwd, workspace roots, MCP servers.
+_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
+#: MCP transports an agent advertises under mcpCapabilities (acp: unstable schema).
+_MCP_TRANSPORTS = ("http", "sse", "acp")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
@@ -174,7 +187,7 @@ class V1Rules:
     def _v1_call(self, message: Message) -> None:
         """A request or notification on a connection that is not v2."""
         method = message.method
-        if method == "initialize" and message.side is Side.CLIENT:
+        if method in _INITIALIZE and message.side is Side.CLIENT:
             if self._v1.client_caps is not None and message.kind is Kind.REQUEST:
                 self._flag(
                     "initialize-again",
@@ -311,7 +324,7 @@ class V1Rules:
         method, params = message.method, message.params
         agent = self._v1.agent_caps
         session = self._v1_session(message.session)
-        if method in ("session/new", "session/load", "session/resume", "session/list"):
+        if method in _SETUP or method == "session/list":
             if method != "session/list" or params.get("cwd") is not None:
                 self._absolute(method, "cwd", params.get("cwd"))
             if method != "session/list":
@@ -330,6 +343,12 @@ class V1Rules:
             return
         if method == "session/resume" and message.kind is Kind.REQUEST:
             session.resuming += 1
+        elif method == "session/load" and message.kind is Kind.REQUEST:
+            # "the Agent MUST replay the entire conversation" (v1 Session Setup, Loading
+            # Sessions): what it announced before is announced again, not twice.
+            session.announced.clear()
+            session.turn_tools.clear()
+            session.loaded = session.after_cancel = False
         elif method == "session/prompt" and message.kind is Kind.REQUEST:
             others = [
                 r
@@ -405,7 +424,7 @@ class V1Rules:
         for server in servers:
             transport = server.get("type") if isinstance(server, dict) else None
             if (
-                transport in ("http", "sse")
+                transport in _MCP_TRANSPORTS
                 and _dig(agent, "mcpCapabilities", transport) is not True
             ):
                 self._flag(
@@ -478,14 +497,15 @@ class V1Rules:
 
     def _after_setup_v1(self, message: Message, request: Request) -> None:
         """session/new, load, resume: the modes and config options the session offers."""
-        session_id = message.result.get("sessionId") if request.method == "session/new" else None
+        opens = request.method in ("session/new", "session/fork")  # a new session id
+        session_id = message.result.get("sessionId") if opens else None
         if isinstance(session_id, str) and not message.is_error:
             created = self._v1.created
             if session_id in created:
                 self._flag(
                     "session-id-reused",
-                    f"session/new returned session {_show(session_id)}, which an earlier "
-                    "session/new on this connection already returned",
+                    f"{request.method} returned session {_show(session_id)}, which an earlier "
+                    "session/new or session/fork on this connection already returned",
                 )
             created[session_id] = None
             if len(created) > _REMEMBERED:
@@ -734,7 +754,9 @@ def _dicts(items: Any) -> Iterable[dict[str, Any]]:
 
 _V1_RESPONSES = {
     "initialize": V1Rules._after_initialize_v1,
+    "proxy/initialize": V1Rules._after_initialize_v1,
     "session/new": V1Rules._after_setup_v1,
+    "session/fork": V1Rules._after_setup_v1,
     "session/load": V1Rules._after_setup_v1,
     "session/resume": V1Rules._after_setup_v1,
     "session/set_config_option": V1Rules._after_set_config_v1,

@@ -120,6 +120,12 @@ _NOTIFICATION = Kind.NOTIFICATION
 IdKey = tuple[bool, Any]
 
 
+#: What negotiates a connection's version: initialize, or proxy/initialize for a proxy
+#: component (unstable schema: "The params and the response are the same as for
+#: `initialize`", InitializeProxyRequest).
+_OPENING = frozenset({"initialize", "proxy/initialize"})
+
+
 def id_key(value: Any) -> IdKey:
     """The key of a request id: ``3`` and ``"3"`` are different requests."""
     return (isinstance(value, str), value)
@@ -517,7 +523,7 @@ class WireModel:
             if method == "session/update":
                 return self._update(side, frame, params, session, seq, t)
             return NotificationMessage(seq, t, side, frame, method, False, None, params, session)
-        if method == "initialize" and side is Side.CLIENT:
+        if method in _OPENING and side is Side.CLIENT:
             version = params.get("protocolVersion")
             if isinstance(version, int) and not isinstance(version, bool):
                 self.requested = version
@@ -562,7 +568,7 @@ class WireModel:
             stray.unmatched = unmatched
             return stray
         closed = None
-        if request.method == "initialize" and "result" in value:
+        if request.method in _OPENING and "result" in value:
             result = value["result"]
             version = result.get("protocolVersion") if isinstance(result, dict) else None
             if isinstance(version, int) and not isinstance(version, bool):
