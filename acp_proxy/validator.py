@@ -704,10 +704,14 @@ class Validator(V1Rules):
         if (
             method == "session/update"
             and isinstance(session_id, str)
-            and any(self.wire.pending_requests("session/new"))
+            and (
+                any(self.wire.pending_requests("session/new"))
+                or any(self.wire.pending_requests("session/fork"))
+            )
         ):
             # "Updates may arrive before or after this response" (session/new):
-            # the id is not known yet, so a pending session/new vouches for it.
+            # the id is not known yet, so a pending session/new vouches for it; so does
+            # a pending session/fork, whose new session's history may come first.
             self._sessions[session_id] = _Session(session_id)
             return
         self._flag(

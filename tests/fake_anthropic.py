@@ -3,12 +3,13 @@
 Usage: python fake_anthropic.py PORT [--tool [FILE]]   (PORT 0: any free port; the port is printed)
 
 Every message gets a short streamed text reply; with --tool, a request that offers tools and
-has no tool result yet gets a call of the Read tool (Claude Code) or read_file (Qwen Code) on
-FILE (default /tmp/hello.txt) instead.
+has no tool result yet gets a call of the Read tool (Claude Code), read_file (Qwen Code) or
+read (opencode) on FILE (default /tmp/hello.txt) instead.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,9 @@ TOOL = "--tool" in sys.argv
 _AFTER = sys.argv[sys.argv.index("--tool") + 1 :] if TOOL else []
 FILE = _AFTER[0] if _AFTER else "/tmp/hello.txt"
 USAGE = {"input_tokens": 10, "output_tokens": 5}
+#: The read tools of the agents driven against this stand-in (besides Claude Code's Read).
+READ_TOOLS = ("read_file", "read")
+CALLS = itertools.count(1)
 
 
 def message(model: str, content: list[Any], stop_reason: str | None) -> dict[str, Any]:
@@ -55,10 +59,13 @@ class Handler(BaseHTTPRequestHandler):
             self._json(message(model, [{"type": "text", "text": REPLY}], "end_turn"))
         elif TOOL and not answered and body.get("tools"):
             names = [t.get("name", "") for t in body.get("tools", [])]
-            # Claude Code's Read tool, or Qwen Code's read_file: both take file_path.
-            read = next((n for n in names if n.endswith("Read") or n == "read_file"), "Read")
-            call = json.dumps({"file_path": FILE})
-            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": read, "input": {}}
+            # Claude Code's Read tool and Qwen Code's read_file take file_path; opencode's
+            # read takes filePath.
+            read = next((n for n in names if n.endswith("Read") or n in READ_TOOLS), "Read")
+            call = json.dumps({"filePath" if read == "read" else "file_path": FILE})
+            # A new id per call, as a model gives (an agent may announce each call it makes).
+            call_id = f"toolu_{next(CALLS)}"
+            block: dict[str, Any] = {"type": "tool_use", "id": call_id, "name": read, "input": {}}
             self._stream(
                 model, block, [{"type": "input_json_delta", "partial_json": call}], "tool_use"
             )

@@ -1,16 +1,27 @@
-"""Production agents from npm, through the real proxy: their initialize and session/new
-traffic has no error-level finding (the schema checks must not cry wolf on healthy agents).
+"""The agents people install today, from npm, through the real proxy, doing real work offline
+against local stand-ins for their model APIs: two prompt turns (one with a tool call), then
+each session method the agent advertises (list, set_mode, set_config_option, fork, close,
+resume, load, delete).
 
-`@zed-industries/claude-code-acp` and `@zed-industries/codex-acp` answer both without
-credentials. The packages are installed from the npm registry once per test run; the tests
+What must hold for each: the client gets exactly the bytes the recording holds; no finding
+is an error, live or when `validate` reads the recording again (exit 0); live and offline
+find the same; the short way for streamed chunks finds what the long way finds. Where an
+agent uses the unstable surface, `stats` lists it.
+
+The packages (pinned below) are installed from the npm registry once per test run; the tests
 skip when npm is not installed or the registry cannot be reached.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import queue
 import shutil
 import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +29,17 @@ import orjson
 import pytest
 from conftest import PROXY, clean_env
 
-AGENTS = {
-    "claude-code-acp": "@zed-industries/claude-code-acp",
-    "codex-acp": "@zed-industries/codex-acp",
+#: Every package, pinned: what the README's "Tested with" table names.
+PACKAGES = {
+    "claude-agent-acp": "@agentclientprotocol/claude-agent-acp@0.101.0",
+    "codex-acp": "@agentclientprotocol/codex-acp@2.6.0",
+    "gemini": "@google/gemini-cli@0.61.0",
+    "opencode": "opencode-ai@1.18.33",
+    "qwen": "@qwen-code/qwen-code@0.15.10",
 }
-#: Also installed: Qwen Code, which speaks ACP with `qwen --acp`.
-QWEN = "@qwen-code/qwen-code"
+HERE = Path(__file__).parent
+#: How long one request may take (a prompt turn against a stand-in takes well under 5 s).
+ANSWER_TIMEOUT = 90
 
 
 @pytest.fixture(scope="module")
@@ -32,37 +48,16 @@ def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if npm is None:
         pytest.skip("npm is not installed")
     prefix = tmp_path_factory.mktemp("npm")
+    command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
     try:
         proc = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(prefix),
-                *AGENTS.values(),
-                QWEN,
-            ],
-            capture_output=True,
-            timeout=300,
-            check=False,
+            [*command, *PACKAGES.values()], capture_output=True, timeout=600, check=False
         )
     except subprocess.TimeoutExpired:
-        pytest.skip("npm install did not finish in 5 minutes (no registry?)")
+        pytest.skip("npm install did not finish in 10 minutes (no registry?)")
     if proc.returncode != 0:
         pytest.skip(f"npm install failed: {proc.stderr.decode(errors='replace')[-300:]}")
     return prefix / "node_modules" / ".bin"
-
-
-def finish(proc: subprocess.Popen[bytes]) -> None:
-    """Close the agent's input and give it 30 s to exit."""
-    assert proc.stdin is not None
-    proc.stdin.close()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def agent_env(npm_bin: Path, home: Path, **extra: str) -> dict[str, str]:
@@ -72,170 +67,214 @@ def agent_env(npm_bin: Path, home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def handshake(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
-    """initialize and session/new as a v1 client (Zed) sends them; the agent's answers."""
-    init = {
-        "protocolVersion": 1,
-        "clientCapabilities": {
-            "fs": {"readTextFile": True, "writeTextFile": True},
-            "terminal": True,
-        },
-        "clientInfo": {"name": "acp-proxy-tests", "version": "1"},
-    }
-    requests = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "session/new",
-            "params": {"cwd": "/tmp", "mcpServers": []},
-        },
-    ]
-    answers: list[dict[str, Any]] = []
-    with subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        for request in requests:
-            proc.stdin.write(orjson.dumps(request) + b"\n")
-            proc.stdin.flush()
-            while True:
-                line = proc.stdout.readline()
-                assert line, "the agent closed its output"
-                message = orjson.loads(line)
-                if message.get("id") == request["id"] and "method" not in message:
-                    answers.append(message)
-                    break
-        finish(proc)
-    return answers
-
-
-@pytest.mark.parametrize("agent", sorted(AGENTS))
-def test_production_agent_handshake_has_no_error_finding(npm_bin: Path, agent: str, tmp_path):
-    """A healthy agent's handshake validates without an error, live and offline."""
-    (tmp_path / "codex").mkdir()
-    env = agent_env(npm_bin, tmp_path, CODEX_HOME=str(tmp_path / "codex"))
-    record = tmp_path / "session.jsonl"
-    command = [*PROXY, "run", "--record", str(record), "--", str(npm_bin / agent)]
-    answers = handshake(command, env)
-    assert answers[0]["result"]["protocolVersion"] == 1
-    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
-    live = [v for r in records for v in r.get("violations", ()) if v["level"] == "error"]
-    assert live == []
-    proc = subprocess.run(
-        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
-    )
-    offline = [orjson.loads(line) for line in proc.stdout.splitlines()]
-    assert [f for f in offline if f["level"] == "error"] == []
-    assert proc.returncode == 0
-    frames = [r for r in records if r["kind"] == "frame"]
-    assert len(frames) >= 4  # both requests and both answers were recorded
-
-
 @pytest.fixture
-def stand_in_model(tmp_path: Path) -> Any:
-    """The Anthropic Messages API stand-in, on a free port; yields its base URL. Its tool
-    call reads tmp_path/hello.txt (which exists: an agent may look before it asks)."""
-    import sys
+def workspace(tmp_path: Path) -> Path:
+    """The agent's cwd, with the file its tool call reads."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "hello.txt").write_text("hello\n")
+    return work
 
-    here = Path(__file__).parent
-    (tmp_path / "hello.txt").write_text("hello\n")
+
+def stand_in(script: str, *args: str) -> Iterator[int]:
+    """A model API stand-in (tests/fake_*.py) on a free port; yields the port."""
     with subprocess.Popen(
-        [
-            sys.executable,
-            str(here / "fake_anthropic.py"),
-            "0",
-            "--tool",
-            str(tmp_path / "hello.txt"),
-        ],
+        [sys.executable, str(HERE / script), "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     ) as server:
         assert server.stdout is not None
-        port = int(server.stdout.readline())
+        try:
+            yield int(server.stdout.readline())
+        finally:
+            server.terminate()
+
+
+@pytest.fixture
+def anthropic(workspace: Path) -> Iterator[str]:
+    """The Anthropic Messages API stand-in; yields its base URL."""
+    for port in stand_in("fake_anthropic.py", "--tool", str(workspace / "hello.txt")):
         yield f"http://127.0.0.1:{port}"
-        server.terminate()
 
 
-def prompt_turn(command: list[str], env: dict[str, str]) -> list[dict[str, Any]]:
-    """A v1 client's session with one prompt; it answers the agent's requests. Returns
-    every message the agent sent."""
-    got: list[dict[str, Any]] = []
-    with subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
+class Client:
+    """A v1 client (what Zed sends) over a process's stdio: it answers the agent's requests
+    (files, permissions) and keeps every byte it was sent."""
 
-        def send(message: dict[str, Any]) -> None:
-            assert proc.stdin is not None
-            proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
-            proc.stdin.flush()
-
-        def answer(request_id: int) -> dict[str, Any]:
-            assert proc.stdout is not None
-            while True:
-                line = proc.stdout.readline()
-                assert line, "the agent closed its output"
-                message = orjson.loads(line)
-                got.append(message)
-                if "method" in message and "id" in message:  # the agent asks the client
-                    if message["method"] == "fs/read_text_file":
-                        send({"id": message["id"], "result": {"content": "hello\n"}})
-                    elif message["method"] == "session/request_permission":
-                        option = message["params"]["options"][0]["optionId"]
-                        outcome = {"outcome": "selected", "optionId": option}
-                        send({"id": message["id"], "result": {"outcome": outcome}})
-                    else:
-                        send({"id": message["id"], "result": {}})
-                elif message.get("id") == request_id and "method" not in message:
-                    return message
-
-        init = {
-            "protocolVersion": 1,
-            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
-            "clientInfo": {"name": "acp-proxy-tests", "version": "1"},
-        }
-        send({"id": 0, "method": "initialize", "params": init})
-        answer(0)
-        send({"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})
-        session = answer(1)["result"]["sessionId"]
-        prompt = [{"type": "text", "text": "Read hello.txt and say hello."}]
-        send(
-            {
-                "id": 2,
-                "method": "session/prompt",
-                "params": {"sessionId": session, "prompt": prompt},
-            }
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.cwd = str(cwd)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
         )
-        answer(2)
-        finish(proc)
-    return got
+        #: Every line the client was sent, as it came.
+        self.received: list[bytes] = []
+        #: Every message the agent sent, parsed.
+        self.messages: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(b"")
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request, and its response (answering what the agent asks meanwhile)."""
+        request_id = next(self._ids)
+        self.send({"id": request_id, "method": method, "params": params})
+        while True:
+            line = self._lines.get(timeout=ANSWER_TIMEOUT)
+            assert line, f"the agent closed its output before answering {method}"
+            self.received.append(line)
+            message = orjson.loads(line)
+            self.messages.append(message)
+            if "method" in message and "id" in message:
+                self._answer(message)
+            elif message.get("id") == request_id and "method" not in message:
+                return message
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        method, params = request["method"], request.get("params") or {}
+        result: dict[str, Any] = {}
+        if method == "fs/read_text_file":
+            result = {"content": Path(params["path"]).read_text()}
+        elif method == "session/request_permission":
+            option = params["options"][0]["optionId"]
+            result = {"outcome": {"outcome": "selected", "optionId": option}}
+        self.send({"id": request["id"], "result": result})
+
+    def close(self) -> None:
+        """Close the agent's input and give it 30 s to exit."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        # what came after the last response (late updates) is part of what was sent
+        while True:
+            try:
+                line = self._lines.get(timeout=5)
+            except queue.Empty:
+                break
+            if not line:
+                break
+            self.received.append(line)
+        self._reader.join(5)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
-def recorded_turn(agent: list[str], env: dict[str, str], tmp_path: Path) -> Any:
-    """One prompt turn through `acp-proxy run --record`: what the agent sent, and the
-    recording. The turn ends with end_turn, and no finding of it is an error, live or when
-    `validate` reads the recording again (the same findings both ways)."""
-    record = tmp_path / "turn.jsonl"
-    got = prompt_turn([*PROXY, "run", "--record", str(record), "--", *agent], env)
-    assert got[-1]["result"] == {"stopReason": "end_turn"}
+def text(words: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": words}]
+
+
+def session_tour(client: Client) -> dict[str, Any]:
+    """initialize, session/new, two prompt turns (the first reads hello.txt), then every
+    session method the agent advertises. What each method answered, by method."""
+    init = {
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+        "clientInfo": {"name": "acp-proxy-tests", "version": "1"},
+    }
+    answers: dict[str, Any] = {"initialize": client.call("initialize", init)}
+    caps = answers["initialize"]["result"].get("agentCapabilities") or {}
+    setup = {"cwd": client.cwd, "mcpServers": []}
+    new = answers["session/new"] = client.call("session/new", setup)
+    session = new["result"]["sessionId"]
+    answers["prompt 1"] = client.call(
+        "session/prompt", {"sessionId": session, "prompt": text("Read hello.txt, say hello.")}
+    )
+    answers["prompt 2"] = client.call(
+        "session/prompt", {"sessionId": session, "prompt": text("Say hello again.")}
+    )
+    offered = caps.get("sessionCapabilities") or {}
+    if "list" in offered:
+        answers["session/list"] = client.call("session/list", {})
+    modes = (new["result"].get("modes") or {}).get("availableModes") or []
+    if modes:
+        mode = {"sessionId": session, "modeId": modes[-1]["id"]}
+        answers["session/set_mode"] = client.call("session/set_mode", mode)
+    for option in new["result"].get("configOptions") or []:
+        values = [o["value"] for o in option.get("options") or [] if "value" in o]
+        if option.get("type") == "select" and values:
+            chosen = {"sessionId": session, "configId": option["id"], "value": values[0]}
+            answers["session/set_config_option"] = client.call("session/set_config_option", chosen)
+            break
+    if "fork" in offered:
+        fork = answers["session/fork"] = client.call(
+            "session/fork", {"sessionId": session, **setup}
+        )
+        forked = fork["result"]["sessionId"]
+        answers["fork prompt"] = client.call(
+            "session/prompt", {"sessionId": forked, "prompt": text("Say hi from the fork.")}
+        )
+    if "close" in offered:
+        answers["session/close"] = client.call("session/close", {"sessionId": session})
+    if "resume" in offered:
+        answers["session/resume"] = client.call("session/resume", {"sessionId": session, **setup})
+    if caps.get("loadSession"):
+        answers["session/load"] = client.call("session/load", {"sessionId": session, **setup})
+    if "delete" in offered:
+        answers["session/delete"] = client.call("session/delete", {"sessionId": session})
+    return answers
+
+
+def recorded_tour(
+    agent: list[str], env: dict[str, str], cwd: Path, record: Path
+) -> tuple[Client, dict[str, Any], list[dict[str, Any]]]:
+    """The tour through `acp-proxy run --record`, and what must hold of every agent: the
+    client got exactly the recorded bytes; no error-level finding, live or offline; the same
+    findings both ways, and both ways for streamed chunks. The client, what each method
+    answered, and every finding (offline)."""
+    client = Client([*PROXY, "run", "--record", str(record), "--", *agent], env, cwd)
+    try:
+        answers = session_tour(client)
+    finally:
+        client.close()
     records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    assert b"".join(client.received) == agent_bytes(record)
     live = [v for r in records for v in r.get("violations", ())]
+    live += [r for r in records if r["kind"] == "violation"]
     assert [v for v in live if v["level"] == "error"] == []
     proc = subprocess.run(
         [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
     )
     assert proc.returncode == 0, proc.stdout
-    # The same findings on the same frames: live (where a chunk known by its bytes is not
-    # parsed) and offline (where every frame is read again)
-    offline = sorted((f["rule"], f["seq"]) for f in map(orjson.loads, proc.stdout.splitlines()))
-    live_found = [(v["rule"], r["seq"]) for r in records for v in r.get("violations", ())]
-    live_found += [(r["rule"], r["seq"]) for r in records if r["kind"] == "violation"]
-    assert offline == sorted(live_found)
-    # The short way (chunks known by their bytes) finds on real traffic what the long way finds.
+    offline = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert sorted((f["rule"], f["seq"]) for f in offline) == sorted(
+        [(v["rule"], r["seq"]) for r in records for v in r.get("violations", ())]
+        + [(r["rule"], r["seq"]) for r in records if r["kind"] == "violation"]
+    )
     long_way, short_way = long_and_short_way(record)
     assert short_way == long_way
-    return got, record
+    return client, answers, offline
+
+
+def agent_bytes(record: Path) -> bytes:
+    """Every byte the agent sent, as the recording holds it (each frame and its newline)."""
+    from acp_proxy.offline import open_recording
+    from acp_proxy.transcript import FrameRecord
+
+    return b"".join(
+        item.frame.raw + b"\n"
+        for item in open_recording(str(record))
+        if isinstance(item, FrameRecord) and item.side == "agent"
+    )
 
 
 def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
@@ -256,61 +295,134 @@ def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[
     return ways[0], ways[1]
 
 
-def test_claude_code_acp_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):
-    """A whole Claude Code ACP turn (a Read tool call served by fs/read_text_file, then a
-    streamed answer) against a stand-in model: no error-level finding, live or offline; and
-    replaying the recorded client against the agent finds it answering as recorded."""
-    env = agent_env(
-        npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
+def unstable_features(record: Path, env: dict[str, str]) -> list[str]:
+    proc = subprocess.run(
+        [*PROXY, "stats", "--format", "json", str(record)], capture_output=True, env=env
     )
-    agent = str(npm_bin / "claude-code-acp")
-    got, record = recorded_turn([agent], env, tmp_path)
-    assert any(m.get("method") == "fs/read_text_file" for m in got)
-    replay = subprocess.run(
-        [*PROXY, "replay", "--as", "client", "--timeout", "30", str(record), "--", agent],
-        capture_output=True, env=env, timeout=120,
-    )  # fmt: skip
-    assert replay.returncode == 0, replay.stderr.decode()[-2000:]
+    assert proc.returncode == 0, proc.stderr
+    features: list[str] = orjson.loads(proc.stdout)["unstable_features"]
+    return features
 
 
-def test_qwen_code_prompt_turn_with_a_tool_call(npm_bin: Path, stand_in_model, tmp_path):
-    """A whole Qwen Code turn (its read_file tool served by fs/read_text_file, then a streamed
-    answer) against the same stand-in model: no error-level finding, live or offline."""
-    env = agent_env(
-        npm_bin, tmp_path, ANTHROPIC_BASE_URL=stand_in_model, ANTHROPIC_API_KEY="sk-test"
-    )
-    agent = [str(npm_bin / "qwen"), "--acp", "--auth-type", "anthropic", "--model", "claude-x"]
-    got, _ = recorded_turn(agent, env, tmp_path)
-    assert any(m.get("method") == "fs/read_text_file" for m in got)
+def variants(client: Client) -> list[str]:
+    """The session/update variants the agent sent."""
+    return [
+        m["params"]["update"].get("sessionUpdate")
+        for m in client.messages
+        if m.get("method") == "session/update"
+    ]
 
 
-def test_codex_acp_prompt_turn_with_a_tool_call(npm_bin: Path, tmp_path):
-    """A whole Codex ACP turn against a stand-in for the OpenAI Responses API (a command run
-    with its exec_command tool, then a streamed answer): no error-level finding, live or
-    offline. (codex-acp 0.16.0 ended the turn with the command's tool call still in_progress,
-    never reported completed, which v1 warns about: prompt-end-turn-open-tools. Not asserted:
-    a later version may report it. Replaying the recorded client against it is left out: when
-    it lists its commands and whether it reports the call at all vary from run to run.)"""
-    import sys
+def ok(answers: dict[str, Any], *names: str) -> None:
+    """Each named method was called and answered with a result."""
+    for name in names:
+        assert "result" in answers[name], (name, answers[name])
 
+
+def test_claude_agent_acp(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
+    """claude-agent-acp 0.101.0: a Read tool call (it reads the file itself), then a
+    streamed answer; a second turn; list, set_mode, set_config_option, fork (and a turn in
+    the fork), close, resume, load (which replays the conversation, the tool call again)
+    and delete. Its unstable surface is known: session/fork, PromptResponse.usage, the
+    fork, systemPrompt and providers capabilities. (Replaying the whole tour against it
+    is left out: its session_info_update titles and list timestamps change from run to run,
+    which replay compares as they are.)"""
+    env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=anthropic, ANTHROPIC_API_KEY="sk-test")
+    record = tmp_path / "claude.jsonl"
+    client, answers, _ = recorded_tour([str(npm_bin / "claude-agent-acp")], env, workspace, record)
+    assert "tool_call" in variants(client)
+    ok(answers, "session/list", "session/set_mode", "session/fork", "fork prompt")
+    ok(answers, "session/close", "session/resume", "session/load", "session/delete")
+    assert answers["prompt 1"]["result"]["stopReason"] == "end_turn"
+    features = unstable_features(record, env)
+    for feature in ("session/fork", "PromptResponse.usage", "SessionCapabilities.fork"):
+        assert feature in features
+
+
+def test_codex_acp(npm_bin: Path, workspace: Path, tmp_path: Path):
+    """codex-acp 2.6.0 against a stand-in for the OpenAI Responses API: a command run with
+    its exec_command tool, a second turn, then list, set_mode, set_config_option, fork (and
+    a turn in the fork), close, resume, load and delete. Its config options carry the
+    category "collaboration_mode", which v1 reserves (a schema-reserved warning: "Unknown
+    categories ... MUST be ignored" is for clients; the schema lists the known ones)."""
     from fake_openai import config
 
-    (tmp_path / "hello.txt").write_text("hello\n")
-    here = Path(__file__).parent
-    with subprocess.Popen(
-        [sys.executable, str(here / "fake_openai.py"), "0", str(tmp_path / "hello.txt")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    ) as server:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
+    for port in stand_in("fake_openai.py", str(workspace / "hello.txt")):
         codex_home = tmp_path / "codex"
         codex_home.mkdir()
         (codex_home / "config.toml").write_text(config(port))
         env = agent_env(npm_bin, tmp_path, CODEX_HOME=str(codex_home), STAND_IN_KEY="sk-test")
-        try:
-            # Not asserted: a tool_call update. Codex ACP reports the command's call in most
-            # runs but not all (it races with the command's end).
-            recorded_turn([str(npm_bin / "codex-acp")], env, tmp_path)
-        finally:
-            server.terminate()
+        record = tmp_path / "codex.jsonl"
+        agent = [str(npm_bin / "codex-acp")]
+        client, answers, offline = recorded_tour(agent, env, workspace, record)
+    ok(answers, "session/list", "session/set_mode", "session/set_config_option")
+    ok(answers, "session/fork", "fork prompt", "session/close", "session/resume")
+    ok(answers, "session/load", "session/delete")
+    assert "tool_call" in variants(client)
+    assert {f["rule"] for f in offline} <= {"unstable-feature", "schema-reserved"}
+    features = unstable_features(record, env)
+    for feature in ("session/fork", "PromptResponse.usage", "SessionCapabilities.title"):
+        assert feature in features
+
+
+def test_gemini_cli(npm_bin: Path, workspace: Path, tmp_path: Path):
+    """Gemini CLI 0.61.0 (`gemini --acp`) against a stand-in for the Gemini API: its
+    read_file tool, a second turn, set_mode, and a session/load it answers with an error
+    (it has no saved session for the project yet: an error response, not a finding)."""
+    for port in stand_in("fake_gemini.py", str(workspace / "hello.txt")):
+        env = agent_env(
+            npm_bin,
+            tmp_path,
+            GEMINI_API_KEY="stand-in",
+            GOOGLE_GEMINI_BASE_URL=f"http://127.0.0.1:{port}",
+        )
+        record = tmp_path / "gemini.jsonl"
+        agent = [str(npm_bin / "gemini"), "--acp"]
+        client, answers, offline = recorded_tour(agent, env, workspace, record)
+    ok(answers, "prompt 1", "prompt 2", "session/set_mode")
+    assert "session/load" in answers
+    assert "tool_call" in variants(client)
+    assert [f for f in offline if f["level"] != "info"] == []
+
+
+def test_opencode(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
+    """opencode 1.18.33 (`opencode acp`) with an Anthropic provider at the stand-in's base
+    URL (its config in OPENCODE_CONFIG_CONTENT; models, updates, LSP downloads and sharing
+    off): its read tool, a second turn, list, set_config_option, fork (whose history it
+    replays into the new session before answering), close, resume and load."""
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "anthropic/claude-sonnet-4-5",
+        "provider": {"anthropic": {"options": {"baseURL": f"{anthropic}/v1", "apiKey": "sk"}}},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    env = agent_env(
+        npm_bin,
+        tmp_path,
+        OPENCODE_CONFIG_CONTENT=orjson.dumps(config).decode(),
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+        OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
+        OPENCODE_DISABLE_SHARE="1",
+        OPENCODE_DISABLE_CLAUDE_CODE="1",
+    )
+    record = tmp_path / "opencode.jsonl"
+    agent = [str(npm_bin / "opencode"), "acp"]
+    client, answers, offline = recorded_tour(agent, env, workspace, record)
+    assert "tool_call" in variants(client)
+    ok(answers, "prompt 1", "prompt 2", "session/list", "session/set_config_option")
+    ok(answers, "session/fork", "fork prompt", "session/close", "session/resume", "session/load")
+    assert [f for f in offline if f["level"] != "info"] == []
+    assert "session/fork" in unstable_features(record, env)
+
+
+def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
+    """Qwen Code 0.15.10 (`qwen --acp`) against the Anthropic stand-in: its read_file tool
+    served by fs/read_text_file, a second turn, then what it advertises."""
+    env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=anthropic, ANTHROPIC_API_KEY="sk-test")
+    agent = [str(npm_bin / "qwen"), "--acp", "--auth-type", "anthropic", "--model", "claude-x"]
+    client, answers, _ = recorded_tour(agent, env, workspace, tmp_path / "qwen.jsonl")
+    ok(answers, "prompt 1", "prompt 2")
+    assert any(m.get("method") == "fs/read_text_file" for m in client.messages)
