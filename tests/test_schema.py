@@ -21,7 +21,8 @@ def test_the_compiler_handles_every_keyword_the_schemas_use() -> None:
     """A schema update that uses a keyword the compiler does not know fails here, so it can
     never be half-checked in silence."""
     for version in VERSIONS:
-        assert unhandled_keywords(official_schema(version)) == set()
+        for unstable in (False, True):
+            assert unhandled_keywords(official_schema(version, unstable)) == set()
     assert unhandled_keywords({"$defs": {"X": {"type": "string", "pattern": "^a"}}}) == {"pattern"}
     assert unhandled_keywords({"type": "integer", "format": "int128"}) == {"format: int128"}
 
@@ -32,8 +33,8 @@ def test_the_compiler_handles_every_keyword_the_schemas_use() -> None:
 class Examples:
     """The smallest valid instance of a schema node, and the places to break it."""
 
-    def __init__(self, version: int) -> None:
-        self.defs: dict[str, Any] = official_schema(version)["$defs"]
+    def __init__(self, version: int, unstable: bool = False) -> None:
+        self.defs: dict[str, Any] = official_schema(version, unstable)["$defs"]
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         """Follow ``$ref`` and single-``allOf`` wrappers to the node that says what a value is."""
@@ -219,26 +220,34 @@ def put(value: dict[str, Any], path: Path, new: Any) -> dict[str, Any]:
     return broken
 
 
-def cases() -> Iterator[tuple[int, str, str]]:
-    """(version, definition, label) for every method's params and result, and every update."""
-    for version in VERSIONS:
-        schema = schema_for(version)
+#: A shipped schema: (version, unstable).
+Key = tuple[int, bool]
+KEYS: tuple[Key, ...] = ((1, False), (2, False), (1, True), (2, True))
+
+
+def cases() -> Iterator[tuple[Key, str, str]]:
+    """(schema, definition, label) for every method's params and result, and every update,
+    of the stable schemas and of the unstable ones."""
+    for key in KEYS:
+        version, unstable = key
+        schema = schema_for(version, unstable)
+        prefix = f"v{version}{' unstable' if unstable else ''}"
         for (method, part), name in sorted(schema.methods.items()):
-            yield version, name, f"v{version} {method} {part}"
-        update = official_schema(version)["$defs"]["SessionUpdate"]
+            yield key, name, f"{prefix} {method} {part}"
+        update = official_schema(version, unstable)["$defs"]["SessionUpdate"]
         for branch in update.get("anyOf") or update["oneOf"]:
             tag = branch.get("properties", {}).get("sessionUpdate", {}).get("const")
             if tag:
-                yield version, f"SessionUpdate:{tag}", f"v{version} update {tag}"
+                yield key, f"SessionUpdate:{tag}", f"{prefix} update {tag}"
 
 
 CASES = list(cases())
 
 
-def instance(version: int, name: str) -> tuple[Checker, dict[str, Any], dict[str, Any]]:
+def instance(key: Key, name: str) -> tuple[Checker, dict[str, Any], dict[str, Any]]:
     """The checker, a valid instance and the node it came from."""
-    examples = Examples(version)
-    schema: Schema = schema_for(version)
+    examples = Examples(*key)
+    schema: Schema = schema_for(*key)
     if name.startswith("SessionUpdate:"):
         tag = name.split(":", 1)[1]
         union = examples.defs["SessionUpdate"]
@@ -252,13 +261,13 @@ def instance(version: int, name: str) -> tuple[Checker, dict[str, Any], dict[str
     return schema.definition(name), examples.example(node), node
 
 
-@pytest.mark.parametrize(("version", "name"), [c[:2] for c in CASES], ids=[c[2] for c in CASES])
-def test_valid_instances_pass_and_broken_ones_are_flagged_at_their_path(version, name):
+@pytest.mark.parametrize(("key", "name"), [c[:2] for c in CASES], ids=[c[2] for c in CASES])
+def test_valid_instances_pass_and_broken_ones_are_flagged_at_their_path(key, name):
     """A valid instance passes clean; each required field dropped, each of the wrong JSON type
     and each closed enum given an outside value is flagged at that field."""
-    checker, value, node = instance(version, name)
+    checker, value, node = instance(key, name)
     assert checker(value) is None, (value, checker(value))
-    examples = Examples(version)
+    examples = Examples(*key)
     sites = list(examples.sites(node, value))
     for path, what, detail in sites:
         if what == "required":
@@ -279,8 +288,16 @@ def test_the_cases_cover_every_method_and_update_of_both_versions():
     labels = {c[2] for c in CASES}
     assert "v1 session/prompt Response" in labels and "v2 session/prompt Response" in labels
     assert "v1 update tool_call" in labels and "v2 update tool_call_content_chunk" in labels
-    assert len([c for c in CASES if c[0] == 1]) == len(schema_for(1).methods) + 14
-    assert len([c for c in CASES if c[0] == 2]) == len(schema_for(2).methods) + 19
+    assert len([c for c in CASES if c[0] == (1, False)]) == len(schema_for(1).methods) + 14
+    assert len([c for c in CASES if c[0] == (2, False)]) == len(schema_for(2).methods) + 19
+    # the unstable schemas: 13 methods more each, and more update variants
+    assert (
+        "v1 unstable session/fork Request" in labels
+        and "v2 unstable mcp/message Response" in labels
+    )
+    assert len(schema_for(1, True).methods) > len(schema_for(1).methods)
+    assert len([c for c in CASES if c[0] == (1, True)]) == len(schema_for(1, True).methods) + 19
+    assert len([c for c in CASES if c[0] == (2, True)]) == len(schema_for(2, True).methods) + 23
 
 
 def test_nested_defects_name_the_innermost_definition_and_path():
