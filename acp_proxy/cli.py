@@ -442,7 +442,9 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
 
 @cli.command()
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
-@_format_option("text: FILE:SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding.")
+@_format_option(
+    "text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding."
+)
 def validate(recordings: tuple[str, ...], fmt: str) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
@@ -457,9 +459,9 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     with _output(False) as emit:
         for path in recordings:
             try:
-                for finding in validate_recording(path):
+                for line, finding in validate_recording(path):
                     errors += finding.level == "error"
-                    emit(finding_line(path, finding, fmt))
+                    emit(finding_line(path, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
                 unreadable = True

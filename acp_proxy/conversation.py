@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .framing import Frame
+from .framing import Frame, parse_frame
 from .offline import Annotated, Repeated
 from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
 from .transcript import StartRecord
-from .wire import Kind, Message, Side, WireModel
+from .wire import MAX_HOPS, Kind, Message, Side, WireModel, successor_inner
 from .wire import Turn as WireTurn
 
 #: A connection's start record (None if the file lacks one) and its conversation.
@@ -130,6 +130,9 @@ class SessionView:
     last_key: tuple[str, str] | None = None
     #: How many messages without a messageId were seen.
     anonymous: int = 0
+    #: 0 for a session of this connection; 1 for one of the next hop of a proxy chain (seen
+    #: through proxy/successor), 2 for the hop after it...
+    hop: int = 0
 
     @property
     def current(self) -> Turn | None:
@@ -144,6 +147,7 @@ class SessionView:
 
         return {
             "sessionId": self.id,
+            "hop": self.hop,
             "state": self.state,
             "usage": self.usage,
             "turns": [
@@ -181,6 +185,15 @@ class Conversation:
         #: The message entity the message observed last appended a content block to, and
         #: that block: what a :class:`Repeated` repeats (see :meth:`again`).
         self._chunk: tuple[Entity, dict[str, Any]] | None = None
+        #: The next hop of a proxy chain, from the messages proxy/successor carries.
+        self.next_hop: Conversation | None = None
+        self._hop = 0
+
+    def views(self) -> Iterator[SessionView]:
+        """Every session: this connection's, then the next hops' (``hop`` says which)."""
+        yield from self.sessions.values()
+        if self.next_hop is not None:
+            yield from self.next_hop.views()
 
     @staticmethod
     def per_connection(items: Iterable[Annotated | Repeated]) -> list[Connection]:
@@ -212,7 +225,7 @@ class Conversation:
                     "argv": start.argv if start else None,
                     "sessions": [
                         view.as_json()
-                        for view in model.sessions.values()
+                        for view in model.views()
                         if session is None or view.id == session
                     ],
                 }
@@ -223,7 +236,7 @@ class Conversation:
     def session(self, session_id: str) -> SessionView:
         """The view of a session, created on first sight."""
         if session_id not in self.sessions:
-            self.sessions[session_id] = SessionView(session_id)
+            self.sessions[session_id] = SessionView(session_id, hop=self._hop)
         return self.sessions[session_id]
 
     def feed(self, side: str, frame: Frame, seq: int, t: str) -> None:
@@ -235,6 +248,12 @@ class Conversation:
         self._chunk = None
         for element in message.messages:
             self._observe(element)
+            inner = successor_inner(element) if element.method == "proxy/successor" else None
+            if inner is not None and self._hop < MAX_HOPS:
+                if self.next_hop is None:
+                    self.next_hop = Conversation()
+                    self.next_hop._hop = self._hop + 1
+                self.next_hop.feed(inner[0], parse_frame(inner[1]), element.seq, element.t)
 
     def again(self, repeated: Repeated) -> None:
         """Apply frames that each repeat the message chunk observed last but for its text

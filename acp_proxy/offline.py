@@ -339,10 +339,11 @@ def validate_records(records: Iterable[Record]) -> Iterator[Violation]:
         yield from item.findings
 
 
-def validate_recording(path: str) -> Iterator[Violation]:
-    """:func:`validate_records` of :func:`open_recording`, the short way
-    (:func:`validate_lines`). Raises :class:`RecordingError` as :func:`open_recording`."""
-    return validate_lines(open_lines(path))
+def validate_recording(path: str) -> Iterator[tuple[int, Violation]]:
+    """:func:`validate_records` of :func:`open_recording`, the short way, each finding with
+    the line of the file it was found at (:func:`locate_lines`). Raises
+    :class:`RecordingError` as :func:`open_recording`."""
+    return locate_lines(open_lines(path))
 
 
 #: Frames the readers take the short way at most in one run from a file (a run's texts and
@@ -356,18 +357,31 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     :func:`validate_records` finds them, the short way: a frame record that repeats the one
     before but for its text (the bulk of a streamed turn) is known by its bytes, neither
     parsed nor checked again (see :meth:`Validator.repeat`)."""
+    for _, finding in locate_lines(lines):
+        yield finding
+
+
+def locate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, Violation]]:
+    """:func:`validate_lines`, each finding with the line (1-based) of the record it was
+    found at: a frame's own line; for what the end of a connection finds, the line of its
+    end record, of the start record after it, or the line after the last."""
     annotator = _Annotator(validate=True, stored=False, short=True)
+    last = 0
     for item in annotator.runs(lines, RUN):
         if isinstance(item, list):
+            last += len(item)  # one line each, after the one read last
             continue
         number, line = item
+        last = number
         record = parse_record(number, line)
         if record is not None:
             for annotated in annotator.feed(record):
-                yield from annotated.findings
+                for finding in annotated.findings:
+                    yield annotated.record.line, finding
     if annotator.wire is not None:
-        for annotated in annotator.finish(0, ""):
-            yield from annotated.findings
+        for annotated in annotator.finish(last + 1, ""):
+            for finding in annotated.findings:
+                yield annotated.record.line, finding
 
 
 def annotate_lines(
@@ -395,13 +409,15 @@ def annotate_lines(
         yield from annotator.finish(0, "")
 
 
-def finding_line(path: str, finding: Violation, fmt: str) -> str:
-    """One finding as ``validate`` prints it: ``FILE:SEQ: LEVEL RULE: MESSAGE`` or JSON."""
+def finding_line(path: str, line: int, finding: Violation, fmt: str) -> str:
+    """One finding as ``validate`` prints it: ``FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE``
+    (the line in the file, as compilers and grep name it; the frame's seq beside it) or
+    JSON."""
     if fmt == "json":
-        row = {"file": path, "seq": finding.seq, **finding.as_dict()}
+        row = {"file": path, "line": line, "seq": finding.seq, **finding.as_dict()}
         return orjson.dumps(row).decode()
     seq = "-" if finding.seq is None else finding.seq
-    return f"{path}:{seq}: {finding.level} {finding.rule}: {finding.message}"
+    return f"{path}:{line}: seq {seq}: {finding.level} {finding.rule}: {finding.message}"
 
 
 class RecordingError(Exception):

@@ -193,6 +193,10 @@ def _summarize_params(method: str, params: Any) -> str:
         return prefix + (repr(title) if title else "")
     if method == "initialize":
         return f"protocolVersion {params.get('protocolVersion')}"
+    if method == "proxy/successor":  # the next hop's message: its method, as shown here
+        inner = params.get("method")
+        if isinstance(inner, str):
+            return f"→ {inner} {_summarize_params(inner, params.get('params'))}".rstrip()
     return prefix.rstrip()
 
 
@@ -452,7 +456,8 @@ def _entity_lines(entity: Entity) -> list[str]:
 
 def render_conversation(view: SessionView, start: datetime | None = None) -> list[str]:
     """The session as a client would render it, turn by turn."""
-    lines = [click.style(f"Session {view.id}", bold=True)]
+    hop = f" (next hop {view.hop}, through proxy/successor)" if view.hop else ""
+    lines = [click.style(f"Session {view.id}{hop}", bold=True)]
     if view.background:
         lines.append(click.style("  (before the first turn / in the background)", dim=True))
         for key in view.background:
@@ -509,7 +514,7 @@ def conversation_lines(
         began = parse_time(start.t) if start else None
         if start is not None:
             yield click.style(f"Connection {start.t} · {' '.join(start.argv)}", dim=True)
-        for view in model.sessions.values():
+        for view in model.views():
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
         yield ""
@@ -537,6 +542,17 @@ def repeated_summary(head: str, text: str) -> str:
     return joined_summary(head, _first_words(text, 60))
 
 
+def error_summary(error: Any) -> str:
+    """An error response's error on one line: code, message, and its data shortened (the
+    detail people ask for: ``{"details": "No previous sessions found"}``)."""
+    if not isinstance(error, dict):
+        return f"error {_show(error)}"
+    line = f"error {error.get('code')}: {error.get('message')}"
+    if error.get("data") is not None:
+        line += f" (data: {_show(error['data'], 100)})"
+    return line
+
+
 def frame_summary(message: Message) -> str:
     """A frame's one-line summary in the timeline (errors styled red)."""
     frame, method = message.frame, message.method
@@ -550,14 +566,11 @@ def frame_summary(message: Message) -> str:
         return f"{method} {_summarize_params(str(method), message.params)}"
     if message.kind is Kind.RESPONSE:
         name = method or "(unknown request)"
+        if method == "proxy/successor" and isinstance(message.params.get("method"), str):
+            method = message.params["method"]  # the next hop's answer to its request
+            name = f"proxy/successor → {method}"
         if message.is_error:
-            error = message.error
-            if isinstance(error, dict):
-                outcome = click.style(
-                    f"error {error.get('code')}: {error.get('message')}", fg="red"
-                )
-            else:
-                outcome = click.style(f"error {_show(error)}", fg="red")
+            outcome = click.style(error_summary(message.error), fg="red")
         else:
             outcome = "ok " + _summarize_result(method, message.frame.value.get("result"))
         return f"#{_show(message.id)} {name} {outcome}"

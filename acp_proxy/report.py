@@ -315,7 +315,7 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "latency": figures["latency"],
         "turns": figures["turns"],
         "chart": _chart(section.rows),
-        "sessions": [_session(view) for view in section.conversation.sessions.values()],
+        "sessions": [_session(view) for view in section.conversation.views()],
     }
 
 

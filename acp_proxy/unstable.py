@@ -49,6 +49,7 @@ def feature_named(message: str) -> str:
     """The feature an ``unstable-feature`` finding's message names."""
     return message.split(_SUFFIX, 1)[0]
 
+
 #: Names the unstable-only features a value uses; None when it uses none.
 Finder = Callable[[Any], "list[str] | None"]
 

@@ -33,8 +33,6 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
-
 from .framing import Frame, parse_frame
 from .protocol import (
     ANY,
@@ -62,7 +60,18 @@ from .schema import Checker, Defect, Schema, schema_for
 from .template import TextTemplates
 from .unstable import feature_message, surface_for
 from .validator_v1 import V1Rules, _V1State
-from .wire import MAX_PENDING, Kind, Message, Request, Side, State, WireModel, is_request_id
+from .wire import (
+    MAX_HOPS,
+    MAX_PENDING,
+    Kind,
+    Message,
+    Request,
+    Side,
+    State,
+    WireModel,
+    is_request_id,
+    successor_inner,
+)
 
 __all__ = ["Validator", "Violation"]
 
@@ -71,9 +80,6 @@ _NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
 
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
-
-#: How many proxy/successor envelopes deep the next hops are followed.
-_MAX_HOPS = 4
 
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
@@ -487,42 +493,24 @@ class Validator(V1Rules):
             )
             return
         self._shape(message, value, first)
-        if message.method == "proxy/successor" and self._depth < _MAX_HOPS:
-            self._successor(message, value)
+        if message.method == "proxy/successor" and self._depth < MAX_HOPS:
+            self._successor(message)
 
     # --- proxy chains: the next hop --------------------------------------------------
 
-    def _successor(self, message: Message, value: dict[str, Any]) -> None:
+    def _successor(self, message: Message) -> None:
         """``proxy/successor`` carries one message for the next hop of a proxy chain
-        (unstable schema, ProxySuccessorRequest: "The envelope wraps one request: `method`
-        and `params` are the wrapped request's method and params"; "The result or error of
-        the wrapped request is returned unchanged"). That message is checked as the next
-        hop's own connection: a validator of its own, whose findings say "next hop". The
-        agent here is the proxy, the client of its successor; what the client side sends
-        in the envelope comes from the successor."""
-        inner: dict[str, Any] = {"jsonrpc": "2.0"}
-        if message.kind is Kind.RESPONSE:
-            inner["id"] = message.id
-            for part in ("result", "error"):
-                if part in value:
-                    inner[part] = value[part]
-        else:
-            method = message.params.get("method")
-            if not isinstance(method, str):
-                return  # the envelope's own schema check said so
-            if message.kind is Kind.REQUEST:
-                inner["id"] = message.id
-            inner["method"] = method
-            params = message.params.get("params")
-            if params is not None:
-                inner["params"] = params
+        (:func:`~acp_proxy.wire.successor_inner`): it is checked as the next hop's own
+        connection would check it, by a validator of its own whose findings say "next hop"."""
+        inner = successor_inner(message)
+        if inner is None:
+            return  # not an envelope the next hop can read: its own schema check said so
+        side, raw = inner
         hop = self._next_hop
         if hop is None:
             hop = self._next_hop = Validator()
             hop._depth = self._depth + 1
-        side = Side.CLIENT if message.side is Side.AGENT else Side.AGENT
-        # A copy made to observe, never relayed.
-        found = hop.feed(side, parse_frame(orjson.dumps(inner)), message.seq, message.t)
+        found = hop.feed(side, parse_frame(raw), message.seq, message.t)
         for finding in found:
             self._found.append(
                 replace(finding, message=f"next hop (proxy/successor): {finding.message}")

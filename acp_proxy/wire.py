@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
+import orjson
+
 from .framing import Frame
 from .transcript import parse_time
 
@@ -670,3 +672,43 @@ class WireModel:
             current = opened = self._open(session, seq, t)
         current.worked = True
         return opened, None, current
+
+
+#: How many proxy/successor envelopes deep the next hops are followed.
+MAX_HOPS = 4
+
+
+def successor_inner(message: Message) -> tuple[Side, bytes] | None:
+    """The message a ``proxy/successor`` frame carries for the next hop of a proxy chain,
+    as that hop's own connection would see it: its sender there, and a copy of it to observe
+    (never relayed). None for any other frame.
+
+    The envelope wraps one request or notification ("`method` and `params` are the
+    wrapped request's method and params"); the response to it carries the wrapped request's
+    result or error "unchanged" (unstable schema, ProxySuccessorRequest). The agent here is
+    the proxy, the client of its successor, so what it sends in the envelope is a client's
+    message there, and what the client side sends comes from the successor."""
+    if message.method != "proxy/successor" or message.kind is Kind.BATCH:
+        return None
+    value = message.value
+    if not isinstance(value, dict):
+        return None
+    inner: dict[str, Any] = {"jsonrpc": "2.0"}
+    if message.kind is Kind.RESPONSE:
+        if message.request is None:
+            return None
+        inner["id"] = message.id
+        for part in ("result", "error"):
+            if part in value:
+                inner[part] = value[part]
+    else:
+        method = message.params.get("method")
+        if not isinstance(method, str):
+            return None
+        if message.kind is Kind.REQUEST:
+            inner["id"] = message.id
+        inner["method"] = method
+        params = message.params.get("params")
+        if params is not None:
+            inner["params"] = params
+    return message.side.other, orjson.dumps(inner)

@@ -55,7 +55,8 @@ def test_validate_clean_file_exits_0(tmp_path):
 
 
 def test_validate_prints_file_seq_level_rule_message(tmp_path):
-    """Findings print as FILE:SEQ: LEVEL RULE: MESSAGE; an error makes the exit status 1."""
+    """Findings print as FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE (the line in the file, as
+    compilers and grep name it: the start record is line 1); an error makes the exit status 1."""
     path = tmp_path / "bad.jsonl"
     write_session(
         path,
@@ -70,9 +71,10 @@ def test_validate_prints_file_seq_level_rule_message(tmp_path):
     lines = proc.stdout.decode().splitlines()
     assert (
         lines[0]
-        == f'{path}:3: error not-json: the agent sent a line that is not JSON: "Loading model..."'
+        == f'{path}:4: seq 3: error not-json: the agent sent a line that is not JSON: "Loading model..."'
     )
-    assert lines[1].startswith(f"{path}:4: warning unanswered-request: ")
+    # found when the connection ended: at its end record, the request's seq beside it
+    assert lines[1].startswith(f"{path}:6: seq 4: warning unanswered-request: ")
 
 
 def test_validate_json_format(tmp_path):
@@ -84,6 +86,7 @@ def test_validate_json_format(tmp_path):
     assert rows == [
         {
             "file": str(path),
+            "line": 4,
             "seq": 3,
             "rule": "not-json",
             "level": "error",
@@ -109,10 +112,13 @@ def test_sessions_appended_to_one_file_are_validated_one_by_one(tmp_path):
     write_session(path, [*INIT, request])
     write_session(path, [*INIT, response], mode="ab")
     out = acp("validate", str(path)).stdout.decode().splitlines()
-    assert [line.split(" ")[2].rstrip(":") for line in out] == [
+    assert [line.split(" ")[4].rstrip(":") for line in out] == [
         "unanswered-request",
         "unexpected-response",
     ]
+    # the first connection's end is found at its end record (line 5); the stray response at
+    # its own line
+    assert [line.split(" ")[0] for line in out] == [f"{path}:5:", f"{path}:9:"]
 
 
 def test_stored_findings_are_ignored_but_notice_findings_are_kept(tmp_path):
@@ -137,7 +143,7 @@ def test_stored_findings_are_ignored_but_notice_findings_are_kept(tmp_path):
         )
         out.write(end_record(T, 0, "x"))
     lines = acp("validate", str(path)).stdout.decode().splitlines()
-    assert lines == [f"{path}:3: error notice-title-missing: notice with title null"]
+    assert lines == [f"{path}:4: seq 3: error notice-title-missing: notice with title null"]
 
 
 def test_truncated_last_line_is_reported_not_fatal(tmp_path):
