@@ -22,6 +22,10 @@ Workloads:
   proxy's peak memory; and one way, to an agent that answers with a short line;
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
   10%, 50% and 100% (flat means no growth with the session);
+- **pending**: a prompt on which the agent first sends ``--pending`` permission requests the
+  client never answers, and as many updates naming sessions nobody created, then streams
+  ``--pending-frames`` chunks: the stream's speed is what it is with nothing pending (the
+  proxy's observation costs O(1) per frame, whatever is pending);
 - **offline**: the readers (``validate``, ``show``, ``show --conversation``, ``stats``,
   ``report``) over the stream's recording.
 
@@ -92,6 +96,80 @@ def agent(frames: int) -> None:
         out.flush()
 
 
+def pending_agent(count: int, frames: int) -> None:
+    """A v2 agent that, on a prompt, leaves ``count`` permission requests pending and names
+    ``count`` unknown sessions, then streams ``frames`` chunks (``frames`` only: count 0)."""
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        message = orjson.loads(line)
+        method = message.get("method")
+        if method == "initialize":
+            out.write(_answer(message, {"protocolVersion": 2, "info": INFO}))
+        elif method == "session/new":
+            out.write(_answer(message, {"sessionId": "s"}))
+        elif method == "session/prompt":
+            for n in range(count):
+                out.write(PERMISSION % (n, n))
+            out.write(_update({"sessionUpdate": "state_update", "state": "running"}))
+            out.write(_answer(message, {"messageId": "u"}))
+            out.write(CHUNK * frames)
+            out.write(_update({"sessionUpdate": "state_update", "state": "idle"}))
+        out.flush()
+
+
+def _answer(request: dict[str, Any], result: dict[str, Any]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + b"\n"
+
+
+def _update(update: dict[str, Any]) -> bytes:
+    params = {"sessionId": "s", "update": update}
+    return orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": params}) + b"\n"
+
+
+#: A permission request left unanswered, and an update naming a session nobody created.
+PERMISSION = (
+    b'{"jsonrpc":"2.0","id":"perm-%d","method":"session/request_permission","params":'
+    b'{"sessionId":"s","toolCall":{"toolCallId":"t","title":"Run"},"title":"Run?",'
+    b'"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}\n'
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"nowhere-%d",'
+    b'"update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
+    b'"content":{"type":"text","text":"x"}}}}\n'
+)
+
+
+def pending_stream(cmd: list[str], frames: int) -> dict[str, Any]:
+    """Seconds from the prompt to the first chunk (the pending load), and from there to the
+    idle (the stream), every line parsed."""
+    hello = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": 2, "info": INFO}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+         "params": {"cwd": "/", "mcpServers": []}},
+    ]  # fmt: skip
+    prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+              "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for message in hello:
+            proc.stdin.write(orjson.dumps(message) + b"\n")
+            proc.stdin.flush()
+            proc.stdout.readline()
+        start = time.perf_counter()
+        proc.stdin.write(orjson.dumps(prompt) + b"\n")
+        proc.stdin.flush()
+        loaded = start
+        for line in proc.stdout:
+            update = orjson.loads(line).get("params", {}).get("update", {})
+            if update.get("state") == "running":
+                loaded = time.perf_counter()
+            elif update.get("state") == "idle":
+                break
+        end = time.perf_counter()
+        proc.stdin.close()
+        proc.wait()
+    return {"load": loaded - start, "stream": end - loaded, "frames": frames}
+
+
 def sink() -> None:
     """An agent that answers each line with a short one (the one-way big message's)."""
     out = sys.stdout.buffer
@@ -111,7 +189,8 @@ def command(setup: str, agent_argv: list[str], workdir: str) -> list[str]:
         sent, received = os.path.join(workdir, "in.log"), os.path.join(workdir, "out.log")
         pipeline = f"tee {sent} | {shlex.join(agent_argv)} | tee {received}"
         return ["sh", "-c", pipeline]
-    proxy = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "error"]
+    log = os.path.join(workdir, "proxy.log")  # findings (the pending workload's) go there
+    proxy = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "error", "--log-file", log]
     if setup == "no-record":
         return [*proxy, "--no-record", "--", *agent_argv]
     return [*proxy, "--record", os.path.join(workdir, "bench.jsonl"), "--", *agent_argv]
@@ -519,6 +598,27 @@ class _Bench:
                 f"{run['seconds']:>10.1f}"
             )
 
+    def pending_table(self) -> None:
+        args = self.args
+        count, frames = args.pending, args.pending_frames
+        print(
+            f"\npending: {count:,} permission requests left unanswered and {count:,} updates "
+            f"naming unknown sessions, then {frames:,} chunks"
+        )
+        print(f"{'setup':<11}{'pending':>10}{'load s':>12}{'stream s':>12}{'chunks/s':>12}")
+        for setup in ("direct", "proxy", "no-record"):
+            for load in (0, count):
+                agent_argv = [sys.executable, "-m", "acp_proxy.bench", "pending"]
+                agent_argv += [str(load), str(frames)]
+                runs = [
+                    pending_stream(self.cmd(setup, agent_argv), frames) for _ in range(args.repeat)
+                ]
+                stream_s = statistics.median(r["stream"] for r in runs)
+                print(
+                    f"{setup:<11}{load:>10,}{statistics.median(r['load'] for r in runs):>12.2f}"
+                    f"{stream_s:>12.3f}{frames / stream_s:>12,.0f}"
+                )
+
     def offline_table(self, recorded: str) -> None:
         frames = self.args.frames + 8
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
@@ -541,11 +641,16 @@ def main(argv: list[str] | None = None) -> None:
     if args_in[:1] == ["sink"]:
         sink()
         return
+    if args_in[:1] == ["pending"]:
+        pending_agent(int(args_in[1]), int(args_in[2]))
+        return
     parser = argparse.ArgumentParser(prog="python -m acp_proxy.bench", description=__doc__)
     parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")
     parser.add_argument("--round-trips", type=int, default=5000)
     parser.add_argument("--big-mib", type=int, default=50)
     parser.add_argument("--long-frames", type=int, default=1_000_000)
+    parser.add_argument("--pending", type=int, default=100_000, help="pending: requests left")
+    parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
     parser.add_argument(
         "--quick", action="store_true", help="a tenth of everything, one run (a smoke test)"
@@ -554,6 +659,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.frames, args.round_trips = args.frames // 10, args.round_trips // 10
         args.big_mib, args.long_frames, args.repeat = max(1, args.big_mib // 10), 0, 1
+        args.pending, args.pending_frames = args.pending // 10, args.pending_frames // 10
     print(
         f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
         f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure, the setups in turn: "
@@ -567,6 +673,7 @@ def main(argv: list[str] | None = None) -> None:
         bench.big_table()
         if args.long_frames:
             bench.long_table()
+        bench.pending_table()
         bench.offline_table(recorded)
 
 

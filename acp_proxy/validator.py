@@ -178,6 +178,10 @@ class _Session:
     compactions: dict[str, str] = field(default_factory=dict)
     #: Number of session/resume requests replaying history.
     replaying: int = 0
+    #: seq of the client's last session/cancel (a request older than it was cancelled).
+    cancel_seq: int | None = None
+    #: seq of the last requires_action state_update (a request older than it was reported).
+    requires_action_seq: int | None = None
 
 
 class Validator(V1Rules):
@@ -692,10 +696,7 @@ class Validator(V1Rules):
         if (
             method == "session/update"
             and isinstance(session_id, str)
-            and (
-                any(self.wire.pending_requests("session/new"))
-                or any(self.wire.pending_requests("session/fork"))
-            )
+            and (self.wire.pending.any("session/new") or self.wire.pending.any("session/fork"))
         ):
             # "Updates may arrive before or after this response" (session/new):
             # the id is not known yet, so a pending session/new vouches for it; so does
@@ -755,9 +756,8 @@ class Validator(V1Rules):
         if request is None:
             return None
         note = self._notes[request] = _Pending()
-        if len(self._notes) > MAX_PENDING:  # the wire model let the oldest go
-            pending = set(self.wire.pending.values())
-            self._notes = {r: n for r, n in self._notes.items() if r in pending}
+        if len(self._notes) > 2 * MAX_PENDING:  # as many as both sides may leave pending
+            del self._notes[next(iter(self._notes))]
         return note
 
     def _pending_notes(self, method: str, session: str) -> list[_Pending]:
@@ -799,8 +799,9 @@ class Validator(V1Rules):
         ]
         for prompt in prompts:
             prompt.cancelled = True
-        for permission in self._pending_notes("session/request_permission", session.id):
-            permission.cancelled = True
+        # The permission requests pending now were cancelled too: known by their seq when
+        # they are answered (marking each here would cost what is pending, per cancel).
+        session.cancel_seq = message.seq
         if self.wire.state(session.id) != State.IDLE or prompts:
             session.cancelled = True
 
@@ -945,13 +946,24 @@ class Validator(V1Rules):
                     f"the client selected option {_show(option)} for session/request_permission "
                     f"{_show(message.id)}, which offered {', '.join(map(_show, ids)) or 'none'}",
                 )
-        if note.cancelled and chosen != "cancelled":
+        session = self._session(request.session)
+        cancelled = note.cancelled or (
+            session is not None
+            and session.cancel_seq is not None
+            and request.seq < session.cancel_seq
+        )
+        if cancelled and chosen != "cancelled":
             self._flag(
                 "permission-not-cancelled",
                 f"after session/cancel, the client answered session/request_permission "
                 f"{_show(message.id)} with outcome {_show(chosen)} instead of cancelled",
             )
-        if note.state_at_request == State.RUNNING and not note.requires_action:
+        requires_action = note.requires_action or (
+            session is not None
+            and session.requires_action_seq is not None
+            and request.seq < session.requires_action_seq
+        )
+        if note.state_at_request == State.RUNNING and not requires_action:
             self._flag(
                 "permission-without-requires-action",
                 f"session/request_permission {_show(message.id)} (seq {request.seq}) "
@@ -990,8 +1002,8 @@ class Validator(V1Rules):
         for resume in self._pending_notes("session/resume", session.id):
             resume.saw_state = True
         if state == State.REQUIRES_ACTION:
-            for permission in self._pending_notes("session/request_permission", session.id):
-                permission.requires_action = True
+            # Known by seq when each pending permission request is answered, as a cancel is.
+            session.requires_action_seq = message.seq
         if state == State.IDLE:
             self._idle(message, session, update)
         elif isinstance(state, str) and session.running_seq is None:

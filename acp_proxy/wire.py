@@ -63,7 +63,7 @@ __all__ = [
     "update_variant",
 ]
 
-#: Requests waiting for an answer, per connection, before the oldest give way.
+#: Requests waiting for an answer, per connection and side, before the oldest give way.
 MAX_PENDING = 65_536
 #: Answered request keys remembered, per connection.
 RECENT = 256
@@ -393,6 +393,81 @@ class _SessionTurns:
     count: int = 0
 
 
+class PendingRequests:
+    """The requests waiting for an answer, oldest first, by (sender, id key), and indexed by
+    method and by (method, session): what a rule asks of them ("is a session/new pending?",
+    "the prompts pending in this session") costs what it finds, never a scan of everything
+    pending (a peer may leave tens of thousands of requests unanswered)."""
+
+    __slots__ = ("_by_key", "_index", "_sides")
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[Side, IdKey], Request] = {}
+        #: Each side's keys, oldest first: past :data:`MAX_PENDING`, a side's oldest request
+        #: gives way to its newest (a side flooding requests never pushes out the other's).
+        self._sides: dict[Side, OrderedDict[tuple[Side, IdKey], None]] = {
+            Side.CLIENT: OrderedDict(),
+            Side.AGENT: OrderedDict(),
+        }
+        #: (method, session or None) -> the pending requests there, oldest first.
+        self._index: dict[tuple[str, str | None], dict[Request, None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def values(self) -> Iterator[Request]:
+        """Every pending request, oldest first."""
+        return iter(sorted(self._by_key.values(), key=_by_seq))
+
+    def of(self, method: str, session: str | None = None) -> list[Request]:
+        """The pending requests of one method (and session, if given), oldest first."""
+        found = self._index.get((method, session))
+        return list(found) if found else []
+
+    def any(self, method: str) -> bool:
+        """Whether a request of this method is pending."""
+        return bool(self._index.get((method, None)))
+
+    def add(self, key: tuple[Side, IdKey], request: Request) -> Request | None:
+        """Start waiting for ``request``; the request it replaces under that key, if any.
+        The oldest gives way past :data:`MAX_PENDING`."""
+        reuses = self.pop(key)
+        self._by_key[key] = request
+        order = self._sides[key[0]]
+        order[key] = None
+        for where in ((request.method, None), (request.method, request.session)):
+            self._index.setdefault(where, {})[request] = None
+        if len(order) > MAX_PENDING:
+            self.pop(next(iter(order)))
+        return reuses
+
+    def pop(self, key: tuple[Side, IdKey]) -> Request | None:
+        """Stop waiting for the request under ``key``: it, or None."""
+        request = self._by_key.pop(key, None)
+        if request is not None:
+            self._sides[key[0]].pop(key, None)
+            for where in ((request.method, None), (request.method, request.session)):
+                found = self._index.get(where)
+                if found is not None:
+                    found.pop(request, None)
+                    if not found:
+                        del self._index[where]
+        return request
+
+    def clear(self) -> None:
+        self._by_key.clear()
+        self._index.clear()
+        for order in self._sides.values():
+            order.clear()
+
+
+def _by_seq(request: Request) -> int:
+    return request.seq
+
+
 class WireModel:
     """One connection's wire, frame by frame. Pure; :meth:`feed` never raises."""
 
@@ -403,8 +478,8 @@ class WireModel:
         self.requested: int | None = None
         #: The protocolVersion the agent's initialize result negotiated.
         self.negotiated: int | None = None
-        #: Requests waiting for an answer, oldest first, by (sender, id key).
-        self.pending: OrderedDict[tuple[Side, IdKey], Request] = OrderedDict()
+        #: Requests waiting for an answer.
+        self.pending = PendingRequests()
         self._answered: OrderedDict[tuple[Side, IdKey], None] = OrderedDict()
         self._sessions: dict[str, _SessionTurns] = {}
 
@@ -413,11 +488,9 @@ class WireModel:
         """The negotiated version, or before that the one the client asked for."""
         return self.negotiated if self.negotiated is not None else self.requested
 
-    def pending_requests(self, method: str, session: str | None = None) -> Iterator[Request]:
-        """Pending requests of one method (and session, if given)."""
-        for request in self.pending.values():
-            if request.method == method and (session is None or request.session == session):
-                yield request
+    def pending_requests(self, method: str, session: str | None = None) -> list[Request]:
+        """Pending requests of one method (and session, if given), oldest first."""
+        return self.pending.of(method, session)
 
     def outstanding(self, side: Side, request_id: Any) -> bool:
         """Whether ``side`` has a request with this id pending, or just had it answered
@@ -535,10 +608,7 @@ class WireModel:
         if is_request_id(request_id):
             request = Request(side, request_id, method, seq, t, session, params)
             key = (side, id_key(request_id))
-            reuses = self.pending.pop(key, None)
-            self.pending[key] = request
-            if len(self.pending) > MAX_PENDING:
-                self.pending.popitem(last=False)
+            reuses = self.pending.add(key, request)
             if method == "session/prompt" and side is Side.CLIENT and session is not None:
                 opened = self._prompt(request, session, seq, t)
         turn = request.turn if request is not None and request.turn else None
@@ -557,7 +627,7 @@ class WireModel:
         unmatched: str | None = None
         if has_id and response_id is not None and is_request_id(response_id):
             key = (side.other, id_key(response_id))
-            request = self.pending.pop(key, None)
+            request = self.pending.pop(key)
             if request is None:
                 unmatched = "answered" if key in self._answered else "unknown"
             else:

@@ -16,12 +16,15 @@ MIB = rf"{NUMBER} MiB"
 def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "acp_proxy.bench", "--frames", "2000", "--round-trips", "20",
-         "--big-mib", "1", "--long-frames", "3000", "--repeat", "2"],
+         "--big-mib", "1", "--long-frames", "3000", "--repeat", "2",
+         "--pending", "3000", "--pending-frames", "1000"],
         capture_output=True, text=True, timeout=300, check=True,
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, offline = (s.splitlines() for s in sections[1:])
+    stream, ping, start, big, one_way, long, pending, offline = (
+        s.splitlines() for s in sections[1:]
+    )
 
     assert stream[0].startswith("stream: 2,000 agent_message_chunk")
     rows = dict(zip(SETUPS, stream[2:], strict=True))
@@ -55,6 +58,19 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     assert long[0].startswith("long: 3,000 frames")
     for setup, row in zip(["proxy", "no-record"], long[2:], strict=True):
         assert re.fullmatch(rf"{setup}(\s+{MIB}){{3}}\s+{NUMBER}", row), row
+
+    assert pending[0] == (
+        "pending: 3,000 permission requests left unanswered and 3,000 updates naming unknown "
+        "sessions, then 1,000 chunks"
+    )
+    rows = pending[2:]
+    assert len(rows) == 6
+    for (setup, load), row in zip(
+        [(s, n) for s in ("direct", "proxy", "no-record") for n in ("0", "3,000")],
+        rows,
+        strict=True,
+    ):
+        assert re.fullmatch(rf"{setup}\s+{load}(\s+{NUMBER}){{3}}", row), row
 
     assert offline[0] == "offline: over the stream's recording (2,008 frames)"
     readers = ["validate", "show", "show --conversation", "stats", "report"]
