@@ -8,12 +8,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from . import __version__
-from .log import LEVELS, configure, get_logger
+from .log import LEVELS, LogStream, configure, get_logger, open_log
+from .visible import dumps, visible
 
 if TYPE_CHECKING:
     from .offline import RecordingError
@@ -34,17 +35,27 @@ EXIT_NOT_EXECUTABLE = 126
 EXIT_PROXY_FAILED = 70
 
 
-def _open_log(log_file: str | None) -> TextIO | None:
-    if not log_file:
-        return None
+def _open_log(log_file: str | None) -> LogStream:
+    return open_log(log_file)
+
+
+def _say(message: str) -> None:
+    """One line for the user on stderr, its wire strings escaped; never raises (stderr may
+    be gone: the client that started us went away)."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(visible(message), err=True)
+
+
+def _exit(status: int) -> NoReturn:
+    """Exit with ``status`` whatever happened to stderr (Python makes a failed flush of it
+    at exit status 120)."""
     try:
-        return open(log_file, "a", buffering=1, encoding="utf-8")
-    except OSError as exc:
-        click.echo(
-            f"acp-proxy: cannot open log file {log_file}: {exc.strerror}; logging to stderr",
-            err=True,
-        )
-        return None
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the interpreter's exit
+    sys.exit(status)
 
 
 def _env(name: str) -> str:
@@ -83,7 +94,7 @@ class _Unreadable(click.ClickException):
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"acp-proxy: {self.message}", err=True)
+        _say(f"acp-proxy: {self.message}")
 
 
 class _Group(click.Group):
@@ -196,10 +207,10 @@ def run(
     try:
         agent = start_agent(argv)
     except AgentNotFound:
-        click.echo(f"acp-proxy: agent command not found: {argv[0]}", err=True)
+        _say(f"acp-proxy: agent command not found: {argv[0]}")
         sys.exit(EXIT_NOT_FOUND)
     except AgentNotExecutable as exc:
-        click.echo(f"acp-proxy: agent command cannot be executed: {exc}", err=True)
+        _say(f"acp-proxy: agent command cannot be executed: {exc}")
         sys.exit(EXIT_NOT_EXECUTABLE)
 
     from .observer import Observer
@@ -232,9 +243,9 @@ def run(
         agent.kill()
         log.exception("acp-proxy failed; the agent was stopped")
         observer.finish(None, f"acp-proxy failed: {exc!r}")
-        sys.exit(EXIT_PROXY_FAILED)
+        _exit(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
-    sys.exit(result.exit_status)
+    _exit(result.exit_status)
 
 
 @cli.command(context_settings={"allow_interspersed_args": False})
@@ -356,7 +367,7 @@ def replay(
     if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
         sys.exit(result.proxy_status)
     for line in result.divergences:
-        click.echo(f"acp-proxy replay: divergence: {line}", err=True)
+        _say(f"acp-proxy replay: divergence: {line}")
     frames = sum(1 for step in script.steps)
     if result.ok:
         log.info("the agent answered as recorded", frames=frames)
@@ -389,7 +400,7 @@ def report(recording: str, output: str | None, revalidate: bool) -> None:
     try:
         size = write_report(recording, out, revalidate=revalidate)
     except OSError as exc:
-        raise click.ClickException(f"cannot write {out}: {exc.strerror}") from None
+        raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
     with _output(False) as emit:
         emit(f"{out} ({size:,} bytes)")
 
@@ -420,11 +431,13 @@ def redact(recording: str, output: str, contents: bool) -> None:
     if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
         raise click.UsageError("the copy would overwrite the recording; give another -o")
     next(iter(open_recording(recording)))  # says clearly if it is no transcript
+    from .files import open_output
+
     try:
-        with open(recording, "rb") as source, open(output, "wb") as out:
+        with open(recording, "rb") as source, os.fdopen(open_output(output), "wb") as out:
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc.strerror}") from None
+        raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
     with _output(False) as emit:
         emit(f"{output}: {records} records, {changed} redacted")
 
@@ -485,7 +498,11 @@ def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], 
         stream.flush()
 
     def emit(line: str) -> None:
-        pending.append(line if keep or "\x1b" not in line else click.unstyle(line))
+        # Wire strings were escaped where they were put in; without colour, nothing but
+        # text is left to write, so whatever control is in the line is shown as an escape.
+        if not keep:
+            line = visible(click.unstyle(line) if "\x1b" in line else line, lines=True)
+        pending.append(line)
         if live or len(pending) >= _BLOCK:
             write()
 
@@ -506,7 +523,7 @@ _BLOCK = 1024
 
 
 def _complain(exc: RecordingError) -> None:
-    click.echo(f"acp-proxy: {exc}", err=True)
+    _say(f"acp-proxy: {exc}")
 
 
 def _filter_options(func: Any) -> Any:
@@ -584,7 +601,7 @@ def show(
         if as_json:
             document = Conversation.document(connections, session)
             with _output(False) as emit:
-                emit(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+                emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
             return
         with _output(color) as emit:
             for line in conversation_lines(connections, session):
@@ -645,7 +662,7 @@ def follow(
         with _output(color, live=True) as emit:
 
             def switched(current: Path) -> None:
-                emit(click.style(f"==> following {current}", bold=True))
+                emit(click.style(visible(f"==> following {current}"), bold=True))
 
             records = follow_records(target, switched, interval)
             for item in annotate(records, stored=not revalidate):
@@ -673,7 +690,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
             figures.add(item)
     with _output(False) as emit:
         if fmt == "json":
-            emit(orjson.dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+            emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
         else:
             for line in figures.lines():
                 emit(line)
@@ -732,13 +749,17 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
 
     path = Path(record) if record is not None else default_record_dir() / recording_name("demo")
     click.echo(
-        f"acp-proxy demo: the example agent runs behind `acp-proxy run`; recording to {path}"
+        visible(
+            f"acp-proxy demo: the example agent runs behind `acp-proxy run`; recording to {path}"
+        )
     )
+    if record is not None and not path.parent.is_dir():
+        click.echo(visible(f"acp-proxy demo: creating the directory {path.parent} (mode 0700)"))
     click.echo()
     try:
         status = run_demo(path, delay=delay, scenario=scenario)
     except (OSError, EOFError, ValueError, KeyError) as exc:
-        click.echo(f"acp-proxy demo: the session failed: {exc}", err=True)
+        _say(f"acp-proxy demo: the session failed: {exc}")
         sys.exit(1)
     from .demo import report_lines
 

@@ -33,6 +33,7 @@ from .transcript import (
     parse_record,
 )
 from .validator import Validator, Violation
+from .visible import dumps, visible
 from .wire import Message, Side, WireModel
 
 __all__ = [
@@ -415,9 +416,9 @@ def finding_line(path: str, line: int, finding: Violation, fmt: str) -> str:
     JSON."""
     if fmt == "json":
         row = {"file": path, "line": line, "seq": finding.seq, **finding.as_dict()}
-        return orjson.dumps(row).decode()
+        return dumps(row).decode()
     seq = "-" if finding.seq is None else finding.seq
-    return f"{path}:{line}: seq {seq}: {finding.level} {finding.rule}: {finding.message}"
+    return visible(f"{path}:{line}: seq {seq}: {finding.level} {finding.rule}: {finding.message}")
 
 
 class RecordingError(Exception):

@@ -29,6 +29,7 @@ from .transcript import (
     parse_time,
 )
 from .validator import Violation
+from .visible import visible
 from .wire import Kind, Message
 
 __all__ = ["Timeline", "TimelineFilter", "conversation_lines", "render_conversation", "text_of"]
@@ -133,7 +134,7 @@ def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a 
     """:func:`summarize_update` in two: all but the first words of the content, and those
     (the content comes last, so a chunk's line is its envelope's and its text's)."""
     if not isinstance(update, dict):
-        return _show(update), ""
+        return visible(_show(update)), ""
     variant = str(update.get("sessionUpdate"))
     parts = [variant]
     if variant == "state_update":
@@ -161,7 +162,7 @@ def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a 
         elif variant == "terminal_output_chunk" and isinstance(update.get("data"), str):
             parts.append(f"{len(update['data']) * 3 // 4} bytes")
         elif "content" in update:
-            return " ".join(parts), text_of(update["content"])
+            return visible(" ".join(parts)), text_of(update["content"])
     elif variant == "usage_update":
         parts.append(f"{update.get('used')}/{update.get('size')} tokens")
         cost = update.get("cost")
@@ -173,7 +174,7 @@ def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a 
             parts.append(str(update["status"]))
     elif variant == "notice":
         parts.append(f"{update.get('severity')}: {update.get('title')!r}")
-    return " ".join(parts), ""
+    return visible(" ".join(parts)), ""
 
 
 def _summarize_params(method: str, params: Any) -> str:
@@ -260,8 +261,10 @@ class Timeline:
                 return []
             return [
                 click.style(
-                    f"── session started {record.t} · agent pid {record.pid} · "
-                    f"{' '.join(record.argv)}",
+                    visible(
+                        f"── session started {record.t} · agent pid {record.pid} · "
+                        f"{' '.join(map(str, record.argv))}"
+                    ),
                     bold=True,
                 )
             ]
@@ -276,7 +279,10 @@ class Timeline:
             if self._filtered() and not findings:
                 return []
             end = click.style(
-                f"── session ended{self._elapsed(record.t)}: {record.reason} (exit {record.exit})",
+                visible(
+                    f"── session ended{self._elapsed(record.t)}: {record.reason} "
+                    f"(exit {record.exit})"
+                ),
                 bold=True,
             )
             return [*findings, end]
@@ -362,7 +368,7 @@ class Timeline:
             + "         "
             + click.style("agent stderr", dim=True)
         )
-        return [f"{head}  {text}".rstrip()]
+        return [f"{head}  {visible(text)}".rstrip()]
 
     def _gap(self, seq: int) -> list[str]:
         """A note for frames missing from the sequence: notices are never stored."""
@@ -391,7 +397,7 @@ class Timeline:
         lines = []
         for finding in findings:
             where = f" (seq {finding.seq})" if standalone and finding.seq is not None else ""
-            text = f"{finding.level} {finding.rule}: {finding.message}{where}"
+            text = visible(f"{finding.level} {finding.rule}: {finding.message}{where}")
             indent = " " * 20 + ("⚑ " if standalone else "↳ ")
             lines.append(indent + click.style(text, fg=_LEVEL_COLORS.get(finding.level)))
         return lines
@@ -416,7 +422,7 @@ def _entity_lines(entity: Entity) -> list[str]:
     if kind in _ROLE:
         role = _ROLE[EntityType(kind)]
         color = {"user": "cyan", "agent": None, "thought": None}[role]
-        text = _full_text(entity.content) or "(empty)"
+        text = visible(_full_text(entity.content)) or "(empty)"
         label = click.style(f"{role}:", fg=color, bold=role != "thought", dim=role == "thought")
         return [f"  {label} {text}"]
     if kind == EntityType.TOOL_CALL:
@@ -425,39 +431,40 @@ def _entity_lines(entity: Entity) -> list[str]:
         title = entity.fields.get("title") or entity.fields.get("name") or ""
         tool_kind = entity.fields.get("kind")
         head = f"  tool {entity.id} {title!r}" + (f" ({tool_kind})" if tool_kind else "")
-        lines = [head + ": " + click.style(status, fg=color)]
-        text = _full_text(entity.content)
+        lines = [visible(head) + ": " + click.style(visible(status), fg=color)]
+        text = visible(_full_text(entity.content))
         if text:
             lines.append(f"      {text[:200]}")
         return lines
     if kind == EntityType.PLAN:
         entries = entity.fields.get("entries")
-        lines = [f"  plan {entity.id}:"]
+        lines = [visible(f"  plan {entity.id}:")]
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict):
                 mark = {"completed": "x", "in_progress": "~"}.get(str(entry.get("status")), " ")
-                lines.append(f"    [{mark}] {entry.get('content')} ({entry.get('priority')})")
+                item = f"    [{mark}] {entry.get('content')} ({entry.get('priority')})"
+                lines.append(visible(item))
         return lines
     if kind == EntityType.TERMINAL:
         command = entity.fields.get("command") or ""
         output = entity.output.decode("utf-8", errors="replace").strip()
-        lines = [f"  terminal {entity.id} {command}".rstrip()]
-        lines += [f"      {line}" for line in output.splitlines()[-10:]]
+        lines = [visible(f"  terminal {entity.id} {command}".rstrip())]
+        lines += [f"      {visible(line)}" for line in output.splitlines()[-10:]]
         return lines
     if kind == "compaction":
         status = str(entity.fields.get("status"))
-        lines = [f"  compaction {entity.id}: {status}"]
-        text = _full_text(entity.content)
+        lines = [visible(f"  compaction {entity.id}: {status}")]
+        text = visible(_full_text(entity.content))
         if text:
             lines.append(f"      {text[:200]}")
         return lines
-    return [f"  {kind} {entity.id}"]
+    return [visible(f"  {kind} {entity.id}")]
 
 
 def render_conversation(view: SessionView, start: datetime | None = None) -> list[str]:
     """The session as a client would render it, turn by turn."""
     hop = f" (next hop {view.hop}, through proxy/successor)" if view.hop else ""
-    lines = [click.style(f"Session {view.id}{hop}", bold=True)]
+    lines = [click.style(visible(f"Session {view.id}{hop}"), bold=True)]
     if view.background:
         lines.append(click.style("  (before the first turn / in the background)", dim=True))
         for key in view.background:
@@ -469,9 +476,8 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
         if turn.prompt and not any(
             view.entities[key].type == EntityType.USER_MESSAGE for key in turn.entities
         ):
-            lines.append(
-                f"  {click.style('prompt:', fg='cyan', bold=True)} {_full_text(turn.prompt)}"
-            )
+            prompt = visible(_full_text(turn.prompt))
+            lines.append(f"  {click.style('prompt:', fg='cyan', bold=True)} {prompt}")
         for key in turn.entities:
             lines += _entity_lines(view.entities[key])
         if turn.rejected is not None:
@@ -479,7 +485,7 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
             detail = (
                 f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else error
             )
-            lines.append(click.style(f"  prompt rejected: {detail}", fg="red"))
+            lines.append(click.style(visible(f"  prompt rejected: {detail}"), fg="red"))
         if turn.states[-1:] == ["idle"]:
             ended_at = parse_time(turn.end_t) if turn.end_t else None
             took = (
@@ -487,18 +493,19 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
             )
             reason = turn.stop_reason or "no stop reason"
             color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
-            lines.append("  ended: " + click.style(reason, fg=color) + took)
+            lines.append("  ended: " + click.style(visible(str(reason)), fg=color) + took)
             if isinstance(turn.error, dict):
-                lines.append(f"    error {turn.error.get('code')}: {turn.error.get('message')}")
+                error = f"    error {turn.error.get('code')}: {turn.error.get('message')}"
+                lines.append(visible(error))
         elif not turn.ended:
-            lines.append(click.style(f"  still {view.state}", fg="yellow"))
+            lines.append(click.style(visible(f"  still {view.state}"), fg="yellow"))
     if view.usage:
         usage = view.usage
         cost = usage.get("cost")
         money = (
             f", cost {cost.get('amount')} {cost.get('currency')}" if isinstance(cost, dict) else ""
         )
-        lines.append(f"  usage: {usage.get('used')}/{usage.get('size')} tokens{money}")
+        lines.append(visible(f"  usage: {usage.get('used')}/{usage.get('size')} tokens{money}"))
     for seq, variant, _ in view.unknown:
         lines.append(
             click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)
@@ -513,7 +520,8 @@ def conversation_lines(
     for start, model in connections:
         began = parse_time(start.t) if start else None
         if start is not None:
-            yield click.style(f"Connection {start.t} · {' '.join(start.argv)}", dim=True)
+            argv = " ".join(map(str, start.argv))
+            yield click.style(visible(f"Connection {start.t} · {argv}"), dim=True)
         for view in model.views():
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
@@ -533,7 +541,7 @@ def chunk_summary(message: Message) -> tuple[str, str]:
     session = params.get("sessionId")
     prefix = f"[{session}] " if isinstance(session, str) else ""
     head, text = _update_summary(params.get("update"))
-    return f"{message.method} {prefix}{head}", text
+    return visible(f"{message.method} {prefix}{head}"), text
 
 
 def repeated_summary(head: str, text: str) -> str:
@@ -558,24 +566,25 @@ def frame_summary(message: Message) -> str:
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
         if frame.utf8:
-            return f"(not JSON) {_show(frame.raw.decode(), 70)}"
+            return visible(f"(not JSON) {_show(frame.raw.decode(), 70)}")
         return f"(not UTF-8, {len(frame.raw)} bytes)"
     if message.kind is Kind.REQUEST:
-        return f"#{_show(message.id)} {method} {_summarize_params(str(method), message.params)}"
+        params = _summarize_params(str(method), message.params)
+        return visible(f"#{_show(message.id)} {method} {params}")
     if message.kind is Kind.NOTIFICATION:
-        return f"{method} {_summarize_params(str(method), message.params)}"
+        return visible(f"{method} {_summarize_params(str(method), message.params)}")
     if message.kind is Kind.RESPONSE:
         name = method or "(unknown request)"
         if method == "proxy/successor" and isinstance(message.params.get("method"), str):
             method = message.params["method"]  # the next hop's answer to its request
             name = f"proxy/successor → {method}"
         if message.is_error:
-            outcome = click.style(error_summary(message.error), fg="red")
+            outcome = click.style(visible(error_summary(message.error)), fg="red")
         else:
-            outcome = "ok " + _summarize_result(method, message.frame.value.get("result"))
-        return f"#{_show(message.id)} {name} {outcome}"
+            outcome = visible("ok " + _summarize_result(method, message.frame.value.get("result")))
+        return f"{visible(f'#{_show(message.id)} {name}')} {outcome}"
     if message.kind is Kind.BATCH:
         names = ", ".join(str(element.method or element.kind) for element in message.elements[:4])
         more = ", ..." if len(message.elements) > 4 else ""
-        return f"{len(message.elements)} messages: {names}{more}"
-    return _show(frame.value, 70)
+        return visible(f"{len(message.elements)} messages: {names}{more}")
+    return visible(_show(frame.value, 70))

@@ -11,6 +11,7 @@ builds every node with ``textContent``, so no payload ever becomes markup.
 from __future__ import annotations
 
 import base64
+import os
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import click
 import orjson
 
 from .conversation import Conversation, SessionView
+from .files import open_output
 from .offline import (
     RUN,
     Annotated,
@@ -35,6 +37,7 @@ from .render import chunk_summary, frame_summary, joined_summary, repeated_summa
 from .stats import Stats
 from .transcript import EndRecord, FrameRecord, StartRecord, StderrRecord
 from .validator import Violation
+from .visible import visible
 from .wire import Kind, Message, seconds_between
 
 __all__ = ["build_document", "render_page", "write_report"]
@@ -367,10 +370,11 @@ def _escaped(data: bytes) -> bytes:
 def _page(path: str, data: bytes) -> list[bytes]:
     """The page, in pieces: the template around ``data`` (escaped JSON)."""
     template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
-    title = f"acp-proxy report: {path}"
+    title = visible(f"acp-proxy report: {path}")
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    head, tail = template.replace("{{TITLE}}", safe_title).split("{{DATA}}")
-    return [head.encode("utf-8"), data, tail.encode("utf-8")]
+    # Split first: a file named a{{DATA}}.jsonl puts the marker in the title too
+    head, tail = template.split("{{DATA}}")
+    return [head.replace("{{TITLE}}", safe_title).encode("utf-8"), data, tail.encode("utf-8")]
 
 
 def render_page(document: dict[str, Any]) -> str:
@@ -384,6 +388,6 @@ def write_report(path: str, out: str, revalidate: bool = False) -> int:
     is the document, then its JSON twice (as it is escaped)."""
     data = _escaped(orjson.dumps(build_document(path, revalidate), default=str))
     pieces = _page(path, data)
-    with open(out, "wb") as stream:
+    with os.fdopen(open_output(out), "wb") as stream:  # as a recording is made (files.py)
         stream.writelines(pieces)
     return sum(map(len, pieces))

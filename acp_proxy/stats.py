@@ -11,6 +11,7 @@ from .offline import Annotated, Repeated
 from .transcript import FrameRecord, StartRecord
 from .unstable import RULE as UNSTABLE_RULE
 from .unstable import feature_named
+from .visible import visible
 from .wire import Kind, Message, Turn, seconds_between
 
 __all__ = ["Stats", "percentile"]
@@ -211,4 +212,4 @@ class Stats:
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]
         out += ["", "unstable features (parts of ACP that may still change):"]
         out += [f"  {feature}" for feature in data["unstable_features"]] or ["  none"]
-        return out
+        return [visible(line) for line in out]  # methods, variants, ids: the wire's strings

@@ -63,11 +63,11 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         "pending: 3,000 permission requests left unanswered and 3,000 updates naming unknown "
         "sessions, then 1,000 chunks"
     )
-    rows = pending[2:]
-    assert len(rows) == 6
+    pending_rows = pending[2:]
+    assert len(pending_rows) == 6
     for (setup, load), row in zip(
         [(s, n) for s in ("direct", "proxy", "no-record") for n in ("0", "3,000")],
-        rows,
+        pending_rows,
         strict=True,
     ):
         assert re.fullmatch(rf"{setup}\s+{load}(\s+{NUMBER}){{3}}", row), row

@@ -1,0 +1,59 @@
+"""Every file acp-proxy writes besides recordings (a report, a redacted copy, the log), made
+the way a recording is: where, and as, the user meant.
+
+- never through a symlink planted at the path (``O_NOFOLLOW``): a report's default path
+  sits beside a recording someone else may have sent, in a directory they may write to;
+- never waiting on a FIFO or a device (``O_NONBLOCK``; a FIFO, a socket or a directory is
+  refused, a character device such as ``/dev/null`` is the user's explicit choice);
+- created ``0600`` (these files hold what the recording holds: prompts, file contents,
+  maybe credentials), unless the path already exists as the user's own regular file, whose
+  mode is kept; a file of another user is refused.
+
+:class:`Refused` says why, in words for the user. Opening is the only I/O here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+__all__ = ["Refused", "open_output"]
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+class Refused(OSError):
+    """A path acp-proxy will not write to; ``strerror`` says why."""
+
+
+def open_output(path: str, append: bool = False) -> int:
+    """A file descriptor to write ``path`` (truncated, or appended to). Raises
+    :class:`Refused` for a symlink, a FIFO, a socket or another user's file, and
+    ``OSError`` for what the system refuses (a missing directory, permissions)."""
+    flags = _FLAGS | (os.O_APPEND if append else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Refused(errno.ELOOP, "it is a symbolic link (not followed)", path) from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise Refused(errno.ENXIO, "it is a FIFO, not a regular file", path) from None
+        if exc.errno == errno.EISDIR:
+            raise Refused(errno.EISDIR, "it is a directory", path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise Refused(errno.EINVAL, "it is a FIFO or a socket, not a regular file", path)
+        if stat.S_ISREG(mode) and info.st_uid != os.geteuid():
+            raise Refused(errno.EPERM, "it belongs to another user", path)
+        if stat.S_ISREG(mode) and not append:
+            os.ftruncate(fd, 0)  # only once it is known to be the user's own file
+        if not stat.S_ISCHR(mode):
+            os.set_blocking(fd, True)  # a regular file: writes complete
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
