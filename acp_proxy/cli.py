@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -37,6 +38,45 @@ EXIT_PROXY_FAILED = 70
 
 def _open_log(log_file: str | None) -> LogStream:
     return open_log(log_file)
+
+
+class _Seconds(click.ParamType):  # type: ignore[type-arg]  # (generic from click 8.2)
+    """A finite number of seconds within bounds: ``nan``, ``inf`` and what is out of range
+    are a clear error (exit 2), never a traceback later."""
+
+    name = "seconds"
+
+    def __init__(self, low: float = 0.0, high: float = 86_400.0, open_low: bool = False) -> None:
+        self.low, self.high, self.open_low = low, high, open_low
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        below = number <= self.low if self.open_low else number < self.low
+        if below or number > self.high:
+            low = f"more than {self.low:g}" if self.open_low else f"at least {self.low:g}"
+            self.fail(f"{value!r} is out of range: {low} and at most {self.high:g}", param, ctx)
+        return number
+
+
+class _Speed(click.ParamType):  # type: ignore[type-arg]
+    """A replay speed: 0 (as fast as possible), or a finite factor from 0.001 to 1,000,000."""
+
+    name = "factor"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = _Seconds(0.0, 1e6).convert(value, param, ctx)
+        if 0 < number < 1e-3:
+            self.fail(f"{value!r} is out of range: 0, or from 0.001 to 1000000", param, ctx)
+        return number
 
 
 def _say(message: str) -> None:
@@ -150,7 +190,7 @@ def _settle() -> None:
 )
 @click.option(
     "--grace",
-    type=click.FloatRange(min=0),
+    type=_Seconds(),
     default=5.0,
     show_default=True,
     envvar=_env("GRACE"),
@@ -260,7 +300,7 @@ def run(
 )
 @click.option(
     "--speed",
-    type=click.FloatRange(min=0),
+    type=_Speed(),
     default=1.0,
     show_default=True,
     help="As the agent: 2 plays twice as fast as recorded; 0 as fast as possible.",
@@ -298,7 +338,7 @@ def run(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=_Seconds(open_low=True),
     default=30.0,
     show_default=True,
     help="As the client: seconds to wait for an expected agent frame.",
@@ -629,7 +669,7 @@ def show(
 )
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.01),
+    type=_Seconds(low=0.01, high=3600.0),
     default=0.2,
     show_default=True,
     help="Seconds between checks for new records.",
@@ -723,7 +763,7 @@ def rules(fmt: str) -> None:
 )
 @click.option(
     "--delay",
-    type=click.FloatRange(min=0),
+    type=_Seconds(high=60.0),
     default=0.02,
     show_default=True,
     help="Seconds between the example agent's streamed chunks.",

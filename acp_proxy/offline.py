@@ -12,6 +12,8 @@ the file, so they are carried over as recorded.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -25,12 +27,14 @@ from .transcript import (
     FrameRecord,
     PlainHeads,
     Record,
+    RecordTooLarge,
     StartRecord,
     StderrRecord,
     UnreadableLine,
     ViolationRecord,
     iter_lines,
     parse_record,
+    record_limit,
 )
 from .validator import Validator, Violation
 from .visible import dumps, visible
@@ -451,12 +455,16 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
         stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISCHR(os.fstat(stream.fileno()).st_mode):  # /dev/zero, a terminal
+        stream.close()
+        raise RecordingError(f"{path} is a character device, not a recording")
+    limit = record_limit()
 
     def lines() -> Iterator[tuple[int, bytes]]:
         with stream:
             first = True
             try:
-                for number, line in enumerate(iter_lines(stream), start=1):
+                for number, line in enumerate(iter_lines(stream, limit), start=1):
                     if not line or line.isspace():
                         continue
                     if first:
@@ -466,6 +474,11 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
                     yield number, line
             except OSError as exc:
                 raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
+            except RecordTooLarge as exc:
+                raise RecordingError(
+                    f"cannot read {path}: {exc} (more than a reader may hold here; "
+                    "ACP_PROXY_MAX_RECORD sets the bound in bytes)"
+                ) from None
             if first:
                 raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
 

@@ -225,6 +225,11 @@ class Emit:
     data: bytes
 
 
+#: The longest wait between two replayed frames, in seconds: a day (a recorded gap longer
+#: than that is cut to it, with a warning).
+MAX_GAP = 86_400.0
+
+
 class AgentReplay:
     """The recording as an agent. Pure: client lines in, agent lines out."""
 
@@ -237,6 +242,8 @@ class AgentReplay:
         self._ids: dict[Any, Any] = {}
         #: The mismatch report, once the client diverged.
         self.diverged: str | None = None
+        #: The seqs of the frames whose wait (the recorded gap, scaled) was cut to MAX_GAP.
+        self.capped: list[int] = []
         self.matched = 0
 
     @property
@@ -328,6 +335,9 @@ class AgentReplay:
             previous = steps[self._next - 1] if self._next else None
             gap = seconds_between(previous.t, step.t) if previous is not None else None
             delay = max(0.0, gap or 0.0) / self.speed if self.speed > 0 else 0.0
+            if delay > MAX_GAP:  # a frame stamped 9999-12-31 must not stop the replay
+                delay = MAX_GAP
+                self.capped.append(step.seq)
             data = step.frame.raw
             request = step.message.request
             if step.message.kind is Kind.RESPONSE and request is not None:
@@ -372,8 +382,21 @@ def serve_agent(
 ) -> int:
     """Play the agent over a pair of streams until the client closes its side."""
     inbox = _lines(stdin)
+    warned = False
+
+    def capped() -> None:
+        nonlocal warned
+        if replay.capped and not warned:
+            warned = True
+            log.warning(
+                "a recorded gap is longer than a day: the replay waits a day there",
+                seq=replay.capped[0],
+            )
+
     try:
-        _write(replay.start(), stdout)
+        out = replay.start()
+        capped()
+        _write(out, stdout)
         while True:
             line = inbox.get()
             if line is None:
@@ -382,6 +405,7 @@ def serve_agent(
             out = replay.receive(line)
             if replay.diverged is not None and was is None:
                 log.error("replay mismatch", report=replay.diverged)
+            capped()
             _write(out, stdout)
     except BrokenPipeError:
         log.warning("the client stopped reading")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "FrameRecord",
     "PlainHeads",
     "Record",
+    "RecordTooLarge",
     "StartRecord",
     "StderrRecord",
     "UnreadableLine",
@@ -57,6 +59,7 @@ __all__ = [
     "plain_frame_head",
     "plain_frame_record",
     "read_records",
+    "record_limit",
     "start_record",
     "stderr_record",
     "violation_record",
@@ -490,17 +493,51 @@ def _plain_frame(number: int, line: bytes, record: dict[str, Any]) -> FrameRecor
 _BLOCK = 1 << 20
 
 
-def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
+class RecordTooLarge(ValueError):
+    """A line longer than a reader may hold (:func:`record_limit`)."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"line {line} is longer than {limit:,} bytes")
+        self.line = line
+        self.limit = limit
+
+
+def record_limit() -> int:
+    """The longest line a reader holds: ``$ACP_PROXY_MAX_RECORD`` bytes, else a quarter of
+    the memory available now (a record's parse holds its line and its strings), at least
+    64 MiB. Past it a reader stops with an error that names the line, instead of being
+    killed for memory (``/dev/zero`` has no line end)."""
+    configured = os.environ.get("ACP_PROXY_MAX_RECORD", "")
+    if configured.isdigit():
+        return int(configured)
+    available = 4 << 30
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for entry in meminfo:
+                if entry.startswith(b"MemAvailable:"):
+                    available = int(entry.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(64 << 20, available // 4)
+
+
+def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
     """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
     and split as the relay splits the wire (:class:`~acp_proxy.framing.Framer`), so the
-    memory held is a block and the longest line."""
+    memory held is a block and the longest line. A line longer than ``limit`` raises
+    :class:`RecordTooLarge` (naming it) before more of it is read."""
     framer = Framer()
+    count = 0
     # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
     read = getattr(stream, "read1", stream.read)
     while block := read(_BLOCK):
         lines = framer.lines(block)
         if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
             lines[0] = bytes(lines[0])
+        count += len(lines)
+        if limit is not None and framer.buffered > limit:
+            raise RecordTooLarge(count + 1, limit)
         yield from lines
     last = framer.close()
     if last is not None:
