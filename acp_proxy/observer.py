@@ -297,7 +297,7 @@ class Observer:
                     for line in complete.split(b"\n"):
                         self._stderr_line(t, line)
                 while len(pending) >= STDERR_PIECE:
-                    self.recorder.write(stderr_record(t, bytes(pending[:STDERR_PIECE])))
+                    self._stderr_line(t, bytes(pending[:STDERR_PIECE]))
                     del pending[:STDERR_PIECE]
             elif pending:
                 self._stderr_line(t, bytes(pending))
@@ -309,6 +309,8 @@ class Observer:
                 self._log.error("recording the agent's stderr failed", error=repr(exc))
 
     def _stderr_line(self, t: str, line: bytes) -> None:
+        if self.redactor is not None:  # API-key shaped strings, secret-named fields
+            line = self.redactor.text(line)
         for start in range(0, len(line) or 1, STDERR_PIECE):
             self.recorder.write(stderr_record(t, line[start : start + STDERR_PIECE]))
 

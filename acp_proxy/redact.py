@@ -9,8 +9,19 @@ the wire model) and picks the values to hide:
 - the parameters of ``authenticate`` and ``auth/login`` (all but ``methodId``);
 - any field whose name looks like a token, key, secret, password, credential, cookie
   or authorization, at any depth (``_meta`` included);
+- in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
+  ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
+  ``NAME=value`` whose name looks secret, and of a secret-named header
+  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
+- in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
+  parameters (``?access_token=X``);
+- in what is not JSON (frames that are not JSON or not UTF-8, and the agent's stderr): the
+  values of secret-named fields (``"apiKey": "X"``, ``token=X``) and API-key shaped strings
+  (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens);
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
   output, and the prompt's text (and its echo in user messages).
+
+A value already redacted (``[redacted:…]``) is left as it is: a second pass changes nothing.
 
 Each hidden value becomes ``"[redacted:<tag>]"`` (contents: ``"[redacted:<size> bytes:
 <tag>]"``), where the tag is an HMAC of the value under a key drawn once per
@@ -29,11 +40,19 @@ import os
 import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
 from .framing import Frame, parse_frame, value_spans
-from .transcript import FrameRecord, StartRecord, frame_record, parse_record
+from .transcript import (
+    FrameRecord,
+    StartRecord,
+    StderrRecord,
+    frame_record,
+    parse_record,
+    stderr_record,
+)
 from .wire import Kind, Message, WireModel
 
 __all__ = ["Redactor", "redact_stream"]
@@ -60,7 +79,33 @@ _SECRET_WORDS = frozenset(
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 #: A command-line flag whose value is a secret: ``--api-key X`` or ``--token=X``.
-_SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_-]+)(=(.*))?$")
+_SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_-]+)(=(.*))?$", re.DOTALL)
+#: ``NAME=value`` (an environment assignment before a command).
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", re.DOTALL)
+#: ``Name: value`` (a header, as curl's ``-H`` takes one).
+_HEADER = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$", re.DOTALL)
+#: What a redaction puts in: never redacted again (in a URL, where brackets would not do).
+_DONE = "[redacted:"
+_URL_DONE = "redacted-"
+#: API-key shaped strings, in text that is not JSON (stderr lines, non-JSON frames).
+_KEY_SHAPES = re.compile(
+    rb"(?:\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
+    rb"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    rb"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{30,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
+    rb"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+    rb"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{8,})"
+)
+#: A secret-named field in text that is not JSON: ``"apiKey": "X"``, ``token=X``.
+_TEXT_FIELD = re.compile(
+    rb'("?)([A-Za-z0-9_\-]*(?:[Tt]oken|TOKEN|[Kk]ey|KEY|[Ss]ecret|SECRET|[Pp]assword|PASSWORD'
+    rb"|[Aa]uthorization|AUTHORIZATION|[Cc]ookie|COOKIE)[A-Za-z0-9_\-]*)\1(\s*[:=]\s*)"
+    rb'("([^"\\]|\\.)*"|[^\s,;&"}]+)'
+)
+
+
+def _done(value: Any) -> bool:
+    """Already a redaction's output."""
+    return isinstance(value, str) and value.startswith(_DONE)
 
 
 def secret_name(name: str) -> bool:
@@ -119,12 +164,18 @@ class Redactor:
         if isinstance(value, dict):
             for name, item in value.items():
                 here = (*path, name)
-                if item is None:
+                if item is None or _done(item):
                     continue
                 if secret_name(name):
                     found[here] = self.tag(item)
                 elif name in ("env", "headers"):
                     self._entries(item, here, found)
+                elif name == "args" and isinstance(item, list):
+                    self._args(item, here, found)
+                elif name in ("url", "uri") and isinstance(item, str):
+                    hidden = self.url(item)
+                    if hidden != item:
+                        found[here] = hidden
                 else:
                     self._walk(item, here, found)
         elif isinstance(value, list):
@@ -135,12 +186,68 @@ class Redactor:
         """``env`` / ``headers``: a list of ``{name, value}`` or an object of values."""
         if isinstance(value, list):
             for index, entry in enumerate(value):
-                if isinstance(entry, dict) and entry.get("value") is not None:
-                    found[(*path, index, "value")] = self.tag(entry["value"])
+                item = entry.get("value") if isinstance(entry, dict) else None
+                if item is not None and not _done(item):
+                    found[(*path, index, "value")] = self.tag(item)
         elif isinstance(value, dict):
             for name, item in value.items():
-                if item is not None:
+                if item is not None and not _done(item):
                     found[(*path, name)] = self.tag(item)
+
+    def _args(self, args: list[Any], path: Path, found: dict[Path, str]) -> None:
+        """A command line's arguments (an MCP server's, a terminal's): as :meth:`argv`."""
+        if not all(isinstance(arg, str) for arg in args):
+            self._walk(args, path, found)
+            return
+        hidden, _ = self.argv(args)
+        for index, (before, after) in enumerate(zip(args, hidden, strict=True)):
+            if before != after:
+                found[(*path, index)] = after
+
+    def url(self, url: str) -> str:
+        """A URL with its credentials and secret-named query parameters hidden."""
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # not a URL Python can read: as text
+            return self.text(url.encode()).decode("utf-8", "replace")
+        if not parts.scheme or not parts.netloc:
+            return url
+        netloc = parts.netloc
+        if "@" in netloc:
+            credentials, _, host = netloc.rpartition("@")
+            if not credentials.startswith(_URL_DONE):
+                netloc = f"{self._url_tag(credentials)}@{host}"
+        query = "&".join(
+            f"{name}={self._url_tag(unquote(value))}"
+            if sep and secret_name(unquote(name)) and not value.startswith(_URL_DONE)
+            else f"{name}{sep}{value}"
+            for name, sep, value in (item.partition("=") for item in parts.query.split("&"))
+        ) if parts.query else ""  # fmt: skip
+        if netloc == parts.netloc and query == parts.query:
+            return url
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+    def _url_tag(self, value: str) -> str:
+        """A tag that stands in a URL as it is (no brackets): ``redacted-<tag>``."""
+        return _URL_DONE + self.tag(value)[len(_DONE) : -1]
+
+    def text(self, data: bytes) -> bytes:
+        """Text that is not JSON (a stderr line, a frame that does not parse): the values of
+        secret-named fields and API-key shaped strings hidden."""
+
+        def field(match: re.Match[bytes]) -> bytes:
+            value = match.group(4)
+            inner = value[1:-1] if value.startswith(b'"') else value
+            if inner.startswith(_DONE.encode()):
+                return match.group(0)
+            tag = self.tag(inner.decode("utf-8", "replace")).encode()
+            quote = b'"' if value.startswith(b'"') else b""
+            return match.group(0)[: match.start(4) - match.start(0)] + quote + tag + quote
+
+        data = _TEXT_FIELD.sub(field, data)
+        return _KEY_SHAPES.sub(
+            lambda m: self.tag(m.group(0).decode("utf-8", "replace")).encode(), data
+        )
 
     def _contents(self, message: Message, value: dict[str, Any], found: dict[Path, str]) -> None:
         method, kind = message.method, message.kind
@@ -190,7 +297,10 @@ class Redactor:
         """The frame with its secrets replaced, and the paths replaced (none: unchanged)."""
         frame = message.frame
         if not frame.is_json:
-            return frame, []
+            hidden = self.text(frame.raw)
+            if hidden == frame.raw:
+                return frame, []
+            return parse_frame(hidden), ["(text)"]
         found = self.targets(message)
         if not found:
             return frame, []
@@ -205,22 +315,50 @@ class Redactor:
         return parse_frame(raw), sorted(_show(path) for _, _, path in edits)
 
     def argv(self, argv: list[str]) -> tuple[list[str], list[str]]:
-        """The agent command with the values of secret-looking flags hidden."""
+        """A command line with its secrets hidden: the values of secret-looking flags
+        (``--token X``, ``--api-key=X``), of secret-named ``NAME=value`` assignments, and of
+        secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``)."""
         out, changed, hide_next = list(argv), [], False
         for index, arg in enumerate(argv):
             if hide_next:
-                out[index], hide_next = self.tag(arg), False
-                changed.append(f"argv[{index}]")
+                hide_next = False
+                if not _done(arg):
+                    out[index] = self.tag(arg)
+                    changed.append(f"argv[{index}]")
                 continue
-            match = _SECRET_FLAG.match(arg)
-            if match is None or not secret_name(match.group(1).replace("-", "_")):
-                continue
-            if match.group(2):
-                out[index] = f"{arg[: match.start(3)]}{self.tag(match.group(3))}"
-                changed.append(f"argv[{index}]")
-            else:
+            hidden = self._argument(arg)
+            if hidden is None:
                 hide_next = True
+            elif hidden != arg:
+                out[index] = hidden
+                changed.append(f"argv[{index}]")
         return out, changed
+
+    def _argument(self, arg: str) -> str | None:
+        """One argument with its secret hidden; None when the next one is the secret."""
+        flag = _SECRET_FLAG.match(arg)
+        if flag is not None:
+            name, value = flag.group(1), flag.group(3)
+            if secret_name(name.replace("-", "_")):
+                if flag.group(2) is None:
+                    return None
+                return arg if _done(value) else f"{arg[: flag.start(3)]}{self.tag(value)}"
+            if value is not None:  # --header=Authorization: X
+                header = self._header(value)
+                return arg if header == value else f"{arg[: flag.start(3)]}{header}"
+            return arg
+        assignment = _ASSIGNMENT.match(arg)
+        if assignment is not None and secret_name(assignment.group(1)):
+            value = assignment.group(2)
+            return arg if _done(value) else f"{assignment.group(1)}={self.tag(value)}"
+        return self._header(arg)
+
+    def _header(self, text: str) -> str:
+        """``Name: value`` with the value hidden when the name looks secret."""
+        header = _HEADER.match(text)
+        if header is None or not secret_name(header.group(1)) or _done(header.group(2)):
+            return text
+        return f"{header.group(1)}: {self.tag(header.group(2))}"
 
 
 def _resources(value: Any, path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
@@ -246,7 +384,11 @@ def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tu
         body = line[:-1] if line.endswith(b"\n") else line
         record = parse_record(number, body)
         copy = body + b"\n"
-        if isinstance(record, StartRecord):
+        if isinstance(record, StderrRecord):
+            hidden = redactor.text(record.data)
+            if hidden != record.data:
+                copy = stderr_record(record.t, hidden)
+        elif isinstance(record, StartRecord):
             wire = WireModel()
             argv, paths = redactor.argv(record.argv)
             if paths:
