@@ -11,6 +11,8 @@ Usage: python scripted_agent.py MODE [ARGS...]
   stubborn MARKER     say ready, then ignore SIGTERM and stdin EOF; note each SIGTERM in MARKER
   trap MARKER         on SIGTERM/SIGINT/SIGHUP write the signal number to MARKER and exit 0
   grandchild PIDFILE  start a grandchild that sleeps, write its pid, then exit on stdin EOF
+  hostile             a v1 agent that puts terminal escapes, C1 controls, bidi overrides and
+                      a bare \\r into every field it controls (see EVIL), and its stderr
 """
 
 from __future__ import annotations
@@ -20,6 +22,51 @@ import signal
 import subprocess
 import sys
 import time
+
+#: Every kind of control sequence a hostile peer may send: an OSC 52 clipboard write, SGR
+#: colours, an OSC 8 link, a C1 CSI (clear screen), a bare CR, a bidi override, a zero-width
+#: space, DEL and NUL.
+EVIL = (
+    "\x1b]52;c;aGk=\x07\x1b[31mred\x1b[0m\x1b]8;;http://evil.example\x07link\x1b]8;;\x07"
+    "\x9b2J\rover\u202eevil\u200b\x7f\x00end"
+)
+
+
+def _hostile() -> None:
+    """Answer a v1 client with EVIL wherever the agent chooses a string."""
+    import json
+
+    def send(message: dict[str, object]) -> None:
+        os.write(1, json.dumps({"jsonrpc": "2.0", **message}, ensure_ascii=False).encode() + b"\n")
+
+    os.write(2, ("stderr: " + EVIL + "\n").encode())
+    session = "sess" + EVIL
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        method, ident = request.get("method"), request.get("id")
+        if method == "initialize":
+            info = {"name": EVIL, "version": EVIL}
+            send({"id": ident, "result": {"protocolVersion": 1, "agentInfo": info,
+                                          "agentCapabilities": {}, "authMethods": []}})  # fmt: skip
+        elif method == "session/new":
+            send({"id": ident, "result": {"sessionId": session}})
+        elif method == "session/prompt":
+
+            def update(body: dict[str, object]) -> None:
+                send({"method": "session/update", "params": {"sessionId": session, "update": body}})
+
+            update({"sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": EVIL}})  # fmt: skip
+            update({"sessionUpdate": "tool_call", "toolCallId": EVIL, "title": EVIL,
+                    "kind": EVIL, "status": EVIL})  # fmt: skip
+            update({"sessionUpdate": "plan", "entries": [
+                {"content": EVIL, "priority": EVIL, "status": EVIL}]})  # fmt: skip
+            update({"sessionUpdate": EVIL})
+            send({"method": EVIL, "params": {"x": EVIL}})
+            os.write(1, ("not json " + EVIL + "\n").encode())
+            send({"id": ident, "result": {"stopReason": EVIL}})
+        elif ident is not None:
+            send({"id": ident, "error": {"code": -32603, "message": EVIL, "data": EVIL}})
 
 
 def _copy(src: int, dests: list[int]) -> None:
@@ -86,6 +133,8 @@ def main() -> None:  # noqa: C901, PLR0912, PLR0915 - one branch per mode
         os.write(1, b'{"ready":true}\n')
         while os.read(0, 1 << 16):
             pass
+    elif mode == "hostile":
+        _hostile()
     else:
         raise SystemExit(f"unknown mode {mode}")
 
