@@ -160,3 +160,63 @@ def test_the_same_value_gets_the_same_tag_and_names_are_judged_by_words():
         == b'{"jsonrpc":"2.0","id":1,"method":"_x","params":{"a" : 1,"token":"%s"}}'
         % (redactor.tag("t").encode())
     )
+
+
+#: A secret in each place a user expects one gone, with what must stay beside it.
+PLANTED = [b"tok-in-args", b"key-in-args", b"pw-in-url", b"tok-in-query", b"bearer-in-terminal",
+           b"value-in-argv", b"header-in-argv", b"key-in-binary", b"key-in-text",
+           b"sk-ant-api03-stderrsecretvalue1234"]  # fmt: skip
+
+
+def test_redaction_reaches_every_place_a_secret_hides_and_a_second_pass_changes_nothing(
+    tmp_path: Path,
+):
+    """MCP server args (--token X, --api-key=X), credentials in an MCP url (user:pw@,
+    ?access_token=), terminal/create args (-H "Authorization: Bearer ..."), NAME=value and
+    --header=Authorization: ... in the recorded argv, a secret-named field in a frame stored
+    as base64 (not UTF-8) and in a frame that is not JSON, an API-key shaped string on the
+    agent's stderr. A second pass over the copy changes nothing more."""
+    from acp_proxy.transcript import end_record, frame_record, start_record, stderr_record
+
+    t = "2026-01-01T00:00:00.000000Z"
+    new = {"cwd": "/", "mcpServers": [
+        {"name": "gh", "command": "gh-mcp", "args": ["--token", "tok-in-args", "--api-key=key-in-args", "--verbose"], "env": []},
+        {"type": "http", "name": "docs", "url": "https://me:pw-in-url@docs.example/mcp?access_token=tok-in-query&lang=en", "headers": []},
+    ]}  # fmt: skip
+    terminal = {"sessionId": "s", "command": "curl",
+                "args": ["-H", "Authorization: Bearer bearer-in-terminal", "https://api.example"]}  # fmt: skip
+    frames = [
+        ("client", orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new})),
+        ("agent", orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "terminal/create", "params": terminal})),
+        ("agent", b'{"jsonrpc":"2.0","method":"_x","params":{"apiKey":"key-in-binary","n":"\xff"}}'),
+        ("agent", b'debug: config loaded, api_key=key-in-text, model=opus'),
+    ]  # fmt: skip
+    argv = [
+        "env",
+        "OPENAI_API_KEY=value-in-argv",
+        "agent",
+        "--header=Authorization: header-in-argv",
+    ]
+    path = tmp_path / "secrets.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(t, argv, 1))
+        for seq, (side, raw) in enumerate(frames, 1):
+            out.write(frame_record(seq, t, side, parse_frame(raw)))
+        out.write(stderr_record(t, b"using key sk-ant-api03-stderrsecretvalue1234 for requests"))
+        out.write(end_record(t, 0, "client closed stdin"))
+    original = path.read_bytes()
+    assert all(secret in original for secret in PLANTED if secret != b"key-in-binary")
+    assert b"key-in-binary" not in original  # stored as base64: a plain search misses it
+    once, twice = tmp_path / "once.jsonl", tmp_path / "twice.jsonl"
+    for source, target in ((path, once), (once, twice)):
+        subprocess.run([*PROXY, "redact", str(source), "-o", str(target)], check=True,
+                       capture_output=True, env=clean_env())  # fmt: skip
+    copy = once.read_bytes()
+    decoded = copy + b"".join(r.frame.raw for r in read_records(once) if isinstance(r, FrameRecord))
+    for secret in PLANTED:
+        assert secret not in decoded, secret
+    # what is not secret stays: the flags, the host, the other arguments and fields
+    for kept in (b"--verbose", b"docs.example/mcp", b"lang=en", b"https://api.example",
+                 b"model=opus", b"--header=Authorization: ", b"OPENAI_API_KEY="):  # fmt: skip
+        assert kept in decoded, kept
+    assert twice.read_bytes() == copy  # nothing more to hide
