@@ -1,3 +1,5 @@
 """acp-proxy: a transparent, recording, validating proxy for the Agent Client Protocol."""
 
-__version__ = "0.1.0"
+from acp_proxy.core.version import VERSION as __version__
+
+__all__ = ["__version__"]

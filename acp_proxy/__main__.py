@@ -1,6 +1,6 @@
 """``python -m acp_proxy``."""
 
-from .cli import main
+from acp_proxy.cli import main
 
 if __name__ == "__main__":
     main()

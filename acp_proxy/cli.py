@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from . import __version__
-from .log import LEVELS, LogStream, configure, get_logger, open_log
-from .visible import dumps, visible
+from acp_proxy import __version__
+from acp_proxy.core.visible import dumps, visible
+from acp_proxy.log import LEVELS, LogStream, configure, get_logger, open_log
 
 if TYPE_CHECKING:
-    from .offline import RecordingError
+    from acp_proxy.readers.annotate import RecordingError
 
 # Only what every command needs is imported here: `run` starts the agent first and loads
 # the rest of the proxy (the validator, the schemas, asyncio) while the agent starts;
@@ -144,8 +144,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            # A RecordingError can only come from acp_proxy.offline, once it is loaded.
-            offline = sys.modules.get("acp_proxy.offline")
+            # A RecordingError can only come from acp_proxy.readers.annotate, once it is loaded.
+            offline = sys.modules.get("acp_proxy.readers.annotate")
             if offline is not None and isinstance(exc, offline.RecordingError):
                 raise _Unreadable(str(exc)) from None
             raise
@@ -240,7 +240,7 @@ def run(
     Example:
       acp-proxy run -- my-agent --acp
     """
-    from .spawn import AgentNotExecutable, AgentNotFound, start_agent
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
 
     argv = list(command)
     # The agent first: its start overlaps the proxy's (what it writes waits in its pipe).
@@ -253,10 +253,10 @@ def run(
         _say(f"acp-proxy: agent command cannot be executed: {exc}")
         sys.exit(EXIT_NOT_EXECUTABLE)
 
-    from .observer import Observer
-    from .recorder import Recorder, is_per_session, resolve_record_path
-    from .relay import run_relay
-    from .validator import Validator
+    from acp_proxy.core.validator import Validator
+    from acp_proxy.live.observer import Observer
+    from acp_proxy.live.recorder import Recorder, is_per_session, resolve_record_path
+    from acp_proxy.live.relay import run_relay
 
     configure(log_level.lower(), log_format, _open_log(log_file))
     log = get_logger()
@@ -265,7 +265,7 @@ def run(
     observer.record_stderr = not no_stderr
     recorded_argv = argv
     if redact:
-        from .redact import Redactor
+        from acp_proxy.transcript.redact import Redactor
 
         observer.redactor = Redactor()
         recorded_argv = observer.redactor.argv(argv)[0]
@@ -381,7 +381,7 @@ def replay(
       acp-proxy replay session.jsonl
       acp-proxy replay --as client session.jsonl -- my-agent --acp
     """
-    from .replay import AgentReplay, drive_agent, load_script, serve_agent
+    from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
 
     configure(log_level.lower(), log_format, _open_log(log_file))
     log = get_logger()
@@ -432,7 +432,7 @@ def report(recording: str, output: str | None, revalidate: bool) -> None:
     findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
     so it can be attached to a bug report.
     """
-    from .report import write_report
+    from acp_proxy.readers.report import write_report
 
     out = output or str(Path(recording).with_suffix(".html"))
     if Path(out).resolve() == Path(recording).resolve():
@@ -465,13 +465,13 @@ def redact(recording: str, output: str, contents: bool) -> None:
     Everything else stays byte for byte; frames that changed list the paths
     (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
     """
-    from .offline import open_recording
-    from .redact import redact_stream
+    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.redact import redact_stream
 
     if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
         raise click.UsageError("the copy would overwrite the recording; give another -o")
     next(iter(open_recording(recording)))  # says clearly if it is no transcript
-    from .files import open_output
+    from acp_proxy.files import open_output
 
     try:
         with open(recording, "rb") as source, os.fdopen(open_output(output), "wb") as out:
@@ -505,7 +505,7 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     appended is validated session by session. Exit status: 0 no error-level
     finding, 1 at least one, 2 a file that cannot be read.
     """
-    from .offline import RecordingError, finding_line, validate_recording
+    from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
 
     errors = 0
     unreadable = False
@@ -627,12 +627,12 @@ def show(
     """
     import orjson
 
-    from .conversation import Conversation
-    from .offline import RUN, annotate_lines, open_lines
-    from .render import Timeline, TimelineFilter
+    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.conversation import Conversation
+    from acp_proxy.readers.text import Timeline, TimelineFilter
 
     if conversation or as_json:
-        from .render import conversation_lines
+        from acp_proxy.readers.text import conversation_lines
 
         # the whole file is read before anything is shown: a streamed turn's chunks are
         # taken in runs, known by their bytes (annotate_lines)
@@ -689,9 +689,9 @@ def follow(
     PATH may be a recording, or a directory: then the newest recording in it is
     followed, and each new one as new sessions start. Ctrl-C stops.
     """
-    from .follow import follow_records
-    from .offline import annotate
-    from .render import Timeline, TimelineFilter
+    from acp_proxy.readers.annotate import annotate
+    from acp_proxy.readers.follow import follow_records
+    from acp_proxy.readers.text import Timeline, TimelineFilter
 
     target = Path(path)
     if not target.exists():
@@ -721,8 +721,8 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
 
-    from .offline import RUN, annotate_lines, open_lines
-    from .stats import Stats
+    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.stats import Stats
 
     figures = Stats()
     for path in recordings:
@@ -747,7 +747,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
 )
 def rules(fmt: str) -> None:
     """Print the catalog of rules the validator checks."""
-    from .rules import catalog_lines
+    from acp_proxy.core.rules import catalog_lines
 
     with _output(False) as emit:
         for line in catalog_lines(fmt):
@@ -784,8 +784,8 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
     Nothing else needs to be installed: the agent and the client are both
     part of acp-proxy.
     """
-    from .demo import run_demo
-    from .recorder import default_record_dir, recording_name
+    from acp_proxy.devtools.demo import run_demo
+    from acp_proxy.live.recorder import default_record_dir, recording_name
 
     path = Path(record) if record is not None else default_record_dir() / recording_name("demo")
     click.echo(
@@ -801,7 +801,7 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
     except (OSError, EOFError, ValueError, KeyError) as exc:
         _say(f"acp-proxy demo: the session failed: {exc}")
         sys.exit(1)
-    from .demo import report_lines
+    from acp_proxy.devtools.demo import report_lines
 
     with _output(None) as emit:
         for line in report_lines(path, status):

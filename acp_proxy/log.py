@@ -20,7 +20,7 @@ from typing import Any, TextIO, cast
 
 import orjson
 
-from .visible import visible, visible_json
+from acp_proxy.core.visible import visible, visible_json
 
 __all__ = ["LEVELS", "LogStream", "configure", "get_logger", "open_log"]
 
@@ -81,7 +81,7 @@ def open_log(path: str | None) -> LogStream:
     stderr = LogStream(2, "stderr")
     if not path:
         return stderr
-    from .files import open_output  # noqa: PLC0415 - only when there is a log file
+    from acp_proxy.files import open_output  # noqa: PLC0415 - only when there is a log file
 
     try:
         fd = open_output(path, append=True)

@@ -15,7 +15,7 @@ MIB = rf"{NUMBER} MiB"
 
 def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "acp_proxy.bench", "--frames", "2000", "--round-trips", "20",
+        [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "2000", "--round-trips", "20",
          "--big-mib", "1", "--long-frames", "3000", "--repeat", "2",
          "--pending", "3000", "--pending-frames", "1000"],
         capture_output=True, text=True, timeout=300, check=True,

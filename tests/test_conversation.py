@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.conversation import Conversation
-from acp_proxy.framing import parse_frame
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.readers.conversation import Conversation
 
 S = "s1"
 T = "2026-11-29T20:00:00.000000Z"

@@ -71,7 +71,7 @@ def test_example_agent_speaks_v1_when_asked():
     import sys
 
     with subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy.example_agent", "--delay", "0"],
+        [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     ) as agent:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.framing import UNPARSED, Framer, LineSplicer, parse_frame, value_spans
+from acp_proxy.core.framing import UNPARSED, Framer, LineSplicer, parse_frame, value_spans
 
 
 def frames_of(chunks: list[bytes]) -> list[bytes]:
@@ -216,7 +216,7 @@ def test_a_long_frame_parses_to_what_orjson_parses(value, edits):
     gives orjson's value, or orjson's error, for any text: JSON, corrupted JSON (a control
     byte, invalid UTF-8, a stray quote or backslash), marks that are keys or already there.
     Every frame and literal counts as long here, and pieces are a few bytes."""
-    from acp_proxy import framing
+    from acp_proxy.core import framing
 
     raw = bytearray(orjson.dumps(value))
     for position, byte, replace in edits:
@@ -231,7 +231,7 @@ def test_a_long_frame_parses_to_what_orjson_parses(value, edits):
 def test_a_long_frame_is_never_parsed_whole(monkeypatch):
     """A frame of 2 MiB, most of it one string: orjson never sees it whole (it would hold
     twice the string at its peak); its value and bytes are the frame's."""
-    from acp_proxy import framing
+    from acp_proxy.core import framing
 
     seen: list[int] = []
     loads = orjson.loads
@@ -254,7 +254,7 @@ def test_a_long_literal_python_cannot_decode_is_parsed_whole(monkeypatch):
     """Were orjson to pass a long literal that Python's UTF-8 decoder refuses, the frame
     is parsed whole (orjson's value or error), never a UnicodeDecodeError: the observer
     and the readers must not fail on a frame."""
-    from acp_proxy import framing
+    from acp_proxy.core import framing
 
     monkeypatch.setattr(framing, "_is_string_body", lambda body: True)
     raw = b'{"a":"' + b"x" * framing.LONG_STRING + b'\xff"}'

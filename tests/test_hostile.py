@@ -28,7 +28,7 @@ import orjson
 import pytest
 from conftest import PROXY, SCRIPTED_AGENT, clean_env
 
-from acp_proxy.visible import visible, visible_json
+from acp_proxy.core.visible import visible, visible_json
 
 #: A raw control or invisible format character (the line feed aside).
 RAW = re.compile(
@@ -304,9 +304,9 @@ def test_values_out_of_range_are_a_clear_error(args: list[str]):
 def test_a_recorded_gap_longer_than_a_day_waits_a_day():
     """A replayed frame stamped 9999-12-31: the wait is cut to a day (and said), never an
     overflow."""
-    from acp_proxy.framing import parse_frame
-    from acp_proxy.replay import MAX_GAP, AgentReplay, Script, Step
-    from acp_proxy.wire import Side, WireModel
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.core.wire import Side, WireModel
+    from acp_proxy.readers.replay import MAX_GAP, AgentReplay, Script, Step
 
     wire = WireModel()
     raw = [b'{"jsonrpc":"2.0","method":"_a"}', b'{"jsonrpc":"2.0","method":"_b"}']

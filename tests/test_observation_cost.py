@@ -15,9 +15,9 @@ import orjson
 import pytest
 from test_validator import A, C, S, note, ok, req, setup, upd
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.validator import Validator
-from acp_proxy.wire import MAX_PENDING
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.validator import Validator
+from acp_proxy.core.wire import MAX_PENDING
 
 #: How many requests are left pending.
 PENDING = 100_000

@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 from test_validator import chunk_frames
 
-from acp_proxy.framing import Framer
+from acp_proxy.core.framing import Framer
+from acp_proxy.core.validator import Validator
+from acp_proxy.live.observer import Observer
+from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
-from acp_proxy.observer import Observer
-from acp_proxy.recorder import Recorder
-from acp_proxy.validator import Validator
 
 
 def frames(*messages):
@@ -98,8 +98,8 @@ def test_a_failing_wire_model_stops_validation_but_not_recording(tmp_path):
 def test_every_record_is_what_frame_record_writes(tmp_path):
     """The short way for plain frames writes, byte for byte, the record frame_record makes;
     frames with findings, not JSON, unfinished or big take the long way, same format."""
-    from acp_proxy.framing import parse_frame
-    from acp_proxy.transcript import FrameRecord, frame_record, read_records
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.transcript.records import FrameRecord, frame_record, read_records
 
     recorder = Recorder(tmp_path / "t.jsonl", get_logger())
     recorder.open(["agent"], 1)
@@ -127,20 +127,20 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
 def test_frames_read_before_a_failing_one_are_still_recorded(tmp_path, monkeypatch):
     """Plain records of a read are gathered and written together; if observing a later frame
     of the same read fails (a bug), the ones before it still reach the transcript."""
-    import acp_proxy.observer
+    import acp_proxy.live.observer
 
     recorder = Recorder(tmp_path / "t.jsonl", get_logger())
     recorder.open(["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
     observer._debug = False  # as under `run` at its default log level: the plain records' way
-    from acp_proxy.transcript import plain_frame_record as real
+    from acp_proxy.transcript.records import plain_frame_record as real
 
     def fails_on_b(seq: int, stamp: bytes, raw: bytes) -> bytes:
         if b"_b" in raw:
             raise RuntimeError("a bug")
         return real(seq, stamp, raw)
 
-    monkeypatch.setattr(acp_proxy.observer, "plain_frame_record", fails_on_b)
+    monkeypatch.setattr(acp_proxy.live.observer, "plain_frame_record", fails_on_b)
     chunk = Framer().feed(b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n')
     with capture_logs():
         assert observer.observe("client", chunk) == b""
@@ -182,11 +182,13 @@ def _observed(tmp_path, reads, how, raw, monkeypatch):
 
     import structlog
 
-    import acp_proxy.observer
-    from acp_proxy.redact import Redactor
+    import acp_proxy.live.observer
+    from acp_proxy.transcript.redact import Redactor
 
     record, debug, redact = how
-    monkeypatch.setattr(acp_proxy.observer, "format_time", lambda: "2026-11-30T00:00:00.000000Z")
+    monkeypatch.setattr(
+        acp_proxy.live.observer, "format_time", lambda: "2026-11-30T00:00:00.000000Z"
+    )
     path = tmp_path / f"{how}-{raw}.jsonl"
     capture = structlog.testing.LogCapture()
     log = structlog.wrap_logger(
@@ -273,8 +275,8 @@ def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkey
     """The short way is taken live: of a turn's 200 chunks, only the first few are parsed."""
     from test_validator import CLEAN_CHUNK, setup, turn
 
-    import acp_proxy.observer
-    from acp_proxy.framing import parse_frame
+    import acp_proxy.live.observer
+    from acp_proxy.core.framing import parse_frame
 
     parsed: list[bytes] = []
 
@@ -282,7 +284,7 @@ def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkey
         parsed.append(raw)
         return parse_frame(raw)
 
-    monkeypatch.setattr(acp_proxy.observer, "parse_frame", counting)
+    monkeypatch.setattr(acp_proxy.live.observer, "parse_frame", counting)
     recorder = Recorder(tmp_path / "t.jsonl", get_logger())
     recorder.open(["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())

@@ -267,8 +267,8 @@ def recorded_tour(
 
 def agent_bytes(record: Path) -> bytes:
     """Every byte the agent sent, as the recording holds it (each frame and its newline)."""
-    from acp_proxy.offline import open_recording
-    from acp_proxy.transcript import FrameRecord
+    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.records import FrameRecord
 
     return b"".join(
         item.frame.raw + b"\n"
@@ -279,9 +279,9 @@ def agent_bytes(record: Path) -> bytes:
 
 def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The findings of a recording, (rule, seq), validated the long way and the short way."""
-    from acp_proxy.offline import open_recording
-    from acp_proxy.transcript import FrameRecord
-    from acp_proxy.validator import Validator
+    from acp_proxy.core.validator import Validator
+    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.records import FrameRecord
 
     ways = []
     for fast in (False, True):

@@ -1,4 +1,4 @@
-"""The tables in ``acp_proxy.protocol`` against the official schemas that ship with it."""
+"""The tables in ``acp_proxy.core.protocol`` against the official schemas that ship with it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from acp_proxy.protocol import (
+from acp_proxy.core.protocol import (
     AGENT,
     ANY,
     CLIENT,
@@ -20,7 +20,7 @@ from acp_proxy.protocol import (
     UPDATE_VARIANTS_V2,
     official_schema,
 )
-from acp_proxy.wire import State, StopReason
+from acp_proxy.core.wire import State, StopReason
 
 _SENDER = {"client": AGENT, "agent": CLIENT, "protocol": ANY}
 

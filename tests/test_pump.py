@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from structlog.testing import capture_logs
 
+from acp_proxy.core.validator import Validator
+from acp_proxy.live.observer import Observer
+from acp_proxy.live.recorder import Recorder
+from acp_proxy.live.relay import _pump, _SpinningSelector
 from acp_proxy.log import get_logger
-from acp_proxy.observer import Observer
-from acp_proxy.recorder import Recorder
-from acp_proxy.relay import _pump, _SpinningSelector
-from acp_proxy.validator import Validator
 
 
 class Feed:
@@ -149,8 +149,8 @@ def test_a_bug_in_the_callback_reaches_the_relay_instead_of_hanging_it():
 def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
     """Framing is observation: if it fails, the failure is logged once and the bytes keep
     going on, to the end of the stream."""
-    import acp_proxy.relay
-    from acp_proxy.framing import Framer
+    import acp_proxy.live.relay
+    from acp_proxy.core.framing import Framer
 
     class BrokenFramer(Framer):
         def lines(self, data: bytes) -> list:
@@ -158,7 +158,7 @@ def test_a_bug_in_the_framer_stops_observation_not_the_relay(monkeypatch):
                 raise RuntimeError("framer bug")
             return super().lines(data)
 
-    monkeypatch.setattr(acp_proxy.relay, "Framer", BrokenFramer)
+    monkeypatch.setattr(acp_proxy.live.relay, "Framer", BrokenFramer)
 
     async def scenario() -> None:
         feed, sink, watcher = Feed(), Sink(), observer()
@@ -266,7 +266,7 @@ def test_the_loop_never_polls_with_no_time_to_poll(selects):
 
 def test_the_loop_polls_only_where_the_proxy_has_more_than_one_cpu(monkeypatch):
     """With one CPU to run on, polling would only keep the peer from running: none."""
-    from acp_proxy import relay
+    from acp_proxy.live import relay
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert relay._spin_here() == 0
@@ -282,7 +282,7 @@ def test_the_agents_exit_is_seen_at_once_and_without_polling_where_a_pidfd_says_
     import sys
     from typing import Any
 
-    from acp_proxy import relay
+    from acp_proxy.live import relay
 
     slept: list[float] = []
     real_sleep = asyncio.sleep

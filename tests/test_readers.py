@@ -13,9 +13,15 @@ from conftest import PROXY, clean_env
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.offline import validate_records
-from acp_proxy.transcript import FrameRecord, end_record, frame_record, read_records, start_record
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.readers.annotate import validate_records
+from acp_proxy.transcript.records import (
+    FrameRecord,
+    end_record,
+    frame_record,
+    read_records,
+    start_record,
+)
 
 RECORDINGS = Path(__file__).parent.parent / "recordings"
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
@@ -325,7 +331,7 @@ def test_stats_figures_match_timings_the_test_wrote(tmp_path):
 
 def test_percentiles_are_nearest_rank():
     """p50 and p95 use the nearest-rank method."""
-    from acp_proxy.stats import percentile
+    from acp_proxy.readers.stats import percentile
 
     values = [float(v) for v in range(1, 21)]
     assert percentile(values, 0.5) == 10.0
@@ -483,7 +489,7 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
 def test_first_words_looks_at_the_start_only_and_says_the_same(text, limit):
     """The timeline's text excerpt reads only the start of a long text, with the result of
     collapsing the whole text's whitespace and cutting it."""
-    from acp_proxy.render import _first_words
+    from acp_proxy.readers.text import _first_words
 
     whole = " ".join(text.split())
     expected = whole if len(whole) <= limit else whole[: limit - 1] + "…"

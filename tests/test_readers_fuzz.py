@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.cli import cli
-from acp_proxy.follow import LineSplitter, follow_records
-from acp_proxy.transcript import UnreadableLine, ViolationRecord, parse_record
+from acp_proxy.readers.follow import LineSplitter, follow_records
+from acp_proxy.transcript.records import UnreadableLine, ViolationRecord, parse_record
 
 _scalar = (
     st.none()

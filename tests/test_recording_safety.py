@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 from conftest import PROXY, SCRIPTED_AGENT, clean_env
 
+from acp_proxy.live.recorder import Recorder, recording_name
 from acp_proxy.log import get_logger
-from acp_proxy.recorder import Recorder, recording_name
 
 HELLO = b'{"jsonrpc":"2.0","method":"_hello"}\n'
 

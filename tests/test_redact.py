@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 from conftest import PROXY, SCRIPTED_AGENT, clean_env
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.redact import Redactor, secret_name
-from acp_proxy.transcript import FrameRecord, read_records
-from acp_proxy.wire import WireModel
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.wire import WireModel
+from acp_proxy.transcript.records import FrameRecord, read_records
+from acp_proxy.transcript.redact import Redactor, secret_name
 
 SECRETS = [b"ghp_s3cr3t", b"Bearer abc.def", b"sk-proxy-123", b"sk-ant-xyz", b"tok123", b"1234"]
 
@@ -176,7 +176,7 @@ def test_redaction_reaches_every_place_a_secret_hides_and_a_second_pass_changes_
     --header=Authorization: ... in the recorded argv, a secret-named field in a frame stored
     as base64 (not UTF-8) and in a frame that is not JSON, an API-key shaped string on the
     agent's stderr. A second pass over the copy changes nothing more."""
-    from acp_proxy.transcript import end_record, frame_record, start_record, stderr_record
+    from acp_proxy.transcript.records import end_record, frame_record, start_record, stderr_record
 
     t = "2026-01-01T00:00:00.000000Z"
     new = {"cwd": "/", "mcpServers": [

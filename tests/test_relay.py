@@ -64,7 +64,7 @@ def test_every_frame_is_recorded_with_its_exact_bytes(run_proxy, tmp_path):
     agent = [r for r in frames if r["from"] == "agent"]
     assert len(client) == len(agent) == len(expected)
 
-    from acp_proxy.transcript import FrameRecord, read_records
+    from acp_proxy.transcript.records import FrameRecord, read_records
 
     read = [r for r in read_records(result.transcript) if isinstance(r, FrameRecord)]
     assert [r.frame.raw for r in read if r.side == "client"] == expected
@@ -428,7 +428,7 @@ def test_random_bytes_pass_unchanged_both_ways(run_proxy, tmp_path):
     result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], data)
     assert result.returncode == 0
     assert capture.read_bytes() == data and result.stdout == data
-    from acp_proxy.transcript import FrameRecord, read_records
+    from acp_proxy.transcript.records import FrameRecord, read_records
 
     client = [
         r.frame.raw
@@ -471,8 +471,8 @@ def test_unwritable_log_file_falls_back_to_stderr(run_proxy, tmp_path):
 
 def test_reader_output_closed_early_is_not_an_error(tmp_path):
     """`acp-proxy validate big.jsonl | head -1` ends quietly when head stops reading."""
-    from acp_proxy.framing import parse_frame
-    from acp_proxy.transcript import frame_record, start_record
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.transcript.records import frame_record, start_record
 
     path = tmp_path / "noisy.jsonl"
     with open(path, "wb") as out:
@@ -506,7 +506,7 @@ def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
     """If the proxy itself fails, the transcript still gets its end record; exit 70."""
     from click.testing import CliRunner
 
-    import acp_proxy.relay
+    import acp_proxy.live.relay
     from acp_proxy.cli import cli
 
     started = []
@@ -516,7 +516,7 @@ def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
         on_start(agent.pid)
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(acp_proxy.relay, "run_relay", broken_relay)
+    monkeypatch.setattr(acp_proxy.live.relay, "run_relay", broken_relay)
     transcript = tmp_path / "t.jsonl"
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     try:
@@ -652,12 +652,12 @@ def test_the_agent_starts_before_the_proxy_loads_the_rest_of_itself(tmp_path):
     """`run` starts the agent first, so the agent's start overlaps the proxy's: when the
     agent is started, neither the validator, the schemas, the recorder, asyncio nor
     structlog are loaded yet (they take most of the proxy's start)."""
-    heavy = ["acp_proxy.validator", "acp_proxy.schema", "acp_proxy.recorder", "acp_proxy.relay",
+    heavy = ["acp_proxy.core.validator", "acp_proxy.core.schema", "acp_proxy.live.recorder", "acp_proxy.live.relay",
              "asyncio", "structlog"]  # fmt: skip
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
-        "import acp_proxy.spawn as spawn\n"
+        "import acp_proxy.live.spawn as spawn\n"
         "start = spawn.start_agent\n"
         "def probe(argv):\n"
         f"    loaded = [m for m in {heavy!r} if m in sys.modules]\n"
@@ -676,7 +676,7 @@ def test_the_agent_starts_before_the_proxy_loads_the_rest_of_itself(tmp_path):
 def test_killing_an_agent_closes_only_the_pipes_nobody_took():
     """Agent.kill() stops the agent's process group and reaps it; the pipes are closed only
     if no relay took them (a relay closes what it took, once: never twice)."""
-    from acp_proxy.spawn import start_agent
+    from acp_proxy.live.spawn import start_agent
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     taken = start_agent(sleeper)

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from conftest import PROXY, clean_env
 
-from acp_proxy.demo import run_demo
-from acp_proxy.framing import parse_frame
-from acp_proxy.replay import (
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.devtools.demo import run_demo
+from acp_proxy.readers.replay import (
     AgentReplay,
     ClientReplay,
     difference,
@@ -23,9 +23,15 @@ from acp_proxy.replay import (
     load_script,
     replace_id,
 )
-from acp_proxy.transcript import FrameRecord, end_record, frame_record, read_records, start_record
+from acp_proxy.transcript.records import (
+    FrameRecord,
+    end_record,
+    frame_record,
+    read_records,
+    start_record,
+)
 
-EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", "0.01"]
+EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.01"]
 
 
 @pytest.fixture(scope="module")

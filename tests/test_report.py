@@ -15,9 +15,9 @@ import orjson
 import pytest
 from conftest import PROXY, clean_env
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.report import build_document, embed, render_page, write_report
-from acp_proxy.transcript import end_record, frame_record, start_record, violation_record
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.readers.report import build_document, embed, render_page, write_report
+from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
 
 RECORDINGS = Path(__file__).parent.parent / "recordings"
 T = "2026-11-30T10:00:00.000000Z"
@@ -175,9 +175,9 @@ def test_report_cli_defaults_and_errors(tmp_path):
 def test_the_report_reads_a_streamed_turn_without_parsing_its_chunks(tmp_path, monkeypatch):
     """A streamed turn's chunks are known by their bytes: of 300 chunks, only the first few
     records are read in full, and the page is the same as from reading all of them."""
-    import acp_proxy.offline
-    from acp_proxy.offline import annotate, open_recording
-    from acp_proxy.report import document
+    import acp_proxy.readers.annotate
+    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.readers.report import document
 
     path = tmp_path / "streamed.jsonl"
     chunk = (
@@ -192,13 +192,13 @@ def test_the_report_reads_a_streamed_turn_without_parsing_its_chunks(tmp_path, m
         out.write(end_record(T, 0, "done"))
     long_way = document(str(path), annotate(open_recording(str(path)), stored=True))
     parsed: list[int] = []
-    from acp_proxy.transcript import parse_record as reading
+    from acp_proxy.transcript.records import parse_record as reading
 
     def counting(number: int, line: bytes) -> object:
         parsed.append(number)
         return reading(number, line)
 
-    monkeypatch.setattr(acp_proxy.offline, "parse_record", counting)
+    monkeypatch.setattr(acp_proxy.readers.annotate, "parse_record", counting)
     assert build_document(str(path)) == long_way
     assert len(long_way["sections"][0]["rows"]) == 300 and len(parsed) < 10
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from acp_proxy.protocol import official_schema
-from acp_proxy.schema import Checker, Defect, Schema, schema_for, unhandled_keywords
+from acp_proxy.core.protocol import official_schema
+from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, unhandled_keywords
 
 VERSIONS = (1, 2)
 

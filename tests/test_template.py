@@ -10,7 +10,7 @@ import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.template import TextTemplates
+from acp_proxy.core.chunks import TextTemplates
 
 TEXT = ("params", "update", "content", "text")
 KEY = ("s", "agent_message_chunk", 2)

@@ -8,8 +8,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.transcript import (
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,
     PlainHeads,
@@ -121,7 +121,7 @@ def test_a_truncated_last_line_is_reported_not_fatal():
 
 def test_msg_is_found_by_the_fast_path_and_the_full_scan_alike():
     """However the record's keys are laid out, the reader finds the top-level msg."""
-    from acp_proxy.transcript import _msg_value_offset, _scan_msg_value_offset
+    from acp_proxy.transcript.records import _msg_value_offset, _scan_msg_value_offset
 
     lines = [
         b'{"kind":"frame","seq":1,"t":"x","from":"agent","msg":{"a":1}}',
@@ -136,7 +136,7 @@ def test_msg_is_found_by_the_fast_path_and_the_full_scan_alike():
 
 
 def _both_ways(number: int, line: bytes) -> tuple[FrameRecord | None, object]:
-    from acp_proxy.transcript import _plain_frame, _record
+    from acp_proxy.transcript.records import _plain_frame, _record
 
     record = orjson.loads(line)
     return _plain_frame(number, line, record), _record(number, line, record.get("kind"), record)
@@ -255,7 +255,7 @@ def test_plain_heads_skip_the_lines_a_reader_took_as_guessed():
 def test_lines_are_read_across_blocks_whole_and_as_bytes():
     """iter_lines reads a file in 1 MiB blocks: lines that span blocks (one of 3 MiB), blank
     lines and a last line without its newline come out whole, as bytes."""
-    from acp_proxy.transcript import iter_lines
+    from acp_proxy.transcript.records import iter_lines
 
     lines = [b"a" * 1000, b"", b"b" * (3 << 20), *(b"c%d" % n for n in range(300_000)), b"end"]
     data = b"\n".join(lines)

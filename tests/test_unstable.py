@@ -14,11 +14,11 @@ import pytest
 from conftest import PROXY, clean_env
 from test_validator import A, C, Frames, S, findings, note, ok, req, setup, upd
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.protocol import UNSTABLE_METHODS, official_schema
-from acp_proxy.rules import RULES, Level
-from acp_proxy.transcript import end_record, frame_record, start_record
-from acp_proxy.unstable import feature_named, surface_for
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.protocol import UNSTABLE_METHODS, official_schema
+from acp_proxy.core.rules import RULES, Level
+from acp_proxy.core.unstable import feature_named, surface_for
+from acp_proxy.transcript.records import end_record, frame_record, start_record
 
 FORK: dict[str, Any] = {"sessionCapabilities": {"fork": {}}}
 NEW = "sess_fork"

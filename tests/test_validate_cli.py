@@ -8,10 +8,10 @@ import sys
 import orjson
 from conftest import PROXY, SCRIPTED_AGENT, clean_env
 
-from acp_proxy.demo import DemoClient
-from acp_proxy.framing import parse_frame
-from acp_proxy.rules import CATALOG
-from acp_proxy.transcript import end_record, frame_record, start_record, violation_record
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.rules import CATALOG
+from acp_proxy.devtools.demo import DemoClient
+from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
 
 T = "2026-11-29T20:17:00.000000Z"
 
@@ -185,8 +185,8 @@ def test_validate_streams_in_constant_memory(tmp_path):
     assert path.stat().st_size > 60_000_000
     script = (
         "import sys\n"
-        "from acp_proxy.offline import validate_records\n"
-        "from acp_proxy.transcript import read_records\n"
+        "from acp_proxy.readers.annotate import validate_records\n"
+        "from acp_proxy.transcript.records import read_records\n"
         "assert list(validate_records(read_records(sys.argv[1]))) == []\n"
         # VmHWM, unlike ru_maxrss, is not inherited across exec from the (big) test runner
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
@@ -213,7 +213,14 @@ def test_rules_lists_the_catalog_and_the_readme_carries_it():
 
 def drive_misbehaving_agent(tmp_path, *options):
     record = tmp_path / "t.jsonl"
-    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--misbehave", "--delay", "0"]
+    agent = [
+        sys.executable,
+        "-m",
+        "acp_proxy.devtools.example_agent",
+        "--misbehave",
+        "--delay",
+        "0",
+    ]
     with subprocess.Popen(
         [*PROXY, "run", "--record", str(record), *options, "--", *agent],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),

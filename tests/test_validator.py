@@ -14,28 +14,29 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.conversation import Conversation
-from acp_proxy.framing import parse_frame
-from acp_proxy.offline import (
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.protocol import EntityType
+from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
+from acp_proxy.core.validator import Validator, Violation
+from acp_proxy.readers.annotate import (
     annotate,
     annotate_lines,
     is_text_chunk,
     validate_lines,
     validate_records,
 )
-from acp_proxy.protocol import EntityType
-from acp_proxy.render import (
+from acp_proxy.readers.conversation import Conversation
+from acp_proxy.readers.report import document as report_document
+from acp_proxy.readers.report import todays_findings
+from acp_proxy.readers.stats import Stats
+from acp_proxy.readers.text import (
     Timeline,
     TimelineFilter,
     chunk_summary,
     conversation_lines,
     frame_summary,
 )
-from acp_proxy.report import document as report_document
-from acp_proxy.report import todays_findings
-from acp_proxy.rules import CATALOG, RULES, Level, Scope
-from acp_proxy.stats import Stats
-from acp_proxy.transcript import (
+from acp_proxy.transcript.records import (
     FORMAT,
     FrameRecord,
     StartRecord,
@@ -43,7 +44,6 @@ from acp_proxy.transcript import (
     parse_record,
     start_record,
 )
-from acp_proxy.validator import Validator, Violation
 
 C, A = "client", "agent"
 S = "sess_1"
@@ -1215,12 +1215,12 @@ def test_example_agent_session_is_clean(version, tmp_path):
 
     from conftest import PROXY, clean_env
 
-    from acp_proxy.demo import DemoClient
-    from acp_proxy.offline import validate_records
-    from acp_proxy.transcript import read_records
+    from acp_proxy.devtools.demo import DemoClient
+    from acp_proxy.readers.annotate import validate_records
+    from acp_proxy.transcript.records import read_records
 
     record = tmp_path / "t.jsonl"
-    agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", "0.02"]
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.02"]
     with subprocess.Popen(
         [*PROXY, "run", "--record", str(record), "--", *agent],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
@@ -1392,7 +1392,7 @@ def test_chunks_known_by_their_bytes_are_found_what_the_long_way_finds(
     version: int, chunks: list[bytes]
 ) -> None:
     """The short way knows a chunk that is a checked one around another text by its bytes
-    (acp_proxy.template) and skips the shape checks; `findings` compares every finding with
+    (acp_proxy.core.chunks) and skips the shape checks; `findings` compares every finding with
     the long way's, which checks each frame in full."""
     frames: Frames = [*setup(version), prompt()]
     if version == 2:
@@ -1551,7 +1551,7 @@ def test_a_run_of_repeated_chunks_leaves_the_readers_state_as_reading_them_does(
     """The short way takes a run of chunks in one loop and counts them once: the turn's
     updates and the last seq read are what reading every record gives, run by run or
     frame by frame (with the validator, as validate; without, as show)."""
-    from acp_proxy.offline import _Annotator
+    from acp_proxy.readers.annotate import _Annotator
 
     frames, lines = streamed_turn_lines(40)
     numbered = list(enumerate(lines, start=1))
@@ -1585,7 +1585,7 @@ def test_a_run_of_repeated_chunks_leaves_the_readers_state_as_reading_them_does(
 def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) -> None:
     """The short way is taken: of a turn's 200 chunks, only the first few records are read in
     full (a template is learned, then matched), the rest are known by their bytes."""
-    import acp_proxy.offline
+    import acp_proxy.readers.annotate
 
     parsed: list[int] = []
 
@@ -1593,7 +1593,7 @@ def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) 
         parsed.append(number)
         return parse_record(number, line)
 
-    monkeypatch.setattr(acp_proxy.offline, "parse_record", counting)
+    monkeypatch.setattr(acp_proxy.readers.annotate, "parse_record", counting)
     frames, lines = streamed_turn_lines(200)
     lines.append(frame_record(len(frames) + 201, T0, A, parse_frame(orjson.dumps(idle()[1])))[:-1])
     assert list(validate_lines(enumerate(lines, start=1))) == []

@@ -23,7 +23,7 @@ from test_validator import (
     upd,
 )
 
-from acp_proxy.rules import CATALOG, Level, Scope
+from acp_proxy.core.rules import CATALOG, Level, Scope
 
 #: What the v1 setup's client advertises (fs and terminals).
 V1_CLIENT_CAPS: dict[str, Any] = {

@@ -8,11 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from acp_proxy.framing import parse_frame
-from acp_proxy.offline import annotate
-from acp_proxy.stats import Stats
-from acp_proxy.transcript import frame_record, iter_records, start_record
-from acp_proxy.wire import (
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.wire import (
     RECENT,
     BatchMessage,
     InvalidMessage,
@@ -27,6 +24,9 @@ from acp_proxy.wire import (
     is_notice,
     kind_of,
 )
+from acp_proxy.readers.annotate import annotate
+from acp_proxy.readers.stats import Stats
+from acp_proxy.transcript.records import frame_record, iter_records, start_record
 
 S = "s1"
 

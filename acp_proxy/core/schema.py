@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .protocol import SCHEMA_VERSIONS, official_schema
-from .rules import shown
+from acp_proxy.core.protocol import SCHEMA_VERSIONS, official_schema
+from acp_proxy.core.rules import shown
 
 __all__ = ["Defect", "Schema", "schema_for", "unhandled_keywords"]
 
@@ -864,7 +864,7 @@ def _closer(found: list[Defect], best: list[Defect]) -> bool:
 @functools.cache
 def schema_for(version: int, unstable: bool = False) -> Schema:
     """The compiled schema of a protocol version that ships with acp-proxy (the stable
-    one, or the unstable one: see :mod:`acp_proxy.unstable`)."""
+    one, or the unstable one: see :mod:`acp_proxy.core.unstable`)."""
     if version not in SCHEMA_VERSIONS:
         raise ValueError(f"no schema for ACP v{version}")
     schema = Schema(official_schema(version, unstable), version)

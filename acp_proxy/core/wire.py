@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from .framing import Frame
-from .transcript import parse_time
+from acp_proxy.core.framing import Frame
+from acp_proxy.core.times import parse_time
 
 __all__ = [
     "MAX_PENDING",

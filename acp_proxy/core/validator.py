@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-:class:`Validator` checks the :class:`~acp_proxy.wire.Message` values of one
-connection's :class:`~acp_proxy.wire.WireModel`, in wire order, and returns
+:class:`Validator` checks the :class:`~acp_proxy.core.wire.Message` values of one
+connection's :class:`~acp_proxy.core.wire.WireModel`, in wire order, and returns
 :class:`Violation` values; :meth:`Validator.end` says the connection ended.
 The wire model has already said what each frame is, which request a response
 answers, and where turns begin and end; the validator keeps only the rule
@@ -33,8 +33,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .framing import Frame, parse_frame
-from .protocol import (
+from acp_proxy.core.chunks import TextTemplates
+from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
     CHUNK_TEXT,
@@ -55,12 +56,11 @@ from .protocol import (
     is_extension,
     methods_for,
 )
-from .rules import RULES, SCHEMA_OVERLAP, Scope, shown
-from .schema import Checker, Defect, Schema, schema_for
-from .template import TextTemplates
-from .unstable import feature_message, surface_for
-from .validator_v1 import V1Rules, _V1State
-from .wire import (
+from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope, shown
+from acp_proxy.core.schema import Checker, Defect, Schema, schema_for
+from acp_proxy.core.unstable import feature_message, surface_for
+from acp_proxy.core.validator_v1 import V1Rules, _V1State
+from acp_proxy.core.wire import (
     MAX_HOPS,
     MAX_PENDING,
     Kind,
@@ -90,7 +90,7 @@ _RECENT = 256
 class Violation:
     """One finding: a rule broken at a frame (or at the end of the connection)."""
 
-    #: Stable kebab-case rule id (see :mod:`acp_proxy.rules`).
+    #: Stable kebab-case rule id (see :mod:`acp_proxy.core.rules`).
     rule: str
     #: ``error`` or ``warning``.
     level: str
@@ -260,7 +260,7 @@ class Validator(V1Rules):
         as a user message seen, is recorded already). The wire model counts the update in
         its turn. Returns the frame's text if it was taken so. For the observer, on a line
         the relay has not parsed (the frame is recorded from its bytes), and for a reader of
-        a recording (:mod:`acp_proxy.offline`)."""
+        a recording (:mod:`acp_proxy.readers.annotate`)."""
         if not self._repeatable or side != "agent":
             return None
         again = self._templates.again(raw)
@@ -340,7 +340,7 @@ class Validator(V1Rules):
         self, message: Message, session_id: Any, variant: str | None, version: int | None
     ) -> bool:
         """A chunk that is a checked, clean one of ``session_id`` but for its text (the same
-        envelope, variant and message, :mod:`acp_proxy.template`): what looks at the shape
+        envelope, variant and message, :mod:`acp_proxy.core.chunks`): what looks at the shape
         (the schema, the shape rules, the envelope's) would say the same again, so only
         what follows state runs. False if the session is gone or the version changed."""
         session = self._sessions.get(session_id)
@@ -504,7 +504,7 @@ class Validator(V1Rules):
 
     def _successor(self, message: Message) -> None:
         """``proxy/successor`` carries one message for the next hop of a proxy chain
-        (:func:`~acp_proxy.wire.successor_inner`): it is checked as the next hop's own
+        (:func:`~acp_proxy.core.wire.successor_inner`): it is checked as the next hop's own
         connection would check it, by a validator of its own whose findings say "next hop"."""
         inner = successor_inner(message)
         if inner is None:

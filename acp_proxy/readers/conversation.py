@@ -14,7 +14,7 @@ are keyed by (type, id), never by id alone ("Entity IDs"):
 - compactions: status and patch fields, summary replaced or appended to.
 
 State changes, stop reasons and usage are kept per turn. Where turns begin and
-end is the wire model's to say (:mod:`acp_proxy.wire`): this module only keeps
+end is the wire model's to say (:mod:`acp_proxy.core.wire`): this module only keeps
 what the user saw in each. Unknown update variants are listed, not dropped.
 """
 
@@ -26,12 +26,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .framing import Frame, parse_frame
-from .offline import Annotated, Repeated
-from .protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
-from .transcript import StartRecord
-from .wire import MAX_HOPS, Kind, Message, Side, WireModel, successor_inner
-from .wire import Turn as WireTurn
+from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
+from acp_proxy.core.wire import MAX_HOPS, Kind, Message, Side, WireModel, successor_inner
+from acp_proxy.core.wire import Turn as WireTurn
+from acp_proxy.readers.annotate import Annotated, Repeated
+from acp_proxy.transcript.records import StartRecord
 
 #: A connection's start record (None if the file lacks one) and its conversation.
 Connection = tuple[StartRecord | None, "Conversation"]

@@ -24,17 +24,16 @@ import base64
 import binascii
 import os
 import re
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from . import __version__
-from .framing import LONG_FRAME, UNPARSED, Frame, Framer, loads_long, parse_frame
+from acp_proxy.core.framing import LONG_FRAME, UNPARSED, Frame, Framer, loads_long, parse_frame
+from acp_proxy.core.times import format_time
+from acp_proxy.core.version import VERSION
 
 __all__ = [
     "FORMAT",
@@ -69,36 +68,6 @@ __all__ = [
 FORMAT = "acp-proxy/1"
 
 
-#: The last whole second formatted, and its text.
-_second_cache: list[Any] = [-1, ""]
-
-
-def format_time(when: datetime | None = None) -> str:
-    """RFC 3339 UTC with microseconds: ``2026-11-29T20:17:00.123456Z``.
-
-    Called for every frame, so the current time is formatted from a cached
-    per-second prefix: strftime costs more than everything else a record needs.
-    """
-    if when is not None:
-        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    now = time.time_ns() // 1000
-    second, micro = divmod(now, 1_000_000)
-    if _second_cache[0] != second:
-        _second_cache[:] = [
-            second,
-            datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-        ]
-    return f"{_second_cache[1]}.{micro:06d}Z"
-
-
-def parse_time(text: str) -> datetime | None:
-    """The inverse of :func:`format_time`; None for anything else."""
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return None
-
-
 # --- writing ---------------------------------------------------------------
 
 
@@ -110,7 +79,7 @@ def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
                 "kind": "start",
                 "t": t,
                 "format": FORMAT,
-                "version": __version__,
+                "version": VERSION,
                 "argv": list(argv),
                 "pid": pid,
             }
@@ -132,7 +101,7 @@ def frame_record(
 ) -> bytes:
     """The record of one frame; its bytes are spliced in, never re-serialized.
 
-    ``redacted`` lists the paths a redacted copy replaced (see :mod:`acp_proxy.redact`).
+    ``redacted`` lists the paths a redacted copy replaced (see :mod:`acp_proxy.transcript.redact`).
     """
     return b"".join(frame_record_parts(seq, t, side, frame, violations, redacted))
 
@@ -524,7 +493,7 @@ def record_limit() -> int:
 
 def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
     """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
-    and split as the relay splits the wire (:class:`~acp_proxy.framing.Framer`), so the
+    and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
     memory held is a block and the longest line. A line longer than ``limit`` raises
     :class:`RecordTooLarge` (naming it) before more of it is read."""
     framer = Framer()

@@ -4,7 +4,7 @@ regression test for agents).
 Theory of operation
 -------------------
 A :class:`Script` is one session of a recording: its frames in wire order, each with the
-wire model's :class:`~acp_proxy.wire.Message` (so responses already name their requests).
+wire model's :class:`~acp_proxy.core.wire.Message` (so responses already name their requests).
 Two pure state machines play it; thin shells (:func:`serve_agent`, :func:`drive_agent`) do
 the pipes and the clock.
 
@@ -42,11 +42,20 @@ from typing import IO, Any
 
 import orjson
 
-from .framing import Frame, parse_frame, value_spans
-from .offline import annotate, open_recording
-from .rules import shown
-from .transcript import FrameRecord
-from .wire import Kind, Message, Side, id_key, is_notice, kind_of, seconds_between, update_variant
+from acp_proxy.core.framing import Frame, parse_frame, value_spans
+from acp_proxy.core.rules import shown
+from acp_proxy.core.wire import (
+    Kind,
+    Message,
+    Side,
+    id_key,
+    is_notice,
+    kind_of,
+    seconds_between,
+    update_variant,
+)
+from acp_proxy.readers.annotate import annotate, open_recording
+from acp_proxy.transcript.records import FrameRecord
 
 __all__ = [
     "AgentReplay",
@@ -110,7 +119,7 @@ def _brief(value: Any) -> str:
 
 
 def load_script(path: str, session: int = 1) -> Script:
-    """Session ``session`` (1-based) of a recording. Raises :class:`~acp_proxy.offline.
+    """Session ``session`` (1-based) of a recording. Raises :class:`~acp_proxy.readers.annotate.
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
     steps: list[Step] = []
     count = 0

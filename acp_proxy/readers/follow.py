@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .transcript import Record, parse_record
+from acp_proxy.transcript.records import Record, parse_record
 
 __all__ = ["LineSplitter", "follow_records", "newest_recording"]
 

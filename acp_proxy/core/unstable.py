@@ -30,8 +30,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import official_schema
-from .rules import shown
+from acp_proxy.core.protocol import official_schema
+from acp_proxy.core.rules import shown
 
 __all__ = ["Finder", "Surface", "feature_message", "feature_named", "surface_for"]
 

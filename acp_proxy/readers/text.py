@@ -16,21 +16,21 @@ from typing import Any
 import click
 import orjson
 
-from .conversation import Conversation, Entity, SessionView
-from .offline import Annotated, Repeated, is_text_chunk
-from .protocol import ENTITY_ID_FIELDS, EntityType
-from .transcript import (
+from acp_proxy.core.protocol import ENTITY_ID_FIELDS, EntityType
+from acp_proxy.core.times import parse_time
+from acp_proxy.core.validator import Violation
+from acp_proxy.core.visible import visible
+from acp_proxy.core.wire import Kind, Message
+from acp_proxy.readers.annotate import Annotated, Repeated, is_text_chunk
+from acp_proxy.readers.conversation import Conversation, Entity, SessionView
+from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,
     StartRecord,
     StderrRecord,
     UnreadableLine,
     ViolationRecord,
-    parse_time,
 )
-from .validator import Violation
-from .visible import visible
-from .wire import Kind, Message
 
 __all__ = ["Timeline", "TimelineFilter", "conversation_lines", "render_conversation", "text_of"]
 
@@ -546,7 +546,7 @@ def chunk_summary(message: Message) -> tuple[str, str]:
 
 def repeated_summary(head: str, text: str) -> str:
     """:func:`frame_summary` of a text chunk whose :func:`chunk_summary` head is ``head``,
-    around ``text`` (a frame that repeats it: :class:`~acp_proxy.offline.Repeated`)."""
+    around ``text`` (a frame that repeats it: :class:`~acp_proxy.readers.annotate.Repeated`)."""
     return joined_summary(head, _first_words(text, 60))
 
 

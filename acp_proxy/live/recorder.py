@@ -33,7 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .transcript import end_record, format_time, start_record
+from acp_proxy.core.times import format_time
+from acp_proxy.transcript.records import end_record, start_record
 
 __all__ = ["Recorder", "default_record_dir", "is_per_session", "resolve_record_path"]
 

@@ -12,33 +12,28 @@ the file, so they are carried over as recorded.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
-from .protocol import CHUNK_TEXT, MESSAGE_CHUNKS
-from .template import TextTemplates
-from .transcript import (
+from acp_proxy.core.chunks import TextTemplates
+from acp_proxy.core.protocol import CHUNK_TEXT, MESSAGE_CHUNKS
+from acp_proxy.core.validator import Validator, Violation
+from acp_proxy.core.visible import dumps, visible
+from acp_proxy.core.wire import Message, Side, WireModel
+from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
+from acp_proxy.transcript.records import (
     PLAIN_HEAD,
     EndRecord,
     FrameRecord,
     PlainHeads,
     Record,
-    RecordTooLarge,
     StartRecord,
     StderrRecord,
-    UnreadableLine,
     ViolationRecord,
-    iter_lines,
     parse_record,
-    record_limit,
 )
-from .validator import Validator, Violation
-from .visible import dumps, visible
-from .wire import Message, Side, WireModel
 
 __all__ = [
     "RUN",
@@ -423,63 +418,3 @@ def finding_line(path: str, line: int, finding: Violation, fmt: str) -> str:
         return dumps(row).decode()
     seq = "-" if finding.seq is None else finding.seq
     return visible(f"{path}:{line}: seq {seq}: {finding.level} {finding.rule}: {finding.message}")
-
-
-class RecordingError(Exception):
-    """A recording that cannot be read at all."""
-
-
-def open_recording(path: str) -> Iterator[Record]:
-    """Stream the records of a recording.
-
-    Raises :class:`RecordingError` if it cannot be opened, if it is empty, or if
-    its first line is not a record (it is not a transcript). A bad line later on, such as the
-    truncated last line a crash leaves, comes through as an ``UnreadableLine``.
-    """
-    lines = open_lines(path)
-
-    def records() -> Iterator[Record]:
-        for number, line in lines:
-            record = parse_record(number, line)
-            if record is not None:
-                yield record
-
-    return records()
-
-
-def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """The numbered lines of a recording that are not blank, once its first is known to
-    be a record. Raises :class:`RecordingError` as :func:`open_recording` (on opening, or
-    when the first line is read)."""
-    try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
-    except OSError as exc:
-        raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-    if stat.S_ISCHR(os.fstat(stream.fileno()).st_mode):  # /dev/zero, a terminal
-        stream.close()
-        raise RecordingError(f"{path} is a character device, not a recording")
-    limit = record_limit()
-
-    def lines() -> Iterator[tuple[int, bytes]]:
-        with stream:
-            first = True
-            try:
-                for number, line in enumerate(iter_lines(stream, limit), start=1):
-                    if not line or line.isspace():
-                        continue
-                    if first:
-                        if isinstance(parse_record(number, line), UnreadableLine):
-                            raise RecordingError(f"{path} is not an acp-proxy transcript")
-                        first = False
-                    yield number, line
-            except OSError as exc:
-                raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-            except RecordTooLarge as exc:
-                raise RecordingError(
-                    f"cannot read {path}: {exc} (more than a reader may hold here; "
-                    "ACP_PROXY_MAX_RECORD sets the bound in bytes)"
-                ) from None
-            if first:
-                raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
-
-    return lines()

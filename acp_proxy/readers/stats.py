@@ -7,12 +7,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .offline import Annotated, Repeated
-from .transcript import FrameRecord, StartRecord
-from .unstable import RULE as UNSTABLE_RULE
-from .unstable import feature_named
-from .visible import visible
-from .wire import Kind, Message, Turn, seconds_between
+from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
+from acp_proxy.core.unstable import feature_named
+from acp_proxy.core.visible import visible
+from acp_proxy.core.wire import Kind, Message, Turn, seconds_between
+from acp_proxy.readers.annotate import Annotated, Repeated
+from acp_proxy.transcript.records import FrameRecord, StartRecord
 
 __all__ = ["Stats", "percentile"]
 

@@ -1,6 +1,6 @@
 """A small, honest ACP agent, so the proxy can be tried with nothing else installed.
 
-Run it as ``python -m acp_proxy.example_agent``. It speaks the ACP v2 prompt
+Run it as ``python -m acp_proxy.devtools.example_agent``. It speaks the ACP v2 prompt
 lifecycle (and v1, if the client asks for protocol version 1): ``initialize``,
 ``session/new``, ``session/prompt`` answered with the inserted ``messageId``,
 ``user_message``, ``state_update`` running / requires_action / idle, streamed
@@ -493,9 +493,9 @@ class ExampleAgent:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m acp_proxy.example_agent``."""
+    """Entry point of ``python -m acp_proxy.devtools.example_agent``."""
     parser = argparse.ArgumentParser(
-        prog="python -m acp_proxy.example_agent", description=__doc__.split("\n\n")[0]
+        prog="python -m acp_proxy.devtools.example_agent", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks")
     parser.add_argument("--misbehave", action="store_true", help="break the protocol on purpose")

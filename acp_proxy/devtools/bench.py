@@ -1,4 +1,5 @@
-"""``python -m acp_proxy.bench``: what the proxy costs, against a direct connection, in one run.
+"""``python -m acp_proxy.devtools.bench``: what the proxy costs, against a direct connection,
+in one run.
 
 Prints figures; asserts nothing (the machines are shared and noisy, so performance is
 read, not tested). Each workload runs through four setups, several times (median, and
@@ -29,8 +30,8 @@ Workloads:
 - **offline**: the readers (``validate``, ``show``, ``show --conversation``, ``stats``,
   ``report``) over the stream's recording.
 
-``python -m acp_proxy.bench agent N`` is the stream workload's agent, ``... sink`` the one-way
-big message's.
+``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
+the one-way big message's.
 """
 
 from __future__ import annotations
@@ -492,7 +493,7 @@ class _Bench:
     def stream_table(self) -> str:
         """The stream workload; returns the path of a recording of it."""
         args = self.args
-        agent_argv = [sys.executable, "-m", "acp_proxy.bench", "agent", str(args.frames)]
+        agent_argv = [sys.executable, "-m", "acp_proxy.devtools.bench", "agent", str(args.frames)]
         print(f"\nstream: {args.frames:,} agent_message_chunk notifications (~250 bytes each)")
         print(
             f"{'setup':<11}{'seconds':>24}{'frames/s':>14}{'MB/s':>9}{'vs direct':>11}"
@@ -564,7 +565,7 @@ class _Bench:
             self.rounds(lambda setup: big(self.cmd(setup, ["cat"]), args.big_mib), args.repeat)
         )
         print(f"\nbig, one way: one {args.big_mib} MiB message to an agent that answers briefly")
-        sink_argv = [sys.executable, "-m", "acp_proxy.bench", "sink"]
+        sink_argv = [sys.executable, "-m", "acp_proxy.devtools.bench", "sink"]
         self._big_rows(
             self.rounds(
                 lambda setup: big_one_way(self.cmd(setup, sink_argv), args.big_mib), args.repeat
@@ -589,7 +590,7 @@ class _Bench:
         frames = self.args.long_frames
         print(f"\nlong: {frames:,} frames through acp-proxy run; its memory as it goes")
         print(f"{'setup':<11}{'at 10%':>12}{'at 50%':>12}{'at 100%':>12}{'seconds':>10}")
-        agent_argv = [sys.executable, "-m", "acp_proxy.bench", "agent", str(frames)]
+        agent_argv = [sys.executable, "-m", "acp_proxy.devtools.bench", "agent", str(frames)]
         for setup in ("proxy", "no-record"):
             run = stream(self.cmd(setup, agent_argv), frames, (0.1, 0.5, 1.0))
             samples = [_mib(m) for m in run["rss"]] + ["-"] * (3 - len(run["rss"]))
@@ -608,7 +609,7 @@ class _Bench:
         print(f"{'setup':<11}{'pending':>10}{'load s':>12}{'stream s':>12}{'chunks/s':>12}")
         for setup in ("direct", "proxy", "no-record"):
             for load in (0, count):
-                agent_argv = [sys.executable, "-m", "acp_proxy.bench", "pending"]
+                agent_argv = [sys.executable, "-m", "acp_proxy.devtools.bench", "pending"]
                 agent_argv += [str(load), str(frames)]
                 runs = [
                     pending_stream(self.cmd(setup, agent_argv), frames) for _ in range(args.repeat)
@@ -644,7 +645,7 @@ def main(argv: list[str] | None = None) -> None:
     if args_in[:1] == ["pending"]:
         pending_agent(int(args_in[1]), int(args_in[2]))
         return
-    parser = argparse.ArgumentParser(prog="python -m acp_proxy.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m acp_proxy.devtools.bench", description=__doc__)
     parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")
     parser.add_argument("--round-trips", type=int, default=5000)
     parser.add_argument("--big-mib", type=int, default=50)

@@ -1,7 +1,7 @@
 """The asyncio shell: the agent process, the two pumps, signals and shutdown.
 
 Everything here is I/O; every decision about bytes is made by the pure core
-(:mod:`acp_proxy.framing`, :mod:`acp_proxy.validator`) through the observer.
+(:mod:`acp_proxy.core.framing`, :mod:`acp_proxy.core.validator`) through the observer.
 
 A pump reads a chunk, writes it on unchanged, and observes its frames, all in
 one callback of the event loop (no task switch, no ``await``), so a frame is
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .framing import Frame, Framer, LineSplicer
-from .observer import Observer
-from .spawn import Agent, signal_group
+from acp_proxy.core.framing import Frame, Framer, LineSplicer
+from acp_proxy.live.observer import Observer
+from acp_proxy.live.spawn import Agent, signal_group
 
 __all__ = ["RelayResult", "relay", "run_relay"]
 
@@ -275,7 +275,7 @@ def _pollable(fd: int) -> bool:
 
 class _ClientSink:
     """The client's sink: the agent's bytes, and lines the proxy adds (``--notify-client``)
-    spliced in where a line begins (:class:`~acp_proxy.framing.LineSplicer`)."""
+    spliced in where a line begins (:class:`~acp_proxy.core.framing.LineSplicer`)."""
 
     def __init__(self, sink: _Sink) -> None:
         self._sink = sink
@@ -493,7 +493,7 @@ async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in o
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> RelayResult:
-    """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.spawn.start_agent`)
+    """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.live.spawn.start_agent`)
     until the session ends."""
     loop = asyncio.get_running_loop()
     # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).

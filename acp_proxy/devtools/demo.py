@@ -17,9 +17,9 @@ from typing import IO, Any
 
 import orjson
 
-from .conversation import Conversation
-from .offline import annotate, open_recording
-from .render import conversation_lines
+from acp_proxy.readers.annotate import annotate, open_recording
+from acp_proxy.readers.conversation import Conversation
+from acp_proxy.readers.text import conversation_lines
 
 __all__ = ["DemoClient", "run_demo"]
 
@@ -191,7 +191,7 @@ def run_demo(
 
     ``agent`` replaces the example agent (a replay of a recording, for instance)."""
     if agent is None:
-        agent = [sys.executable, "-m", "acp_proxy.example_agent", "--delay", str(delay)]
+        agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", str(delay)]
         if scenario == "misbehaving":
             agent.append("--misbehave")
     command = [

@@ -21,9 +21,11 @@ from typing import Any
 import click
 import orjson
 
-from .conversation import Conversation, SessionView
-from .files import open_output
-from .offline import (
+from acp_proxy.core.validator import Violation
+from acp_proxy.core.visible import visible
+from acp_proxy.core.wire import Kind, Message, seconds_between
+from acp_proxy.files import open_output
+from acp_proxy.readers.annotate import (
     RUN,
     Annotated,
     Repeated,
@@ -33,12 +35,10 @@ from .offline import (
     open_lines,
     open_recording,
 )
-from .render import chunk_summary, frame_summary, joined_summary, repeated_summary
-from .stats import Stats
-from .transcript import EndRecord, FrameRecord, StartRecord, StderrRecord
-from .validator import Violation
-from .visible import visible
-from .wire import Kind, Message, seconds_between
+from acp_proxy.readers.conversation import Conversation, SessionView
+from acp_proxy.readers.stats import Stats
+from acp_proxy.readers.text import chunk_summary, frame_summary, joined_summary, repeated_summary
+from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord, StderrRecord
 
 __all__ = ["build_document", "render_page", "write_report"]
 

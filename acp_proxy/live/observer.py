@@ -18,18 +18,18 @@ from typing import Any, Protocol
 
 import orjson
 
-from .framing import Frame, parse_frame
-from .recorder import Recorder
-from .redact import Redactor
-from .transcript import (
-    format_time,
+from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.times import format_time
+from acp_proxy.core.wire import Message, WireModel
+from acp_proxy.live.recorder import Recorder
+from acp_proxy.transcript.records import (
     frame_record_parts,
     frame_stamp,
     plain_frame_record,
     stderr_record,
     violation_record,
 )
-from .wire import Message, WireModel
+from acp_proxy.transcript.redact import Redactor
 
 __all__ = ["STDERR_PIECE", "Finding", "Observer", "describe"]
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:class:`V1Rules` is part of :class:`~acp_proxy.validator.Validator` (a mixin: the same
+:class:`V1Rules` is part of :class:`~acp_proxy.core.validator.Validator` (a mixin: the same
 object, the same findings, the same guarantees: pure, never raises, bounded memory).
 The validator calls it for every message of a connection that has not negotiated v2;
 the v1 rules themselves are gated in :meth:`Validator._flag` by their scope, so none
@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .protocol import REQUEST_CANCELLED
-from .rules import shown
-from .wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
+from acp_proxy.core.protocol import REQUEST_CANCELLED
+from acp_proxy.core.rules import shown
+from acp_proxy.core.wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
 
 __all__ = ["V1Rules"]
 
@@ -154,7 +154,7 @@ class _V1State:
 
 
 class V1Rules:
-    """The v1 rules of :class:`~acp_proxy.validator.Validator`."""
+    """The v1 rules of :class:`~acp_proxy.core.validator.Validator`."""
 
     wire: WireModel
     _seq: int | None

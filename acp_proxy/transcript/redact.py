@@ -44,8 +44,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
-from .framing import Frame, parse_frame, value_spans
-from .transcript import (
+from acp_proxy.core.framing import Frame, parse_frame, value_spans
+from acp_proxy.core.wire import Kind, Message, WireModel
+from acp_proxy.transcript.records import (
     FrameRecord,
     StartRecord,
     StderrRecord,
@@ -53,7 +54,6 @@ from .transcript import (
     parse_record,
     stderr_record,
 )
-from .wire import Kind, Message, WireModel
 
 __all__ = ["Redactor", "redact_stream"]
 

@@ -1,0 +1,39 @@
+"""Record times: RFC 3339 UTC with microseconds, formatted fast and parsed forgivingly."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["format_time", "parse_time"]
+
+
+#: The last whole second formatted, and its text.
+_second_cache: list[Any] = [-1, ""]
+
+
+def format_time(when: datetime | None = None) -> str:
+    """RFC 3339 UTC with microseconds: ``2026-11-29T20:17:00.123456Z``.
+
+    Called for every frame, so the current time is formatted from a cached
+    per-second prefix: strftime costs more than everything else a record needs.
+    """
+    if when is not None:
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    now = time.time_ns() // 1000
+    second, micro = divmod(now, 1_000_000)
+    if _second_cache[0] != second:
+        _second_cache[:] = [
+            second,
+            datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"),
+        ]
+    return f"{_second_cache[1]}.{micro:06d}Z"
+
+
+def parse_time(text: str) -> datetime | None:
+    """The inverse of :func:`format_time`; None for anything else."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None

@@ -1,0 +1,2 @@
+"""Shipped, but not the proxy: the example agent, the demo and the benchmark (only ``cli``
+imports them)."""

@@ -1,0 +1,148 @@
+"""The package's shape is held by a test: who may import whom.
+
+- ``core`` imports only ``core`` (pure: no I/O, no asyncio);
+- ``transcript`` imports only ``core`` (and itself);
+- ``readers`` never import ``live``;
+- nothing but ``cli`` imports ``devtools``;
+- no import cycles between modules (at import time; a function's lazy import is allowed to
+  point back, as long as it keeps the layers above).
+
+Imports are read from the source (every ``import`` statement, lazy ones inside functions
+too), so a forbidden import fails here before anyone runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parent.parent / "acp_proxy"
+
+#: What a layer may import besides itself and the standard library / third parties.
+ALLOWED = {
+    "core": {"core"},
+    "transcript": {"core", "transcript"},
+    "readers": {"core", "transcript", "readers", "files"},
+    "live": {"core", "transcript", "live", "files", "log"},
+    "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[str, bool]]:
+    """The acp_proxy modules ``path`` imports, and whether at module level."""
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(node) for node in tree.body}
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import (the layers are named in full)")
+        for name in names:
+            if name == "acp_proxy" or name.startswith("acp_proxy."):
+                found.append((name, id(node) in top))
+    return found
+
+
+def graph() -> dict[str, list[tuple[str, bool]]]:
+    modules = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, list[tuple[str, bool]]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = module_name(path)
+        # `from acp_proxy.core import framing` names the module acp_proxy.core.framing
+        edges[name] = [(target, top) for target, top in imports(path) if target in modules]
+    return edges
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "root"
+
+
+def violations(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
+    """Every import that breaks a layer rule."""
+    found = []
+    for module, targets in edges.items():
+        here = layer(module)
+        for target, _ in targets:
+            there = layer(target)
+            if there == "devtools" and module != "acp_proxy.cli" and here != "devtools":
+                found.append(f"{module} imports {target}: only cli imports devtools")
+            elif here in ALLOWED and there not in ALLOWED[here] and target != "acp_proxy":
+                found.append(
+                    f"{module} imports {target}: {here} may import {sorted(ALLOWED[here])}"
+                )
+    return found
+
+
+def cycles(edges: dict[str, list[tuple[str, bool]]]) -> list[list[str]]:
+    """Import cycles among module-level imports."""
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target, top in edges.get(module, []):
+            if not top or target == module:
+                continue
+            if state.get(target) == 1:
+                found.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+    return found
+
+
+def test_the_layers_hold():
+    assert violations(graph()) == []
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+def test_the_checker_catches_a_forbidden_import():
+    """The rules are not vacuous: a core module that imports the live shell, a reader that
+    imports live, a module that imports devtools, and a cycle are each caught."""
+    edges = graph()
+    edges["acp_proxy.core.wire"] = [*edges["acp_proxy.core.wire"], ("acp_proxy.live.relay", True)]
+    edges["acp_proxy.readers.stats"] = [("acp_proxy.live.observer", False)]
+    edges["acp_proxy.log"] = [("acp_proxy.devtools.bench", False)]
+    edges["acp_proxy.core.rules"] = [("acp_proxy.core.schema", True)]  # schema imports rules
+    found = violations(edges)
+    assert any(
+        line.startswith("acp_proxy.core.wire imports acp_proxy.live.relay") for line in found
+    )
+    assert any(line.startswith("acp_proxy.readers.stats imports acp_proxy.live") for line in found)
+    assert any("only cli imports devtools" in line for line in found)
+    assert any(
+        cycle[0] in ("acp_proxy.core.rules", "acp_proxy.core.schema") for cycle in cycles(edges)
+    )
+
+
+def test_every_module_is_in_a_layer():
+    """The flat package is gone: besides cli, log, files and the entry points, every module
+    lives in a layer."""
+    top = {module_name(p) for p in PACKAGE.glob("*.py")}
+    assert top == {
+        "acp_proxy",
+        "acp_proxy.__main__",
+        "acp_proxy.cli",
+        "acp_proxy.log",
+        "acp_proxy.files",
+    }
