@@ -521,3 +521,59 @@ def test_the_readers_never_load_the_logging_machinery(tmp_path):
     logs = "from acp_proxy.log import get_logger\nget_logger().warning('unconfigured')\n"
     result = subprocess.run([sys.executable, "-c", logs], capture_output=True, env=clean_env())
     assert result.stdout == b"" and b"unconfigured" in result.stderr
+
+
+def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(tmp_path):
+    """A new view (frames per method and update variant, written plainly) over the items the
+    readers read the short way, through readers.annotate.plain: the same counts as the long
+    way, on a recorded 1,000-chunk streamed turn (where the short way takes runs)."""
+    import sys
+    from collections import Counter
+
+    from acp_proxy.devtools.bench import pending_stream
+    from acp_proxy.readers.annotate import (
+        RUN,
+        Repeated,
+        annotate,
+        annotate_lines,
+        open_lines,
+        open_recording,
+        plain,
+    )
+
+    record, script = tmp_path / "stream.jsonl", tmp_path / "agent.py"
+    # The bench's agent, with each chunk's text its own (the short way must carry it).
+    script.write_text(
+        "import sys\n"
+        "from acp_proxy.devtools import bench\n"
+        "bench.CHUNK = b''.join(bench.CHUNK.replace(b'lorem', b'chunk-%d' % n) for n in range(1000))\n"
+        "bench.pending_agent(0, 1)\n"
+    )
+    agent = [sys.executable, str(script)]
+    pending_stream([*PROXY, "run", "--record", str(record), "--", *agent], 1000)
+
+    def per_method(items):
+        counts: Counter[str] = Counter()
+        for item in items:
+            if item.message is not None:
+                update = item.message.update or {}
+                counts[f"{item.message.method} {update.get('sessionUpdate', '')}".strip()] += 1
+        return counts
+
+    short = list(annotate_lines(open_lines(str(record)), run=RUN))
+    assert any(type(item) is Repeated for item in short)  # the short way was taken
+    expected = per_method(annotate(open_recording(str(record))))
+    assert expected["session/update agent_message_chunk"] == 1000
+    assert per_method(plain(iter(short))) == expected
+    # and what it sees of each frame is the frame: its seq and its text
+    texts = [
+        (item.record.seq, item.message.params["update"]["content"]["text"])
+        for item in plain(iter(short))
+        if item.message is not None and item.message.variant == "agent_message_chunk"
+    ]
+    long_texts = [
+        (item.record.seq, item.message.params["update"]["content"]["text"])
+        for item in annotate(open_recording(str(record)))
+        if item.message is not None and item.message.variant == "agent_message_chunk"
+    ]
+    assert texts == long_texts and len({text for _, text in texts}) == 1000

@@ -12,6 +12,7 @@ the file, so they are carried over as recorded.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -47,6 +48,7 @@ __all__ = [
     "is_text_chunk",
     "open_lines",
     "open_recording",
+    "plain",
     "validate_lines",
     "validate_recording",
     "validate_records",
@@ -110,6 +112,33 @@ class Repeated:
         """A frame's bytes (``record.frame.raw``): its record's line ends with them and ``}``."""
         line, size = frame[4], frame[3]
         return line[len(line) - 1 - size : -1]
+
+
+def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:
+    """The items of :func:`annotate_lines` as :func:`annotate` gives them: each frame a
+    :class:`Repeated` stands for made an :class:`Annotated` of its own (its record read from
+    its line; its message the chunk before it, around its frame). A view that knows nothing
+    of the short way reads these and is right on a streamed turn; only a view that wants the
+    speed takes :class:`Repeated` itself (``stats``, ``show``, the conversation, ``report``)."""
+    last: Annotated | None = None
+    for item in items:
+        if type(item) is not Repeated:
+            assert isinstance(item, Annotated)
+            last = item
+            yield item
+            continue
+        if last is None or last.message is None or not isinstance(last.record, FrameRecord):
+            raise ValueError("a repeated frame without a message chunk before it")
+        for taken in item.frames:
+            record = parse_record(last.record.line + 1, taken[4])
+            if not isinstance(record, FrameRecord):
+                raise ValueError(f"line {last.record.line + 1} is not the frame it repeats")
+            message = copy.copy(last.message)
+            message.seq, message.t, message.frame = record.seq, record.t, record.frame
+            params = record.frame.value["params"]
+            message.params, message.update = params, params["update"]
+            last = Annotated(record, [], message, last.connection)
+            yield last
 
 
 class _Annotator:
