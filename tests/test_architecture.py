@@ -146,3 +146,23 @@ def test_every_module_is_in_a_layer():
         "acp_proxy.log",
         "acp_proxy.files",
     }
+
+
+def test_the_python_api_is_what_the_package_says():
+    """Every public name resolves from ``acp_proxy`` itself (and only those do); importing
+    the package loads none of them until asked."""
+    import subprocess
+    import sys
+
+    import acp_proxy
+
+    for name in acp_proxy.__all__:
+        assert getattr(acp_proxy, name) is not None, name
+    assert not hasattr(acp_proxy, "Framer")  # internal: not exported
+    probe = (
+        "import acp_proxy, sys; print(sorted(m for m in sys.modules if m.startswith('acp_proxy.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "['acp_proxy.core', 'acp_proxy.core.version']"

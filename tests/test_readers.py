@@ -567,12 +567,12 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
     assert per_method(plain(iter(short))) == expected
     # and what it sees of each frame is the frame: its seq and its text
     texts = [
-        (item.record.seq, item.message.params["update"]["content"]["text"])
+        (item.message.seq, item.message.params["update"]["content"]["text"])
         for item in plain(iter(short))
         if item.message is not None and item.message.variant == "agent_message_chunk"
     ]
     long_texts = [
-        (item.record.seq, item.message.params["update"]["content"]["text"])
+        (item.message.seq, item.message.params["update"]["content"]["text"])
         for item in annotate(open_recording(str(record)))
         if item.message is not None and item.message.variant == "agent_message_chunk"
     ]

@@ -197,16 +197,21 @@ def test_validate_streams_in_constant_memory(tmp_path):
     assert int(proc.stdout) < 60_000  # KiB: well under the file's 60 MB
 
 
-def test_rules_lists_the_catalog_and_the_readme_carries_it():
-    """`acp-proxy rules` prints every rule; the README's table is the same catalog."""
+def test_rules_lists_the_catalog_and_the_readme_points_to_it():
+    """`acp-proxy rules` prints every rule, as text, a markdown table and JSON; the README
+    points to it (the catalog has one home: the code)."""
     proc = acp("rules")
     lines = proc.stdout.decode().splitlines()
     assert [line.split()[0] for line in lines] == [rule.id for rule in CATALOG]
-    markdown = acp("rules", "--format", "markdown").stdout.decode()
+    markdown = acp("rules", "--format", "markdown").stdout.decode().splitlines()
+    assert markdown[0] == "| rule | level | versions | spec | description |"
+    assert [row.split("|")[1].strip().strip("`") for row in markdown[2:]] == [
+        rule.id for rule in CATALOG
+    ]
     from pathlib import Path
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert markdown.strip() in readme
+    assert "### `acp-proxy rules [--format text|json|markdown]`" in readme
     rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
     assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
 
