@@ -577,3 +577,42 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
         if item.message is not None and item.message.variant == "agent_message_chunk"
     ]
     assert texts == long_texts and len({text for _, text in texts}) == 1000
+
+
+def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
+    """Frames after an end record, with no start record of their own, are a connection of
+    their own: stats, show --conversation --json and report say so alike (one answer, the
+    annotator's), on that file and on every shipped recording."""
+    import json
+    import re
+
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.transcript.records import end_record, frame_record, start_record
+
+    t = "2026-01-01T00:00:00.000000Z"
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+    answer = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {}}}
+    odd = tmp_path / "odd.jsonl"
+    with open(odd, "wb") as out:
+        out.write(start_record(t, ["agent"], 1))
+        out.write(frame_record(1, t, "client", parse_frame(orjson.dumps(init))))
+        out.write(frame_record(2, t, "agent", parse_frame(orjson.dumps(answer))))
+        out.write(end_record(t, 0, "client closed stdin"))
+        out.write(frame_record(3, t, "client", parse_frame(orjson.dumps(init))))
+        out.write(frame_record(4, t, "agent", parse_frame(orjson.dumps(answer))))
+    root = Path(__file__).parent.parent / "recordings"
+    for path, expected in [(odd, 2), *((p, 1) for p in sorted(root.glob("*.jsonl")))]:
+        stats = json.loads(subprocess.run([*PROXY, "stats", "--format", "json", str(path)],
+                                          capture_output=True, check=True).stdout)  # fmt: skip
+        conversation = json.loads(subprocess.run(
+            [*PROXY, "show", "--conversation", "--json", str(path)], capture_output=True, check=True
+        ).stdout)  # fmt: skip
+        page = tmp_path / "page.html"
+        subprocess.run(
+            [*PROXY, "report", str(path), "-o", str(page)], capture_output=True, check=True
+        )
+        data = re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S)
+        assert data is not None
+        sections = json.loads(data.group(1))["sections"]
+        counts = (stats["sessions"], len(conversation["connections"]), len(sections))
+        assert counts == (expected,) * 3, (path.name, counts)

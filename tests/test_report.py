@@ -122,8 +122,9 @@ def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs
 
 def test_revalidate_finds_what_validate_finds_after_an_end_record_without_a_start(tmp_path):
     """Frames after an end record, with no start record before them, are a connection of their
-    own to the validator and are shown in the section they follow: today's findings on that
-    connection's end are there too, as validate reports them."""
+    own, to the validator and to the page alike (a section each, as stats and the conversation
+    count them): today's findings on that connection's end are in its section, as validate
+    reports them."""
     path = tmp_path / "split.jsonl"
     initialize = parse_frame(
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
@@ -134,9 +135,9 @@ def test_revalidate_finds_what_validate_finds_after_an_end_record_without_a_star
         out.write(end_record(T, 0, "done"))
         out.write(frame_record(2, T, "client", initialize))
         out.write(end_record(T, 0, "done"))
-    (section,) = build_document(str(path), revalidate=True)["sections"]
-    found = [(f["seq"], f["rule"], f["state"]) for f in section["findings"]]
-    assert found == [(1, "unanswered-request", "new"), (2, "unanswered-request", "new")]
+    sections = build_document(str(path), revalidate=True)["sections"]
+    found = [[(f["seq"], f["rule"], f["state"]) for f in s["findings"]] for s in sections]
+    assert found == [[(1, "unanswered-request", "new")], [(2, "unanswered-request", "new")]]
 
 
 def test_show_prints_stored_findings_and_revalidate_recomputes(tmp_path):

@@ -173,7 +173,8 @@ class _Annotator:
         """The connection ends without its end record (another starts, or the file ends)."""
         found = self.validator.end() if self.validator is not None else []
         if found:
-            yield Annotated(EndRecord(line, t, None, "(no end record)"), found, None, self.number)
+            missing = EndRecord(line, t, None, "(no end record)", missing=True)
+            yield Annotated(missing, found, None, self.number)
 
     def feed(self, record: Record) -> Iterator[Annotated]:
         if isinstance(record, FrameRecord):

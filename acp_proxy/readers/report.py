@@ -182,7 +182,10 @@ def document(
 
 def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None:
     record = item.record
-    if not sections or (isinstance(record, StartRecord) and sections[-1].started):
+    # A section per connection, as the annotator numbers them: a start record begins one,
+    # and so do frames after an end record without a start of their own.
+    current = sections[-1] if sections else None
+    if current is None or (current.connection not in (item.connection, 0) and item.connection):
         sections.append(_Section(len(sections) + 1))
     section = sections[-1]
     section.started = True

@@ -52,6 +52,8 @@ class Stats:
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
+    #: The annotator's connection of the item added last.
+    _connection: int = 0
     #: Time to the first agent message chunk, per open turn.
     _first_chunk: dict[Turn, float] = field(default_factory=dict)
     #: The side and message of the frame counted last, if a :class:`Repeated` may repeat it
@@ -69,9 +71,15 @@ class Stats:
             if finding.rule == UNSTABLE_RULE:
                 self.unstable[feature_named(finding.message)] = None
         record = item.record
-        if isinstance(record, StartRecord):
+        # A connection as the annotator numbers them: a start record begins one, and so do
+        # frames after an end record without a start of their own (each file counts from 1).
+        if isinstance(record, StartRecord) or (
+            item.connection and item.connection != self._connection
+        ):
             self.sessions += 1
             self._first_chunk.clear()
+        self._connection = item.connection
+        if isinstance(record, StartRecord):
             return
         if not isinstance(record, FrameRecord):
             return

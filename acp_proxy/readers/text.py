@@ -274,7 +274,7 @@ class Timeline:
             return self._stderr(record)
         findings = self._findings(item.findings, standalone=True)
         if isinstance(record, EndRecord):
-            if record.line == 0 or record.reason == "(no end record)":
+            if record.missing:
                 return findings
             if self._filtered() and not findings:
                 return []

@@ -227,6 +227,9 @@ class EndRecord:
     t: str
     exit: int | None
     reason: str
+    #: Not in the file: a reader's stand-in where a connection ended without its end record
+    #: (another started, or the file ended), to carry what the end of it finds.
+    missing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
