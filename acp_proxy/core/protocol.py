@@ -1,4 +1,5 @@
-"""Facts about ACP, derived from the official v1 and v2 JSON schemas.
+"""Facts about ACP, derived from the official v1 and v2 JSON schemas; the one home of
+:class:`Side`, :class:`Kind`, :class:`State` and :class:`StopReason`.
 
 Which side sends each method comes from the schemas' ``x-side`` (the side that
 *handles* a method; the other side sends it). Enumerations come from the v2
@@ -30,13 +31,62 @@ __all__ = [
     "UNSTABLE_METHODS",
     "UPDATE_VARIANTS_V1",
     "UPDATE_VARIANTS_V2",
+    "Kind",
     "MethodInfo",
+    "Side",
+    "State",
+    "StopReason",
     "methods_for",
 ]
 
-#: The side that sent a frame.
-CLIENT = "client"
-AGENT = "agent"
+
+class Side(StrEnum):
+    """The side that sent a frame."""
+
+    CLIENT = "client"
+    AGENT = "agent"
+
+    @property
+    def other(self) -> Side:
+        """The side that receives what this side sends."""
+        return Side.AGENT if self is Side.CLIENT else Side.CLIENT
+
+
+class Kind(StrEnum):
+    """What a frame is, as JSON-RPC sees it."""
+
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    BATCH = "batch"
+    #: JSON, but not a JSON-RPC message (a number, an object with no method,
+    #: result or error, a method that is not a string).
+    INVALID = "invalid"
+    NOT_JSON = "not json"
+
+
+class State(StrEnum):
+    """``state_update.state`` ("Session States")."""
+
+    RUNNING = "running"
+    IDLE = "idle"
+    REQUIRES_ACTION = "requires_action"
+
+
+class StopReason(StrEnum):
+    """Why a turn ended ("Stop Reasons"), in the order the page lists them."""
+
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    REFUSAL = "refusal"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+#: The side that sent a frame (the enum's members: they equal their names as strings).
+CLIENT = Side.CLIENT
+AGENT = Side.AGENT
 #: A protocol-level method either side may send.
 ANY = "any"
 
@@ -231,11 +281,11 @@ MESSAGE_CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_
 #: Where a streamed chunk's text is in its notification (a text content block's).
 CHUNK_TEXT = ("params", "update", "content", "text")
 
-#: ``state_update.state`` ("Session States").
-STATES = ("running", "idle", "requires_action")
+#: ``state_update.state`` ("Session States"): :class:`State`'s values.
+STATES = tuple(State)
 
 #: Stop reasons on an idle ``state_update``, in the order the page lists them.
-STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error")
+STOP_REASONS = tuple(StopReason)
 
 #: Notice ``severity`` ("Session Notices").
 NOTICE_SEVERITIES = ("info", "warning", "error")

@@ -30,12 +30,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, ClassVar
 
 import orjson
 
 from acp_proxy.core.framing import Frame
+from acp_proxy.core.protocol import Kind, Side, State, StopReason
 from acp_proxy.core.times import parse_time
 
 __all__ = [
@@ -67,50 +67,6 @@ __all__ = [
 MAX_PENDING = 65_536
 #: Answered request keys remembered, per connection.
 RECENT = 256
-
-
-class Side(StrEnum):
-    """The side that sent a frame."""
-
-    CLIENT = "client"
-    AGENT = "agent"
-
-    @property
-    def other(self) -> Side:
-        """The side that receives what this side sends."""
-        return Side.AGENT if self is Side.CLIENT else Side.CLIENT
-
-
-class Kind(StrEnum):
-    """What a frame is, as JSON-RPC sees it."""
-
-    REQUEST = "request"
-    NOTIFICATION = "notification"
-    RESPONSE = "response"
-    BATCH = "batch"
-    #: JSON, but not a JSON-RPC message (a number, an object with no method,
-    #: result or error, a method that is not a string).
-    INVALID = "invalid"
-    NOT_JSON = "not json"
-
-
-class State(StrEnum):
-    """``state_update.state`` ("Session States")."""
-
-    RUNNING = "running"
-    IDLE = "idle"
-    REQUIRES_ACTION = "requires_action"
-
-
-class StopReason(StrEnum):
-    """Why a turn ended ("Stop Reasons"), in the order the page lists them."""
-
-    END_TURN = "end_turn"
-    MAX_TOKENS = "max_tokens"
-    MAX_TURN_REQUESTS = "max_turn_requests"
-    REFUSAL = "refusal"
-    CANCELLED = "cancelled"
-    ERROR = "error"
 
 
 #: Side by name, without an enum call per frame.
