@@ -427,7 +427,13 @@ def replay(
     is_flag=True,
     help="Also run today's rules and mark the findings that differ from the stored ones.",
 )
-def report(recording: str, output: str | None, revalidate: bool) -> None:
+@click.option(
+    "--against",
+    metavar="A.jsonl",
+    help="Also list what differs from this recording (as `acp-proxy diff A RECORDING`), each "
+    "difference linked to its row.",
+)
+def report(recording: str, output: str | None, revalidate: bool, against: str | None) -> None:
     """Write RECORDING as one self-contained HTML page: the sequence of frames with their
     findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
     so it can be attached to a bug report.
@@ -438,7 +444,7 @@ def report(recording: str, output: str | None, revalidate: bool) -> None:
     if Path(out).resolve() == Path(recording).resolve():
         raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
     try:
-        size = write_report(recording, out, revalidate=revalidate)
+        size = write_report(recording, out, revalidate=revalidate, against=against)
     except OSError as exc:
         raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
     with _output(False) as emit:
@@ -712,6 +718,102 @@ def follow(
         sys.exit(0)
     except OSError as exc:
         raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
+
+
+def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    from acp_proxy.readers.diff import LAYERS
+
+    if value is None:
+        return LAYERS
+    chosen = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in chosen if part not in LAYERS]
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or value!r}: choose from {', '.join(LAYERS)}"
+        )
+    return chosen
+
+
+@cli.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@_format_option("text: grouped by layer and turn; json: one document, for tools.")
+@click.option(
+    "--only",
+    "only",
+    callback=_layers,
+    metavar="LAYERS",
+    help="Compare only these layers (comma-separated): handshake, conversation, wire, "
+    "findings, timing.",
+)
+@click.option(
+    "--session",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which session of a file with several (the same number on both sides).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="A field to leave out, as replay --ignore takes it: params.update.content.text "
+    "(repeatable).",
+)
+@click.option("--meta", is_flag=True, help="Compare _meta too (left out by default).")
+@click.option(
+    "--slower",
+    type=_Seconds(low=1.0, high=1000.0, open_low=True),
+    default=1.5,
+    show_default=True,
+    help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
+)
+@click.option("--color/--no-color", default=None, help="Colour; by default only on a terminal.")
+def diff(
+    a: str,
+    b: str,
+    fmt: str,
+    only: tuple[str, ...],
+    session: int,
+    ignore: tuple[str, ...],
+    meta: bool,
+    slower: float,
+    color: bool | None,
+) -> None:
+    """What changed between two recorded sessions, A and B: the handshake, the conversation,
+    the wire, the findings and the timing. Ids and times are normalised first, so two runs of
+    one scenario compare equal.
+
+    Exit status, as diff(1): 0 no layer differs, 1 they differ, 2 a file cannot be read.
+    """
+    import orjson
+
+    from acp_proxy.readers.diff import compare, lines, load
+
+    sides = []
+    for path in (a, b):
+        try:
+            sides.append(load(path, session, ignore, meta))
+        except ValueError as exc:
+            raise _Unreadable(str(exc)) from None
+    found = compare(sides[0], sides[1], only, slower)
+    with _output(color) as emit:
+        if fmt == "json":
+            document = {
+                "a": a,
+                "b": b,
+                "session": session,
+                "sessions": {"a": sides[0].connections, "b": sides[1].connections},
+                "identical": not found,
+                "differences": [d.as_json() for d in found],
+            }
+            emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
+        else:
+            for line in lines(found, (sides[0].connections, sides[1].connections)):
+                styled = line.endswith(":") and not line.startswith(" ")
+                emit(click.style(visible(line), bold=True) if styled else visible(line))
+    sys.exit(1 if found else 0)
 
 
 @cli.command()

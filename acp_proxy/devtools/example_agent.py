@@ -57,13 +57,17 @@ class _Turn:
 class ExampleAgent:
     """The agent's state; :meth:`serve` runs it over a pair of binary streams."""
 
-    def __init__(self, out: BinaryIO, delay: float = 0.02, misbehave: bool = False) -> None:
+    def __init__(
+        self, out: BinaryIO, delay: float = 0.02, misbehave: bool = False, first_id: int = 1
+    ) -> None:
         self._out = out
         self._delay = delay
         self._misbehave = misbehave
         self._version = 2
-        self._ids = itertools.count(1)
-        self._request_ids = itertools.count(0)
+        #: Where its ids (sessions, messages, tool calls) and request ids start: two runs
+        #: of one scenario with different ids, as two real runs have.
+        self._ids = itertools.count(first_id)
+        self._request_ids = itertools.count(first_id - 1)
         self._sessions: set[str] = set()
         #: v1: each session's working directory, and what the client advertised.
         self._cwd: dict[str, str] = {}
@@ -499,8 +503,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks")
     parser.add_argument("--misbehave", action="store_true", help="break the protocol on purpose")
+    parser.add_argument(
+        "--first-id", type=int, default=1, help="where its ids start (a different run's ids)"
+    )
     args = parser.parse_args(argv)
-    agent = ExampleAgent(sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave)
+    agent = ExampleAgent(
+        sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave, first_id=args.first_id
+    )
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
         agent.serve(sys.stdin.buffer)
 

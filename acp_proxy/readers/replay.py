@@ -55,6 +55,14 @@ from acp_proxy.core.wire import (
     update_variant,
 )
 from acp_proxy.readers.annotate import annotate, open_recording
+from acp_proxy.readers.compare import (
+    MISSING as _MISSING,
+)
+from acp_proxy.readers.compare import (
+    _difference,
+    _report_difference,
+    difference,
+)
 from acp_proxy.transcript.records import FrameRecord
 
 __all__ = [
@@ -73,8 +81,6 @@ MISMATCH_CODE = -32099
 
 #: Ids the agent creates: learnt from its live frames, mapped onto the client's.
 AGENT_IDS = frozenset({"sessionId", "messageId", "toolCallId", "terminalId", "planId", "optionId"})
-
-_MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,84 +140,6 @@ def load_script(path: str, session: int = 1) -> Script:
 
 
 # --- comparing -----------------------------------------------------------------------
-
-
-def difference(
-    recorded: Any, live: Any, path: str = "", ignore: Iterable[str] = ()
-) -> tuple[str, Any, Any] | None:
-    """The first path where two JSON values differ (``_meta`` and ``ignore`` paths left
-    out), with the recorded and the live value there; None if they are equal."""
-    skip = tuple(ignore)
-    return _difference(recorded, live, path, skip)
-
-
-def _ignored(path: str, ignore: tuple[str, ...]) -> bool:
-    if not ignore:
-        return False
-    plain = _plain(path)
-    return any(plain == i or plain.startswith(i + ".") for i in ignore)
-
-
-def _plain(path: str) -> str:
-    """A path without list indexes: ``params.prompt[0].text`` -> ``params.prompt.text``."""
-    out, depth = [], 0
-    for char in path:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif depth == 0:
-            out.append(char)
-    return "".join(out)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _difference(
-    recorded: Any, live: Any, path: str, ignore: tuple[str, ...]
-) -> tuple[str, Any, Any] | None:
-    if _ignored(path, ignore):
-        return None
-    if isinstance(recorded, dict) and isinstance(live, dict):
-        for key in sorted(set(recorded) | set(live), key=str):
-            if key == "_meta":
-                continue
-            found = _difference(
-                recorded.get(key, _MISSING), live.get(key, _MISSING), _join(path, key), ignore
-            )
-            if found is not None:
-                return found
-        return None
-    if isinstance(recorded, list) and isinstance(live, list):
-        for index in range(max(len(recorded), len(live))):
-            found = _difference(
-                recorded[index] if index < len(recorded) else _MISSING,
-                live[index] if index < len(live) else _MISSING,
-                f"{path}[{index}]",
-                ignore,
-            )
-            if found is not None:
-                return found
-        return None
-    same = type(recorded) is type(live) and recorded == live
-    if same or (_number(recorded) and _number(live) and recorded == live):
-        return None
-    return (path or "(value)", recorded, live)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _shown(value: Any) -> str:
-    return "(absent)" if value is _MISSING else _brief(value)
-
-
-def _report_difference(found: tuple[str, Any, Any], live_name: str) -> str:
-    path, recorded, live = found
-    return f"{path}: recorded {_shown(recorded)}, {live_name} {_shown(live)}"
 
 
 def replace_id(raw: bytes, new_id: Any) -> bytes:

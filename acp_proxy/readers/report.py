@@ -385,11 +385,19 @@ def render_page(document: dict[str, Any]) -> str:
     return b"".join(_page(document["file"], embed(document))).decode("utf-8")
 
 
-def write_report(path: str, out: str, revalidate: bool = False) -> int:
+def write_report(path: str, out: str, revalidate: bool = False, against: str | None = None) -> int:
     """Write the page for ``path`` to ``out``; return its size in bytes. The document is
     let go once it is JSON, and the page is written in pieces, never joined: the memory
-    is the document, then its JSON twice (as it is escaped)."""
-    data = _escaped(orjson.dumps(build_document(path, revalidate), default=str))
+    is the document, then its JSON twice (as it is escaped). With ``against``, the page
+    also lists what differs from that recording (``acp-proxy diff against path``), each
+    difference linked to its row."""
+    built = build_document(path, revalidate)
+    if against is not None:
+        from acp_proxy.readers.diff import compare, load  # noqa: PLC0415 - only when asked
+
+        found = compare(load(against), load(path))
+        built["diff"] = {"against": against, "differences": [d.as_json() for d in found]}
+    data = _escaped(orjson.dumps(built, default=str))
     pieces = _page(path, data)
     with os.fdopen(open_output(out), "wb") as stream:  # as a recording is made (files.py)
         stream.writelines(pieces)

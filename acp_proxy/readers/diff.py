@@ -1,0 +1,540 @@
+"""``acp-proxy diff A B``: what changed between two sessions, at the level people think in.
+
+Theory of operation
+-------------------
+Each side is one connection of a recording (``--session N``), read as every reader reads it
+(:func:`~acp_proxy.readers.annotate.annotate`, today's rules) and boiled down to a
+:class:`Session`: its handshake, its turns (what the user saw, and the method and update
+sequence that crossed the wire), its findings and its timings. Values go through a
+:class:`~acp_proxy.readers.compare.Normalizer` per side first (ids numbered by first
+appearance, times as ``<time>``, ``_meta`` left out unless asked, ``--ignore`` paths
+skipped), so two runs of one scenario compare equal. Then layer by layer:
+
+1. *handshake*: protocol version, capabilities, auth methods, agent and client info, modes
+   and config options offered, as flat paths: added, removed, changed;
+2. *conversation*: turns aligned in order (by the prompt's text where the counts differ);
+   per turn the prompt, the tool calls (title, kind, status sequence), the agent's text (a
+   short word-level excerpt of the change), the plan, permission requests and their outcome,
+   the stop reason;
+3. *wire*: per turn, the sequence of (direction, method, update variant) aligned by a longest
+   common subsequence, so one inserted update is one insertion; error responses;
+4. *findings*: rules fired on one side only, by rule and turn;
+5. *timing*: medians per method and per turn (duration, first chunk), flagged only past
+   ``slower`` and a floor, so noise is quiet (timing alone never makes two sessions differ
+   unless flagged).
+
+Every :class:`Difference` names the seqs on both sides (``A:57 B:61``). Pure: values in,
+differences out; the file reading is :func:`load`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from acp_proxy.core.rules import shown
+from acp_proxy.core.wire import Kind, Message
+from acp_proxy.readers.annotate import Annotated, annotate
+from acp_proxy.readers.compare import Normalizer, ignored
+from acp_proxy.transcript.reading import open_recording
+
+__all__ = ["LAYERS", "Difference", "Session", "compare", "load"]
+
+#: The layers, in the order they are reported.
+LAYERS = ("handshake", "conversation", "wire", "findings", "timing")
+#: Timing differences smaller than this (seconds) are noise, whatever the ratio.
+TIMING_FLOOR = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One thing that differs, in one layer (and turn)."""
+
+    layer: str
+    #: What differs, in a few words (``tool call 1 status``, ``capability a.b``).
+    what: str
+    a: Any
+    b: Any
+    a_seq: int | None = None
+    b_seq: int | None = None
+    #: The turn (1, 2, ...; 0 before the first), where it belongs to one.
+    turn: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "turn": self.turn,
+            "what": self.what,
+            "a": self.a,
+            "b": self.b,
+            "a_seq": self.a_seq,
+            "b_seq": self.b_seq,
+        }
+
+
+@dataclass
+class _Tool:
+    title: Any = None
+    kind: Any = None
+    statuses: list[Any] = field(default_factory=list)
+    seq: int | None = None
+
+
+@dataclass
+class _Turn:
+    """What one prompt turn was, as the user and the wire saw it."""
+
+    seq: int
+    prompt: str = ""
+    text: list[str] = field(default_factory=list)
+    tools: dict[Any, _Tool] = field(default_factory=dict)
+    plan: Any = None
+    permissions: list[tuple[Any, Any, int]] = field(default_factory=list)
+    stop_reason: Any = None
+    stop_seq: int | None = None
+    #: (direction, method, variant) per frame, and the frame's seq.
+    wire: list[tuple[str, str, str]] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    duration: float | None = None
+    first_chunk: float | None = None
+
+
+@dataclass
+class Session:
+    """One side, boiled down: what each layer compares."""
+
+    #: Flat path -> (normalized value, seq).
+    handshake: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    #: Turn 0 holds what came before the first prompt.
+    turns: list[_Turn] = field(default_factory=lambda: [_Turn(0)])
+    #: (rule, turn) -> seqs.
+    findings: dict[tuple[str, int], list[int | None]] = field(default_factory=dict)
+    errors: list[tuple[str, Any, int]] = field(default_factory=list)
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    #: How many connections the file has.
+    connections: int = 0
+
+
+def load(path: str, number: int = 1, ignore: Sequence[str] = (), meta: bool = False) -> Session:
+    """Connection ``number`` of a recording, boiled down. Raises
+    :class:`~acp_proxy.transcript.reading.RecordingError` for an unreadable file and
+    ``ValueError`` for a connection it does not have."""
+    builder = _Builder(ignore, meta)
+    seen = 0
+    for item in annotate(open_recording(path)):
+        seen = max(seen, item.connection)
+        if item.connection == number:
+            builder.add(item)
+    if seen < number:
+        raise ValueError(f"{path} has {seen} session(s), not {number}")
+    builder.session.connections = seen
+    return builder.session
+
+
+class _Builder:
+    def __init__(self, ignore: Sequence[str], meta: bool) -> None:
+        self.session = Session()
+        self.ignore, self.meta = tuple(ignore), meta
+        self.norm = Normalizer()
+        self._turns: dict[Any, _Turn] = {}
+        self._first: dict[Any, float] = {}
+
+    def add(self, item: Annotated) -> None:
+        message = item.message
+        turn = self._turn(message) if message is not None else self.session.turns[-1]
+        for finding in item.findings:
+            seqs = self.session.findings.setdefault((finding.rule, self._number(turn)), [])
+            seqs.append(finding.seq)
+        if message is None:
+            return
+        for element in message.messages:
+            self._message(element, self._turn(element))
+
+    def _number(self, turn: _Turn) -> int:
+        return self.session.turns.index(turn)
+
+    def _turn(self, message: Message) -> _Turn:
+        wire_turn = message.turn
+        if wire_turn is None or wire_turn.void:
+            return self.session.turns[0] if len(self.session.turns) == 1 else self.session.turns[-1]
+        turn = self._turns.get(wire_turn)
+        if turn is None:
+            turn = self._turns[wire_turn] = _Turn(wire_turn.seq)
+            self.session.turns.append(turn)
+        return turn
+
+    def _clean(self, value: Any, path: str = "") -> Any:
+        """Normalized, with ``_meta`` and the ignored paths left out."""
+        if isinstance(value, dict):
+            return {
+                k: self._clean(v, f"{path}.{k}" if path else k)
+                for k, v in value.items()
+                if (self.meta or k != "_meta")
+                and not ignored(f"{path}.{k}" if path else k, self.ignore)
+            }
+        if isinstance(value, list):
+            return [self._clean(v, path) for v in value]
+        return value
+
+    def _message(self, message: Message, turn: _Turn) -> None:
+        value = self.norm.message(message.value) if message.frame.is_json else None
+        method = message.method or "(response)"
+        update = message.update or {}
+        variant = str(update.get("sessionUpdate", "")) if update else ""
+        direction = "→" if message.side == "client" else "←"
+        kind = "response" if message.kind is Kind.RESPONSE else ""
+        turn.wire.append((direction, f"{method} {kind}".strip(), variant))
+        turn.seqs.append(message.seq)
+        if message.kind is Kind.RESPONSE and message.latency is not None and message.method:
+            self.session.latencies.setdefault(message.method, []).append(message.latency)
+        if message.is_error:
+            error = message.error
+            code = error.get("code") if isinstance(error, dict) else error
+            self.session.errors.append((method, code, message.seq))
+        if not isinstance(value, dict):
+            return
+        value = self._clean(value)
+        if message.method in ("initialize", "proxy/initialize", "session/new"):
+            self._handshake(message, value)
+        if message.method == "session/prompt" and message.kind is Kind.REQUEST:
+            turn.prompt = _text(value.get("params", {}).get("prompt"))
+        elif message.method == "session/prompt" and message.kind is Kind.RESPONSE:
+            result = value.get("result")
+            if isinstance(result, dict) and "stopReason" in result:
+                turn.stop_reason, turn.stop_seq = result["stopReason"], message.seq
+        elif message.method == "session/request_permission":
+            self._permission(message, value, turn)
+        elif message.method == "session/update":
+            self._update(message, value.get("params", {}).get("update", {}), turn)
+        closed = message.closed
+        if closed is not None and not closed.void:
+            turn.duration = closed.duration
+            if closed.stop_reason is not None and turn.stop_reason is None:
+                turn.stop_reason, turn.stop_seq = closed.stop_reason, message.seq
+
+    def _handshake(self, message: Message, value: dict[str, Any]) -> None:
+        part = "params" if message.kind is Kind.REQUEST else "result"
+        body = value.get(part)
+        if not isinstance(body, dict):
+            return
+        side = "client" if message.kind is Kind.REQUEST else "agent"
+        if message.method == "session/new":
+            body = {k: body.get(k) for k in ("modes", "configOptions", "models") if k in body}
+            side = "session/new"
+        for path, item in _flat(body, side):
+            if path.endswith(".sessionId"):
+                continue
+            self.session.handshake.setdefault(path, (item, message.seq))
+
+    def _permission(self, message: Message, value: dict[str, Any], turn: _Turn) -> None:
+        if message.kind is Kind.REQUEST:
+            params = value.get("params", {})
+            tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+            title = params.get("title") or tool.get("title")
+            turn.permissions.append((title, None, message.seq))
+        elif message.kind is Kind.RESPONSE and turn.permissions:
+            outcome = (value.get("result") or {}).get("outcome")
+            chosen = outcome.get("outcome") if isinstance(outcome, dict) else outcome
+            for index, (t, o, s) in enumerate(turn.permissions):
+                if o is None:
+                    turn.permissions[index] = (t, chosen, s)
+                    break
+
+    def _update(self, message: Message, update: Any, turn: _Turn) -> None:
+        if not isinstance(update, dict):
+            return
+        variant = update.get("sessionUpdate")
+        if variant in ("agent_message_chunk", "agent_message"):
+            if variant == "agent_message":
+                turn.text.clear()
+            turn.text.append(_text(update.get("content")))
+            wire_turn = message.turn
+            if wire_turn is not None and wire_turn not in self._first and wire_turn.prompt:
+                since = _seconds(wire_turn.prompt.t, message.t)
+                if since is not None:
+                    self._first[wire_turn] = since
+                    turn.first_chunk = since
+        elif variant in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
+            call = update.get("toolCallId")
+            tool = turn.tools.setdefault(call, _Tool(seq=message.seq))
+            tool.title = update.get("title", tool.title)
+            tool.kind = update.get("kind", tool.kind)
+            status = update.get("status", "pending" if variant == "tool_call" else None)
+            if status is not None and (not tool.statuses or tool.statuses[-1] != status):
+                tool.statuses.append(status)
+        elif variant in ("plan", "plan_update"):
+            plan = update.get("plan") if variant == "plan_update" else update
+            entries = plan.get("entries") if isinstance(plan, dict) else None
+            if isinstance(entries, list):
+                turn.plan = [
+                    (e.get("content"), e.get("status")) for e in entries if isinstance(e, dict)
+                ]
+
+
+def _seconds(start: str, end: str) -> float | None:
+    from acp_proxy.core.wire import seconds_between  # noqa: PLC0415 - one place
+
+    return seconds_between(start, end)
+
+
+def _text(content: Any) -> str:
+    """The text of a content block or a list of them."""
+    blocks = content if isinstance(content, list) else [content]
+    parts = []
+    for block in blocks:
+        if isinstance(block, dict):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            elif block.get("type") == "content":
+                parts.append(_text(block.get("content")))
+    return "".join(parts)
+
+
+def _flat(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """A value as flat paths: objects by key, lists of things with ids by id."""
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            yield from _flat(item, f"{path}.{key}")
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for index, item in enumerate(value):
+            name = next((item[k] for k in ("id", "modeId", "value", "name") if k in item), index)
+            yield from _flat(item, f"{path}[{name}]")
+    else:
+        yield path, value
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+
+def compare(
+    a: Session, b: Session, only: Iterable[str] = LAYERS, slower: float = 1.5
+) -> list[Difference]:
+    """The differences between two sessions, layer by layer."""
+    wanted = set(only)
+    found: list[Difference] = []
+    if "handshake" in wanted:
+        found += _handshake(a, b)
+    pairs = _align(a.turns, b.turns)
+    if "conversation" in wanted:
+        for number, (x, y) in enumerate(pairs):
+            found += _conversation(number, x, y)
+    if "wire" in wanted:
+        for number, (x, y) in enumerate(pairs):
+            if x is not None and y is not None:
+                found += _wire(number, x, y)
+        found += _errors(a, b)
+    if "findings" in wanted:
+        found += _findings(a, b)
+    if "timing" in wanted:
+        found += _timing(a, b, pairs, slower)
+    return found
+
+
+def _handshake(a: Session, b: Session) -> list[Difference]:
+    found = []
+    for path in sorted(set(a.handshake) | set(b.handshake)):
+        x, y = a.handshake.get(path), b.handshake.get(path)
+        if x is not None and y is not None and x[0] == y[0]:
+            continue
+        what = "added" if x is None else "removed" if y is None else "changed"
+        found.append(
+            Difference(
+                "handshake",
+                f"{path} {what}",
+                x[0] if x else None,
+                y[0] if y else None,
+                x[1] if x else None,
+                y[1] if y else None,
+            )
+        )
+    return found
+
+
+def _align(a: list[_Turn], b: list[_Turn]) -> list[tuple[_Turn | None, _Turn | None]]:
+    """Turns side by side: in order, and by the prompt's text where the counts differ."""
+    if len(a) == len(b):
+        return list(zip(a, b, strict=True))
+    pairs: list[tuple[_Turn | None, _Turn | None]] = []
+    matcher = SequenceMatcher(None, [t.prompt for t in a], [t.prompt for t in b], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += zip(a[i1:i2], b[j1:j2], strict=True)
+        else:
+            xs, ys = a[i1:i2], b[j1:j2]
+            for index in range(max(len(xs), len(ys))):
+                pairs.append(
+                    (xs[index] if index < len(xs) else None, ys[index] if index < len(ys) else None)
+                )
+    return pairs
+
+
+def _conversation(number: int, x: _Turn | None, y: _Turn | None) -> list[Difference]:
+    if x is None or y is None:
+        here = x or y
+        assert here is not None
+        return [
+            Difference(
+                "conversation",
+                "turn only in " + ("A" if y is None else "B"),
+                x.prompt if x else None,
+                y.prompt if y else None,
+                x.seq if x else None,
+                y.seq if y else None,
+                number,
+            )
+        ]
+    found = []
+
+    def differ(
+        what: str, a: Any, b: Any, a_seq: int | None = x.seq, b_seq: int | None = y.seq
+    ) -> None:
+        if a != b:
+            found.append(Difference("conversation", what, a, b, a_seq, b_seq, number))
+
+    differ("prompt", x.prompt, y.prompt)
+    a_text, b_text = "".join(x.text), "".join(y.text)
+    if a_text != b_text:
+        found.append(
+            Difference(
+                "conversation", "agent text", *_excerpt(a_text, b_text), x.seq, y.seq, number
+            )
+        )
+    a_tools, b_tools = list(x.tools.values()), list(y.tools.values())
+    for index in range(max(len(a_tools), len(b_tools))):
+        p = a_tools[index] if index < len(a_tools) else None
+        q = b_tools[index] if index < len(b_tools) else None
+        label = f"tool call {index + 1}"
+        if p is None or q is None:
+            shown_tool = p or q
+            assert shown_tool is not None
+            differ(f"{label} only in {'A' if q is None else 'B'}", p and p.title, q and q.title,
+                   p.seq if p else None, q.seq if q else None)  # fmt: skip
+            continue
+        for name in ("title", "kind", "statuses"):
+            differ(f"{label} {name if name != 'statuses' else 'status'}",
+                   getattr(p, name), getattr(q, name), p.seq, q.seq)  # fmt: skip
+    differ("plan", x.plan, y.plan)
+    differ("permissions", [p[:2] for p in x.permissions], [p[:2] for p in y.permissions])
+    differ("stop reason", x.stop_reason, y.stop_reason, x.stop_seq, y.stop_seq)
+    return found
+
+
+def _excerpt(a: str, b: str) -> tuple[str, str]:
+    """The words around where two texts differ, a few each side."""
+    aw, bw = a.split(), b.split()
+    matcher = SequenceMatcher(None, aw, bw, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            return (
+                _words(aw, max(0, i1 - 3), min(i2 + 3, i1 + 12)),
+                _words(bw, max(0, j1 - 3), min(j2 + 3, j1 + 12)),
+            )
+    return a[:80], b[:80]  # the same words, spaced differently
+
+
+def _words(words: list[str], start: int, end: int) -> str:
+    """Some words, with ``…`` where the text goes on."""
+    text = " ".join(words[start:end]) or "(nothing)"
+    return ("… " if start else "") + text + (" …" if end < len(words) else "")
+
+
+def _wire(number: int, x: _Turn, y: _Turn) -> list[Difference]:
+    found = []
+    matcher = SequenceMatcher(None, x.wire, y.wire, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        a_part = [" ".join(filter(None, w)) for w in x.wire[i1:i2]]
+        b_part = [" ".join(filter(None, w)) for w in y.wire[j1:j2]]
+        what = {"insert": "only in B", "delete": "only in A", "replace": "changed"}[tag]
+        found.append(
+            Difference(
+                "wire",
+                f"frames {what}",
+                a_part or None,
+                b_part or None,
+                x.seqs[i1] if i1 < i2 else (x.seqs[i1 - 1] if i1 else None),
+                y.seqs[j1] if j1 < j2 else (y.seqs[j1 - 1] if j1 else None),
+                number,
+            )
+        )
+    return found
+
+
+def _errors(a: Session, b: Session) -> list[Difference]:
+    x = Counter((m, c) for m, c, _ in a.errors)
+    y = Counter((m, c) for m, c, _ in b.errors)
+    found = []
+    for key in sorted(set(x) | set(y), key=str):
+        if x[key] != y[key]:
+            a_seq = next((s for m, c, s in a.errors if (m, c) == key), None)
+            b_seq = next((s for m, c, s in b.errors if (m, c) == key), None)
+            found.append(Difference("wire", f"error responses to {key[0]} ({key[1]})",
+                                    x[key], y[key], a_seq, b_seq))  # fmt: skip
+    return found
+
+
+def _findings(a: Session, b: Session) -> list[Difference]:
+    found = []
+    for key in sorted(set(a.findings) | set(b.findings), key=str):
+        x, y = a.findings.get(key, []), b.findings.get(key, [])
+        if len(x) != len(y):
+            rule, turn = key
+            found.append(Difference("findings", rule, len(x), len(y),
+                                    x[0] if x else None, y[0] if y else None, turn))  # fmt: skip
+    return found
+
+
+def _timing(
+    a: Session, b: Session, pairs: list[tuple[_Turn | None, _Turn | None]], slower: float
+) -> list[Difference]:
+    found = []
+
+    def flag(what: str, x: float | None, y: float | None, turn: int | None,
+             seqs: tuple[int | None, int | None]) -> None:  # fmt: skip
+        if x is None or y is None:
+            return
+        low, high = min(x, y), max(x, y)
+        if high - low >= TIMING_FLOOR and (low == 0 or high / low >= slower):
+            found.append(Difference("timing", what, round(x, 3), round(y, 3), *seqs, turn))
+
+    for method in sorted(set(a.latencies) & set(b.latencies)):
+        flag(f"{method} latency (median s)", statistics.median(a.latencies[method]),
+             statistics.median(b.latencies[method]), None, (None, None))  # fmt: skip
+    for number, (x, y) in enumerate(pairs):
+        if x is not None and y is not None and number:
+            flag("turn duration (s)", x.duration, y.duration, number, (x.seq, y.seq))
+            flag("time to first chunk (s)", x.first_chunk, y.first_chunk, number, (x.seq, y.seq))
+    return found
+
+
+def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[str]:
+    """The differences for people: grouped by layer and turn, a line or two each."""
+    if not differences:
+        yield "no differences"
+        return
+    for layer in LAYERS:
+        here = [d for d in differences if d.layer == layer]
+        if not here:
+            continue
+        yield f"{layer}:"
+        turn = object()
+        for item in here:
+            if item.turn != turn and item.turn is not None:
+                yield f"  turn {item.turn}:" if item.turn else "  before the first prompt:"
+            turn = item.turn
+            indent = "    " if item.turn is not None else "  "
+            where = f"A:{_seq(item.a_seq)} B:{_seq(item.b_seq)}"
+            yield f"{indent}{item.what} ({where})"
+            yield f"{indent}  A: {shown(item.a, 100)}   B: {shown(item.b, 100)}"
+    a, b = sessions
+    if a > 1 or b > 1:
+        yield f"(A has {a} session(s), B {b}: --session N picks another)"
+
+
+def _seq(seq: int | None) -> str:
+    return "-" if seq is None else str(seq)

@@ -1,0 +1,234 @@
+"""`acp-proxy diff A B`, through real processes, on recordings made by `acp-proxy run` with the
+example agent: the same scenario recorded twice (different ids, times and pacing) diffs clean;
+each kind of change is reported once, in its layer, with the seqs on both sides."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.times import format_time, parse_time
+from acp_proxy.devtools.demo import run_demo
+from acp_proxy.transcript.records import frame_record
+
+
+def recorded(path: Path, first_id: int, delay: float = 0.0) -> Path:
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", str(delay),
+             "--first-id", str(first_id)]  # fmt: skip
+    assert run_demo(path, delay=delay, echo=None, scenario="clean", agent=agent) == 0
+    return path
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same scenario twice: other ids (sessions, messages, tool calls, request ids),
+    other times, and the pacing of two runs (timing differences under the floor are noise)."""
+    where = tmp_path_factory.mktemp("diff")
+    return recorded(where / "a.jsonl", 1), recorded(where / "b.jsonl", 100)
+
+
+def diff(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*PROXY, "diff", *args], capture_output=True, env=clean_env(), timeout=60)
+
+
+def as_json(a: Path, b: Path, *options: str) -> dict[str, Any]:
+    proc = diff("--format", "json", *options, str(a), str(b))
+    document: dict[str, Any] = orjson.loads(proc.stdout)
+    assert proc.returncode == (1 if document["differences"] else 0), proc.stderr
+    return document
+
+
+def edited(source: Path, target: Path, change: Callable[[list[dict[str, Any]]], None]) -> Path:
+    """A copy of a recording with its records changed (frames renumbered in order)."""
+    records = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    change(records)
+    seq = 0
+    with open(target, "wb") as out:
+        for record in records:
+            if record["kind"] != "frame":
+                out.write(orjson.dumps(record) + b"\n")
+                continue
+            seq += 1
+            frame = parse_frame(orjson.dumps(record["msg"]))
+            out.write(frame_record(seq, record["t"], record["from"], frame))
+    return target
+
+
+def updates(records: list[dict[str, Any]], variant: str) -> list[dict[str, Any]]:
+    return [
+        r for r in records
+        if r["kind"] == "frame" and r["msg"].get("params", {}).get("update", {}).get("sessionUpdate") == variant
+    ]  # fmt: skip
+
+
+def test_the_same_scenario_twice_diffs_clean(pair):
+    a, b = pair
+    proc = diff(str(a), str(b))
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.decode() == "no differences\n"
+    assert as_json(a, b)["identical"] is True
+
+
+def changed_capability(records):
+    caps = records[2]["msg"]["result"]["capabilities"]  # the initialize result
+    caps.setdefault("session", {}).setdefault("prompt", {})["audio"] = {}
+
+
+def extra_tool_call(records):
+    tool = updates(records, "tool_call_update")[0]
+    copy = orjson.loads(orjson.dumps(tool))
+    copy["msg"]["params"]["update"].update({"toolCallId": "call_extra", "title": "Grep"})
+    records.insert(records.index(tool) + 1, copy)
+
+
+def changed_tool_status(records):
+    for record in updates(records, "tool_call_update"):
+        if record["msg"]["params"]["update"].get("status") == "completed":
+            record["msg"]["params"]["update"]["status"] = "failed"
+
+
+def changed_stop_reason(records):
+    for record in updates(records, "state_update"):
+        update = record["msg"]["params"]["update"]
+        if update.get("stopReason") == "end_turn":
+            update["stopReason"] = "max_tokens"
+
+
+def different_text(records):
+    chunk = updates(records, "agent_message_chunk")[3]
+    chunk["msg"]["params"]["update"]["content"]["text"] = "an"
+
+
+def inserted_update(records):
+    chunk = updates(records, "agent_message_chunk")[2]
+    info = orjson.loads(orjson.dumps(chunk))
+    info["msg"]["params"]["update"] = {"sessionUpdate": "session_info_update", "title": "README"}
+    records.insert(records.index(chunk) + 1, info)
+
+
+def finding_on_one_side(records):
+    chunk = updates(records, "agent_message_chunk")[1]
+    del chunk["msg"]["params"]["update"]["messageId"]
+
+
+def three_times_slower(records):
+    frames = [r for r in records if r["kind"] == "frame"]
+    prompt = next(r for r in frames if r["msg"].get("method") == "session/prompt")
+    start = parse_time(prompt["t"])
+    assert start is not None
+    for record in frames[frames.index(prompt) + 1 :]:  # the turn takes three times as long
+        when = parse_time(record["t"])
+        assert when is not None
+        record["t"] = format_time(start + (when - start) * 3 + timedelta(seconds=0.2))
+    for record in records:
+        if record["kind"] == "end":
+            record["t"] = format_time(datetime.now().astimezone())
+
+
+CHANGES = {
+    "capability": (
+        changed_capability,
+        "handshake",
+        "agent.capabilities.session.prompt.audio added",
+    ),
+    "extra tool call": (extra_tool_call, "conversation", "tool call 2 only in B"),
+    "tool status": (changed_tool_status, "conversation", "tool call 1 status"),
+    "stop reason": (changed_stop_reason, "conversation", "stop reason"),
+    "agent text": (different_text, "conversation", "agent text"),
+    "inserted update": (inserted_update, "wire", "frames only in B"),
+    "finding": (finding_on_one_side, "findings", "message-id-missing"),
+    "slower": (three_times_slower, "timing", "turn duration (s)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_each_change_is_reported_once_in_its_layer_with_both_seqs(pair, tmp_path, name):
+    a, b = pair
+    change, layer, what = CHANGES[name]
+    changed = edited(b, tmp_path / "changed.jsonl", change)
+    document = as_json(a, changed)
+    assert document["identical"] is False
+    here = [d for d in document["differences"] if d["layer"] == layer and d["what"] == what]
+    assert len(here) == 1, document["differences"]
+    assert here[0]["a_seq"] is not None or here[0]["b_seq"] is not None
+    if layer != "handshake" or name != "capability":
+        assert here[0]["b_seq"] is not None
+    # the text output names the same difference, with both seqs
+    text = diff(str(a), str(changed)).stdout.decode()
+    assert f"{layer}:" in text and what in text
+    assert f"A:{here[0]['a_seq'] if here[0]['a_seq'] is not None else '-'} B:" in text
+    # --only picks layers: without this one, the change is not reported
+    others = ",".join(
+        x for x in ("handshake", "conversation", "wire", "findings", "timing") if x != layer
+    )
+    silent = as_json(a, changed, "--only", others)
+    assert [d for d in silent["differences"] if d["what"] == what and d["layer"] == layer] == []
+
+
+def test_ignore_silences_what_it_names(pair, tmp_path):
+    a, b = pair
+    changed = edited(b, tmp_path / "text.jsonl", different_text)
+    assert as_json(a, changed, "--only", "conversation")["identical"] is False
+    quiet = as_json(a, changed, "--only", "conversation", "--ignore", "params.update.content.text")
+    assert quiet["identical"] is True
+
+
+def test_meta_is_left_out_unless_asked(pair, tmp_path):
+    a, b = pair
+
+    def meta(records):
+        updates(records, "agent_message_chunk")[0]["msg"]["params"]["_meta"] = {"x": 1}
+
+    changed = edited(b, tmp_path / "meta.jsonl", meta)
+    assert as_json(a, changed)["identical"] is True
+    assert as_json(a, changed, "--meta", "--only", "wire,conversation")["identical"] is True
+    assert diff("--meta", str(a), str(changed)).returncode in (0, 1)
+
+
+def test_unreadable_input_exits_2_with_one_line(pair, tmp_path):
+    a, _ = pair
+    proc = diff(str(a), str(tmp_path / "missing.jsonl"))
+    assert proc.returncode == 2
+    said = proc.stderr.decode().strip().splitlines()
+    assert len(said) == 1 and "missing.jsonl" in said[0] and "Traceback" not in proc.stderr.decode()
+    bad = diff("--only", "everything", str(a), str(a))
+    assert bad.returncode == 2 and "choose from" in bad.stderr.decode()
+    second = diff("--session", "2", str(a), str(a))
+    assert second.returncode == 2 and "has 1 session(s)" in second.stderr.decode()
+
+
+def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_path):
+    """`report B --against A`: the page carries what `diff A B` finds, each difference with
+    B's seq; in a browser the panel is there and the page loads without a script error."""
+    import re
+
+    from test_report import CHROMIUM, dom
+
+    a, b = pair
+    changed = edited(b, tmp_path / "changed.jsonl", changed_tool_status)
+    page = tmp_path / "page.html"
+    proc = subprocess.run(
+        [*PROXY, "report", str(changed), "--against", str(a), "-o", str(page)],
+        capture_output=True, env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S)
+    assert data is not None
+    differences = orjson.loads(data.group(1))["diff"]["differences"]
+    assert differences == as_json(a, changed)["differences"]
+    assert any(d["what"] == "tool call 1 status" and d["b_seq"] for d in differences)
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed: the page's panel is not looked at")
+    html = dom(page, "", tmp_path)
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert "Differences against" in html and "tool call 1 status" in html
+    assert re.search(r'href="#frame=\d+">B:\d+</a>', html)
