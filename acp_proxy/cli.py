@@ -79,6 +79,29 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+def _prune(log: Any, keep_days: float | None, keep_size: int | None) -> None:
+    """Tidy the default recordings directory as a session starts; never raises."""
+    from acp_proxy.readers.catalog import prune
+    from acp_proxy.transcript.names import default_record_dir
+
+    try:
+        for removed in prune(default_record_dir(), keep_days, keep_size):
+            log.info("removed an old recording", path=str(removed))
+    except Exception as exc:  # tidying must never cost the session
+        log.warning("could not tidy the recordings directory", error=repr(exc))
+
+
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:  # (run calls this too: nothing more is loaded before the agent starts)
+        return None
+    from acp_proxy.readers.catalog import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _say(message: str) -> None:
     """One line for the user on stderr, its wire strings escaped; never raises (stderr may
     be gone: the client that started us went away)."""
@@ -217,6 +240,22 @@ def _settle() -> None:
     help="Also tell the user in their editor: insert a live-only notice into the agent's "
     "stream for each rule a v2 session breaks (once per rule per session).",
 )
+@click.option(
+    "--keep-days",
+    type=_Seconds(high=100_000.0),
+    envvar=_env("KEEP_DAYS"),
+    metavar="N",
+    help="When a session starts, remove recordings older than N days from the default "
+    "recordings directory (only files the proxy made, never one being written).",
+)
+@click.option(
+    "--keep-size",
+    callback=_size,
+    envvar=_env("KEEP_SIZE"),
+    metavar="SIZE",
+    help="When a session starts, remove the oldest recordings of the default recordings "
+    "directory until the rest fit SIZE (500M, 2G).",
+)
 @_logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -226,6 +265,8 @@ def run(
     no_stderr: bool,
     redact: bool,
     notify_client: bool,
+    keep_days: float | None,
+    keep_size: int | None,
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -275,6 +316,8 @@ def run(
             recorder.path = resolve_record_path(record, pid)
             recorder.append = not is_per_session(record)
             recorder.open(recorded_argv, pid)
+        if record is None and (keep_days is not None or keep_size is not None):
+            _prune(log, keep_days, keep_size)
 
     _settle()
     try:
@@ -501,8 +544,14 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
 
 @cli.command()
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
-@_format_option(
-    "text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding."
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "junit", "sarif"]),
+    default="text",
+    show_default=True,
+    help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
+    "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
 )
 def validate(recordings: tuple[str, ...], fmt: str) -> None:
     """Re-run the validator over recorded sessions and print the findings.
@@ -512,19 +561,172 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     finding, 1 at least one, 2 a file that cannot be read.
     """
     from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
+    from acp_proxy.readers.ci import Checked, junit, sarif
 
     errors = 0
     unreadable = False
+    checked: list[Checked] = []
     with _output(False) as emit:
         for path in recordings:
+            item = Checked(path)
+            checked.append(item)
             try:
                 for line, finding in validate_recording(path):
                     errors += finding.level == "error"
-                    emit(finding_line(path, line, finding, fmt))
+                    if fmt in ("junit", "sarif"):
+                        item.findings.append((line, finding))
+                    else:
+                        emit(finding_line(path, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
+                item.unreadable = str(exc)
                 unreadable = True
+        if fmt == "junit":
+            emit(junit(checked))
+        elif fmt == "sarif":
+            emit(sarif(checked).decode())
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    from acp_proxy.readers.catalog import parse_age
+
+    try:
+        return None if value is None else parse_age(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
+    from acp_proxy.transcript.names import default_record_dir
+
+    return paths or (str(default_record_dir()),)
+
+
+@cli.command(name="ls")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session, for tools.")
+@click.option(
+    "--since", callback=_age, metavar="AGE", help="Only sessions started in the last AGE (2d, 12h)."
+)
+@click.option("--until", callback=_age, metavar="AGE", help="Only sessions started before AGE ago.")
+@click.option(
+    "--agent", metavar="NAME", help="Only sessions whose agent name or command contains NAME."
+)
+@click.option("--with-findings", is_flag=True, help="Only sessions with errors or warnings.")
+@click.option(
+    "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
+)
+@click.option(
+    "--keep-days",
+    type=_Seconds(high=100_000.0),
+    envvar=_env("KEEP_DAYS"),
+    metavar="N",
+    help="With --prune: remove recordings older than N days.",
+)
+@click.option(
+    "--keep-size",
+    callback=_size,
+    envvar=_env("KEEP_SIZE"),
+    metavar="SIZE",
+    help="With --prune: remove the oldest until the rest fit SIZE (500M, 2G).",
+)
+def list_recordings(
+    paths: tuple[str, ...],
+    as_json: bool,
+    since: Any,
+    until: Any,
+    agent: str | None,
+    with_findings: bool,
+    prune: bool,
+    keep_days: float | None,
+    keep_size: int | None,
+) -> None:
+    """The recorded sessions, newest first: start, agent, protocol version, duration, prompt
+    turns, frames, findings by level, size, path. Default: the recordings directory.
+
+    A session's summary is read once and kept in a small index beside the recordings
+    (.acp-proxy-index.json), read again when the file changes.
+    """
+    from acp_proxy.readers.catalog import list_sessions, recordings_in, select
+    from acp_proxy.readers.catalog import prune as prune_directory
+
+    targets = _targets(paths)
+    if prune:
+        if keep_days is None and keep_size is None:
+            raise click.UsageError("--prune needs --keep-days or --keep-size")
+        for target in targets:
+            if Path(target).is_dir():
+                for removed in prune_directory(Path(target), keep_days, keep_size):
+                    _say(f"acp-proxy: removed {removed}")
+    files, problems = recordings_in(targets)
+    sessions, unreadable = list_sessions(files)
+    for problem in [*problems, *unreadable]:
+        _say(f"acp-proxy: {problem}")
+    shown = select(sessions, since, until, agent, with_findings)
+    with _output(False) as emit:
+        for summary in shown:
+            emit(dumps(summary.as_json()).decode() if as_json else summary.line())
+    sys.exit(2 if problems and not sessions else 0)
+
+
+@cli.command()
+@click.argument("pattern")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@click.option("--method", metavar="GLOB", help="Only frames whose method matches.")
+@click.option("--rule", metavar="GLOB", help="Only frames with a finding of a matching rule.")
+@click.option(
+    "--from", "side", type=click.Choice(["client", "agent"]), help="Only frames sent by that side."
+)
+@click.option("--session", metavar="ID", help="Only frames of that session.")
+@click.option("-i", "--ignore-case", is_flag=True, help="Match PATTERN without regard to case.")
+@click.option("-l", "files_only", is_flag=True, help="Print only the names of files with a match.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per match.")
+def search(
+    pattern: str,
+    paths: tuple[str, ...],
+    method: str | None,
+    rule: str | None,
+    side: str | None,
+    session: str | None,
+    ignore_case: bool,
+    files_only: bool,
+    as_json: bool,
+) -> None:
+    """The frames across recordings whose method, update variant, rule or text matches
+    PATTERN (a regular expression), grep-style: PATH:SEQ: METHOD SUMMARY. Default: the
+    recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
+    """
+    import re
+
+    from acp_proxy.readers.catalog import Hit, recordings_in
+    from acp_proxy.readers.catalog import search as find
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="PATTERN") from None
+    files, problems = recordings_in(_targets(paths))
+    for problem in problems:
+        _say(f"acp-proxy: {problem}")
+    matched, named = False, set()
+    with _output(False) as emit:
+        for hit in find(pattern, files, method, rule, side, session, ignore_case):
+            if not isinstance(hit, Hit):
+                _say(f"acp-proxy: {hit}")
+                continue
+            matched = True
+            if files_only:
+                if hit.path not in named:
+                    named.add(hit.path)
+                    emit(hit.path)
+            elif as_json:
+                emit(dumps(hit.as_json()).decode())
+            else:
+                seq = "-" if hit.seq is None else hit.seq
+                rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
+                emit(f"{hit.path}:{seq}: {hit.summary}{rules}")
+    sys.exit(0 if matched else 2 if problems and not files else 1)
 
 
 @contextlib.contextmanager

@@ -29,14 +29,20 @@ import fcntl
 import os
 import stat
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acp_proxy.core.times import format_time
+from acp_proxy.transcript.names import default_record_dir, recording_name
 from acp_proxy.transcript.records import end_record, start_record
 
-__all__ = ["Recorder", "default_record_dir", "is_per_session", "resolve_record_path"]
+__all__ = [
+    "Recorder",
+    "default_record_dir",
+    "is_per_session",
+    "recording_name",
+    "resolve_record_path",
+]
 
 _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
 #: O_NONBLOCK: opening a FIFO planted at the path must not wait for a reader
@@ -44,24 +50,6 @@ _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK
 #: How many alternative names are tried when a per-session name is taken.
 _ATTEMPTS = 100
-
-
-def default_record_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$ACP_PROXY_RECORD_DIR``, else ``$XDG_STATE_HOME/acp-proxy/recordings``,
-    else ``~/.local/state/acp-proxy/recordings``."""
-    env = os.environ if env is None else env
-    if env.get("ACP_PROXY_RECORD_DIR"):
-        return Path(env["ACP_PROXY_RECORD_DIR"]).expanduser()
-    if env.get("XDG_STATE_HOME"):
-        return Path(env["XDG_STATE_HOME"]).expanduser() / "acp-proxy" / "recordings"
-    return Path.home() / ".local" / "state" / "acp-proxy" / "recordings"
-
-
-def recording_name(pid: int | str | None, when: datetime | None = None) -> str:
-    """``<UTC time>-<agent pid>.jsonl`` (or another tag than the pid): names sort by
-    start time."""
-    when = when or datetime.now(UTC)
-    return f"{when.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}-{pid}.jsonl"
 
 
 def resolve_record_path(

@@ -229,6 +229,28 @@ class TimelineFilter:
     method: str | None = None
     session: str | None = None
     violations_only: bool = False
+    #: Only frames with a finding of a rule matching this glob.
+    rule: str | None = None
+
+
+def wanted(
+    only: TimelineFilter,
+    side: str | None,
+    method: str | None,
+    session: str | None,
+    findings: list[Violation],
+) -> bool:
+    """Whether a frame passes the filter: the one implementation ``show``, ``follow`` and
+    ``search`` share."""
+    if only.side and side != only.side:
+        return False
+    if only.method and not (method and fnmatch.fnmatchcase(method, only.method)):
+        return False
+    if only.session and session != only.session:
+        return False
+    if only.rule and not any(fnmatch.fnmatchcase(f.rule, only.rule) for f in findings):
+        return False
+    return not (only.violations_only and not findings)
 
 
 class Timeline:
@@ -381,14 +403,7 @@ class Timeline:
     def _wanted(
         self, side: str, method: str | None, session: str | None, findings: list[Violation]
     ) -> bool:
-        only = self.only
-        if only.side and side != only.side:
-            return False
-        if only.method and not (method and fnmatch.fnmatchcase(method, only.method)):
-            return False
-        if only.session and session != only.session:
-            return False
-        return not (only.violations_only and not findings)
+        return wanted(self.only, side, method, session, findings)
 
     def _findings(self, findings: list[Violation], standalone: bool) -> list[str]:
         only = self.only

@@ -1,0 +1,435 @@
+"""Many recordings: list them (``ls``), find frames across them (``search``), keep the
+directory tidy (pruning).
+
+Theory of operation
+-------------------
+A recording's summary (per session: start, agent, protocol version, duration, prompt turns,
+frames, findings by level) costs one pass over the file, the first time it is asked. It is kept
+in a small sidecar index beside the recordings (``.acp-proxy-index.json``), keyed by file name
+with the size and modification time it was made from: a file that changed since is read again,
+an index that is missing, unreadable or of another version is rebuilt, and the index is never
+trusted over the file (a file it does not name is read). Writing it is best effort: a directory
+that cannot be written still gets its listing.
+
+Pruning removes the oldest recordings the proxy made (``<UTC time>-<pid>.jsonl`` names) in one
+directory, past an age or a total size, never a file it did not make and never one another
+session is writing (the recorder's ``flock``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acp_proxy.core.times import parse_time
+from acp_proxy.core.validator import Violation
+from acp_proxy.core.wire import Kind, Message
+from acp_proxy.readers.annotate import RUN, Annotated, annotate_lines, plain
+from acp_proxy.readers.text import TimelineFilter, frame_summary, wanted
+from acp_proxy.transcript.names import PROXY_NAME
+from acp_proxy.transcript.reading import RecordingError, open_lines
+from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
+
+__all__ = [
+    "INDEX",
+    "Hit",
+    "SessionSummary",
+    "list_sessions",
+    "parse_age",
+    "parse_size",
+    "prune",
+    "recordings_in",
+    "search",
+    "select",
+]
+
+#: The sidecar index's file name, and the version of what it holds.
+INDEX = ".acp-proxy-index.json"
+_INDEX_VERSION = 1
+
+
+@dataclass
+class SessionSummary:
+    """One session of a recording, in a line of ``ls``."""
+
+    path: str
+    session: int
+    start: str | None = None
+    end: str | None = None
+    agent: str | None = None
+    protocol: int | None = None
+    turns: int = 0
+    frames: int = 0
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+    size: int = 0
+    #: True when it came from the index (the file was not read).
+    from_index: bool = False
+
+    @property
+    def duration(self) -> float | None:
+        began, ended = parse_time(self.start or ""), parse_time(self.end or "")
+        return (ended - began).total_seconds() if began and ended else None
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["duration"] = self.duration
+        return data
+
+    def line(self) -> str:
+        """The session in a line of ``ls``."""
+        took = "-" if self.duration is None else f"{self.duration:.1f}s"
+        protocol = "-" if self.protocol is None else f"v{self.protocol}"
+        findings = f"{self.errors}E {self.warnings}W {self.infos}I"
+        return (
+            f"{(self.start or '-')[:19]:<19}  {(self.agent or '-')[:32]:<32}  {protocol:<3} "
+            f"{took:>8} {self.turns:>4} turns {self.frames:>7} frames  {findings:<12} "
+            f"{self.size:>10,}  {self.path}"
+        )
+
+
+def select(
+    sessions: Iterable[SessionSummary],
+    since: timedelta | None = None,
+    until: timedelta | None = None,
+    agent: str | None = None,
+    with_findings: bool = False,
+    now: datetime | None = None,
+) -> list[SessionSummary]:
+    """The sessions ``ls`` shows, newest first: started within ``since``, before ``until``
+    ago, with ``agent`` in their agent's name or command, with errors or warnings."""
+    now = now or datetime.now(UTC)
+
+    def keep(summary: SessionSummary) -> bool:
+        began = parse_time(summary.start or "")
+        if since is not None and (began is None or began < now - since):
+            return False
+        if until is not None and (began is None or began > now - until):
+            return False
+        if agent and agent.lower() not in (summary.agent or "").lower():
+            return False
+        return not (with_findings and not (summary.errors or summary.warnings))
+
+    kept = [s for s in sessions if keep(s)]
+    return sorted(kept, key=lambda s: (s.start or "", s.path), reverse=True)
+
+
+def recordings_in(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
+    """The recordings named (files) or held (directories, not recursively); and what could
+    not be looked at, each said in a line."""
+    found: list[Path] = []
+    problems: list[str] = []
+    for target in targets:
+        path = Path(target)
+        if path.is_dir():
+            try:
+                found += sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+            except OSError as exc:
+                problems.append(f"cannot list {target}: {exc.strerror}")
+        elif path.is_file():
+            found.append(path)
+        else:
+            problems.append(f"{target}: no such file or directory")
+    return found, problems
+
+
+def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str]]:
+    """Every session of the recordings, from each directory's index where the file has not
+    changed; and the files that could not be read, each said in a line."""
+    sessions: list[SessionSummary] = []
+    problems: list[str] = []
+    by_dir: dict[Path, list[Path]] = {}
+    for path in paths:
+        by_dir.setdefault(path.parent, []).append(path)
+    for directory, files in by_dir.items():
+        index = _read_index(directory)
+        changed = False
+        for path in files:
+            try:
+                info = path.stat()
+            except OSError as exc:
+                problems.append(f"cannot read {path}: {exc.strerror}")
+                continue
+            entry = index.get(path.name)
+            if (
+                entry
+                and entry.get("size") == info.st_size
+                and entry.get("mtime") == info.st_mtime_ns
+            ):
+                sessions += [_from_json(s, str(path)) for s in entry["sessions"]]
+                continue
+            try:
+                found = summarize(path)
+            except RecordingError as exc:
+                problems.append(str(exc))
+                continue
+            sessions += found
+            index[path.name] = {
+                "size": info.st_size,
+                "mtime": info.st_mtime_ns,
+                "sessions": [s.as_json() for s in found],
+            }
+            changed = True
+        if changed:
+            _write_index(directory, index)
+    return sessions, problems
+
+
+def _from_json(data: dict[str, Any], path: str) -> SessionSummary:
+    known = {k: v for k, v in data.items() if k in SessionSummary.__dataclass_fields__}
+    known["path"] = path
+    summary = SessionSummary(**known)
+    summary.from_index = True
+    return summary
+
+
+def summarize(path: Path) -> list[SessionSummary]:
+    """One pass over a recording: a summary per session (connection)."""
+    size = path.stat().st_size
+    sessions: dict[int, SessionSummary] = {}
+    for item in plain(annotate_lines(open_lines(str(path)), run=RUN)):
+        number = max(item.connection, 1)
+        summary = sessions.get(number)
+        if summary is None:
+            summary = sessions[number] = SessionSummary(str(path), number, size=size)
+        _add(summary, item)
+    return list(sessions.values())
+
+
+def _add(summary: SessionSummary, item: Annotated) -> None:
+    record = item.record
+    for finding in item.findings:
+        if finding.level == "error":
+            summary.errors += 1
+        elif finding.level == "warning":
+            summary.warnings += 1
+        else:
+            summary.infos += 1
+    if isinstance(record, StartRecord):
+        summary.start = record.t
+        summary.agent = summary.agent or " ".join(record.argv)
+        return
+    if isinstance(record, EndRecord) and not record.missing:
+        summary.end = record.t
+        return
+    if not isinstance(record, FrameRecord):
+        return
+    summary.frames += 1
+    summary.start = summary.start or record.t
+    summary.end = record.t if summary.end is None or record.t > summary.end else summary.end
+    message = item.message
+    if message is None:
+        return
+    if message.closed is not None and not message.closed.void and message.closed.prompt:
+        summary.turns += 1
+    if message.method in ("initialize", "proxy/initialize") and message.kind is Kind.RESPONSE:
+        result = message.result
+        info = result.get("agentInfo") or result.get("info")
+        if isinstance(info, dict) and info.get("name"):
+            named = f" {info['version']}" if info.get("version") else ""
+            summary.agent = f"{info['name']}{named}"
+        protocol = result.get("protocolVersion")
+        if isinstance(protocol, int) and not isinstance(protocol, bool):
+            summary.protocol = protocol
+
+
+def _read_index(directory: Path) -> dict[str, Any]:
+    try:
+        data = orjson.loads((directory / INDEX).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != _INDEX_VERSION:
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def _write_index(directory: Path, files: dict[str, Any]) -> None:
+    """Best effort: written beside, then renamed over (never through a planted symlink;
+    a reader sees the old index or the new one)."""
+    target = directory / INDEX
+    temporary = directory / f"{INDEX}.{os.getpid()}"
+    data = orjson.dumps({"version": _INDEX_VERSION, "files": files})
+    with contextlib.suppress(OSError):
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    with contextlib.suppress(OSError):
+        temporary.unlink()
+
+
+# --- filters and figures ---------------------------------------------------------------------
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_age(text: str) -> timedelta:
+    """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not an age (2d, 12h, 30m)")
+    return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2) or "d"])
+
+
+def parse_size(text: str) -> int:
+    """``500M``, ``2G``, ``100k``, ``1024`` (bytes)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not a size (500M, 2G)")
+    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+
+
+# --- pruning ---------------------------------------------------------------------------------
+
+
+def prune(
+    directory: Path, keep_days: float | None, keep_size: int | None, now: datetime | None = None
+) -> list[Path]:
+    """Remove the oldest recordings the proxy made in ``directory``: those older than
+    ``keep_days``, then the oldest until the rest fit ``keep_size`` bytes. Never a file it
+    did not make, never one a session holds locked. Returns what was removed."""
+    now = now or datetime.now(UTC)
+    try:
+        made = sorted(p for p in directory.iterdir() if PROXY_NAME.match(p.name) and p.is_file())
+    except OSError:
+        return []
+    sizes = {}
+    for path in made:
+        with contextlib.suppress(OSError):
+            sizes[path] = path.stat().st_size
+    made = [p for p in made if p in sizes]  # names sort by start time: oldest first
+    doomed: list[Path] = []
+    if keep_days is not None:
+        cutoff = now - timedelta(days=keep_days)
+        doomed += [p for p in made if _started(p) is not None and _started(p) < cutoff]  # type: ignore[operator]
+    if keep_size is not None:
+        total = sum(sizes[p] for p in made if p not in doomed)
+        for path in made:
+            if total <= keep_size:
+                break
+            if path not in doomed:
+                doomed.append(path)
+                total -= sizes[path]
+    removed = []
+    for path in doomed:
+        if _remove_unless_locked(path):
+            removed.append(path)
+    return removed
+
+
+def _started(path: Path) -> datetime | None:
+    try:
+        return datetime.strptime(path.name[:23], "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _remove_unless_locked(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False  # a session is writing it
+    except OSError:
+        pass
+    try:
+        path.unlink()
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # (closing lets the lock go)
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Hit:
+    """A frame (or a finding with no frame) that matched."""
+
+    path: str
+    seq: int | None
+    side: str | None
+    method: str | None
+    summary: str
+    rules: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def search(
+    pattern: str,
+    paths: Iterable[Path],
+    method: str | None = None,
+    rule: str | None = None,
+    side: str | None = None,
+    session: str | None = None,
+    ignore_case: bool = False,
+) -> Iterator[Hit | str]:
+    """The frames across recordings whose method, update variant, rule or text matches
+    ``pattern`` (a regular expression), narrowed as ``show`` narrows; a line for each file
+    that cannot be read (a ``str``)."""
+    regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    for path in paths:
+        try:
+            for item in plain(annotate_lines(open_lines(str(path)), run=RUN)):
+                hit = _match(regex, str(path), item, method, rule, side, session)
+                if hit is not None:
+                    yield hit
+        except RecordingError as exc:
+            yield str(exc)
+
+
+def _match(
+    regex: re.Pattern[str],
+    path: str,
+    item: Annotated,
+    method: str | None,
+    rule: str | None,
+    side: str | None,
+    session: str | None,
+) -> Hit | None:
+    message: Message | None = item.message
+    record = item.record
+    findings: list[Violation] = item.findings
+    if message is None:
+        if not findings or method or side or session:
+            return None
+        found = [f for f in findings if regex.search(f.rule) or regex.search(f.message)]
+        if rule:
+            found = [f for f in found if fnmatch.fnmatchcase(f.rule, rule)]
+        if not found:
+            return None
+        seq = found[0].seq
+        return Hit(path, seq, None, None, found[0].message, [f.rule for f in found])
+    only = TimelineFilter(side, method, session, rule=rule)
+    if not wanted(only, str(message.side), message.method, message.session, findings):
+        return None
+    rules = [f.rule for f in findings]
+    text = record.frame.raw.decode("utf-8", "replace") if isinstance(record, FrameRecord) else ""
+    fields = [message.method or "", message.variant or "", *rules, text]
+    if not any(regex.search(value) for value in fields):
+        return None
+    return Hit(path, message.seq, str(message.side), message.method, frame_summary(message), rules)

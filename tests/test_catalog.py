@@ -1,0 +1,280 @@
+"""Many recordings, through real processes, on a directory the tests fill (the example agent v2
+and v1, clean and misbehaving, one still being written, one truncated): `ls` lists each session
+once with its figures and answers from its index the second time; `search` finds a method, a
+rule and a text with the right path:seq; pruning removes only old files the proxy made, never a
+locked one; `validate --format junit|sarif` is what CI servers read; the README's DuckDB queries
+run over the same files."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import PROXY, clean_env
+
+from acp_proxy.devtools.demo import run_demo
+from acp_proxy.transcript.names import recording_name
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def acp(*args: str, **extra: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(**extra), timeout=120)
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("recordings")
+    for scenario, name in (("clean", "a"), ("v1-tour", "b"), ("misbehaving", "c")):
+        assert run_demo(where / f"{name}.jsonl", delay=0, echo=None, scenario=scenario) in (0, 1)
+    # one truncated: a crash left half a line
+    data = (where / "a.jsonl").read_bytes()
+    (where / "d-truncated.jsonl").write_bytes(data[: len(data) - 40])
+    return where
+
+
+def ls(*args: str) -> list[dict[str, Any]]:
+    proc = acp("ls", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_ls_lists_each_session_once_with_its_figures_then_from_its_index(directory):
+    first = ls(str(directory))
+    by_name = {Path(s["path"]).name: s for s in first}
+    assert sorted(by_name) == ["a.jsonl", "b.jsonl", "c.jsonl", "d-truncated.jsonl"]
+    assert not any(s["from_index"] for s in first)
+    a, b, c = by_name["a.jsonl"], by_name["b.jsonl"], by_name["c.jsonl"]
+    frames = sum(
+        1 for line in (directory / "a.jsonl").read_bytes().splitlines() if b'"kind":"frame"' in line
+    )
+    assert a["frames"] == frames and a["turns"] == 1 and a["protocol"] == 2
+    assert a["agent"] == "acp-proxy-example-agent 0.1.0" and a["errors"] == 0
+    assert b["protocol"] == 1 and b["turns"] == 2
+    assert c["errors"] > 0 and a["size"] == (directory / "a.jsonl").stat().st_size
+    assert a["duration"] is not None and a["duration"] > 0
+    assert [s["start"] for s in first] == sorted((s["start"] for s in first), reverse=True)
+    # the second time, nothing is read again; a file that changed is
+    second = ls(str(directory))
+    assert all(s["from_index"] for s in second) and len(second) == len(first)
+    with open(directory / "b.jsonl", "ab") as out:
+        out.write(b"\n")
+    third = {Path(s["path"]).name: s["from_index"] for s in ls(str(directory))}
+    assert third == {"a.jsonl": True, "b.jsonl": False, "c.jsonl": True, "d-truncated.jsonl": True}
+    # a broken index is rebuilt, never trusted
+    (directory / ".acp-proxy-index.json").write_text("{not json")
+    assert len(ls(str(directory))) == len(first)
+    # filters
+    noisy = sorted(Path(s["path"]).name for s in first if s["errors"] or s["warnings"])
+    assert "c.jsonl" in noisy and "d-truncated.jsonl" in noisy and "a.jsonl" not in noisy
+    assert sorted(Path(s["path"]).name for s in ls("--with-findings", str(directory))) == noisy
+    assert ls("--agent", "nobody", str(directory)) == []
+    assert len(ls("--since", "1d", str(directory))) == len(first)
+    assert ls("--until", "1d", str(directory)) == []
+    text = acp("ls", str(directory)).stdout.decode()
+    assert "a.jsonl" in text and "v2" in text and "turns" in text
+
+
+def test_ls_says_what_it_cannot_read_and_lists_the_rest(directory, tmp_path):
+    proc = acp("ls", "--json", str(directory), str(tmp_path / "nowhere"))
+    assert proc.returncode == 0
+    assert "nowhere: no such file or directory" in proc.stderr.decode()
+    assert len(proc.stdout.splitlines()) == 4
+    alone = acp("ls", str(tmp_path / "nowhere"))
+    assert alone.returncode == 2 and "Traceback" not in alone.stderr.decode()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.jsonl").write_text("not a recording\n")
+    (bad / "y.jsonl").write_bytes((directory / "a.jsonl").read_bytes())
+    mixed = acp("ls", "--json", str(bad))
+    assert "not an acp-proxy transcript" in mixed.stderr.decode()
+    assert [Path(orjson.loads(line)["path"]).name for line in mixed.stdout.splitlines()] == [
+        "y.jsonl"
+    ]
+
+
+def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
+    def lines(*args: str) -> list[str]:
+        proc = acp("search", *args, str(directory))
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode().splitlines()
+
+    by_method = lines("session/request_permission")
+    assert by_method and all(re.match(r"^.*\.jsonl:\d+: ", line) for line in by_method)
+    rule = lines("prompt-result-message-id")
+    assert len(rule) == 1 and rule[0].startswith(f"{directory / 'c.jsonl'}:")
+    seq = int(rule[0].split(":")[1])
+    record = next(
+        orjson.loads(line)
+        for line in (directory / "c.jsonl").read_bytes().splitlines()
+        if f'"seq":{seq},'.encode() in line
+    )
+    assert record["msg"]["result"] is not None  # the prompt's response that lacks the id
+    assert {Path(line.split(":")[0]).name for line in lines("Read README")} >= {
+        "a.jsonl",
+        "c.jsonl",
+    }
+    assert lines("-l", "Read README")[0].endswith(".jsonl")
+    only = lines("--method", "session/prompt", "--from", "client", "README")
+    assert only and all("session/prompt" in line for line in only)
+    hits = [
+        orjson.loads(line)
+        for line in acp(
+            "search", "--json", "--rule", "message-id-*", ".", str(directory)
+        ).stdout.splitlines()
+    ]
+    assert hits and all(any(r.startswith("message-id") for r in h["rules"]) for h in hits)
+    assert acp("search", "no-such-thing-anywhere", str(directory)).returncode == 1
+    assert acp("search", "(", str(directory)).returncode == 2
+
+
+def test_pruning_removes_only_old_files_the_proxy_made_never_a_locked_one(tmp_path):
+    made = tmp_path / "recs"
+    made.mkdir()
+    source = Path(__file__).parent.parent / "recordings" / "clean.jsonl"
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    names = [recording_name(n, now - timedelta(days=10 - n)) for n in range(5)]  # oldest first
+    for name in names:
+        (made / name).write_bytes(source.read_bytes())
+    (made / "mine.jsonl").write_bytes(source.read_bytes())  # not the proxy's: never removed
+    (made / "20200101T000000.000000Z-1.txt").write_text("not a recording")
+    locked = os.open(made / names[0], os.O_RDONLY)
+    fcntl.flock(locked, fcntl.LOCK_EX)  # a session still writes the oldest
+    try:
+        proc = acp("ls", "--prune", "--keep-days", "7.5", str(made))
+        removed = [
+            line.split("removed ", 1)[1]
+            for line in proc.stderr.decode().splitlines()
+            if "removed" in line
+        ]
+        assert sorted(Path(r).name for r in removed) == sorted(names[1:3])
+        left = sorted(p.name for p in made.iterdir() if not p.name.startswith("."))
+        assert left == sorted([names[0], *names[3:], "mine.jsonl", "20200101T000000.000000Z-1.txt"])
+        size = source.stat().st_size
+        proc = acp("ls", "--prune", "--keep-size", str(size), str(made))
+        left = sorted(p.name for p in made.iterdir() if p.name.endswith(".jsonl"))
+        assert left == sorted([names[0], names[4], "mine.jsonl"])  # the newest fits; locked stays
+    finally:
+        os.close(locked)
+    assert acp("ls", "--prune", str(made)).returncode == 2  # --prune says what to keep
+
+
+def test_run_keeps_the_default_recordings_directory_tidy(tmp_path):
+    """run --keep-days: when a session starts, old recordings there go."""
+    from datetime import UTC, datetime, timedelta
+
+    old = tmp_path / recording_name(1, datetime.now(UTC) - timedelta(days=30))
+    old.write_bytes((Path(__file__).parent.parent / "recordings" / "clean.jsonl").read_bytes())
+    proc = subprocess.run(
+        [*PROXY, "run", "--keep-days", "7", "--", sys.executable, "-c", "print('{}')"],
+        capture_output=True, timeout=60, env=clean_env(ACP_PROXY_RECORD_DIR=str(tmp_path)),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not old.exists() and "removed an old recording" in proc.stderr.decode()
+    assert len(list(tmp_path.glob("*.jsonl"))) == 1  # this session's
+
+
+def test_junit_is_what_ci_servers_read(directory):
+    proc = acp(
+        "validate", "--format", "junit", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
+    )
+    assert proc.returncode == 1  # c has errors
+    root = ET.fromstring(proc.stdout)
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    cases = suite.findall("testcase")
+    assert [Path(c.get("name", "")).name for c in cases] == ["a.jsonl", "b.jsonl", "c.jsonl"]
+    failures = cases[2].findall("failure")
+    errors = acp("validate", "--format", "json", str(directory / "c.jsonl")).stdout.splitlines()
+    assert len(failures) == sum(1 for e in errors if orjson.loads(e)["level"] == "error")
+    assert int(suite.get("failures", "-1")) == len(failures) and not cases[0].findall("failure")
+    assert all(f.get("type") and f.get("message") and "seq" in (f.text or "") for f in failures)
+
+
+def test_sarif_is_sarif_2_1_0(directory):
+    import jsonschema
+
+    proc = acp(
+        "validate", "--format", "sarif", str(directory / "c.jsonl"), str(directory / "a.jsonl")
+    )
+    document = orjson.loads(proc.stdout)
+    jsonschema.validate(document, SARIF_SHAPE)
+    (run,) = document["runs"]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]] == result["ruleId"]
+        location = result["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"]["uri"].endswith("c.jsonl")
+        assert location["region"]["startLine"] >= 1
+    assert {r["level"] for r in run["results"]} <= {"error", "warning", "note"}
+
+
+#: The parts of the SARIF 2.1.0 schema (OASIS) that code-scanning servers read; the full
+#: schema is not in a registry the tests reach.
+SARIF_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "version": {"const": "2.1.0"},
+        "$schema": {"type": "string", "pattern": "sarif-2\\.1\\.0"},
+        "runs": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["tool", "results"],
+            "properties": {
+                "tool": {"type": "object", "required": ["driver"], "properties": {"driver": {
+                    "type": "object", "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "rules": {"type": "array", "items": {
+                        "type": "object", "required": ["id"],
+                        "properties": {"id": {"type": "string"},
+                                       "shortDescription": {"type": "object", "required": ["text"]},
+                                       "defaultConfiguration": {"type": "object", "properties": {
+                                           "level": {"enum": ["none", "note", "warning", "error"]}}}}}}}}}},
+                "results": {"type": "array", "items": {
+                    "type": "object", "required": ["message"],
+                    "properties": {
+                        "ruleId": {"type": "string"}, "ruleIndex": {"type": "integer", "minimum": 0},
+                        "level": {"enum": ["none", "note", "warning", "error"]},
+                        "message": {"type": "object", "required": ["text"]},
+                        "locations": {"type": "array", "items": {"type": "object", "properties": {
+                            "physicalLocation": {"type": "object", "required": ["artifactLocation"],
+                                                 "properties": {"region": {"type": "object", "properties": {
+                                                     "startLine": {"type": "integer", "minimum": 1}}}}}}}}}}},
+            }}},
+    },
+}  # fmt: skip
+
+
+def test_the_readmes_duckdb_queries_run_over_the_recordings(directory):
+    """The README's queries, as they are there, over this directory: the figures `stats`
+    and `validate` give."""
+    duckdb = pytest.importorskip("duckdb")
+    section = README.read_text().split("### Fleets of recordings", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    assert len(blocks) == 4  # the views, then three queries
+    con = duckdb.connect()
+    con.execute(f"SET VARIABLE recordings = '{directory}/[abc].jsonl'")
+    con.execute(blocks[0])
+    methods = dict(con.sql(blocks[1]).fetchall())
+    stats = orjson.loads(
+        acp(
+            "stats", "--format", "json", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
+        ).stdout
+    )
+    assert methods == stats["methods"]
+    errors = dict(con.sql(blocks[2]).fetchall())
+    found = [orjson.loads(line) for p in sorted(directory.glob("[abc].jsonl"))
+             for line in acp("validate", "--format", "json", str(p)).stdout.splitlines()]  # fmt: skip
+    stored = (directory / "c.jsonl").read_bytes().count(b'"level":"error"')
+    assert errors == {"acp-proxy-example-agent 0.1.0": stored} and stored
+    assert sum(1 for f in found if f["level"] == "error") >= stored
+    turns = con.sql(blocks[3]).fetchall()
+    assert sum(row[2] for row in turns) == len(stats["turns"]) and all(row[3] > 0 for row in turns)
