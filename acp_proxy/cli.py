@@ -391,6 +391,11 @@ def run(
     metavar="PATH",
     help="As the client: record the new session there (as `run --record` does).",
 )
+@click.option(
+    "--junit",
+    metavar="FILE",
+    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE.",
+)
 @_logging_options
 @click.argument("recording", metavar="RECORDING")
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARGS]...]")
@@ -403,6 +408,7 @@ def replay(
     ignore_updates: tuple[str, ...],
     timeout: float,
     record: str | None,
+    junit: str | None,
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -451,6 +457,15 @@ def replay(
         sys.exit(result.proxy_status)
     for line in result.divergences:
         _say(f"acp-proxy replay: divergence: {line}")
+    if junit is not None:
+        from acp_proxy.files import open_output
+        from acp_proxy.readers.ci import junit_divergences
+
+        try:
+            with os.fdopen(open_output(junit), "w", encoding="utf-8") as out:
+                out.write(junit_divergences(recording, result.divergences) + "\n")
+        except OSError as exc:
+            raise click.ClickException(visible(f"cannot write {junit}: {exc.strerror}")) from None
     frames = sum(1 for step in script.steps)
     if result.ok:
         log.info("the agent answered as recorded", frames=frames)

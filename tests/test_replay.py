@@ -322,3 +322,21 @@ def test_difference_and_replace_id():
         replace_id(raw, "seven")
         == b'{"jsonrpc":"2.0", "result":{"id":7,"x":"\\"id\\":1"},"id" : "seven"}'
     )
+
+
+def test_as_client_junit_writes_a_failure_per_divergence(recording, tmp_path):
+    """--junit FILE: the divergences as JUnit XML, one failure each, for CI servers."""
+    import xml.etree.ElementTree as ET
+
+    report = tmp_path / "replay.xml"
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "2", "--junit", str(report),
+         str(recording), "--", *EXAMPLE_AGENT, "--misbehave"],
+        capture_output=True, timeout=120, env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 1
+    divergences = [line for line in proc.stderr.decode().splitlines() if "divergence:" in line]
+    root = ET.fromstring(report.read_text())
+    failures = root.findall("./testsuite/testcase/failure")
+    assert failures and len(failures) == len(divergences)
+    assert root.find("./testsuite").get("failures") == str(len(failures))  # type: ignore[union-attr]
