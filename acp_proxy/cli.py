@@ -79,6 +79,30 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+def _start_inspector(path: Path, log: Any) -> Any:
+    """``run --inspect``: ``acp-proxy inspect`` for this recording, in its own process (serving
+    a page must never slow the relay), which stops when the proxy does; its URL goes to our
+    stderr (stdout belongs to the protocol)."""
+    import subprocess
+
+    command = [
+        sys.executable,
+        "-m",
+        "acp_proxy",
+        "inspect",
+        "--parent",
+        str(os.getpid()),
+        str(path),
+    ]
+    try:
+        return subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+        )
+    except OSError as exc:
+        log.warning("could not start the inspector", error=repr(exc))
+        return None
+
+
 def _prune(log: Any, keep_days: float | None, keep_size: int | None) -> None:
     """Tidy the default recordings directory as a session starts; never raises."""
     from acp_proxy.readers.catalog import prune
@@ -256,6 +280,14 @@ def _settle() -> None:
     help="When a session starts, remove the oldest recordings of the default recordings "
     "directory until the rest fit SIZE (500M, 2G).",
 )
+@click.option(
+    "--inspect",
+    "inspect_live",
+    is_flag=True,
+    envvar=_env("INSPECT"),
+    help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
+    "process, stopped with the proxy); its URL goes to stderr.",
+)
 @_logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -267,6 +299,7 @@ def run(
     notify_client: bool,
     keep_days: float | None,
     keep_size: int | None,
+    inspect_live: bool,
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -318,7 +351,10 @@ def run(
             recorder.open(recorded_argv, pid)
         if record is None and (keep_days is not None or keep_size is not None):
             _prune(log, keep_days, keep_size)
+        if inspect_live and recorder.path is not None and not no_record:
+            inspector.append(_start_inspector(recorder.path, log))
 
+    inspector: list[Any] = []
     _settle()
     try:
         result = run_relay(agent, observer, log, grace=grace, on_start=on_start)
@@ -328,6 +364,10 @@ def run(
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         _exit(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
+    for process in inspector:
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.terminate()
     _exit(result.exit_status)
 
 
@@ -683,6 +723,43 @@ def list_recordings(
         for summary in shown:
             emit(dumps(summary.as_json()).decode() if as_json else summary.line())
     sys.exit(2 if problems and not sessions else 0)
+
+
+@cli.command()
+@click.argument("path", required=False, metavar="[DIR|FILE]")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.option("--parent", type=int, hidden=True, help="Stop when this process is gone.")
+def inspect(path: str | None, port: int, open_browser: bool, parent: int | None) -> None:
+    """Serve the report page on 127.0.0.1, live: the sessions of DIR (default: the recordings
+    directory), newest first, each growing as it is recorded. Every URL carries a token; the
+    URL is printed on stderr."""
+    import threading
+
+    from acp_proxy.readers.inspect import Inspector, serve
+    from acp_proxy.transcript.names import default_record_dir
+
+    target = Path(path) if path else default_record_dir()
+    if not target.exists():
+        raise _Unreadable(f"{target}: no such file or directory")
+    inspector = Inspector(target)
+    ready = threading.Event()
+    server = threading.Thread(
+        target=serve, args=(target, port, parent, ready, inspector), daemon=True
+    )
+    server.start()
+    ready.wait(10)
+    url = inspector.url("/session/" + target.name) if target.is_file() else inspector.url()
+    _say(f"acp-proxy inspect: {url}")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        while server.is_alive():
+            server.join(0.5)
+    except KeyboardInterrupt:
+        sys.exit(0)
 
 
 @cli.command()

@@ -1,0 +1,258 @@
+"""``acp-proxy inspect``: the report page, served live on loopback.
+
+Theory of operation
+-------------------
+A :class:`ThreadingHTTPServer` on ``127.0.0.1`` serves two pages, both the report's template
+(one page, not two: a static report is the same page with the data inlined once):
+
+- ``/``: the sessions of the directory (``ls``'s summaries), newest first;
+- ``/session/<name>``: the report of one recording, built when asked, as it is now.
+
+Each page listens to ``/events`` (Server-Sent Events): the server looks at the directory, or
+at the recording, twice a second and says ``changed`` when it did; the page then loads itself
+again, keeping the reader's place (or following the end, when they were at the bottom, as
+``tail -f`` views do). The proxy is untouched: recordings are read as ``follow`` reads them, so
+a session recorded elsewhere, or several, show the same way.
+
+Safe on a shared machine: loopback only; every URL carries a random token, and a request
+without it, or with a ``Host`` other than the loopback name and port (DNS rebinding), gets 403;
+no CORS headers; the page's Content-Security-Policy allows nothing but its own origin for the
+stream; only the recordings of the directory it was given are served (by name, never a path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import secrets
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+import orjson
+
+from acp_proxy.core.visible import visible
+from acp_proxy.readers.catalog import list_sessions, select
+from acp_proxy.readers.report import build_document, live_page
+
+__all__ = ["Inspector", "serve"]
+
+#: How often a watched file or directory is looked at, in seconds.
+POLL = 0.5
+#: A comment sent on an idle stream this often, so a dead client is noticed.
+HEARTBEAT = 15.0
+#: The policy every response carries (the page's own meta tag says the same).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data:; connect-src 'self'"
+)
+
+
+class Inspector:
+    """What the server serves: recordings under ``root`` (a directory, or one file)."""
+
+    def __init__(self, target: Path, token: str | None = None) -> None:
+        self.single = target if target.is_file() else None
+        self.root = (target.parent if target.is_file() else target).resolve()
+        self.token = token or secrets.token_urlsafe(24)
+        self.port = 0
+
+    def recordings(self) -> list[Path]:
+        if self.single is not None:
+            return [self.single.resolve()]
+        try:
+            return sorted(p for p in self.root.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        except OSError:
+            return []
+
+    def recording(self, name: str) -> Path | None:
+        """The recording called ``name`` in the root, or None (never a path outside it)."""
+        if "/" in name or "\\" in name or name.startswith("."):
+            return None
+        for path in self.recordings():
+            if path.name == name:
+                resolved = path.resolve()
+                if resolved.parent == self.root:
+                    return resolved
+        return None
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
+
+    def signature(self, name: str | None) -> Any:
+        """What changes when the directory (or a recording) does."""
+        paths = self.recordings() if name is None else [p for p in [self.recording(name)] if p]
+        found = []
+        for path in paths:
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                found.append((path.name, info.st_size, info.st_mtime_ns))
+        return found
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request; :attr:`inspector` says what is served (set per server, by :func:`serve`)."""
+
+    inspector: Inspector
+    server_version = "acp-proxy"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: stdout is not ours
+        return
+
+    def _allowed(self) -> dict[str, list[str]] | None:
+        host = self.headers.get("Host", "")
+        if host not in (f"127.0.0.1:{self.inspector.port}", f"localhost:{self.inspector.port}"):
+            return None
+        query = parse_qs(urlsplit(self.path).query)
+        token = (query.get("token") or [""])[0]
+        if not secrets.compare_digest(token.encode(), self.inspector.token.encode()):
+            return None
+        return query
+
+    def _send(self, status: int, body: bytes, kind: str = "text/html; charset=utf-8") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self._security()
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _security(self) -> None:
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Cache-Control", "no-store")
+
+    def do_GET(self) -> None:
+        if self._allowed() is None:
+            self._send(403, b"forbidden\n", "text/plain; charset=utf-8")
+            return
+        path = unquote(urlsplit(self.path).path)
+        if path == "/":
+            self._send(200, _listing(self.inspector))
+        elif path.startswith("/session/"):
+            self._session(path[len("/session/") :])
+        elif path == "/events":
+            self._events(None)
+        elif path.startswith("/events/"):
+            self._events(path[len("/events/") :])
+        else:
+            self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+    def _session(self, name: str) -> None:
+        recording = self.inspector.recording(name)
+        if recording is None:
+            self._send(404, b"no such recording\n", "text/plain; charset=utf-8")
+            return
+        try:
+            document = build_document(str(recording))
+        except Exception as exc:  # a recording that cannot be read (yet): say so
+            body = f"<p>{html.escape(visible(f'cannot read {name}: {exc}'))}</p>"
+            self._send(200, body.encode())
+            return
+        live = {"events": self.inspector.url(f"/events/{quote(name)}")}
+        self._send(200, live_page(str(recording), document, live))
+
+    def _events(self, name: str | None) -> None:
+        if name is not None and self.inspector.recording(name) is None:
+            self._send(404, b"no such recording\n", "text/plain; charset=utf-8")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self._security()
+        self.end_headers()
+        seen = self.inspector.signature(name)
+        quiet = 0.0
+        try:
+            self.wfile.write(b": watching\n\n")
+            self.wfile.flush()
+            while True:
+                time.sleep(POLL)
+                now = self.inspector.signature(name)
+                if now != seen:
+                    seen = now
+                    self.wfile.write(b"data: changed\n\n")
+                    self.wfile.flush()
+                    quiet = 0.0
+                else:
+                    quiet += POLL
+                    if quiet >= HEARTBEAT:
+                        self.wfile.write(b": still here\n\n")
+                        self.wfile.flush()
+                        quiet = 0.0
+        except OSError:  # the page went away
+            return
+
+
+def _listing(inspector: Inspector) -> bytes:
+    """The sessions of the directory, newest first, each linked to its page."""
+    sessions, problems = list_sessions(inspector.recordings())
+    rows = []
+    for summary in select(sessions):
+        name = Path(summary.path).name
+        link = html.escape(inspector.url(f"/session/{quote(name)}"), quote=True)
+        cells = [
+            (summary.start or "-")[:19],
+            summary.agent or "-",
+            f"v{summary.protocol}" if summary.protocol else "-",
+            f"{summary.turns} turns, {summary.frames} frames",
+            f"{summary.errors}E {summary.warnings}W {summary.infos}I",
+        ]
+        text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)
+        rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')
+    said = "".join(f"<p class=dim>{html.escape(visible(p))}</p>" for p in problems)
+    events = html.escape(orjson.dumps({"events": inspector.url("/events")}).decode())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<title>acp-proxy inspect</title>
+<style>body{{font:14px system-ui,sans-serif;margin:1.5em}}td{{padding:2px 10px}}
+.dim{{color:#777}}</style>
+</head><body><h1>acp-proxy inspect · {html.escape(visible(str(inspector.root)))}</h1>
+<table id="sessions">{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}</table>{said}
+<script type="application/json" id="live-config">{events}</script>
+<script>
+  const live = JSON.parse(document.getElementById("live-config").textContent);
+  new EventSource(live.events).onmessage = () => location.reload();
+</script></body></html>""".encode()
+
+
+def serve(
+    target: Path,
+    port: int = 0,
+    parent: int | None = None,
+    ready: threading.Event | None = None,
+    inspector: Inspector | None = None,
+) -> None:
+    """Serve until interrupted (or until the ``parent`` process is gone)."""
+    inspector = inspector or Inspector(target)
+    handler = type("Handler", (_Handler,), {"inspector": inspector})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    inspector.port = server.server_address[1]
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent, server), daemon=True).start()
+    if ready is not None:
+        ready.set()
+    try:
+        server.serve_forever(poll_interval=0.25)
+    finally:
+        server.server_close()
+
+
+def _watch_parent(pid: int, server: ThreadingHTTPServer) -> None:
+    """``run --inspect``: the server lives as long as the proxy that started it."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            server.shutdown()
+            return
+        except PermissionError:
+            continue

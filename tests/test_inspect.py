@@ -1,0 +1,153 @@
+"""`acp-proxy inspect` and `run --inspect`, through real processes: the sessions of a directory
+and a session's page, live, on loopback; safe on a shared machine (a token on every URL, the
+Host checked, only the directory's recordings)."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import PROXY, SCRIPTED_AGENT, clean_env
+
+RECORDINGS = Path(__file__).parent.parent / "recordings"
+
+
+def started(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """A process that prints `acp-proxy inspect: URL` on stderr, and that URL."""
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=clean_env())  # fmt: skip
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline().decode()
+        found = re.search(r"acp-proxy inspect: (http://\S+)", line)
+        if found:
+            return proc, found.group(1)
+    proc.kill()
+    raise AssertionError("no URL")
+
+
+def get(
+    url: str, host: str | None = None, path: str | None = None
+) -> tuple[int, str, dict[str, str]]:
+    parts = re.match(r"http://([^/]+)(/[^?]*)\?token=(\S+)", url)
+    assert parts is not None
+    connection = http.client.HTTPConnection(parts.group(1), timeout=10)
+    target = path if path is not None else f"{parts.group(2)}?token={parts.group(3)}"
+    connection.putrequest("GET", target, skip_host=True)
+    connection.putheader("Host", host or parts.group(1))
+    connection.endheaders()
+    response = connection.getresponse()
+    body = response.read().decode()
+    headers = {k.lower(): v for k, v in response.getheaders()}
+    connection.close()
+    return response.status, body, headers
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process and close its pipes."""
+    if proc.poll() is None:
+        proc.terminate()
+    proc.wait(10)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    for name in ("clean.jsonl", "misbehaving.jsonl"):
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    yield tmp_path, url
+    stop(proc)
+
+
+def test_the_list_and_a_session_page(served):
+    _, url = served
+    assert url.startswith("http://127.0.0.1:")
+    status, body, headers = get(url)
+    assert status == 200 and "clean.jsonl" in body and "misbehaving.jsonl" in body
+    assert "connect-src 'self'" in headers["content-security-policy"]
+    assert "access-control-allow-origin" not in headers
+    link = re.search(r'href="(http://[^"]+/session/misbehaving\.jsonl\?token=[^"]+)"', body)
+    assert link is not None
+    status, page, _ = get(link.group(1).replace("&amp;", "&"))
+    assert status == 200 and 'id="report-data"' in page and '"events":' in page
+    assert "prompt-result-message-id" in page  # the same page report makes
+
+
+def test_a_request_without_the_token_or_with_another_host_is_refused(served):
+    _, url = served
+    base = url.split("?")[0]
+    port = re.search(r":(\d+)/", url).group(1)  # type: ignore[union-attr]
+    assert get(url, path="/")[0] == 403  # no token
+    assert get(url, path="/?token=wrong")[0] == 403
+    assert get(url, host=f"evil.example:{port}")[0] == 403  # DNS rebinding
+    assert get(url, host=f"localhost:{port}")[0] == 200
+    token = url.split("token=")[1]
+    for outside in (
+        "/session/..%2F..%2Fetc%2Fpasswd",
+        "/session/%2Fetc%2Fpasswd",
+        "/session/.acp-proxy-index.json",
+        "/events/..%2Fx",
+    ):
+        assert get(url, path=f"{outside}?token={token}")[0] == 404, outside
+    assert base.startswith("http://127.0.0.1:")
+
+
+def test_a_growing_recording_is_announced_within_a_second(served):
+    directory, url = served
+    token = url.split("token=")[1]
+    host = url.split("/")[2]
+    connection = http.client.HTTPConnection(host, timeout=10)
+    connection.request("GET", f"/events/clean.jsonl?token={token}")
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
+    assert response.readline() == b": watching\n"
+    response.readline()
+    appended = time.monotonic()
+    with open(directory / "clean.jsonl", "ab") as out:
+        out.write(b'{"kind":"stderr","t":"2026-11-29T21:05:05.000000Z","text":"more"}\n')
+    assert response.readline() == b"data: changed\n"
+    assert time.monotonic() - appended < 2.0
+    connection.close()
+
+
+def test_run_inspect_serves_the_session_being_recorded_and_stops_with_the_proxy(tmp_path):
+    record = tmp_path / "live.jsonl"
+    proc, url = started([*PROXY, "run", "--inspect", "--record", str(record), "--",
+                         *SCRIPTED_AGENT, "echo", str(tmp_path / "capture")])  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"_x"}\n')
+    proc.stdin.flush()
+    assert (
+        proc.stdout.readline() == b'{"jsonrpc":"2.0","id":1,"method":"_x"}\n'
+    )  # stdout: the protocol only
+    status, page, _ = get(url)
+    assert status == 200 and "live.jsonl" in page and 'id="live-config"' in page
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+    assert proc.stdout.read() == b""
+    stop(proc)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            get(url)
+        except OSError:
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError("the inspector outlived the proxy")
+
+
+def test_inspect_a_missing_directory_is_a_clear_error(tmp_path):
+    proc = subprocess.run(
+        [*PROXY, "inspect", str(tmp_path / "nowhere")], capture_output=True, timeout=30
+    )
+    assert proc.returncode == 2 and "no such file or directory" in proc.stderr.decode()
