@@ -130,7 +130,7 @@ def test_run_inspect_serves_the_session_being_recorded_and_stops_with_the_proxy(
         proc.stdout.readline() == b'{"jsonrpc":"2.0","id":1,"method":"_x"}\n'
     )  # stdout: the protocol only
     status, page, _ = get(url)
-    assert status == 200 and "live.jsonl" in page and 'id="live-config"' in page
+    assert status == 200 and "live.jsonl" in page and '"live":{"events":' in page
     proc.stdin.close()
     assert proc.wait(30) == 0
     assert proc.stdout.read() == b""
@@ -151,3 +151,25 @@ def test_inspect_a_missing_directory_is_a_clear_error(tmp_path):
         [*PROXY, "inspect", str(tmp_path / "nowhere")], capture_output=True, timeout=30
     )
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr.decode()
+
+
+def test_the_served_page_runs_in_a_browser(served, tmp_path):
+    """The same page as report, live: it loads without a script error and listens."""
+    from test_report import CHROMIUM
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    _, url = served
+    _, body, _ = get(url)
+    link = re.search(r'href="(http://[^"]+/session/clean\.jsonl\?token=[^"]+)"', body)
+    assert link is not None
+    # (a live page never goes idle, its stream stays open: the DOM is taken after 3 s)
+    html = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--timeout=3000",
+         "--dump-dom", link.group(1).replace("&amp;", "&")],
+        capture_output=True, timeout=60,
+    ).stdout.decode()  # fmt: skip
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html and 'data-live="1"' in html
+    assert "session/prompt" in html

@@ -370,22 +370,20 @@ def _escaped(data: bytes) -> bytes:
     return data
 
 
-def _page(path: str, data: bytes, live: dict[str, Any] | None = None) -> list[bytes]:
-    """The page, in pieces: the template around ``data`` (escaped JSON); ``live`` says where
-    ``inspect`` streams its changes (None: a static report)."""
+def _page(path: str, data: bytes) -> list[bytes]:
+    """The page, in pieces: the template around ``data`` (escaped JSON)."""
     template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
     title = visible(f"acp-proxy report: {path}")
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     # Split first: a file named a{{DATA}}.jsonl puts the marker in the title too
     head, tail = template.split("{{DATA}}")
-    tail = tail.replace("{{LIVE}}", embed(live).decode("utf-8"))
     return [head.replace("{{TITLE}}", safe_title).encode("utf-8"), data, tail.encode("utf-8")]
 
 
 def live_page(path: str, document: dict[str, Any], live: dict[str, Any]) -> bytes:
-    """The same page, served by ``inspect``: it listens to ``live["events"]`` and loads itself
-    again when the recording grows, keeping the reader's place."""
-    return b"".join(_page(path, embed(document), live))
+    """The same page, served by ``inspect``: the document says where it listens (``live``), and
+    the page loads itself again when the recording grows, keeping the reader's place."""
+    return b"".join(_page(path, embed({**document, "live": live})))
 
 
 def render_page(document: dict[str, Any]) -> str:
