@@ -293,3 +293,28 @@ def test_screenshot_for_people(tmp_path, capsys):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     with capsys.disabled():
         print(f"\n  screenshot of the report: {shot}")
+
+
+def test_where_the_time_went(tmp_path):
+    """Per turn, from the prompt: the first chunk, each tool call (first update to final
+    status) and permission wait (request to answer) inside the turn; the slowest requests,
+    slowest first, each with its seq. The page draws them (a box per method, a waterfall
+    per turn) as inline SVG."""
+    (section,) = build_document(str(RECORDINGS / "clean.jsonl"))["sections"]
+    (turn,) = section["time"]["turns"]
+    assert turn["seq"] == 5 and 0 < turn["first_chunk"] < turn["duration"]
+    (tool,) = turn["tools"]
+    assert (
+        tool["title"] == "Read README.md" and 0 <= tool["start"] < tool["end"] <= turn["duration"]
+    )
+    (wait,) = turn["waits"]
+    assert tool["start"] <= wait["start"] < wait["end"] <= tool["end"]
+    slowest = section["time"]["slowest_requests"]
+    assert [r["latency"] for r in slowest] == sorted((r["latency"] for r in slowest), reverse=True)
+    assert {"method", "seq", "latency"} <= set(slowest[0])
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed: the drawing is not looked at")
+    html = dom(report_of(RECORDINGS / "clean.jsonl", tmp_path), "", tmp_path)
+    assert 'data-errors="0"' in html and "Where the time went" in html
+    assert html.count('class="waterfall"') == 1 and 'class="boxes"' in html
+    assert 'class="tool"' in html and 'class="wait"' in html

@@ -38,6 +38,7 @@ from acp_proxy.readers.annotate import (
 from acp_proxy.readers.conversation import Conversation, SessionView
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.text import chunk_summary, frame_summary, joined_summary, repeated_summary
+from acp_proxy.readers.timing import Timing
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord, StderrRecord
 
 __all__ = ["build_document", "render_page", "write_report"]
@@ -61,6 +62,7 @@ class _Section:
     #: conversation and the stats must see each message when it happens.
     conversation: Conversation = field(default_factory=Conversation)
     stats: Stats = field(default_factory=Stats)
+    timing: Timing = field(default_factory=Timing)
     started: bool = False
     frames: Counter[str] = field(default_factory=Counter)
     bytes: Counter[str] = field(default_factory=Counter)
@@ -192,6 +194,8 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
     section.stats.add(item)
     if item.message is not None:
         section.conversation.observe(item.message)
+        for element in item.message.messages:
+            section.timing.add(element)
     section.connection = item.connection
     section.connections.add(item.connection)
     if isinstance(record, StartRecord):
@@ -321,6 +325,7 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "latency": figures["latency"],
         "turns": figures["turns"],
         "chart": _chart(section.rows),
+        "time": section.timing.as_json(),
         "sessions": [_session(view) for view in section.conversation.views()],
     }
 

@@ -1,0 +1,119 @@
+"""Where the time went in a session: per turn, from the prompt, the first agent chunk, each tool
+call (from its first update to its final status), each permission wait (the request to its
+answer) and the end; the slowest requests. What the report and ``inspect`` draw as a waterfall
+and list, linked to their rows. Pure: messages in, figures out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_proxy.core.wire import Kind, Message, Turn, seconds_between
+
+__all__ = ["Timing"]
+
+#: Tool call statuses that end a call.
+_FINAL = frozenset({"completed", "failed", "cancelled"})
+_TOOL_UPDATES = frozenset({"tool_call", "tool_call_update", "tool_call_content_chunk"})
+#: How many of the slowest requests and turns are listed.
+SLOWEST = 8
+
+
+@dataclass
+class _TurnTiming:
+    seq: int
+    t: str
+    first: str | None = None
+    end: str | None = None
+    tools: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    waits: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Timing:
+    """Fed every message of a connection (:meth:`add`); :meth:`as_json` for the page."""
+
+    _turns: dict[Turn, _TurnTiming] = field(default_factory=dict)
+    _requests: list[tuple[float, str, int, int]] = field(default_factory=list)
+
+    def add(self, message: Message) -> None:
+        latency = message.latency
+        if latency is not None and message.request is not None and message.method:
+            self._requests.append((latency, message.method, message.request.seq, message.seq))
+        turn = message.turn
+        if turn is None or turn.void or turn.prompt is None:
+            return
+        timing = self._turns.get(turn)
+        if timing is None:
+            timing = self._turns[turn] = _TurnTiming(turn.prompt.seq, turn.prompt.t)
+        variant = message.variant
+        if variant in ("agent_message_chunk", "agent_message") and timing.first is None:
+            timing.first = message.t
+        elif variant in _TOOL_UPDATES and message.update is not None:
+            _tool(timing, message, message.update)
+        elif message.method == "session/request_permission":
+            if message.kind is Kind.REQUEST:
+                timing.waits.append({"start": message.t, "end": None, "seq": message.seq})
+            elif message.kind is Kind.RESPONSE:
+                waiting = next((w for w in timing.waits if w["end"] is None), None)
+                if waiting is not None:
+                    waiting["end"] = message.t
+        if message.closed is turn:
+            timing.end = message.t
+
+    def as_json(self) -> dict[str, Any]:
+        """Seconds from each turn's prompt; the slowest requests and turns."""
+        turns: list[dict[str, Any]] = []
+        for number, timing in enumerate(self._turns.values(), 1):
+
+            def since(t: str | None, timing: _TurnTiming = timing) -> float | None:
+                return seconds_between(timing.t, t) if t is not None else None
+
+            turns.append(
+                {
+                    "turn": number,
+                    "seq": timing.seq,
+                    "first_chunk": since(timing.first),
+                    "duration": since(timing.end),
+                    "tools": [
+                        {
+                            "title": tool["title"],
+                            "seq": tool["seq"],
+                            "start": since(tool["start"]),
+                            "end": since(tool["end"]),
+                        }
+                        for tool in timing.tools.values()
+                    ],
+                    "waits": [
+                        {"seq": w["seq"], "start": since(w["start"]), "end": since(w["end"])}
+                        for w in timing.waits
+                    ],
+                }
+            )
+        slowest = sorted(self._requests, reverse=True)[:SLOWEST]
+        ranked = sorted(
+            (t for t in turns if t["duration"] is not None), key=lambda t: -float(t["duration"])
+        )
+        return {
+            "turns": turns,
+            "slowest_requests": [
+                {"latency": latency, "method": method, "seq": seq, "answer": answer}
+                for latency, method, seq, answer in slowest
+            ],
+            "slowest_turns": [
+                {"turn": t["turn"], "seq": t["seq"], "duration": t["duration"]}
+                for t in ranked[:SLOWEST]
+            ],
+        }
+
+
+def _tool(timing: _TurnTiming, message: Message, update: dict[str, Any]) -> None:
+    """A tool call runs from its first update to its final status."""
+    call = update.get("toolCallId")
+    tool = timing.tools.setdefault(
+        call, {"title": None, "start": message.t, "end": None, "seq": message.seq}
+    )
+    if isinstance(update.get("title"), str):
+        tool["title"] = update["title"]
+    if update.get("status") in _FINAL and tool["end"] is None:
+        tool["end"] = message.t
