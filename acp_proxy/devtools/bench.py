@@ -138,15 +138,19 @@ PERMISSION = (
 )
 
 
+#: What a client sends before its prompt: initialize (v2) and session/new.
+HELLO = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+     "params": {"protocolVersion": 2, "info": INFO}},
+    {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+     "params": {"cwd": "/", "mcpServers": []}},
+]  # fmt: skip
+
+
 def pending_stream(cmd: list[str], frames: int) -> dict[str, Any]:
     """Seconds from the prompt to the first chunk (the pending load), and from there to the
     idle (the stream), every line parsed."""
-    hello = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": 2, "info": INFO}},
-        {"jsonrpc": "2.0", "id": 1, "method": "session/new",
-         "params": {"cwd": "/", "mcpServers": []}},
-    ]  # fmt: skip
+    hello = HELLO
     prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
               "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
@@ -233,12 +237,7 @@ def _status(pid: int, key: str) -> int | None:
 
 def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict[str, Any]:
     """Seconds from the prompt to the idle that ends it, every line parsed; RSS samples."""
-    hello = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": 2, "info": INFO}},
-        {"jsonrpc": "2.0", "id": 1, "method": "session/new",
-         "params": {"cwd": "/", "mcpServers": []}},
-    ]  # fmt: skip
+    hello = HELLO
     prompt = {
         "jsonrpc": "2.0",
         "id": 2,
