@@ -192,7 +192,7 @@ def test_meta_is_left_out_unless_asked(pair, tmp_path):
         updates(records, "agent_message_chunk")[0]["msg"]["params"]["_meta"] = {"x": 1}
 
     changed = edited(b, tmp_path / "meta.jsonl", meta)
-    assert as_json(a, changed)["identical"] is True
+    assert as_json(a, changed, "--slower", "100")["identical"] is True
     assert as_json(a, changed, "--meta", "--only", "wire,conversation")["identical"] is True
     assert diff("--meta", str(a), str(changed)).returncode in (0, 1)
 
