@@ -95,6 +95,14 @@ def hostile_session(tmp_path: Path) -> tuple[Path, str]:
     return record, log_file.read_text()
 
 
+def clean_copy(tmp_path: Path) -> Path:
+    """A well-behaved recording to diff the hostile one against."""
+    copy = tmp_path / "clean" / "clean.jsonl"
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_bytes((Path(__file__).parent.parent / "recordings" / "clean.jsonl").read_bytes())
+    return copy
+
+
 READERS = [
     ["show"],
     ["show", "--revalidate"],
@@ -104,6 +112,12 @@ READERS = [
     ["stats", "--format", "json"],
     ["validate"],
     ["validate", "--format", "json"],
+    ["validate", "--format", "junit"],
+    ["validate", "--format", "sarif"],
+    ["ls"],
+    ["ls", "--json"],
+    ["search", "."],
+    ["search", "--json", "."],
 ]
 
 
@@ -141,12 +155,20 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
         assert piped.returncode in (0, 1), (reader, piped.stderr)
         clean(piped.stdout.decode(), tty=False)
         clean(piped.stderr.decode(), tty=False)
-        if "--json" in reader or "json" in reader:
-            assert orjson.loads(
-                piped.stdout.splitlines()[0] if "validate" in reader else piped.stdout
-            )
+        if "--json" in reader or "json" in reader or "sarif" in reader:
+            lines = reader[0] in ("validate", "ls", "search") and "sarif" not in reader
+            assert orjson.loads(piped.stdout.splitlines()[0] if lines else piped.stdout)
         shown = through_a_pty([*PROXY, *reader, str(record)])
         clean(shown, tty=True)
+    other = clean_copy(tmp_path)
+    for args in (
+        ["diff", str(record), str(other)],
+        ["diff", "--format", "json", str(record), str(other)],
+    ):
+        piped = subprocess.run([*PROXY, *args], capture_output=True, env=clean_env())
+        assert piped.returncode == 1
+        clean(piped.stdout.decode(), tty=False)
+        clean(through_a_pty([*PROXY, *args]), tty=True)
     followed = through_a_pty([*PROXY, "follow", str(record)], seconds=4)
     assert "session started" in followed
     clean(followed, tty=True)
