@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_http import send_json, serve
 
 REPLY = ["Hello from ", "the stand-in model."]
 USAGE = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
@@ -83,15 +85,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
     def _json(self, obj: Any) -> None:
-        data = json.dumps(obj).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, obj)
 
 
 if __name__ == "__main__":
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    serve(Handler)

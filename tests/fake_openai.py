@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_http import serve
 
 REPLY = ["Hello from ", "the stand-in model."]
 USAGE = {
@@ -100,6 +102,4 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
+    serve(Handler)
