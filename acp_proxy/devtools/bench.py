@@ -147,20 +147,28 @@ HELLO = [
 ]  # fmt: skip
 
 
+#: The prompt both workloads time.
+PROMPT = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+          "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
+
+
+def _open_session(proc: subprocess.Popen[bytes]) -> None:
+    """Send HELLO and read each answer: the session is open."""
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in HELLO:
+        proc.stdin.write(orjson.dumps(message) + b"\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+
+
 def pending_stream(cmd: list[str], frames: int) -> dict[str, Any]:
     """Seconds from the prompt to the first chunk (the pending load), and from there to the
     idle (the stream), every line parsed."""
-    hello = HELLO
-    prompt = {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-              "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        for message in hello:
-            proc.stdin.write(orjson.dumps(message) + b"\n")
-            proc.stdin.flush()
-            proc.stdout.readline()
+        _open_session(proc)
         start = time.perf_counter()
-        proc.stdin.write(orjson.dumps(prompt) + b"\n")
+        proc.stdin.write(orjson.dumps(PROMPT) + b"\n")
         proc.stdin.flush()
         loaded = start
         for line in proc.stdout:
@@ -237,24 +245,14 @@ def _status(pid: int, key: str) -> int | None:
 
 def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict[str, Any]:
     """Seconds from the prompt to the idle that ends it, every line parsed; RSS samples."""
-    hello = HELLO
-    prompt = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "session/prompt",
-        "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]},
-    }
     marks = sorted(int(frames * f) for f in samples)
     memory: list[int | None] = []
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        for message in hello:
-            proc.stdin.write(orjson.dumps(message) + b"\n")
-            proc.stdin.flush()
-            proc.stdout.readline()
+        _open_session(proc)
         cpu_before = cpu_seconds(proc.pid)
         start = time.perf_counter()
-        proc.stdin.write(orjson.dumps(prompt) + b"\n")
+        proc.stdin.write(orjson.dumps(PROMPT) + b"\n")
         proc.stdin.flush()
         count, size = 0, 0
         for line in proc.stdout:
