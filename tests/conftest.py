@@ -13,6 +13,10 @@ import orjson
 import pytest
 
 HERE = Path(__file__).parent
+#: The repository: its README and its recordings/, which the tests read.
+ROOT = HERE.parent
+RECORDINGS = ROOT / "recordings"
+README = ROOT / "README.md"
 SCRIPTED_AGENT = [sys.executable, str(HERE / "scripted_agent.py")]
 PROXY = [sys.executable, "-m", "acp_proxy"]
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, RECORDINGS, clean_env
 
 READERS = {
     "validate": [],
@@ -63,7 +63,7 @@ def test_an_unknown_option_is_exit_2_and_says_which(command):
 
 def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
     """report and redact say which output they cannot write (exit 1)."""
-    recording = Path(__file__).parent.parent / "recordings" / "clean.jsonl"
+    recording = RECORDINGS / "clean.jsonl"
     for command in ("report", "redact"):
         proc = run(command, str(recording), "-o", str(tmp_path))
         assert proc.returncode == 1, proc.stderr

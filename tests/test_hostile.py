@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, clean_env
 
 from acp_proxy.core.visible import visible, visible_json
 
@@ -99,7 +99,7 @@ def clean_copy(tmp_path: Path) -> Path:
     """A well-behaved recording to diff the hostile one against."""
     copy = tmp_path / "clean" / "clean.jsonl"
     copy.parent.mkdir(exist_ok=True)
-    copy.write_bytes((Path(__file__).parent.parent / "recordings" / "clean.jsonl").read_bytes())
+    copy.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
     return copy
 
 
@@ -249,9 +249,7 @@ def test_a_log_file_that_cannot_be_written_does_not_stop_the_relay(tmp_path, kin
 
 def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Path):
     recording = tmp_path / "session.jsonl"
-    recording.write_bytes(
-        Path(__file__).parent.parent.joinpath("recordings", "clean.jsonl").read_bytes()
-    )
+    recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
     recording.chmod(0o600)
     target = tmp_path / "victim"
     target.write_text("precious")
@@ -290,9 +288,7 @@ def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Pat
 
 def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: Path):
     recording = tmp_path / "a{{DATA}}.jsonl"
-    recording.write_bytes(
-        Path(__file__).parent.parent.joinpath("recordings", "clean.jsonl").read_bytes()
-    )
+    recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
     proc = subprocess.run([*PROXY, "report", str(recording)], capture_output=True, env=clean_env())
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "a{{DATA}}.html").read_text()
@@ -314,7 +310,7 @@ def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: P
     ],
 )
 def test_values_out_of_range_are_a_clear_error(args: list[str]):
-    root = Path(__file__).parent.parent
+    root = ROOT
     proc = subprocess.run(
         [*PROXY, *args], capture_output=True, env=clean_env(), cwd=root, timeout=30
     )

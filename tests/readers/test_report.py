@@ -13,13 +13,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, RECORDINGS, clean_env
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.report import build_document, embed, render_page, write_report
 from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
 
-RECORDINGS = Path(__file__).parent.parent / "recordings"
 T = "2026-11-30T10:00:00.000000Z"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = '</script><img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'

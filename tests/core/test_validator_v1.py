@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_validator import (
+from exchanges import (
     OPTIONS,
     A,
     C,

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import PROXY, clean_env
-from test_validator import A, C, Frames, S, findings, note, ok, req, setup, upd
+from exchanges import A, C, Frames, S, findings, note, ok, req, setup, upd
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import UNSTABLE_METHODS, official_schema

@@ -6,11 +6,36 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 import pytest
+from exchanges import (
+    CLEAN_CHUNK,
+    OPTIONS,
+    T0,
+    A,
+    C,
+    Frames,
+    S,
+    check,
+    chunk_frames,
+    err,
+    findings,
+    idle,
+    note,
+    ok,
+    prompt,
+    readers_agree,
+    req,
+    rules,
+    setup,
+    state,
+    timeline,
+    turn,
+    upd,
+    user_message,
+)
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -21,255 +46,19 @@ from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.readers.annotate import (
     annotate,
     annotate_lines,
-    is_text_chunk,
     validate_lines,
     validate_records,
 )
 from acp_proxy.readers.conversation import Conversation
-from acp_proxy.readers.report import document as report_document
-from acp_proxy.readers.report import todays_findings
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.text import (
-    Timeline,
     TimelineFilter,
-    chunk_summary,
-    conversation_lines,
-    frame_summary,
 )
 from acp_proxy.transcript.records import (
-    FORMAT,
-    FrameRecord,
-    StartRecord,
     frame_record,
     parse_record,
     start_record,
 )
-
-C, A = "client", "agent"
-S = "sess_1"
-Frames = list[tuple[str, Any]]
-
-
-def req(id_: Any, method: str, params: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def note(method: str, params: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def ok(id_: Any, result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "result": result}
-
-
-def err(id_: Any, code: int = -32603, message: str = "failed") -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
-
-
-def upd(update: dict[str, Any], session: str = S) -> tuple[str, dict[str, Any]]:
-    return (A, note("session/update", {"sessionId": session, "update": update}))
-
-
-def state(value: Any, **extra: Any) -> tuple[str, dict[str, Any]]:
-    return upd({"sessionUpdate": "state_update", "state": value, **extra})
-
-
-def idle(reason: Any = "end_turn", **extra: Any) -> tuple[str, dict[str, Any]]:
-    return state("idle", stopReason=reason, **extra)
-
-
-OPTIONS = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]
-
-
-#: What a v1 client like Zed advertises.
-V1_CLIENT = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
-
-
-def setup(
-    version: int = 2,
-    prompt_caps: dict[str, Any] | None = None,
-    client: dict[str, Any] | None = None,
-    agent: dict[str, Any] | None = None,
-    auth: list[dict[str, Any]] | None = None,
-    new_result: dict[str, Any] | None = None,
-) -> Frames:
-    """initialize and session/new, as a well-behaved pair does them (v1: with what each side
-    advertises, and what session/new returns besides the sessionId)."""
-    auth = auth if auth is not None else []
-    if version == 2:
-        caps = {"session": {"prompt": prompt_caps if prompt_caps is not None else {}}}
-        result = {"protocolVersion": 2, "info": {"name": "a", "version": "1"}, "capabilities": caps}
-        init = {"protocolVersion": 2, "info": {"name": "c", "version": "1"}, "capabilities": {}}
-    else:
-        agent_caps = {"promptCapabilities": prompt_caps or {}, **(agent or {})}
-        result = {"protocolVersion": 1, "agentCapabilities": agent_caps, "authMethods": auth}
-        init = {
-            "protocolVersion": 1,
-            "clientCapabilities": client if client is not None else V1_CLIENT,
-            "clientInfo": {"name": "c", "version": "1"},
-        }
-    return [
-        (C, req(0, "initialize", init)),
-        (A, ok(0, result)),
-        (C, req(1, "session/new", {"cwd": "/", "mcpServers": []})),
-        (A, ok(1, {"sessionId": S, **(new_result or {})})),
-    ]
-
-
-def prompt(id_: Any = 10, blocks: Any = None) -> tuple[str, dict[str, Any]]:
-    blocks = blocks if blocks is not None else [{"type": "text", "text": "hi"}]
-    return (C, req(id_, "session/prompt", {"sessionId": S, "prompt": blocks}))
-
-
-def user_message(message_id: str = "u1") -> tuple[str, dict[str, Any]]:
-    return upd(
-        {
-            "sessionUpdate": "user_message",
-            "messageId": message_id,
-            "content": [{"type": "text", "text": "hi"}],
-        }
-    )
-
-
-def turn(id_: Any = 10, message_id: str = "u1", reason: str = "end_turn") -> Frames:
-    """A whole, clean prompt turn."""
-    return [
-        prompt(id_),
-        state("running"),
-        user_message(message_id),
-        (A, ok(id_, {"messageId": message_id})),
-        upd(
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "messageId": f"a-{message_id}",
-                "content": {"type": "text", "text": "ok"},
-            }
-        ),
-        idle(reason),
-    ]
-
-
-def findings(frames: Frames, end: bool = True, fast: bool = True) -> list[Violation]:
-    validator = Validator()
-    validator.fast = fast
-    found: list[Violation] = []
-    for seq, (side, message) in enumerate(frames, start=1):
-        raw = message if isinstance(message, bytes) else orjson.dumps(message)
-        found += validator.feed(side, parse_frame(raw), seq)
-    if end:
-        found += validator.end()
-    if fast:
-        # the short way for streamed chunks finds exactly what the long way finds
-        assert findings(frames, end, fast=False) == found
-        views(frames, found if end else None)
-    return found
-
-
-T0 = "2026-11-30T00:00:00.000000Z"
-
-
-def views(frames: Frames, live: list[Violation] | None) -> None:
-    """Every exchange the validator tests use also goes through the readers: the recording
-    validates offline exactly as live, and `show --conversation` and `stats` render it."""
-    records: list[Any] = [StartRecord(1, T0, ["agent"], 1, FORMAT, "0")]
-    for seq, (side, message) in enumerate(frames, start=1):
-        raw = message if isinstance(message, bytes) else orjson.dumps(message)
-        records.append(FrameRecord(seq + 1, seq, T0, side, parse_frame(raw)))
-    annotated = list(annotate(records))
-    offline = [f for item in annotated for f in item.findings]
-    for item in annotated:  # a chunk's summary is its envelope's part, then its text's
-        if item.message is not None and is_text_chunk(item.message):
-            head, words = chunk_summary(item.message)
-            assert (f"{head} {words!r}" if words else head) == frame_summary(item.message)
-    if live is not None:
-        assert offline == live
-    # validate's short way, on the lines the recorder writes, finds the same
-    lines = [start_record(T0, ["agent"], 1)]
-    lines += [frame_record(r.seq, r.t, r.side, r.frame) for r in records[1:]]
-    numbered = list(enumerate((line.rstrip(b"\n") for line in lines), 1))
-    assert list(validate_lines(numbered)) == offline
-    # and show's short way shows the same timeline, recomputed or stored findings
-    for stored in (True, False):
-        long_way = timeline(annotate(records, stored=stored))
-        for run in (1, 256):  # repeated chunks one by one, or together
-            assert timeline(annotate_lines(numbered, stored=stored, run=run)) == long_way
-    stats = Stats()
-    for item in annotated:
-        stats.add(item)
-    assert stats.lines() and stats.as_json()["frames"] == stats.frames
-    assert list(conversation_lines(Conversation.per_connection(annotated)))
-    readers_agree(records, numbered)
-
-
-def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None:
-    """stats, show --conversation and report read the lines the short way (annotate_lines,
-    repeated chunks taken in runs or one by one) and make what reading every record makes
-    (the report with its stored findings, and with today's)."""
-    stats = Stats()
-    for item in annotate(records):
-        stats.add(item)
-    conversation = seen(Conversation.per_connection(annotate(records, validate=False)))
-    today = todays_findings(annotate(records))
-    pages = [report_document("r", annotate(records, stored=True), now) for now in (None, today)]
-    for run in (1, 2, 256):
-        for now, page in zip((None, today), pages, strict=True):
-            short_way = annotate_lines(numbered, stored=True, run=run)
-            assert report_document("r", short_way, now) == page
-        short = Stats()
-        for taken in annotate_lines(numbered, run=run):
-            short.add(taken)
-        assert short.as_json() == stats.as_json()
-        items = annotate_lines(numbered, validate=False, run=run)
-        assert seen(Conversation.per_connection(items)) == conversation
-
-
-def seen(connections: list[Any]) -> tuple[dict[str, Any], list[Any]]:
-    """A conversation's document, and the frames that addressed each entity."""
-    seqs = [
-        (key, entity.seqs)
-        for _, model in connections
-        for view in model.sessions.values()
-        for key, entity in view.entities.items()
-    ]
-    return Conversation.document(connections), seqs
-
-
-def timeline(items: Iterable[Any], only: TimelineFilter | None = None) -> list[str]:
-    """The lines ``show`` prints for ``items`` (with colour: its styles are part of it)."""
-    view = Timeline(only, color=True)
-    return [line for item in items for line in view.lines(item)]
-
-
-def rules(frames: Frames, end: bool = True) -> list[str]:
-    return [f.rule for f in findings(frames, end)]
-
-
-def check(rule: str, bad: Frames, clean: Frames, end: bool = True) -> list[Violation]:
-    """``bad`` breaks ``rule``; ``clean`` breaks nothing at all."""
-    found = findings(bad, end)
-    version = next(
-        (
-            m["params"]["protocolVersion"]
-            for _, m in bad
-            if isinstance(m, dict) and m.get("method") == "initialize"
-        ),
-        2,
-    )
-    assert rule in [f.rule for f in found], [f.as_dict() for f in found]
-    hit = next(f for f in found if f.rule == rule)
-    assert hit.level == RULES[rule].level
-    # schema findings name the version whose schema they come from
-    assert hit.spec in (RULES[rule].spec, RULES[rule].spec.replace("ACP ", f"ACP v{version} "))
-    assert hit.message
-    assert findings(clean, end) == []
-    return found
-
 
 # --- JSON-RPC and framing -------------------------------------------------------
 
@@ -1364,28 +1153,6 @@ def test_schema_findings_do_not_repeat_hand_written_rules():
     assert rules([(C, req(1, "_x")), error]) == ["invalid-error-object"]
 
 
-CHUNK_TEXTS = st.text(alphabet=st.sampled_from('ab "\\\n😀'), max_size=6)
-
-
-@st.composite
-def chunk_frames(draw: st.DrawFn) -> bytes:
-    """A streamed chunk's bytes: mostly the same shape, sometimes another message, variant
-    or member, or a defect, and the text's place sometimes holding structure."""
-    text = draw(CHUNK_TEXTS)
-    message_id = draw(st.sampled_from([b'"m"', b'"m"', b'"m"', b'"n"', b"7"]))
-    variant = draw(st.sampled_from([b"agent_message_chunk"] * 3 + [b"agent_thought_chunk"]))
-    literal = orjson.dumps(text)
-    literal = draw(
-        st.sampled_from([literal] * 6 + [b'"x","type":"image"', b'"x","type":5', b'"x\\u0041"'])
-    )
-    extra = draw(st.sampled_from([b""] * 4 + [b',"annotations":{"priority":"high"}']))
-    return (
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
-        + b'","update":{"sessionUpdate":"' + variant + b'","messageId":' + message_id
-        + b',"content":{"type":"text","text":' + literal + extra + b"}}}}"
-    )  # fmt: skip
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from([1, 2]), st.lists(chunk_frames(), min_size=1, max_size=12))
 def test_chunks_known_by_their_bytes_are_found_what_the_long_way_finds(
@@ -1409,12 +1176,6 @@ BROKEN_BODIES = st.sampled_from(
 )
 
 
-#: A clean chunk of the usual shape.
-CLEAN_CHUNK = (
-    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
-    + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
-    + b'"content":{"type":"text","text":"ab"}}}}'
-)  # fmt: skip
 _CANCELLED_STREAM: list[bytes | str] = [
     *[CLEAN_CHUNK] * 3,
     "cancel",

@@ -18,12 +18,10 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, README, RECORDINGS, clean_env
 
 from acp_proxy.devtools.demo import run_demo
 from acp_proxy.transcript.names import recording_name
-
-README = Path(__file__).parent.parent / "README.md"
 
 
 def acp(*args: str, **extra: str) -> subprocess.CompletedProcess[bytes]:
@@ -139,7 +137,7 @@ def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
 def test_pruning_removes_only_old_files_the_proxy_made_never_a_locked_one(tmp_path):
     made = tmp_path / "recs"
     made.mkdir()
-    source = Path(__file__).parent.parent / "recordings" / "clean.jsonl"
+    source = RECORDINGS / "clean.jsonl"
     from datetime import UTC, datetime, timedelta
 
     now = datetime.now(UTC)
@@ -174,7 +172,7 @@ def test_run_keeps_the_default_recordings_directory_tidy(tmp_path):
     from datetime import UTC, datetime, timedelta
 
     old = tmp_path / recording_name(1, datetime.now(UTC) - timedelta(days=30))
-    old.write_bytes((Path(__file__).parent.parent / "recordings" / "clean.jsonl").read_bytes())
+    old.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
     proc = subprocess.run(
         [*PROXY, "run", "--keep-days", "7", "--", sys.executable, "-c", "print('{}')"],
         capture_output=True, timeout=60, env=clean_env(ACP_PROXY_RECORD_DIR=str(tmp_path)),

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from test_validator import A, C, S, note, ok, req, setup, upd
+from exchanges import A, C, S, note, ok, req, setup, upd
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.validator import Validator

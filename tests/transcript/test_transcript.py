@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import orjson
+from conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -159,10 +160,9 @@ def _same(short: FrameRecord, long: object) -> None:
 def test_the_short_way_reads_plain_frame_records_as_the_long_way_does():
     """Every frame record of the golden recordings: where the reader's short way answers,
     it says what the long way (every field checked) says."""
-    from pathlib import Path
 
     answered = 0
-    for path in sorted((Path(__file__).parent.parent / "recordings").glob("*.jsonl")):
+    for path in sorted((RECORDINGS).glob("*.jsonl")):
         for number, line in enumerate(path.read_bytes().splitlines(keepends=True), 1):
             if b'"kind":"frame"' not in line:
                 continue

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, RECORDINGS, clean_env
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +23,6 @@ from acp_proxy.transcript.records import (
     start_record,
 )
 
-RECORDINGS = Path(__file__).parent.parent / "recordings"
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
 MISBEHAVING_RULES = {
     "not-json", "prompt-result-message-id", "notice-severity-unknown", "notice-title-missing",
@@ -600,7 +599,7 @@ def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
         out.write(end_record(t, 0, "client closed stdin"))
         out.write(frame_record(3, t, "client", parse_frame(orjson.dumps(init))))
         out.write(frame_record(4, t, "agent", parse_frame(orjson.dumps(answer))))
-    root = Path(__file__).parent.parent / "recordings"
+    root = RECORDINGS
     for path, expected in [(odd, 2), *((p, 1) for p in sorted(root.glob("*.jsonl")))]:
         stats = json.loads(subprocess.run([*PROXY, "stats", "--format", "json", str(path)],
                                           capture_output=True, check=True).stdout)  # fmt: skip

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import orjson
+from exchanges import chunk_frames
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
-from test_validator import chunk_frames
 
 from acp_proxy.core.framing import Framer
 from acp_proxy.core.validator import Validator
@@ -231,7 +231,7 @@ def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
     parsed there. The transcript and the logged findings are byte for byte what parsing
     every frame gives, however the stream is cut into reads; recording or not, logging every
     frame (debug) or redacting (those need every frame parsed)."""
-    from test_validator import (
+    from exchanges import (
         CLEAN_CHUNK,
         C,
         S,
@@ -273,7 +273,7 @@ def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
 
 def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkeypatch):
     """The short way is taken live: of a turn's 200 chunks, only the first few are parsed."""
-    from test_validator import CLEAN_CHUNK, setup, turn
+    from exchanges import CLEAN_CHUNK, setup, turn
 
     import acp_proxy.live.observer
     from acp_proxy.core.framing import parse_frame

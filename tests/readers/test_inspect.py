@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
-
-RECORDINGS = Path(__file__).parent.parent / "recordings"
+from conftest import PROXY, RECORDINGS, SCRIPTED_AGENT, clean_env
 
 
 def started(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import orjson
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, README, SCRIPTED_AGENT, clean_env
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import CATALOG
@@ -208,9 +208,8 @@ def test_rules_lists_the_catalog_and_the_readme_points_to_it():
     assert [row.split("|")[1].strip().strip("`") for row in markdown[2:]] == [
         rule.id for rule in CATALOG
     ]
-    from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (README).read_text()
     assert "### `acp-proxy rules [--format text|json|markdown]`" in readme
     rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
     assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
