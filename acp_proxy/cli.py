@@ -15,9 +15,11 @@ import click
 
 from acp_proxy import __version__
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.log import LEVELS, LogStream, configure, get_logger, open_log
+from acp_proxy.log import LEVELS, Logger, LogStream, configure, get_logger, open_log
 
 if TYPE_CHECKING:
+    import subprocess
+
     from acp_proxy.readers.annotate import RecordingError
 
 # Only what every command needs is imported here: `run` starts the agent first and loads
@@ -79,7 +81,7 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
-def _start_inspector(path: Path, log: Any) -> Any:
+def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
     """``run --inspect``: ``acp-proxy inspect`` for this recording, in its own process (serving
     a page must never slow the relay), which stops when the proxy does; its URL goes to our
     stderr (stdout belongs to the protocol)."""
@@ -103,7 +105,7 @@ def _start_inspector(path: Path, log: Any) -> Any:
         return None
 
 
-def _prune(log: Any, keep_days: float | None, keep_size: int | None) -> None:
+def _prune(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
     """Tidy the default recordings directory as a session starts; never raises."""
     from acp_proxy.readers.catalog import prune
     from acp_proxy.transcript.names import default_record_dir
@@ -334,40 +336,46 @@ def run(
 
     configure(log_level.lower(), log_format, _open_log(log_file))
     log = get_logger()
-    recorder = Recorder(None, log)
-    observer = Observer(recorder, log, Validator(), notify_client=notify_client)
-    observer.record_stderr = not no_stderr
+    redactor = None
     recorded_argv = argv
     if redact:
         from acp_proxy.transcript.redact import Redactor
 
-        observer.redactor = Redactor()
-        recorded_argv = observer.redactor.argv(argv)[0]
-
-    def on_start(pid: int) -> None:
-        if not no_record:
-            recorder.path = resolve_record_path(record, pid)
-            recorder.append = not is_per_session(record)
-            recorder.open(recorded_argv, pid)
-        if record is None and (keep_days is not None or keep_size is not None):
-            _prune(log, keep_days, keep_size)
-        if inspect_live and recorder.path is not None and not no_record:
-            inspector.append(_start_inspector(recorder.path, log))
-
-    inspector: list[Any] = []
+        redactor = Redactor()
+        recorded_argv = redactor.argv(argv)[0]
+    pid = agent.process.pid
+    recorder = Recorder(
+        None if no_record else resolve_record_path(record, pid),
+        log,
+        recorded_argv,
+        pid,
+        append=not is_per_session(record),
+    )
+    observer = Observer(
+        recorder,
+        log,
+        Validator(),
+        notify_client=notify_client,
+        redactor=redactor,
+        record_stderr=not no_stderr,
+    )
+    if record is None and (keep_days is not None or keep_size is not None):
+        _prune(log, keep_days, keep_size)
+    inspector = None
+    if inspect_live and recorder.path is not None:
+        inspector = _start_inspector(recorder.path, log)
     _settle()
     try:
-        result = run_relay(agent, observer, log, grace=grace, on_start=on_start)
+        result = run_relay(agent, observer, log, grace=grace)
     except Exception as exc:  # a bug in the proxy: still close the transcript, no traceback
         agent.kill()
         log.exception("acp-proxy failed; the agent was stopped")
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         _exit(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
-    for process in inspector:
-        if process is not None:
-            with contextlib.suppress(OSError):
-                process.terminate()
+    if inspector is not None:
+        with contextlib.suppress(OSError):
+            inspector.terminate()
     _exit(result.exit_status)
 
 

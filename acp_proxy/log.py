@@ -16,16 +16,33 @@ import logging
 import os
 import select
 import sys
-from typing import Any, TextIO, cast
+from typing import Any, Protocol, TextIO, cast
 
 import orjson
 
 from acp_proxy.core.visible import visible, visible_json
 
-__all__ = ["LEVELS", "LogStream", "configure", "get_logger", "open_log"]
+__all__ = ["LEVELS", "LogStream", "Logger", "configure", "get_logger", "open_log"]
 
 #: Accepted values of ``--log-level``.
 LEVELS = ("debug", "info", "warning", "error")
+
+
+class Logger(Protocol):
+    """What the project logs through: structlog's bound logger, filtered at the level
+    :func:`configure` set. An event is a short sentence; its values are keywords."""
+
+    def debug(self, event: str, **values: Any) -> Any: ...
+
+    def info(self, event: str, **values: Any) -> Any: ...
+
+    def warning(self, event: str, **values: Any) -> Any: ...
+
+    def error(self, event: str, **values: Any) -> Any: ...
+
+    def exception(self, event: str, **values: Any) -> Any: ...
+
+    def is_enabled_for(self, level: int) -> bool: ...
 
 
 class LogStream:
@@ -151,10 +168,10 @@ def configure(
 _configured = False
 
 
-def get_logger() -> Any:
+def get_logger() -> Logger:
     """The project's logger; never structlog's default, which prints to stdout."""
     if not _configured:
         configure("info", "console")
     import structlog  # noqa: PLC0415 - loaded on first use (see above)
 
-    return structlog.get_logger("acp-proxy")
+    return cast(Logger, structlog.get_logger("acp-proxy"))

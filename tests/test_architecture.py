@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).parent.parent / "acp_proxy"
 ALLOWED = {
     "core": {"core"},
     "transcript": {"core", "transcript"},
-    "readers": {"core", "transcript", "readers", "files"},
+    "readers": {"core", "transcript", "readers", "files", "log"},
     "live": {"core", "transcript", "live", "files", "log"},
     "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
 }

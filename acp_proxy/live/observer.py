@@ -14,14 +14,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
 from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.live.recorder import Recorder
+from acp_proxy.log import Logger
 from acp_proxy.transcript.records import (
     frame_record_parts,
     frame_stamp,
@@ -31,22 +33,13 @@ from acp_proxy.transcript.records import (
 )
 from acp_proxy.transcript.redact import Redactor
 
-__all__ = ["STDERR_PIECE", "Finding", "Observer", "describe"]
+if TYPE_CHECKING:  # the validator is loaded only when a session is validated
+    from acp_proxy.core.validator import Violation
+
+__all__ = ["STDERR_PIECE", "FrameValidator", "Observer", "describe"]
 
 #: The longest piece of a stderr line stored in one record.
 STDERR_PIECE = 64 * 1024
-
-
-class Finding(Protocol):
-    """What the observer needs of a validator's finding."""
-
-    rule: str
-    level: str
-    message: str
-    spec: str
-    seq: int | None
-
-    def as_dict(self) -> dict[str, str]: ...
 
 
 class FrameValidator(Protocol):
@@ -60,14 +53,14 @@ class FrameValidator(Protocol):
     @property
     def sessions(self) -> frozenset[str]: ...
 
-    def check(self, message: Message) -> list[Any]: ...
+    def check(self, message: Message) -> list[Violation]: ...
 
-    def repeat(self, side: str, raw: bytes) -> str | None: ...
+    def repeat(self, side: Side, raw: bytes) -> str | None: ...
 
-    def end(self) -> list[Any]: ...
+    def end(self) -> list[Violation]: ...
 
 
-def violation_notice(session_id: str, finding: Any) -> bytes:
+def violation_notice(session_id: str, finding: Violation) -> bytes:
     """The live-only notice that tells the user in their editor about a finding."""
     update = {
         "sessionUpdate": "notice",
@@ -104,10 +97,16 @@ def describe(frame: Frame) -> dict[str, Any]:
 _LOG_BY_LEVEL = {"error": "error", "warning": "warning", "info": "info"}
 
 #: No findings (shared: never changed).
-_NONE: list[Any] = []
+_NONE: list[Violation] = []
 
 #: Frames at least this long are written to the transcript in pieces.
 _WRITE_IN_PIECES = 1 << 16
+
+
+def _plain(frame: Frame) -> bool:
+    """Whether a frame with no findings is recorded from the read's stamp: JSON, ended by
+    a newline, and short enough to be copied into one piece."""
+    return frame.error is None and frame.terminated and len(frame.raw) < _WRITE_IN_PIECES
 
 
 class Observer:
@@ -116,10 +115,17 @@ class Observer:
     def __init__(
         self,
         recorder: Recorder,
-        log: Any,
+        log: Logger,
         validator: FrameValidator | None = None,
+        *,
         notify_client: bool = False,
-    ):
+        redactor: Redactor | None = None,
+        record_stderr: bool = True,
+    ) -> None:
+        """An observer that records to ``recorder``, logs to ``log`` and checks with
+        ``validator`` (None: no validation). ``notify_client``: a live-only notice per new
+        finding; ``redactor`` (``--redact``): secrets replaced in the transcript, never on the
+        wire; ``record_stderr`` False (``--no-stderr``): the agent's stderr is not recorded."""
         self.recorder = recorder
         self.validator = validator
         #: The one wire model of this connection (the validator's, when there is one).
@@ -129,17 +135,15 @@ class Observer:
         self._notified: set[tuple[str, str]] = set()
         self._broken = False
         self._wire_broken = False
-        #: Whether the agent's stderr is recorded (``--no-stderr`` turns it off).
-        self.record_stderr = True
-        #: Set by ``--redact``: secrets are replaced in the transcript (never on the wire).
-        self.redactor: Redactor | None = None
+        #: Whether the agent's stderr is recorded (off after it failed once).
+        self.record_stderr = record_stderr
+        self.redactor = redactor
         self._stderr = bytearray()
-        enabled = getattr(log, "is_enabled_for", None)
-        self._debug = enabled(logging.DEBUG) if enabled is not None else True
+        self._debug = log.is_enabled_for(logging.DEBUG)
         #: Sequence number of the last frame observed (both directions together).
         self.seq = 0
 
-    def observe(self, side: str, frames: Iterable[Frame | bytes]) -> bytes:
+    def observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
         """Observe the frames of one chunk, in order; flush the transcript. A frame may
         come as its line's bytes, unparsed (:meth:`Framer.lines`): it is parsed here,
         unless it is the streamed chunk before it around another text
@@ -164,82 +168,85 @@ class Observer:
                 )
             return b""
 
-    def _observe(  # noqa: C901, PLR0912, PLR0915 - the per-frame path, inline
-        self, side: str, frames: Iterable[Frame | bytes]
-    ) -> bytes:
+    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
+        """:meth:`observe`, unguarded. A plain frame (JSON, no finding, nothing to log) is
+        only recorded, from a stamp made once per read (:meth:`_plain_stamp`), and the
+        plain records of a read go to the recorder joined, as one piece, before any other
+        record (a few small records cost less to copy once than to hand the kernel one by
+        one). A line the validator knows by its bytes (a streamed chunk around another
+        text) is not even parsed. Any other frame is :meth:`_frame`'s."""
         notices = b""
         t = format_time()  # the frames of one chunk arrived together
-        # A plain frame (JSON, no finding, not redacted) is recorded from a stamp made once
-        # per read: what frame_record would write for it, byte for byte.
-        stamp = frame_stamp(t, side)
-        plain = (
-            stamp is not None and self.recorder.active and self.redactor is None and not self._debug
-        )
-        # Plain records of this read gather here and go to the recorder joined, as one piece
-        # (before any other record, to keep the order): a few small records cost less to
-        # copy once than to hand the kernel one by one, and to count back after writev.
-        batch: list[bytes] = []
-        add = batch.append
-        plain_stamp = stamp if stamp is not None else b""  # used only when plain
+        stamp = self._plain_stamp(t, side)
         # Not recording, not debugging: a frame with nothing to log needs nothing more.
         idle = not self.recorder.active and not self._debug
+        # A chunk known by its bytes may skip parsing when nothing else needs its value.
+        quick = (stamp is not None or idle) and self.validator is not None
+        batch: list[bytes] = []
         seq = self.seq
-        wire = None if self._wire_broken else self.wire
-        validator = self.validator
-        # A chunk known by its bytes is a plain frame, with nothing to log: it may skip
-        # parsing when nothing else needs its value (debug logs, redaction).
-        quick = (plain or idle) and validator is not None and wire is not None
         try:
             for item in frames:
                 seq += 1
                 if isinstance(item, Frame):
                     frame = item
-                else:  # a line's bytes
-                    if quick and len(item) < _WRITE_IN_PIECES and self._known(side, item):
-                        if plain:
-                            add(plain_frame_record(seq, plain_stamp, item))
-                        continue
-                    frame, validator = parse_frame(item), self.validator
-                # The wire model's view, then the validator's (_classify and _validate, inline:
-                # this is the per-frame path). A failure stops that part for the session.
-                message = None
-                if wire is not None:
-                    try:
-                        message = wire.feed(side, frame, seq, t)
-                    except Exception as exc:
-                        wire = validator = None
-                        self._wire_failed(exc)
-                findings = _NONE
-                if message is not None and validator is not None:
-                    try:
-                        findings = validator.check(message)
-                    except Exception as exc:
-                        validator = None
-                        self._validator_failed(exc)
+                elif quick and len(item) < _WRITE_IN_PIECES and self._known(side, item):
+                    if stamp is not None:
+                        batch.append(plain_frame_record(seq, stamp, item))
+                    continue
+                else:
+                    frame = parse_frame(item)
+                message, findings = self._check(side, frame, seq, t)
                 if not findings and (message is None or not message.is_notice):
-                    if (
-                        plain
-                        and frame.error is None  # JSON
-                        and frame.terminated
-                        and len(frame.raw) < _WRITE_IN_PIECES
-                    ):
-                        add(plain_frame_record(seq, plain_stamp, frame.raw))
+                    if stamp is not None and _plain(frame):
+                        batch.append(plain_frame_record(seq, stamp, frame.raw))
                         continue
                     if idle:
                         continue
                 self.seq = seq
-                if batch:
-                    self.recorder.write(b"".join(batch))
-                    batch.clear()
+                self._write(batch)
                 notices += self._frame(side, frame, message, findings, t)
         finally:  # even if observing a frame failed: what was read before it is recorded
             self.seq = seq
-            if batch:
-                self.recorder.write(b"".join(batch))
+            self._write(batch)
         self.recorder.flush()
         return notices
 
-    def _known(self, side: str, raw: bytes) -> bool:
+    def _plain_stamp(self, t: str, side: Side) -> bytes | None:
+        """The head a plain frame's record starts with in this read (what
+        :func:`frame_record` would write for it, byte for byte); None when frames are not
+        recorded plain: not recording, redacting, debugging, or a time that needs escaping."""
+        if not self.recorder.active or self.redactor is not None or self._debug:
+            return None
+        return frame_stamp(t, side)
+
+    def _write(self, batch: list[bytes]) -> None:
+        """The plain records gathered so far, to the recorder as one piece."""
+        if batch:
+            self.recorder.write(b"".join(batch))
+            batch.clear()
+
+    def _check(
+        self, side: Side, frame: Frame, seq: int, t: str
+    ) -> tuple[Message | None, list[Violation]]:
+        """The wire model's view of a frame, then the validator's findings. A failure of
+        either (a bug) is logged once and stops that part for the rest of the session."""
+        if self._wire_broken:
+            return None, _NONE
+        try:
+            message = self.wire.feed(side, frame, seq, t)
+        except Exception as exc:
+            self._wire_failed(exc)
+            return None, _NONE
+        validator = self.validator
+        if validator is None:
+            return message, _NONE
+        try:
+            return message, validator.check(message)
+        except Exception as exc:
+            self._validator_failed(exc)
+            return message, _NONE
+
+    def _known(self, side: Side, raw: bytes) -> bool:
         """Whether ``raw`` is the streamed chunk before it around another text, taken as
         checking it would (:meth:`Validator.repeat`); a validator that fails is off."""
         validator = self.validator
@@ -252,7 +259,7 @@ class Observer:
             return False
 
     def _frame(
-        self, side: str, frame: Frame, message: Message | None, findings: list[Any], t: str
+        self, side: Side, frame: Frame, message: Message | None, findings: list[Violation], t: str
     ) -> bytes:
         """Any frame but a plain one: logged, recorded (redacted, with its findings, in
         pieces when big; a notice only by its findings); the notices it calls for."""
@@ -314,7 +321,7 @@ class Observer:
         for start in range(0, len(line) or 1, STDERR_PIECE):
             self.recorder.write(stderr_record(t, line[start : start + STDERR_PIECE]))
 
-    def _notices_for(self, findings: list[Any]) -> bytes:
+    def _notices_for(self, findings: list[Violation]) -> bytes:
         validator = self.validator
         if validator is None or validator.version != 2:
             return b""
@@ -331,7 +338,7 @@ class Observer:
             self._log.info("told the client about a violation", rule=finding.rule, session=session)
         return notices
 
-    def finish(self, exit_status: int | None, reason: str) -> list[Any]:
+    def finish(self, exit_status: int | None, reason: str) -> list[Violation]:
         """The connection ended: last findings, then the ``end`` record. Never raises."""
         try:
             return self._finish(exit_status, reason)
@@ -340,8 +347,8 @@ class Observer:
                 self._log.error("could not finish the transcript", error=repr(exc))
             return []
 
-    def _finish(self, exit_status: int | None, reason: str) -> list[Any]:
-        findings: list[Any] = []
+    def _finish(self, exit_status: int | None, reason: str) -> list[Violation]:
+        findings: list[Violation] = []
         if self.validator is not None:
             try:
                 findings = self.validator.end()
@@ -367,7 +374,7 @@ class Observer:
             error=repr(exc),
         )
 
-    def _log_notice(self, side: str, frame: Frame) -> None:
+    def _log_notice(self, side: Side, frame: Frame) -> None:
         update = frame.value["params"]["update"]
         self._log.info(
             "notice",
@@ -378,7 +385,7 @@ class Observer:
             description=update.get("description"),
         )
 
-    def _log_findings(self, side: str | None, findings: list[Any]) -> None:
+    def _log_findings(self, side: Side | None, findings: list[Violation]) -> None:
         for finding in findings:
             method = _LOG_BY_LEVEL.get(finding.level, "warning")
             getattr(self._log, method)(

@@ -28,11 +28,11 @@ import errno
 import fcntl
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from acp_proxy.core.times import format_time
+from acp_proxy.log import Logger
 from acp_proxy.transcript.names import default_record_dir, recording_name
 from acp_proxy.transcript.records import end_record, start_record
 
@@ -91,22 +91,35 @@ class Recorder:
     more input: a crash loses nothing that was relayed.
     """
 
-    def __init__(self, path: Path | None, log: Any, append: bool = False) -> None:
-        #: Where the transcript goes; None when recording is off.
+    def __init__(
+        self,
+        path: Path | None,
+        log: Logger,
+        argv: Sequence[str] = (),
+        pid: int | None = None,
+        *,
+        append: bool = False,
+    ) -> None:
+        """A recorder of the session of agent ``argv`` (process ``pid``) to ``path``, opened
+        (see the module's docstring) and its ``start`` record written; ``path`` None: a
+        recorder that records nothing. ``append``: ``path`` is an explicit file that
+        sessions append to, not a new file."""
+        #: Where the transcript goes (where it went, when the path asked for was taken);
+        #: None when recording is off.
         self.path = path
-        #: True for an explicit file that sessions append to; False for a new file.
         self.append = append
         self._log = log
         self._fd: int | None = None
         self._pending: list[bytes] = []
         self._failed = False
+        self._open(list(argv), pid)
 
     @property
     def active(self) -> bool:
         """Whether records are being written."""
         return self._fd is not None
 
-    def open(self, argv: list[str], pid: int | None) -> None:
+    def _open(self, argv: list[str], pid: int | None) -> None:
         """Open the file safely (see the module's docstring) and write the ``start`` record."""
         if self.path is None:
             return

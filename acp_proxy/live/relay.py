@@ -15,26 +15,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import selectors
 import signal
-import stat
 import subprocess
-import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from acp_proxy.core.framing import Frame, Framer, LineSplicer
+from acp_proxy.core.framing import Frame, Framer
+from acp_proxy.core.protocol import Side
+from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
+from acp_proxy.live.pipes import (
+    ClientSink,
+    FdSink,
+    FdSource,
+    Feed,
+    Sink,
+    ThreadFeed,
+    ignore,
+    open_sink,
+    open_source,
+)
 from acp_proxy.live.spawn import Agent, signal_group
+from acp_proxy.log import Logger
 
 __all__ = ["RelayResult", "relay", "run_relay"]
-
-#: Bytes asked for per read: what a pipe holds. os.read allocates what it is asked
-#: for before it knows what comes: asking for 256 KiB cost 48 µs a read (an mmap'd
-#: buffer), 64 KiB costs 6.5.
-CHUNK = 1 << 16
 
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -58,264 +63,6 @@ class RelayResult:
         return self.returncode
 
 
-class _Sink(Protocol):
-    def write(self, data: bytes) -> None: ...
-
-    @property
-    def backlogged(self) -> bool: ...
-
-    async def drain(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class _Feed(Protocol):
-    """A source that hands its chunks to a callback (``b""`` at its end), and can be
-    paused while the other side catches up."""
-
-    def start(self, on_data: Callable[[bytes], None]) -> None: ...
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-class _ThreadFeed:
-    """A :class:`_Feed` for a regular file or a device on stdin, which the event loop
-    cannot poll: a task reads each chunk in a worker thread and hands it over."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._running = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self, on_data: Callable[[bytes], None]) -> None:
-        self._running.set()
-        self._task = asyncio.create_task(self._run(on_data))
-
-    async def _run(self, on_data: Callable[[bytes], None]) -> None:
-        while True:
-            await self._running.wait()
-            try:
-                loop = asyncio.get_running_loop()
-                data = await loop.run_in_executor(None, os.read, self._fd, CHUNK)
-            except (ConnectionError, OSError):
-                data = b""
-            on_data(data)
-            if not data:
-                return
-
-    def pause(self) -> None:
-        self._running.clear()
-
-    def resume(self) -> None:
-        self._running.set()
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-
-
-class _FileSink:
-    """For a regular file or a device on stdout: writes complete at once."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    @property
-    def backlogged(self) -> bool:
-        return False
-
-    async def drain(self) -> None:
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-
-def _ignore(data: bytes) -> None:
-    return None
-
-
-class _FdSource:
-    """A pipe read with ``os.read`` on a non-blocking descriptor, as a :class:`_Feed`: no
-    buffering layer, no copy. While it runs, the descriptor stays registered with the
-    loop, and each time it is readable one chunk goes to the callback at once."""
-
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._fd = fd
-        self._loop = asyncio.get_running_loop()
-        self._on_data: Callable[[bytes], None] = _ignore
-
-    def start(self, on_data: Callable[[bytes], None]) -> None:
-        self._on_data = on_data
-        self.resume()
-
-    def _readable(self) -> None:
-        try:
-            data = os.read(self._fd, CHUNK)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.stop()
-        self._on_data(data)
-
-    def pause(self) -> None:
-        self._loop.remove_reader(self._fd)
-
-    def resume(self) -> None:
-        self._loop.add_reader(self._fd, self._readable)
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self._loop.remove_reader(self._fd)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-
-
-class _FdSink:
-    """A pipe written with ``os.write`` on a non-blocking descriptor. What the pipe does
-    not take at once waits (as views of the caller's bytes, never copied) and goes out
-    as the pipe drains; :meth:`drain` waits for that."""
-
-    def __init__(self, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._fd = fd
-        self._loop = asyncio.get_running_loop()
-        self._waiting: deque[memoryview] = deque()
-        self._drained: asyncio.Future[None] | None = None
-        self._error: OSError | None = None
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        if self._error is not None or self._closed:
-            raise self._error or BrokenPipeError("pipe closed")
-        if self._waiting:
-            self._waiting.append(memoryview(data))
-            return
-        view = memoryview(data)
-        try:
-            view = view[os.write(self._fd, view) :]
-        except BlockingIOError:
-            pass
-        except OSError as exc:
-            self._error = exc
-            raise
-        if view:
-            self._waiting.append(view)
-            self._loop.add_writer(self._fd, self._flush)
-
-    def _flush(self) -> None:
-        try:
-            while self._waiting:
-                view = self._waiting[0]
-                written = os.write(self._fd, view)
-                if written < len(view):
-                    self._waiting[0] = view[written:]
-                    return
-                self._waiting.popleft()
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            self._error = exc
-            self._waiting.clear()
-        self._loop.remove_writer(self._fd)
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-
-    @property
-    def backlogged(self) -> bool:
-        """Whether bytes wait for the pipe to drain (or it broke)."""
-        return bool(self._waiting) or self._error is not None
-
-    async def drain(self) -> None:
-        if self._waiting and self._error is None:
-            self._drained = self._loop.create_future()
-            await self._drained
-        if self._error is not None:
-            raise self._error
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with contextlib.suppress(Exception):
-            self._loop.remove_writer(self._fd)
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_exception(BrokenPipeError("pipe closed"))
-
-
-def _pollable(fd: int) -> bool:
-    """Whether the event loop can poll ``fd``: pipes, sockets and terminals.
-
-    Regular files and devices such as /dev/null cannot be registered with
-    epoll, so those are read and written directly instead.
-    """
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-
-
-class _ClientSink:
-    """The client's sink: the agent's bytes, and lines the proxy adds (``--notify-client``)
-    spliced in where a line begins (:class:`~acp_proxy.core.framing.LineSplicer`)."""
-
-    def __init__(self, sink: _Sink) -> None:
-        self._sink = sink
-        self._splicer = LineSplicer()
-
-    def write(self, data: bytes) -> None:
-        for piece in self._splicer.feed(data):
-            self._sink.write(piece)
-
-    def add(self, lines: bytes) -> None:
-        """Lines the proxy adds; written now if the agent's stream is between lines."""
-        if lines:
-            ready = self._splicer.insert(lines)
-            if ready:
-                with contextlib.suppress(ConnectionError, OSError):
-                    self._sink.write(ready)
-
-    @property
-    def backlogged(self) -> bool:
-        return self._sink.backlogged
-
-    async def drain(self) -> None:
-        await self._sink.drain()
-
-    def close(self) -> None:
-        self._sink.close()
-
-
-async def _open_source(fd: int) -> _FdSource | _ThreadFeed:
-    if not _pollable(fd):
-        return _ThreadFeed(fd)
-    return _FdSource(os.dup(fd))
-
-
-async def _open_sink(fd: int) -> _Sink:
-    if not _pollable(fd):
-        return _FileSink(os.dup(fd))
-    return _FdSink(os.dup(fd))
-
-
 class _Pump:
     """One direction of the relay, driven by its feed's callback: each chunk is written
     on, observed and recorded at once; when the sink cannot take it all, the feed pauses
@@ -323,9 +70,9 @@ class _Pump:
 
     def __init__(
         self,
-        feed: _Feed,
-        sink: _Sink,
-        side: str,
+        feed: Feed,
+        sink: Sink,
+        side: Side,
         observer: Observer,
         to_client: Callable[[bytes], None],
     ) -> None:
@@ -402,9 +149,9 @@ def _framed(framer: Framer, data: bytes) -> Iterator[Frame | bytes]:
 
 
 async def _pump(
-    feed: _Feed,
-    sink: _Sink,
-    side: str,
+    feed: Feed,
+    sink: Sink,
+    side: Side,
     observer: Observer,
     to_client: Callable[[bytes], None],
 ) -> str:
@@ -441,7 +188,7 @@ async def _exited(proc: subprocess.Popen[bytes]) -> int:
     return returncode
 
 
-async def _consume(feed: _Feed, on_data: Callable[[bytes], None]) -> None:
+async def _consume(feed: Feed, on_data: Callable[[bytes], None]) -> None:
     """Read a feed to its end, handing each chunk to ``on_data``."""
     ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -458,7 +205,7 @@ async def _consume(feed: _Feed, on_data: Callable[[bytes], None]) -> None:
         feed.stop()
 
 
-async def _pass_stderr(feed: _Feed, observer: Observer) -> None:
+async def _pass_stderr(feed: Feed, observer: Observer) -> None:
     """The agent's stderr: to ours, byte for byte and at once, and to the transcript."""
 
     def passed(data: bytes) -> None:
@@ -474,133 +221,171 @@ async def _pass_stderr(feed: _Feed, observer: Observer) -> None:
         observer.stderr(b"")
 
 
-async def _discard(feed: _Feed) -> None:
+async def _discard(feed: Feed) -> None:
     """Read a feed to its end, dropping what it says."""
-    await _consume(feed, _ignore)
+    await _consume(feed, ignore)
 
 
 #: Seconds between looks at whether the agent has exited, where no pidfd says so.
 _EXIT_POLL = 0.02
 
 
-async def relay(  # noqa: C901, PLR0912, PLR0915 - the session's lifecycle, in order
+async def relay(
     agent: Agent,
     observer: Observer,
-    log: Any,
+    log: Logger,
     *,
     grace: float = 5.0,
-    on_start: Callable[[int], None] | None = None,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> RelayResult:
     """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.live.spawn.start_agent`)
     until the session ends."""
-    loop = asyncio.get_running_loop()
-    # The agent's pipes are ours, read and written directly (see _FdSource, _FdSink).
     proc = agent.process
-    agent_in_fd, agent_out_fd, agent_err_fd = agent.take()  # closed below, once relayed
-    if on_start is not None:
-        on_start(proc.pid)
     log.info("agent started", pid=proc.pid, argv=agent.argv)
-
-    reason: str | None = None
-
-    def forward(sig: signal.Signals) -> None:
-        nonlocal reason
-        log.info("passing signal to agent", signal=sig.name, pid=proc.pid)
-        reason = reason or f"proxy received {sig.name}, passed on to the agent"
-        signal_group(proc.pid, sig)
-
-    for sig in _FORWARDED_SIGNALS:
-        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-            loop.add_signal_handler(sig, forward, sig)
-
-    stdin_blocking = _blocking(stdin_fd)
-    stdout_blocking = _blocking(stdout_fd)
-    client_in = await _open_source(stdin_fd)
-    client_out = await _open_sink(stdout_fd)
-    agent_in = _FdSink(agent_in_fd)
-    agent_out = _FdSource(agent_out_fd)
-    agent_err_source = _FdSource(agent_err_fd)
-    agent_err = asyncio.create_task(_pass_stderr(agent_err_source, observer))
-
-    to_client = _ClientSink(client_out)
-    c2a = asyncio.create_task(_pump(client_in, agent_in, "client", observer, to_client.add))
-    a2c = asyncio.create_task(_pump(agent_out, to_client, "agent", observer, to_client.add))
-    exited = asyncio.create_task(_exited(proc))
-
-    async def stop_agent() -> None:
-        """Close the agent's stdin, then grace, SIGTERM, grace, SIGKILL."""
-        agent_in.close()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            done, _ = await asyncio.wait({exited}, timeout=grace)
-            if done:
-                return
-            log.warning("agent did not exit; signalling its process group", signal=sig.name)
-            signal_group(proc.pid, sig)
-        await exited
-
+    session = _Session(agent, observer, log, grace)
     try:
-        pending: set[asyncio.Future[Any]] = {c2a, a2c, exited}
-        stopping: asyncio.Task[None] | None = None
-        draining: asyncio.Task[None] | None = None
-        while not exited.done():
+        await session.open(stdin_fd, stdout_fd)
+        await session.until_exit()
+        await session.wind_down()
+    finally:
+        session.close()
+    result = RelayResult(proc.returncode, session.reason or "agent exited")
+    log.info("session ended", reason=result.reason, exit=proc.returncode)
+    return result
+
+
+class _Session:
+    """One session's relay, in the order it happens: :meth:`open` (signals, pipes, the
+    pumps), :meth:`until_exit` (the client's end of stream or a closed stdout starts the
+    shutdown), :meth:`wind_down` (what the agent wrote is relayed and recorded), and
+    :meth:`close` (whatever was opened, however far it got)."""
+
+    def __init__(self, agent: Agent, observer: Observer, log: Logger, grace: float) -> None:
+        self.proc = agent.process
+        self.observer = observer
+        self.log = log
+        self.grace = grace
+        #: Why the session ends, in words: the first reason wins.
+        self.reason: str | None = None
+        self.loop = asyncio.get_running_loop()
+        # The agent's pipes are ours, read and written directly (see FdSource, FdSink);
+        # closed in close(), once relayed.
+        agent_in, agent_out, agent_err = agent.take()
+        self.agent_in = FdSink(agent_in)
+        self.agent_out = FdSource(agent_out)
+        self.agent_err = FdSource(agent_err)
+        self.client_in: FdSource | ThreadFeed | None = None
+        self.client_out: Sink | None = None
+        self.blocking: list[tuple[int, bool | None]] = []
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.stopping: asyncio.Task[None] | None = None
+        self.draining: asyncio.Task[None] | None = None
+
+    async def open(self, stdin_fd: int, stdout_fd: int) -> None:
+        """Signals passed on to the agent; the client's pipes opened; the pumps started."""
+        for sig in _FORWARDED_SIGNALS:
+            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                self.loop.add_signal_handler(sig, self.forward, sig)
+        self.blocking = [(fd, _blocking(fd)) for fd in (stdin_fd, stdout_fd)]
+        self.client_in = await open_source(stdin_fd)
+        self.client_out = await open_sink(stdout_fd)
+        to_client = ClientSink(self.client_out)
+        observer = self.observer
+        self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer))
+        self.c2a = asyncio.create_task(
+            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, to_client.add)
+        )
+        self.a2c = asyncio.create_task(
+            _pump(self.agent_out, to_client, Side.AGENT, observer, to_client.add)
+        )
+        self.exited = asyncio.create_task(_exited(self.proc))
+        self.tasks = [self.c2a, self.a2c, self.stderr]
+
+    def forward(self, sig: signal.Signals) -> None:
+        self.log.info("passing signal to agent", signal=sig.name, pid=self.proc.pid)
+        self.reason = self.reason or f"proxy received {sig.name}, passed on to the agent"
+        signal_group(self.proc.pid, sig)
+
+    async def until_exit(self) -> None:
+        """Relay until the agent exits. A "broken" client-to-agent pump means the agent
+        closed its stdin: it is exiting, or will say why; only the client's end of stream
+        starts the shutdown, or a client that stopped reading."""
+        pending: set[asyncio.Future[Any]] = {self.c2a, self.a2c, self.exited}
+        while not self.exited.done():
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            # A "broken" c2a means the agent closed its stdin: it is exiting, or
-            # will say why; only the client's EOF starts the shutdown.
-            if c2a in done and stopping is None and c2a.result() == "eof":
-                reason = reason or "client closed stdin"
-                stopping = asyncio.create_task(stop_agent())
-                pending.add(stopping)
-            if a2c in done and a2c.result() == "broken" and draining is None:
+            if self.c2a in done and self.c2a.result() == "eof":
+                pending |= self.stop_agent("client closed stdin")
+            if self.a2c in done and self.a2c.result() == "broken" and self.draining is None:
                 # Nobody can read what the agent writes any more, but its pipe must
                 # still be read to its end: until it closes, the process's wait()
                 # does not return, and the agent could block on a full pipe.
-                draining = asyncio.create_task(_discard(agent_out))
-                if stopping is None:
-                    reason = reason or "client closed stdout"
-                    stopping = asyncio.create_task(stop_agent())
-                    pending.add(stopping)
-        reason = reason or "agent exited"
-        # Relay what the agent already wrote. Descendants that still hold its
-        # stdout open would keep us here forever; they get the grace period.
-        if not a2c.done():
-            done, _ = await asyncio.wait({a2c}, timeout=grace)
-        signal_group(proc.pid, signal.SIGTERM)
-        if not a2c.done():
-            signal_group(proc.pid, signal.SIGKILL)
-            a2c.cancel()
-        # What the agent wrote to stderr before it exited is passed on and recorded;
-        # descendants that hold its stderr get the grace period.
+                self.draining = asyncio.create_task(_discard(self.agent_out))
+                self.tasks.append(self.draining)
+                pending |= self.stop_agent("client closed stdout")
+        self.reason = self.reason or "agent exited"
+
+    def stop_agent(self, why: str) -> set[asyncio.Future[Any]]:
+        """Start stopping the agent, once (see :meth:`_stop_agent`); the task to wait on."""
+        if self.stopping is not None:
+            return set()
+        self.reason = self.reason or why
+        self.stopping = asyncio.create_task(self._stop_agent())
+        self.tasks.append(self.stopping)
+        return {self.stopping}
+
+    async def _stop_agent(self) -> None:
+        """Close the agent's stdin, then grace, SIGTERM, grace, SIGKILL."""
+        self.agent_in.close()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            done, _ = await asyncio.wait({self.exited}, timeout=self.grace)
+            if done:
+                return
+            self.log.warning("agent did not exit; signalling its process group", signal=sig.name)
+            signal_group(self.proc.pid, sig)
+        await self.exited
+
+    async def wind_down(self) -> None:
+        """The agent exited: relay what it already wrote (descendants that still hold its
+        stdout or stderr open get the grace period, not forever), then make sure
+        everything relayed has left, unless the client stopped reading."""
+        grace = self.grace
+        if not self.a2c.done():
+            await asyncio.wait({self.a2c}, timeout=grace)
+        signal_group(self.proc.pid, signal.SIGTERM)
+        if not self.a2c.done():
+            signal_group(self.proc.pid, signal.SIGKILL)
+            self.a2c.cancel()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(agent_err), timeout=grace)
-        others = [task for task in (stopping, draining, agent_err) if task is not None]
-        for task in (c2a, a2c, *others):
+            await asyncio.wait_for(asyncio.shield(self.stderr), timeout=grace)
+        for task in self.tasks:
             if not task.done():
                 task.cancel()
-        await asyncio.gather(c2a, a2c, *others, return_exceptions=True)
-        # Make sure everything relayed has left before we report the end, unless
-        # the client stopped reading: it gets the grace period, not forever.
-        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
-            await asyncio.wait_for(client_out.drain(), timeout=grace)
-    finally:
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.client_out is not None:
+            with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+                await asyncio.wait_for(self.client_out.drain(), timeout=grace)
+
+    def close(self) -> None:
+        """Signals back to the loop; the agent killed if it is still there; every pipe
+        closed; the terminal's blocking mode as it was."""
         for sig in _FORWARDED_SIGNALS:
             with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                loop.remove_signal_handler(sig)
-        if proc.poll() is None:
-            signal_group(proc.pid, signal.SIGKILL)
-        client_out.close()
-        agent_in.close()
-        agent_out.close()
-        agent_err_source.close()
-        if isinstance(client_in, _FdSource):
-            client_in.close()
-        _restore_blocking(stdin_fd, stdin_blocking)
-        _restore_blocking(stdout_fd, stdout_blocking)
-
-    result = RelayResult(proc.returncode, reason)
-    log.info("session ended", reason=reason, exit=proc.returncode)
-    return result
+                self.loop.remove_signal_handler(sig)
+        for task in self.tasks:  # only when opening or relaying failed half-way
+            if not task.done():
+                task.cancel()
+        if self.proc.poll() is None:
+            signal_group(self.proc.pid, signal.SIGKILL)
+        if self.client_out is not None:
+            self.client_out.close()
+        self.agent_in.close()
+        self.agent_out.close()
+        self.agent_err.close()
+        if isinstance(self.client_in, FdSource):
+            self.client_in.close()
+        for fd, blocking in self.blocking:
+            _restore_blocking(fd, blocking)
 
 
 def _blocking(fd: int) -> bool | None:
@@ -618,68 +403,7 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
-#: How long the event loop polls for I/O before it sleeps, while I/O keeps coming quickly
-#: (seconds; see :class:`_SpinningSelector`). A peer's answer that comes within it costs no
-#: wake-up: a wake-up of an idle CPU took 20-40 µs on the machines we measured, twice per
-#: round trip through the proxy. The price: at most this much CPU time after the last read
-#: of a quick exchange. Not where the proxy has one CPU to run on: there polling only keeps
-#: the peer from running.
-SPIN = 100e-6
-
-
-def _spin_here() -> float:
-    """:data:`SPIN`, or 0 where this process may run on one CPU only."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
-    return SPIN if cpus > 1 else 0.0
-
-
-#: Selects in a row that found I/O within the spin of their start, before the next polls.
-_QUICK_RUN = 2
-
-
-class _SpinningSelector(selectors.DefaultSelector):
-    """The event loop's selector. While I/O keeps coming quickly (the last few selects
-    found it within ``spin`` seconds: peers that answer each other at once), a select
-    polls (a zero timeout, again and again) for up to ``spin`` before it sleeps. Otherwise
-    (traffic that comes now and then, a timer's wake-up, or ``spin`` 0) it sleeps at
-    once, and polls for nothing."""
-
-    def __init__(self, spin: float) -> None:
-        super().__init__()
-        self._spin = spin
-        #: Selects in a row that found I/O within ``spin`` of their start.
-        self._quick = 0
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        started = time.perf_counter()
-        if self._quick >= _QUICK_RUN and (timeout is None or timeout > 0):
-            deadline = started + (self._spin if timeout is None else min(self._spin, timeout))
-            while True:
-                ready = super().select(0)
-                if ready:
-                    self._quick += 1
-                    return ready
-                now = time.perf_counter()
-                if now >= deadline:
-                    break
-            if timeout is not None:  # what is left of it
-                timeout = max(0.0, timeout - (now - started))
-        ready = super().select(timeout)
-        quick = bool(ready) and time.perf_counter() - started < self._spin
-        self._quick = self._quick + 1 if quick else 0
-        return ready
-
-
-def run_relay(agent: Agent, observer: Observer, log: Any, **kwargs: Any) -> RelayResult:
+def run_relay(agent: Agent, observer: Observer, log: Logger, **kwargs: Any) -> RelayResult:
     """Run :func:`relay` in a fresh event loop."""
-    with asyncio.Runner(loop_factory=_event_loop) as runner:
+    with asyncio.Runner(loop_factory=event_loop) as runner:
         return runner.run(relay(agent, observer, log, **kwargs))
-
-
-def _event_loop() -> asyncio.AbstractEventLoop:
-    """The relay's event loop: asyncio's, with a selector that polls a little before it
-    sleeps (:class:`_SpinningSelector`)."""
-    return asyncio.SelectorEventLoop(_SpinningSelector(_spin_here()))

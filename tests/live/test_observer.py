@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer
+from acp_proxy.core.protocol import Side
 from acp_proxy.core.validator import Validator
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
@@ -22,13 +23,12 @@ def frames(*messages):
 
 def test_one_sequence_for_both_directions(tmp_path):
     """seq counts frames of both directions together, from 1."""
-    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
     observer.observe(
-        "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+        Side.CLIENT, frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
     )
-    observer.observe("agent", frames({"jsonrpc": "2.0", "method": "_c"}))
+    observer.observe(Side.AGENT, frames({"jsonrpc": "2.0", "method": "_c"}))
     observer.finish(0, "done")
     records = [orjson.loads(line) for line in (tmp_path / "t.jsonl").read_bytes().split(b"\n")[:-1]]
     assert [(r.get("seq"), r.get("from")) for r in records[1:-1]] == [
@@ -44,13 +44,12 @@ def test_a_failing_observation_is_logged_once_and_never_raised(tmp_path):
     def explode(*pieces: bytes) -> None:
         raise RuntimeError("boom")
 
-    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     recorder.write = explode  # type: ignore[method-assign]
     observer = Observer(recorder, get_logger(), Validator())
     with capture_logs() as logs:
-        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_a"})) == b""
-        assert observer.observe("client", frames({"jsonrpc": "2.0", "method": "_b"})) == b""
+        assert observer.observe(Side.CLIENT, frames({"jsonrpc": "2.0", "method": "_a"})) == b""
+        assert observer.observe(Side.CLIENT, frames({"jsonrpc": "2.0", "method": "_b"})) == b""
         assert observer.finish(0, "done") == []  # finishing does not raise either
     failures = [entry for entry in logs if entry["log_level"] == "error"]
     assert len(failures) == 2 and "boom" in failures[0]["error"]
@@ -65,12 +64,12 @@ def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_pat
             raise ValueError("bug")
 
     path = tmp_path / "t.jsonl"
-    recorder = Recorder(path, get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(path, get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Broken())
     with capture_logs() as logs:
         observer.observe(
-            "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+            Side.CLIENT,
+            frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"}),
         )
     assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
     assert path.read_bytes().count(b'"kind":"frame"') == 2
@@ -79,8 +78,7 @@ def test_a_failing_validator_is_logged_once_and_the_frame_still_recorded(tmp_pat
 def test_a_failing_wire_model_stops_validation_but_not_recording(tmp_path):
     """A bug in the wire model costs validation, logged once; every frame is still recorded."""
     path = tmp_path / "t.jsonl"
-    recorder = Recorder(path, get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(path, get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
 
     def explode(*args: object) -> None:
@@ -89,7 +87,8 @@ def test_a_failing_wire_model_stops_validation_but_not_recording(tmp_path):
     observer.wire.feed = explode  # type: ignore[method-assign, assignment]
     with capture_logs() as logs:
         observer.observe(
-            "client", frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"})
+            Side.CLIENT,
+            frames({"jsonrpc": "2.0", "method": "_a"}, {"jsonrpc": "2.0", "method": "_b"}),
         )
     assert sum(1 for entry in logs if entry["log_level"] == "error") == 1
     assert path.read_bytes().count(b'"kind":"frame"') == 2
@@ -101,8 +100,7 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
     from acp_proxy.core.framing import parse_frame
     from acp_proxy.transcript.records import FrameRecord, frame_record, read_records
 
-    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
     # Not at debug level (where every frame takes the long way, to be logged), as under `run`.
     observer._debug = False
@@ -113,7 +111,7 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
         parse_frame(b'{"jsonrpc":"2.0","method":"_big","params":"' + b"x" * 70_000 + b'"}'),
         parse_frame(b'{"jsonrpc":"2.0","method":"_last"}', terminated=False),
     ]
-    observer.observe("client", chunk)
+    observer.observe(Side.CLIENT, chunk)
     observer.finish(0, "done")
     lines = (tmp_path / "t.jsonl").read_bytes().split(b"\n")[1:6]
     records = [r for r in read_records(tmp_path / "t.jsonl") if isinstance(r, FrameRecord)]
@@ -129,8 +127,7 @@ def test_frames_read_before_a_failing_one_are_still_recorded(tmp_path, monkeypat
     of the same read fails (a bug), the ones before it still reach the transcript."""
     import acp_proxy.live.observer
 
-    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
     observer._debug = False  # as under `run` at its default log level: the plain records' way
     from acp_proxy.transcript.records import plain_frame_record as real
@@ -143,7 +140,7 @@ def test_frames_read_before_a_failing_one_are_still_recorded(tmp_path, monkeypat
     monkeypatch.setattr(acp_proxy.live.observer, "plain_frame_record", fails_on_b)
     chunk = Framer().feed(b'{"jsonrpc":"2.0","method":"_a"}\n{"jsonrpc":"2.0","method":"_b"}\n')
     with capture_logs():
-        assert observer.observe("client", chunk) == b""
+        assert observer.observe(Side.CLIENT, chunk) == b""
     observer.finish(0, "done")
     records = [orjson.loads(line) for line in (tmp_path / "t.jsonl").read_bytes().split(b"\n")[:-1]]
     assert [r["msg"]["method"] for r in records if r["kind"] == "frame"] == ["_a"]
@@ -166,7 +163,7 @@ def test_not_recording_findings_and_notices_are_still_logged():
         {"jsonrpc": "2.0", "method": "_plain_again"},
     )
     with capture_logs() as logs:
-        observer.observe("agent", chunk)
+        observer.observe(Side.AGENT, chunk)
     assert [(entry["event"], entry.get("seq")) for entry in logs if entry["event"] == "notice"] == [
         ("notice", 3)
     ]
@@ -196,12 +193,9 @@ def _observed(tmp_path, reads, how, raw, monkeypatch):
         processors=[capture],
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
     )
-    recorder = Recorder(path if record else None, log)
-    if record:
-        recorder.open(["agent"], 1)
-    observer = Observer(recorder, log, Validator())
+    recorder = Recorder(path if record else None, log, ["agent"], 1)
+    observer = Observer(recorder, log, Validator(), redactor=Redactor() if redact else None)
     observer._debug = debug  # False: as under `run` at its default log level
-    observer.redactor = Redactor() if redact else None
     framers = {"client": Framer(), "agent": Framer()}
     for side, data in reads:
         framer = framers[side]
@@ -285,16 +279,15 @@ def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkey
         return parse_frame(raw)
 
     monkeypatch.setattr(acp_proxy.live.observer, "parse_frame", counting)
-    recorder = Recorder(tmp_path / "t.jsonl", get_logger())
-    recorder.open(["agent"], 1)
+    recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())
     observer._debug = False
     framer = Framer()
     for side, message in [*setup(2), *turn()[:4]]:
-        observer.observe(side, framer.lines(orjson.dumps(message) + b"\n"))
+        observer.observe(Side(side), framer.lines(orjson.dumps(message) + b"\n"))
     chunks = [CLEAN_CHUNK.replace(b'"ab"', b'"word %d "' % n) + b"\n" for n in range(200)]
     with capture_logs() as logs:
-        observer.observe("agent", framer.lines(b"".join(chunks)))
+        observer.observe(Side.AGENT, framer.lines(b"".join(chunks)))
     assert not [entry for entry in logs if entry.get("rule")]
     assert len([raw for raw in parsed if b"word" in raw]) < 5
     observer.finish(0, "done")

@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from structlog.testing import capture_logs
 
+from acp_proxy.core.protocol import Side
 from acp_proxy.core.validator import Validator
+from acp_proxy.live.loop import SpinningSelector
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
-from acp_proxy.live.relay import _pump, _SpinningSelector
+from acp_proxy.live.relay import _pump
 from acp_proxy.log import get_logger
 
 
@@ -74,7 +76,7 @@ def observer() -> Observer:
 
 
 def start(feed: Feed, sink: Sink, watcher: Observer) -> asyncio.Task[str]:
-    return asyncio.create_task(_pump(feed, sink, "client", watcher, lambda b: None))
+    return asyncio.create_task(_pump(feed, sink, Side.CLIENT, watcher, lambda b: None))
 
 
 async def settle() -> None:
@@ -207,7 +209,7 @@ def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(
     Otherwise (nothing found, I/O found only later than that, or no wait asked) it makes
     one call. What is ready is returned either way."""
     calls, read_end, write_end = selects
-    selector = _SpinningSelector(spin=0.002)
+    selector = SpinningSelector(spin=0.002)
     try:
         key = selector.register(read_end, selectors.EVENT_READ)
         readable = [(key, selectors.EVENT_READ)]
@@ -250,7 +252,7 @@ def test_the_loop_polls_a_little_while_io_comes_quickly_and_else_sleeps_at_once(
 def test_the_loop_never_polls_with_no_time_to_poll(selects):
     """With a spin of 0 (one CPU), however quickly I/O comes, a select makes one call."""
     calls, read_end, write_end = selects
-    still = _SpinningSelector(spin=0)
+    still = SpinningSelector(spin=0)
     try:
         still.register(read_end, selectors.EVENT_READ)
         for _ in range(3):
@@ -266,12 +268,12 @@ def test_the_loop_never_polls_with_no_time_to_poll(selects):
 
 def test_the_loop_polls_only_where_the_proxy_has_more_than_one_cpu(monkeypatch):
     """With one CPU to run on, polling would only keep the peer from running: none."""
-    from acp_proxy.live import relay
+    from acp_proxy.live import loop
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert relay._spin_here() == 0
+    assert loop.spin_here() == 0
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert relay._spin_here() == relay.SPIN > 0
+    assert loop.spin_here() == loop.SPIN > 0
 
 
 def test_the_agents_exit_is_seen_at_once_and_without_polling_where_a_pidfd_says_it(monkeypatch):

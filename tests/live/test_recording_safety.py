@@ -104,8 +104,7 @@ def test_a_planted_file_at_the_next_per_session_name_is_not_written(tmp_path):
     name.write_bytes(b"planted\n")
     decoy = tmp_path / "decoy"
     name.with_name(f"{name.stem}-1{name.suffix}").symlink_to(decoy)
-    recorder = Recorder(name, get_logger())
-    recorder.open(["agent"], 4242)
+    recorder = Recorder(name, get_logger(), ["agent"], 4242)
     recorder.close(0, "done")
     assert name.read_bytes() == b"planted\n" and not decoy.exists()
     assert recorder.path == name.with_name(f"{name.stem}-2{name.suffix}")

@@ -511,9 +511,8 @@ def test_a_proxy_failure_still_ends_the_transcript(tmp_path, monkeypatch):
 
     started = []
 
-    def broken_relay(agent, observer, log, *, on_start, **kwargs):
+    def broken_relay(agent, observer, log, **kwargs):
         started.append(agent)
-        on_start(agent.pid)
         raise RuntimeError("simulated bug")
 
     monkeypatch.setattr(acp_proxy.live.relay, "run_relay", broken_relay)
