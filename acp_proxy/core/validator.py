@@ -59,7 +59,7 @@ from acp_proxy.core.protocol import (
 from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope, shown
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for
 from acp_proxy.core.unstable import feature_message, surface_for
-from acp_proxy.core.validator_v1 import V1Rules, _V1State
+from acp_proxy.core.validator_v1 import V1Rules
 from acp_proxy.core.wire import (
     MAX_HOPS,
     MAX_PENDING,
@@ -184,7 +184,7 @@ class _Session:
     requires_action_seq: int | None = None
 
 
-class Validator(V1Rules):
+class Validator:
     """Validates one connection's traffic against ACP. Pure: no I/O."""
 
     def __init__(self, wire: WireModel | None = None) -> None:
@@ -200,7 +200,8 @@ class Validator(V1Rules):
         self._session_id: str | None = None
         self._schema: Schema | None = None
         self._schema_key: int | None = None
-        self._v1 = _V1State()
+        #: The v1 rules, on the same wire model, flagging here.
+        self._v1 = V1Rules(self.wire, self._flag)
         #: The unstable-schema features this connection used (a finite set: schema names).
         self._unstable: set[str] = set()
         #: The next hop of a proxy chain, as the messages proxy/successor carries show it.
@@ -324,7 +325,7 @@ class Validator(V1Rules):
         if version == 2:
             self._message_update(message, session, update)
         else:
-            self._v1_update(message, update)
+            self._v1.update(message, update)
             shaped = -1  # the v1 rules follow state only: they say nothing of the shape
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
@@ -349,7 +350,7 @@ class Validator(V1Rules):
             return False
         self._session_id = session_id
         if version == 1:
-            self._v1_update(message, update)
+            self._v1.update(message, update)
         elif variant == "user_message_chunk":
             self._user_message_seen(session, update["messageId"])
         self._repeatable = True
@@ -398,22 +399,29 @@ class Validator(V1Rules):
                         "still in_progress when the connection ended",
                     )
         if self.version != 2:
-            self._v1_end()
+            self._v1.end()
         self.wire.pending.clear()
         self._notes.clear()
         return self._found
 
     # --- plumbing -------------------------------------------------------------
 
-    def _flag(self, rule_id: str, message: str, spec: str | None = None) -> None:
+    def _flag(
+        self,
+        rule_id: str,
+        message: str,
+        spec: str | None = None,
+        where: tuple[int | None, str | None] | None = None,
+    ) -> None:
+        """A finding of ``rule_id`` at the frame being checked (or ``where``: a seq and a
+        session), unless the rule's scope is not the negotiated version's."""
         rule = RULES[rule_id]
         if rule.scope is Scope.V2 and self.version != 2:
             return
         if rule.scope is Scope.V1 and self.version == 2:
             return
-        self._found.append(
-            Violation(rule.id, rule.level, message, spec or rule.spec, self._seq, self._session_id)
-        )
+        seq, session = (self._seq, self._session_id) if where is None else where
+        self._found.append(Violation(rule.id, rule.level, message, spec or rule.spec, seq, session))
 
     @property
     def sessions(self) -> frozenset[str]:
@@ -671,7 +679,7 @@ class Validator(V1Rules):
         if handler is not None:
             handler(self, message, session)
         if self.version != 2:
-            self._v1_call(message)
+            self._v1.call(message)
 
     def _request_id(self, message: Message) -> bool:
         """Check a request's id; False if it is not one JSON-RPC allows."""
@@ -748,7 +756,7 @@ class Validator(V1Rules):
         if handler is not None:
             handler(self, message, request, note or _Pending())
         if self.version != 2:
-            self._v1_response(message, request)
+            self._v1.response(message, request)
 
     def _note(self, message: Message) -> _Pending | None:
         """Start following a pending request (a rule needs its answer)."""
@@ -814,7 +822,7 @@ class Validator(V1Rules):
             note.requires_action = note.state_at_request == State.REQUIRES_ACTION
             # v1: "If the current prompt turn gets cancelled, the Client MUST respond with
             # the "cancelled" outcome", also to a request made after the cancel.
-            note.cancelled = self.version == 1 and self._v1_prompt_cancelled(session.id)
+            note.cancelled = self.version == 1 and self._v1.prompt_cancelled(session.id)
 
     def _on_resume(self, message: Message, session: _Session | None) -> None:
         session_id = message.session

@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-:class:`V1Rules` is part of :class:`~acp_proxy.core.validator.Validator` (a mixin: the same
-object, the same findings, the same guarantees: pure, never raises, bounded memory).
-The validator calls it for every message of a connection that has not negotiated v2;
-the v1 rules themselves are gated in :meth:`Validator._flag` by their scope, so none
-fires on a v2 connection. It keeps what v1 makes checkable:
+:class:`V1Rules` is composed into :class:`~acp_proxy.core.validator.Validator` (its own
+state, the validator's wire model and its ``flag``: the same findings, the same guarantees:
+pure, never raises, bounded memory). The validator calls it for every message of a
+connection that has not negotiated v2; the v1 rules themselves are gated in the ``flag``
+by their scope, so none fires on a v2 connection. It keeps what v1 makes checkable:
 
 - what each side advertised in ``initialize``: the client's capabilities (from the
   request), the agent's capabilities and auth methods (from the result);
@@ -25,13 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from acp_proxy.core.protocol import REQUEST_CANCELLED
 from acp_proxy.core.rules import shown
 from acp_proxy.core.wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
 
-__all__ = ["V1Rules"]
+__all__ = ["Flag", "V1Rules"]
 
 #: Terminals and announced tool calls remembered, per connection and per session.
 _REMEMBERED = 4096
@@ -153,24 +153,36 @@ class _V1State:
     deleted: dict[Any, None] = field(default_factory=dict)
 
 
+class Flag(Protocol):
+    """How a rule is flagged: the validator's, which knows the frame being checked (or,
+    with ``where``, the seq and session a finding at the connection's end points at) and
+    drops a rule whose scope is not the negotiated version's."""
+
+    def __call__(
+        self,
+        rule_id: str,
+        message: str,
+        spec: str | None = None,
+        where: tuple[int | None, str | None] | None = None,
+    ) -> None: ...
+
+
 class V1Rules:
-    """The v1 rules of :class:`~acp_proxy.core.validator.Validator`."""
+    """The v1 rules, composed into :class:`~acp_proxy.core.validator.Validator`: it calls
+    :meth:`call`, :meth:`response`, :meth:`update` and :meth:`end` for the messages of a
+    connection that is not v2, on the wire model they share; findings go to ``flag``."""
 
-    wire: WireModel
-    _seq: int | None
-    _session_id: str | None
-    _v1: _V1State
-
-    if TYPE_CHECKING:
-
-        def _flag(self, rule_id: str, message: str, spec: str | None = None) -> None: ...
+    def __init__(self, wire: WireModel, flag: Flag) -> None:
+        self.wire = wire
+        self._flag = flag
+        self._state = _V1State()
 
     # --- entry points, called by the validator ------------------------------------
 
     def _v1_session(self, session_id: Any) -> _V1Session | None:
         if not isinstance(session_id, str):
             return None
-        sessions = self._v1.sessions
+        sessions = self._state.sessions
         session = sessions.get(session_id)
         if session is None:
             session = sessions[session_id] = _V1Session()
@@ -178,23 +190,23 @@ class V1Rules:
                 del sessions[next(iter(sessions))]
         return session
 
-    def _v1_prompt_cancelled(self, session_id: str | None) -> bool:
+    def prompt_cancelled(self, session_id: str | None) -> bool:
         """Whether the session's pending prompt was cancelled (a permission asked now must
         be answered ``cancelled``)."""
-        session = self._v1.sessions.get(session_id) if session_id else None
+        session = self._state.sessions.get(session_id) if session_id else None
         return session is not None and session.cancelled_prompt is not None
 
-    def _v1_call(self, message: Message) -> None:
+    def call(self, message: Message) -> None:
         """A request or notification on a connection that is not v2."""
         method = message.method
         if method in _INITIALIZE and message.side is Side.CLIENT:
-            if self._v1.client_caps is not None and message.kind is Kind.REQUEST:
+            if self._state.client_caps is not None and message.kind is Kind.REQUEST:
                 self._flag(
                     "initialize-again",
                     "the client sent initialize again on a connection it already initialized",
                 )
             caps = message.params.get("clientCapabilities")
-            self._v1.client_caps = caps if isinstance(caps, dict) else {}
+            self._state.client_caps = caps if isinstance(caps, dict) else {}
             return
         if method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
             self._cancel_request(message)
@@ -204,11 +216,11 @@ class V1Rules:
         else:
             self._v1_client_call(message)
 
-    def _v1_response(self, message: Message, request: Request) -> None:
+    def response(self, message: Message, request: Request) -> None:
         """A response that answers ``request``, on a connection that is not v2."""
         key = (request.side, id_key(request.id))
-        if key in self._v1.cancel_requested:
-            del self._v1.cancel_requested[key]
+        if key in self._state.cancel_requested:
+            del self._state.cancel_requested[key]
             error = message.error if message.is_error else None
             code = error.get("code") if isinstance(error, dict) else None
             if message.is_error and code != REQUEST_CANCELLED:
@@ -222,15 +234,14 @@ class V1Rules:
         if handler is not None:
             handler(self, message, request)
 
-    def _v1_end(self) -> None:
+    def end(self) -> None:
         """The connection ended: terminals never released."""
-        for terminal, released in self._v1.terminals.items():
+        for terminal, released in self._state.terminals.items():
             if not released:
-                self._seq = self._v1.created_at.get(terminal)
-                self._session_id = None
                 self._flag(
                     "terminal-unreleased",
                     f"terminal {_show(terminal)} was never released with terminal/release",
+                    where=(self._state.created_at.get(terminal), None),
                 )
 
     def _cancel_request(self, message: Message) -> None:
@@ -247,13 +258,13 @@ class V1Rules:
             return
         key = (message.side, id_key(target))
         if key in self.wire.pending:  # not yet answered: its answer will be checked
-            _remember(self._v1.cancel_requested, key)
+            _remember(self._state.cancel_requested, key)
 
     # --- the agent's requests and notifications ----------------------------------------
 
     def _v1_agent_call(self, message: Message) -> None:
         method, params = message.method, message.params
-        caps = self._v1.client_caps
+        caps = self._state.client_caps
         if method in ("fs/read_text_file", "fs/write_text_file"):
             self._fs_call(method, params, caps)
         elif method is not None and method.startswith("terminal/"):
@@ -279,7 +290,7 @@ class V1Rules:
         elif method == "session/update" and message.kind is Kind.NOTIFICATION:
             update = message.update
             if update is not None:
-                self._v1_update(message, update)
+                self.update(message, update)
 
     def _fs_call(self, method: str, params: dict[str, Any], caps: dict[str, Any] | None) -> None:
         flag = "readTextFile" if method == "fs/read_text_file" else "writeTextFile"
@@ -294,7 +305,7 @@ class V1Rules:
             self._one_based(method, params.get("line"))
 
     def _terminal_use(self, what: str, terminal: Any) -> None:
-        terminals = self._v1.terminals
+        terminals = self._state.terminals
         if not isinstance(terminal, str):
             return  # the schema reports a missing or malformed id
         if terminal not in terminals:
@@ -322,14 +333,17 @@ class V1Rules:
 
     def _v1_client_call(self, message: Message) -> None:  # noqa: C901, PLR0912 - one branch per method
         method, params = message.method, message.params
-        agent = self._v1.agent_caps
+        agent = self._state.agent_caps
         session = self._v1_session(message.session)
         if method in _SETUP or method == "session/list":
             if method != "session/list" or params.get("cwd") is not None:
                 self._absolute(method, "cwd", params.get("cwd"))
             if method != "session/list":
                 self._setup(method, params)
-            elif isinstance(params.get("cursor"), str) and params["cursor"] not in self._v1.cursors:
+            elif (
+                isinstance(cursor := params.get("cursor"), str)
+                and cursor not in self._state.cursors
+            ):
                 self._flag(
                     "list-cursor-unknown",
                     f"session/list passes cursor {_show(params['cursor'])}, which no nextCursor "
@@ -406,7 +420,7 @@ class V1Rules:
 
     def _setup(self, method: str, params: dict[str, Any]) -> None:
         """session/new, load, resume: workspace roots and MCP transports."""
-        agent = self._v1.agent_caps
+        agent = self._state.agent_caps
         directories = params.get("additionalDirectories")
         if isinstance(directories, list):
             for directory in directories:
@@ -462,7 +476,7 @@ class V1Rules:
             )
 
     def _authenticate(self, params: dict[str, Any]) -> None:
-        methods = self._v1.auth_methods
+        methods = self._state.auth_methods
         method_id = params.get("methodId")
         if methods is not None and isinstance(method_id, str) and method_id not in methods:
             self._flag(
@@ -470,7 +484,7 @@ class V1Rules:
                 f"authenticate names method {_show(method_id)}, which the agent did not "
                 f"advertise (advertised: {', '.join(map(_show, methods)) or 'none'})",
             )
-        elif self._v1.auth_types.get(method_id) == "terminal":
+        elif self._state.auth_types.get(method_id) == "terminal":
             self._flag(
                 "auth-terminal-method",
                 f"authenticate names {_show(method_id)}, a terminal method: the user runs it "
@@ -484,11 +498,11 @@ class V1Rules:
         if message.is_error:
             return
         caps = result.get("agentCapabilities")
-        self._v1.agent_caps = caps if isinstance(caps, dict) else {}
+        self._state.agent_caps = caps if isinstance(caps, dict) else {}
         methods = result.get("authMethods")
-        self._v1.auth_methods = _ids(methods)
-        self._v1.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
-        twice = _repeated(self._v1.auth_methods or [])
+        self._state.auth_methods = _ids(methods)
+        self._state.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
+        twice = _repeated(self._state.auth_methods or [])
         if twice:
             self._flag(
                 "auth-method-duplicate",
@@ -500,7 +514,7 @@ class V1Rules:
         opens = request.method in ("session/new", "session/fork")  # a new session id
         session_id = message.result.get("sessionId") if opens else None
         if isinstance(session_id, str) and not message.is_error:
-            created = self._v1.created
+            created = self._state.created
             if session_id in created:
                 self._flag(
                     "session-id-reused",
@@ -555,7 +569,7 @@ class V1Rules:
                     f"{where} gives config option {_show(option.get('id'))} the current value "
                     f"{_show(current)}, which is not one of its options",
                 )
-        caps = self._v1.client_caps
+        caps = self._state.client_caps
         if caps is None or _dig(caps, "session", "configOptions", "boolean") is not None:
             return
         for option in options:
@@ -619,9 +633,9 @@ class V1Rules:
         result = message.result
         cursor = result.get("nextCursor")
         if isinstance(cursor, str):
-            _remember(self._v1.cursors, cursor)
+            _remember(self._state.cursors, cursor)
         for listed in _ids(result.get("sessions"), "sessionId"):
-            if listed in self._v1.deleted:
+            if listed in self._state.deleted:
                 self._flag(
                     "deleted-session-listed",
                     f"session/list lists session {_show(listed)}, which session/delete removed",
@@ -630,26 +644,26 @@ class V1Rules:
     def _after_delete_v1(self, message: Message, request: Request) -> None:
         deleted = request.params.get("sessionId")
         if not message.is_error and isinstance(deleted, str):
-            _remember(self._v1.deleted, deleted)
+            _remember(self._state.deleted, deleted)
 
     def _after_terminal_create_v1(self, message: Message, request: Request) -> None:
         terminal = message.result.get("terminalId")
         if message.is_error or not isinstance(terminal, str):
             return
-        terminals = self._v1.terminals
+        terminals = self._state.terminals
         terminals[terminal] = False
-        self._v1.created_at[terminal] = message.seq
+        self._state.created_at[terminal] = message.seq
         if len(terminals) > _REMEMBERED:
             oldest = next(iter(terminals))
             del terminals[oldest]
-            self._v1.created_at.pop(oldest, None)
+            self._state.created_at.pop(oldest, None)
 
     # --- session/update -------------------------------------------------------------------
 
-    def _v1_update(self, message: Message, update: dict[str, Any]) -> None:
+    def update(self, message: Message, update: dict[str, Any]) -> None:
         variant = update.get("sessionUpdate")
         session = self._v1_session(message.session)
-        caps = self._v1.client_caps
+        caps = self._state.client_caps
         if variant == "notice" and caps is not None and _dig(caps, "session", "notices") is None:
             self._flag(
                 "capability-notices",
@@ -716,7 +730,7 @@ class V1Rules:
                 self._absolute(variant, "diff path", item.get("path"))
             elif item.get("type") == "terminal":
                 terminal = item.get("terminalId")
-                if isinstance(terminal, str) and terminal not in self._v1.terminals:
+                if isinstance(terminal, str) and terminal not in self._state.terminals:
                     self._flag(
                         "terminal-unknown",
                         f"{variant} shows terminal {_show(terminal)}, which no terminal/create "
