@@ -10,22 +10,14 @@ Each complete frame is parsed once, with orjson, for observation only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
 
-__all__ = [
-    "LONG_FRAME",
-    "Frame",
-    "Framer",
-    "JsonPath",
-    "LineSplicer",
-    "loads_long",
-    "parse_frame",
-    "value_spans",
-]
+from acp_proxy.core.jsontext import LONG_FRAME, loads_long
+
+__all__ = ["UNPARSED", "Frame", "Framer", "LineSplicer", "parse_frame"]
 
 
 class _Unparsed:
@@ -85,137 +77,6 @@ def parse_frame(raw: bytes, terminated: bool = True) -> Frame:
     except orjson.JSONDecodeError as exc:
         return Frame(raw, UNPARSED, str(exc) or "not JSON", terminated)
     return Frame(raw, value, None, terminated)
-
-
-#: Frames at least this long are parsed with :func:`loads_long` ...
-LONG_FRAME = 1 << 20
-
-#: ... which makes string literals at least this long from their bytes in one piece ...
-LONG_STRING = 1 << 16
-
-#: ... looking at this many quotes at most to find them, and at this many values of the
-#: rest (a frame of many small values is parsed whole).
-_QUOTES_MAX = 1 << 12
-_VALUES_MAX = 1 << 14
-
-#: What stands in for long literal ``n`` while the rest is parsed.
-_LONG_MARK = "\x00acp-proxy:long:%d"
-
-#: The pieces a long literal is checked in (small enough to stay in the CPU's caches).
-_PIECE = 1 << 16
-
-
-def loads_long(raw: bytes) -> Any:
-    """``orjson.loads(raw)``: the same value, or the same error. Made for a long frame,
-    where it costs less time and half the memory: orjson's parse of a long string peaks
-    at twice the string (a scratch buffer, then the string).
-
-    Each long string literal without escapes is checked on its own, in pieces, by orjson
-    (valid UTF-8, no control character: a JSON string), and made from its bytes at once;
-    the rest, with a mark in place of each such literal, is parsed by orjson, and the marks
-    are put back. Swapping one whole string token for another keeps a text JSON or not
-    JSON alike, so the value is ``orjson.loads(raw)``'s. Anything unexpected (a mark that
-    is a key, or is in the text already, too many quotes or values) parses ``raw`` whole."""
-    spans = _long_literals(raw)
-    if not spans:
-        return orjson.loads(raw)
-    view = memoryview(raw)
-    texts = []
-    for start, end in spans:
-        if not _is_string_body(view[start + 1 : end - 1]):
-            return orjson.loads(raw)  # the literal's own error
-        try:
-            texts.append(str(view[start + 1 : end - 1], "utf-8"))
-        except UnicodeDecodeError:  # never seen: orjson and Python disagreeing on UTF-8
-            return orjson.loads(raw)
-    pieces: list[bytes | memoryview] = []
-    at = 0
-    for index, (start, end) in enumerate(spans):
-        pieces += [view[at:start], orjson.dumps(_LONG_MARK % index)]
-        at = end
-    pieces.append(view[at:])
-    try:
-        skeleton = orjson.loads(b"".join(pieces))
-    except orjson.JSONDecodeError:
-        return orjson.loads(raw)  # raises, with orjson's own message for raw
-    marks = {_LONG_MARK % index: text for index, text in enumerate(texts)}
-    value = _put_back(skeleton, marks)
-    return orjson.loads(raw) if value is None else value[0]
-
-
-def _long_literals(raw: bytes) -> list[tuple[int, int]]:
-    """Where the long string literals without a backslash lie in ``raw`` (quotes
-    included), found quote by quote from the start (as in a JSON text, a string is what
-    lies between a quote and the next one no odd run of backslashes escapes)."""
-    spans: list[tuple[int, int]] = []
-    at, quotes = 0, 0
-    while (start := raw.find(b'"', at)) >= 0:
-        end = start
-        while True:
-            end = raw.find(b'"', end + 1)
-            quotes += 2
-            if end < 0 or quotes > _QUOTES_MAX:  # not JSON, or too many: the rest whole
-                return spans
-            slashes = 0
-            while raw[end - 1 - slashes] == 0x5C:  # \
-                slashes += 1
-            if slashes % 2 == 0:
-                break
-        if end - start > LONG_STRING and raw.find(b"\\", start, end) < 0:
-            spans.append((start, end + 1))
-        at = end + 1
-    return spans
-
-
-def _is_string_body(body: memoryview) -> bool:
-    """Whether ``body`` (no backslash in it) between quotes is a JSON string: checked by
-    orjson in pieces, each cut where no UTF-8 sequence goes on (a piece of a valid body
-    is valid, and an invalid sequence is in some piece)."""
-    start, size = 0, len(body)
-    while start < size:
-        end = min(start + _PIECE, size)
-        for _ in range(3):  # at most three continuation bytes end a sequence
-            if start + 1 < end < size and 0x80 <= body[end] < 0xC0:
-                end -= 1
-        try:
-            orjson.loads(b'"' + body[start:end].tobytes() + b'"')
-        except orjson.JSONDecodeError:
-            return False
-        start = end
-    return True
-
-
-def _put_back(skeleton: Any, marks: dict[str, str]) -> tuple[Any] | None:
-    """``skeleton`` with each mark replaced by its text, in place; None unless each mark is
-    there once, as a value (not a key), within :data:`_VALUES_MAX` values. (A string of
-    the frame's own that reads like a mark makes two.)"""
-    if type(skeleton) is str:  # the frame is one long string
-        text = marks.get(skeleton)
-        return (text,) if text is not None and len(marks) == 1 else None
-    found: set[str] = set()
-    seen, stack = 0, [skeleton]
-    while stack:
-        node = stack.pop()
-        if type(node) is dict:
-            if any(key in marks for key in node):
-                return None
-            items: Any = node.items()
-        else:
-            items = enumerate(node)
-        for key, item in items:
-            seen += 1
-            if type(item) is str:
-                text = marks.get(item)
-                if text is not None:
-                    if item in found:
-                        return None
-                    found.add(item)
-                    node[key] = text
-            elif type(item) is dict or type(item) is list:
-                stack.append(item)
-        if seen > _VALUES_MAX:
-            return None
-    return (skeleton,) if len(found) == len(marks) else None
 
 
 #: Lines at least this long keep the buffer they were gathered in (no copy).
@@ -298,81 +159,6 @@ class Framer:
         raw = bytes(self._pending)
         self._pending.clear()
         return raw
-
-
-#: A path into a JSON value: object keys and array indexes.
-JsonPath = tuple[str | int, ...]
-
-
-def value_spans(raw: bytes) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
-    """Where each value of a frame's JSON lies in its bytes: (path, (start, end)), inner
-    values first. For splicing a new value into a frame without re-serializing the rest
-    (``raw`` must be valid JSON: it is a frame that parsed)."""
-    yield from _SpanScanner(raw).value(())
-
-
-class _SpanScanner:
-    """A small JSON scanner that reports where each value starts and ends."""
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-        self.i = 0
-
-    def _skip(self) -> None:
-        raw, n = self.raw, len(self.raw)
-        while self.i < n and raw[self.i] in b" \t\r\n":
-            self.i += 1
-
-    def _string_end(self) -> int:
-        """The end of the string starting at ``i``: the next quote not escaped (an odd
-        run of backslashes escapes it), found with ``find``, not byte by byte."""
-        raw, end = self.raw, self.i
-        while True:
-            end = raw.find(b'"', end + 1)
-            slashes = 0
-            while raw[end - 1 - slashes] == 0x5C:
-                slashes += 1
-            if slashes % 2 == 0:
-                return end + 1
-
-    def value(self, path: JsonPath) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
-        self._skip()
-        raw = self.raw
-        start, char = self.i, raw[self.i]
-        if char == 0x7B:  # {
-            self.i += 1
-            self._skip()
-            while raw[self.i] != 0x7D:
-                end = self._string_end()
-                key = orjson.loads(raw[self.i : end])
-                self.i = end
-                self._skip()
-                self.i += 1  # the colon
-                yield from self.value((*path, key))
-                self._skip()
-                if raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x5B:  # [
-            self.i += 1
-            self._skip()
-            index = 0
-            while raw[self.i] != 0x5D:
-                yield from self.value((*path, index))
-                index += 1
-                self._skip()
-                if raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x22:
-            self.i = self._string_end()
-        else:
-            n = len(raw)
-            while self.i < n and raw[self.i] not in b",]} \t\r\n":
-                self.i += 1
-        yield path, (start, self.i)
 
 
 class LineSplicer:

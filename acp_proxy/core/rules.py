@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 import orjson
 
@@ -25,7 +24,6 @@ __all__ = [
     "Rule",
     "Scope",
     "catalog_lines",
-    "shown",
 ]
 
 
@@ -743,16 +741,6 @@ CATALOG: tuple[Rule, ...] = (
         "The validator failed on a frame: a bug in acp-proxy (the frame was still relayed).",
     ),
 )
-
-
-def shown(value: Any, limit: int = 80) -> str:
-    """A value as findings and reports quote it: JSON (ids keep their type, ``3`` vs
-    ``"3"``), cut to ``limit`` characters."""
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: The catalog by rule id.

@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import SCHEMA_VERSIONS, official_schema
-from acp_proxy.core.rules import shown
 
 __all__ = ["Defect", "Schema", "schema_for", "unhandled_keywords"]
 
@@ -181,7 +181,7 @@ def _nodes(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _show(value: Any) -> str:
-    return shown(value, 60)
+    return preview(value, 60)
 
 
 def json_type(value: Any) -> str:

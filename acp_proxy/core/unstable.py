@@ -30,8 +30,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import official_schema
-from acp_proxy.core.rules import shown
 
 __all__ = ["Finder", "Surface", "feature_message", "feature_named", "surface_for"]
 
@@ -246,7 +246,7 @@ class Surface:
 
     def _tagged(self, branches: list[Any], twins: list[Any], tag: str, where: str) -> Finder | None:
         new, old = _by_tag(branches, tag), _by_tag(twins, tag)
-        added = {value: f"{where} {tag} {shown(value, 40)}" for value in new if value not in old}
+        added = {value: f"{where} {tag} {preview(value, 40)}" for value in new if value not in old}
         table = {
             value: finder
             for value, branch in new.items()
@@ -340,7 +340,7 @@ def _values(finder: Finder) -> Finder:
 
 
 def _values_in(values: set[Any], where: str) -> Finder:
-    names = {(type(v), v): f"{where} {shown(v, 40)}" for v in values}
+    names = {(type(v), v): f"{where} {preview(v, 40)}" for v in values}
 
     def find(value: Any) -> list[str] | None:
         if isinstance(value, (dict, list)):

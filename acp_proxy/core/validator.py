@@ -35,6 +35,7 @@ from typing import Any
 
 from acp_proxy.core.chunks import TextTemplates
 from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
@@ -56,7 +57,7 @@ from acp_proxy.core.protocol import (
     is_extension,
     methods_for,
 )
-from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope, shown
+from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for
 from acp_proxy.core.unstable import feature_message, surface_for
 from acp_proxy.core.validator_v1 import V1Rules
@@ -108,7 +109,7 @@ class Violation:
         return {"rule": self.rule, "level": self.level, "message": self.message, "spec": self.spec}
 
 
-_show = shown
+_show = preview
 
 
 def _is_int(value: Any) -> bool:

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import REQUEST_CANCELLED
-from acp_proxy.core.rules import shown
 from acp_proxy.core.wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
 
 __all__ = ["Flag", "V1Rules"]
@@ -76,7 +76,7 @@ _MCP_TRANSPORTS = ("http", "sse", "acp")
 _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
-_show = shown
+_show = preview
 
 
 def _dig(value: Any, *keys: str) -> Any:

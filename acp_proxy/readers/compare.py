@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from acp_proxy.core.rules import shown
+from acp_proxy.core.jsontext import preview
 
 __all__ = ["ID_FIELDS", "MISSING", "Normalizer", "difference", "ignored"]
 
@@ -156,7 +156,7 @@ def _number(value: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
-    return "(absent)" if value is MISSING else shown(value, 100)
+    return "(absent)" if value is MISSING else preview(value, 100)
 
 
 def _report_difference(found: tuple[str, Any, Any], live_name: str) -> str:

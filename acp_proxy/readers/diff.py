@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from acp_proxy.core.rules import shown
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import Kind, Message
 from acp_proxy.readers.annotate import Annotated, annotate
 from acp_proxy.readers.compare import Normalizer, ignored
@@ -530,7 +530,7 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
             indent = "    " if item.turn is not None else "  "
             where = f"A:{_seq(item.a_seq)} B:{_seq(item.b_seq)}"
             yield f"{indent}{item.what} ({where})"
-            yield f"{indent}  A: {shown(item.a, 100)}   B: {shown(item.b, 100)}"
+            yield f"{indent}  A: {preview(item.a, 100)}   B: {preview(item.b, 100)}"
     a, b = sessions
     if a > 1 or b > 1:
         yield f"(A has {a} session(s), B {b}: --session N picks another)"

@@ -42,8 +42,8 @@ from typing import IO, Any
 
 import orjson
 
-from acp_proxy.core.framing import Frame, parse_frame, value_spans
-from acp_proxy.core.rules import shown
+from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.jsontext import preview, value_spans
 from acp_proxy.core.wire import (
     Kind,
     Message,
@@ -113,15 +113,11 @@ def describe(message: Message) -> str:
     """A message in a few words: method and update kind, or what a response answers."""
     if message.kind is Kind.RESPONSE:
         what = "error" if message.is_error else "result"
-        return f"{what} of {message.method or '?'} {_brief(message.id)}"
+        return f"{what} of {message.method or '?'} {preview(message.id, 100)}"
     if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):
         variant = message.variant
         return f"{message.method} {variant}" if variant else str(message.method)
     return str(message.kind)
-
-
-def _brief(value: Any) -> str:
-    return shown(value, 100)
 
 
 def load_script(path: str, session: int = 1) -> Script:
@@ -247,12 +243,14 @@ class AgentReplay:
             if kind is not Kind.RESPONSE:
                 return "expected a response"
             if id_key(value.get("id")) != id_key(message.id):
-                return f"it answers id {_brief(value.get('id'))}, not {_brief(message.id)}"
+                return (
+                    f"it answers id {preview(value.get('id'), 100)}, not {preview(message.id, 100)}"
+                )
             part = "error" if "error" in expected.frame.value else "result"
             found = difference(expected.frame.value.get(part), value.get(part), part)
         else:
             if value.get("method") != message.method:
-                return f"method {_brief(value.get('method'))} instead of {message.method}"
+                return f"method {preview(value.get('method'), 100)} instead of {message.method}"
             if kind is not message.kind:
                 return "a request where the recording has a notification, or the reverse"
             if self.match == "method":
@@ -299,7 +297,7 @@ class AgentReplay:
 
 def _summary(value: Any, frame: Frame) -> str:
     if not frame.is_json:
-        return f"a line that is not JSON ({_brief(frame.raw[:60].decode(errors='replace'))})"
+        return f"a line that is not JSON ({preview(frame.raw[:60].decode(errors='replace'), 100)})"
     kind = kind_of(value)
     variant = update_variant(value)
     if variant is not None:
@@ -307,8 +305,8 @@ def _summary(value: Any, frame: Frame) -> str:
     if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
         return f"{kind} {value['method']}"
     if kind is Kind.RESPONSE:
-        return f"response to id {_brief(value.get('id'))}"
-    return _brief(value)
+        return f"response to id {preview(value.get('id'), 100)}"
+    return preview(value, 100)
 
 
 def serve_agent(

@@ -31,7 +31,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from acp_proxy.core.framing import LONG_FRAME, UNPARSED, Frame, Framer, loads_long, parse_frame
+from acp_proxy.core.framing import UNPARSED, Frame, Framer, parse_frame
+from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
 
@@ -251,7 +252,7 @@ class UnreadableLine:
 
 Record = StartRecord | FrameRecord | ViolationRecord | EndRecord | StderrRecord | UnreadableLine
 
-_SIGNIFICANT = re.compile(rb'["\\{}\[\]]')
+_STRUCTURE = re.compile(rb'["{}\[\]]')
 _WHITESPACE = b" \t\r\n"
 
 
@@ -285,30 +286,24 @@ def _scan_msg_value_offset(line: bytes) -> int:
     Stops as soon as the key is found, so the cost does not depend on the
     size of the message.
     """
-    depth = 0
-    in_string = False
-    escaped_at = -1
-    for match in _SIGNIFICANT.finditer(line):
+    depth, at = 0, 0
+    while (match := _STRUCTURE.search(line, at)) is not None:
         pos = match.start()
         char = line[pos]
-        if in_string:
-            if char == 0x5C and escaped_at != pos:  # backslash escapes the next byte
-                escaped_at = pos + 1
-            elif char == 0x22 and escaped_at != pos:
-                in_string = False
-            continue
-        if char == 0x22:
-            if depth == 1 and line.startswith(b'"msg"', pos):
-                rest = pos + 5
+        if char == 0x22:  # a string: a key or a value, skipped whole
+            end = string_end(line, pos)
+            if end < 0:
+                break
+            if depth == 1 and line.startswith(b'"msg"', pos) and end == pos + 5:
+                rest = end
                 while rest < len(line) and line[rest] in _WHITESPACE:
                     rest += 1
                 if rest < len(line) and line[rest] == 0x3A:  # ':' makes it a key
                     return rest + 1
-            in_string = True
-        elif char in b"{[":
-            depth += 1
-        elif char in b"}]":
-            depth -= 1
+            at = end
+            continue
+        depth += 1 if char in b"{[" else -1
+        at = pos + 1
     raise ValueError("no top-level msg key")
 
 
@@ -351,10 +346,7 @@ def _str(record: dict[str, Any], key: str, default: str | None = None) -> str:
 
 
 def _brief(value: Any) -> str:
-    if value is None:
-        return "missing"
-    text = orjson.dumps(value).decode() if not isinstance(value, bytes) else repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
+    return "missing" if value is None else preview(value, 40)
 
 
 def _side(record: dict[str, Any]) -> str:

@@ -44,7 +44,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
-from acp_proxy.core.framing import Frame, parse_frame, value_spans
+from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.jsontext import value_spans
 from acp_proxy.core.wire import Kind, Message, WireModel
 from acp_proxy.transcript.records import (
     FrameRecord,
