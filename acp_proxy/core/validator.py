@@ -64,9 +64,12 @@ from acp_proxy.core.validator_v1 import V1Rules
 from acp_proxy.core.wire import (
     MAX_HOPS,
     MAX_PENDING,
+    BatchMessage,
     Kind,
     Message,
     Request,
+    RequestMessage,
+    ResponseMessage,
     Side,
     State,
     WireModel,
@@ -454,12 +457,12 @@ class Validator:
             return
         if raw.endswith(b"\r"):
             self._flag("crlf-line-ending", f"the {side} ended a line with \\r\\n")
-        if message.kind is Kind.BATCH:
+        if isinstance(message, BatchMessage):
             self._batch(message)
         else:
             self._message(message)
 
-    def _batch(self, message: Message) -> None:
+    def _batch(self, message: BatchMessage) -> None:
         """v2 allows JSON-RPC batches (Transports); v1 sends one message per line."""
         side, count = message.side, len(message.elements)
         if self._schema_version() != 2:
@@ -491,7 +494,7 @@ class Validator:
         first = len(self._found)
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):
             self._call(message, value)
-        elif message.kind is Kind.RESPONSE:
+        elif isinstance(message, ResponseMessage):
             self._response(message, value)
         elif "method" in value:
             self._flag(
@@ -635,7 +638,7 @@ class Validator:
         session_id = params.get("sessionId")
         self._session_id = message.session
         is_request = message.kind is Kind.REQUEST
-        if is_request and not self._request_id(message):
+        if isinstance(message, RequestMessage) and not self._request_id(message):
             return
         if method == "session/cancel" and is_request:
             self._flag(
@@ -682,7 +685,7 @@ class Validator:
         if self.version != 2:
             self._v1.call(message)
 
-    def _request_id(self, message: Message) -> bool:
+    def _request_id(self, message: RequestMessage) -> bool:
         """Check a request's id; False if it is not one JSON-RPC allows."""
         if not is_request_id(message.id):
             self._flag(
@@ -718,7 +721,7 @@ class Validator:
             "created or resumed",
         )
 
-    def _response(self, message: Message, value: dict[str, Any]) -> None:
+    def _response(self, message: ResponseMessage, value: dict[str, Any]) -> None:
         side = message.side
         if not message.has_id:
             self._flag("invalid-message", f"the {side} sent a response without an id")
@@ -849,7 +852,7 @@ class Validator:
 
     # --- responses -----------------------------------------------------------------
 
-    def _after_initialize(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_initialize(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         if message.is_error:
             return
         result = message.result
@@ -881,12 +884,14 @@ class Validator:
         prompt_caps = session_caps.get("prompt") if isinstance(session_caps, dict) else None
         self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
 
-    def _after_new_session(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_new_session(
+        self, message: ResponseMessage, request: Request, note: _Pending
+    ) -> None:
         session_id = message.result.get("sessionId")
         if isinstance(session_id, str):
             self._sessions.setdefault(session_id, _Session(session_id))
 
-    def _after_resume(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_resume(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         session = self._session(request.session)
         if session is None:
             return
@@ -903,11 +908,11 @@ class Validator:
                 "before the response",
             )
 
-    def _after_load(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_load(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         if message.is_error and not note.was_known and request.session:
             self._sessions.pop(request.session, None)
 
-    def _after_prompt(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_prompt(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         session = self._session(request.session)
         if message.is_error:
             error = message.error
@@ -942,7 +947,7 @@ class Validator:
         if message_id not in session.user_messages:
             session.owed_user_messages[message_id] = self._seq or 0
 
-    def _after_permission(self, message: Message, request: Request, note: _Pending) -> None:
+    def _after_permission(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         outcome = message.result.get("outcome")
         chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
         option = outcome.get("optionId") if isinstance(outcome, dict) else None

@@ -29,7 +29,16 @@ from typing import Any, Protocol
 
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import REQUEST_CANCELLED
-from acp_proxy.core.wire import Kind, Message, Request, Side, WireModel, id_key, is_request_id
+from acp_proxy.core.wire import (
+    Kind,
+    Message,
+    Request,
+    ResponseMessage,
+    Side,
+    WireModel,
+    id_key,
+    is_request_id,
+)
 
 __all__ = ["Flag", "V1Rules"]
 
@@ -216,7 +225,7 @@ class V1Rules:
         else:
             self._v1_client_call(message)
 
-    def response(self, message: Message, request: Request) -> None:
+    def response(self, message: ResponseMessage, request: Request) -> None:
         """A response that answers ``request``, on a connection that is not v2."""
         key = (request.side, id_key(request.id))
         if key in self._state.cancel_requested:
@@ -493,7 +502,7 @@ class V1Rules:
 
     # --- responses ---------------------------------------------------------------------
 
-    def _after_initialize_v1(self, message: Message, request: Request) -> None:
+    def _after_initialize_v1(self, message: ResponseMessage, request: Request) -> None:
         result = message.result
         if message.is_error:
             return
@@ -509,7 +518,7 @@ class V1Rules:
                 f"initialize offers auth method {_show(twice)} more than once",
             )
 
-    def _after_setup_v1(self, message: Message, request: Request) -> None:
+    def _after_setup_v1(self, message: ResponseMessage, request: Request) -> None:
         """session/new, load, resume: the modes and config options the session offers."""
         opens = request.method in ("session/new", "session/fork")  # a new session id
         session_id = message.result.get("sessionId") if opens else None
@@ -548,7 +557,7 @@ class V1Rules:
                 f"offer (offered: {offered})",
             )
 
-    def _after_set_config_v1(self, message: Message, request: Request) -> None:
+    def _after_set_config_v1(self, message: ResponseMessage, request: Request) -> None:
         session = self._v1_session(request.session)
         if session is not None and not message.is_error:
             self._config_options(session, message.result.get("configOptions"), request.method)
@@ -580,7 +589,7 @@ class V1Rules:
                     "the client did not advertise session.configOptions.boolean",
                 )
 
-    def _after_prompt_v1(self, message: Message, request: Request) -> None:
+    def _after_prompt_v1(self, message: ResponseMessage, request: Request) -> None:
         session = self._v1_session(request.session)
         if session is None:
             return
@@ -627,7 +636,7 @@ class V1Rules:
                 "turn were still open",
             )
 
-    def _after_list_v1(self, message: Message, request: Request) -> None:
+    def _after_list_v1(self, message: ResponseMessage, request: Request) -> None:
         if message.is_error:
             return
         result = message.result
@@ -641,12 +650,12 @@ class V1Rules:
                     f"session/list lists session {_show(listed)}, which session/delete removed",
                 )
 
-    def _after_delete_v1(self, message: Message, request: Request) -> None:
+    def _after_delete_v1(self, message: ResponseMessage, request: Request) -> None:
         deleted = request.params.get("sessionId")
         if not message.is_error and isinstance(deleted, str):
             _remember(self._state.deleted, deleted)
 
-    def _after_terminal_create_v1(self, message: Message, request: Request) -> None:
+    def _after_terminal_create_v1(self, message: ResponseMessage, request: Request) -> None:
         terminal = message.result.get("terminalId")
         if message.is_error or not isinstance(terminal, str):
             return

@@ -188,10 +188,12 @@ class Message:
     :class:`ResponseMessage`, :class:`BatchMessage`, :class:`InvalidMessage`,
     :class:`NotJsonMessage`), whose :attr:`kind` says the same for a quick test.
 
-    Plain classes, not dataclasses: one is made per frame. The constructor takes the
-    fields every message has; the wire model sets the others where they differ from the
-    class defaults below (a dataclass ``__init__`` with all 18 fields cost 0.6 µs per
-    frame). Compared by identity.
+    What only one kind has is on its type: a response's :attr:`~ResponseMessage.result`,
+    ``error`` and ``latency`` and whether it answered nothing pending; a request's id it
+    reuses; a batch's elements: narrow with ``isinstance`` to read them. Plain classes,
+    not dataclasses: one is made per frame. The constructor takes the fields every message
+    has; the wire model sets the others where they differ from the class defaults (a
+    dataclass ``__init__`` with all fields cost 0.6 µs per frame). Compared by identity.
     """
 
     #: The kind, fixed by the type.
@@ -210,26 +212,20 @@ class Message:
     params: dict[str, Any]
     #: The session it concerns: ``params.sessionId``, or the request's for a response.
     session: str | None
-    #: A request: itself. A response: the request it answers, if one was pending.
+    #: A request: itself. A response: the request it answers, if one was pending. None
+    #: for the other kinds.
     request: Request | None = None
-    #: A request: the pending request whose id it reuses.
-    reuses: Request | None = None
-    #: A response that answers nothing pending: ``"answered"`` (that id was
-    #: already answered) or ``"unknown"`` (never asked); None otherwise.
-    unmatched: str | None = None
     #: The turn the frame belongs to (the turn it closed, for the closing frame).
     turn: Turn | None = None
     #: The turn this frame opened or closed, if any.
     opened: Turn | None = None
     closed: Turn | None = None
-    #: A batch: its elements, each classified as a message of its own (their
-    #: frames carry the batch's bytes and the element's value).
-    elements: tuple[Message, ...] = ()
-    #: A ``session/update`` notification's ``update`` object, and its ``sessionUpdate``
-    #: when that is a string.
+    #: A ``session/update`` notification's ``update`` object and its ``sessionUpdate``
+    #: (when a string); a live-only ``notice`` (see :func:`is_notice`). Only a
+    #: :class:`NotificationMessage` sets them; they are here, None and False, so that the
+    #: per-frame test ``message.variant == ...`` needs no isinstance.
     update: dict[str, Any] | None = None
     variant: str | None = None
-    #: A live-only ``notice`` update: relayed, never stored (see :func:`is_notice`).
     is_notice: bool = False
 
     def __init__(
@@ -269,39 +265,15 @@ class Message:
     @property
     def messages(self) -> tuple[Message, ...]:
         """The messages the frame carries: a batch's elements, else itself."""
-        return self.elements if self.kind is Kind.BATCH else (self,)
-
-    @property
-    def result(self) -> dict[str, Any]:
-        """A response's ``result`` when it is an object, else empty."""
-        value = self.frame.value
-        result = value.get("result") if isinstance(value, dict) else None
-        return result if isinstance(result, dict) else {}
-
-    @property
-    def error(self) -> Any:
-        """A response's ``error`` member (None when absent)."""
-        value = self.frame.value
-        return value.get("error") if isinstance(value, dict) else None
-
-    @property
-    def is_error(self) -> bool:
-        """A response with an ``error`` member."""
-        value = self.frame.value
-        return self.kind is Kind.RESPONSE and isinstance(value, dict) and "error" in value
-
-    @property
-    def latency(self) -> float | None:
-        """A response: seconds since its request."""
-        if self.kind is not Kind.RESPONSE or self.request is None:
-            return None
-        return seconds_between(self.request.t, self.t)
+        return (self,)
 
 
 class RequestMessage(Message):
     """A request: ``method`` and ``id``; :attr:`request` is itself, pending."""
 
     kind = Kind.REQUEST
+    #: The pending request whose id it reuses.
+    reuses: Request | None = None
 
 
 class NotificationMessage(Message):
@@ -314,12 +286,49 @@ class ResponseMessage(Message):
     """A response: ``result`` or ``error``; :attr:`request` is what it answers."""
 
     kind = Kind.RESPONSE
+    #: A response that answers nothing pending: ``"answered"`` (that id was already
+    #: answered) or ``"unknown"`` (never asked); None otherwise.
+    unmatched: str | None = None
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """``result`` when it is an object, else empty."""
+        value = self.frame.value
+        result = value.get("result") if isinstance(value, dict) else None
+        return result if isinstance(result, dict) else {}
+
+    @property
+    def error(self) -> Any:
+        """The ``error`` member (None when absent)."""
+        value = self.frame.value
+        return value.get("error") if isinstance(value, dict) else None
+
+    @property
+    def is_error(self) -> bool:
+        """Whether it has an ``error`` member."""
+        value = self.frame.value
+        return isinstance(value, dict) and "error" in value
+
+    @property
+    def latency(self) -> float | None:
+        """Seconds since its request."""
+        if self.request is None:
+            return None
+        return seconds_between(self.request.t, self.t)
 
 
 class BatchMessage(Message):
     """A JSON array: its :attr:`elements` are messages of their own."""
 
     kind = Kind.BATCH
+    #: Each element classified as a message of its own (their frames carry the batch's
+    #: bytes and the element's value).
+    elements: tuple[Message, ...] = ()
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """Its elements."""
+        return self.elements
 
 
 class InvalidMessage(Message):

@@ -33,7 +33,7 @@ import orjson
 
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
-from acp_proxy.core.wire import Kind, Message
+from acp_proxy.core.wire import Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, annotate_lines, plain
 from acp_proxy.readers.text import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
@@ -56,6 +56,9 @@ __all__ = [
 #: The sidecar index's file name, and the version of what it holds.
 INDEX = ".acp-proxy-index.json"
 _INDEX_VERSION = 1
+
+#: What opens a connection, and names the agent in its result.
+_OPENERS = ("initialize", "proxy/initialize")
 
 
 @dataclass
@@ -233,7 +236,7 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
         return
     if message.closed is not None and not message.closed.void and message.closed.prompt:
         summary.turns += 1
-    if message.method in ("initialize", "proxy/initialize") and message.kind is Kind.RESPONSE:
+    if isinstance(message, ResponseMessage) and message.method in _OPENERS:
         result = message.result
         info = result.get("agentInfo") or result.get("info")
         if isinstance(info, dict) and info.get("name"):

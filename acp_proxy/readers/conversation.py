@@ -28,7 +28,15 @@ from typing import Any
 
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
-from acp_proxy.core.wire import MAX_HOPS, Kind, Message, Side, WireModel, successor_inner
+from acp_proxy.core.wire import (
+    MAX_HOPS,
+    Kind,
+    Message,
+    ResponseMessage,
+    Side,
+    WireModel,
+    successor_inner,
+)
 from acp_proxy.core.wire import Turn as WireTurn
 from acp_proxy.readers.annotate import Annotated, Repeated
 from acp_proxy.transcript.records import StartRecord
@@ -287,7 +295,7 @@ class Conversation:
                     self._turn(view, message.turn)
                 self._update(view, update, message)
         elif (
-            message.kind is Kind.RESPONSE
+            isinstance(message, ResponseMessage)
             and message.side is Side.AGENT
             and message.request is not None
             and message.request.turn is not None

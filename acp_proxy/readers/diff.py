@@ -37,7 +37,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from acp_proxy.core.jsontext import preview
-from acp_proxy.core.wire import Kind, Message
+from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import Annotated, annotate
 from acp_proxy.readers.compare import Normalizer, ignored
 from acp_proxy.transcript.reading import open_recording
@@ -180,6 +180,15 @@ class _Builder:
             return [self._clean(v, path) for v in value]
         return value
 
+    def _response(self, message: ResponseMessage, method: str) -> None:
+        """A response's latency and, if it is one, its error."""
+        if message.latency is not None and message.method:
+            self.session.latencies.setdefault(message.method, []).append(message.latency)
+        if message.is_error:
+            error = message.error
+            code = error.get("code") if isinstance(error, dict) else error
+            self.session.errors.append((method, code, message.seq))
+
     def _message(self, message: Message, turn: _Turn) -> None:
         value = self.norm.message(message.value) if message.frame.is_json else None
         method = message.method or "(response)"
@@ -189,12 +198,8 @@ class _Builder:
         kind = "response" if message.kind is Kind.RESPONSE else ""
         turn.wire.append((direction, f"{method} {kind}".strip(), variant))
         turn.seqs.append(message.seq)
-        if message.kind is Kind.RESPONSE and message.latency is not None and message.method:
-            self.session.latencies.setdefault(message.method, []).append(message.latency)
-        if message.is_error:
-            error = message.error
-            code = error.get("code") if isinstance(error, dict) else error
-            self.session.errors.append((method, code, message.seq))
+        if isinstance(message, ResponseMessage):
+            self._response(message, method)
         if not isinstance(value, dict):
             return
         value = self._clean(value)

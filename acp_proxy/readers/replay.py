@@ -47,6 +47,7 @@ from acp_proxy.core.jsontext import preview, value_spans
 from acp_proxy.core.wire import (
     Kind,
     Message,
+    ResponseMessage,
     Side,
     id_key,
     is_notice,
@@ -111,7 +112,7 @@ class Script:
 
 def describe(message: Message) -> str:
     """A message in a few words: method and update kind, or what a response answers."""
-    if message.kind is Kind.RESPONSE:
+    if isinstance(message, ResponseMessage):
         what = "error" if message.is_error else "result"
         return f"{what} of {message.method or '?'} {preview(message.id, 100)}"
     if message.kind in (Kind.REQUEST, Kind.NOTIFICATION):

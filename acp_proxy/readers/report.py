@@ -23,7 +23,7 @@ import orjson
 
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message, seconds_between
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
 from acp_proxy.files import open_output
 from acp_proxy.readers.annotate import (
     RUN,
@@ -124,7 +124,7 @@ def _row(
         "session": message.session,
         "size": size,
         "request": request.seq if request is not None and message.kind is Kind.RESPONSE else None,
-        "latency": message.latency,
+        "latency": message.latency if isinstance(message, ResponseMessage) else None,
         "gap": max(gap, 0),
         "findings": [],
     }
@@ -216,7 +216,7 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
         _frame_row(
             section, (record.seq, record.t, record.side, raw), wire, summary, item.findings, today
         )
-        if wire.method == "initialize" and wire.kind is Kind.RESPONSE:
+        if wire.method == "initialize" and isinstance(wire, ResponseMessage):
             version = wire.result.get("protocolVersion")
             section.version = version if isinstance(version, int) else section.version
         return

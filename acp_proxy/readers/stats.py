@@ -10,7 +10,7 @@ from typing import Any
 from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
 from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message, Turn, seconds_between
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
 from acp_proxy.readers.annotate import Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord, StartRecord
 
@@ -131,9 +131,10 @@ class Stats:
         if update is not None:
             self.updates[str(update.get("sessionUpdate"))] += 1
             self._first(message, message.t)
-        latency = message.latency
-        if latency is not None and message.method is not None:
-            self.latencies[message.method].append(latency)
+        if isinstance(message, ResponseMessage) and message.method is not None:
+            latency = message.latency
+            if latency is not None:
+                self.latencies[message.method].append(latency)
         closed = message.closed
         if closed is None:
             return

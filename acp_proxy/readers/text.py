@@ -20,7 +20,7 @@ from acp_proxy.core.protocol import ENTITY_ID_FIELDS, EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message
+from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import Annotated, Repeated, is_text_chunk
 from acp_proxy.readers.conversation import Conversation, Entity, SessionView
 from acp_proxy.transcript.records import (
@@ -588,7 +588,7 @@ def frame_summary(message: Message) -> str:
         return visible(f"#{_show(message.id)} {method} {params}")
     if message.kind is Kind.NOTIFICATION:
         return visible(f"{method} {_summarize_params(str(method), message.params)}")
-    if message.kind is Kind.RESPONSE:
+    if isinstance(message, ResponseMessage):
         name = method or "(unknown request)"
         if method == "proxy/successor" and isinstance(message.params.get("method"), str):
             method = message.params["method"]  # the next hop's answer to its request
@@ -598,7 +598,7 @@ def frame_summary(message: Message) -> str:
         else:
             outcome = visible("ok " + _summarize_result(method, message.frame.value.get("result")))
         return f"{visible(f'#{_show(message.id)} {name}')} {outcome}"
-    if message.kind is Kind.BATCH:
+    if isinstance(message, BatchMessage):
         names = ", ".join(str(element.method or element.kind) for element in message.elements[:4])
         more = ", ..." if len(message.elements) > 4 else ""
         return visible(f"{len(message.elements)} messages: {names}{more}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_proxy.core.wire import Kind, Message, Turn, seconds_between
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
 
 __all__ = ["Timing"]
 
@@ -37,9 +37,10 @@ class Timing:
     _requests: list[tuple[float, str, int, int]] = field(default_factory=list)
 
     def add(self, message: Message) -> None:
-        latency = message.latency
-        if latency is not None and message.request is not None and message.method:
-            self._requests.append((latency, message.method, message.request.seq, message.seq))
+        if isinstance(message, ResponseMessage) and message.request is not None:
+            latency = message.latency
+            if latency is not None and message.method:
+                self._requests.append((latency, message.method, message.request.seq, message.seq))
         turn = message.turn
         if turn is None or turn.void or turn.prompt is None:
             return

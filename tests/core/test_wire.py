@@ -106,7 +106,7 @@ def test_each_kind_has_its_type():
 def test_batch_elements_are_classified_and_a_nested_array_is_no_message():
     batch = orjson.dumps([req(1, "session/new"), [1], {"jsonrpc": "2.0"}, ok(9)])
     message = feed(WireModel(), "client", batch, 1)
-    assert message.kind is Kind.BATCH
+    assert message.kind is Kind.BATCH and isinstance(message, BatchMessage)
     assert [m.kind for m in message.elements] == [
         Kind.REQUEST,
         Kind.INVALID,
@@ -120,6 +120,7 @@ def test_a_response_names_its_request_with_the_latency():
     asked = feed(model, "client", req(7, "session/new", cwd="/"), 1, "2026-01-01T00:00:00.000000Z")
     answer = feed(model, "agent", ok(7, sessionId=S), 2, "2026-01-01T00:00:01.500000Z")
     assert answer.request is asked.request and answer.method == "session/new"
+    assert isinstance(answer, ResponseMessage)
     assert answer.latency == 1.5 and answer.params == {"cwd": "/"}
     assert not model.pending
 
@@ -129,11 +130,13 @@ def test_ids_keep_their_type_and_sides_are_apart():
     feed(model, "client", req(3, "session/new"), 1)
     feed(model, "agent", req("3", "session/request_permission", sessionId=S), 2)
     wrong_type = feed(model, "agent", ok("3"), 3)  # the agent answering its own id
+    assert isinstance(wrong_type, ResponseMessage)
     assert wrong_type.request is None and wrong_type.unmatched == "unknown"
     right = feed(model, "agent", ok(3), 4)
     assert right.method == "session/new"
     assert feed(model, "client", ok("3"), 5).method == "session/request_permission"
     again = feed(model, "client", ok("3"), 6)
+    assert isinstance(again, ResponseMessage)
     assert again.request is None and again.unmatched == "answered"
 
 
@@ -141,6 +144,7 @@ def test_a_reused_pending_id_is_reported_and_replaces_the_old_request():
     model = WireModel()
     first = feed(model, "client", req(1, "session/new"), 1)
     second = feed(model, "client", req(1, "session/list"), 2)
+    assert isinstance(second, RequestMessage)
     assert second.reuses is first.request
     assert feed(model, "agent", ok(1), 3).method == "session/list"
 
