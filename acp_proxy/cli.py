@@ -1130,8 +1130,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
 
     figures = Stats()
     for path in recordings:
-        for item in annotate_lines(open_lines(path), run=RUN):  # (see show --conversation)
-            figures.add(item)
+        figures.feed(annotate_lines(open_lines(path), run=RUN))  # (see show --conversation)
     with _output(False) as emit:
         if fmt == "json":
             emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())

@@ -216,8 +216,7 @@ def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None
             short_way = annotate_lines(numbered, stored=True, run=run)
             assert report_document("r", short_way, now) == page
         short = Stats()
-        for taken in annotate_lines(numbered, run=run):
-            short.add(taken)
+        short.feed(annotate_lines(numbered, run=run))
         assert short.as_json() == stats.as_json()
         items = annotate_lines(numbered, validate=False, run=run)
         assert seen(Conversation.per_connection(items)) == conversation

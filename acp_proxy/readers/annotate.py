@@ -42,6 +42,7 @@ __all__ = [
     "Annotated",
     "RecordingError",
     "Repeated",
+    "View",
     "annotate",
     "annotate_lines",
     "finding_line",
@@ -101,11 +102,13 @@ class Repeated:
     """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
     each is the frame before it (a message chunk) around another text, and nothing else
     changed; no findings. The agent sent them (only an agent streams chunks), in one read:
-    they share their time."""
+    they share their time. :meth:`items` makes them what :func:`annotate` gives."""
 
     #: Each frame's seq, t, text, size (``len(record.frame.raw)``) and record line (see
     #: :meth:`raw`).
     frames: list[Taken]
+    #: The message chunk they repeat: the frame read in full before them.
+    template: Annotated
 
     @staticmethod
     def raw(frame: Taken) -> bytes:
@@ -113,32 +116,69 @@ class Repeated:
         line, size = frame[4], frame[3]
         return line[len(line) - 1 - size : -1]
 
-
-def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:
-    """The items of :func:`annotate_lines` as :func:`annotate` gives them: each frame a
-    :class:`Repeated` stands for made an :class:`Annotated` of its own (its record read from
-    its line; its message the chunk before it, around its frame). A view that knows nothing
-    of the short way reads these and is right on a streamed turn; only a view that wants the
-    speed takes :class:`Repeated` itself (``stats``, ``show``, the conversation, ``report``)."""
-    last: Annotated | None = None
-    for item in items:
-        if type(item) is not Repeated:
-            assert isinstance(item, Annotated)
-            last = item
-            yield item
-            continue
-        if last is None or last.message is None or not isinstance(last.record, FrameRecord):
+    def items(self) -> Iterator[Annotated]:
+        """Each frame as :func:`annotate` gives it: its record read from its line, its
+        message the template's around its frame (a chunk's other fields are the
+        template's: that is what made it a repeat)."""
+        template = self.template
+        last = template.record
+        if template.message is None or not isinstance(last, FrameRecord):
             raise ValueError("a repeated frame without a message chunk before it")
-        for taken in item.frames:
-            record = parse_record(last.record.line + 1, taken[4])
+        line = last.line
+        for taken in self.frames:
+            line += 1
+            record = parse_record(line, taken[4])
             if not isinstance(record, FrameRecord):
-                raise ValueError(f"line {last.record.line + 1} is not the frame it repeats")
-            message = copy.copy(last.message)
+                raise ValueError(f"line {line} is not the frame it repeats")
+            message = copy.copy(template.message)
             message.seq, message.t, message.frame = record.seq, record.t, record.frame
             params = record.frame.value["params"]
             message.params, message.update = params, params["update"]
-            last = Annotated(record, [], message, last.connection)
-            yield last
+            yield Annotated(record, [], message, template.connection)
+
+
+def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:
+    """The items of :func:`annotate_lines` as :func:`annotate` gives them: a
+    :class:`Repeated` made its frames (:meth:`Repeated.items`)."""
+    for item in items:
+        if type(item) is Repeated:
+            yield from item.items()
+        else:
+            assert isinstance(item, Annotated)
+            yield item
+
+
+class View:
+    """What reads recordings item by item (``stats``, or a view of your own): give it the
+    items of :func:`annotate` or :func:`annotate_lines` with :meth:`take` (or all of them
+    with :meth:`feed`), and it sees each frame at its :meth:`add`. A run of streamed chunks
+    taken the short way goes to :meth:`add_run`, which by default hands each of its frames
+    to :meth:`add` as :func:`annotate` would have made it: a view that knows nothing of
+    the short way is right on a streamed turn. Only a view that wants the speed overrides
+    :meth:`add_run`."""
+
+    def add(self, item: Annotated) -> None:
+        """One annotated record."""
+        raise NotImplementedError
+
+    def add_run(self, run: Repeated) -> None:
+        """Frames that each repeat the chunk before them but for its text."""
+        for item in run.items():
+            self.add(item)
+
+    def take(self, item: Annotated | Repeated) -> None:
+        """One item of :func:`annotate` or :func:`annotate_lines`."""
+        if type(item) is Repeated:
+            self.add_run(item)
+        else:
+            assert isinstance(item, Annotated)
+            self.add(item)
+
+    def feed(self, items: Iterable[Annotated | Repeated]) -> None:
+        """Every item."""
+        take = self.take
+        for item in items:
+            take(item)
 
 
 class _Annotator:
@@ -427,14 +467,19 @@ def annotate_lines(
     on the frame record, and a plain one has none). Up to ``run`` of them in one (more than
     one only when ``lines`` never waits: from a pipe, each comes as soon as it is read)."""
     annotator = _Annotator(validate, stored, short=True)
+    last: Annotated | None = None  # the frame a run repeats: the last one read in full
     for item in annotator.runs(lines, run):
         if isinstance(item, list):
-            yield Repeated(item)
+            assert last is not None  # (only a frame read in full starts a run)
+            yield Repeated(item, last)
             continue
         number, line = item
         record = parse_record(number, line)
         if record is not None:
-            yield from annotator.feed(record)
+            for annotated in annotator.feed(record):
+                if isinstance(record, FrameRecord):
+                    last = annotated
+                yield annotated
     if annotator.wire is not None:
         yield from annotator.finish(0, "")
 

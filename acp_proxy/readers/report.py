@@ -259,7 +259,7 @@ def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
     was a plain record)."""
     if section.chunk is None:
         raise ValueError("a repeated frame without a message chunk before it")
-    section.stats.add(item)
+    section.stats.add_run(item)
     section.conversation.again(item)
     side, message, head = section.chunk
     for taken in item.frames:

@@ -11,7 +11,7 @@ from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
 from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
-from acp_proxy.readers.annotate import Annotated, Repeated
+from acp_proxy.readers.annotate import Annotated, Repeated, View
 from acp_proxy.transcript.records import FrameRecord, StartRecord
 
 __all__ = ["Stats", "percentile"]
@@ -34,7 +34,7 @@ class _Turn:
 
 
 @dataclass
-class Stats:
+class Stats(View):
     """Accumulates figures over any number of recordings.
 
     Requests, responses and turns are the wire model's: a prompt turn runs
@@ -60,12 +60,8 @@ class Stats:
     #: (a notification, not a batch).
     _last: tuple[str, Message] | None = None
 
-    def add(self, item: Annotated | Repeated) -> None:
-        """Count one annotated record (or frames taken the short way)."""
-        if type(item) is Repeated:
-            self._again(item)
-            return
-        assert isinstance(item, Annotated)
+    def add(self, item: Annotated) -> None:
+        """Count one annotated record."""
         for finding in item.findings:
             self.findings[finding.rule] += 1
             if finding.rule == UNSTABLE_RULE:
@@ -94,7 +90,7 @@ class Stats:
             if message.kind is Kind.NOTIFICATION:
                 self._last = (side, message)
 
-    def _again(self, repeated: Repeated) -> None:
+    def add_run(self, repeated: Repeated) -> None:
         """Frames that each repeat the message chunk counted last but for its text: counted
         as it was (a chunk has no latency and ends no turn; its turn's first chunk came)."""
         if self._last is None:

@@ -523,16 +523,19 @@ def test_the_readers_never_load_the_logging_machinery(tmp_path):
 
 
 def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(tmp_path):
-    """A new view (frames per method and update variant, written plainly) over the items the
-    readers read the short way, through readers.annotate.plain: the same counts as the long
-    way, on a recorded 1,000-chunk streamed turn (where the short way takes runs)."""
+    """A new view (frames per method and update variant, and each chunk's seq and text),
+    written plainly as a readers.annotate.View with only its add(): fed the items the
+    readers read the short way, it counts what the long way counts, on a recorded
+    1,000-chunk streamed turn (where the short way takes runs); so does plain()."""
     import sys
     from collections import Counter
 
     from acp_proxy.devtools.bench import pending_stream
     from acp_proxy.readers.annotate import (
         RUN,
+        Annotated,
         Repeated,
+        View,
         annotate,
         annotate_lines,
         open_lines,
@@ -551,31 +554,31 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
     agent = [sys.executable, str(script)]
     pending_stream([*PROXY, "run", "--record", str(record), "--", *agent], 1000)
 
-    def per_method(items):
-        counts: Counter[str] = Counter()
-        for item in items:
-            if item.message is not None:
-                update = item.message.update or {}
-                counts[f"{item.message.method} {update.get('sessionUpdate', '')}".strip()] += 1
-        return counts
+    class PerMethod(View):
+        def __init__(self) -> None:
+            self.counts: Counter[str] = Counter()
+            self.texts: list[tuple[int, str]] = []
+
+        def add(self, item: Annotated) -> None:
+            message = item.message
+            if message is None:
+                return
+            update = message.update or {}
+            self.counts[f"{message.method} {update.get('sessionUpdate', '')}".strip()] += 1
+            if message.variant == "agent_message_chunk":
+                self.texts.append((message.seq, message.params["update"]["content"]["text"]))
 
     short = list(annotate_lines(open_lines(str(record)), run=RUN))
-    assert any(type(item) is Repeated for item in short)  # the short way was taken
-    expected = per_method(annotate(open_recording(str(record))))
-    assert expected["session/update agent_message_chunk"] == 1000
-    assert per_method(plain(iter(short))) == expected
-    # and what it sees of each frame is the frame: its seq and its text
-    texts = [
-        (item.message.seq, item.message.params["update"]["content"]["text"])
-        for item in plain(iter(short))
-        if item.message is not None and item.message.variant == "agent_message_chunk"
-    ]
-    long_texts = [
-        (item.message.seq, item.message.params["update"]["content"]["text"])
-        for item in annotate(open_recording(str(record)))
-        if item.message is not None and item.message.variant == "agent_message_chunk"
-    ]
-    assert texts == long_texts and len({text for _, text in texts}) == 1000
+    assert any(type(item) is Repeated and len(item.frames) > 1 for item in short)  # runs
+    long_way, short_way, through_plain = PerMethod(), PerMethod(), PerMethod()
+    long_way.feed(annotate(open_recording(str(record))))
+    short_way.feed(short)
+    for item in plain(short):
+        through_plain.add(item)
+    assert long_way.counts["session/update agent_message_chunk"] == 1000
+    assert len({text for _, text in long_way.texts}) == 1000
+    for view in (short_way, through_plain):
+        assert view.counts == long_way.counts and view.texts == long_way.texts
 
 
 def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
