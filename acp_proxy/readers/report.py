@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from importlib import resources
 from typing import Any
 
 import click
 import orjson
 
+from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
@@ -213,9 +216,10 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
             summary = frame_summary(wire)
             section.chunk = None
         raw = record.frame.raw
-        _frame_row(
-            section, (record.seq, record.t, record.side, raw), wire, summary, item.findings, today
-        )
+        frame = (record.seq, record.t, record.side, raw)
+        _frame_row(section, frame, wire, summary, item.findings, today)
+        if section.chunk is not None:
+            section.rows[-1]["cut"] = len(section.chunk[2])
         if wire.method == "initialize" and isinstance(wire, ResponseMessage):
             version = wire.result.get("protocolVersion")
             section.version = version if isinstance(version, int) else section.version
@@ -265,6 +269,7 @@ def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
     for taken in item.frames:
         frame = (taken[0], taken[1], side, Repeated.raw(taken))
         _frame_row(section, frame, message, repeated_summary(head, taken[2]), [], today)
+        section.rows[-1]["cut"] = len(head)
 
 
 def _mark_loose(section: _Section, today: list[Violation]) -> None:
@@ -344,12 +349,34 @@ def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _session(view: SessionView) -> dict[str, Any]:
     data = view.as_json()
     seqs = {f"{kind}\u0000{entity_id}": e.seqs for (kind, entity_id), e in view.entities.items()}
-    for turn in data["turns"]:
-        for entity in turn["entities"]:
-            entity["seqs"] = seqs.get(f"{entity['type']}\u0000{entity['id']}", [])
-    for entity in data["background"]:
+    entities = [entity for turn in data["turns"] for entity in turn["entities"]]
+    for entity in entities + data["background"]:
         entity["seqs"] = seqs.get(f"{entity['type']}\u0000{entity['id']}", [])
+        if isinstance(entity.get("content"), list):
+            entity["content"] = _merged(entity["content"])
     return data
+
+
+def _merged(content: list[Any]) -> list[Any]:
+    """Content blocks with each run of plain text blocks (a streamed message's chunks) made
+    one: the page shows their texts joined, one block a chunk would only make it longer."""
+    merged: list[Any] = []
+    run: list[str] = []  # the texts of the run of plain text blocks at the end
+    for block in content:
+        if (
+            isinstance(block, dict)
+            and block.keys() == {"type", "text"}
+            and (block["type"] == "text" and isinstance(block["text"], str))
+        ):
+            run.append(block["text"])
+            continue
+        if run:
+            merged.append({"type": "text", "text": "".join(run)})
+            run = []
+        merged.append(block)
+    if run:
+        merged.append({"type": "text", "text": "".join(run)})
+    return merged
 
 
 #: What may not stand in the page's JSON as itself, and its escape: ``<``, ``>`` and ``&``
@@ -375,38 +402,124 @@ def _escaped(data: bytes) -> bytes:
     return data
 
 
-def _page(path: str, data: bytes) -> list[bytes]:
-    """The page, in pieces: the template around ``data`` (escaped JSON)."""
+def _page(path: str, data: bytes, raw: bytes = b"") -> list[bytes]:
+    """The page, in pieces: the template around ``data`` (escaped JSON) and ``raw`` (the
+    frames' text block, :func:`packed`)."""
     template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
     title = visible(f"acp-proxy report: {path}")
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     # Split first: a file named a{{DATA}}.jsonl puts the marker in the title too
     head, tail = template.split("{{DATA}}")
-    return [head.replace("{{TITLE}}", safe_title).encode("utf-8"), data, tail.encode("utf-8")]
+    middle, end = tail.split("{{RAW}}")
+    return [
+        head.replace("{{TITLE}}", safe_title).encode("utf-8"),
+        data,
+        middle.encode("utf-8"),
+        raw,
+        end.encode("utf-8"),
+    ]
 
 
-def packed(document: dict[str, Any]) -> dict[str, Any]:
-    """The document as the page carries it: each section's rows as one list of keys and a
-    list of values per row (the keys once, not once a row: the page is a third smaller);
-    the page makes them rows again as it loads."""
-    sections = []
+#: Row columns the page carries as an index into a table of their values (a handful of
+#: distinct values, repeated on every row).
+_TABLED = ("side", "kind", "name", "session", "lead")
+
+#: A record time the page can make again from microseconds since the section's first.
+_PLAIN_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
+
+#: What stands for itself nowhere in the raw block (a script element's text: a ``<`` could
+#: close it, a NUL and a ``\r`` would not survive HTML parsing, a ``\n`` ends the line),
+#: and its escape: U+E000 (a private-use character) and a letter; U+E000 itself included.
+_RAW_MARK = "\ue000".encode()
+_RAW_ESCAPES = (
+    (_RAW_MARK, _RAW_MARK + b"e"),
+    (b"<", _RAW_MARK + b"l"),
+    (b"\r", _RAW_MARK + b"r"),
+    (b"\x00", _RAW_MARK + b"0"),
+    (b"\n", _RAW_MARK + b"n"),
+)
+_RAW_UNSAFE = re.compile(b"[<\r\x00\n]|" + re.escape(_RAW_MARK))
+
+
+def _raw_line(text: str) -> bytes:
+    data = text.encode("utf-8")
+    if _RAW_UNSAFE.search(data) is None:
+        return data
+    for char, escape in _RAW_ESCAPES:
+        data = data.replace(char, escape)
+    return data
+
+
+def _micros(rows: list[dict[str, Any]], begin: str | None) -> list[int | None]:
+    """Each row's time as microseconds since ``begin``, where the page can make its text
+    again from them (a record time as acp-proxy writes it); None where it cannot."""
+    start = parse_time(begin) if begin is not None and _PLAIN_TIME.match(begin) else None
+    found: list[int | None] = []
+    last_t, last = "", None
+    for row in rows:
+        t = row.get("t")
+        if t != last_t:
+            last_t, last = t, None
+            if start is not None and isinstance(t, str) and _PLAIN_TIME.match(t):
+                when = parse_time(t)
+                if when is not None and when >= start:
+                    last = (when - start) // timedelta(microseconds=1)
+        found.append(last)
+    return found
+
+
+def packed(document: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The document as the page carries it, and its raw block. Per section: the rows as
+    one list of keys and a list of values per row (the keys once, not once a row); the
+    side, kind, name and session of a row as an index into a table of those values; its
+    time as microseconds since the section's first (``t0``) when the page can make the
+    text again (``t`` only where it cannot), its ``rel`` made from them. The frames' text
+    goes in the raw block, a line each, outside the JSON (no escaping of every quote):
+    ``raw`` says how many lines are the section's. The page makes rows again as it loads."""
+    sections, lines = [], []
     for section in document.get("sections", []):
         rows = section.get("rows") or []
-        keys = list(rows[0]) if rows else []
-        values = [[row.get(key) for key in keys] for row in rows]
-        sections.append({**section, "rows": {"keys": keys, "values": values}})
-    return {**document, "sections": sections}
+        begin = section.get("start") or (rows[0]["t"] if rows else None)
+        micros = _micros(rows, begin)
+        tables: dict[str, dict[Any, int]] = {key: {} for key in _TABLED}
+        keys = [key for key in (rows[0] if rows else ()) if key not in ("rel", "cut")] + ["us"]
+        values = []
+        for row, us in zip(rows, micros, strict=True):
+            value: list[Any] = []
+            for key in keys[:-1]:
+                item = row.get(key)
+                if key in tables:
+                    item = tables[key].setdefault(item, len(tables[key]))
+                elif key == "t" and us is not None:
+                    item = None
+                elif key == "utf8":
+                    item = int(item)
+                elif key == "summary" and row.get("cut"):  # a chunk's: its head tabled
+                    cut = row["cut"]
+                    lead = tables["lead"].setdefault(item[:cut], len(tables["lead"]))
+                    item = [lead, item[cut:]]
+                value.append(item)
+            value.append(us)
+            values.append(value)
+        strings = {key: list(table) for key, table in tables.items()}
+        lines += [_raw_line(text) for text in section.get("raw") or []]
+        transported = {**section, "raw": len(section.get("raw") or [])}
+        transported["rows"] = {"keys": keys, "values": values, "tables": strings, "t0": begin}
+        sections.append(transported)
+    return {**document, "sections": sections}, b"\n".join(lines)
 
 
 def live_page(path: str, document: dict[str, Any], live: dict[str, Any]) -> bytes:
     """The same page, served by ``inspect``: the document says where it listens (``live``), and
     the page loads itself again when the recording grows, keeping the reader's place."""
-    return b"".join(_page(path, embed(packed({**document, "live": live}))))
+    data, raw = packed({**document, "live": live})
+    return b"".join(_page(path, embed(data), raw))
 
 
 def render_page(document: dict[str, Any]) -> str:
     """The page: the template with the document embedded."""
-    return b"".join(_page(document["file"], embed(packed(document)))).decode("utf-8")
+    data, raw = packed(document)
+    return b"".join(_page(document["file"], embed(data), raw)).decode("utf-8")
 
 
 def write_report(path: str, out: str, revalidate: bool = False, against: str | None = None) -> int:
@@ -421,8 +534,11 @@ def write_report(path: str, out: str, revalidate: bool = False, against: str | N
 
         found = compare(load(against), load(path))
         built["diff"] = {"against": against, "differences": [d.as_json() for d in found]}
-    data = _escaped(orjson.dumps(packed(built), default=str))
-    pieces = _page(path, data)
+    transported, raw = packed(built)
+    del built
+    data = _escaped(orjson.dumps(transported, default=str))
+    del transported
+    pieces = _page(path, data, raw)
     with os.fdopen(open_output(out), "wb") as stream:  # as a recording is made (files.py)
         stream.writelines(pieces)
     return sum(map(len, pieces))

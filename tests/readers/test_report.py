@@ -87,7 +87,9 @@ def test_the_page_is_self_contained_and_payloads_cannot_leave_their_element(tmp_
     assert written.read_text("utf-8") == page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "@import" not in page and "url(" not in page
-    assert page.count("</script>") == 2 and HOSTILE not in page
+    assert page.count("</script>") == 3 and HOSTILE not in page  # data, raw block, script
+    raw_block = re.search(r'id="report-raw">(.*?)</script>', page, re.S)
+    assert raw_block is not None and "<" not in raw_block.group(1)
     assert b"<" not in embed({"x": "</script><!--"}) and b"&" not in embed("&amp;")
     assert orjson.loads(embed({"x": HOSTILE})) == {"x": HOSTILE}
     separators = "a\u2028b\u2029c"  # line ends to older JavaScript: escaped too
@@ -95,6 +97,48 @@ def test_the_page_is_self_contained_and_payloads_cannot_leave_their_element(tmp_
         embed(separators) == b'"a\\u2028b\\u2029c"'
         and orjson.loads(embed(separators)) == separators
     )
+
+
+def test_the_raw_block_gives_every_frame_back_whatever_it_holds():
+    """The frames' text travels outside the JSON, a line each; what could not stand in a
+    script element as itself (<, \\r, NUL, \\n, and the escape's own U+E000) is escaped
+    and comes back exactly, as the page's unescapeRaw does it."""
+    from acp_proxy.readers.report import packed
+
+    texts = ["plain", "</script><!--", "a\rb", "nul\x00", "two\nlines", "\ue000l", ""]
+    _, raw = packed({"sections": [{"rows": [], "raw": texts}]})
+    assert b"<" not in raw and b"\r" not in raw and b"\x00" not in raw
+    lines = raw.decode("utf-8").split("\n")
+    escapes = {"e": "\ue000", "l": "<", "r": "\r", "0": "\x00", "n": "\n"}
+    back = [re.sub("\ue000([elr0n])", lambda m: escapes[m.group(1)], line) for line in lines]
+    assert back == texts
+
+
+def test_the_page_carries_rows_packed_and_times_it_can_make_again(tmp_path):
+    """Rows travel packed: side, kind, name, session and a chunk's summary head as indexes
+    into tables; a record time as microseconds since the section's first (its text only
+    where the page could not make it again: a time that is not acp-proxy's own)."""
+    from acp_proxy.readers.report import packed
+
+    rows = [
+        {"seq": 1, "t": "2026-11-30T10:00:00.000001Z", "side": "agent", "kind": "notification",
+         "name": "n", "summary": "head 'a'", "session": "s", "cut": 4, "utf8": True},
+        {"seq": 2, "t": "2026-11-30T10:00:01.500000Z", "side": "agent", "kind": "notification",
+         "name": "n", "summary": "head 'b'", "session": "s", "cut": 4, "utf8": False},
+        {"seq": 3, "t": "yesterday", "side": "client", "kind": "request",
+         "name": "m", "summary": "plain", "session": None, "utf8": True},
+    ]  # fmt: skip
+    document = {"sections": [{"start": "2026-11-30T10:00:00.000000Z", "rows": rows, "raw": []}]}
+    sent, _ = packed(document)
+    table = sent["sections"][0]["rows"]
+    keys, values, tables = table["keys"], table["values"], table["tables"]
+    back = [dict(zip(keys, value, strict=True)) for value in values]
+    assert [row["us"] for row in back] == [1, 1_500_000, None]
+    assert [row["t"] for row in back] == [None, None, "yesterday"]
+    assert [tables["side"][row["side"]] for row in back] == ["agent", "agent", "client"]
+    assert back[0]["summary"] == [0, " 'a'"] and tables["lead"] == ["head"]
+    assert back[2]["summary"] == "plain" and [row["utf8"] for row in back] == [1, 0, 1]
+    assert "cut" not in keys and "rel" not in keys
 
 
 def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs(tmp_path):
