@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -629,6 +631,44 @@ class _Bench:
                 f"{_peak([run[1] for run in runs]):>12}"
             )
 
+    def page_table(self, recorded: str) -> None:
+        """The report of the stream's recording: its size against the recording's, and how
+        long it takes to open in headless Chromium (where there is one), until its script
+        has drawn the page (its ``data-ready-ms``)."""
+        frames = self.args.frames + 8
+        print(f"\npage: the report of the stream's recording ({frames:,} frames)")
+        print(f"{'recording':>12}{'page':>12}{'vs recording':>15}{'opens in':>18}")
+        page = os.path.join(self.workdir, "stream.html")
+        subprocess.run(
+            [sys.executable, "-m", "acp_proxy", "report", recorded, "-o", page],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+        size, recording = os.path.getsize(page), os.path.getsize(recorded)
+        opens = [open_page(page, self.workdir) for _ in range(self.args.repeat)]
+        known = [ms for ms in opens if ms is not None]
+        shown = f"{_spread(known, fmt='{:,.0f}')} ms" if known else "-"
+        print(
+            f"{recording / 1e6:>9.1f} MB{size / 1e6:>9.1f} MB{size / recording:>14.2f}x{shown:>18}"
+        )
+
+
+def open_page(page: str, workdir: str) -> float | None:
+    """Milliseconds until a report page is drawn in headless Chromium; None without one."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        return None
+    proc = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={os.path.join(workdir, 'chromium')}", "--window-size=1400,1000",
+         "--dump-dom", "file://" + page],
+        capture_output=True, timeout=300, check=False,
+    )  # fmt: skip
+    found = re.search(rb'data-ready-ms="(\d+)"', proc.stdout)
+    return float(found.group(1)) if found else None
+
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmarks and print the tables."""
@@ -673,6 +713,7 @@ def main(argv: list[str] | None = None) -> None:
             bench.long_table()
         bench.pending_table()
         bench.offline_table(recorded)
+        bench.page_table(recorded)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
 from acp_proxy.core.wire import (
@@ -70,8 +72,52 @@ class Entity:
         if self.type == EntityType.TERMINAL:
             data["output"] = self.output.decode("utf-8", errors="replace")
         elif self.type != EntityType.PLAN:
-            data["content"] = self.content
+            data["content"] = self.content  # (a joined conversation's TextRuns as they are)
         return data
+
+
+class TextRun:
+    """A run of plain text blocks a message was streamed in, as one block (in a
+    :class:`Conversation` made with ``joined=True``: the report's, whose page carries it as
+    JSON). It stays in the entity's content as itself: :meth:`json_pieces` is its block as
+    JSON, in pieces (never one growing string, nor one joined copy), for a writer that
+    splices them in (:func:`acp_proxy.readers.report.embed`)."""
+
+    __slots__ = ("_done", "_pending")
+
+    #: Texts gathered before they are joined into one piece.
+    _PIECE = 1024
+
+    def __init__(self, text: str) -> None:
+        self._done: list[bytes] = []
+        self._pending = [orjson.dumps(text)[1:-1]]
+
+    def append(self, text: str) -> None:
+        pending = self._pending
+        pending.append(orjson.dumps(text)[1:-1])  # a JSON string's inside: they join
+        if len(pending) >= self._PIECE:
+            self._done.append(b"".join(pending))
+            pending.clear()
+
+    def json_pieces(self) -> list[bytes]:
+        """The block ``{"type": "text", "text": ...}`` as JSON, in pieces."""
+        return [b'{"type":"text","text":"', *self._done, *self._pending, b'"}']
+
+
+def _plain_text(block: Any) -> str | None:
+    """The text of a content block that is only that (``type`` text and ``text``)."""
+    if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+        text = block.get("text")
+        return text if type(text) is str else None
+    return None
+
+
+def _append_joined(entity: Entity, text: str) -> None:
+    content = entity.content
+    if content and type(content[-1]) is TextRun:
+        content[-1].append(text)
+    else:
+        content.append(TextRun(text))
 
 
 @dataclass
@@ -185,7 +231,10 @@ class SessionView:
 class Conversation:
     """Builds :class:`SessionView` objects from the wire model's messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, joined: bool = False) -> None:
+        #: Whether a message's plain text chunks become one block (:class:`TextRun`), as a
+        #: reader that shows the text shows them (the report), not one block a chunk.
+        self.joined = joined
         #: Sessions in order of first appearance.
         self.sessions: dict[str, SessionView] = {}
         self._turns: dict[WireTurn, Turn] = {}
@@ -259,7 +308,7 @@ class Conversation:
             inner = successor_inner(element) if element.method == "proxy/successor" else None
             if inner is not None and self._hop < MAX_HOPS:
                 if self.next_hop is None:
-                    self.next_hop = Conversation()
+                    self.next_hop = Conversation(self.joined)
                     self.next_hop._hop = self._hop + 1
                 self.next_hop.feed(inner[0], parse_frame(inner[1]), element.seq, element.t)
 
@@ -271,6 +320,11 @@ class Conversation:
             return
         entity, block = self._chunk
         seqs, content = entity.seqs, entity.content
+        if self.joined and _plain_text(block) is not None:
+            for seq, _, text, _, _ in repeated.frames:
+                seqs.append(seq)
+                _append_joined(entity, text)
+            return
         for seq, _, text, _, _ in repeated.frames:
             seqs.append(seq)
             repeat = block.copy()
@@ -347,8 +401,12 @@ class Conversation:
             variant = "tool_call_update" if variant == "tool_call" else variant
             addressed = self._addressed(view, str(variant), update, message.seq)
             if addressed is not None:
-                _APPLY[str(variant)](addressed, update)
                 block = update.get("content")
+                text = _plain_text(block) if self.joined and variant in MESSAGE_CHUNKS else None
+                if text is not None:
+                    _append_joined(addressed, text)
+                else:
+                    _APPLY[str(variant)](addressed, update)
                 if variant in MESSAGE_CHUNKS and type(block) is dict:
                     self._chunk = (addressed, block)
 

@@ -13,17 +13,19 @@ from __future__ import annotations
 import base64
 import os
 import re
+import secrets
+from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 
 import click
 import orjson
 
-from acp_proxy.core.times import parse_time
+from acp_proxy.core.times import format_time, parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
@@ -38,7 +40,7 @@ from acp_proxy.readers.annotate import (
     open_lines,
     open_recording,
 )
-from acp_proxy.readers.conversation import Conversation, SessionView
+from acp_proxy.readers.conversation import Conversation, SessionView, TextRun
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.text import chunk_summary, frame_summary, joined_summary, repeated_summary
 from acp_proxy.readers.timing import Timing
@@ -50,6 +52,151 @@ __all__ = ["build_document", "render_page", "write_report"]
 _BINS = 60
 
 
+#: The columns of a row, in the order the page receives them (see :class:`_Rows`).
+COLUMNS = (
+    "seq", "t", "side", "kind", "name", "summary", "session",
+    "size", "request", "latency", "gap", "findings", "utf8", "us",
+)  # fmt: skip
+_SUMMARY = COLUMNS.index("summary")
+
+#: Row columns the page carries as an index into a table of their values (a handful of
+#: distinct values, repeated on every row); ``lead``: the head of a chunk's summary.
+_TABLED = ("side", "kind", "name", "session", "lead")
+
+#: A record time the page can make again from microseconds since the section's first.
+_PLAIN_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
+
+
+class _Batch:
+    """A part of the document already JSON, escaped for the page, in pieces: a batch of
+    rows, a section's conversation. Spliced into the page's JSON as they are
+    (:func:`_json_pieces`), never copied; equal when their bytes are."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+
+    @property
+    def json(self) -> bytes:
+        return b"".join(self.pieces)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Batch and other.json == self.json
+
+    __hash__ = None  # type: ignore[assignment]  # (equal by value, and changeable: no hash)
+
+    def __repr__(self) -> str:
+        return f"_Batch({sum(map(len, self.pieces))} bytes)"
+
+
+#: Rows encoded together (a batch).
+_BATCH = 4096
+
+
+class _Rows:
+    """A section's rows as the page receives them, built a row at a time: a list of values
+    per row (:data:`COLUMNS`; the keys once, not once a row); the side, kind, name and
+    session as an index into a table of their values, and a chunk's summary as its head's
+    index and the rest; the time as microseconds since the section's first (``t0``) where
+    the page can make its text again, the text (``t``) only where it cannot. Rows are made
+    JSON a batch at a time (:class:`_Batch`), so the memory is their JSON's: 200,000 rows
+    as dicts held 130 MB, as these 30. The page makes rows again as it loads."""
+
+    def __init__(self) -> None:
+        #: Rows not yet encoded, and the batches that are.
+        self.values: list[list[Any]] = []
+        self.batches: list[_Batch] = []
+        self.tables: dict[str, dict[Any, int]] = {key: {} for key in _TABLED}
+        self.t0: str | None = None
+        #: Each frame row's microseconds since ``t0`` (-1: none, or not a frame) and side.
+        self.times = array("q")
+        self.sides = array("B")
+        self._start: datetime | None = None
+        self._last: tuple[Any, int | None] = ("", None)
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def begin(self, t0: str) -> None:
+        """The time the section's times are counted from (its start record's, else its
+        first row's): set once, before the first row."""
+        if self.t0 is None and not self.values:
+            self.t0 = t0
+            self._start = parse_time(t0) if _PLAIN_TIME.match(t0) else None
+
+    def micros(self, t: Any) -> int | None:
+        """``t`` as microseconds since ``t0``, if the page can make ``t`` again from them."""
+        if t == self._last[0]:  # the frames of one read share their time
+            return self._last[1]
+        found = None
+        start = self._start
+        if start is not None and type(t) is str and _PLAIN_TIME.match(t):
+            when = parse_time(t)
+            if when is not None and when >= start:
+                found = (when - start) // timedelta(microseconds=1)
+        self._last = (t, found)
+        return found
+
+    def add(self, *values: Any, lead: int = 0) -> None:
+        """A row of :data:`COLUMNS` but ``us`` (``t`` given as text; ``lead``: the length of a
+        chunk summary's head)."""
+        row = list(values)
+        tables = self.tables
+        for index in (2, 3, 4, 6):  # side, kind, name, session
+            table = tables[COLUMNS[index]]
+            row[index] = table.setdefault(row[index], len(table))
+        if lead:
+            summary, table = row[_SUMMARY], tables["lead"]
+            row[_SUMMARY] = [table.setdefault(summary[:lead], len(table)), summary[lead:]]
+        us = self.micros(row[1])
+        if us is not None:
+            row[1] = None
+        row.append(us)
+        self.times.append(-1 if us is None or row[0] is None else us)
+        self.sides.append(min(row[2], 255))
+        batch = self.values
+        batch.append(row)
+        self._count += 1
+        if len(batch) >= _BATCH:
+            self.batches.append(_Batch(_json_pieces(batch)))
+            batch.clear()
+
+    def as_json(self) -> dict[str, Any]:
+        """The rows for the page: ``values`` is a list of batches of rows."""
+        if self.values:
+            self.batches.append(_Batch(_json_pieces(self.values)))
+            self.values.clear()
+        tables = {key: list(table) for key, table in self.tables.items()}
+        return {"keys": list(COLUMNS), "values": self.batches, "tables": tables, "t0": self.t0}
+
+
+def unpack(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """A section's ``rows`` as the page makes them again: a dict a row, with its ``t`` and
+    ``rel`` (seconds since ``t0``). For tests and tools; the page does the same."""
+    keys, tables, t0 = table["keys"], table["tables"], table["t0"]
+    start = parse_time(t0) if t0 is not None and _PLAIN_TIME.match(t0) else None
+    rows = []
+    batches = table["values"]
+    for values in (row for batch in batches for row in orjson.loads(batch.json)):
+        row = dict(zip(keys, values, strict=True))
+        for key in ("side", "kind", "name", "session"):
+            row[key] = tables[key][row[key]]
+        if isinstance(row["summary"], list):
+            row["summary"] = tables["lead"][row["summary"][0]] + row["summary"][1]
+        us = row["us"]
+        if us is not None and start is not None:
+            if row["t"] is None:
+                row["t"] = format_time(start + timedelta(microseconds=us))
+            row["rel"] = us / 1e6
+        else:
+            row["rel"] = None
+        row["utf8"] = bool(row["utf8"])
+        rows.append(row)
+    return rows
+
+
 @dataclass
 class _Section:
     """One connection of the recording, as the page shows it."""
@@ -57,13 +204,14 @@ class _Section:
     number: int
     start: StartRecord | None = None
     end: EndRecord | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    raw: list[str] = field(default_factory=list)
+    rows: _Rows = field(default_factory=_Rows)
+    #: Each row's bytes, as the page's raw block carries them (:func:`_raw_line`).
+    raw: list[bytes] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     loose: list[int] = field(default_factory=list)
     #: Fed as the records stream past: the wire model's turns are live objects, so the
     #: conversation and the stats must see each message when it happens.
-    conversation: Conversation = field(default_factory=Conversation)
+    conversation: Conversation = field(default_factory=lambda: Conversation(joined=True))
     stats: Stats = field(default_factory=Stats)
     timing: Timing = field(default_factory=Timing)
     started: bool = False
@@ -102,35 +250,19 @@ def _compare(stored: list[Violation], today: list[Violation] | None) -> list[tup
     return marked + [(f, "new") for f in today if (f.rule, f.message) not in old]
 
 
-def _raw_text(raw: bytes) -> tuple[str, bool]:
-    try:
-        return raw.decode("utf-8"), True
-    except UnicodeDecodeError:
-        return base64.b64encode(raw).decode("ascii"), False
-
-
-def _row(
-    section: _Section, seq: int, t: str, side: str, message: Message, summary: str, size: int
-) -> dict[str, Any]:
-    gap = seq - section.last_seq - 1 if section.last_seq else 0
-    section.last_seq = max(section.last_seq, seq)
-    begin = section.start.t if section.start else (section.rows[0]["t"] if section.rows else t)
-    request = message.request
-    return {
-        "seq": seq,
-        "t": t,
-        "rel": seconds_between(begin, t),
-        "side": side,
-        "kind": str(message.kind),
-        "name": _name(message),
-        "summary": click.unstyle(summary).strip(),
-        "session": message.session,
-        "size": size,
-        "request": request.seq if request is not None and message.kind is Kind.RESPONSE else None,
-        "latency": message.latency if isinstance(message, ResponseMessage) else None,
-        "gap": max(gap, 0),
-        "findings": [],
-    }
+def _raw_line(raw: bytes) -> tuple[bytes, bool]:
+    """A frame's bytes as the raw block carries them, and whether they are UTF-8 (else they
+    go as base64)."""
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(raw), False
+    if _RAW_UNSAFE.search(raw) is None:
+        return bytes(raw), True
+    for char, escape in _RAW_ESCAPES:
+        raw = raw.replace(char, escape)
+    return raw, True
 
 
 def _name(message: Message) -> str:
@@ -217,9 +349,8 @@ def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None
             section.chunk = None
         raw = record.frame.raw
         frame = (record.seq, record.t, record.side, raw)
-        _frame_row(section, frame, wire, summary, item.findings, today)
-        if section.chunk is not None:
-            section.rows[-1]["cut"] = len(section.chunk[2])
+        lead = len(section.chunk[2]) if section.chunk is not None else 0
+        _frame_row(section, frame, wire, summary, item.findings, today, lead)
         if wire.method == "initialize" and isinstance(wire, ResponseMessage):
             version = wire.result.get("protocolVersion")
             section.version = version if isinstance(version, int) else section.version
@@ -240,21 +371,41 @@ def _frame_row(
     summary: str,
     stored: list[Violation],
     today: Today | None,
+    lead: int = 0,
 ) -> None:
     """A frame's row (its seq, t, side and bytes; its message, summary and findings), its
-    bytes, and its findings, stored and today's."""
+    bytes, and its findings, stored and today's; ``lead``: the length of a chunk summary's
+    head."""
     seq, t, side, raw = frame
     recomputed = today.get((section.connection, seq), []) if today is not None else None
-    row = _row(section, seq, t, side, message, summary, len(raw))
+    gap = seq - section.last_seq - 1 if section.last_seq else 0
+    section.last_seq = max(section.last_seq, seq)
+    section.rows.begin(section.start.t if section.start else t)
+    request = message.request
+    line, utf8 = _raw_line(raw)
+    findings: list[int] | tuple[()] = ()  # (shared while there are none)
+    for found, state in _compare(stored, recomputed):
+        findings = [*findings, len(section.findings)]
+        section.findings.append(_finding(found, state))
+    section.rows.add(
+        seq,
+        t,
+        side,
+        str(message.kind),
+        _name(message),
+        click.unstyle(summary).strip(),
+        message.session,
+        len(raw),
+        request.seq if request is not None and message.kind is Kind.RESPONSE else None,
+        message.latency if isinstance(message, ResponseMessage) else None,
+        max(gap, 0),
+        findings,
+        int(utf8),
+        lead=lead,
+    )
     section.frames[side] += 1
     section.bytes[side] += len(raw) + 1
-    text, utf8 = _raw_text(raw)
-    row["utf8"] = utf8
-    section.raw.append(text)
-    for found, state in _compare(stored, recomputed):
-        row["findings"].append(len(section.findings))
-        section.findings.append(_finding(found, state))
-    section.rows.append(row)
+    section.raw.append(line)
 
 
 def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
@@ -268,8 +419,8 @@ def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
     side, message, head = section.chunk
     for taken in item.frames:
         frame = (taken[0], taken[1], side, Repeated.raw(taken))
-        _frame_row(section, frame, message, repeated_summary(head, taken[2]), [], today)
-        section.rows[-1]["cut"] = len(head)
+        summary = repeated_summary(head, taken[2])
+        _frame_row(section, frame, message, summary, [], today, len(head))
 
 
 def _mark_loose(section: _Section, today: list[Violation]) -> None:
@@ -287,25 +438,12 @@ def _mark_loose(section: _Section, today: list[Violation]) -> None:
 
 def _stderr_row(section: _Section, record: StderrRecord) -> None:
     text = record.data.decode("utf-8", errors="replace")
-    section.rows.append(
-        {
-            "seq": None,
-            "t": record.t,
-            "rel": seconds_between(section.start.t, record.t) if section.start else None,
-            "side": "stderr",
-            "kind": "stderr",
-            "name": "agent stderr",
-            "summary": text[:300],
-            "session": None,
-            "size": len(record.data),
-            "request": None,
-            "latency": None,
-            "gap": 0,
-            "findings": [],
-            "utf8": True,
-        }
-    )
-    section.raw.append(text)
+    section.rows.begin(section.start.t if section.start else record.t)
+    section.rows.add(
+        None, record.t, "stderr", "stderr", "agent stderr", text[:300], None,
+        len(record.data), None, None, 0, (), 1,
+    )  # fmt: skip
+    section.raw.append(_raw_line(text.encode("utf-8"))[0])
 
 
 def _section_document(section: _Section) -> dict[str, Any]:
@@ -323,7 +461,7 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "frames": dict(section.frames),
         "bytes": dict(section.bytes),
         "levels": dict(levels),
-        "rows": section.rows,
+        "rows": section.rows.as_json(),
         "raw": section.raw,
         "findings": section.findings,
         "loose": section.loose,
@@ -331,13 +469,17 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "turns": figures["turns"],
         "chart": _chart(section.rows),
         "time": section.timing.as_json(),
-        "sessions": [_session(view) for view in section.conversation.views()],
+        # JSON at once: the conversation's text is then held once, as JSON (see _Batch)
+        "sessions": _Batch(_json_pieces([_session(v) for v in section.conversation.views()])),
     }
 
 
-def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _chart(rows: _Rows) -> dict[str, Any]:
     """Frames per side over time, in equal bins."""
-    times = [(r["rel"], r["side"]) for r in rows if r["rel"] is not None and r["seq"] is not None]
+    sides = list(rows.tables["side"])
+    times = [  # frames (stderr has no seq), timed
+        (us / 1e6, sides[side]) for us, side in zip(rows.times, rows.sides, strict=True) if us >= 0
+    ]
     span = max((t for t, _ in times), default=0.0) or 1.0
     bins = {"client": [0] * _BINS, "agent": [0] * _BINS}
     for when, side in times:
@@ -352,31 +494,7 @@ def _session(view: SessionView) -> dict[str, Any]:
     entities = [entity for turn in data["turns"] for entity in turn["entities"]]
     for entity in entities + data["background"]:
         entity["seqs"] = seqs.get(f"{entity['type']}\u0000{entity['id']}", [])
-        if isinstance(entity.get("content"), list):
-            entity["content"] = _merged(entity["content"])
     return data
-
-
-def _merged(content: list[Any]) -> list[Any]:
-    """Content blocks with each run of plain text blocks (a streamed message's chunks) made
-    one: the page shows their texts joined, one block a chunk would only make it longer."""
-    merged: list[Any] = []
-    run: list[str] = []  # the texts of the run of plain text blocks at the end
-    for block in content:
-        if (
-            isinstance(block, dict)
-            and block.keys() == {"type", "text"}
-            and (block["type"] == "text" and isinstance(block["text"], str))
-        ):
-            run.append(block["text"])
-            continue
-        if run:
-            merged.append({"type": "text", "text": "".join(run)})
-            run = []
-        merged.append(block)
-    if run:
-        merged.append({"type": "text", "text": "".join(run)})
-    return merged
 
 
 #: What may not stand in the page's JSON as itself, and its escape: ``<``, ``>`` and ``&``
@@ -393,7 +511,37 @@ _ESCAPES = (
 
 def embed(document: Any) -> bytes:
     """JSON that is safe inside a ``<script>`` element: it can never close it."""
-    return _escaped(orjson.dumps(document, default=str))
+    return b"".join(_json_pieces(document))
+
+
+def _json_pieces(document: Any) -> list[bytes]:
+    """:func:`embed`'s JSON in pieces: the document's own (escaped), and between them the
+    pieces of each :class:`_Batch` (escaped already) and :class:`TextRun` (escaped here) it
+    holds, as they are. orjson writes a random mark in the place of each (nothing in the
+    document can guess it), and its output is cut there, as views (not copies) of it."""
+    spliced: list[list[bytes]] = []
+    placeholder = b'"%s"' % secrets.token_hex(16).encode()
+
+    def default(value: Any) -> Any:
+        if type(value) is _Batch:
+            spliced.append(value.pieces)
+        elif type(value) is TextRun:
+            spliced.append([_escaped(piece) for piece in value.json_pieces()])
+        else:
+            return str(value)
+        return orjson.Fragment(placeholder)
+
+    data = _escaped(orjson.dumps(document, default=default))
+    if not spliced:
+        return [data]
+    view, at = memoryview(data), 0
+    pieces: list[Any] = []  # bytes, and views of them (a view reads as bytes)
+    for inner in spliced:
+        found = data.index(placeholder, at)
+        pieces += [view[at:found], *inner]
+        at = found + len(placeholder)
+    pieces.append(view[at:])
+    return pieces
 
 
 def _escaped(data: bytes) -> bytes:
@@ -402,7 +550,7 @@ def _escaped(data: bytes) -> bytes:
     return data
 
 
-def _page(path: str, data: bytes, raw: bytes = b"") -> list[bytes]:
+def _page(path: str, data: list[bytes], raw: list[bytes]) -> list[bytes]:
     """The page, in pieces: the template around ``data`` (escaped JSON) and ``raw`` (the
     frames' text block, :func:`packed`)."""
     template = resources.files(__package__).joinpath("templates/report.html").read_text("utf-8")
@@ -413,19 +561,12 @@ def _page(path: str, data: bytes, raw: bytes = b"") -> list[bytes]:
     middle, end = tail.split("{{RAW}}")
     return [
         head.replace("{{TITLE}}", safe_title).encode("utf-8"),
-        data,
+        *data,
         middle.encode("utf-8"),
-        raw,
+        *raw,
         end.encode("utf-8"),
     ]
 
-
-#: Row columns the page carries as an index into a table of their values (a handful of
-#: distinct values, repeated on every row).
-_TABLED = ("side", "kind", "name", "session", "lead")
-
-#: A record time the page can make again from microseconds since the section's first.
-_PLAIN_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 
 #: What stands for itself nowhere in the raw block (a script element's text: a ``<`` could
 #: close it, a NUL and a ``\r`` would not survive HTML parsing, a ``\n`` ends the line),
@@ -441,85 +582,39 @@ _RAW_ESCAPES = (
 _RAW_UNSAFE = re.compile(b"[<\r\x00\n]|" + re.escape(_RAW_MARK))
 
 
-def _raw_line(text: str) -> bytes:
-    data = text.encode("utf-8")
-    if _RAW_UNSAFE.search(data) is None:
-        return data
-    for char, escape in _RAW_ESCAPES:
-        data = data.replace(char, escape)
-    return data
-
-
-def _micros(rows: list[dict[str, Any]], begin: str | None) -> list[int | None]:
-    """Each row's time as microseconds since ``begin``, where the page can make its text
-    again from them (a record time as acp-proxy writes it); None where it cannot."""
-    start = parse_time(begin) if begin is not None and _PLAIN_TIME.match(begin) else None
-    found: list[int | None] = []
-    last_t, last = "", None
-    for row in rows:
-        t = row.get("t")
-        if t != last_t:
-            last_t, last = t, None
-            if start is not None and isinstance(t, str) and _PLAIN_TIME.match(t):
-                when = parse_time(t)
-                if when is not None and when >= start:
-                    last = (when - start) // timedelta(microseconds=1)
-        found.append(last)
-    return found
-
-
-def packed(document: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """The document as the page carries it, and its raw block. Per section: the rows as
-    one list of keys and a list of values per row (the keys once, not once a row); the
-    side, kind, name and session of a row as an index into a table of those values; its
-    time as microseconds since the section's first (``t0``) when the page can make the
-    text again (``t`` only where it cannot), its ``rel`` made from them. The frames' text
-    goes in the raw block, a line each, outside the JSON (no escaping of every quote):
-    ``raw`` says how many lines are the section's. The page makes rows again as it loads."""
-    sections, lines = [], []
+def packed(document: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    """The document as the page carries it, and its raw block: each section's frames'
+    bytes (already as the block carries them, :func:`_raw_line`) go in the block, a line
+    each, outside the JSON (no quote escaped); ``raw`` says how many are the section's."""
+    sections, lines = [], list[bytes]()
     for section in document.get("sections", []):
-        rows = section.get("rows") or []
-        begin = section.get("start") or (rows[0]["t"] if rows else None)
-        micros = _micros(rows, begin)
-        tables: dict[str, dict[Any, int]] = {key: {} for key in _TABLED}
-        keys = [key for key in (rows[0] if rows else ()) if key not in ("rel", "cut")] + ["us"]
-        values = []
-        for row, us in zip(rows, micros, strict=True):
-            value: list[Any] = []
-            for key in keys[:-1]:
-                item = row.get(key)
-                if key in tables:
-                    item = tables[key].setdefault(item, len(tables[key]))
-                elif key == "t" and us is not None:
-                    item = None
-                elif key == "utf8":
-                    item = int(item)
-                elif key == "summary" and row.get("cut"):  # a chunk's: its head tabled
-                    cut = row["cut"]
-                    lead = tables["lead"].setdefault(item[:cut], len(tables["lead"]))
-                    item = [lead, item[cut:]]
-                value.append(item)
-            value.append(us)
-            values.append(value)
-        strings = {key: list(table) for key, table in tables.items()}
-        lines += [_raw_line(text) for text in section.get("raw") or []]
-        transported = {**section, "raw": len(section.get("raw") or [])}
-        transported["rows"] = {"keys": keys, "values": values, "tables": strings, "t0": begin}
-        sections.append(transported)
-    return {**document, "sections": sections}, b"\n".join(lines)
+        raw = section.get("raw") or []
+        lines += raw
+        sections.append({**section, "raw": len(raw)})
+    return {**document, "sections": sections}, lines
+
+
+def _block(lines: list[bytes]) -> list[bytes]:
+    """The raw block's lines in pieces, a newline between them, never joined."""
+    pieces: list[bytes] = []
+    for index, line in enumerate(lines):
+        if index:
+            pieces.append(b"\n")
+        pieces.append(line)
+    return pieces
 
 
 def live_page(path: str, document: dict[str, Any], live: dict[str, Any]) -> bytes:
     """The same page, served by ``inspect``: the document says where it listens (``live``), and
     the page loads itself again when the recording grows, keeping the reader's place."""
     data, raw = packed({**document, "live": live})
-    return b"".join(_page(path, embed(data), raw))
+    return b"".join(_page(path, _json_pieces(data), _block(raw)))
 
 
 def render_page(document: dict[str, Any]) -> str:
     """The page: the template with the document embedded."""
     data, raw = packed(document)
-    return b"".join(_page(document["file"], embed(data), raw)).decode("utf-8")
+    return b"".join(_page(document["file"], _json_pieces(data), _block(raw))).decode("utf-8")
 
 
 def write_report(path: str, out: str, revalidate: bool = False, against: str | None = None) -> int:
@@ -536,9 +631,8 @@ def write_report(path: str, out: str, revalidate: bool = False, against: str | N
         built["diff"] = {"against": against, "differences": [d.as_json() for d in found]}
     transported, raw = packed(built)
     del built
-    data = _escaped(orjson.dumps(transported, default=str))
+    pieces = _page(path, _json_pieces(transported), _block(raw))
     del transported
-    pieces = _page(path, data, raw)
     with os.fdopen(open_output(out), "wb") as stream:  # as a recording is made (files.py)
         stream.writelines(pieces)
     return sum(map(len, pieces))

@@ -5,6 +5,7 @@ each is there and is a figure."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, pending, offline = (
+    stream, ping, start, big, one_way, long, pending, offline, page = (
         s.splitlines() for s in sections[1:]
     )
 
@@ -76,3 +77,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     readers = ["validate", "show", "show --conversation", "stats", "report"]
     for what, row in zip(readers, offline[2:], strict=True):
         assert re.fullmatch(rf"{what}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row
+
+    assert page[0] == "page: the report of the stream's recording (2,008 frames)"
+    opens = rf"{NUMBER} \({NUMBER}-{NUMBER}\) ms" if shutil.which("chromium") else "-"
+    assert re.fullmatch(rf"\s*{NUMBER} MB\s+{NUMBER} MB\s+{NUMBER}x\s+{opens}", page[2]), page[2]

@@ -16,7 +16,7 @@ import pytest
 from conftest import PROXY, RECORDINGS, clean_env
 
 from acp_proxy.core.framing import parse_frame
-from acp_proxy.readers.report import build_document, embed, render_page, write_report
+from acp_proxy.readers.report import build_document, embed, render_page, unpack, write_report
 from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
 
 T = "2026-11-30T10:00:00.000000Z"
@@ -99,46 +99,61 @@ def test_the_page_is_self_contained_and_payloads_cannot_leave_their_element(tmp_
     )
 
 
-def test_the_raw_block_gives_every_frame_back_whatever_it_holds():
-    """The frames' text travels outside the JSON, a line each; what could not stand in a
-    script element as itself (<, \\r, NUL, \\n, and the escape's own U+E000) is escaped
-    and comes back exactly, as the page's unescapeRaw does it."""
-    from acp_proxy.readers.report import packed
+def test_the_raw_block_gives_every_frame_back_whatever_it_holds(tmp_path):
+    """The frames' bytes travel outside the JSON, a line each; what could not stand in a
+    script element as itself (<, \\r, NUL, and the escape's own U+E000) is escaped and
+    comes back exactly, undone as the page's unescapeRaw undoes it; a frame that is not
+    UTF-8 goes as base64."""
+    import base64
 
-    texts = ["plain", "</script><!--", "a\rb", "nul\x00", "two\nlines", "\ue000l", ""]
-    _, raw = packed({"sections": [{"rows": [], "raw": texts}]})
-    assert b"<" not in raw and b"\r" not in raw and b"\x00" not in raw
-    lines = raw.decode("utf-8").split("\n")
+    frames = [
+        b'{"jsonrpc":"2.0","method":"_x","params":{"text":"</script><!--"}}',
+        b'{"jsonrpc":"2.0","method":"_y"}\r',
+        b"not json \x00 nul",
+        '{"jsonrpc":"2.0","method":"_\ue000l"}'.encode(),
+        b"\xff\xfe not utf-8",
+    ]
+    path = tmp_path / "raw.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        for seq, raw in enumerate(frames, 1):
+            out.write(frame_record(seq, T, "agent", parse_frame(raw)))
+    page = render_page(build_document(str(path)))
+    block = re.search(r'id="report-raw">(.*?)</script>', page, re.S)
+    assert block is not None
+    assert "<" not in block.group(1) and "\r" not in block.group(1) and "\x00" not in block.group(1)
     escapes = {"e": "\ue000", "l": "<", "r": "\r", "0": "\x00", "n": "\n"}
-    back = [re.sub("\ue000([elr0n])", lambda m: escapes[m.group(1)], line) for line in lines]
-    assert back == texts
+    back = [
+        re.sub("\ue000([elr0n])", lambda m: escapes[m.group(1)], line)
+        for line in block.group(1).split("\n")
+    ]
+    assert back[:4] == [raw.decode() for raw in frames[:4]]
+    assert base64.b64decode(back[4]) == frames[4]
 
 
 def test_the_page_carries_rows_packed_and_times_it_can_make_again(tmp_path):
-    """Rows travel packed: side, kind, name, session and a chunk's summary head as indexes
-    into tables; a record time as microseconds since the section's first (its text only
-    where the page could not make it again: a time that is not acp-proxy's own)."""
-    from acp_proxy.readers.report import packed
-
-    rows = [
-        {"seq": 1, "t": "2026-11-30T10:00:00.000001Z", "side": "agent", "kind": "notification",
-         "name": "n", "summary": "head 'a'", "session": "s", "cut": 4, "utf8": True},
-        {"seq": 2, "t": "2026-11-30T10:00:01.500000Z", "side": "agent", "kind": "notification",
-         "name": "n", "summary": "head 'b'", "session": "s", "cut": 4, "utf8": False},
-        {"seq": 3, "t": "yesterday", "side": "client", "kind": "request",
-         "name": "m", "summary": "plain", "session": None, "utf8": True},
-    ]  # fmt: skip
-    document = {"sections": [{"start": "2026-11-30T10:00:00.000000Z", "rows": rows, "raw": []}]}
-    sent, _ = packed(document)
-    table = sent["sections"][0]["rows"]
-    keys, values, tables = table["keys"], table["values"], table["tables"]
-    back = [dict(zip(keys, value, strict=True)) for value in values]
-    assert [row["us"] for row in back] == [1, 1_500_000, None]
-    assert [row["t"] for row in back] == [None, None, "yesterday"]
-    assert [tables["side"][row["side"]] for row in back] == ["agent", "agent", "client"]
-    assert back[0]["summary"] == [0, " 'a'"] and tables["lead"] == ["head"]
-    assert back[2]["summary"] == "plain" and [row["utf8"] for row in back] == [1, 0, 1]
-    assert "cut" not in keys and "rel" not in keys
+    """Rows travel packed: side, kind, name and session as indexes into tables, a record
+    time as microseconds since the section's first, its text only where the page could not
+    make it again (a time that is not acp-proxy's own); unpacked, each row is what it was."""
+    times = ["2026-11-30T10:00:00.000001Z", "2026-11-30T10:00:01.500000Z", "yesterday"]
+    path = tmp_path / "times.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record("2026-11-30T10:00:00.000000Z", ["agent"], 1))
+        for seq, t in enumerate(times, 1):
+            message = {"jsonrpc": "2.0", "method": "_n", "params": {"sessionId": "s"}}
+            out.write(frame_record(seq, t, "client", parse_frame(orjson.dumps(message))))
+    (section,) = build_document(str(path))["sections"]
+    table = section["rows"]
+    keys = table["keys"]
+    rows_sent = [row for batch in table["values"] for row in orjson.loads(batch.json)]
+    sent = [dict(zip(keys, values, strict=True)) for values in rows_sent]
+    assert [row["us"] for row in sent] == [1, 1_500_000, None]
+    assert [row["t"] for row in sent] == [None, None, "yesterday"]
+    assert table["tables"]["side"] == ["client"] and table["tables"]["session"] == ["s"]
+    rows = unpack(table)
+    assert [row["t"] for row in rows] == times
+    assert [row["rel"] for row in rows] == [1e-06, 1.5, None]
+    assert {(row["side"], row["name"], row["session"]) for row in rows} == {("client", "_n", "s")}
 
 
 def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs(tmp_path):
@@ -157,7 +172,7 @@ def test_stored_findings_are_shown_as_recorded_and_revalidate_marks_what_differs
         ("custom-rule", "stored"),
         ("custom-rule", "stored"),
     ]
-    assert section["rows"][0]["findings"] == [0] and section["loose"] == [1]
+    assert unpack(section["rows"])[0]["findings"] == [0] and section["loose"] == [1]
     (section,) = build_document(str(path), revalidate=True)["sections"]
     states = {(f["rule"], f["state"]) for f in section["findings"]}
     assert states == {("custom-rule", "gone"), ("not-json", "new")}
@@ -244,7 +259,7 @@ def test_the_report_reads_a_streamed_turn_without_parsing_its_chunks(tmp_path, m
 
     monkeypatch.setattr(acp_proxy.readers.annotate, "parse_record", counting)
     assert build_document(str(path)) == long_way
-    assert len(long_way["sections"][0]["rows"]) == 300 and len(parsed) < 10
+    assert len(unpack(long_way["sections"][0]["rows"])) == 300 and len(parsed) < 10
 
 
 def test_a_50k_frame_recording_gives_a_page_in_seconds(tmp_path, capsys):
@@ -361,3 +376,27 @@ def test_where_the_time_went(tmp_path):
     assert 'data-errors="0"' in html and "Where the time went" in html
     assert html.count('class="waterfall"') == 1 and 'class="boxes"' in html
     assert 'class="tool"' in html and 'class="wait"' in html
+
+
+@browser
+def test_a_long_streamed_message_shows_its_start_and_the_rest_on_request(tmp_path):
+    """A message streamed in 1,000 chunks (60,000 characters) is not laid out whole (that
+    kept a 200,000-frame page from opening for seconds): the conversation shows its first
+    20,000 characters and a button for the rest; the sequence still has every frame."""
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        for seq in range(1, 1001):
+            text = f"{seq:05d}" + "x" * 55
+            message = {"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+                "messageId": "m", "content": {"type": "text", "text": text}}}}  # fmt: skip
+            out.write(frame_record(seq, T, "agent", parse_frame(orjson.dumps(message))))
+        out.write(end_record(T, 0, "done"))
+    html = dom(report_of(path, tmp_path), "", tmp_path)
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert "show all 60,000 characters" in html
+    shown = re.search(r"<pre>([^<]*)</pre><button class=\"more\">show all 60,000", html)
+    assert shown is not None and len(shown.group(1)) == 20_000
+    assert "00334" in shown.group(1) and "00335" not in shown.group(1)  # 333⅓ chunks of 60
+    assert "1000 of 1000 rows" in html
