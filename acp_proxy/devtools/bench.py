@@ -637,7 +637,7 @@ class _Bench:
         has drawn the page (its ``data-ready-ms``)."""
         frames = self.args.frames + 8
         print(f"\npage: the report of the stream's recording ({frames:,} frames)")
-        print(f"{'recording':>12}{'page':>12}{'vs recording':>15}{'opens in':>18}")
+        print(f"{'recording':>12}{'page':>12}{'vs recording':>15}{'opens in':>26}")
         page = os.path.join(self.workdir, "stream.html")
         subprocess.run(
             [sys.executable, "-m", "acp_proxy", "report", recorded, "-o", page],

@@ -3,7 +3,8 @@ client`` (a live agent against its recording) and ``diff`` (two recordings).
 
 - :func:`difference`: the first path where two JSON values differ, ``_meta`` left out unless
   asked, ``ignore`` paths skipped (``params.update.content.text``: list indexes are left out
-  of a path, and a path skips everything under it); numbers compare by value.
+  of a path, and a path skips everything under it); numbers compare by value; times never
+  compare as values (two times are the same).
 - :class:`Normalizer`: the ids each side chooses (JSON-RPC ids, ``sessionId``, ``messageId``,
   ``toolCallId``, ``terminalId``, ``planId``, permission ``optionId``...) mapped by order of
   first appearance, and times written as ``<time>``, so two runs of one scenario compare equal.
@@ -19,7 +20,7 @@ from typing import Any
 
 from acp_proxy.core.jsontext import preview
 
-__all__ = ["ID_FIELDS", "MISSING", "Normalizer", "difference", "ignored"]
+__all__ = ["ID_FIELDS", "MISSING", "Normalizer", "difference", "ignored", "is_time"]
 
 #: A value that is not there (a missing key, an index past the end).
 MISSING: Any = object()
@@ -69,7 +70,7 @@ class Normalizer:
             return [self.value(v, key) for v in value]
         if key in ID_FIELDS and isinstance(value, (str, int)) and not isinstance(value, bool):
             return self.id(key, value)
-        if isinstance(value, str) and _TIME.match(value):
+        if isinstance(value, str) and is_time(value):
             return "<time>"
         return value
 
@@ -79,6 +80,11 @@ class Normalizer:
             return {**self.value({k: v for k, v in value.items() if k != "id"}),
                     "id": self.id("id", value["id"])}  # fmt: skip
         return self.value(value)
+
+
+def is_time(value: str) -> bool:
+    """Whether a string is an RFC 3339 / ISO 8601 time (which no comparison compares)."""
+    return _TIME.match(value) is not None
 
 
 def ignored(path: str, ignore: Iterable[str]) -> bool:
@@ -148,6 +154,8 @@ def _difference(
     same = type(recorded) is type(live) and recorded == live
     if same or (_number(recorded) and _number(live) and recorded == live):
         return None
+    if isinstance(recorded, str) and isinstance(live, str) and is_time(recorded) and is_time(live):
+        return None  # times are never compared as values (a later run has later ones)
     return (path or "(value)", recorded, live)
 
 

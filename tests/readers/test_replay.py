@@ -317,6 +317,14 @@ def test_difference_and_replace_id():
     assert difference({"a": [1, {"b": 2}], "_meta": 1}, {"a": [1, {"b": 3}]}) == ("a[1].b", 2, 3)
     assert difference({"a": {"text": "x"}}, {"a": {"text": "y"}}, ignore=["a.text"]) is None
     assert difference({"a": 1}, {"a": 1.0}) is None
+    # times are never compared as values, in replay as in diff; a time against a non-time is
+    later = {"updatedAt": "2026-12-01T09:30:00Z"}
+    assert difference({"updatedAt": "2026-11-30T10:00:00.000000Z"}, later) is None
+    assert difference({"updatedAt": "yesterday"}, later) == (
+        "updatedAt",
+        "yesterday",
+        "2026-12-01T09:30:00Z",
+    )
     raw = b'{"jsonrpc":"2.0", "result":{"id":7,"x":"\\"id\\":1"},"id" : 7}'
     assert (
         replace_id(raw, "seven")
