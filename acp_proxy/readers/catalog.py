@@ -55,7 +55,7 @@ __all__ = [
 
 #: The sidecar index's file name, and the version of what it holds.
 INDEX = ".acp-proxy-index.json"
-_INDEX_VERSION = 1
+_INDEX_VERSION = 2
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -77,8 +77,19 @@ class SessionSummary:
     warnings: int = 0
     infos: int = 0
     size: int = 0
+    #: Whether its end record is there.
+    ended: bool = False
     #: True when it came from the index (the file was not read).
     from_index: bool = False
+    #: Whether a session is recording it now (its file locked by the recorder); never
+    #: taken from the index.
+    live: bool = False
+
+    @property
+    def state(self) -> str:
+        """``ended``; ``recording`` (a proxy is writing it now); ``no end`` (its end record is
+        missing and nobody writes it: the proxy was killed, or the machine went down)."""
+        return "ended" if self.ended else "recording" if self.live else "no end"
 
     @property
     def duration(self) -> float | None:
@@ -88,11 +99,14 @@ class SessionSummary:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["duration"] = self.duration
+        data["state"] = self.state
         return data
 
     def line(self) -> str:
         """The session in a line of ``ls``."""
         took = "-" if self.duration is None else f"{self.duration:.1f}s"
+        if not self.ended:
+            took = "live" if self.live else "no end"
         protocol = "-" if self.protocol is None else f"v{self.protocol}"
         findings = f"{self.errors}E {self.warnings}W {self.infos}I"
         return (
@@ -170,27 +184,48 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str
                 and entry.get("size") == info.st_size
                 and entry.get("mtime") == info.st_mtime_ns
             ):
-                sessions += [_from_json(s, str(path)) for s in entry["sessions"]]
-                continue
-            try:
-                found = summarize(path)
-            except RecordingError as exc:
-                problems.append(str(exc))
-                continue
+                found = [_from_json(s, str(path)) for s in entry["sessions"]]
+            else:
+                try:
+                    found = summarize(path)
+                except RecordingError as exc:
+                    problems.append(str(exc))
+                    continue
+                index[path.name] = {
+                    "size": info.st_size,
+                    "mtime": info.st_mtime_ns,
+                    "sessions": [s.as_json() for s in found],
+                }
+                changed = True
+            if found and not found[-1].ended:  # only the last session can be being written
+                found[-1].live = being_written(path)
             sessions += found
-            index[path.name] = {
-                "size": info.st_size,
-                "mtime": info.st_mtime_ns,
-                "sessions": [s.as_json() for s in found],
-            }
-            changed = True
         if changed:
             _write_index(directory, index)
     return sessions, problems
 
 
+def being_written(path: Path) -> bool:
+    """Whether a session is recording to ``path`` now: the recorder holds the file's lock
+    while it writes (see :mod:`acp_proxy.live.recorder`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # a filesystem without locks: nobody to ask
+    finally:
+        os.close(fd)  # (closing lets a lock taken here go)
+    return False
+
+
 def _from_json(data: dict[str, Any], path: str) -> SessionSummary:
     known = {k: v for k, v in data.items() if k in SessionSummary.__dataclass_fields__}
+    known.pop("live", None)
     known["path"] = path
     summary = SessionSummary(**known)
     summary.from_index = True
@@ -225,6 +260,7 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
         return
     if isinstance(record, EndRecord) and not record.missing:
         summary.end = record.t
+        summary.ended = True
         return
     if not isinstance(record, FrameRecord):
         return

@@ -202,6 +202,7 @@ def _listing(inspector: Inspector) -> bytes:
             f"v{summary.protocol}" if summary.protocol else "-",
             f"{summary.turns} turn{'' if summary.turns == 1 else 's'}, {summary.frames} frames",
             f"{summary.errors}E {summary.warnings}W {summary.infos}I",
+            "" if summary.state == "ended" else summary.state,
         ]
         text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)
         rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')

@@ -81,6 +81,39 @@ def test_ls_lists_each_session_once_with_its_figures_then_from_its_index(directo
     assert "a.jsonl" in text and "v2" in text and "turns" in text
 
 
+def test_ls_says_which_session_is_still_being_recorded_and_which_lost_its_end(directory, tmp_path):
+    """A session a proxy is recording now is "recording" (its file is the recorder's, locked),
+    the one a crash cut short "no end", the others "ended"; from the index or not."""
+    import shutil
+    import time
+
+    for name in ("a.jsonl", "d-truncated.jsonl"):
+        shutil.copy(directory / name, tmp_path / name)
+    live = tmp_path / "e-live.jsonl"
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    proc = subprocess.Popen(
+        [*PROXY, "run", "--record", str(live), "--", *sleeper],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not (live.exists() and live.read_bytes().endswith(b"\n")):
+            assert time.monotonic() < deadline, "the recording never started"
+            time.sleep(0.05)
+        for _ in range(2):  # read, then from the index
+            states = {Path(s["path"]).name: s["state"] for s in ls(str(tmp_path))}
+            assert states == {
+                "a.jsonl": "ended", "d-truncated.jsonl": "no end", "e-live.jsonl": "recording"
+            }  # fmt: skip
+        text = acp("ls", str(tmp_path)).stdout.decode()
+        assert re.search(r"\blive\b.*e-live\.jsonl", text) and "no end" in text
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # the session ends: the end record, the lock let go
+        proc.wait(timeout=30)
+    assert {Path(s["path"]).name: s["state"] for s in ls(str(tmp_path))}["e-live.jsonl"] == "ended"
+
+
 def test_ls_says_what_it_cannot_read_and_lists_the_rest(directory, tmp_path):
     proc = acp("ls", "--json", str(directory), str(tmp_path / "nowhere"))
     assert proc.returncode == 0
