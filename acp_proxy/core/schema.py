@@ -252,7 +252,7 @@ def _ok(value: Any) -> None:
 _BY_SCHEMA = 10
 
 
-def _by_schema(
+def _by_schema(  # long: it writes out the generated function's source, line by line
     props: dict[str, Checker],
     plain: dict[str, type],
     tagged: dict[str, tuple[str, dict[Any, Checker], Checker]],
