@@ -38,9 +38,9 @@ from typing import Any
 
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
-from acp_proxy.readers.annotate import Annotated, annotate
-from acp_proxy.readers.compare import Normalizer, ignored
-from acp_proxy.transcript.reading import open_recording
+from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
+from acp_proxy.readers.compare import Normalizer, ignored, is_time
+from acp_proxy.transcript.reading import open_lines, open_recording
 
 __all__ = ["LAYERS", "Difference", "Session", "compare", "load"]
 
@@ -119,23 +119,30 @@ class Session:
     connections: int = 0
 
 
-def load(path: str, number: int = 1, ignore: Sequence[str] = (), meta: bool = False) -> Session:
+def load(
+    path: str, number: int = 1, ignore: Sequence[str] = (), meta: bool = False, short: bool = True
+) -> Session:
     """Connection ``number`` of a recording, boiled down. Raises
     :class:`~acp_proxy.transcript.reading.RecordingError` for an unreadable file and
-    ``ValueError`` for a connection it does not have."""
+    ``ValueError`` for a connection it does not have. A streamed turn's repeated chunks are
+    taken in runs (``short``; :meth:`_Builder.add_run`), not each parsed and normalized."""
     builder = _Builder(ignore, meta)
     seen = 0
-    for item in annotate(open_recording(path)):
-        seen = max(seen, item.connection)
-        if item.connection == number:
-            builder.add(item)
+    items = annotate_lines(open_lines(path), run=RUN) if short else annotate(open_recording(path))
+    for item in items:
+        connection = item.template.connection if isinstance(item, Repeated) else item.connection
+        seen = max(seen, connection)
+        if connection == number:
+            builder.take(item)
     if seen < number:
         raise ValueError(f"{path} has {seen} session(s), not {number}")
     builder.session.connections = seen
     return builder.session
 
 
-class _Builder:
+class _Builder(View):
+    """A session boiled down, an annotated record at a time."""
+
     def __init__(self, ignore: Sequence[str], meta: bool) -> None:
         self.session = Session()
         self.ignore, self.meta = tuple(ignore), meta
@@ -153,6 +160,30 @@ class _Builder:
             return
         for element in message.messages:
             self._message(element, self._turn(element))
+
+    def add_run(self, run: Repeated) -> None:
+        """Frames that each repeat the chunk before them but for its text: the same wire
+        entry, in the same turn, and (an agent message's) its text, as :meth:`add` would
+        make of each, without parsing or normalizing them (a streamed turn of 200,000 chunks
+        took seconds to). What normalizing would change in them is only their text: a text
+        that is a time (``<time>``), or an ignored text."""
+        message = run.template.message
+        if message is None:
+            return
+        turn = self._turn(message)
+        entry = turn.wire[-1]  # the chunk they repeat was the turn's last frame
+        agent_text = message.variant == "agent_message_chunk" and not self._ignored_text
+        for seq, _, text, _, _ in run.frames:
+            turn.wire.append(entry)
+            turn.seqs.append(seq)
+            if agent_text:
+                turn.text.append("<time>" if is_time(text) else text)
+            elif message.variant == "agent_message_chunk":
+                turn.text.append("")
+
+    @property
+    def _ignored_text(self) -> bool:
+        return ignored("params.update.content.text", self.ignore)
 
     def _number(self, turn: _Turn) -> int:
         return self.session.turns.index(turn)
@@ -428,16 +459,33 @@ def _conversation(number: int, x: _Turn | None, y: _Turn | None) -> list[Differe
     return found
 
 
+#: Words either side of where two texts differ that the excerpt aligns (past the common
+#: start and end): a long streamed message is millions of words, and aligning them all
+#: would take minutes.
+_ALIGNED_WORDS = 2000
+
+
 def _excerpt(a: str, b: str) -> tuple[str, str]:
     """The words around where two texts differ, a few each side."""
     aw, bw = a.split(), b.split()
-    matcher = SequenceMatcher(None, aw, bw, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    start = 0  # the common start and end first: linear, whatever the texts' length
+    while start < min(len(aw), len(bw)) and aw[start] == bw[start]:
+        start += 1
+    end = 0
+    while end < min(len(aw), len(bw)) - start and aw[-1 - end] == bw[-1 - end]:
+        end += 1
+    a_mid = aw[start : min(len(aw) - end, start + _ALIGNED_WORDS)]
+    b_mid = bw[start : min(len(bw) - end, start + _ALIGNED_WORDS)]
+    matcher = SequenceMatcher(None, a_mid, b_mid, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag != "equal":
+            i1, i2, j1, j2 = a1 + start, a2 + start, b1 + start, b2 + start
             return (
                 _words(aw, max(0, i1 - 3), min(i2 + 3, i1 + 12)),
                 _words(bw, max(0, j1 - 3), min(j2 + 3, j1 + 12)),
             )
+    if len(aw) != len(bw):  # one ends, the other goes on
+        return _words(aw, max(0, start - 3), start + 12), _words(bw, max(0, start - 3), start + 12)
     return a[:80], b[:80]  # the same words, spaced differently
 
 
@@ -447,14 +495,66 @@ def _words(words: list[str], start: int, end: int) -> str:
     return ("… " if start else "") + text + (" …" if end < len(words) else "")
 
 
+#: Frames past the common start and end of two turns that are aligned frame by frame (an
+#: LCS); more, and they are aligned as runs of alike frames: the LCS of a run of 200,000
+#: chunks against another took minutes.
+_ALIGNED_FRAMES = 5000
+
+
+def _opcodes(a: list[Any], b: list[Any]) -> list[tuple[str, int, int, int, int]]:
+    """How ``b`` differs from ``a`` (:meth:`SequenceMatcher.get_opcodes`, the equal parts
+    left out): the common start and end are found first, in one pass; what lies between
+    is aligned frame by frame (one inserted update is one insertion, not a cascade), or,
+    past :data:`_ALIGNED_FRAMES`, as runs of alike frames."""
+    start, shortest = 0, min(len(a), len(b))
+    while start < shortest and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    a_mid, b_mid = a[start : len(a) - end], b[start : len(b) - end]
+    if not a_mid and not b_mid:
+        return []
+    if len(a_mid) <= _ALIGNED_FRAMES and len(b_mid) <= _ALIGNED_FRAMES:
+        matcher = SequenceMatcher(None, a_mid, b_mid, autojunk=False)
+        return [
+            (tag, i1 + start, i2 + start, j1 + start, j2 + start)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+            if tag != "equal"
+        ]
+    a_runs, a_at = _runs(a_mid)
+    b_runs, b_at = _runs(b_mid)
+    a_at.append(len(a_mid))
+    b_at.append(len(b_mid))
+    matcher = SequenceMatcher(None, a_runs, b_runs, autojunk=False)
+    return [
+        (tag, a_at[i1] + start, a_at[i2] + start, b_at[j1] + start, b_at[j2] + start)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _runs(items: list[Any]) -> tuple[list[tuple[Any, int]], list[int]]:
+    """Items as runs of alike ones (a streamed message is one run of chunks), each with its
+    length; and where each run starts."""
+    runs: list[tuple[Any, int]] = []
+    starts: list[int] = []
+    for index, item in enumerate(items):
+        if runs and runs[-1][0] == item:
+            runs[-1] = (item, runs[-1][1] + 1)
+        else:
+            runs.append((item, 1))
+            starts.append(index)
+    return runs, starts
+
+
 def _wire(number: int, x: _Turn, y: _Turn) -> list[Difference]:
+    """The frames of two turns aligned (:func:`_opcodes`); a part that differs is shown as
+    its runs of alike frames (``session/update agent_message_chunk * 31``)."""
     found = []
-    matcher = SequenceMatcher(None, x.wire, y.wire, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        a_part = [" ".join(filter(None, w)) for w in x.wire[i1:i2]]
-        b_part = [" ".join(filter(None, w)) for w in y.wire[j1:j2]]
+    for tag, i1, i2, j1, j2 in _opcodes(x.wire, y.wire):
+        a_part = [_run_text(run) for run in _runs(x.wire[i1:i2])[0]]
+        b_part = [_run_text(run) for run in _runs(y.wire[j1:j2])[0]]
         what = {"insert": "only in B", "delete": "only in A", "replace": "changed"}[tag]
         found.append(
             Difference(
@@ -468,6 +568,12 @@ def _wire(number: int, x: _Turn, y: _Turn) -> list[Difference]:
             )
         )
     return found
+
+
+def _run_text(run: tuple[Any, int]) -> str:
+    frame, count = run
+    text = " ".join(filter(None, frame))
+    return text if count == 1 else f"{text} * {count:,}"
 
 
 def _errors(a: Session, b: Session) -> list[Difference]:

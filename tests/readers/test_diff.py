@@ -235,3 +235,72 @@ def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_pat
     assert 'data-ready="1"' in html and 'data-errors="0"' in html
     assert "Differences against" in html and "tool call 1 status" in html
     assert re.search(r'href="#frame=\d+">B:\d+</a>', html)
+
+
+def streamed(
+    path: Path, chunks: int, insert_at: int | None = None, time_text: bool = False
+) -> Path:
+    """A v2 session whose one turn streams ``chunks`` message chunks (recorded the way the
+    recorder writes them, so readers take them in runs), an update inserted at
+    ``insert_at``; one chunk's text a time when ``time_text``."""
+    from acp_proxy.transcript.records import end_record, start_record
+
+    t = "2026-11-30T10:00:00.000000Z"
+    session = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s"}}
+    frames: list[tuple[str, dict[str, Any]]] = [
+        ("client", {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": 2, "clientCapabilities": {}}}),
+        ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2,
+                   "agentCapabilities": {}, "info": {"name": "a", "version": "1"}}}),
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                    "params": {"cwd": "/", "mcpServers": []}}),
+        ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}),
+        ("client", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                    "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}),
+    ]  # fmt: skip
+    for n in range(chunks):
+        if n == insert_at:
+            update = {"sessionUpdate": "session_info_update", "title": "t"}
+            frames.append(("agent", {**session, "params": {"sessionId": "s", "update": update}}))
+        text = "2026-12-01T00:00:00Z" if time_text and n == 7 else f"word {n} "
+        update = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+                  "content": {"type": "text", "text": text}}  # fmt: skip
+        frames.append(("agent", {**session, "params": {"sessionId": "s", "update": update}}))
+    frames.append(("agent", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}))
+    with open(path, "wb") as out:
+        out.write(start_record(t, ["agent"], 1))
+        for seq, (side, message) in enumerate(frames, 1):
+            out.write(frame_record(seq, t, side, parse_frame(orjson.dumps(message))))
+        out.write(end_record(t, 0, "done"))
+    return path
+
+
+def test_a_streamed_turn_read_the_short_way_boils_down_as_read_in_full(tmp_path):
+    """load() takes a streamed turn's repeated chunks in runs (its View.add_run) and gets the
+    session reading every frame gets: wire, seqs, text (a time written <time>), with and
+    without the text ignored."""
+    from acp_proxy.readers.diff import load
+
+    path = streamed(tmp_path / "s.jsonl", 3000, insert_at=1500, time_text=True)
+    for ignore in ((), ("params.update.content.text",)):
+        short, full = load(str(path), ignore=ignore), load(str(path), ignore=ignore, short=False)
+        assert short == full
+        # the prompt, 3,000 chunks, the inserted update, the prompt's answer
+        assert len(short.turns[-1].wire) == 3003 and short.turns[-1].seqs[-1] == 3007
+    assert "<time>" in "".join(load(str(path)).turns[-1].text)
+
+
+def test_two_long_streamed_turns_diff_as_one_insertion_or_one_shorter_run(tmp_path):
+    """20,000 chunks against the same with an update inserted in the middle: one insertion
+    (not a cascade); against 19,900 chunks: the run of chunks shown as a run, 100 short. At
+    once, where the frame by frame alignment of such turns took minutes."""
+    a = streamed(tmp_path / "a.jsonl", 20_000)
+    b = streamed(tmp_path / "b.jsonl", 20_000, insert_at=10_000)
+    c = streamed(tmp_path / "c.jsonl", 19_900)
+    (inserted,) = as_json(a, b, "--only", "wire")["differences"]
+    assert inserted["what"] == "frames only in B"
+    assert inserted["b"] == ["← session/update session_info_update"]
+    assert inserted["b_seq"] == 5 + 10_000 + 1
+    (shorter,) = as_json(a, c, "--only", "wire")["differences"]
+    assert shorter["what"] == "frames only in A"
+    assert shorter["a"] == ["← session/update agent_message_chunk * 100"]
