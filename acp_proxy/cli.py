@@ -811,7 +811,7 @@ def search(
         _say(f"acp-proxy: {problem}")
     matched, named = False, set()
     with _output(False) as emit:
-        for hit in find(pattern, files, method, rule, side, session, ignore_case):
+        for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
             if not isinstance(hit, Hit):
                 _say(f"acp-proxy: {hit}")
                 continue

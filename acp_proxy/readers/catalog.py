@@ -426,10 +426,12 @@ def search(
     side: str | None = None,
     session: str | None = None,
     ignore_case: bool = False,
+    first: bool = False,
 ) -> Iterator[Hit | str]:
     """The frames across recordings whose method, update variant, rule or text matches
     ``pattern`` (a regular expression), narrowed as ``show`` narrows; a line for each file
-    that cannot be read (a ``str``)."""
+    that cannot be read (a ``str``). ``first``: only each file's first (``search -l``: the
+    rest of a file that matched is not read)."""
     regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     for path in paths:
         try:
@@ -437,6 +439,8 @@ def search(
                 hit = _match(regex, str(path), item, method, rule, side, session)
                 if hit is not None:
                     yield hit
+                    if first:
+                        break
         except RecordingError as exc:
             yield str(exc)
 

@@ -167,6 +167,24 @@ def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
     assert acp("search", "(", str(directory)).returncode == 2
 
 
+def test_search_l_stops_reading_a_file_at_its_first_match(directory, tmp_path):
+    """As grep -l: once a file matched, the rest of it is not read (a line past the reader's
+    bound after the match stops `search`, never `search -l`)."""
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(
+        (directory / "a.jsonl").read_bytes()
+        + b'{"kind":"stderr","text":"'
+        + b"x" * 4_000_000  # past a read block (1 MiB): a line the reader must hold
+        + b'"}\n'
+    )
+    limit = {"ACP_PROXY_MAX_RECORD": "1500000"}
+    files = acp("search", "-l", "session/prompt", str(path), **limit)
+    assert files.returncode == 0 and files.stdout.decode().splitlines() == [str(path)]
+    assert files.stderr == b""
+    every = acp("search", "session/prompt", str(path), **limit)
+    assert b"ACP_PROXY_MAX_RECORD" in every.stderr
+
+
 def test_pruning_removes_only_old_files_the_proxy_made_never_a_locked_one(tmp_path):
     made = tmp_path / "recs"
     made.mkdir()

@@ -260,11 +260,11 @@ def streamed(
     ]  # fmt: skip
     for n in range(chunks):
         if n == insert_at:
-            update = {"sessionUpdate": "session_info_update", "title": "t"}
-            frames.append(("agent", {**session, "params": {"sessionId": "s", "update": update}}))
+            info = {"sessionUpdate": "session_info_update", "title": "t"}
+            frames.append(("agent", {**session, "params": {"sessionId": "s", "update": info}}))
         text = "2026-12-01T00:00:00Z" if time_text and n == 7 else f"word {n} "
-        update = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
-                  "content": {"type": "text", "text": text}}  # fmt: skip
+        update: dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+                                  "content": {"type": "text", "text": text}}  # fmt: skip
         frames.append(("agent", {**session, "params": {"sessionId": "s", "update": update}}))
     frames.append(("agent", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}))
     with open(path, "wb") as out:
