@@ -161,7 +161,7 @@ def test_the_served_page_runs_in_a_browser(served, tmp_path):
     _, body, _ = get(url)
     link = re.search(r'href="(http://[^"]+/session/clean\.jsonl\?token=[^"]+)"', body)
     assert link is not None
-    # (a live page never goes idle, its stream stays open: the DOM is taken after 3 s)
+    # (the DOM is taken once the page has loaded; its stream stays open)
     html = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
