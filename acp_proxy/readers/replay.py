@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -65,6 +65,9 @@ from acp_proxy.readers.compare import (
     difference,
 )
 from acp_proxy.transcript.records import FrameRecord
+
+if TYPE_CHECKING:
+    from acp_proxy.log import Logger
 
 __all__ = [
     "AgentReplay",
@@ -314,7 +317,7 @@ def serve_agent(
     replay: AgentReplay,
     stdin: IO[bytes],
     stdout: IO[bytes],
-    log: Any,
+    log: Logger,
 ) -> int:
     """Play the agent over a pair of streams until the client closes its side."""
     inbox = _lines(stdin)
