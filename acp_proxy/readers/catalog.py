@@ -111,7 +111,8 @@ class SessionSummary:
         findings = f"{self.errors}E {self.warnings}W {self.infos}I"
         return (
             f"{(self.start or '-')[:19]:<19}  {(self.agent or '-')[:32]:<32}  {protocol:<3} "
-            f"{took:>8} {self.turns:>4} turns {self.frames:>7} frames  {findings:<12} "
+            f"{took:>8} {self.turns:>4} {'turn ' if self.turns == 1 else 'turns'} "
+            f"{self.frames:>7} frames  {findings:<12} "
             f"{self.size:>10,}  {self.path}"
         )
 
