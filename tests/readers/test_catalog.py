@@ -268,8 +268,43 @@ def test_sarif_is_sarif_2_1_0(directory):
     assert {r["level"] for r in run["results"]} <= {"error", "warning", "note"}
 
 
-#: The parts of the SARIF 2.1.0 schema (OASIS) that code-scanning servers read; the full
-#: schema is not in a registry the tests reach.
+#: The official SARIF 2.1.0 schema (OASIS, its final "rtm.5" draft) as a package on npm ships it.
+SARIF_SCHEMA_PACKAGE = "@microsoft/jest-sarif@1.0.0-beta.0"
+SARIF_SCHEMA_FILE = "package/lib/schemas/sarif-2.1.0-rtm.5.json"
+
+
+def test_sarif_passes_the_official_sarif_2_1_0_schema(directory, tmp_path):
+    """validate --format sarif against the whole official schema (fetched from npm, pinned;
+    skipped where npm is not), for recordings with findings of every level and without."""
+    import shutil
+    import tarfile
+
+    import jsonschema
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed")
+    packed = subprocess.run(
+        [npm, "pack", "--silent", SARIF_SCHEMA_PACKAGE], cwd=tmp_path, capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    if packed.returncode != 0:
+        pytest.skip(f"npm could not fetch {SARIF_SCHEMA_PACKAGE}: {packed.stderr[-200:]!r}")
+    (tarball,) = tmp_path.glob("*.tgz")
+    with tarfile.open(tarball) as archive:
+        member = archive.extractfile(SARIF_SCHEMA_FILE)
+        assert member is not None
+        schema = orjson.loads(member.read())
+    recordings = [str(directory / name) for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
+    proc = acp("validate", "--format", "sarif", *recordings)
+    document = orjson.loads(proc.stdout)
+    assert document["runs"][0]["results"], "c.jsonl has findings"
+    jsonschema.Draft4Validator.check_schema(schema)
+    jsonschema.Draft4Validator(schema).validate(document)
+
+
+#: The parts of the SARIF 2.1.0 schema (OASIS) that code-scanning servers read (held without
+#: npm too; the whole schema: the test above).
 SARIF_SHAPE: dict[str, Any] = {
     "type": "object",
     "required": ["version", "runs"],
