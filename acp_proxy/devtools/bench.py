@@ -402,13 +402,16 @@ main()
 """
 
 
-#: The readers the offline table times: the command, and its options after the recording.
+#: The readers the offline table times: the command and its options; the recording goes last
+#: (and where ``RECORDING`` stands: ``diff`` compares the recording with itself).
 READERS = {
     "validate": ["validate"],
     "show": ["show", "--no-color"],
     "show --conversation": ["show", "--no-color", "--conversation"],
     "stats": ["stats"],
     "report": ["report", "-o", os.devnull],
+    "diff": ["diff", "RECORDING"],
+    "search": ["search", "never-matches-anything"],
 }
 
 
@@ -416,8 +419,9 @@ def offline(recording: str, what: str) -> tuple[float, int | None]:
     """Seconds and peak memory (bytes) of a reader (:data:`READERS`) over a recording."""
     peak_file = recording + ".peak"
     start = time.perf_counter()
+    command = [recording if arg == "RECORDING" else arg for arg in READERS[what]]
     subprocess.run(
-        [sys.executable, "-c", _PEAK_REPORTER, peak_file, *READERS[what], recording],
+        [sys.executable, "-c", _PEAK_REPORTER, peak_file, *command, recording],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
