@@ -653,9 +653,8 @@ class _Bench:
         opens = [open_page(page, self.workdir) for _ in range(self.args.repeat)]
         known = [ms for ms in opens if ms is not None]
         shown = f"{_spread(known, fmt='{:,.0f}')} ms" if known else "-"
-        print(
-            f"{recording / 1e6:>9.1f} MB{size / 1e6:>9.1f} MB{size / recording:>14.2f}x{shown:>18}"
-        )
+        sizes = f"{recording / 1e6:>9.1f} MB{size / 1e6:>9.1f} MB{size / recording:>14.2f}x"
+        print(f"{sizes}  {shown:>24}")
 
 
 def open_page(page: str, workdir: str) -> float | None:
