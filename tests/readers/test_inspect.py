@@ -171,3 +171,138 @@ def test_the_served_page_runs_in_a_browser(served, tmp_path):
     ).stdout.decode()  # fmt: skip
     assert 'data-ready="1"' in html and 'data-errors="0"' in html and 'data-live="1"' in html
     assert "session/prompt" in html
+
+
+class DevTools:
+    """Headless Chromium driven over its DevTools pipe (``--remote-debugging-pipe``: JSON
+    messages on fds 3 and 4, each ended by a NUL), standard library only: a page opened, and
+    JavaScript evaluated in it."""
+
+    def __init__(self, browser: str, profile: Path) -> None:
+        import os
+
+        commands, self._commands = os.pipe()
+        self._events, answers = os.pipe()
+
+        def plumb() -> None:  # in the child: its fds 3 and 4 are the pipe's ends
+            os.dup2(commands, 3)
+            os.dup2(answers, 4)
+
+        self.proc = subprocess.Popen(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1400,1000",
+             "about:blank"],
+            pass_fds=(3, 4), preexec_fn=plumb,  # noqa: PLW1509 - only dup2 runs there
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        os.close(commands)
+        os.close(answers)
+        self._buffer, self._id, self.session = b"", 0, ""
+
+    def call(self, method: str, **params: object) -> dict[str, object]:
+        import os
+
+        import orjson
+
+        self._id += 1
+        message: dict[str, object] = {"id": self._id, "method": method, "params": params}
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self._commands, orjson.dumps(message) + b"\0")
+        while True:
+            while b"\0" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\0", 1)
+                answer = orjson.loads(line)
+                if answer.get("id") == self._id:
+                    assert "error" not in answer, answer
+                    result: dict[str, object] = answer["result"]
+                    return result
+            chunk = os.read(self._events, 1 << 16)
+            assert chunk, "the browser went away"
+            self._buffer += chunk
+
+    def open(self, url: str) -> None:
+        target = self.call("Target.createTarget", url=url)["targetId"]
+        self.session = str(
+            self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        )
+
+    def js(self, expression: str) -> object:
+        answer = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return answer["result"].get("value")  # type: ignore[attr-defined]
+
+    def until(self, expression: str, seconds: float = 20.0) -> object:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            value = self.js(expression)
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"never true: {expression}")
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_readers_place(
+    tmp_path, capsys
+):
+    """A session page open in real Chromium while its recording grows: the new frame and its
+    finding appear on their own, and the reader's place in the frame list and the frame they
+    selected are kept across the page's reload. How long it took is printed (a figure, not a
+    timed assertion)."""
+    from test_report import CHROMIUM
+
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.transcript.records import frame_record
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    recording = tmp_path / "growing.jsonl"
+    recording.write_bytes(b"".join(lines[:-1]))  # no end record: still being written
+    rows = sum(1 for line in lines if line.startswith(b'{"kind":"frame"'))
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    browser = DevTools(CHROMIUM, tmp_path / "profile")
+    try:
+        _, body, _ = get(url)
+        link = re.search(r'href="(http://[^"]+/session/growing\.jsonl\?token=[^"]+)"', body)
+        assert link is not None
+        browser.open(link.group(1).replace("&amp;", "&"))
+        count = (
+            "document.getElementById('f-count') && document.getElementById('f-count').textContent"
+        )
+        assert browser.until(f"document.body.dataset.ready === '1' && {count}") == (
+            f"{rows} of {rows} rows"
+        )
+        errors = "document.querySelector('.meta').textContent.match(/(\\d+) errors/)[1]"
+        assert browser.js(errors) == "0"
+        # the reader scrolls the frame list and selects a frame
+        browser.js("document.querySelector('.seqview').scrollTop = 300")
+        browser.until("document.querySelector('.seqview').scrollTop === 300")
+        seq = browser.js(
+            "(() => { const r = document.querySelectorAll('.seqview .row')[20]; r.click();"
+            " return r.dataset.seq; })()"
+        )
+        assert browser.js("document.querySelector('.seqview .row.sel').dataset.seq") == seq
+        # the recording grows by a frame with an error finding stored on it
+        frame = frame_record(
+            rows + 1, "2026-11-29T21:05:05.000000Z", "agent", parse_frame(b"not json"),
+            [{"rule": "not-json", "level": "error", "message": "not JSON", "spec": "ACP"}],
+        )  # fmt: skip
+        began = time.monotonic()
+        with open(recording, "ab") as out:
+            out.write(frame)
+        grown = f"{rows + 1} of {rows + 1} rows"
+        browser.until(f"document.body.dataset.ready === '1' && {count} === {grown!r}")
+        took = time.monotonic() - began
+        assert browser.js(errors) == "1"
+        assert browser.js("document.querySelector('.seqview').scrollTop") == 300
+        assert browser.js("document.querySelector('.seqview .row.sel').dataset.seq") == seq
+        assert browser.js("document.getElementById('errors').textContent") == ""
+    finally:
+        browser.close()
+        stop(proc)
+    with capsys.disabled():
+        print(f"\n  a new frame on the open page after {took:.2f} s")
