@@ -28,6 +28,7 @@ import errno
 import fcntl
 import os
 import stat
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -259,12 +260,23 @@ class Recorder:
 _IOV_MAX = 1024
 
 
+#: How long the recorder tries for its file's lock before it takes it for another session's:
+#: ``ls`` and pruning look at the lock (they take it for a moment) to know a file is being
+#: written, and a session that started in that moment must not take their look for a session.
+_LOCK_PATIENCE = 0.05
+
+
 def _lock(fd: int) -> bool:
     """Take the file's advisory lock; False if another session holds it."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True  # a filesystem without locks: nothing to coordinate with
-    return True
+    deadline = time.monotonic() + _LOCK_PATIENCE
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        except OSError:
+            return True  # a filesystem without locks: nothing to coordinate with
+        else:
+            return True

@@ -112,6 +112,42 @@ def test_a_planted_file_at_the_next_per_session_name_is_not_written(tmp_path):
     assert stat.S_IMODE(recorder.path.stat().st_mode) == 0o600
 
 
+def test_a_look_at_the_lock_is_not_taken_for_another_session(tmp_path):
+    """`ls` and pruning take a file's lock for a moment to see whether a session writes it;
+    a session that starts to append in that moment waits it out and records to its file,
+    not beside it. A lock held for good (another session) still sends it beside."""
+    import fcntl
+    import threading
+    import time
+
+    shared = tmp_path / "shared.jsonl"
+    shared.write_bytes(b"")
+    shared.chmod(0o600)
+
+    def look(seconds: float) -> threading.Event:
+        held = threading.Event()
+
+        def hold() -> None:
+            fd = os.open(shared, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            held.set()
+            time.sleep(seconds)
+            os.close(fd)
+
+        threading.Thread(target=hold, daemon=True).start()
+        held.wait(5)
+        return held
+
+    look(0.01)  # ls's look
+    recorder = Recorder(shared, get_logger(), ["agent"], 4242, append=True)
+    recorder.close(0, "done")
+    assert recorder.path == shared and kinds(shared) == ["start", "end"]
+    look(2.0)  # a session that holds it
+    second = Recorder(shared, get_logger(), ["agent"], 4343, append=True)
+    second.close(0, "done")
+    assert second.path == shared.with_name("shared-4343.jsonl")
+
+
 def test_per_session_files_in_a_directory_are_unchanged(tmp_path):
     directory = tmp_path / "recs"
     for _ in range(2):
