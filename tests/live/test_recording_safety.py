@@ -138,7 +138,7 @@ def test_a_look_at_the_lock_is_not_taken_for_another_session(tmp_path):
         held.wait(5)
         return held
 
-    look(0.01)  # ls's look
+    look(0.03)  # ls's look (a moment, within the recorder's patience)
     recorder = Recorder(shared, get_logger(), ["agent"], 4242, append=True)
     recorder.close(0, "done")
     assert recorder.path == shared and kinds(shared) == ["start", "end"]
