@@ -459,33 +459,20 @@ def _conversation(number: int, x: _Turn | None, y: _Turn | None) -> list[Differe
     return found
 
 
-#: Words either side of where two texts differ that the excerpt aligns (past the common
-#: start and end): a long streamed message is millions of words, and aligning them all
-#: would take minutes.
+#: Words past the common start and end of two texts that the excerpt aligns one by one: a long
+#: streamed message is millions of words.
 _ALIGNED_WORDS = 2000
 
 
 def _excerpt(a: str, b: str) -> tuple[str, str]:
-    """The words around where two texts differ, a few each side."""
+    """The words around where two texts differ, a few each side (aligned as turns' frames
+    are, :func:`_opcodes`)."""
     aw, bw = a.split(), b.split()
-    start = 0  # the common start and end first: linear, whatever the texts' length
-    while start < min(len(aw), len(bw)) and aw[start] == bw[start]:
-        start += 1
-    end = 0
-    while end < min(len(aw), len(bw)) - start and aw[-1 - end] == bw[-1 - end]:
-        end += 1
-    a_mid = aw[start : min(len(aw) - end, start + _ALIGNED_WORDS)]
-    b_mid = bw[start : min(len(bw) - end, start + _ALIGNED_WORDS)]
-    matcher = SequenceMatcher(None, a_mid, b_mid, autojunk=False)
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
-        if tag != "equal":
-            i1, i2, j1, j2 = a1 + start, a2 + start, b1 + start, b2 + start
-            return (
-                _words(aw, max(0, i1 - 3), min(i2 + 3, i1 + 12)),
-                _words(bw, max(0, j1 - 3), min(j2 + 3, j1 + 12)),
-            )
-    if len(aw) != len(bw):  # one ends, the other goes on
-        return _words(aw, max(0, start - 3), start + 12), _words(bw, max(0, start - 3), start + 12)
+    for _, i1, i2, j1, j2 in _opcodes(aw, bw, _ALIGNED_WORDS)[:1]:
+        return (
+            _words(aw, max(0, i1 - 3), min(i2 + 3, i1 + 12)),
+            _words(bw, max(0, j1 - 3), min(j2 + 3, j1 + 12)),
+        )
     return a[:80], b[:80]  # the same words, spaced differently
 
 
@@ -501,11 +488,13 @@ def _words(words: list[str], start: int, end: int) -> str:
 _ALIGNED_FRAMES = 5000
 
 
-def _opcodes(a: list[Any], b: list[Any]) -> list[tuple[str, int, int, int, int]]:
+def _opcodes(
+    a: list[Any], b: list[Any], limit: int = _ALIGNED_FRAMES
+) -> list[tuple[str, int, int, int, int]]:
     """How ``b`` differs from ``a`` (:meth:`SequenceMatcher.get_opcodes`, the equal parts
     left out): the common start and end are found first, in one pass; what lies between
-    is aligned frame by frame (one inserted update is one insertion, not a cascade), or,
-    past :data:`_ALIGNED_FRAMES`, as runs of alike frames."""
+    is aligned item by item (one inserted update is one insertion, not a cascade), or,
+    past ``limit`` items, as runs of alike items."""
     start, shortest = 0, min(len(a), len(b))
     while start < shortest and a[start] == b[start]:
         start += 1
@@ -515,7 +504,7 @@ def _opcodes(a: list[Any], b: list[Any]) -> list[tuple[str, int, int, int, int]]
     a_mid, b_mid = a[start : len(a) - end], b[start : len(b) - end]
     if not a_mid and not b_mid:
         return []
-    if len(a_mid) <= _ALIGNED_FRAMES and len(b_mid) <= _ALIGNED_FRAMES:
+    if len(a_mid) <= limit and len(b_mid) <= limit:
         matcher = SequenceMatcher(None, a_mid, b_mid, autojunk=False)
         return [
             (tag, i1 + start, i2 + start, j1 + start, j2 + start)
