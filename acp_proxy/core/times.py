@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["format_time", "parse_time"]
+__all__ = ["format_time", "parse_exact_time", "parse_time"]
 
 
 #: The last whole second formatted, and its text.
@@ -37,3 +38,15 @@ def parse_time(text: str) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
         return None
+
+
+#: What :func:`format_time` writes, exactly.
+_EXACT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
+
+
+def parse_exact_time(text: object) -> datetime | None:
+    """The time of a text exactly as :func:`format_time` writes it (so formatting the time
+    gives the text back); None for anything else."""
+    if type(text) is not str or _EXACT.match(text) is None:
+        return None
+    return parse_time(text)

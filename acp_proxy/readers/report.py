@@ -25,7 +25,7 @@ from typing import Any
 import click
 import orjson
 
-from acp_proxy.core.times import format_time, parse_time
+from acp_proxy.core.times import format_time, parse_exact_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
@@ -62,9 +62,6 @@ _SUMMARY = COLUMNS.index("summary")
 #: Row columns the page carries as an index into a table of their values (a handful of
 #: distinct values, repeated on every row); ``lead``: the head of a chunk's summary.
 _TABLED = ("side", "kind", "name", "session", "lead")
-
-#: A record time the page can make again from microseconds since the section's first.
-_PLAIN_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z\Z")
 
 
 class _Batch:
@@ -124,7 +121,7 @@ class _Rows:
         first row's): set once, before the first row."""
         if self.t0 is None and not self.values:
             self.t0 = t0
-            self._start = parse_time(t0) if _PLAIN_TIME.match(t0) else None
+            self._start = parse_exact_time(t0)
 
     def micros(self, t: Any) -> int | None:
         """``t`` as microseconds since ``t0``, if the page can make ``t`` again from them."""
@@ -132,8 +129,8 @@ class _Rows:
             return self._last[1]
         found = None
         start = self._start
-        if start is not None and type(t) is str and _PLAIN_TIME.match(t):
-            when = parse_time(t)
+        if start is not None:
+            when = parse_exact_time(t)
             if when is not None and when >= start:
                 found = (when - start) // timedelta(microseconds=1)
         self._last = (t, found)
@@ -176,7 +173,7 @@ def unpack(table: dict[str, Any]) -> list[dict[str, Any]]:
     """A section's ``rows`` as the page makes them again: a dict a row, with its ``t`` and
     ``rel`` (seconds since ``t0``). For tests and tools; the page does the same."""
     keys, tables, t0 = table["keys"], table["tables"], table["t0"]
-    start = parse_time(t0) if t0 is not None and _PLAIN_TIME.match(t0) else None
+    start = parse_exact_time(t0)
     rows = []
     batches = table["values"]
     for values in (row for batch in batches for row in orjson.loads(batch.json)):
