@@ -331,7 +331,7 @@ def run(
 
     from acp_proxy.core.validator import Validator
     from acp_proxy.live.observer import Observer
-    from acp_proxy.live.recorder import Recorder, is_per_session, resolve_record_path
+    from acp_proxy.live.recorder import Recorder, session_recorder
     from acp_proxy.live.relay import run_relay
 
     configure(log_level.lower(), log_format, _open_log(log_file))
@@ -344,12 +344,8 @@ def run(
         redactor = Redactor()
         recorded_argv = redactor.argv(argv)[0]
     pid = agent.process.pid
-    recorder = Recorder(
-        None if no_record else resolve_record_path(record, pid),
-        log,
-        recorded_argv,
-        pid,
-        append=not is_per_session(record),
+    recorder = (
+        Recorder(None, log) if no_record else session_recorder(record, log, recorded_argv, pid)
     )
     observer = Observer(
         recorder,

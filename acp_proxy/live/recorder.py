@@ -43,6 +43,7 @@ __all__ = [
     "is_per_session",
     "recording_name",
     "resolve_record_path",
+    "session_recorder",
 ]
 
 _CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
@@ -74,6 +75,21 @@ def is_per_session(option: str | None) -> bool:
     if option is None:
         return True
     return option.endswith(("/", os.sep)) or Path(option).expanduser().is_dir()
+
+
+def session_recorder(
+    option: str | None, log: Logger, argv: Sequence[str], pid: int | None
+) -> Recorder:
+    """The recorder ``run --record OPTION`` asks for (None: the default directory). Never
+    raises: a path that cannot even be worked out (``~nobody/x.jsonl``) is said once in the
+    log, and the session goes on unrecorded, as when the file cannot be opened."""
+    try:
+        path, append = resolve_record_path(option, pid), not is_per_session(option)
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.error("cannot record this session; relaying without a recording", record=option,
+                  error=str(exc))  # fmt: skip
+        return Recorder(None, log)
+    return Recorder(path, log, argv, pid, append=append)
 
 
 class _Refused(Exception):

@@ -148,6 +148,19 @@ def test_a_look_at_the_lock_is_not_taken_for_another_session(tmp_path):
     assert second.path == shared.with_name("shared-4343.jsonl")
 
 
+def test_a_record_path_that_cannot_be_worked_out_leaves_the_session_unrecorded(tmp_path):
+    """`--record ~nobody/x.jsonl` (a home that does not exist): one clear line in the log, and
+    the session is relayed as ever, unrecorded, exit status the agent's, no traceback."""
+    proc = subprocess.run(
+        [*PROXY, "run", "--record", "~no-such-user-acp/x.jsonl", "--", "cat"],
+        input=b"hello\n", capture_output=True, env=clean_env(), cwd=tmp_path, timeout=30,
+    )  # fmt: skip
+    said = proc.stderr.decode()
+    assert proc.returncode == 0 and proc.stdout == b"hello\n"
+    assert "cannot record this session" in said and "Traceback" not in said
+    assert not list(tmp_path.rglob("*.jsonl"))
+
+
 def test_per_session_files_in_a_directory_are_unchanged(tmp_path):
     directory = tmp_path / "recs"
     for _ in range(2):
