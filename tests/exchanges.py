@@ -11,15 +11,11 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
+from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import RULES
 from acp_proxy.core.validator import Validator, Violation
-from acp_proxy.readers.annotate import (
-    annotate,
-    annotate_lines,
-    is_text_chunk,
-    validate_lines,
-)
+from acp_proxy.readers.annotate import annotate, annotate_lines, validate_lines
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.report import document as report_document
 from acp_proxy.readers.report import todays_findings
@@ -151,7 +147,7 @@ def turn(id_: Any = 10, message_id: str = "u1", reason: str = "end_turn") -> Fra
 
 def findings(frames: Frames, end: bool = True, fast: bool = True) -> list[Violation]:
     validator = Validator()
-    validator.fast = fast
+    validator.shortcut.enabled = fast
     found: list[Violation] = []
     for seq, (side, message) in enumerate(frames, start=1):
         raw = message if isinstance(message, bytes) else orjson.dumps(message)

@@ -286,7 +286,7 @@ def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[
     ways = []
     for fast in (False, True):
         validator = Validator()
-        validator.fast = fast
+        validator.shortcut.enabled = fast
         found = []
         for item in open_recording(str(record)):
             if isinstance(item, FrameRecord):

@@ -30,16 +30,32 @@ differently from orjson never yields a wrong template; it yields none.
 :meth:`TextTemplates.again` answers the same for bytes nobody parsed (a recording read
 back), by parsing the literal alone.
 
+The shortcut, whole, is :class:`Shortcut`: which frames it takes (a message chunk of a
+text block, sent by the agent in a session it knows, in a version it checks), what it
+runs of the rules on them (:class:`ChunkRules`: only what follows state), and what it
+tells the wire model (the turn's count). A validator, the observer and the readers ask it
+and nothing else; they see frames.
+
 Pure code: bytes in, booleans out.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-__all__ = ["TextTemplates"]
+from acp_proxy.core.protocol import CHUNK_TEXT, MESSAGE_CHUNKS, Kind, Side
+from acp_proxy.core.wire import Message, WireModel
+
+__all__ = ["ChunkRules", "Envelope", "Shortcut", "TextTemplates", "is_text_chunk"]
+
+#: Enum members looked up once (reading one off its class costs ~80 ns, per frame).
+_NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
+
+#: What a frame that repeats another is compared with: the prefix and suffix around its
+#: text's literal, and the template's key (its session first).
+Envelope = tuple[bytes, bytes, Any]
 
 #: What stands in for the text when a template is proved.
 _MARK = "acp-proxy:template-mark"
@@ -235,3 +251,158 @@ def _put(value: Any, path: tuple[str, ...], item: Any) -> None:
     for key in path[:-1]:
         value = value[key]
     value[path[-1]] = item
+
+
+def is_text_chunk(message: Message) -> bool:
+    """Whether ``message`` is a message chunk whose content is a text block."""
+    if message.variant not in MESSAGE_CHUNKS or message.update is None:
+        return False
+    content = message.update.get("content")
+    return type(content) is dict and content.get("type") == "text"
+
+
+class ChunkRules(Protocol):
+    """The rules that can fire on a message chunk, as a validator lends them to its
+    :class:`Shortcut`. A session is whatever the rules keep for one."""
+
+    def chunk_session(self, session_id: Any) -> Any | None:
+        """The rule state of ``session_id`` if chunks in it are checked (the connection is
+        initialized and the session known); else None."""
+        ...
+
+    def new_chunk(self, message: Message, session: Any, update: dict[str, Any]) -> bool:
+        """Every rule that can fire on a chunk no template knows (``message`` in
+        ``session``, the negotiated version 1 or 2); True if its shape is clean."""
+        ...
+
+    def known_chunk(self, message: Message, session: Any) -> None:
+        """The rules that follow state, on a chunk that is a checked, clean one of
+        ``session`` but for its text: what looks at the shape would say the same again."""
+        ...
+
+
+class Shortcut:
+    """The streamed-chunk shortcut of one connection: a message chunk the agent streams is
+    checked in full once; the next ones, the same frame around another text, cost a few
+    byte comparisons (:class:`TextTemplates`).
+
+    - :meth:`check` takes every message of the wire model, in order. With ``rules`` (a
+      validator's), it says whether it checked the message itself, the short way; without
+      (a reader that does not validate), it only learns, and checks nothing.
+    - Right after a message it took as a repeat that found nothing, :meth:`repeat` takes
+      a frame nobody parsed (the observer's line, a recording's record) if it is the same
+      frame around another text, exactly as :meth:`check` would: the rules it runs on a
+      known chunk look at state and at the template's key, which are the same for both,
+      and change nothing the second time. :meth:`repeating` and :meth:`taken` do the same
+      for many frames at once.
+
+    Whatever takes a frame so tells the wire model (:meth:`WireModel.again`): that is all
+    that would have changed."""
+
+    __slots__ = ("_repeatable", "_rules", "_templates", "enabled", "wire")
+
+    def __init__(self, wire: WireModel, rules: ChunkRules | None = None) -> None:
+        self.wire = wire
+        self._rules = rules
+        self._templates = TextTemplates()
+        #: Whether the message checked last was a known chunk that found nothing.
+        self._repeatable = False
+        #: Off, every frame is checked the long way (the tests compare both ways).
+        self.enabled = True
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether :meth:`repeat` may take the next frame."""
+        return self._repeatable
+
+    def forget(self) -> None:
+        """The message checked last found something: the next frame is not its repeat."""
+        self._repeatable = False
+
+    def check(self, message: Message) -> bool:
+        """Take ``message`` (fed to :attr:`wire` just before). True if it was checked here,
+        the short way (only with rules): then the caller checks nothing more. The common
+        case, in a few look-ups: a message chunk the agent streams in a session it
+        created, once initialized."""
+        self._repeatable = False
+        if message.method != "session/update" or message.side is not _AGENT or not self.enabled:
+            return False
+        rules = self._rules
+        if rules is None:
+            self._learn(message)
+            return False
+        raw = message.frame.raw
+        known = self._templates.known(raw)
+        if known is not None and self._known(message, known):
+            return True
+        if message.kind is not _NOTIFICATION:
+            return False
+        session_id, update = message.session, message.update
+        session = rules.chunk_session(session_id) if session_id is not None else None
+        if session is None or update is None or not is_text_chunk(message):
+            return False
+        value = message.frame.value
+        if (
+            value.get("jsonrpc") != "2.0"
+            or "result" in value
+            or "error" in value
+            or raw[-1] == 13  # a line ending in \r
+        ):
+            return False
+        version = self.wire.negotiated
+        if version not in (1, 2):
+            return False
+        key = (session_id, message.variant, version)
+        if self._templates.match(raw, *key):
+            return self._known(message, key)
+        if rules.new_chunk(message, session, update):
+            self._templates.learn(raw, value, CHUNK_TEXT, *key)
+        return True
+
+    def _known(self, message: Message, key: tuple[Any, ...]) -> bool:
+        """A chunk that is a checked, clean one of its key's session but for its text (the
+        same envelope, variant and message): only the rules that follow state. False if
+        the session is gone or the version changed."""
+        assert self._rules is not None
+        session_id, _, version = key
+        session = self._rules.chunk_session(session_id)
+        if session is None or message.update is None or version != self.wire.negotiated:
+            return False
+        self._rules.known_chunk(message, session)
+        self._repeatable = True
+        return True
+
+    def _learn(self, message: Message) -> None:
+        """Without rules: a text chunk becomes (or matches) the template of its session's
+        variant."""
+        if not is_text_chunk(message):
+            return
+        frame, key = message.frame, (message.session, message.variant)
+        if self._templates.match(frame.raw, *key):
+            self._repeatable = True
+        else:
+            self._templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
+
+    def repeat(self, side: str, raw: bytes) -> str | None:
+        """The text of ``raw`` (bytes nobody parsed, sent by ``side`` right after the
+        message checked last), if it is that message's frame around another text, taken
+        as :meth:`check` would take it; else None."""
+        if not self._repeatable or side != "agent":
+            return None
+        again = self._templates.again(raw)
+        if again is None:
+            return None
+        self.wire.again(again[0][0])
+        return again[1]
+
+    def repeating(self, side: str) -> Envelope | None:
+        """What :meth:`repeat` would compare a frame ``side`` sends with; None when it
+        would take nothing. For a reader that compares many frames at once, and says how
+        many it took (:meth:`taken`)."""
+        if not self._repeatable or side != "agent":
+            return None
+        return self._templates.envelope()
+
+    def taken(self, envelope: Envelope, count: int) -> None:
+        """``count`` frames that :meth:`repeating`'s ``envelope`` matched were taken."""
+        self.wire.again(envelope[2][0], count)

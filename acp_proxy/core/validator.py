@@ -33,13 +33,12 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from acp_proxy.core.chunks import TextTemplates
+from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
-    CHUNK_TEXT,
     COMPACTION_STATUSES,
     LEGACY_MCP_METHODS,
     MESSAGE_CHUNKS,
@@ -78,9 +77,6 @@ from acp_proxy.core.wire import (
 )
 
 __all__ = ["Validator", "Violation"]
-
-#: Enum members looked up once (reading one off its class costs ~80 ns, per frame).
-_NOTIFICATION, _AGENT = Kind.NOTIFICATION, Side.AGENT
 
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
@@ -212,11 +208,8 @@ class Validator:
         self._next_hop: Validator | None = None
         #: How many proxy/successor envelopes deep this validator's connection is.
         self._depth = 0
-        #: Streamed chunks already checked, to know the next ones by their bytes.
-        self._templates = TextTemplates()
-        #: Whether the frame checked last was a known chunk that found nothing (see
-        #: :meth:`repeat`).
-        self._repeatable = False
+        #: Streamed chunks already checked, known by their bytes (the rules here).
+        self.shortcut = Shortcut(self.wire, self)
 
     # --- entry points -------------------------------------------------------
 
@@ -235,97 +228,33 @@ class Validator:
             return self._found
         return self.check(message)
 
-    #: Take the short way for streamed chunks (see :meth:`_chunk`); the tests compare
-    #: both ways on every exchange they use.
-    fast = True
-
     def check(self, message: Message) -> list[Violation]:
-        """Check one message of :attr:`wire` (fed to it just before)."""
+        """Check one message of :attr:`wire` (fed to it just before). A streamed chunk
+        like one checked before is the :attr:`shortcut`'s."""
         self._found = []
         self._seq = message.seq
         self._session_id = None
-        self._repeatable = False
         try:
-            if not (message.method == "session/update" and self.fast and self._chunk(message)):
+            if not self.shortcut.check(message):
                 self._frame(message)
         except Exception as exc:  # a bug here must not cost the user their session
             self._flag("validator-error", f"the validator could not check this frame ({exc!r})")
         if self._found:
-            self._repeatable = False
+            self.shortcut.forget()
         return self._found
 
-    def repeat(self, side: str, raw: bytes) -> str | None:
-        """Take a frame the way the one checked last went, without parsing or checking it,
-        if that frame was a known chunk that found nothing and ``raw`` (bytes nobody
-        parsed, sent by ``side`` right after it) is the same frame around another text.
+    # --- the rules a streamed chunk runs (ChunkRules, for the shortcut) -------
 
-        Exactly what :meth:`check` would do: a known chunk's rules look at the validator's
-        state and at the template's key, which are the same for both frames; they found
-        nothing for the first and change nothing the second time (what they record, such
-        as a user message seen, is recorded already). The wire model counts the update in
-        its turn. Returns the frame's text if it was taken so. For the observer, on a line
-        the relay has not parsed (the frame is recorded from its bytes), and for a reader of
-        a recording (:mod:`acp_proxy.readers.annotate`)."""
-        if not self._repeatable or side != "agent":
-            return None
-        again = self._templates.again(raw)
-        if again is None:
-            return None
-        self.wire.again(again[0][0])
-        return again[1]
+    def chunk_session(self, session_id: Any) -> _Session | None:
+        """The rule state of ``session_id``, once initialized."""
+        return self._sessions.get(session_id) if self._initialized else None
 
-    def repeating(self, side: str) -> tuple[bytes, bytes, Any] | None:
-        """What :meth:`repeat` would compare a frame ``side`` sends with: the prefix and
-        suffix around its text's literal, and the template's key (its session first);
-        None when it would take nothing. For a reader that takes many frames at once;
-        it tells the wire model how many (:meth:`WireModel.again`)."""
-        if not self._repeatable or side != "agent":
-            return None
-        return self._templates.envelope()
-
-    def _chunk(self, message: Message) -> bool:
-        """The common case, in a few look-ups: a message chunk the agent streams in a
-        session it created, once initialized. Only the rules that can fire on it run
-        (exactly what the long way would run); False if the frame is anything else."""
-        if message.side is not _AGENT or not self._initialized:
-            return False
-        known = self._templates.known(message.frame.raw)
-        if known is not None:
-            session_id, variant, version = known
-            if self._known_chunk(message, session_id, variant, version):
-                return True
-        if message.kind is not _NOTIFICATION:
-            return False
-        session_id = message.session
-        session = self._sessions.get(session_id) if session_id is not None else None
-        update = message.update
-        if session is None or update is None or message.variant not in MESSAGE_CHUNKS:
-            return False
-        frame = message.frame
-        value = frame.value
-        if (
-            value.get("jsonrpc") != "2.0"
-            or "result" in value
-            or "error" in value
-            or frame.raw[-1] == 13  # a line ending in \r
-        ):
-            return False
-        version = self.wire.negotiated
-        if version not in (1, 2):
-            return False
-        self._session_id = session_id
-        variant = message.variant
-        if self._templates.match(frame.raw, session_id, variant, version):
-            return self._known_chunk(message, session_id, variant, version)
-        self._new_chunk(message, session, update, version)
-        return True
-
-    def _new_chunk(
-        self, message: Message, session: _Session, update: dict[str, Any], version: int
-    ) -> None:
-        """A chunk no template knows: every rule that can fire on it; if its shape is
-        clean, it becomes the template of its session's variant."""
+    def new_chunk(self, message: Message, session: _Session, update: dict[str, Any]) -> bool:
+        """A chunk no template knows: every rule that can fire on it; True if its shape
+        is clean (it becomes the template of its session's variant)."""
+        self._session_id = session.id
         shaped = len(self._found)
+        version = self.wire.negotiated
         if version == 2:
             self._message_update(message, session, update)
         else:
@@ -333,32 +262,21 @@ class Validator:
             shaped = -1  # the v1 rules follow state only: they say nothing of the shape
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
-        variant = message.variant
-        defects = schema.update_params(message.params, update, variant)
+        defects = schema.update_params(message.params, update, message.variant)
         if defects:
             self._report(defects, "session/update ", "params", 0, schema)
-        elif shaped < 0 or len(self._found) == shaped:
-            key = (session.id, variant, version)
-            self._templates.learn(message.frame.raw, message.frame.value, CHUNK_TEXT, *key)
-
-    def _known_chunk(
-        self, message: Message, session_id: Any, variant: str | None, version: int | None
-    ) -> bool:
-        """A chunk that is a checked, clean one of ``session_id`` but for its text (the same
-        envelope, variant and message, :mod:`acp_proxy.core.chunks`): what looks at the shape
-        (the schema, the shape rules, the envelope's) would say the same again, so only
-        what follows state runs. False if the session is gone or the version changed."""
-        session = self._sessions.get(session_id)
-        update = message.update
-        if session is None or update is None or version != self.wire.negotiated:
             return False
-        self._session_id = session_id
-        if version == 1:
-            self._v1.update(message, update)
-        elif variant == "user_message_chunk":
-            self._user_message_seen(session, update["messageId"])
-        self._repeatable = True
-        return True
+        return shaped < 0 or len(self._found) == shaped
+
+    def known_chunk(self, message: Message, session: _Session) -> None:
+        """A chunk that is a checked, clean one of ``session`` but for its text: only what
+        follows state runs."""
+        self._session_id = session.id
+        assert message.update is not None
+        if self.wire.negotiated == 1:
+            self._v1.update(message, message.update)
+        elif message.variant == "user_message_chunk":
+            self._user_message_seen(session, message.update["messageId"])
 
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
@@ -55,7 +56,8 @@ class FrameValidator(Protocol):
 
     def check(self, message: Message) -> list[Violation]: ...
 
-    def repeat(self, side: Side, raw: bytes) -> str | None: ...
+    @property
+    def shortcut(self) -> Shortcut: ...
 
     def end(self) -> list[Violation]: ...
 
@@ -147,7 +149,7 @@ class Observer:
         """Observe the frames of one chunk, in order; flush the transcript. A frame may
         come as its line's bytes, unparsed (:meth:`Framer.lines`): it is parsed here,
         unless it is the streamed chunk before it around another text
-        (:meth:`Validator.repeat`), which checking would find nothing in.
+        (:meth:`Shortcut.repeat`), which checking would find nothing in.
 
         Returns what must be added to the client's stream, if anything: with
         ``--notify-client``, a live-only notice per new finding (the relay puts
@@ -248,12 +250,12 @@ class Observer:
 
     def _known(self, side: Side, raw: bytes) -> bool:
         """Whether ``raw`` is the streamed chunk before it around another text, taken as
-        checking it would (:meth:`Validator.repeat`); a validator that fails is off."""
+        checking it would (:meth:`Shortcut.repeat`); a validator that fails is off."""
         validator = self.validator
         if validator is None:
             return False
         try:
-            return validator.repeat(side, raw) is not None
+            return validator.shortcut.repeat(side, raw) is not None
         except Exception as exc:  # a bug here must not cost the user their session
             self._validator_failed(exc)
             return False

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from acp_proxy.core.chunks import TextTemplates
-from acp_proxy.core.protocol import CHUNK_TEXT, MESSAGE_CHUNKS
+from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.core.wire import Message, Side, WireModel
+from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
@@ -46,7 +45,6 @@ __all__ = [
     "annotate",
     "annotate_lines",
     "finding_line",
-    "is_text_chunk",
     "open_lines",
     "open_recording",
     "plain",
@@ -193,21 +191,20 @@ class _Annotator:
         self.validator: Validator | None = None
         self.number = 0
         self.last_seq = 0
-        #: Without a validator: chunks seen, to know the next ones by their bytes (see
-        #: :meth:`repeat`), and whether the frame fed last is the template matched last.
-        self.templates: TextTemplates | None = None
-        self.repeatable = False
+        #: The short ways' streamed chunks known by their bytes: the validator's, or
+        #: without one a shortcut that only learns (:meth:`repeat`).
+        self.shortcut: Shortcut | None = None
         self.heads = PlainHeads()
-        #: Whether the frame fed last is a message chunk of a text block (what a
-        #: :class:`Repeated` may repeat).
-        self.text_chunk = False
 
     def _connect(self) -> None:
         self.number += 1
         self.wire, self.last_seq = WireModel(self.number), 0
         self.validator = Validator(self.wire) if self.validate else None
-        self.templates = TextTemplates() if self.short and not self.validate else None
-        self.repeatable = self.text_chunk = False
+        self.shortcut = None
+        if self.short:
+            self.shortcut = (
+                self.validator.shortcut if self.validator is not None else Shortcut(self.wire)
+            )
 
     def finish(self, line: int, t: str) -> Iterator[Annotated]:
         """The connection ends without its end record (another starts, or the file ends)."""
@@ -223,10 +220,7 @@ class _Annotator:
             assert self.wire is not None
             self.last_seq = max(self.last_seq, record.seq)
             message = self.wire.feed(record.side, record.frame, record.seq, record.t)
-            found = self.validator.check(message) if self.validator is not None else []
-            self.text_chunk = self.short and is_text_chunk(message)
-            if self.templates is not None:
-                self._template(message)
+            found = self._check(message)
             if self.stored:
                 found = stored_findings(record)
             yield Annotated(record, found, message, self.number)
@@ -245,8 +239,7 @@ class _Annotator:
             yield Annotated(record, [], None, self.number)  # no protocol here: nothing to check
         elif isinstance(record, EndRecord):
             found = self.validator.end() if self.validator is not None else []
-            self.wire = self.validator = None
-            self.repeatable = self.text_chunk = False
+            self.wire = self.validator = self.shortcut = None
             yield Annotated(record, found, None, self.number)
         else:
             message_text = f"line {record.line} is not a transcript record: {record.reason}"
@@ -255,41 +248,27 @@ class _Annotator:
             )
             yield Annotated(record, [unreadable], None, self.number)
 
-    def _template(self, message: Message) -> None:
-        """Without a validator: a message chunk the agent sent becomes (or matches) the
-        template of its session's variant."""
-        self.repeatable = False
-        if not self.text_chunk or message.side is not Side.AGENT:
-            return
-        assert self.templates is not None
-        frame, key = message.frame, (message.session, message.variant)
-        if self.templates.match(frame.raw, *key):
-            self.repeatable = True
-        else:
-            self.templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
+    def _check(self, message: Message) -> list[Violation]:
+        """The validator's findings, if validating; a shortcut without one only learns."""
+        if self.validator is not None:
+            return self.validator.check(message)
+        if self.shortcut is not None:
+            self.shortcut.check(message)
+        return []
 
     def repeat(self, line: bytes) -> Taken | None:
         """A plain frame record that repeats the frame before it but for its text, taken
-        without reading it further: with a validator, as :meth:`Validator.repeat` says (no
-        findings); without one, if the frame before was a message chunk whose template it
-        fits; the agent's, always. The rest of :meth:`feed` is bookkeeping. Its seq, t,
-        text, size and line."""
-        if not self.text_chunk:
+        without reading it further, as :meth:`Shortcut.repeat` says (with a validator: no
+        findings). The rest of :meth:`feed` is bookkeeping. Its seq, t, text, size and
+        line."""
+        shortcut = self.shortcut
+        if shortcut is None or not shortcut.repeatable:
             return None
         head = self.heads.read(line)
         if head is None:
             return None
         seq, t, side, raw = head
-        if self.validator is not None:
-            text = self.validator.repeat(side, raw)
-        elif side == "agent" and self.repeatable and self.templates and self.wire is not None:
-            again = self.templates.again(raw)
-            if again is None:
-                return None
-            key, text = again
-            self.wire.again(key[0])
-        else:
-            return None
+        text = shortcut.repeat(side, raw)
         if text is None:
             return None
         self.last_seq = max(self.last_seq, seq)
@@ -333,19 +312,13 @@ class _Annotator:
         that ended the run, not taken (:meth:`repeat` may still take it: a gap in the
         seqs, another time), or None."""
         expected = self.heads.expected()
-        if expected is None or self.wire is None:
+        if expected is None or self.shortcut is None:
             return None
         seq, t, side, stamp = expected
-        envelope = (
-            self.validator.repeating(side)
-            if self.validator is not None
-            else self.templates.envelope()
-            if self.templates is not None and self.repeatable and side == "agent"
-            else None
-        )
+        envelope = self.shortcut.repeating(side)
         if envelope is None:
             return None
-        prefix, suffix, key = envelope
+        prefix, suffix, _ = envelope
         head_format, tail = PLAIN_HEAD + b"%s", suffix + b"}"
         cut = len(tail) - 1  # the tail begins with the literal's closing quote
         # a frame's size: its line's, less the record's head (the prefix is the frame's)
@@ -372,17 +345,9 @@ class _Annotator:
             break
         if seq > first:
             self.heads.skip(seq - first)
-            self.wire.again(key[0], seq - first)
+            self.shortcut.taken(envelope, seq - first)
             self.last_seq = max(self.last_seq, seq - 1)
         return stop
-
-
-def is_text_chunk(message: Message) -> bool:
-    """Whether ``message`` is a message chunk whose content is a text block."""
-    if message.variant not in MESSAGE_CHUNKS or message.update is None:
-        return False
-    content = message.update.get("content")
-    return type(content) is dict and content.get("type") == "text"
 
 
 def annotate(

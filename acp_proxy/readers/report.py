@@ -25,6 +25,7 @@ from typing import Any
 import click
 import orjson
 
+from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.times import format_time, parse_exact_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
@@ -36,7 +37,6 @@ from acp_proxy.readers.annotate import (
     Repeated,
     annotate,
     annotate_lines,
-    is_text_chunk,
     open_lines,
     open_recording,
 )

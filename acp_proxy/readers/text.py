@@ -16,12 +16,13 @@ from typing import Any
 import click
 import orjson
 
+from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS, EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
-from acp_proxy.readers.annotate import Annotated, Repeated, is_text_chunk
+from acp_proxy.readers.annotate import Annotated, Repeated
 from acp_proxy.readers.conversation import Conversation, Entity, SessionView
 from acp_proxy.transcript.records import (
     EndRecord,

@@ -7,10 +7,15 @@ import copy
 from typing import Any
 
 import orjson
+import pytest
+from exchanges import CLEAN_CHUNK, S
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.chunks import TextTemplates
+from acp_proxy.core.chunks import Shortcut, TextTemplates
+from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.validator import Validator
+from acp_proxy.core.wire import Message, WireModel
 
 TEXT = ("params", "update", "content", "text")
 KEY = ("s", "agent_message_chunk", 2)
@@ -174,3 +179,109 @@ def test_a_match_is_the_template_with_another_text_and_a_plain_next_chunk_matche
         text = parsed["params"]["update"]["content"]["text"]
         assert isinstance(text, str)
         assert parsed == with_text(value, text)
+
+
+# --- the shortcut whole: what a validator, the observer and the readers ask -----------
+
+
+class Connection:
+    """A connection fed through a wire model (and its validator), and its shortcut: by
+    default v2, with its session open and a turn running."""
+
+    def __init__(self, validate: bool = True, frames: list[Any] | None = None) -> None:
+        from exchanges import prompt, setup, state, user_message
+
+        if frames is None:
+            frames = [*setup(2), prompt(10), state("running"), user_message("u1")]
+
+        self.wire = WireModel()
+        self.validator = Validator(self.wire) if validate else None
+        self.shortcut = self.validator.shortcut if self.validator else Shortcut(self.wire)
+        self.seq = 0
+        for side, message in frames:
+            self.feed(side, orjson.dumps(message))
+
+    def feed(self, side: str, raw: bytes) -> tuple[Message, list[Any]]:
+        """One frame parsed and checked: its message and findings."""
+        self.seq += 1
+        message = self.wire.feed(side, parse_frame(raw), self.seq, "")
+        if self.validator is None:
+            assert not self.shortcut.check(message)  # without rules it checks nothing
+            return message, []
+        return message, self.validator.check(message)
+
+
+def clean(text: str) -> bytes:
+    return CLEAN_CHUNK.replace(b'"ab"', orjson.dumps(text))
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_after_a_known_chunk_the_next_ones_are_taken_by_their_bytes(validate: bool) -> None:
+    connection = Connection(validate)
+    shortcut = connection.shortcut
+    connection.feed("agent", clean("one"))
+    assert not shortcut.repeatable  # learned: only a match proves the shape repeats
+    message, _ = connection.feed("agent", clean("two"))
+    assert shortcut.repeatable
+    assert message.turn is not None
+    updates = message.turn.updates
+    # bytes nobody parsed: the text, and the turn counts them as feeding them would
+    assert shortcut.repeat("agent", clean('say "three"\n')) == 'say "three"\n'
+    assert shortcut.repeat("client", clean("four")) is None  # only the agent streams
+    assert shortcut.repeat("agent", clean("x").replace(b'"m"', b'"n"')) is None  # another
+    envelope = shortcut.repeating("agent")
+    assert envelope is not None and clean("five").startswith(envelope[0])
+    shortcut.taken(envelope, 3)
+    assert message.turn.updates == updates + 4
+
+
+def test_with_rules_the_shortcut_checks_a_chunk_the_long_way_would_pass() -> None:
+    connection = Connection()
+    shortcut = connection.shortcut
+    for text in ("one", "two", "three"):
+        assert connection.feed("agent", clean(text))[1] == []
+    assert shortcut.repeatable
+    # a chunk of a session nobody created: flagged (the long way), and nothing repeats it
+    unknown = clean("x").replace(S.encode(), b"nobody")
+    assert [f.rule for f in connection.feed("agent", unknown)[1]] == ["unknown-session"]
+    assert not shortcut.repeatable
+    assert shortcut.repeat("agent", clean("four")) is None
+
+
+def test_a_known_chunk_that_breaks_a_rule_is_never_repeated() -> None:
+    """A known chunk still runs the rules that follow state: v1's update after the
+    cancelled prompt's answer is flagged, and the frame after it is read in full."""
+    from exchanges import note, ok, prompt, setup
+
+    connection = Connection(frames=[*setup(1), prompt(10)])
+    v1 = CLEAN_CHUNK.replace(b'"messageId":"m",', b"")
+    for text in ("one", "two"):
+        assert connection.feed("agent", v1.replace(b'"ab"', orjson.dumps(text)))[1] == []
+    assert connection.shortcut.repeatable
+    connection.feed("client", orjson.dumps(note("session/cancel", {"sessionId": S})))
+    connection.feed("agent", orjson.dumps(ok(10, {"stopReason": "cancelled"})))
+    found = connection.feed("agent", v1.replace(b'"ab"', b'"late"'))[1]
+    assert [f.rule for f in found] == ["update-after-cancelled"]
+    assert not connection.shortcut.repeatable
+    assert connection.shortcut.repeat("agent", v1.replace(b'"ab"', b'"later"')) is None
+
+
+def test_a_chunk_that_is_not_text_is_never_repeated() -> None:
+    connection = Connection(validate=False)
+    image = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"' + S.encode()
+        + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
+        + b'"content":{"type":"image","mimeType":"image/png","data":"AA==","text":"x"}}}}'
+    )  # fmt: skip
+    for _ in range(3):
+        connection.feed("agent", image)
+        assert not connection.shortcut.repeatable
+
+
+def test_switched_off_every_chunk_goes_the_long_way() -> None:
+    connection = Connection()
+    connection.shortcut.enabled = False
+    for text in ("one", "two", "three"):
+        message = connection.wire.feed("agent", parse_frame(clean(text)), 50, "")
+        assert not connection.shortcut.check(message)
+        assert not connection.shortcut.repeatable

@@ -221,7 +221,7 @@ def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
     tmp_path_factory, monkeypatch, version, chunks, data
 ):
     """The relay hands the observer its lines unparsed: a streamed chunk known by its bytes
-    (Validator.repeat) is recorded without being parsed or checked again, any other is
+    (Shortcut.repeat) is recorded without being parsed or checked again, any other is
     parsed there. The transcript and the logged findings are byte for byte what parsing
     every frame gives, however the stream is cut into reads; recording or not, logging every
     frame (debug) or redacting (those need every frame parsed)."""
