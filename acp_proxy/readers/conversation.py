@@ -40,7 +40,7 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import Annotated, Repeated
+from acp_proxy.readers.annotate import Annotated, Repeated, View
 from acp_proxy.transcript.records import StartRecord
 
 #: A connection's start record (None if the file lacks one) and its conversation.
@@ -228,6 +228,26 @@ class SessionView:
         }
 
 
+class _Connections(View):
+    """:meth:`Conversation.per_connection`, an item at a time."""
+
+    def __init__(self) -> None:
+        self.connections: list[Connection] = []
+
+    def add(self, item: Annotated) -> None:
+        connections, record = self.connections, item.record
+        if isinstance(record, StartRecord) or (
+            item.message is not None and len(connections) < item.connection
+        ):
+            start = record if isinstance(record, StartRecord) else None
+            connections.append((start, Conversation()))
+        if item.message is not None:
+            connections[-1][1].observe(item.message)
+
+    def add_run(self, run: Repeated) -> None:
+        self.connections[-1][1].again(run)
+
+
 class Conversation:
     """Builds :class:`SessionView` objects from the wire model's messages."""
 
@@ -256,21 +276,9 @@ class Conversation:
     def per_connection(items: Iterable[Annotated | Repeated]) -> list[Connection]:
         """One conversation per connection of a recording (``annotate`` or
         ``annotate_lines`` output)."""
-        connections: list[Connection] = []
-        for item in items:
-            if type(item) is Repeated:
-                connections[-1][1].again(item)
-                continue
-            assert isinstance(item, Annotated)
-            record = item.record
-            if isinstance(record, StartRecord) or (
-                item.message is not None and len(connections) < item.connection
-            ):
-                start = record if isinstance(record, StartRecord) else None
-                connections.append((start, Conversation()))
-            if item.message is not None:
-                connections[-1][1].observe(item.message)
-        return connections
+        connections = _Connections()
+        connections.feed(items)
+        return connections.connections
 
     @staticmethod
     def document(connections: list[Connection], session: str | None = None) -> dict[str, Any]:

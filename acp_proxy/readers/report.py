@@ -35,6 +35,7 @@ from acp_proxy.readers.annotate import (
     RUN,
     Annotated,
     Repeated,
+    View,
     annotate,
     annotate_lines,
     open_lines,
@@ -296,13 +297,9 @@ def document(
 ) -> dict[str, Any]:
     """The document of a recording's records, annotated with their stored findings
     (``annotate`` or ``annotate_lines`` with ``stored=True``), and today's if recomputed."""
-    sections: list[_Section] = []
-    for item in items:
-        if type(item) is Repeated:
-            _repeated(sections[-1], item, today)
-        else:
-            assert isinstance(item, Annotated)
-            _add(sections, item, today)
+    view = _Sections(today)
+    view.feed(items)
+    sections = view.sections
     for section in sections:
         if today is not None:
             loose = [f for c in sorted(section.connections) for f in today.get((c, None), [])]
@@ -312,6 +309,20 @@ def document(
         "revalidated": today is not None,
         "sections": [_section_document(s) for s in sections],
     }
+
+
+class _Sections(View):
+    """The sections of :func:`document`, an item at a time."""
+
+    def __init__(self, today: Today | None) -> None:
+        self.sections: list[_Section] = []
+        self.today = today
+
+    def add(self, item: Annotated) -> None:
+        _add(self.sections, item, self.today)
+
+    def add_run(self, run: Repeated) -> None:
+        _repeated(self.sections[-1], run, self.today)
 
 
 def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None:
