@@ -391,7 +391,7 @@ def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
     """The findings of the records in ``lines`` (numbered, without their ``\\n``), as
     :func:`validate_records` finds them, the short way: a frame record that repeats the one
     before but for its text (the bulk of a streamed turn) is known by its bytes, neither
-    parsed nor checked again (see :meth:`Validator.repeat`)."""
+    parsed nor checked again (see :class:`~acp_proxy.core.chunks.Shortcut`)."""
     for _, finding in locate_lines(lines):
         yield finding
 
