@@ -332,7 +332,7 @@ def test_a_recorded_gap_longer_than_a_day_waits_a_day():
     steps = []
     for seq, (data, t) in enumerate(zip(raw, times, strict=True), 1):
         frame = parse_frame(data)
-        steps.append(Step(seq, t, Side.AGENT, frame, wire.feed("agent", frame, seq, t)))
+        steps.append(Step(seq, t, Side.AGENT, wire.feed("agent", frame, seq, t)))
     replay = AgentReplay(Script(steps, 1, 1), speed=1.0)
     emitted = replay.start()
     assert [e.delay for e in emitted] == [0.0, MAX_GAP]

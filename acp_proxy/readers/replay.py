@@ -55,7 +55,7 @@ from acp_proxy.core.wire import (
     seconds_between,
     update_variant,
 )
-from acp_proxy.readers.annotate import annotate, open_recording
+from acp_proxy.readers.annotate import RUN, Repeated, annotate_lines, open_lines
 from acp_proxy.readers.compare import (
     MISSING as _MISSING,
 )
@@ -89,13 +89,29 @@ AGENT_IDS = frozenset({"sessionId", "messageId", "toolCallId", "terminalId", "pl
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One recorded frame of the session."""
+    """One recorded frame of the session. A streamed chunk the recording repeats but for
+    its text (read by its bytes, :class:`~acp_proxy.readers.annotate.Repeated`) keeps only
+    its bytes, with the message of the chunk it repeats (the same kind, method, variant):
+    its frame is parsed when asked for. A long streamed turn costs its bytes, not their
+    parsed values."""
 
     seq: int
     t: str
     side: Side
-    frame: Frame
+    #: The frame's message; for a repeated chunk, the message of the chunk it repeats.
     message: Message
+    #: A repeated chunk's bytes; None: the message's frame is this step's.
+    raw: bytes | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The frame's bytes, as they crossed the wire."""
+        return self.message.frame.raw if self.raw is None else self.raw
+
+    @property
+    def frame(self) -> Frame:
+        """The frame (a repeated chunk's parsed anew each time)."""
+        return self.message.frame if self.raw is None else parse_frame(self.raw)
 
     @property
     def label(self) -> str:
@@ -129,11 +145,17 @@ def load_script(path: str, session: int = 1) -> Script:
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
     steps: list[Step] = []
     count = 0
-    for item in annotate(open_recording(path), validate=False):
+    for item in annotate_lines(open_lines(path), validate=False, run=RUN):
+        if isinstance(item, Repeated):
+            template = item.template
+            if template.connection == session and template.message is not None:
+                message, raw = template.message, Repeated.raw
+                steps += [Step(f[0], f[1], Side.AGENT, message, raw(f)) for f in item.frames]
+            continue
         count = max(count, item.connection)
         record = item.record
         if item.connection == session and isinstance(record, FrameRecord) and item.message:
-            steps.append(Step(record.seq, record.t, Side(record.side), record.frame, item.message))
+            steps.append(Step(record.seq, record.t, Side(record.side), item.message))
     if session < 1 or session > count:
         raise ValueError(f"{path} has {count} session(s); there is no session {session}")
     return Script(steps, session, count)
@@ -277,7 +299,7 @@ class AgentReplay:
             if delay > MAX_GAP:  # a frame stamped 9999-12-31 must not stop the replay
                 delay = MAX_GAP
                 self.capped.append(step.seq)
-            data = step.frame.raw
+            data = step.data
             request = step.message.request
             if step.message.kind is Kind.RESPONSE and request is not None:
                 live = self._ids.get(id_key(request.id), _MISSING)
@@ -377,6 +399,9 @@ def _write(out: list[Emit], stdout: IO[bytes]) -> None:
 @dataclass(slots=True)
 class _Expected:
     step: Step
+    #: What a live frame must have to stand for it (:func:`_key`): the same for a repeated
+    #: chunk as for the chunk it repeats, so no frame is parsed to know it.
+    key: tuple[Any, ...]
     matched: bool = False
 
 
@@ -391,7 +416,12 @@ class ClientReplay:
         #: session/update variants left out, recorded and live (sent whenever agents like).
         self.skip_updates = frozenset(skip_updates)
         self._next = 0
+        #: The recorded agent frames expected now (between two client frames), the first
+        #: of them not matched yet, and how many are not: a live frame is claimed in
+        #: constant time when it comes in order, whatever the window's length.
         self._window: list[_Expected] = []
+        self._first = 0
+        self._unmatched = 0
         #: Recorded agent-created id -> live id.
         self.ids: dict[str, str] = {}
         #: Recorded agent request id key -> the live id of that request.
@@ -401,12 +431,12 @@ class ClientReplay:
     @property
     def done(self) -> bool:
         """Every recorded frame was sent or arrived."""
-        return self._next >= len(self.script.steps) and not self.missing
+        return self._next >= len(self.script.steps) and not self._unmatched
 
     @property
     def missing(self) -> list[Step]:
         """Recorded agent frames of the current window that have not arrived."""
-        return [e.step for e in self._window if not e.matched]
+        return [e.step for e in self._window[self._first :] if not e.matched]
 
     def start(self) -> list[bytes]:
         """The client frames to send first."""
@@ -419,21 +449,21 @@ class ClientReplay:
             return []  # live-only: recordings never hold notices, so none is expected
         if self.skip_updates and update_variant(frame.value) in self.skip_updates:
             return []
-        expected = self._claim(frame)
-        if expected is None:
+        claimed = self._claim(frame)
+        if claimed is None:
             self.divergences.append(
                 f"the agent sent {_summary(frame.value, frame)}, which the recording does not "
                 f"have here (waiting for {self._waiting()})"
             )
         else:
-            self._check(expected.step, frame)
-        return self._advance() if not self.missing else []
+            self._check(*claimed, frame)
+        return self._advance() if not self._unmatched else []
 
     def timed_out(self, seconds: float) -> None:
         """Nothing came for ``seconds``: every frame still awaited is a divergence."""
         for step in self.missing:
             self.divergences.append(f"{step.label} never came (waited {seconds:g} s)")
-        self._window = []
+        self._open([])
         self._next = len(self.script.steps)
 
     def agent_closed(self) -> None:
@@ -445,29 +475,39 @@ class ClientReplay:
             self.divergences.append(
                 f"the agent closed its output with {len(unsent)} recorded frame(s) still to come"
             )
-        self._window = []
+        self._open([])
         self._next = len(self.script.steps)
 
     def _waiting(self) -> str:
         missing = self.missing
         return ", ".join(s.label for s in missing[:3]) if missing else "nothing"
 
-    def _claim(self, frame: Frame) -> _Expected | None:
-        """The first unmatched recorded frame of the window this live frame stands for."""
+    def _open(self, window: list[_Expected]) -> None:
+        self._window, self._first, self._unmatched = window, 0, len(window)
+
+    def _claim(self, frame: Frame) -> tuple[Step, Frame] | None:
+        """The first unmatched recorded frame of the window this live frame stands for,
+        and that recorded frame."""
+        window, first = self._window, self._first
+        while first < len(window) and window[first].matched:
+            first += 1
+        self._first = first
         key = _key(frame.value if frame.is_json else frame.raw)
-        for expected in self._window:
-            if not expected.matched and _key(expected.step.frame.value) == key:
-                expected.matched = True
-                return expected
-        if not frame.is_json:
-            for expected in self._window:
-                if not expected.matched and expected.step.frame.raw == frame.raw:
-                    expected.matched = True
-                    return expected
+        for index in range(first, len(window)):
+            expected = window[index]
+            if expected.matched:
+                continue
+            if expected.key == key:  # (a line that is not JSON: any such line)
+                return self._matched(expected), expected.step.frame
         return None
 
-    def _check(self, step: Step, frame: Frame) -> None:
-        recorded, live = step.frame.value, frame.value
+    def _matched(self, expected: _Expected) -> Step:
+        expected.matched = True
+        self._unmatched -= 1
+        return expected.step
+
+    def _check(self, step: Step, recorded_frame: Frame, frame: Frame) -> None:
+        recorded, live = recorded_frame.value, frame.value
         if not frame.is_json:
             return
         if isinstance(recorded, dict) and isinstance(live, dict):
@@ -511,10 +551,11 @@ class ClientReplay:
             self._next += 1
         window: list[_Expected] = []
         while self._next < len(steps) and steps[self._next].side is Side.AGENT:
-            if steps[self._next].message.variant not in self.skip_updates:
-                window.append(_Expected(steps[self._next]))
+            step = steps[self._next]
+            if step.message.variant not in self.skip_updates:
+                window.append(_Expected(step, _key(step.message.frame.value)))
             self._next += 1
-        self._window = window
+        self._open(window)
         return out
 
     def _outgoing(self, step: Step) -> bytes:
