@@ -402,26 +402,32 @@ main()
 """
 
 
-#: The readers the offline table times: the command and its options; the recording goes last
-#: (and where ``RECORDING`` stands: ``diff`` compares the recording with itself).
+#: The readers the offline table times: the command and its options, the recording where
+#: ``RECORDING`` stands (``diff`` compares it with itself; ``replay --as client`` plays it
+#: against the stream's agent, ``FRAMES`` chunks).
 READERS = {
-    "validate": ["validate"],
-    "show": ["show", "--no-color"],
-    "show --conversation": ["show", "--no-color", "--conversation"],
-    "stats": ["stats"],
-    "report": ["report", "-o", os.devnull],
-    "diff": ["diff", "RECORDING"],
-    "search": ["search", "never-matches-anything"],
+    "validate": ["validate", "RECORDING"],
+    "show": ["show", "--no-color", "RECORDING"],
+    "show --conversation": ["show", "--no-color", "--conversation", "RECORDING"],
+    "stats": ["stats", "RECORDING"],
+    "report": ["report", "-o", os.devnull, "RECORDING"],
+    "diff": ["diff", "RECORDING", "RECORDING"],
+    "search": ["search", "never-matches-anything", "RECORDING"],
+    "replay --as client": [
+        *("replay", "--as", "client", "RECORDING", "--", sys.executable),
+        *("-m", "acp_proxy.devtools.bench", "agent", "FRAMES"),
+    ],
 }
 
 
-def offline(recording: str, what: str) -> tuple[float, int | None]:
+def offline(recording: str, what: str, frames: int = 0) -> tuple[float, int | None]:
     """Seconds and peak memory (bytes) of a reader (:data:`READERS`) over a recording."""
     peak_file = recording + ".peak"
     start = time.perf_counter()
-    command = [recording if arg == "RECORDING" else arg for arg in READERS[what]]
+    fill = {"RECORDING": recording, "FRAMES": str(frames)}
+    command = [fill.get(arg, arg) for arg in READERS[what]]
     subprocess.run(
-        [sys.executable, "-c", _PEAK_REPORTER, peak_file, *command, recording],
+        [sys.executable, "-c", _PEAK_REPORTER, peak_file, *command],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
@@ -628,7 +634,7 @@ class _Bench:
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
         print(f"{'command':<20}{'seconds':>18}{'frames/s':>14}{'peak':>12}")
         for what in READERS:
-            runs = [offline(recorded, what) for _ in range(self.args.repeat)]
+            runs = [offline(recorded, what, self.args.frames) for _ in range(self.args.repeat)]
             seconds = [run[0] for run in runs]
             print(
                 f"{what:<20}{_spread(seconds):>18}{frames / statistics.median(seconds):>14,.0f}"
