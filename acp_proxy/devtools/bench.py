@@ -426,13 +426,15 @@ def offline(recording: str, what: str, frames: int = 0) -> tuple[float, int | No
     start = time.perf_counter()
     fill = {"RECORDING": recording, "FRAMES": str(frames)}
     command = [fill.get(arg, arg) for arg in READERS[what]]
-    subprocess.run(
+    status = subprocess.run(
         [sys.executable, "-c", _PEAK_REPORTER, peak_file, *command],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
-    )
+    ).returncode
     elapsed = time.perf_counter() - start
+    if status != (1 if what == "search" else 0):  # (search: nothing matches)
+        raise RuntimeError(f"{' '.join(command)} exited {status}: its time says nothing")
     try:
         with open(peak_file, encoding="ascii") as reported:
             return elapsed, int(reported.read()) * 1024

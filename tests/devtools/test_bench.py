@@ -74,7 +74,10 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         assert re.fullmatch(rf"{setup}\s+{load}(\s+{NUMBER}){{3}}", row), row
 
     assert offline[0] == "offline: over the stream's recording (2,008 frames)"
-    readers = ["validate", "show", "show --conversation", "stats", "report", "diff", "search"]
+    readers = [
+        *("validate", "show", "show --conversation", "stats", "report", "diff", "search"),
+        "replay --as client",
+    ]
     for what, row in zip(readers, offline[2:], strict=True):
         assert re.fullmatch(rf"{what}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row
 
