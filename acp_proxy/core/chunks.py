@@ -33,8 +33,11 @@ back), by parsing the literal alone.
 The shortcut, whole, is :class:`Shortcut`: which frames it takes (a message chunk of a
 text block, sent by the agent in a session it knows, in a version it checks), what it
 runs of the rules on them (:class:`ChunkRules`: only what follows state), and what it
-tells the wire model (the turn's count). A validator, the observer and the readers ask it
-and nothing else; they see frames.
+tells the wire model (the turn's count). The validator lends it its rules; the observer
+asks it about a line nobody parsed; the reader of recordings
+(:mod:`acp_proxy.readers.annotate`) asks it about the frame in a record line, whose layout
+around the frame is the transcript's to know (:class:`~acp_proxy.transcript.records.PlainHeads`).
+Views see frames.
 
 Pure code: bytes in, booleans out.
 """
