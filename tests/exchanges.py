@@ -6,6 +6,7 @@ live and offline, the short way for streamed chunks and the long way, and throug
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -288,3 +289,32 @@ CLEAN_CHUNK = (
     + b'","update":{"sessionUpdate":"agent_message_chunk","messageId":"m",'
     + b'"content":{"type":"text","text":"ab"}}}}'
 )  # fmt: skip
+
+
+def streamed_recording(path: Path, texts: list[str]) -> list[bytes]:
+    """A recording of a session whose one prompt the agent answers with a text chunk per
+    ``texts``, of one message (plain records, as `run` writes a stream); its agent frames:
+    the answers to initialize and session/new, the chunks (seqs 6, 7, ...), the prompt's."""
+    T = "2026-11-30T10:00:00.000000Z"
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}'
+    ready = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'
+    new = b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}'
+    created = b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}'
+    prompt = (
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}'
+    )
+    chunk = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text",'
+        b'"text":%s}}}}'
+    )
+    answer = b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+    agent = [ready, created, *(chunk % orjson.dumps(text) for text in texts), answer]
+    recorded = [(C, init), (A, ready), (C, new), (A, created), (C, prompt)]
+    recorded += [(A, raw) for raw in agent[2:]]
+    lines = [start_record(T, ["a"], 1)]
+    lines += [
+        frame_record(i, T, side, parse_frame(raw)) for i, (side, raw) in enumerate(recorded, 1)
+    ]
+    path.write_bytes(b"".join(lines))
+    return agent

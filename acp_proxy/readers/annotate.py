@@ -115,24 +115,27 @@ class Repeated:
         return line[len(line) - 1 - size : -1]
 
     def items(self) -> Iterator[Annotated]:
-        """Each frame as :func:`annotate` gives it: its record read from its line, its
+        """Each frame as :func:`annotate` gives it (:meth:`item`)."""
+        for index in range(len(self.frames)):
+            yield self.item(index)
+
+    def item(self, index: int) -> Annotated:
+        """Frame ``index`` as :func:`annotate` gives it: its record read from its line, its
         message the template's around its frame (a chunk's other fields are the
         template's: that is what made it a repeat)."""
         template = self.template
         last = template.record
         if template.message is None or not isinstance(last, FrameRecord):
             raise ValueError("a repeated frame without a message chunk before it")
-        line = last.line
-        for taken in self.frames:
-            line += 1
-            record = parse_record(line, taken[4])
-            if not isinstance(record, FrameRecord):
-                raise ValueError(f"line {line} is not the frame it repeats")
-            message = copy.copy(template.message)
-            message.seq, message.t, message.frame = record.seq, record.t, record.frame
-            params = record.frame.value["params"]
-            message.params, message.update = params, params["update"]
-            yield Annotated(record, [], message, template.connection)
+        line = last.line + 1 + index  # a record a line, after the template's
+        record = parse_record(line, self.frames[index][4])
+        if not isinstance(record, FrameRecord):
+            raise ValueError(f"line {line} is not the frame it repeats")
+        message = copy.copy(template.message)
+        message.seq, message.t, message.frame = record.seq, record.t, record.frame
+        params = record.frame.value["params"]
+        message.params, message.update = params, params["update"]
+        return Annotated(record, [], message, template.connection)
 
 
 def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:

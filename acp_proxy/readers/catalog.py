@@ -34,7 +34,7 @@ import orjson
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.wire import Message, ResponseMessage
-from acp_proxy.readers.annotate import RUN, Annotated, annotate_lines, plain
+from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
 from acp_proxy.readers.text import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
 from acp_proxy.transcript.reading import RecordingError, open_lines
@@ -235,15 +235,35 @@ def _from_json(data: dict[str, Any], path: str) -> SessionSummary:
 
 def summarize(path: Path) -> list[SessionSummary]:
     """One pass over a recording: a summary per session (connection)."""
-    size = path.stat().st_size
-    sessions: dict[int, SessionSummary] = {}
-    for item in plain(annotate_lines(open_lines(str(path)), run=RUN)):
-        number = max(item.connection, 1)
-        summary = sessions.get(number)
+    summaries = _Summaries(str(path), path.stat().st_size)
+    summaries.feed(annotate_lines(open_lines(str(path)), run=RUN))
+    return list(summaries.sessions.values())
+
+
+class _Summaries(View):
+    """The summaries of :func:`summarize`, an item at a time."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path, self.size = path, size
+        self.sessions: dict[int, SessionSummary] = {}
+
+    def _summary(self, connection: int) -> SessionSummary:
+        number = max(connection, 1)
+        summary = self.sessions.get(number)
         if summary is None:
-            summary = sessions[number] = SessionSummary(str(path), number, size=size)
-        _add(summary, item)
-    return list(sessions.values())
+            summary = self.sessions[number] = SessionSummary(self.path, number, size=self.size)
+        return summary
+
+    def add(self, item: Annotated) -> None:
+        _add(self._summary(item.connection), item)
+
+    def add_run(self, run: Repeated) -> None:
+        """Streamed chunks: frames, and their times; nothing else a summary counts (no
+        findings, no turn ends, no results)."""
+        summary = self._summary(run.template.connection)
+        summary.frames += len(run.frames)
+        last = max(frame[1] for frame in run.frames)
+        summary.end = last if summary.end is None or last > summary.end else summary.end
 
 
 def _add(summary: SessionSummary, item: Annotated) -> None:
@@ -434,45 +454,69 @@ def search(
     that cannot be read (a ``str``). ``first``: only each file's first (``search -l``: the
     rest of a file that matched is not read)."""
     regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    only = TimelineFilter(side, method, session, rule=rule)
     for path in paths:
         try:
-            for item in plain(annotate_lines(open_lines(str(path)), run=RUN)):
-                hit = _match(regex, str(path), item, method, rule, side, session)
-                if hit is not None:
-                    yield hit
-                    if first:
-                        break
+            for hit in _hits(regex, only, str(path)):
+                yield hit
+                if first:
+                    break
         except RecordingError as exc:
             yield str(exc)
 
 
-def _match(
-    regex: re.Pattern[str],
-    path: str,
-    item: Annotated,
-    method: str | None,
-    rule: str | None,
-    side: str | None,
-    session: str | None,
-) -> Hit | None:
+def _hits(regex: re.Pattern[str], only: TimelineFilter, path: str) -> Iterator[Hit]:
+    """:func:`search` in one recording."""
+    for item in annotate_lines(open_lines(path), run=RUN):
+        for candidate in _candidates(regex, only, item):
+            hit = _match(regex, path, candidate, only)
+            if hit is not None:
+                yield hit
+
+
+def _candidates(
+    regex: re.Pattern[str], only: TimelineFilter, item: Annotated | Repeated
+) -> Iterable[Annotated]:
+    """The items that may match: ``item``; of streamed chunks read by their bytes, only
+    those whose bytes match (their method, variant and filter are the chunk's they
+    repeat, and they have no findings), each then made as :func:`annotate` makes it."""
+    if type(item) is not Repeated:
+        assert isinstance(item, Annotated)
+        return (item,)
+    message = item.template.message
+    assert message is not None  # (only a message chunk is repeated)
+    if not wanted(only, str(message.side), message.method, message.session, []):
+        return ()
+    if regex.search(message.method or "") or regex.search(message.variant or ""):
+        return item.items()
+    raw = Repeated.raw
+    hits = [i for i, frame in enumerate(item.frames) if regex.search(_text(raw(frame)))]
+    return (item.item(i) for i in hits)
+
+
+def _text(raw: bytes) -> str:
+    """A frame's bytes as text to search."""
+    return raw.decode("utf-8", "replace")
+
+
+def _match(regex: re.Pattern[str], path: str, item: Annotated, only: TimelineFilter) -> Hit | None:
     message: Message | None = item.message
     record = item.record
     findings: list[Violation] = item.findings
     if message is None:
-        if not findings or method or side or session:
+        if not findings or only.method or only.side or only.session:
             return None
         found = [f for f in findings if regex.search(f.rule) or regex.search(f.message)]
-        if rule:
-            found = [f for f in found if fnmatch.fnmatchcase(f.rule, rule)]
+        if only.rule:
+            found = [f for f in found if fnmatch.fnmatchcase(f.rule, only.rule)]
         if not found:
             return None
         seq = found[0].seq
         return Hit(path, seq, None, None, found[0].message, [f.rule for f in found])
-    only = TimelineFilter(side, method, session, rule=rule)
     if not wanted(only, str(message.side), message.method, message.session, findings):
         return None
     rules = [f.rule for f in findings]
-    text = record.frame.raw.decode("utf-8", "replace") if isinstance(record, FrameRecord) else ""
+    text = _text(record.frame.raw) if isinstance(record, FrameRecord) else ""
     fields = [message.method or "", message.variant or "", *rules, text]
     if not any(regex.search(value) for value in fields):
         return None

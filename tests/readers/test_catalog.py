@@ -362,3 +362,54 @@ def test_the_readmes_duckdb_queries_run_over_the_recordings(directory):
     assert sum(1 for f in found if f["level"] == "error") >= stored
     turns = con.sql(blocks[3]).fetchall()
     assert sum(row[2] for row in turns) == len(stats["turns"]) and all(row[3] > 0 for row in turns)
+
+
+def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it_does(
+    tmp_path, monkeypatch
+):
+    """A streamed turn's chunks are searched in their bytes: only a chunk whose bytes match
+    is read in full. The hits, and ls's figures, are what reading every record gives."""
+    from exchanges import streamed_recording
+
+    import acp_proxy.transcript.records
+    from acp_proxy.readers import annotate, catalog
+    from acp_proxy.readers.annotate import annotate_lines, open_lines, plain
+    from acp_proxy.readers.text import TimelineFilter
+
+    texts = [f"word {n} " for n in range(1_000)]
+    texts[17], texts[500], texts[998] = "a needle ", 'say "needle"\n', "needle\\"
+    path = tmp_path / "stream.jsonl"
+    streamed_recording(path, texts)
+
+    def every_record(pattern: str, session: str | None = None) -> list[Any]:
+        """The hits reading every record in full."""
+        regex, filters = re.compile(pattern), TimelineFilter(session=session)
+        items = plain(annotate_lines(open_lines(str(path)), run=256))
+        return [h for h in (catalog._match(regex, str(path), i, filters) for i in items) if h]
+
+    expected = {
+        pattern: every_record(pattern) for pattern in ("needle", "agent_message_chunk", "nowhere")
+    }
+    expected["session"] = every_record("word", session="other")
+    reference = catalog.SessionSummary(str(path), 1, size=path.stat().st_size)
+    for item in plain(annotate_lines(open_lines(str(path)), run=256)):
+        catalog._add(reference, item)
+    parsed = 0
+    parse_record = acp_proxy.transcript.records.parse_record
+
+    def counting(*args: Any) -> Any:
+        nonlocal parsed
+        parsed += 1
+        return parse_record(*args)
+
+    monkeypatch.setattr(annotate, "parse_record", counting)
+    hits = list(catalog.search("needle", [path]))
+    assert [hit.seq for hit in hits] == [6 + 17, 6 + 500, 6 + 998]  # type: ignore[union-attr]
+    assert hits == expected["needle"]
+    assert parsed < 30  # the setup, the chunks the template is learned from, the hits
+    assert list(catalog.search("agent_message_chunk", [path])) == expected["agent_message_chunk"]
+    assert len(expected["agent_message_chunk"]) == 1_000
+    assert list(catalog.search("nowhere", [path])) == expected["nowhere"] == []
+    assert list(catalog.search("word", [path], session="other")) == expected["session"] == []
+    (summary,) = catalog.summarize(path)
+    assert summary == reference and summary.frames == 1_000 + 6

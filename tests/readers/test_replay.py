@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from conftest import PROXY, clean_env
+from exchanges import streamed_recording
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.devtools.demo import run_demo
@@ -350,44 +351,18 @@ def test_as_client_junit_writes_a_failure_per_divergence(recording, tmp_path):
     assert root.find("./testsuite").get("failures") == str(len(failures))  # type: ignore[union-attr]
 
 
-def streamed_recording(path: Path, chunks: int) -> list[bytes]:
-    """A session whose one prompt the agent answers with ``chunks`` text chunks of one
-    message (recorded as plain records, as `run` writes a stream); its agent frames."""
-    T = "2026-11-30T10:00:00.000000Z"
-    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}'
-    ready = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}'
-    prompt = (
-        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}'
-    )
-    chunk = (
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
-        b'{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text",'
-        b'"text":"word %d "}}}}'
-    )
-    answer = b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
-    agent = [ready, *(chunk % n for n in range(chunks)), answer]
-    recorded = [("client", init), ("agent", ready), ("client", prompt)]
-    recorded += [("agent", raw) for raw in agent[1:]]
-    lines = [start_record(T, ["a"], 1)]
-    lines += [
-        frame_record(i, T, side, parse_frame(raw)) for i, (side, raw) in enumerate(recorded, 1)
-    ]
-    path.write_bytes(b"".join(lines))
-    return agent
-
-
 def test_a_streamed_turn_is_held_as_its_bytes_and_replays_byte_for_byte(tmp_path):
     """A long streamed turn costs the replay its bytes, not their parsed values: the chunks
     read by their bytes keep only those, and both ways still play every frame as recorded."""
     path = tmp_path / "stream.jsonl"
-    agent = streamed_recording(path, 1_000)
+    agent = streamed_recording(path, [f"word {n} " for n in range(1_000)])
     script = load_script(str(path))
     chunks = [step for step in script.steps if step.message.variant == "agent_message_chunk"]
     assert len(chunks) == 1_000
     held = [step for step in chunks if step.raw is not None]
     assert len(held) >= 990  # all but the first few (a template is learned, then matched)
     assert [orjson.loads(step.data) for step in chunks] == [
-        orjson.loads(raw) for raw in agent[1:-1]
+        orjson.loads(raw) for raw in agent[2:-1]
     ]
     assert all(step.frame.raw == step.data for step in held)
     assert held[-1].frame.value["params"]["update"]["content"]["text"] == "word 999 "
@@ -395,9 +370,8 @@ def test_a_streamed_turn_is_held_as_its_bytes_and_replays_byte_for_byte(tmp_path
     # as the agent: every recorded agent frame, its bytes
     fake = AgentReplay(script, speed=0)
     out = [emit.data for emit in fake.start()]
-    init, prompt = (raw for side, raw in frames(path) if side == "client")
-    out += [emit.data for emit in fake.receive(init + b"\n")]
-    out += [emit.data for emit in fake.receive(prompt + b"\n")]
+    for raw in client_lines(path):
+        out += [emit.data for emit in fake.receive(raw + b"\n")]
     assert out == agent and fake.finish() == (0, None)
 
 
@@ -408,7 +382,7 @@ def test_the_client_replay_claims_a_streamed_turn_in_constant_work_per_frame(tmp
     import acp_proxy.readers.replay as replay_module
 
     path = tmp_path / "stream.jsonl"
-    agent = streamed_recording(path, 3_000)
+    agent = streamed_recording(path, [f"word {n} " for n in range(3_000)])
     looks = 0
 
     class Counted(replay_module._Expected):
@@ -430,8 +404,9 @@ def test_the_client_replay_claims_a_streamed_turn_in_constant_work_per_frame(tmp
     replay = ClientReplay(load_script(str(path)))
     sent = replay.start()
     sent += replay.receive(agent[0] + b"\n")
-    assert len(sent) == 2  # initialize, then the prompt once it is answered
-    for raw in agent[1:]:
+    sent += replay.receive(agent[1] + b"\n")
+    assert sent == client_lines(path)  # each once the frame before it is answered
+    for raw in agent[2:]:
         sent += replay.receive(raw + b"\n")
     assert replay.done and replay.divergences == []
     assert looks <= 4 * len(agent)
@@ -439,8 +414,9 @@ def test_the_client_replay_claims_a_streamed_turn_in_constant_work_per_frame(tmp
     replay = ClientReplay(load_script(str(path)))
     replay.start()
     replay.receive(agent[0] + b"\n")
+    replay.receive(agent[1] + b"\n")
     replay.receive(agent[-1] + b"\n")  # the answer first
     assert replay.divergences == []
-    for raw in agent[1:-1]:
+    for raw in agent[2:-1]:
         replay.receive(raw + b"\n")
     assert replay.done and replay.divergences == []
