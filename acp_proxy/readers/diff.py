@@ -222,7 +222,7 @@ class _Builder(View):
 
     def _message(self, message: Message, turn: _Turn) -> None:
         value = self.norm.message(message.value) if message.frame.is_json else None
-        method = message.method or "(response)"
+        method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
         variant = str(update.get("sessionUpdate", "")) if update else ""
         direction = "→" if message.side == "client" else "←"
@@ -309,6 +309,11 @@ class _Builder(View):
                 turn.plan = [
                     (e.get("content"), e.get("status")) for e in entries if isinstance(e, dict)
                 ]
+
+
+#: What a frame without a method is called in the wire layer (a response, by the method it
+#: answers when known: ``session/new response``).
+_UNNAMED = {Kind.RESPONSE: "response", Kind.NOT_JSON: "not JSON"}
 
 
 def _seconds(start: str, end: str) -> float | None:
@@ -580,7 +585,8 @@ def _errors(a: Session, b: Session) -> list[Difference]:
 
 def _findings(a: Session, b: Session) -> list[Difference]:
     found = []
-    for key in sorted(set(a.findings) | set(b.findings), key=str):
+    # by turn, then rule: one heading per turn
+    for key in sorted(set(a.findings) | set(b.findings), key=lambda key: (key[1], key[0])):
         x, y = a.findings.get(key, []), b.findings.get(key, [])
         if len(x) != len(y):
             rule, turn = key

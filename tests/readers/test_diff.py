@@ -304,3 +304,30 @@ def test_two_long_streamed_turns_diff_as_one_insertion_or_one_shorter_run(tmp_pa
     (shorter,) = as_json(a, c, "--only", "wire")["differences"]
     assert shorter["what"] == "frames only in A"
     assert shorter["a"] == ["← session/update agent_message_chunk * 100"]
+
+
+def test_the_text_diff_has_one_heading_per_turn_and_names_a_line_that_is_not_json(pair, tmp_path):
+    """Findings of several rules in two turns, and a line that is not JSON in one: each
+    turn is a heading once in a layer, in turn order, and the line is `(not JSON)`, not a
+    response."""
+
+    def break_it(records: list[dict[str, Any]]) -> None:
+        for record in updates(records, "agent_message_chunk"):
+            del record["msg"]["params"]["update"]["messageId"]  # message-id-missing, each turn
+        for record in updates(records, "tool_call")[:1]:
+            record["msg"]["params"]["update"]["status"] = "bogus"
+        at = next(i for i, r in enumerate(records) if r["kind"] == "frame")
+        records.insert(at + 1, {"kind": "frame", "t": records[at]["t"], "from": "agent",
+                                "msg": "placeholder"})  # fmt: skip
+
+    broken = edited(pair[0], tmp_path / "broken.jsonl", break_it)
+    data = broken.read_bytes().replace(b'"msg":"placeholder"}', b'"text":"loading..."}')
+    broken.write_bytes(data)
+    proc = diff(str(pair[0]), str(broken))
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout.decode()
+    assert '"← (not JSON)"' in text and "(response)" not in text
+    for layer in text.split("\n" + "findings:")[1:2]:
+        headings = [line.strip() for line in layer.splitlines() if line.startswith("  ") and
+                    not line.startswith("    ")]  # fmt: skip
+        assert len(headings) == len(set(headings)) >= 2, headings
