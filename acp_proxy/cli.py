@@ -933,7 +933,8 @@ def show(
 
     from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
     from acp_proxy.readers.conversation import Conversation
-    from acp_proxy.readers.text import Timeline, TimelineFilter
+    from acp_proxy.readers.summary import TimelineFilter
+    from acp_proxy.readers.text import Timeline
 
     if conversation or as_json:
         from acp_proxy.readers.text import conversation_lines
@@ -995,7 +996,8 @@ def follow(
     """
     from acp_proxy.readers.annotate import annotate
     from acp_proxy.readers.follow import follow_records
-    from acp_proxy.readers.text import Timeline, TimelineFilter
+    from acp_proxy.readers.summary import TimelineFilter
+    from acp_proxy.readers.text import Timeline
 
     target = Path(path)
     if not target.exists():

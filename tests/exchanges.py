@@ -21,13 +21,8 @@ from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.report import document as report_document
 from acp_proxy.readers.report import todays_findings
 from acp_proxy.readers.stats import Stats
-from acp_proxy.readers.text import (
-    Timeline,
-    TimelineFilter,
-    chunk_summary,
-    conversation_lines,
-    frame_summary,
-)
+from acp_proxy.readers.summary import TimelineFilter, chunk_summary, frame_summary
+from acp_proxy.readers.text import Timeline, conversation_lines
 from acp_proxy.transcript.records import (
     FORMAT,
     FrameRecord,

@@ -35,7 +35,7 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.wire import Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
-from acp_proxy.readers.text import TimelineFilter, frame_summary, wanted
+from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
 from acp_proxy.transcript.reading import RecordingError, open_lines
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord

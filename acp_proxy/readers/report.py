@@ -43,7 +43,7 @@ from acp_proxy.readers.annotate import (
 )
 from acp_proxy.readers.conversation import Conversation, SessionView, TextRun
 from acp_proxy.readers.stats import Stats
-from acp_proxy.readers.text import chunk_summary, frame_summary, joined_summary, repeated_summary
+from acp_proxy.readers.summary import chunk_summary, frame_summary, joined_summary, repeated_summary
 from acp_proxy.readers.timing import Timing
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord, StderrRecord
 

@@ -7,23 +7,29 @@ terminal.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import click
-import orjson
 
 from acp_proxy.core.chunks import is_text_chunk
-from acp_proxy.core.protocol import ENTITY_ID_FIELDS, EntityType
+from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
+from acp_proxy.core.wire import Kind, Message
 from acp_proxy.readers.annotate import Annotated, Repeated
 from acp_proxy.readers.conversation import Conversation, Entity, SessionView
+from acp_proxy.readers.summary import (
+    TimelineFilter,
+    chunk_summary,
+    first_words,
+    frame_summary,
+    joined_summary,
+    text_of,
+    wanted,
+)
 from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,
@@ -33,7 +39,7 @@ from acp_proxy.transcript.records import (
     ViolationRecord,
 )
 
-__all__ = ["Timeline", "TimelineFilter", "conversation_lines", "render_conversation", "text_of"]
+__all__ = ["Timeline", "conversation_lines", "render_conversation"]
 
 _ARROWS = {"client": "client → agent", "agent": "agent → client"}
 _KIND_LABELS = {
@@ -51,207 +57,6 @@ _STYLED_ARROWS = {
     side: click.style(arrow, fg="cyan" if side == "client" else "green")
     for side, arrow in _ARROWS.items()
 }
-
-
-def text_of(content: Any, limit: int = 60) -> str:
-    """The first words of a content block or a list of them."""
-    if type(content) is dict and content.get("type") == "text":  # a streamed chunk's
-        text = content.get("text")
-        if type(text) is str:
-            return _first_words(text, limit)
-    blocks = content if isinstance(content, list) else [content]
-    parts: list[str] = []
-    for block in blocks:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif kind == "content":
-            parts.append(text_of(block.get("content"), limit))
-        elif kind == "resource_link":
-            parts.append(f"[link {block.get('uri', '')}]")
-        elif kind == "resource":
-            resource = block.get("resource")
-            uri = resource.get("uri", "") if isinstance(resource, dict) else ""
-            parts.append(f"[resource {uri}]")
-        elif isinstance(kind, str):
-            parts.append(f"[{kind}]")
-    return _first_words("".join(parts), limit)
-
-
-def _first_words(text: str, limit: int) -> str:
-    """``text`` with its whitespace runs made single spaces, cut to ``limit``. Only as much
-    of the start as that needs is looked at (a 50 MB message is not split into words): a
-    little more than ``limit``, four times as much again while it is mostly whitespace."""
-    # The common case of a streamed text, first: a text longer than limit whose first
-    # limit + 1 characters are words and single spaces, with a word at either end. Then
-    # the first limit - 1 are the start of the collapsed text, and its character at limit
-    # (not a space) says it is longer than limit.
-    cut = text[: limit + 1]
-    if (
-        len(cut) > limit
-        and cut[0] != " "
-        and cut[-1] != " "
-        and "  " not in cut
-        and cut.isprintable()
-    ):
-        return cut[: limit - 1] + "…"
-    size = limit + limit // 2 + 16
-    while True:
-        head = text[:size]
-        # Single spaces as the only whitespace (every other whitespace character is
-        # unprintable): nothing to collapse, only the ends to trim.
-        words = (
-            head.strip(" ") if head.isprintable() and "  " not in head else " ".join(head.split())
-        )
-        # More than limit collapsed characters: the cut is the whole text's cut (the
-        # collapsed start is a prefix of the collapsed whole).
-        if len(words) > limit or len(head) == len(text):
-            break
-        size *= 4
-    return words if len(words) <= limit else words[: limit - 1] + "…"
-
-
-def _show(value: Any, limit: int = 40) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-#: v1 variants summarised like their v2 counterparts: ``tool_call`` (its id, title and
-#: status) and ``plan`` (entries done, with no id: v1 plans have none).
-_V1_ENTITIES = {"tool_call": "toolCallId", "plan": "planId"}
-
-
-def summarize_update(update: Any) -> str:
-    """One line for a ``session/update``: the variant and what matters in it."""
-    return joined_summary(*_update_summary(update))
-
-
-def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a branch per variant
-    """:func:`summarize_update` in two: all but the first words of the content, and those
-    (the content comes last, so a chunk's line is its envelope's and its text's)."""
-    if not isinstance(update, dict):
-        return visible(_show(update)), ""
-    variant = str(update.get("sessionUpdate"))
-    parts = [variant]
-    if variant == "state_update":
-        parts.append(str(update.get("state")))
-        if update.get("stopReason") is not None:
-            parts.append(f"({update['stopReason']})")
-        if isinstance(update.get("error"), dict):
-            parts.append(f"error {update['error'].get('code')}: {update['error'].get('message')}")
-    elif variant in ENTITY_ID_FIELDS or variant in _V1_ENTITIES:
-        id_field = _V1_ENTITIES.get(variant) or ENTITY_ID_FIELDS[variant][1]
-        holder = update.get("plan") if variant == "plan_update" else update
-        if isinstance(holder, dict) and id_field in holder:
-            parts.append(_show(holder[id_field]))
-        if isinstance(update.get("title"), str):
-            parts.append(repr(update["title"]))
-        if isinstance(update.get("status"), str):
-            parts.append(update["status"])
-        if variant in ("plan_update", "plan") and isinstance(holder, dict):
-            entries = holder.get("entries")
-            if isinstance(entries, list):
-                done = sum(
-                    1 for e in entries if isinstance(e, dict) and e.get("status") == "completed"
-                )
-                parts.append(f"{done}/{len(entries)} done")
-        elif variant == "terminal_output_chunk" and isinstance(update.get("data"), str):
-            parts.append(f"{len(update['data']) * 3 // 4} bytes")
-        elif "content" in update:
-            return visible(" ".join(parts)), text_of(update["content"])
-    elif variant == "usage_update":
-        parts.append(f"{update.get('used')}/{update.get('size')} tokens")
-        cost = update.get("cost")
-        if isinstance(cost, dict):
-            parts.append(f"{cost.get('amount')} {cost.get('currency')}")
-    elif variant in ("compaction_update", "compaction_summary_chunk"):
-        parts.append(_show(update.get("compactionId")))
-        if "status" in update:
-            parts.append(str(update["status"]))
-    elif variant == "notice":
-        parts.append(f"{update.get('severity')}: {update.get('title')!r}")
-    return visible(" ".join(parts)), ""
-
-
-def _summarize_params(method: str, params: Any) -> str:
-    if not isinstance(params, dict):
-        return ""
-    session = params.get("sessionId")
-    prefix = f"[{session}] " if isinstance(session, str) else ""
-    if method == "session/update":
-        return prefix + summarize_update(params.get("update"))
-    if method == "session/prompt":
-        return prefix + repr(text_of(params.get("prompt")))
-    if method == "session/request_permission":
-        title = params.get("title")
-        if not isinstance(title, str):
-            tool = params.get("toolCall")
-            title = tool.get("title") if isinstance(tool, dict) else None
-        return prefix + (repr(title) if title else "")
-    if method == "initialize":
-        return f"protocolVersion {params.get('protocolVersion')}"
-    if method == "proxy/successor":  # the next hop's message: its method, as shown here
-        inner = params.get("method")
-        if isinstance(inner, str):
-            return f"→ {inner} {_summarize_params(inner, params.get('params'))}".rstrip()
-    return prefix.rstrip()
-
-
-def _summarize_result(method: str | None, result: Any) -> str:
-    if not isinstance(result, dict):
-        return ""
-    if method == "initialize":
-        info = result.get("info") or result.get("agentInfo")
-        name = info.get("name") if isinstance(info, dict) else None
-        return f"protocolVersion {result.get('protocolVersion')}" + (f", {name}" if name else "")
-    if method == "session/new" and "sessionId" in result:
-        return f"session {result['sessionId']}"
-    if method == "session/prompt":
-        if "messageId" in result:
-            return f"messageId {_show(result['messageId'])}"
-        if "stopReason" in result:
-            return f"stopReason {result['stopReason']}"
-    if method == "session/request_permission" and isinstance(result.get("outcome"), dict):
-        outcome = result["outcome"]
-        return " ".join(str(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
-    return ""
-
-
-@dataclass
-class TimelineFilter:
-    """What ``show`` and ``follow`` print."""
-
-    side: str | None = None
-    method: str | None = None
-    session: str | None = None
-    violations_only: bool = False
-    #: Only frames with a finding of a rule matching this glob.
-    rule: str | None = None
-
-
-def wanted(
-    only: TimelineFilter,
-    side: str | None,
-    method: str | None,
-    session: str | None,
-    findings: list[Violation],
-) -> bool:
-    """Whether a frame passes the filter: the one implementation ``show``, ``follow`` and
-    ``search`` share."""
-    if only.side and side != only.side:
-        return False
-    if only.method and not (method and fnmatch.fnmatchcase(method, only.method)):
-        return False
-    if only.session and session != only.session:
-        return False
-    if only.rule and not any(fnmatch.fnmatchcase(f.rule, only.rule) for f in findings):
-        return False
-    return not (only.violations_only and not findings)
 
 
 class Timeline:
@@ -365,7 +170,7 @@ class Timeline:
                 last = seq
             if t != when_t:
                 when, when_t = self._when_text(t), t
-            words = _first_words(text, 60)
+            words = first_words(text, 60)
             add(f"{when}  {seq:>5}{quoted}{words!r}" if words else f"{when}  {seq:>5}{bare}")
         self._last_seq = last
         return lines
@@ -542,65 +347,3 @@ def conversation_lines(
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
         yield ""
-
-
-def joined_summary(head: str, words: str) -> str:
-    """A summary from its two parts (:func:`chunk_summary`): the head, then the text's first
-    words quoted, if any. (:meth:`Timeline._repeated` makes the same line from pieces.)"""
-    return f"{head} {words!r}" if words else head
-
-
-def chunk_summary(message: Message) -> tuple[str, str]:
-    """A message chunk's summary (:func:`frame_summary`) in two: its envelope's part and
-    the first words of its text (:func:`joined_summary` joins them)."""
-    params = message.params
-    session = params.get("sessionId")
-    prefix = f"[{session}] " if isinstance(session, str) else ""
-    head, text = _update_summary(params.get("update"))
-    return visible(f"{message.method} {prefix}{head}"), text
-
-
-def repeated_summary(head: str, text: str) -> str:
-    """:func:`frame_summary` of a text chunk whose :func:`chunk_summary` head is ``head``,
-    around ``text`` (a frame that repeats it: :class:`~acp_proxy.readers.annotate.Repeated`)."""
-    return joined_summary(head, _first_words(text, 60))
-
-
-def error_summary(error: Any) -> str:
-    """An error response's error on one line: code, message, and its data shortened (the
-    detail people ask for: ``{"details": "No previous sessions found"}``)."""
-    if not isinstance(error, dict):
-        return f"error {_show(error)}"
-    line = f"error {error.get('code')}: {error.get('message')}"
-    if error.get("data") is not None:
-        line += f" (data: {_show(error['data'], 100)})"
-    return line
-
-
-def frame_summary(message: Message) -> str:
-    """A frame's one-line summary in the timeline (errors styled red)."""
-    frame, method = message.frame, message.method
-    if message.kind is Kind.NOT_JSON:
-        if frame.utf8:
-            return visible(f"(not JSON) {_show(frame.raw.decode(), 70)}")
-        return f"(not UTF-8, {len(frame.raw)} bytes)"
-    if message.kind is Kind.REQUEST:
-        params = _summarize_params(str(method), message.params)
-        return visible(f"#{_show(message.id)} {method} {params}")
-    if message.kind is Kind.NOTIFICATION:
-        return visible(f"{method} {_summarize_params(str(method), message.params)}")
-    if isinstance(message, ResponseMessage):
-        name = method or "(unknown request)"
-        if method == "proxy/successor" and isinstance(message.params.get("method"), str):
-            method = message.params["method"]  # the next hop's answer to its request
-            name = f"proxy/successor → {method}"
-        if message.is_error:
-            outcome = click.style(visible(error_summary(message.error)), fg="red")
-        else:
-            outcome = visible("ok " + _summarize_result(method, message.frame.value.get("result")))
-        return f"{visible(f'#{_show(message.id)} {name}')} {outcome}"
-    if isinstance(message, BatchMessage):
-        names = ", ".join(str(element.method or element.kind) for element in message.elements[:4])
-        more = ", ..." if len(message.elements) > 4 else ""
-        return visible(f"{len(message.elements)} messages: {names}{more}")
-    return visible(_show(frame.value, 70))

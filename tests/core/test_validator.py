@@ -51,9 +51,7 @@ from acp_proxy.readers.annotate import (
 )
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.stats import Stats
-from acp_proxy.readers.text import (
-    TimelineFilter,
-)
+from acp_proxy.readers.summary import TimelineFilter
 from acp_proxy.transcript.records import (
     frame_record,
     parse_record,

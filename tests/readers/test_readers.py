@@ -488,11 +488,11 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
 def test_first_words_looks_at_the_start_only_and_says_the_same(text, limit):
     """The timeline's text excerpt reads only the start of a long text, with the result of
     collapsing the whole text's whitespace and cutting it."""
-    from acp_proxy.readers.text import _first_words
+    from acp_proxy.readers.summary import first_words
 
     whole = " ".join(text.split())
     expected = whole if len(whole) <= limit else whole[: limit - 1] + "…"
-    assert _first_words(text, limit) == expected
+    assert first_words(text, limit) == expected
 
 
 def test_the_readers_never_load_the_logging_machinery(tmp_path):
