@@ -168,3 +168,32 @@ def test_the_python_api_is_what_the_package_says():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert loaded.stdout.strip() == "['acp_proxy.core', 'acp_proxy.core.version']"
+
+
+def test_the_readmes_module_map_names_every_module_and_only_those():
+    """A newcomer finds the file to open from the README's module map (``Where things
+    are``): every module of a layer has its line, named as its path (a line may name two:
+    ``log.py, files.py``; or a module beside it, in parentheses: ``(validator_v1.py)``), and
+    no line names a module that is not there."""
+    import re
+
+    from conftest import README
+
+    text = README.read_text(encoding="utf-8")
+    block = text.split("### Where things are", 1)[1].split("```", 2)[1]
+    named = set()
+    for line in block.strip().splitlines():
+        paths, _, what = line.partition("  ")
+        names = [name.strip() for name in paths.split(", ")]
+        folder = names[0].rpartition("/")[0]
+        beside = re.findall(r"\((\w+\.py)\)", what)
+        named.update([*names, *(f"{folder}/{name}" if folder else name for name in beside)])
+    modules = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py") and path.parent.name != "devtools"
+    }
+    named_modules = {name for name in named if name.endswith(".py")}
+    assert modules - named_modules == set(), "modules without a line in the map"
+    assert named_modules - modules == set(), "lines for modules that are gone"
+    assert "devtools/" in named
