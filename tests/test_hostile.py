@@ -350,3 +350,16 @@ def test_readers_refuse_a_character_device_and_a_line_too_long(tmp_path: Path):
         env=clean_env(ACP_PROXY_MAX_RECORD="1000000"),
     )  # fmt: skip
     assert proc.returncode == 2 and "line 1 is longer than 1,000,000 bytes" in proc.stderr.decode()
+    # a bound under a read block holds too, on a line the block holds whole; what came
+    # before the line is read
+    recording = (RECORDINGS / "clean.jsonl").read_bytes()
+    before = recording.count(b"\n")
+    long.write_bytes(recording + b'{"kind":"stderr","text":"' + b"x" * 5_000 + b'"}\n' + recording)
+    for reader in ("validate", "show"):
+        proc = subprocess.run(
+            [*PROXY, reader, str(long)], capture_output=True, timeout=30,
+            env=clean_env(ACP_PROXY_MAX_RECORD="4000"),
+        )  # fmt: skip
+        assert proc.returncode == 2
+        assert f"line {before + 1} is longer than 4,000 bytes" in proc.stderr.decode()
+    assert b"session ended" in proc.stdout  # show: the records before it

@@ -490,7 +490,8 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
     """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
     and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
     memory held is a block and the longest line. A line longer than ``limit`` raises
-    :class:`RecordTooLarge` (naming it) before more of it is read."""
+    :class:`RecordTooLarge` (naming it) once the lines before it are given, and before more
+    of it is read."""
     framer = Framer()
     count = 0
     # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
@@ -499,13 +500,27 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
         lines = framer.lines(block)
         if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
             lines[0] = bytes(lines[0])
+        if limit is not None:
+            long = _longer(lines, limit)
+            if long is not None:
+                yield from lines[:long]
+                raise RecordTooLarge(count + long + 1, limit)
         count += len(lines)
+        yield from lines
         if limit is not None and framer.buffered > limit:
             raise RecordTooLarge(count + 1, limit)
-        yield from lines
     last = framer.close()
     if last is not None:
+        if limit is not None and len(last) > limit:
+            raise RecordTooLarge(count + 1, limit)
         yield last
+
+
+def _longer(lines: list[bytes], limit: int) -> int | None:
+    """The index of the first of ``lines`` longer than ``limit``, if any."""
+    if not lines or max(map(len, lines)) <= limit:
+        return None
+    return next(i for i, line in enumerate(lines) if len(line) > limit)
 
 
 def iter_records(stream: BinaryIO) -> Iterator[Record]:
