@@ -355,9 +355,9 @@ def test_readers_refuse_a_character_device_and_a_line_too_long(tmp_path: Path):
     recording = (RECORDINGS / "clean.jsonl").read_bytes()
     before = recording.count(b"\n")
     long.write_bytes(recording + b'{"kind":"stderr","text":"' + b"x" * 5_000 + b'"}\n' + recording)
-    for reader in ("validate", "show"):
+    for command in ("validate", "show"):
         proc = subprocess.run(
-            [*PROXY, reader, str(long)], capture_output=True, timeout=30,
+            [*PROXY, command, str(long)], capture_output=True, timeout=30,
             env=clean_env(ACP_PROXY_MAX_RECORD="4000"),
         )  # fmt: skip
         assert proc.returncode == 2
