@@ -35,7 +35,7 @@ PACKAGES = {
     "codex-acp": "@agentclientprotocol/codex-acp@2.6.0",
     "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
-    "qwen": "@qwen-code/qwen-code@0.15.10",
+    "qwen": "@qwen-code/qwen-code@0.24.4",
 }
 HERE = Path(__file__).parent
 #: How long one request may take (a prompt turn against a stand-in takes well under 5 s).
@@ -419,10 +419,19 @@ def test_opencode(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path
 
 
 def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
-    """Qwen Code 0.15.10 (`qwen --acp`) against the Anthropic stand-in: its read_file tool
-    served by fs/read_text_file, a second turn, then what it advertises."""
+    """Qwen Code 0.24.4 (`qwen --acp`) against the Anthropic stand-in: its read_file tool
+    served by fs/read_text_file, a second turn, then what it advertises.
+
+    A real defect of that agent, flagged as a warning: it calls methods of its own that are
+    not `_`-prefixed (`craft/drainMidTurnQueue` in each turn, `qwen/notify/session/mode-update`
+    on a mode change): "implementations MAY expose and call custom JSON-RPC requests as long
+    as their name starts with an underscore" (v1 Extensibility, Custom requests)."""
     env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=anthropic, ANTHROPIC_API_KEY="sk-test")
     agent = [str(npm_bin / "qwen"), "--acp", "--auth-type", "anthropic", "--model", "claude-x"]
-    client, answers, _ = recorded_tour(agent, env, workspace, tmp_path / "qwen.jsonl")
-    ok(answers, "prompt 1", "prompt 2")
+    client, answers, offline = recorded_tour(agent, env, workspace, tmp_path / "qwen.jsonl")
+    ok(answers, "prompt 1", "prompt 2", "session/list", "session/set_mode")
+    ok(answers, "session/set_config_option", "session/resume", "session/load")
     assert any(m.get("method") == "fs/read_text_file" for m in client.messages)
+    custom = {f["message"].split()[0] for f in offline if f["rule"] == "unknown-method"}
+    assert custom <= {"craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
+    assert [f for f in offline if f["rule"] != "unknown-method"] == []

@@ -145,11 +145,16 @@ CATALOG: tuple[Rule, ...] = (
         "A value the schema does not know where it has a catch-all variant: reserved for future "
         "versions (_-prefixed values are extensions and never flagged).",
     ),
-    Rule("wrong-direction", E, SCHEMA, "A method sent by the side that should receive it."),
+    Rule(
+        "wrong-direction",
+        E,
+        "ACP v2 schema; v1 schema (x-side)",
+        "A method sent by the side that should receive it.",
+    ),
     Rule(
         "unknown-method",
         W,
-        SCHEMA,
+        "ACP v2 schema; v1 Extensibility (Custom requests)",
         "A method the negotiated version does not define (not _-prefixed).",
     ),
     Rule(
@@ -168,11 +173,16 @@ CATALOG: tuple[Rule, ...] = (
         "which the shipped unstable schema replaced with mcp/message (serverId, requestId).",
     ),
     # --- Initialization and sessions ---------------------------------------------
-    Rule("before-initialize", E, LIFECYCLE, "A session method before initialize has completed."),
+    Rule(
+        "before-initialize",
+        E,
+        "Prompt Lifecycle; v1 Initialization, v1 Session Setup",
+        "A session method before initialize has completed.",
+    ),
     Rule(
         "initialize-protocol-version",
         E,
-        SCHEMA,
+        "ACP v2 schema; v1 Initialization (Version negotiation)",
         "An initialize result without an integer protocolVersion.",
     ),
     Rule(
@@ -187,7 +197,7 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "unknown-session",
         E,
-        LIFECYCLE,
+        "Prompt Lifecycle; v1 Session Setup, v1 Prompt Turn",
         "A session-scoped message naming a sessionId this connection never created or resumed.",
     ),
     Rule(
@@ -314,7 +324,12 @@ CATALOG: tuple[Rule, ...] = (
         V2,
     ),
     # --- Cancellation --------------------------------------------------------------------
-    Rule("cancel-with-id", E, "Cancellation", "A session/cancel sent as a request (with an id)."),
+    Rule(
+        "cancel-with-id",
+        E,
+        "Cancellation; v1 schema (session/cancel is a notification)",
+        "A session/cancel sent as a request (with an id).",
+    ),
     Rule(
         "permission-not-cancelled",
         E,
@@ -325,7 +340,7 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "permission-option-unknown",
         E,
-        "Tool Calls (Requesting Permission)",
+        "Tool Calls (Requesting Permission); v1 Tool Calls (Requesting Permission)",
         "A selected permission outcome whose optionId is not among the request's options.",
     ),
     Rule(
@@ -808,9 +823,7 @@ def catalog_lines(fmt: str = "text") -> list[str]:
             )
         return lines
     width = max(len(rule.id) for rule in CATALOG)
-    spec_width = max(len(rule.spec) for rule in CATALOG)
     return [
-        f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  "
-        f"{rule.spec:<{spec_width}}  {rule.description}"
+        f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  {rule.description} ({rule.spec})"
         for rule in CATALOG
     ]

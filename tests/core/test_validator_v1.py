@@ -14,6 +14,7 @@ from exchanges import (
     S,
     check,
     err,
+    findings,
     note,
     ok,
     req,
@@ -743,3 +744,17 @@ def test_auth_terminal_method():
         [*setup(1, client=caps, auth=methods), auth("login"), (A, ok(5, {}))],
         [*setup(1, client=caps, auth=methods), auth("key"), (A, ok(5, {}))],
     )
+
+
+def test_a_finding_on_a_v1_connection_cites_a_v1_source():
+    """A rule that can fire on a v1 connection names the v1 page (or the schema, JSON-RPC,
+    the transport) its sentence comes from, not only a v2 page: a v1 finding sends its
+    reader to the docs of the version they speak. The unknown method of a v1 agent, as
+    Qwen Code 0.24 sends them (`craft/...`), cites v1 Extensibility."""
+    neutral = ("ACP transport", "JSON-RPC 2.0", "ACP schema", "ACP unstable schema", "acp-proxy")
+    for rule in CATALOG:
+        if rule.scope is not Scope.V2:
+            assert "v1" in rule.spec or rule.spec.startswith(neutral), (rule.id, rule.spec)
+    custom = (A, req(1, "craft/drainMidTurnQueue", {"sessionId": S}))
+    found, _ = findings([*setup(1), custom])  # (and unanswered: no answer here)
+    assert found.rule == "unknown-method" and "v1 Extensibility" in found.spec

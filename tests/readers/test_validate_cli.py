@@ -211,6 +211,8 @@ def test_rules_lists_the_catalog_and_the_readme_points_to_it():
 
     readme = (README).read_text()
     assert "### `acp-proxy rules [--format text|json|markdown]`" in readme
+    example = readme.split("$ acp-proxy rules | head -2\n", 1)[1].split("```", 1)[0]
+    assert example.splitlines() == lines[:2]  # the README shows what it prints
     rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
     assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
 
