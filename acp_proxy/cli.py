@@ -193,9 +193,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except Exception as exc:
-            # A RecordingError can only come from acp_proxy.readers.annotate, once it is loaded.
-            offline = sys.modules.get("acp_proxy.readers.annotate")
-            if offline is not None and isinstance(exc, offline.RecordingError):
+            # A RecordingError can only come from its module, once it is loaded.
+            reading = sys.modules.get("acp_proxy.transcript.reading")
+            if reading is not None and isinstance(exc, reading.RecordingError):
                 raise _Unreadable(str(exc)) from None
             raise
 

@@ -27,8 +27,8 @@ Workloads:
   client never answers, and as many updates naming sessions nobody created, then streams
   ``--pending-frames`` chunks: the stream's speed is what it is with nothing pending (the
   proxy's observation costs O(1) per frame, whatever is pending);
-- **offline**: the readers (``validate``, ``show``, ``show --conversation``, ``stats``,
-  ``report``) over the stream's recording.
+- **offline**: the readers (:data:`READERS`: ``validate``, ``show``, ``stats``, ``report``,
+  ``diff``, ``search``, ``replay --as client``...) over the stream's recording.
 
 ``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
 the one-way big message's.

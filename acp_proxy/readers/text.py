@@ -135,7 +135,7 @@ class Timeline:
         if is_text_chunk(message):
             head, words = chunk_summary(message)
             body = joined_summary(head, words)
-            # what a Repeated of it needs (offline.annotate_lines)
+            # what a Repeated of it needs (annotate.annotate_lines)
             self._chunk = (f"{arrow}  {kind:<8} ", head, record.side, method, session)
         else:
             body = frame_summary(message)
