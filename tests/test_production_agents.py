@@ -6,7 +6,8 @@ resume, load, delete).
 What must hold for each: the client gets exactly the bytes the recording holds; no finding
 is an error, live or when `validate` reads the recording again (exit 0); live and offline
 find the same; the short way for streamed chunks finds what the long way finds. Where an
-agent uses the unstable surface, `stats` lists it.
+agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
+through the proxy to the example agent.
 
 The packages (pinned below) are installed from the npm registry once per test run; the tests
 skip when npm is not installed or the registry cannot be reached.
@@ -36,6 +37,7 @@ PACKAGES = {
     "gemini": "@google/gemini-cli@0.61.0",
     "opencode": "opencode-ai@1.18.33",
     "qwen": "@qwen-code/qwen-code@0.24.4",
+    "acpx": "acpx@0.19.1",
 }
 HERE = Path(__file__).parent
 #: How long one request may take (a prompt turn against a stand-in takes well under 5 s).
@@ -435,3 +437,31 @@ def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Pat
     custom = {f["message"].split()[0] for f in offline if f["rule"] == "unknown-method"}
     assert custom <= {"craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
     assert [f for f in offline if f["rule"] != "unknown-method"] == []
+
+
+def test_acpx_as_the_client(npm_bin: Path, workspace: Path, tmp_path: Path):
+    """acpx 0.19.1, the headless client, drives the example agent through the proxy (its
+    `--agent` is one command string, as the README shows): a prompt whose tool calls read a
+    file (fs/read_text_file) and run a terminal, permission granted. What acpx saw is what
+    the recording holds, in order; its own frames (a client's) raise no finding."""
+    (workspace / "README.md").write_text("# hello\n")
+    record = tmp_path / "acpx.jsonl"
+    agent = f"{sys.executable} -m acp_proxy.devtools.example_agent --delay 0"
+    proxy = " ".join([*PROXY, "run", "--record", str(record), "--", agent])
+    env = agent_env(npm_bin, tmp_path)
+    proc = subprocess.run(
+        [str(npm_bin / "acpx"), "--cwd", str(workspace), "--approve-all", "--format", "json",
+         "--agent", proxy, "exec", "Summarize the project README."],
+        capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    seen = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    frames = [
+        r for r in map(orjson.loads, record.read_bytes().splitlines()) if r["kind"] == "frame"
+    ]
+    assert seen == [frame["msg"] for frame in frames]
+    methods = {frame["msg"].get("method") for frame in frames}
+    assert {"fs/read_text_file", "terminal/create", "session/request_permission"} <= methods
+    assert seen[-1]["result"] == {"stopReason": "end_turn"}
+    validate = subprocess.run([*PROXY, "validate", str(record)], capture_output=True, env=env)
+    assert validate.returncode == 0 and validate.stdout == b"", validate.stdout
