@@ -197,3 +197,11 @@ def test_the_readmes_module_map_names_every_module_and_only_those():
     assert modules - named_modules == set(), "modules without a line in the map"
     assert named_modules - modules == set(), "lines for modules that are gone"
     assert "devtools/" in named
+
+
+def test_the_readme_stays_at_most_40_kb():
+    """The README is for the people who use it: what it is, how to use it, the reference;
+    not a notebook. It stays within 40 KB."""
+    from conftest import README
+
+    assert len(README.read_bytes()) <= 40 * 1024
