@@ -952,16 +952,15 @@ def show(
             for line in conversation_lines(connections, session):
                 emit(line)
         return
-    timeline = Timeline(TimelineFilter(side, method, session, violations), _colored(color))
+    only = TimelineFilter(side, method, session, violations)
     # A regular file is read to its end without waiting: lines go out in blocks. From a
     # pipe, each line goes out as soon as it is read. A streamed turn's chunks are known
     # by their bytes (annotate_lines).
     lines = open_lines(recording)
     live = not Path(recording).is_file()
     with _output(color, live=live) as emit:
-        for item in annotate_lines(lines, stored=not revalidate, run=1 if live else RUN):
-            for line in timeline.lines(item):
-                emit(line)
+        timeline = Timeline(emit, only, _colored(color))
+        timeline.feed(annotate_lines(lines, stored=not revalidate, run=1 if live else RUN))
 
 
 @cli.command()
@@ -1002,18 +1001,17 @@ def follow(
     target = Path(path)
     if not target.exists():
         raise _Unreadable(f"cannot follow {path}: No such file or directory")
-    timeline = Timeline(TimelineFilter(side, method, session, violations), _colored(color))
+    only = TimelineFilter(side, method, session, violations)
 
     try:
         with _output(color, live=True) as emit:
+            timeline = Timeline(emit, only, _colored(color))
 
             def switched(current: Path) -> None:
                 emit(click.style(visible(f"==> following {current}"), bold=True))
 
             records = follow_records(target, switched, interval)
-            for item in annotate(records, stored=not revalidate):
-                for line in timeline.lines(item):
-                    emit(line)
+            timeline.feed(annotate(records, stored=not revalidate))
     except KeyboardInterrupt:
         sys.exit(0)
     except OSError as exc:

@@ -227,8 +227,9 @@ def seen(connections: list[Any]) -> tuple[dict[str, Any], list[Any]]:
 
 def timeline(items: Iterable[Any], only: TimelineFilter | None = None) -> list[str]:
     """The lines ``show`` prints for ``items`` (with colour: its styles are part of it)."""
-    view = Timeline(only, color=True)
-    return [line for item in items for line in view.lines(item)]
+    lines: list[str] = []
+    Timeline(lines.append, only, color=True).feed(items)
+    return lines
 
 
 def rules(frames: Frames, end: bool = True) -> list[str]:

@@ -7,7 +7,7 @@ terminal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message
-from acp_proxy.readers.annotate import Annotated, Repeated
+from acp_proxy.readers.annotate import Annotated, Repeated, View
 from acp_proxy.readers.conversation import Conversation, Entity, SessionView
 from acp_proxy.readers.summary import (
     TimelineFilter,
@@ -59,10 +59,18 @@ _STYLED_ARROWS = {
 }
 
 
-class Timeline:
-    """Turns annotated records into timeline lines, one frame per line."""
+class Timeline(View):
+    """Turns annotated records into timeline lines, one frame per line, each handed to
+    ``emit`` as it is made (a :class:`~acp_proxy.readers.annotate.View`: feed it the items
+    of ``annotate`` or ``annotate_lines``)."""
 
-    def __init__(self, only: TimelineFilter | None = None, color: bool = True) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], object],
+        only: TimelineFilter | None = None,
+        color: bool = True,
+    ) -> None:
+        self.emit = emit
         self.only = only or TimelineFilter()
         self._narrowed = self._filtered()
         #: Without colour, a frame's line carries no style to strip (errors still do).
@@ -75,11 +83,20 @@ class Timeline:
         #: method and session (a :class:`Repeated` is that chunk around another text).
         self._chunk: tuple[str, str, str, str | None, str | None] | None = None
 
-    def lines(self, item: Annotated | Repeated) -> list[str]:
+    def add(self, item: Annotated) -> None:
+        """A record's lines (none if filtered out)."""
+        emit = self.emit
+        for line in self.lines(item):
+            emit(line)
+
+    def add_run(self, run: Repeated) -> None:
+        """A streamed turn's chunks: the line of the one before, around each text."""
+        emit = self.emit
+        for line in self._repeated(run):
+            emit(line)
+
+    def lines(self, item: Annotated) -> list[str]:
         """The lines for one record and its findings (none if filtered out)."""
-        if type(item) is Repeated:
-            return self._repeated(item)
-        assert isinstance(item, Annotated)
         record = item.record
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
