@@ -3,7 +3,7 @@
 
 Which side sends each method comes from the schemas' ``x-side`` (the side that
 *handles* a method; the other side sends it). Enumerations come from the v2
-schema and the Prompt Lifecycle page. ``tests/test_protocol.py`` pins these
+schema and the Prompt Lifecycle page. ``tests/core/test_protocol.py`` pins these
 tables to the schemas themselves, which ship in the package
 (``acp_proxy/schemas/``, see the README: where they come from, how to update them).
 """
