@@ -501,7 +501,7 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
         if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
             lines[0] = bytes(lines[0])
         if limit is not None:
-            long = _longer(lines, limit)
+            long = _longer(lines, limit, len(block))
             if long is not None:
                 yield from lines[:long]
                 raise RecordTooLarge(count + long + 1, limit)
@@ -516,9 +516,15 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
         yield last
 
 
-def _longer(lines: list[bytes], limit: int) -> int | None:
-    """The index of the first of ``lines`` longer than ``limit``, if any."""
-    if not lines or max(map(len, lines)) <= limit:
+def _longer(lines: list[bytes], limit: int, block: int) -> int | None:
+    """The index of the first of ``lines`` (split from a ``block`` of bytes) longer than
+    ``limit``, if any. Only the first can be longer than the block (it may have begun in
+    the blocks before), so under a limit no smaller than the block only it is looked at."""
+    if not lines:
+        return None
+    if limit >= block:
+        return 0 if len(lines[0]) > limit else None
+    if max(map(len, lines)) <= limit:
         return None
     return next(i for i, line in enumerate(lines) if len(line) > limit)
 
