@@ -570,7 +570,11 @@ class Validator:
                 self._legacy_mcp(method)
             elif not method.startswith(("_", "$/")):
                 known = methods_for(None).get(method)
-                hint = f" (it is an ACP v{1 if self.version == 2 else 2} method)" if known else ""
+                hint = (
+                    f" (it is an ACP v{1 if self.version == 2 else 2} method)"
+                    if known
+                    else " (a custom method's name starts with _)"
+                )
                 version = f"ACP v{self.version}" if self.version else "ACP"
                 self._flag("unknown-method", f"{method} is not an {version} method{hint}")
             return

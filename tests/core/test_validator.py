@@ -186,8 +186,11 @@ def test_wrong_direction():
 
 def test_unknown_method():
     """ "Method names beginning with _ are extensions"; other unknown methods are not ACP."""
-    check(
+    (custom,) = check(
         "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
+    )
+    assert custom.message == (
+        "frobnicate is not an ACP v2 method (a custom method's name starts with _)"
     )
     # v1 methods are not v2 methods
     read = (A, req(9, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
