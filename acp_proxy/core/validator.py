@@ -16,6 +16,10 @@ state on top of that, and only as long as a rule needs it:
 - each pending request that a rule follows (prompts, permission requests,
   resumes, loads): what its response will be checked against.
 
+A streamed chunk that is a checked one around another text is taken by the validator's
+:class:`~acp_proxy.core.chunks.Shortcut` in a few byte comparisons; the validator lends it
+the rules that follow state (``chunk_session``, ``new_chunk``, ``known_chunk``).
+
 ``feed(side, frame, seq)`` is the short way: it runs the validator's own wire
 model. Where several consumers share a model, call :meth:`Validator.check`.
 The same object serves ``acp-proxy run`` live and ``acp-proxy validate`` offline.
