@@ -108,6 +108,11 @@ class Repeated:
     #: The message chunk they repeat: the frame read in full before them.
     template: Annotated
 
+    @property
+    def connection(self) -> int:
+        """The connection they belong to (the chunk they repeat belongs to it)."""
+        return self.template.connection
+
     @staticmethod
     def raw(frame: Taken) -> bytes:
         """A frame's bytes (``record.frame.raw``): its record's line ends with them and ``}``."""

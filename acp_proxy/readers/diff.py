@@ -130,9 +130,8 @@ def load(
     seen = 0
     items = annotate_lines(open_lines(path), run=RUN) if short else annotate(open_recording(path))
     for item in items:
-        connection = item.template.connection if isinstance(item, Repeated) else item.connection
-        seen = max(seen, connection)
-        if connection == number:
+        seen = max(seen, item.connection)
+        if item.connection == number:
             builder.take(item)
     if seen < number:
         raise ValueError(f"{path} has {seen} session(s), not {number}")

@@ -55,7 +55,7 @@ from acp_proxy.core.wire import (
     seconds_between,
     update_variant,
 )
-from acp_proxy.readers.annotate import RUN, Repeated, annotate_lines, open_lines
+from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines, open_lines
 from acp_proxy.readers.compare import (
     MISSING as _MISSING,
 )
@@ -143,22 +143,33 @@ def describe(message: Message) -> str:
 def load_script(path: str, session: int = 1) -> Script:
     """Session ``session`` (1-based) of a recording. Raises :class:`~acp_proxy.readers.annotate.
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
-    steps: list[Step] = []
+    steps = _Steps()
     count = 0
     for item in annotate_lines(open_lines(path), validate=False, run=RUN):
-        if isinstance(item, Repeated):
-            template = item.template
-            if template.connection == session and template.message is not None:
-                message, raw = template.message, Repeated.raw
-                steps += [Step(f[0], f[1], Side.AGENT, message, raw(f)) for f in item.frames]
-            continue
         count = max(count, item.connection)
-        record = item.record
-        if item.connection == session and isinstance(record, FrameRecord) and item.message:
-            steps.append(Step(record.seq, record.t, Side(record.side), item.message))
+        if item.connection == session:
+            steps.take(item)
     if session < 1 or session > count:
         raise ValueError(f"{path} has {count} session(s); there is no session {session}")
-    return Script(steps, session, count)
+    return Script(steps.steps, session, count)
+
+
+class _Steps(View):
+    """The steps of :func:`load_script`, an item at a time."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+
+    def add(self, item: Annotated) -> None:
+        record = item.record
+        if isinstance(record, FrameRecord) and item.message:
+            self.steps.append(Step(record.seq, record.t, Side(record.side), item.message))
+
+    def add_run(self, run: Repeated) -> None:
+        """Streamed chunks: their bytes, with the message of the chunk they repeat."""
+        message, raw = run.template.message, Repeated.raw
+        if message is not None:
+            self.steps += [Step(f[0], f[1], Side.AGENT, message, raw(f)) for f in run.frames]
 
 
 # --- comparing -----------------------------------------------------------------------
