@@ -419,6 +419,9 @@ READERS = {
     ],
 }
 
+#: The exit status a reader ends with over the stream's recording, where it is not 0.
+STATUS = {"search": 1}  # nothing matches
+
 
 def offline(recording: str, what: str, frames: int = 0) -> tuple[float, int | None]:
     """Seconds and peak memory (bytes) of a reader (:data:`READERS`) over a recording."""
@@ -433,7 +436,7 @@ def offline(recording: str, what: str, frames: int = 0) -> tuple[float, int | No
         check=False,
     ).returncode
     elapsed = time.perf_counter() - start
-    if status != (1 if what == "search" else 0):  # (search: nothing matches)
+    if status != STATUS.get(what, 0):
         raise RuntimeError(f"{' '.join(command)} exited {status}: its time says nothing")
     try:
         with open(peak_file, encoding="ascii") as reported:
