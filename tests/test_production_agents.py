@@ -9,12 +9,13 @@ find the same; the short way for streamed chunks finds what the long way finds. 
 agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
 through the proxy to the example agent.
 
-The packages (pinned below) are installed from the npm registry once per test run; the tests
+The packages (pinned below) are installed from the npm registry once per package list; the tests
 skip when npm is not installed or the registry cannot be reached.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import queue
@@ -45,11 +46,18 @@ ANSWER_TIMEOUT = 90
 
 
 @pytest.fixture(scope="module")
-def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def npm_bin() -> Path:
+    """The pinned packages' executables, installed once per package list: the prefix is cached
+    (keyed by the list) in the user's cache directory, so only a changed pin installs again."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed")
-    prefix = tmp_path_factory.mktemp("npm")
+    key = hashlib.sha256(orjson.dumps(sorted(PACKAGES.values()))).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    prefix = cache / "acp-proxy-tests" / f"npm-{key}"
+    if (prefix / "installed").exists():
+        return prefix / "node_modules" / ".bin"
+    prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
     try:
         proc = subprocess.run(
@@ -59,6 +67,7 @@ def npm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("npm install did not finish in 10 minutes (no registry?)")
     if proc.returncode != 0:
         pytest.skip(f"npm install failed: {proc.stderr.decode(errors='replace')[-300:]}")
+    (prefix / "installed").touch()
     return prefix / "node_modules" / ".bin"
 
 

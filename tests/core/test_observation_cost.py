@@ -1,6 +1,6 @@
 """Observation costs O(1) per frame, whatever is pending or remembered: the work the validator
-does on one frame (counted as the Python lines it runs, not timed) is the same with 100,000
-requests pending and sessions it never heard of as with none.
+does on one frame (counted as the Python lines it runs, not timed) is the same with one more
+request pending than the bound holds and sessions it never heard of as with none.
 
 The relay must never wait on observation: a peer that leaves permission requests unanswered,
 or names sessions nobody created, must not make each new frame cost more."""
@@ -19,8 +19,8 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.validator import Validator
 from acp_proxy.core.wire import MAX_PENDING
 
-#: How many requests are left pending.
-PENDING = 100_000
+#: How many requests are left pending: the bound plus one proves the bound holds.
+PENDING = MAX_PENDING + 1
 
 
 def lines_run(work: Callable[[], Any]) -> int:
