@@ -424,3 +424,39 @@ def test_a_shared_recording_does_not_act_through_the_editor(tmp_path: Path):
     assert allowed.returncode == 0, allowed.stderr
     assert orjson.dumps(write) in allowed.stdout and orjson.dumps(run) in allowed.stdout
     assert "2 time(s), sent to the editor" in allowed.stderr.decode()
+
+
+def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path):
+    """`run --redact`: a secret-named field nested 300 deep (deeper than orjson writes) and
+    one nested as deep as a frame parses (deeper than the splicer follows) are recorded
+    without their secret; the broken frames after them are still recorded, with their
+    findings."""
+    deep = b'{"jsonrpc":"2.0","method":"_x","params":{"token":%s"deep-s3cret"%s}}'
+    frames = [
+        deep % (b"[" * 300, b"]" * 300),
+        deep % (b"[" * 1020, b"]" * 1020),
+        b'{"jsonrpc":"1.0","method":"_after"}',
+        b"not json after",
+    ]
+    transcript, capture = tmp_path / "t.jsonl", tmp_path / "capture"
+    proc = subprocess.run(
+        [*PROXY, "run", "--redact", "--record", str(transcript), "--",
+         *SCRIPTED_AGENT, "echo", str(capture)],
+        input=b"".join(f + b"\n" for f in frames), capture_output=True, env=clean_env(),
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"".join(f + b"\n" for f in frames)  # the wire is untouched
+    assert b"without recording or validation" not in proc.stderr
+    data = transcript.read_bytes()
+    assert b"deep-s3cret" not in data
+    records = [orjson.loads(line) for line in data.splitlines()]
+    stored = [r for r in records if r["kind"] == "frame"]
+    assert [r["seq"] for r in stored] == list(range(1, 9))  # both sides, every frame
+    for side in (stored[:4], stored[4:]):
+        assert side[0]["redacted"] == ["params.token"]
+        assert side[1]["redacted"] == ["(frame)"] and "2104 bytes" in side[1]["text"]
+        assert [[v["rule"] for v in r.get("violations", [])] for r in side[2:]] == [
+            ["jsonrpc-version"], ["not-json"]
+        ]
+    assert proc.stderr.count(b"the redaction could not read a frame") == 1
