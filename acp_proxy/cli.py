@@ -408,6 +408,14 @@ def run(
     help="Which session of a file with several (1 is the first).",
 )
 @click.option(
+    "--allow-client-actions",
+    "allow_actions",
+    is_flag=True,
+    help="As the agent: send the editor the recording's requests that act (write or read a "
+    "file, run a command...). Without it they are listed and withheld: the replay answers "
+    "them as recorded.",
+)
+@click.option(
     "--ignore",
     "ignore",
     multiple=True,
@@ -448,6 +456,7 @@ def replay(
     speed: float,
     match: str,
     session: int,
+    allow_actions: bool,
     ignore: tuple[str, ...],
     ignore_updates: tuple[str, ...],
     timeout: float,
@@ -464,7 +473,9 @@ def replay(
 
     \b
     As the agent, RECORDING answers on stdin/stdout like any agent; put
-    `acp-proxy replay REC` in the editor's agent command. Exit status: 0 every
+    `acp-proxy replay REC` in the editor's agent command. What it would have the
+    editor do (write a file, run a command) is listed and withheld unless
+    --allow-client-actions. Exit status: 0 every
     recorded client frame matched, 1 the client diverged or stopped early.
     As the client: 0 the agent answered as recorded, 1 it diverged.
     2: the recording cannot be read.
@@ -480,10 +491,7 @@ def replay(
     log = get_logger()
     if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
         agent = agent[1:]
-    if role == "agent" and agent:
-        raise click.UsageError("an AGENT command is only for --as client")
-    if role == "client" and not agent:
-        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    _replay_usage(role, agent, allow_actions)
     try:
         script = load_script(recording, session)
     except ValueError as exc:
@@ -491,7 +499,8 @@ def replay(
     if script.sessions > 1:
         log.info("recording has several sessions", sessions=script.sessions, playing=session)
     if role == "agent":
-        fake = AgentReplay(script, match=match, speed=speed)
+        fake = AgentReplay(script, match=match, speed=speed, allow_actions=allow_actions)
+        _list_actions(fake.actions, allow_actions)
         sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
     result = drive_agent(
         script, list(agent), ignore=ignore, timeout=timeout, record=record,
@@ -514,6 +523,32 @@ def replay(
     if result.ok:
         log.info("the agent answered as recorded", frames=frames)
     sys.exit(0 if result.ok else 1)
+
+
+def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> None:
+    """What each role of replay needs, and takes."""
+    if role == "agent" and agent:
+        raise click.UsageError("an AGENT command is only for --as client")
+    if role == "client" and not agent:
+        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    if role == "client" and allow_actions:
+        raise click.UsageError("--allow-client-actions is only for the recording as the agent")
+
+
+def _list_actions(actions: list[Any], allowed: bool) -> None:
+    """Say, before a replay as the agent starts, what the recording would have the editor do."""
+    from acp_proxy.readers.replay import action_summary
+
+    if not actions:
+        return
+    what = (
+        "sent to the editor (--allow-client-actions)"
+        if allowed
+        else "withheld: the replay answers them as recorded (--allow-client-actions sends them)"
+    )
+    _say(f"acp-proxy replay: the recording asks the editor to act {len(actions)} time(s), {what}:")
+    for step in actions:
+        _say(f"  {action_summary(step)}")
 
 
 @cli.command()

@@ -140,6 +140,8 @@ class Observer:
         #: Whether the agent's stderr is recorded (off after it failed once).
         self.record_stderr = record_stderr
         self.redactor = redactor
+        #: Whether the redaction failed on a frame (said once).
+        self._dropped = False
         self._stderr = bytearray()
         self._debug = log.is_enabled_for(logging.DEBUG)
         #: Sequence number of the last frame observed (both directions together).
@@ -270,12 +272,12 @@ class Observer:
         if message is not None and message.is_notice:
             self._log_notice(side, frame)
             for finding in findings:
-                self.recorder.write(violation_record(t, self.seq, finding.as_dict()))
+                self.recorder.write(violation_record(t, self.seq, self._stored(finding)))
         elif self.recorder.active:
-            found = [f.as_dict() for f in findings]
             stored, hidden = frame, list[str]()
-            if self.redactor is not None and message is not None:
-                stored, hidden = self.redactor.frame(message)
+            if self.redactor is not None:
+                stored, hidden = self._redacted(frame, message)
+            found = [self._stored(f) for f in findings]
             parts = frame_record_parts(self.seq, t, side, stored, found, hidden)
             if len(stored.raw) < _WRITE_IN_PIECES:
                 self.recorder.write(b"".join(parts))
@@ -285,6 +287,30 @@ class Observer:
         if self._notify and findings:
             return self._notices_for(findings)
         return b""
+
+    def _redacted(self, frame: Frame, message: Message | None) -> tuple[Frame, list[str]]:
+        """The frame as ``--redact`` records it: a frame at a time, never raising (a frame
+        the redaction cannot read is recorded as its size, said once in the log)."""
+        redactor = self.redactor
+        assert redactor is not None
+        stored, hidden = (
+            redactor.frame(message) if message is not None else redactor.bare_frame(frame)
+        )
+        if hidden == ["(frame)"] and not self._dropped:
+            self._dropped = True
+            self._log.warning(
+                "the redaction could not read a frame: its size is recorded, not its bytes",
+                seq=self.seq,
+            )
+        return stored, hidden
+
+    def _stored(self, finding: Violation) -> dict[str, Any]:
+        """A finding as it is recorded (redacted with ``--redact``: it may quote the frame)."""
+        found = finding.as_dict()
+        if self.redactor is None:
+            return found
+        redacted = self.redactor.finding(found)
+        return redacted if isinstance(redacted, dict) else found
 
     def stderr(self, data: bytes) -> None:
         """Record what the agent wrote to stderr, a record per line (``b""``: its end).
@@ -358,7 +384,7 @@ class Observer:
                 self._validator_failed(exc)
         t = format_time()
         for finding in findings:
-            self.recorder.write(violation_record(t, finding.seq, finding.as_dict()))
+            self.recorder.write(violation_record(t, finding.seq, self._stored(finding)))
         self._log_findings(None, findings)
         self.recorder.close(exit_status, reason)
         return findings

@@ -18,6 +18,12 @@ mismatch, a report names the recorded seq, what was expected, what came and the 
 where they differ; a request gets a JSON-RPC error carrying it, and from then on no agent
 frame is sent and every request gets that error.
 
+A recording someone shared must not act through the editor: the agent frames that ask the
+client to act (:func:`client_action`: write or read a file, run a command, call an MCP
+tool, an extension method...) are :attr:`AgentReplay.actions`, listed before the replay
+starts, and withheld unless ``allow_actions``: the client never sees them, and the
+recorded client answers to them are the replay's own (skipped, as if they had come).
+
 **As the client** (:class:`ClientReplay`): the recorded client frames go out in order, each
 once the agent frames that preceded it in the recording have arrived. Between two client
 frames, agent frames may arrive in any order: each is matched to a recorded frame of the
@@ -32,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shlex
 import subprocess
 import sys
 import threading
@@ -74,6 +81,8 @@ __all__ = [
     "ClientReplay",
     "ClientResult",
     "Script",
+    "action_summary",
+    "client_action",
     "difference",
     "drive_agent",
     "load_script",
@@ -187,6 +196,49 @@ def replace_id(raw: bytes, new_id: Any) -> bytes:
 # --- the recording plays the agent --------------------------------------------------------
 
 
+#: What the agent may send the client that only shows something or asks the user: every
+#: other agent request or notification asks the client to act. A permission request asks
+#: the user and does nothing itself (what follows is the recording's, withheld if it acts).
+_SHOWN = frozenset(
+    {
+        "session/update",
+        "session/request_permission",
+        "elicitation/complete",
+        "auth/status_update",
+        "$/cancel_request",
+    }
+)
+
+
+def client_action(message: Message) -> bool:
+    """Whether an agent frame asks the client to act: a request or notification (a batch
+    holding one) other than an update, a permission request and the like (:data:`_SHOWN`):
+    ``fs/*``, ``terminal/*``, ``elicitation/create`` (a form or a link for the user),
+    ``mcp/message`` (a tool of the client's MCP servers), an extension method."""
+    return any(
+        m.kind in (Kind.REQUEST, Kind.NOTIFICATION) and m.method not in _SHOWN
+        for m in message.messages
+    )
+
+
+def action_summary(step: Step) -> str:
+    """An action in a line: ``seq 9 fs/write_text_file /home/u/.bashrc``, ``seq 11
+    terminal/create sh -c 'curl … | sh'`` (wire strings: escape before showing)."""
+    parts = []
+    for message in step.message.messages:
+        params = message.params
+        command, args = params.get("command"), params.get("args")
+        if isinstance(command, str):
+            words = [command, *(args if isinstance(args, list) else [])]
+            what = shlex.join(w if isinstance(w, str) else preview(w, 40) for w in words)
+        elif isinstance(params.get("path"), str):
+            what = params["path"]
+        else:
+            what = preview(params, 100) if params else ""
+        parts.append(f"{message.method} {what}".rstrip())
+    return f"seq {step.seq} " + "; ".join(parts)
+
+
 @dataclass(slots=True)
 class Emit:
     """Bytes to write (one line, without its newline), after a pause."""
@@ -203,11 +255,24 @@ MAX_GAP = 86_400.0
 class AgentReplay:
     """The recording as an agent. Pure: client lines in, agent lines out."""
 
-    def __init__(self, script: Script, match: str = "exact", speed: float = 1.0) -> None:
+    def __init__(
+        self,
+        script: Script,
+        match: str = "exact",
+        speed: float = 1.0,
+        allow_actions: bool = False,
+    ) -> None:
         self.script = script
         self.match = match
         self.speed = speed
         self._next = 0
+        #: The agent frames that ask the client to act (:func:`client_action`).
+        self.actions = [
+            s for s in script.steps if s.side is Side.AGENT and client_action(s.message)
+        ]
+        #: Unless allowed, the indexes of the steps the replay plays itself: the actions
+        #: (never sent) and the recorded client answers to them (never awaited).
+        self._own: set[int] = set() if allow_actions else _withheld(script.steps)
         #: Recorded client request id -> the id the live client used.
         self._ids: dict[Any, Any] = {}
         #: The mismatch report, once the client diverged.
@@ -256,7 +321,12 @@ class AgentReplay:
         """The client closed its side: (exit status, what went wrong)."""
         if self.diverged is not None:
             return 1, self.diverged
-        left = [s for s in self.script.steps[self._next :] if s.side is Side.CLIENT]
+        steps = self.script.steps
+        left = [
+            steps[i]
+            for i in range(self._next, len(steps))
+            if steps[i].side is Side.CLIENT and i not in self._own
+        ]
         if left:
             return 1, (
                 f"the client stopped early: {len(left)} recorded client frame(s) left, the next "
@@ -300,13 +370,23 @@ class AgentReplay:
         return None if found is None else _report_difference(found, "got")
 
     def _emit(self) -> list[Emit]:
+        """The agent frames due now, up to the next client frame the client must send; the
+        replay's own steps (withheld actions, their answers) are skipped, their gaps kept."""
         out: list[Emit] = []
-        steps = self.script.steps
-        while self._next < len(steps) and steps[self._next].side is Side.AGENT:
+        steps, own = self.script.steps, self._own
+        skipped = 0.0
+        while self._next < len(steps) and (
+            steps[self._next].side is Side.AGENT or self._next in own
+        ):
             step = steps[self._next]
             previous = steps[self._next - 1] if self._next else None
             gap = seconds_between(previous.t, step.t) if previous is not None else None
             delay = max(0.0, gap or 0.0) / self.speed if self.speed > 0 else 0.0
+            if self._next in own:
+                skipped += delay
+                self._next += 1
+                continue
+            delay, skipped = delay + skipped, 0.0
             if delay > MAX_GAP:  # a frame stamped 9999-12-31 must not stop the replay
                 delay = MAX_GAP
                 self.capped.append(step.seq)
@@ -330,6 +410,29 @@ class AgentReplay:
             "data": {"report": self.diverged},
         }
         return [Emit(0.0, orjson.dumps({"jsonrpc": "2.0", "id": value["id"], "error": error}))]
+
+
+def _withheld(steps: list[Step]) -> set[int]:
+    """The indexes of the actions of ``steps`` and of the client frames that answer them
+    (every response they hold answers an action's request)."""
+    own: set[int] = set()
+    requests: set[Any] = set()  # the wire model's Request objects, by identity
+    for index, step in enumerate(steps):
+        message = step.message
+        if step.side is Side.AGENT:
+            if client_action(message):
+                own.add(index)
+                requests.update(m.request for m in message.messages if m.kind is Kind.REQUEST)
+        elif (
+            requests
+            and message.messages
+            and all(
+                m.kind is Kind.RESPONSE and m.request is not None and m.request in requests
+                for m in message.messages
+            )
+        ):
+            own.add(index)
+    return own
 
 
 def _summary(value: Any, frame: Frame) -> str:

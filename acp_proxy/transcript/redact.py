@@ -8,18 +8,31 @@ the wire model) and picks the values to hide:
 - the values of ``env`` and ``headers`` entries (MCP servers, terminals, auth methods);
 - the parameters of ``authenticate`` and ``auth/login`` (all but ``methodId``);
 - any field whose name looks like a token, key, secret, password, credential, cookie
-  or authorization, at any depth (``_meta`` included);
+  or authorization, at any depth (``_meta`` included), run together too (``PGPASSWORD``,
+  ``GITHUBTOKEN``, ``PRIVATEKEY``);
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
   ``NAME=value`` whose name looks secret, and of a secret-named header
   (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
 - in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
   parameters (``?access_token=X``);
+- in every other string (a tool call's command, a message's text): API-key shaped
+  strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens...), the value of
+  a secret-named ``NAME=value`` or ``"name": "value"``, and of an ``Authorization:`` or
+  ``Cookie:`` header;
 - in what is not JSON (frames that are not JSON or not UTF-8, and the agent's stderr): the
-  values of secret-named fields (``"apiKey": "X"``, ``token=X``) and API-key shaped strings
-  (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens);
+  same, and ``name: value`` with a secret-looking name;
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
-  output, and the prompt's text (and its echo in user messages).
+  output, the prompt's text (and its echo in user messages), and what tool calls carry
+  (``content``, ``rawInput``, ``rawOutput``, their ``_meta``): how agents read files with
+  their own tools.
+
+Stored findings (a frame's ``violations``, ``violation`` records) quote frames: every
+string of theirs is redacted as a string is, and any piece of a value hidden so far in
+the file (the first 8 characters and on, or a short value as a whole word) is replaced by
+that value's tag. Every other record's strings are redacted as strings; a line that is no
+record (the truncated last line of a crash) is replaced, whole, by a line that says its
+size, never copied.
 
 A value already redacted (``[redacted:…]``) is left as it is: a second pass changes nothing.
 
@@ -29,7 +42,10 @@ Each hidden value becomes ``"[redacted:<tag>]"`` (contents: ``"[redacted:<size> 
 up, but a tag cannot be checked against guesses. The replacement is spliced into the
 frame's bytes at the value's exact span: every other byte stays as it crossed the wire.
 Frames that changed list what was redacted (``"redacted": [paths]``); seq, times and
-findings are kept. Pure: bytes in, bytes out.
+findings are kept. Redaction works a frame at a time and never raises: a frame it cannot
+splice (nested past what the splicer follows) is stored as a line that says its size
+(``"redacted": ["(frame)"]``), never as it was, and the frames after it go on as before.
+Pure: bytes in, bytes out.
 """
 
 from __future__ import annotations
@@ -51,8 +67,10 @@ from acp_proxy.transcript.records import (
     FrameRecord,
     StartRecord,
     StderrRecord,
+    UnreadableLine,
     frame_record,
     parse_record,
+    plain_frame_head,
     stderr_record,
 )
 
@@ -78,6 +96,23 @@ _SECRET_WORDS = frozenset(
     }
 )
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+#: A word run together from others that holds a secret word (``PGPASSWORD``) ...
+_RUN_TOGETHER = re.compile(
+    r"password|passwd|passphrase|secret|credential|authoriz|cookie|bearer|apikey"
+)
+#: ... or ends with one (``GITHUBTOKEN``, ``PRIVATEKEY``; not ``inputTokens``, ``monkey``).
+_RUN_TOGETHER_ENDS = (
+    "token",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "signingkey",
+    "masterkey",
+    "authkey",
+    "sshkey",
+    "licensekey",
+    "encryptionkey",
+)
 _AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 #: A command-line flag whose value is a secret: ``--api-key X`` or ``--token=X``.
 _SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_-]+)(=(.*))?$", re.DOTALL)
@@ -88,19 +123,42 @@ _HEADER = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$", re.DOTALL)
 #: What a redaction puts in: never redacted again (in a URL, where brackets would not do).
 _DONE = "[redacted:"
 _URL_DONE = "redacted-"
-#: API-key shaped strings, in text that is not JSON (stderr lines, non-JSON frames).
-_KEY_SHAPES = re.compile(
-    rb"(?:\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
-    rb"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    rb"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{30,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
-    rb"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    rb"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{8,})"
+#: API-key shaped strings, in any text.
+_KEY_SHAPES_TEXT = (
+    r"(?:\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
+    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{30,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+    r"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{8,})"
 )
-#: A secret-named field in text that is not JSON: ``"apiKey": "X"``, ``token=X``.
-_TEXT_FIELD = re.compile(
-    rb'("?)([A-Za-z0-9_\-]*(?:[Tt]oken|TOKEN|[Kk]ey|KEY|[Ss]ecret|SECRET|[Pp]assword|PASSWORD'
-    rb"|[Aa]uthorization|AUTHORIZATION|[Cc]ookie|COOKIE)[A-Za-z0-9_\-]*)\1(\s*[:=]\s*)"
-    rb'("([^"\\]|\\.)*"|[^\s,;&"}]+)'
+#: A secret-named field in text: ``"apiKey": "X"``, ``token=X``, ``token: X``.
+_TEXT_FIELD_TEXT = (
+    r'("?)([A-Za-z0-9_\-]*(?:[Tt]oken|TOKEN|[Kk]ey|KEY|[Ss]ecret|SECRET|[Pp]assword|PASSWORD'
+    r"|[Pp]asswd|PASSWD|[Aa]uthorization|AUTHORIZATION|[Cc]ookie|COOKIE|[Cc]redential"
+    r'|CREDENTIAL)[A-Za-z0-9_\-]*)\1(\s*[:=]\s*)("([^"\\]|\\.)*"|[^\s,;&"}]+)'
+)
+#: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
+#: Basic X``, ``Cookie: a=b``.
+_AUTH_HEADER_TEXT = (
+    r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*)"
+    r"((?:(?:basic|bearer|token|digest|negotiate)\s+)?[^\s'\"\\]+)"
+)
+_KEY_SHAPES = re.compile(_KEY_SHAPES_TEXT.encode())
+_TEXT_FIELD = re.compile(_TEXT_FIELD_TEXT.encode())
+_AUTH_HEADER = re.compile(_AUTH_HEADER_TEXT.encode())
+_KEY_SHAPES_STR = re.compile(_KEY_SHAPES_TEXT)
+_TEXT_FIELD_STR = re.compile(_TEXT_FIELD_TEXT)
+_AUTH_HEADER_STR = re.compile(_AUTH_HEADER_TEXT)
+#: How much of a hidden value is kept to find it in a finding (which quotes 60 characters
+#: or so), and how much of it a quote must hold to be taken for it.
+_QUOTED = 64
+_PIECE = 8
+#: A short hidden value is found as a whole word only; a shorter one not at all.
+_SHORTEST = 3
+_WORD_EDGE = "A-Za-z0-9_"
+#: The keys of a frame record: a record with others is written anew, not copied.
+_FRAME_KEYS = frozenset(
+    {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
 )
 
 
@@ -113,8 +171,19 @@ def secret_name(name: str) -> bool:
     """Whether a field name looks like it holds a secret."""
     if not name or name in ("sessionId", "toolCallId", "keyId"):
         return False
-    words = {w.lower() for w in _WORDS.findall(name.replace("-", "_"))}
-    return bool(words & _SECRET_WORDS) or name.lower() in _SECRET_WORDS
+    words = _WORDS.findall(name.replace("-", "_"))
+    lowered = {w.lower() for w in words}
+    if lowered & _SECRET_WORDS or name.lower() in _SECRET_WORDS:
+        return True
+    return any(_run_together(word) for word in words)
+
+
+def _run_together(word: str) -> bool:
+    """``PGPASSWORD``, ``GITHUBTOKEN``, ``PRIVATEKEY``: one word made of several."""
+    lower = word.lower()
+    if _RUN_TOGETHER.search(lower) is not None or lower.endswith(_RUN_TOGETHER_ENDS):
+        return True
+    return len(word) > 3 and word.isupper() and word.endswith("KEY")  # OPENAIKEY
 
 
 def _show(path: Path) -> str:
@@ -124,64 +193,160 @@ def _show(path: Path) -> str:
     return text
 
 
+def _encoded(value: Any) -> bytes:
+    """The bytes a value's tag is made from: a string's UTF-8 (a lone surrogate kept), any
+    other value's JSON, at any depth."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # deeper than orjson writes (255), or a lone surrogate in it
+        return _deep_dumps(value)
+
+
+def _deep_dumps(value: Any) -> bytes:
+    """A value's JSON without recursion, as deep as it is (orjson stops at 255 levels)."""
+    out: list[bytes] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bytes):  # a piece of punctuation, or a key and its colon
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append(b"{")
+            stack.append(b"}")
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                key, child = entries[index]
+                stack += [child, _encoded(str(key)) + b":"]
+                if index:
+                    stack.append(b",")
+        elif isinstance(item, list):
+            out.append(b"[")
+            stack.append(b"]")
+            for index in range(len(item) - 1, -1, -1):
+                stack.append(item[index])
+                if index:
+                    stack.append(b",")
+        else:
+            out.append(_encoded(item) if isinstance(item, str) else orjson.dumps(item))
+    return b"".join(out)
+
+
+def _strings(value: Any) -> Iterator[tuple[Path, str, str | None]]:
+    """Every string value of a JSON value, at any depth (no recursion): its path, the
+    string, and the name of the field it is the value of (None in an array)."""
+    stack: list[tuple[Path, Any, str | None]] = [((), value, None)]
+    while stack:
+        path, item, name = stack.pop()
+        if isinstance(item, str):
+            yield path, item, name
+        elif isinstance(item, dict):
+            stack += [((*path, key), child, key) for key, child in item.items()]
+        elif isinstance(item, list):
+            stack += [((*path, index), child, None) for index, child in enumerate(item)]
+
+
 class Redactor:
     """Picks and replaces the secrets of frames; one key per instance (one per file)."""
 
     def __init__(self, contents: bool = False, key: bytes | None = None) -> None:
         self.contents = contents
         self._key = key if key is not None else os.urandom(16)
+        #: The values hidden so far, to find them in findings: by their first characters
+        #: (the start of each, as it stands and as JSON writes it, and its tag) ...
+        self._pieces: dict[str, list[tuple[str, str]]] = {}
+        #: ... and, short ones, whole.
+        self._short: dict[str, str] = {}
 
     def tag(self, value: Any) -> str:
         """``[redacted:<tag>]``: the same value always gets the same tag here."""
-        data = value.encode() if isinstance(value, str) else orjson.dumps(value)
-        digest = hmac.new(self._key, data, hashlib.sha256).hexdigest()[:10]
-        return f"[redacted:{digest}]"
+        digest = hmac.new(self._key, _encoded(value), hashlib.sha256).hexdigest()[:10]
+        tag = f"[redacted:{digest}]"
+        self._remember(value, tag)
+        return tag
 
     def _content_tag(self, value: Any) -> str:
-        data = value.encode() if isinstance(value, str) else orjson.dumps(value)
+        data = _encoded(value)
         digest = hmac.new(self._key, data, hashlib.sha256).hexdigest()[:10]
-        return f"[redacted:{len(data)} bytes:{digest}]"
+        tag = f"[redacted:{len(data)} bytes:{digest}]"
+        self._remember(value, tag)
+        return tag
+
+    def _remember(self, value: Any, tag: str) -> None:
+        """Keep the start of a hidden value, to find it where a finding quotes it."""
+        if isinstance(value, str):
+            forms = {value[:_QUOTED], orjson.dumps(value[:_QUOTED])[1:-1].decode()}
+        elif isinstance(value, dict | list):
+            forms = {_encoded(value)[:_QUOTED].decode("utf-8", "replace")}
+        else:
+            return  # a number or a literal: too common to hunt for
+        for form in forms:
+            if len(form) >= _PIECE:
+                entries = self._pieces.setdefault(form[:_PIECE], [])
+                if (form, tag) not in entries:
+                    entries.append((form, tag))
+            elif len(form) >= _SHORTEST and not form.startswith(_DONE):
+                self._short[form] = tag
 
     # --- what to hide -----------------------------------------------------------------
 
     def targets(self, message: Message) -> dict[Path, str]:
         """The paths to hide in a message's JSON, with their replacement."""
-        value = message.value
+        return self._targets(message.value, message.method, message.kind)
+
+    def _targets(self, value: Any, method: str | None, kind: Kind | None) -> dict[Path, str]:
         found: dict[Path, str] = {}
         if not isinstance(value, dict):
             return found
-        self._walk(value, (), found)
-        method = message.method
+        self._walk(value, found)
         params = value.get("params")
-        if method in _AUTH_METHODS and message.kind is Kind.REQUEST and isinstance(params, dict):
+        if method in _AUTH_METHODS and kind is Kind.REQUEST and isinstance(params, dict):
             for name, item in params.items():
-                if name not in ("methodId", "_meta") and item is not None:
+                if name not in ("methodId", "_meta") and item is not None and not _done(item):
                     found[("params", name)] = self.tag(item)
         if self.contents:
-            self._contents(message, value, found)
+            self._contents(str(method), kind, value, found)
         return found
 
-    def _walk(self, value: Any, path: Path, found: dict[Path, str]) -> None:
-        if isinstance(value, dict):
-            for name, item in value.items():
-                here = (*path, name)
-                if item is None or _done(item):
-                    continue
-                if secret_name(name):
-                    found[here] = self.tag(item)
-                elif name in ("env", "headers"):
-                    self._entries(item, here, found)
-                elif name == "args" and isinstance(item, list):
-                    self._args(item, here, found)
-                elif name in ("url", "uri") and isinstance(item, str):
-                    hidden = self.url(item)
-                    if hidden != item:
-                        found[here] = hidden
-                else:
-                    self._walk(item, here, found)
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                self._walk(item, (*path, index), found)
+    def _walk(self, value: Any, found: dict[Path, str]) -> None:
+        """Secret-named fields, entries, command lines, URLs, and secrets in any string
+        (no recursion: a frame may be nested as deep as the parser goes)."""
+        stack: list[tuple[Path, Any]] = [((), value)]
+        while stack:
+            path, item = stack.pop()
+            if isinstance(item, str):
+                hidden = self.string(item)
+                if hidden != item:
+                    found[path] = hidden
+            elif isinstance(item, list):
+                stack += [((*path, index), child) for index, child in enumerate(item)]
+            elif isinstance(item, dict):
+                for name, child in item.items():
+                    self._field(name, child, (*path, name), found, stack)
+
+    def _field(
+        self,
+        name: str,
+        item: Any,
+        here: Path,
+        found: dict[Path, str],
+        stack: list[tuple[Path, Any]],
+    ) -> None:
+        if item is None or _done(item):
+            return
+        if secret_name(name):
+            found[here] = self.tag(item)
+        elif name in ("env", "headers"):
+            self._entries(item, here, found)
+        elif name == "args" and isinstance(item, list):
+            self._args(item, here, found, stack)
+        elif name in ("url", "uri") and isinstance(item, str):
+            hidden = self.string(self.url(item))
+            if hidden != item:
+                found[here] = hidden
+        else:
+            stack.append((here, item))
 
     def _entries(self, value: Any, path: Path, found: dict[Path, str]) -> None:
         """``env`` / ``headers``: a list of ``{name, value}`` or an object of values."""
@@ -195,10 +360,12 @@ class Redactor:
                 if item is not None and not _done(item):
                     found[(*path, name)] = self.tag(item)
 
-    def _args(self, args: list[Any], path: Path, found: dict[Path, str]) -> None:
+    def _args(
+        self, args: list[Any], path: Path, found: dict[Path, str], stack: list[tuple[Path, Any]]
+    ) -> None:
         """A command line's arguments (an MCP server's, a terminal's): as :meth:`argv`."""
         if not all(isinstance(arg, str) for arg in args):
-            self._walk(args, path, found)
+            stack.append((path, args))
             return
         hidden, _ = self.argv(args)
         for index, (before, after) in enumerate(zip(args, hidden, strict=True)):
@@ -210,7 +377,7 @@ class Redactor:
         try:
             parts = urlsplit(url)
         except ValueError:  # not a URL Python can read: as text
-            return self.text(url.encode()).decode("utf-8", "replace")
+            return self.string(url)
         if not parts.scheme or not parts.netloc:
             return url
         netloc = parts.netloc
@@ -234,24 +401,58 @@ class Redactor:
 
     def text(self, data: bytes) -> bytes:
         """Text that is not JSON (a stderr line, a frame that does not parse): the values of
-        secret-named fields and API-key shaped strings hidden."""
+        secret-named fields, authorization headers and API-key shaped strings hidden."""
 
         def field(match: re.Match[bytes]) -> bytes:
             value = match.group(4)
             inner = value[1:-1] if value.startswith(b'"') else value
-            if inner.startswith(_DONE.encode()):
+            if inner.startswith((_DONE.encode(), _URL_DONE.encode())):
                 return match.group(0)
             tag = self.tag(inner.decode("utf-8", "replace")).encode()
             quote = b'"' if value.startswith(b'"') else b""
             return match.group(0)[: match.start(4) - match.start(0)] + quote + tag + quote
 
+        def header(match: re.Match[bytes]) -> bytes:
+            if _DONE.encode() in match.group(3):
+                return match.group(0)
+            return match.group(1) + match.group(2) + self.tag(match.group(3).decode()).encode()
+
+        data = _AUTH_HEADER.sub(header, data)
         data = _TEXT_FIELD.sub(field, data)
         return _KEY_SHAPES.sub(
             lambda m: self.tag(m.group(0).decode("utf-8", "replace")).encode(), data
         )
 
-    def _contents(self, message: Message, value: dict[str, Any], found: dict[Path, str]) -> None:
-        method, kind = message.method, message.kind
+    def string(self, text: str) -> str:
+        """A JSON string (a tool call's command, a message): API-key shaped strings, an
+        authorization header's credentials, and the value of a secret-named ``NAME=value``
+        or ``"name": "value"`` hidden (not ``name: value``, which is how prose reads)."""
+        if not text or text.startswith(_DONE):
+            return text
+
+        def field(match: re.Match[str]) -> str:
+            value = match.group(4)
+            if not match.group(1) and "=" not in match.group(3):  # prose: "the key: value"
+                return match.group(0)
+            inner = value[1:-1] if value.startswith('"') else value
+            if inner.startswith((_DONE, _URL_DONE)):
+                return match.group(0)
+            quote = '"' if value.startswith('"') else ""
+            kept = match.group(0)[: match.start(4) - match.start(0)]
+            return kept + quote + self.tag(inner) + quote
+
+        def header(match: re.Match[str]) -> str:
+            if _DONE in match.group(3):
+                return match.group(0)
+            return match.group(1) + match.group(2) + self.tag(match.group(3))
+
+        text = _AUTH_HEADER_STR.sub(header, text)
+        text = _TEXT_FIELD_STR.sub(field, text)
+        return _KEY_SHAPES_STR.sub(lambda m: self.tag(m.group(0)), text)
+
+    def _contents(
+        self, method: str, kind: Kind | None, value: dict[str, Any], found: dict[Path, str]
+    ) -> None:
         result, params = value.get("result"), value.get("params")
         fields: list[tuple[Path, Any]] = []
         if kind is Kind.RESPONSE and isinstance(result, dict):
@@ -260,11 +461,11 @@ class Redactor:
             if method == "terminal/output":
                 fields.append((("result", "output"), result.get("output")))
         if isinstance(params, dict):
-            fields += self._param_contents(str(method), params, found)
-        for path, resource in _resources(value, ()):
+            fields += self._param_contents(method, params, found)
+        for path, resource in _resources(value):
             fields += [((*path, name), resource.get(name)) for name in ("text", "blob")]
         for path, text in fields:
-            if isinstance(text, str):
+            if isinstance(text, str) and not _done(text):
                 found[path] = self._content_tag(text)
 
     def _param_contents(
@@ -279,33 +480,79 @@ class Redactor:
         if not isinstance(update, dict):
             return fields
         variant = update.get("sessionUpdate")
+        at: Path = ("params", "update")
         if variant in ("user_message", "user_message_chunk"):
-            self._texts(update.get("content"), ("params", "update", "content"), found)
+            self._texts(update.get("content"), (*at, "content"), found)
         if variant in ("terminal_update", "terminal_output_chunk"):
-            fields += [(("params", "update", n), update.get(n)) for n in ("output", "data")]
+            fields += [((*at, n), update.get(n)) for n in ("output", "data")]
+        if variant in ("tool_call", "tool_call_update"):
+            self._tool_call(update, at, found)
         return fields
+
+    def _tool_call(self, update: dict[str, Any], at: Path, found: dict[Path, str]) -> None:
+        """What a tool call carries: its ``rawInput`` and ``rawOutput`` whole, the text,
+        data and diffs of its ``content``, and the values of its ``_meta`` (where agents put
+        the tool's own response)."""
+        for name in ("rawInput", "rawOutput"):
+            item = update.get(name)
+            if item is not None and not _done(item):
+                found[(*at, name)] = self._content_tag(item)
+        meta = update.get("_meta")
+        if isinstance(meta, dict):
+            for name, item in meta.items():
+                if item is not None and not _done(item):
+                    found[(*at, "_meta", name)] = self._content_tag(item)
+        content = update.get("content")
+        for index, entry in enumerate(content if isinstance(content, list) else []):
+            if isinstance(entry, dict):
+                here = (*at, "content", index)
+                block = entry.get("content")
+                fields = [((*here, name), entry.get(name)) for name in ("oldText", "newText")]
+                if isinstance(block, dict):
+                    fields += [((*here, "content", n), block.get(n)) for n in ("text", "data")]
+                for path, item in fields:
+                    if isinstance(item, str) and not _done(item):
+                        found[path] = self._content_tag(item)
 
     def _texts(self, blocks: Any, path: Path, found: dict[Path, str]) -> None:
         items = blocks if isinstance(blocks, list) else [blocks]
         for index, block in enumerate(items):
             if isinstance(block, dict) and isinstance(block.get("text"), str):
+                if _done(block["text"]):
+                    continue
                 here = (*path, index, "text") if isinstance(blocks, list) else (*path, "text")
                 found[here] = self._content_tag(block["text"])
 
     # --- splicing -----------------------------------------------------------------------
 
     def frame(self, message: Message) -> tuple[Frame, list[str]]:
-        """The frame with its secrets replaced, and the paths replaced (none: unchanged)."""
-        frame = message.frame
-        if not frame.is_json:
-            hidden = self.text(frame.raw)
-            if hidden == frame.raw:
+        """The frame with its secrets replaced, and the paths replaced (none: unchanged).
+        Never raises: a frame it cannot redact is :func:`_dropped`."""
+        return self._frame(message.frame, message.method, message.kind)
+
+    def bare_frame(self, frame: Frame) -> tuple[Frame, list[str]]:
+        """:meth:`frame` without the wire model's view (it failed): the method is the
+        frame's own."""
+        value = frame.value
+        method = value.get("method") if frame.is_json and isinstance(value, dict) else None
+        kind = Kind.REQUEST if isinstance(value, dict) and "id" in value else None
+        return self._frame(frame, method if isinstance(method, str) else None, kind)
+
+    def _frame(
+        self, frame: Frame, method: str | None, kind: Kind | None
+    ) -> tuple[Frame, list[str]]:
+        try:
+            if not frame.is_json:
+                hidden = self.text(frame.raw)
+                if hidden == frame.raw:
+                    return frame, []
+                return parse_frame(hidden, frame.terminated), ["(text)"]
+            found = self._targets(frame.value, method, kind)
+            if not found:
                 return frame, []
-            return parse_frame(hidden), ["(text)"]
-        found = self.targets(message)
-        if not found:
-            return frame, []
-        spans = dict(value_spans(frame.raw))
+            spans = dict(value_spans(frame.raw))
+        except Exception:  # (RecursionError: nested deeper than the splicer follows)
+            return _dropped(frame), ["(frame)"]
         edits = sorted(
             ((spans[path], text, path) for path, text in found.items() if path in spans),
             reverse=True,
@@ -313,12 +560,65 @@ class Redactor:
         raw = frame.raw
         for (start, end), text, _ in edits:
             raw = raw[:start] + orjson.dumps(text) + raw[end:]
-        return parse_frame(raw), sorted(_show(path) for _, _, path in edits)
+        return parse_frame(raw, frame.terminated), sorted(_show(path) for _, _, path in edits)
+
+    def finding(self, finding: Any) -> Any:
+        """A stored finding with every string of it redacted (:meth:`quoted`). Never raises:
+        a finding it cannot read is its rule alone."""
+        try:
+            return self._clean(finding, self.quoted)
+        except Exception:
+            rule = finding.get("rule") if isinstance(finding, dict) else None
+            rule = rule if isinstance(rule, str) and rule.isidentifier() else "?"
+            return {"rule": rule, "message": _DONE + "]"}
+
+    def quoted(self, text: str) -> str:
+        """A string that may quote the frames (a finding's message): as :meth:`string`, and
+        any piece of a value hidden so far (its first 8 characters and on, or a short one
+        as a whole word) replaced by that value's tag."""
+        text = self.string(text)
+        pieces, short = self._pieces, self._short
+        if pieces:
+            out, start, at = [], 0, 0
+            while at <= len(text) - _PIECE:
+                entries = pieces.get(text[at : at + _PIECE])
+                if not entries:
+                    at += 1
+                    continue
+                length, tag = max((_common(text, at, form), tag) for form, tag in entries)
+                out += [text[start:at], tag]
+                at = start = at + length
+            text = "".join(out) + text[start:]
+        for value, tag in short.items():
+            if value in text:
+                edge = f"(?<![{_WORD_EDGE}]){re.escape(value)}(?![{_WORD_EDGE}])"
+                text = re.sub(edge, tag, text)  # (a tag holds no backslash)
+        return text
+
+    def record(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A record that holds no frame (an end, a finding, a kind from a later format):
+        secret-named fields tagged, every string redacted (:meth:`quoted`)."""
+        cleaned = self._clean(data, self.quoted)
+        return cleaned if isinstance(cleaned, dict) else data
+
+    def _clean(self, value: Any, strings: Any, name: str | None = None) -> Any:
+        if isinstance(value, str):
+            if name is not None and name != "kind" and secret_name(name) and not _done(value):
+                return self.tag(value)
+            return strings(value)
+        if isinstance(value, dict):
+            return {key: self._clean(item, strings, str(key)) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._clean(item, strings) for item in value]
+        if name is not None and secret_name(name) and value is not None:
+            return self.tag(value)
+        return value
 
     def argv(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """A command line with its secrets hidden: the values of secret-looking flags
         (``--token X``, ``--api-key=X``), of secret-named ``NAME=value`` assignments, and of
-        secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``)."""
+        secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
+        in any argument, what :meth:`string` hides (``sh -c 'curl -H "...: Bearer X"'``)."""
         out, changed, hide_next = list(argv), [], False
         for index, arg in enumerate(argv):
             if hide_next:
@@ -330,7 +630,9 @@ class Redactor:
             hidden = self._argument(arg)
             if hidden is None:
                 hide_next = True
-            elif hidden != arg:
+                continue
+            hidden = self.string(hidden)
+            if hidden != arg:
                 out[index] = hidden
                 changed.append(f"argv[{index}]")
         return out, changed
@@ -362,17 +664,37 @@ class Redactor:
         return f"{header.group(1)}: {self.tag(header.group(2))}"
 
 
-def _resources(value: Any, path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """Embedded resources (``{"type": "resource", "resource": {...}}``), anywhere."""
-    if isinstance(value, dict):
-        resource = value.get("resource")
-        if value.get("type") == "resource" and isinstance(resource, dict):
-            yield (*path, "resource"), resource
-        for name, item in value.items():
-            yield from _resources(item, (*path, name))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _resources(item, (*path, index))
+def _common(text: str, at: int, form: str) -> int:
+    """How many characters of ``text`` from ``at`` are the start of ``form``."""
+    length = 0
+    for mine, theirs in zip(text[at : at + len(form)], form, strict=False):
+        if mine != theirs:
+            break
+        length += 1
+    return length
+
+
+def _dropped(frame: Frame) -> Frame:
+    """What stands for a frame the redaction could not read: its size, not its bytes."""
+    return parse_frame(
+        b"[redacted: a frame of %d bytes the redaction could not read]" % len(frame.raw),
+        frame.terminated,
+    )
+
+
+def _resources(value: Any) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Embedded resources (``{"type": "resource", "resource": {...}}``), anywhere (no
+    recursion)."""
+    stack: list[tuple[Path, Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            resource = item.get("resource")
+            if item.get("type") == "resource" and isinstance(resource, dict):
+                yield (*path, "resource"), resource
+            stack += [((*path, name), child) for name, child in item.items()]
+        elif isinstance(item, list):
+            stack += [((*path, index), child) for index, child in enumerate(item)]
 
 
 def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tuple[int, int]:
@@ -383,26 +705,84 @@ def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tu
     for number, line in enumerate(source, 1):
         records += 1
         body = line[:-1] if line.endswith(b"\n") else line
-        record = parse_record(number, body)
-        copy = body + b"\n"
-        if isinstance(record, StderrRecord):
-            hidden = redactor.text(record.data)
-            if hidden != record.data:
-                copy = stderr_record(record.t, hidden)
-        elif isinstance(record, StartRecord):
-            wire = WireModel()
-            argv, paths = redactor.argv(record.argv)
-            if paths:
-                data = orjson.loads(body)
-                data["argv"], data["redacted"] = argv, paths
-                copy = orjson.dumps(data) + b"\n"
-        elif isinstance(record, FrameRecord):
-            message = wire.feed(record.side, record.frame, record.seq, record.t)
-            frame, paths = redactor.frame(message)
-            if paths:
-                copy = frame_record(
-                    record.seq, record.t, record.side, frame, record.violations, redacted=paths
-                )
+        copy = _redacted_line(redactor, number, body, wire)
+        if copy is None:
+            copy = body + b"\n"
+        elif isinstance(copy, WireModel):
+            wire, copy = copy, _redacted_start(redactor, body)
         changed += copy != body + b"\n"
         out.write(copy)
     return records, changed
+
+
+def _redacted_line(
+    redactor: Redactor, number: int, body: bytes, wire: WireModel
+) -> bytes | WireModel | None:
+    """One line of a transcript, redacted; None: as it is; a wire model: a start record
+    (a new connection begins), for :func:`_redacted_start`."""
+    if not body or body.isspace():
+        return None
+    record = parse_record(number, body)
+    if isinstance(record, UnreadableLine):  # a truncated record: never copied
+        return b"[redacted: line %d, %d bytes, is no record]\n" % (number, len(body))
+    if isinstance(record, StartRecord):
+        return WireModel()
+    if isinstance(record, FrameRecord):
+        return _redacted_frame(redactor, record, body, wire)
+    try:
+        data = orjson.loads(body)
+        if isinstance(record, StderrRecord):  # (a key it does not have is left out)
+            hidden = redactor.text(record.data)
+            if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
+                return None
+            return stderr_record(record.t, hidden)
+        cleaned = redactor.record(data)
+    except Exception:  # a record nested past what can be read back
+        return b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
+    return None if cleaned == data else orjson.dumps(cleaned) + b"\n"
+
+
+def _redacted_start(redactor: Redactor, body: bytes) -> bytes:
+    """A start record with the agent's command line and its other strings redacted."""
+    data = orjson.loads(body)
+    given = data.get("argv")
+    argv = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
+    hidden, paths = redactor.argv(argv)
+    cleaned = redactor.record({k: v for k, v in data.items() if k != "argv"})
+    if not paths and cleaned == {k: v for k, v in data.items() if k != "argv"}:
+        return body + b"\n"
+    result = {**cleaned, "argv": hidden} if "argv" in data else cleaned
+    if paths:
+        result["redacted"] = paths
+    return orjson.dumps(result) + b"\n"
+
+
+def _redacted_frame(
+    redactor: Redactor, record: FrameRecord, body: bytes, wire: WireModel
+) -> bytes | None:
+    """A frame record with its frame and its findings redacted; None: as it is. A record
+    with keys a frame record does not have is written anew (they are left out)."""
+    message = wire.feed(record.side, record.frame, record.seq, record.t)
+    frame, paths = redactor.frame(message)
+    data = {} if plain_frame_head(body) is not None else _head(body)
+    given = data.get("violations")
+    stored: list[Any] = given if isinstance(given, list) else []
+    findings = [redactor.finding(f) for f in stored if isinstance(f, dict)]
+    if findings != stored:
+        paths.append("(findings)")
+    if not paths and set(data) <= _FRAME_KEYS:
+        return None
+    earlier = data.get("redacted")
+    if isinstance(earlier, list):
+        paths = sorted({*paths, *(p for p in earlier if isinstance(p, str))})
+    return frame_record(record.seq, record.t, record.side, frame, findings, redacted=paths)
+
+
+def _head(body: bytes) -> dict[str, Any]:
+    """A frame record's fields (its message too: only a record that is not plain is read
+    again, one with findings or that is not JSON)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}

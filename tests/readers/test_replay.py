@@ -76,6 +76,30 @@ def test_the_same_client_gets_exactly_the_recorded_agent_bytes(recording, tmp_pa
     assert (validate.returncode, validate.stdout) == (0, b"")
 
 
+def test_client_actions_are_withheld_unless_allowed_and_the_replay_goes_on(tmp_path):
+    """The v1 tour (the agent reads a file and runs a command through the editor) replayed
+    to the client that made it: with --allow-client-actions every frame as recorded; without,
+    the same but for the actions and their answers, and every other client frame matches."""
+    tour = tmp_path / "tour.jsonl"
+    assert run_demo(tour, delay=0.01, echo=None, scenario="v1-tour") == 0
+    script = load_script(str(tour))
+    acts = {step.seq for step in AgentReplay(script).actions}
+    methods = {s.message.method for s in script.steps if s.seq in acts}
+    assert methods == {"fs/read_text_file", "terminal/create", "terminal/output",
+                       "terminal/release"}  # fmt: skip
+    answers = {s.seq for s in script.steps if s.side == "client" and s.message.request
+               and s.message.request.seq in acts}  # fmt: skip
+    replay = [*PROXY, "replay", "--speed", "0", str(tour)]
+    allowed, withheld = tmp_path / "allowed.jsonl", tmp_path / "withheld.jsonl"
+    assert run_demo(allowed, echo=None, scenario="v1-tour",
+                    agent=[*PROXY, "replay", "--allow-client-actions", "--speed", "0",
+                           str(tour)]) == 0  # fmt: skip
+    assert frames(allowed) == frames(tour)
+    assert run_demo(withheld, echo=None, scenario="v1-tour", agent=replay) == 0
+    kept = [r for r in read_records(tour) if isinstance(r, FrameRecord)]
+    assert frames(withheld) == [(r.side, r.frame.raw) for r in kept if r.seq not in acts | answers]
+
+
 def test_a_client_with_its_own_ids_gets_its_own_ids_back(recording):
     """A response goes out with the id the client used (strings for integers here); only the
     id's bytes change."""
