@@ -14,6 +14,7 @@ nothing leaks: through real processes, as a user meets them.
 
 from __future__ import annotations
 
+import base64
 import os
 import pty
 import re
@@ -457,6 +458,112 @@ def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path)
         assert side[0]["redacted"] == ["params.token"]
         assert side[1]["redacted"] == ["(frame)"] and "2104 bytes" in side[1]["text"]
         assert [[v["rule"] for v in r.get("violations", [])] for r in side[2:]] == [
-            ["jsonrpc-version"], ["not-json"]
+            ["jsonrpc-version"],
+            ["not-json"],
         ]
     assert proc.stderr.count(b"the redaction could not read a frame") == 1
+
+
+def validated(recording: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``acp-proxy validate [options] RECORDING``, its output as text."""
+    return subprocess.run(
+        [*PROXY, "validate", *options, str(recording)],
+        capture_output=True, text=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+
+
+def test_a_frame_as_deep_as_the_relay_reads_is_found_again_in_its_recording(run_proxy, tmp_path):
+    """CI is not fooled by depth: a frame nested 1,024 deep (orjson's limit, the relay's) is
+    flagged live; its record, one level deeper, is read as the relay read the frame, so
+    ``validate`` finds it again, exits 1, and JUnit counts the failure."""
+    deep = b'{"jsonrpc":"2.0","method":"session/update","params":' + b"[" * 1023 + b"]" * 1023
+    deep += b"}"
+    source = tmp_path / "deep"
+    source.write_bytes(deep + b"\n")
+    result = run_proxy([*SCRIPTED_AGENT, "emit", str(source)])
+    assert result.stdout == deep + b"\n"
+    assert "expected object, got array" in result.stderr  # live
+    assert result.lines()[1].endswith(b',"msg":' + deep + b"}")
+    checked = validated(result.transcript)
+    assert checked.returncode == 1, checked.stdout
+    assert "error schema: session/update params: expected object" in checked.stdout
+    assert "unreadable" not in checked.stdout
+    junit = validated(result.transcript, "--format", "junit").stdout
+    assert 'type="schema"' in junit and 'failures="0"' not in junit
+    for reader in (["show"], ["stats"]):  # every reader reads it
+        shown = subprocess.run([*PROXY, *reader, str(result.transcript)], capture_output=True,
+                               text=True, timeout=60, env=clean_env())  # fmt: skip
+        assert shown.returncode == 0 and "unreadable" not in shown.stdout + shown.stderr
+
+
+#: A fresh process that runs the proxy (an agent that writes one line of SIZE bytes in
+#: pieces, then waits), reads what reaches the client, and prints how many bytes, their
+#: digest, and the peak memory of its children (the proxy and the agent).
+_MEASURED = """
+import hashlib, json, resource, subprocess, sys
+size, record = int(sys.argv[1]), sys.argv[2]
+agent = [sys.executable, "-c", "import os, sys\\npiece = b'x' * (1 << 20)\\n"
+         f"for _ in range({size >> 20}): os.write(1, piece)\\n"
+         "os.write(1, b'\\\\n')\\nsys.stdin.buffer.read()"]
+proxy = subprocess.Popen([sys.executable, "-m", "acp_proxy", "run", "--record", record, "--",
+                          *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+digest, count = hashlib.sha256(), 0
+while count < size + 1 and (data := proxy.stdout.read1(1 << 20)):
+    digest.update(data)
+    count += len(data)
+proxy.stdin.close()
+proxy.wait()
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+print(json.dumps([count, digest.hexdigest(), peak, proxy.returncode]))
+"""
+
+
+def test_a_line_past_the_cap_is_relayed_whole_and_observed_in_bounded_memory(tmp_path: Path):
+    """Nothing grows without bound: one 64 MiB line, past a 1 MiB cap (ACP_PROXY_MAX_FRAME),
+    reaches the client byte for byte, while the proxy holds only its first MiB (its peak
+    stays under 3x the cap + 100 MB; before, it grew with the line); the record keeps that
+    beginning and the line's true size, and ``validate`` says the frame is oversized."""
+    import hashlib
+    import sys
+
+    size, cap = 64 << 20, 1 << 20
+    record = tmp_path / "big.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(size), str(record)], capture_output=True,
+        text=True, timeout=300, env=clean_env(ACP_PROXY_MAX_FRAME=str(cap)),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    count, digest, peak, status = orjson.loads(proc.stdout)
+    assert (count, status) == (size + 1, 0)
+    assert digest == hashlib.sha256(b"x" * size + b"\n").hexdigest()
+    assert peak < 3 * cap + 100_000_000, f"peak {peak / 2**20:.0f} MiB"
+    frame = orjson.loads(record.read_bytes().split(b"\n")[1])
+    assert frame["oversized"] == size and frame["base64"] == base64.b64encode(b"x" * cap).decode()
+    assert [v["rule"] for v in frame["violations"]] == ["oversized-frame"]
+    checked = validated(record)
+    assert checked.returncode == 1
+    assert f"error oversized-frame: the agent sent a line of {size:,} bytes" in checked.stdout
+
+
+def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path):
+    """``"\\ud83d"`` (what JSON.stringify makes of a string cut mid-emoji) is JSON by RFC
+    8259's grammar: relayed byte for byte, the frame is a message (in the conversation, not
+    ``not-json``), with a ``lone-surrogate`` warning, live and in the recording."""
+    chunk = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"cut \\ud83d"}}}}'
+    )
+    source = tmp_path / "chunk"
+    source.write_bytes(chunk + b"\n")
+    result = run_proxy([*SCRIPTED_AGENT, "emit", str(source)])
+    assert result.stdout == chunk + b"\n"
+    assert "rule=lone-surrogate" in result.stderr and "not-json" not in result.stderr
+    assert result.lines()[1].endswith(b',"msg":' + chunk + b"}")
+    checked = validated(result.transcript)
+    assert "warning lone-surrogate" in checked.stdout and "not-json" not in checked.stdout
+    conversation = subprocess.run(
+        [*PROXY, "show", "--conversation", str(result.transcript)],
+        capture_output=True, text=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+    assert "agent: cut \ufffd" in conversation.stdout

@@ -5,7 +5,13 @@ stream, as in h11, and yields the last line if it had no newline.
 
 A frame keeps its exact bytes (without the ``\\n``; a ``\\r`` before it stays), so
 the bytes of all frames joined with ``\\n`` are exactly the bytes of the stream.
-Each complete frame is parsed once, with orjson, for observation only.
+Each complete frame is parsed once, with orjson, for observation only. A string with a
+lone surrogate escape (``"\\ud83d"``: JSON by RFC 8259's grammar, which orjson refuses)
+parses as U+FFFD there, and the frame says so (:attr:`Frame.lone_surrogates`).
+
+A framer with a ``cap`` (the relay's) never holds more than ``cap`` bytes of a line: a
+longer line comes out as its first ``cap`` bytes, unparsed, with the count of the bytes
+it did not keep (:attr:`Frame.oversized`); the stream itself is the relay's, untouched.
 """
 
 from __future__ import annotations
@@ -15,9 +21,21 @@ from typing import Any, cast
 
 import orjson
 
-from acp_proxy.core.jsontext import LONG_FRAME, loads_long
+from acp_proxy.core.jsontext import LONG_FRAME, loads_long, without_lone_surrogates
 
-__all__ = ["UNPARSED", "Frame", "Framer", "LineSplicer", "parse_frame"]
+__all__ = [
+    "MAX_FRAME",
+    "UNPARSED",
+    "Frame",
+    "Framer",
+    "LineSplicer",
+    "oversized_frame",
+    "parse_frame",
+]
+
+#: The longest line the relay observes whole, by default (``ACP_PROXY_MAX_FRAME``): past it,
+#: a frame is relayed whole but observed and recorded only in part (:func:`oversized_frame`).
+MAX_FRAME = 64 << 20
 
 
 class _Unparsed:
@@ -54,6 +72,11 @@ class Frame:
     error: str | None = None
     #: False for a last line that ended without ``\n`` at the end of the stream.
     terminated: bool = True
+    #: Whether a string of it held a lone surrogate escape, parsed as U+FFFD.
+    lone_surrogates: bool = False
+    #: How long the line was when ``raw`` holds only its beginning (a line longer than the
+    #: relay's cap: the rest was relayed, not kept); 0 for a whole frame.
+    oversized: int = 0
 
     @property
     def is_json(self) -> bool:
@@ -71,12 +94,25 @@ class Frame:
 
 
 def parse_frame(raw: bytes, terminated: bool = True) -> Frame:
-    """Build a frame from its exact bytes, parsing them once."""
+    """Build a frame from its exact bytes, parsing them once (a lone surrogate escape, as
+    U+FFFD)."""
+    loads = orjson.loads if len(raw) < LONG_FRAME else loads_long
     try:
-        value = orjson.loads(raw) if len(raw) < LONG_FRAME else loads_long(raw)
+        value = loads(raw)
     except orjson.JSONDecodeError as exc:
+        mended = without_lone_surrogates(raw)
+        if mended is not None:
+            try:
+                return Frame(raw, loads(mended), None, terminated, lone_surrogates=True)
+            except orjson.JSONDecodeError:
+                pass
         return Frame(raw, UNPARSED, str(exc) or "not JSON", terminated)
     return Frame(raw, value, None, terminated)
+
+
+def oversized_frame(kept: bytes, size: int, terminated: bool = True) -> Frame:
+    """A line of ``size`` bytes, longer than the relay's cap: its first bytes, unparsed."""
+    return Frame(kept, UNPARSED, f"a line of {size:,} bytes", terminated, oversized=size)
 
 
 #: Lines at least this long keep the buffer they were gathered in (no copy).
@@ -88,14 +124,24 @@ class Framer:
 
     Only the unfinished tail of the stream is buffered; for a line split over
     many chunks the pieces accumulate in a bytearray (amortised linear, never
-    quadratic), so a single 100 MB line costs one copy, not thousands.
+    quadratic), so a single 100 MB line costs one copy, not thousands. With a
+    ``cap``, at most ``cap`` bytes of a line are held: the rest is counted, not kept
+    (:meth:`parts`).
     """
 
-    __slots__ = ("_closed", "_pending")
+    __slots__ = ("_closed", "_over", "_pending", "cap", "cut")
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int | None = None) -> None:
+        if cap is not None and cap < 1:
+            raise ValueError(f"a frame cap of {cap} bytes")
         self._pending = bytearray()
         self._closed = False
+        #: The most bytes of a line held (None: no bound; a reader's framer).
+        self.cap = cap
+        #: Bytes of the unfinished line past the cap: counted, not held.
+        self._over = 0
+        #: Bytes past the cap of the first line :meth:`lines` gave last (it began before).
+        self.cut = 0
 
     @property
     def buffered(self) -> int:
@@ -109,29 +155,57 @@ class Framer:
         comes out as a frame with ``terminated=False``.
         """
         if not data:
+            cut = self._over
             raw = self.close()
-            return [] if raw is None else [parse_frame(raw, terminated=False)]
+            if raw is None:
+                return []
+            if cut:
+                return [oversized_frame(raw, len(raw) + cut, terminated=False)]
+            return [parse_frame(raw, terminated=False)]
         frames: list[Frame] = []
         # parse_frame, inlined: the per-line path of a busy stream.
         loads, append = orjson.loads, frames.append
-        for line in self.lines(data):
+        for line in self.parts(data):
+            if isinstance(line, Frame):
+                append(line)
+                continue
             try:
                 append(Frame(line, loads(line)) if len(line) < LONG_FRAME else parse_frame(line))
             except orjson.JSONDecodeError:
                 append(parse_frame(line))
         return frames
 
+    def parts(self, data: bytes) -> list[bytes | Frame]:
+        """:meth:`lines`, but a line longer than the cap is an :func:`oversized_frame`: its
+        first ``cap`` bytes, and how many more there were."""
+        lines = cast("list[bytes | Frame]", self.lines(data))
+        cap = self.cap
+        if cap is None or not lines:
+            return lines
+        if self.cut:
+            kept = cast(bytes, lines[0])
+            lines[0] = oversized_frame(kept, len(kept) + self.cut)
+        if len(data) > cap:  # a whole line of this chunk may be longer than the cap
+            for index, line in enumerate(lines):
+                if not isinstance(line, Frame) and len(line) > cap:
+                    lines[index] = oversized_frame(line[:cap], len(line))
+        return lines
+
     def lines(self, data: bytes) -> list[bytes]:
         """Take the next chunk of the stream (not empty); return the lines it completes,
-        without their ``\\n``, unparsed (:meth:`feed` parses them)."""
+        without their ``\\n``, unparsed (:meth:`feed` parses them). With a cap, the first
+        may be only the beginning of its line (:attr:`cut` says how much more there was),
+        and one that lies whole in ``data`` is as long as it is (:meth:`parts` cuts it)."""
         if self._closed:
             raise RuntimeError("feed() after end of stream")
         first = data.find(b"\n")
         if first < 0:
-            self._pending += data
+            self._hold(data)
             return []
+        self.cut = 0
         if self._pending:
-            self._pending += data[:first]
+            self._hold(memoryview(data)[:first])
+            self.cut, self._over = self._over, 0
             if len(self._pending) >= _HAND_OVER:
                 # A big line: its buffer becomes the frame, uncopied. A bytearray
                 # reads like bytes everywhere a frame is read, and is never changed.
@@ -146,14 +220,26 @@ class Framer:
             lines = data.split(b"\n")
         rest = lines.pop()
         if rest:
-            self._pending += rest
+            self._hold(rest)
         return lines
 
+    def _hold(self, piece: bytes | memoryview) -> None:
+        """Keep ``piece`` of the unfinished line, up to the cap; count the rest."""
+        cap = self.cap
+        if cap is None or len(self._pending) + len(piece) <= cap:
+            self._pending += piece
+            return
+        room = max(cap - len(self._pending), 0)
+        self._pending += piece[:room]
+        self._over += len(piece) - room
+
     def close(self) -> bytes | None:
-        """The end of the stream: the last line, if it had no ``\\n``."""
+        """The end of the stream: the last line, if it had no ``\\n`` (with a cap, only its
+        beginning, as :meth:`lines` gives)."""
         if self._closed:
             return None
         self._closed = True
+        self._over = 0
         if not self._pending:
             return None
         raw = bytes(self._pending)

@@ -1,5 +1,6 @@
 """JSON text, read as bytes: where a string ends, where each value lies, a long frame
-parsed in less memory, and the one short preview of a value that findings and errors quote.
+parsed in less memory, lone surrogate escapes made readable, and the one short preview of
+a value that findings and errors quote.
 
 Pure code. The one string-end scanner (:func:`string_end`) is what the others build on:
 as in a JSON text, a string is what lies between a quote and the next quote that no odd run
@@ -8,6 +9,7 @@ of backslashes escapes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +23,7 @@ __all__ = [
     "preview",
     "string_end",
     "value_spans",
+    "without_lone_surrogates",
 ]
 
 
@@ -48,6 +51,32 @@ def preview(value: Any, limit: int = 80) -> str:
     except TypeError:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: An escape: a surrogate pair, a high surrogate without its low one, a low one alone, or
+#: any other (``\\`` among them, so that the next backslash is where an escape begins).
+_ESCAPE = re.compile(
+    rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}(?P<low>\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|(?P<alone>u[dD][c-fC-F][0-9a-fA-F]{2})|[^u])"
+)
+
+
+def _mend(escape: re.Match[bytes]) -> bytes:
+    text = escape.group()
+    if escape.group("alone") is not None or (text[1] == 0x75 and escape.group("low") is None):
+        return b"\\ufffd"
+    return text
+
+
+def without_lone_surrogates(raw: bytes) -> bytes | None:
+    """``raw`` with each lone surrogate escape (``\\ud83d`` without the low half after it,
+    or a low half alone: JSON by RFC 8259's grammar, though no Unicode text, and what
+    orjson refuses) made ``\\ufffd``, the replacement character; None when it has none.
+    A JSON text stays JSON, and one that was not stays not JSON."""
+    if b"\\ud" not in raw and b"\\uD" not in raw:
+        return None
+    mended = _ESCAPE.sub(_mend, raw)
+    return None if mended == raw else mended
 
 
 #: Frames at least this long are parsed with :func:`loads_long` ...

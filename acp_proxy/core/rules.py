@@ -79,6 +79,19 @@ CATALOG: tuple[Rule, ...] = (
     Rule("not-json", E, TRANSPORT, "A line that is not a JSON value."),
     Rule("not-utf8", E, TRANSPORT, "A line that is not valid UTF-8."),
     Rule(
+        "lone-surrogate",
+        W,
+        "ACP transport (RFC 8259, 8.2 Unicode Characters)",
+        'A string with a lone UTF-16 surrogate escape ("\\ud83d"): JSON, but no Unicode text.',
+    ),
+    Rule(
+        "oversized-frame",
+        E,
+        "acp-proxy/1 transcript",
+        "A line longer than the proxy observes (ACP_PROXY_MAX_FRAME): relayed whole, "
+        "not checked, recorded in part.",
+    ),
+    Rule(
         "crlf-line-ending", W, TRANSPORT, "A line ending in \\r\\n; messages are delimited by \\n."
     ),
     Rule("blank-line", W, TRANSPORT, "An empty line between messages."),

@@ -239,6 +239,12 @@ class Validator:
         self._seq = message.seq
         self._session_id = None
         try:
+            if message.frame.lone_surrogates:
+                self._flag(
+                    "lone-surrogate",
+                    f"the {message.side} sent a string with a lone surrogate escape (half of "
+                    'a UTF-16 pair, such as "\\ud83d"); it reads as U+FFFD',
+                )
             if not self.shortcut.check(message):
                 self._frame(message)
         except Exception as exc:  # a bug here must not cost the user their session
@@ -367,7 +373,14 @@ class Validator:
         side, frame = message.side, message.frame
         raw = frame.raw
         if message.kind is Kind.NOT_JSON:
-            if not frame.utf8:
+            if frame.oversized:
+                self._flag(
+                    "oversized-frame",
+                    f"the {side} sent a line of {frame.oversized:,} bytes, longer than the "
+                    f"{len(raw):,} the proxy observes (ACP_PROXY_MAX_FRAME): relayed whole, "
+                    "not checked, and recorded only in part",
+                )
+            elif not frame.utf8:
                 self._flag("not-utf8", f"the {side} sent a line that is not valid UTF-8")
             elif raw.strip() == b"":
                 self._flag("blank-line", f"the {side} sent an empty line")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from acp_proxy.core.chunks import Shortcut
-from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.framing import Frame, oversized_frame, parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
 from acp_proxy.core.wire import Message, WireModel
@@ -277,6 +277,8 @@ class Observer:
             stored, hidden = frame, list[str]()
             if self.redactor is not None:
                 stored, hidden = self._redacted(frame, message)
+                if frame.oversized and stored is not frame:  # still only its beginning
+                    stored = oversized_frame(stored.raw, frame.oversized, frame.terminated)
             found = [self._stored(f) for f in findings]
             parts = frame_record_parts(self.seq, t, side, stored, found, hidden)
             if len(stored.raw) < _WRITE_IN_PIECES:

@@ -7,7 +7,9 @@ A pump reads a chunk, writes it on unchanged, and observes its frames, all in
 one callback of the event loop (no task switch, no ``await``), so a frame is
 recorded before the proxy can read the other side's answer to it. When the
 writer cannot take everything at once, the reading pauses until it has drained:
-nothing is buffered without bound.
+nothing is buffered without bound. Nor is a line without its end: past
+``ACP_PROXY_MAX_FRAME`` bytes (:func:`frame_cap`) a line is still relayed byte for
+byte, but only its beginning is observed and recorded, as an oversized frame.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from acp_proxy.core.framing import Frame, Framer
+from acp_proxy.core.framing import MAX_FRAME, Frame, Framer
 from acp_proxy.core.protocol import Side
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
@@ -39,7 +41,7 @@ from acp_proxy.live.pipes import (
 from acp_proxy.live.spawn import Agent, signal_group
 from acp_proxy.log import Logger
 
-__all__ = ["RelayResult", "relay", "run_relay"]
+__all__ = ["RelayResult", "frame_cap", "relay", "run_relay"]
 
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -75,9 +77,10 @@ class _Pump:
         side: Side,
         observer: Observer,
         to_client: Callable[[bytes], None],
+        cap: int = MAX_FRAME,
     ) -> None:
         self.feed, self.sink, self.side = feed, sink, side
-        self.framer = Framer()
+        self.framer = Framer(cap)
         self.observer = observer
         self.to_client = to_client
         self.ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -143,9 +146,9 @@ class _Pump:
 
 
 def _framed(framer: Framer, data: bytes) -> Iterator[Frame | bytes]:
-    """A chunk's lines, unparsed (the observer parses them, if it needs to); ``b""``: the
-    last, unterminated frame."""
-    yield from framer.lines(data) if data else framer.feed(b"")
+    """A chunk's lines, unparsed (the observer parses them, if it needs to), a line past
+    the cap as its oversized frame; ``b""``: the last, unterminated frame."""
+    yield from framer.parts(data) if data else framer.feed(b"")
 
 
 async def _pump(
@@ -154,9 +157,26 @@ async def _pump(
     side: Side,
     observer: Observer,
     to_client: Callable[[bytes], None],
+    cap: int = MAX_FRAME,
 ) -> str:
     """Relay one direction until end of stream (see :class:`_Pump`)."""
-    return await _Pump(feed, sink, side, observer, to_client).run()
+    return await _Pump(feed, sink, side, observer, to_client, cap).run()
+
+
+def frame_cap(log: Logger | None = None) -> int:
+    """The longest line observed whole: ``$ACP_PROXY_MAX_FRAME`` bytes, else
+    :data:`~acp_proxy.core.framing.MAX_FRAME` (64 MiB). A value that is not a whole number
+    of bytes is said in the log, and the default holds."""
+    configured = os.environ.get("ACP_PROXY_MAX_FRAME", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    if configured and log is not None:
+        log.warning(
+            "ACP_PROXY_MAX_FRAME is not a number of bytes; observing lines up to the default",
+            value=configured,
+            default=MAX_FRAME,
+        )
+    return MAX_FRAME
 
 
 async def _exited(proc: subprocess.Popen[bytes]) -> int:
@@ -292,12 +312,13 @@ class _Session:
         self.client_out = await open_sink(stdout_fd)
         to_client = ClientSink(self.client_out)
         observer = self.observer
+        cap = frame_cap(self.log)
         self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer))
         self.c2a = asyncio.create_task(
-            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, to_client.add)
+            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, to_client.add, cap)
         )
         self.a2c = asyncio.create_task(
-            _pump(self.agent_out, to_client, Side.AGENT, observer, to_client.add)
+            _pump(self.agent_out, to_client, Side.AGENT, observer, to_client.add, cap)
         )
         self.exited = asyncio.create_task(_exited(self.proc))
         self.tasks = [self.c2a, self.a2c, self.stderr]

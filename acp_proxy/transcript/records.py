@@ -13,7 +13,11 @@ A transcript is JSONL, one record per line, append-only::
 ``msg`` is always the last key and holds the frame's own bytes, spliced in, never
 re-encoded; a reader recovers them by slicing the line. ``"unterminated":true`` marks
 the last line of a stream that ended without its ``\n``; ``"redacted":[paths]`` the
-values a redacted copy replaced. Readers ignore kinds and
+values a redacted copy replaced; ``"oversized":N`` a line of N bytes, longer than the
+relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning.
+A frame record is read as the relay read the frame: its message may be as deep as orjson
+reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
+escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
 keys they do not know. This module is pure: records are bytes in and out; the
 only I/O is :func:`read_records`, which streams a file line by line.
 """
@@ -31,7 +35,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from acp_proxy.core.framing import UNPARSED, Frame, Framer, parse_frame
+from acp_proxy.core.framing import UNPARSED, Frame, Framer, oversized_frame, parse_frame
 from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
@@ -150,14 +154,19 @@ def frame_record_parts(
         head += b',"redacted":' + orjson.dumps(hidden)
     if not frame.terminated:  # the last line of a stream that ended without its \n
         head += b',"unterminated":true'
-    if frame.is_json:
+    if frame.oversized:  # longer than the relay's cap: its size, and its beginning in base64
+        head += b',"oversized":%d' % frame.oversized
+    elif frame.is_json:
         return (head + b',"msg":', frame.raw, b"}\n")
-    try:
-        text = frame.raw.decode("utf-8")
-    except UnicodeDecodeError:
-        encoded = base64.b64encode(frame.raw).decode()
-        return (head + b',"base64":' + orjson.dumps(encoded) + b"}\n",)
-    return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
+    else:
+        try:
+            text = frame.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
+    # (base64's letters need no escaping: the encoding is the JSON string's body, uncopied)
+    return (head + b',"base64":"', base64.b64encode(frame.raw), b'"}\n')
 
 
 def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> bytes:
@@ -314,15 +323,27 @@ def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
         end = line.rstrip(_WHITESPACE)
         raw = line[start : len(end) - 1]
         return Frame(raw, record["msg"], terminated=terminated)
+    stored = _stored_bytes(record)
+    if stored is None:
+        return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
+    size = record.get("oversized")
+    if size is not None:  # the beginning of a longer line
+        if type(size) is not int:
+            raise _Malformed(f"oversized is {_brief(size)}, not an integer")
+        return oversized_frame(stored, size, terminated)
+    return parse_frame(stored, terminated)
+
+
+def _stored_bytes(record: dict[str, Any]) -> bytes | None:
+    """The bytes of a frame record's ``text`` or ``base64``; None without either."""
     if isinstance(record.get("text"), str):
-        return parse_frame(record["text"].encode("utf-8"), terminated)
+        return str(record["text"]).encode("utf-8")
     if isinstance(record.get("base64"), str):
         try:
-            raw = base64.b64decode(record["base64"], validate=True)
+            return base64.b64decode(record["base64"], validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ValueError(f"base64 field does not decode: {exc}") from None
-        return parse_frame(raw, terminated)
-    return Frame(b"", UNPARSED, "frame record holds no msg, text or base64")
+    return None
 
 
 class _Malformed(ValueError):
@@ -356,7 +377,10 @@ def _side(record: dict[str, Any]) -> str:
     return str(side)
 
 
-def _record(number: int, line: bytes, kind: Any, record: dict[str, Any]) -> Record | None:
+def _record(
+    number: int, line: bytes, kind: Any, record: dict[str, Any], frame: Frame | None = None
+) -> Record | None:
+    """The record of a parsed line (``frame``: its frame, read already)."""
     if kind == "frame":
         violations = record.get("violations") or []
         if not isinstance(violations, list):
@@ -366,7 +390,7 @@ def _record(number: int, line: bytes, kind: Any, record: dict[str, Any]) -> Reco
             _int(record, "seq"),
             _str(record, "t", ""),
             _side(record),
-            _frame_of(line, record),
+            _frame_of(line, record) if frame is None else frame,
             [v for v in violations if isinstance(v, dict)],
         )
     if kind == "start":
@@ -417,7 +441,8 @@ def parse_record(number: int, line: bytes) -> Record | None:
     try:
         record = orjson.loads(line) if len(line) < LONG_FRAME else loads_long(line)
     except orjson.JSONDecodeError as exc:
-        return UnreadableLine(number, f"not a JSON record ({exc})")
+        apart = _frame_apart(number, line)
+        return UnreadableLine(number, f"not a JSON record ({exc})") if apart is None else apart
     if type(record) is not dict:
         return UnreadableLine(number, "not a JSON object")
     kind = record.get("kind")
@@ -429,6 +454,36 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return _record(number, line, kind, record)
     except (_Malformed, ValueError) as exc:
         return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
+
+
+def _frame_apart(number: int, line: bytes) -> Record | None:
+    """A frame record orjson cannot read whole, though the relay read its frame: a message
+    as deep as orjson reads (the record is one level deeper), or one with a lone surrogate
+    escape. Its head and its message are read apart, the message as the relay read it
+    (:func:`parse_frame`). None for any other line: the recorder writes ``,"msg":`` right
+    after the head, and only there can it lie outside a string (see :func:`_msg_value_offset`);
+    the head read on its own must be a frame record's, without a message."""
+    marker = line.find(b',"msg":')
+    if marker < 0:
+        return None
+    try:
+        head = orjson.loads(line[:marker] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    end = len(line)
+    while end and line[end - 1] in _WHITESPACE:
+        end -= 1
+    if type(head) is not dict or head.get("kind") != "frame" or "msg" in head:
+        return None
+    if line[end - 1] != 0x7D:  # }
+        return None
+    frame = parse_frame(line[marker + 7 : end - 1], head.get("unterminated") is not True)
+    if not frame.is_json:
+        return None
+    try:
+        return _record(number, line, "frame", head, frame)
+    except _Malformed as exc:
+        return UnreadableLine(number, f"malformed {_brief('frame')} record ({exc})")
 
 
 def _plain_frame(number: int, line: bytes, record: dict[str, Any]) -> FrameRecord | None:

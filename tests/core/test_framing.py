@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.framing import UNPARSED, Framer, LineSplicer, parse_frame
+from acp_proxy.core.framing import UNPARSED, Frame, Framer, LineSplicer, parse_frame
 
 
 def frames_of(chunks: list[bytes]) -> list[bytes]:
@@ -132,3 +133,49 @@ def test_splicer_writes_at_once_between_lines_and_waits_inside_one():
     assert splicer.feed(b"d\nef") == [b"d\n", b"M\n", b"ef"]
     assert splicer.feed(b"\n") == [b"\n"]
     assert splicer.insert(b"O\n") == b"O\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=40), max_size=8),
+    st.lists(st.integers(min_value=0), max_size=20),
+    st.integers(min_value=1, max_value=24),
+)
+def test_a_capped_framer_holds_at_most_the_cap_and_says_each_line_s_size(lines, cuts, cap):
+    """With a cap, each line comes out whole when it is no longer than the cap, else as
+    its first ``cap`` bytes, unparsed, with its size; in order, however the stream is cut,
+    and never more than ``cap`` bytes of a line are held."""
+    lines = [line.replace(b"\n", b" ") for line in lines]
+    data = b"".join(line + b"\n" for line in lines[:-1]) + (lines[-1] if lines else b"")
+    framer = Framer(cap)
+    frames: list[Frame] = []
+    for chunk in cut(data, cuts):
+        frames += framer.feed(chunk)
+        assert framer.buffered <= cap
+    frames += framer.feed(b"")
+    last = [lines[-1]] if lines and lines[-1] else []  # a last line without its \n
+    expected = [*lines[:-1], *last]
+    assert [f.raw for f in frames] == [line[:cap] for line in expected]
+    assert [f.oversized for f in frames] == [len(x) if len(x) > cap else 0 for x in expected]
+    assert [f.terminated for f in frames] == [True] * (len(lines) - 1) + [False] * len(last)
+    for frame, line in zip(frames, expected, strict=True):
+        assert frame.is_json == (len(line) <= cap and parse_frame(line).is_json)
+
+
+def test_a_lone_surrogate_escape_parses_as_the_replacement_character():
+    """RFC 8259's grammar allows "\\ud83d" alone (what JSON.stringify makes of a string
+    cut mid-emoji); orjson refuses it. The frame is JSON, each lone half is U+FFFD, and it
+    says so; a whole pair, or an escaped backslash before "ud83d", is as orjson reads it."""
+    for raw, value in [
+        (rb'"\ud83d"', "\ufffd"),
+        (rb'"\uDE00"', "\ufffd"),
+        (rb'{"\ud83d":["a\ud83d\ud83d\ude00"]}', {"\ufffd": ["a\ufffd\U0001f600"]}),
+        (rb'"\\\ud83d"', "\\\ufffd"),
+    ]:
+        frame = parse_frame(raw)
+        assert (frame.value, frame.error, frame.lone_surrogates) == (value, None, True), raw
+        json.loads(raw)  # JSON to Python's parser too, which keeps the lone halves
+    for raw in [rb'"\ud83d\ude00"', rb'"\\ud83d"', rb'"\u0041"']:
+        assert parse_frame(raw).is_json and not parse_frame(raw).lone_surrogates
+    for raw in [rb'"\ud83d', rb'["\ud83d",]', rb"\ud83d"]:  # still not JSON
+        assert parse_frame(raw).value is UNPARSED

@@ -39,7 +39,7 @@ from exchanges import (
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.framing import Framer, parse_frame
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
 from acp_proxy.core.validator import Validator, Violation
@@ -70,6 +70,35 @@ def test_not_json():
 def test_not_utf8():
     """ "UTF-8 JSON-RPC messages, one per line" (transport)."""
     check("not-utf8", [(A, b"\xff\xfe")], [(A, note("_log"))])
+
+
+def test_lone_surrogate():
+    """RFC 8259, 8.2: the grammar "allows member names and string values to contain bit
+    sequences that cannot encode Unicode characters; for example, "\\uDEAD" (a single
+    unpaired UTF-16 surrogate)". Such a frame is a message (never not-json), with a warning."""
+    cut = b'{"jsonrpc":"2.0","method":"_log","params":{"text":"cut \\ud83d"}}'
+    whole = b'{"jsonrpc":"2.0","method":"_log","params":{"text":"whole \\ud83d\\ude00"}}'
+    found = check("lone-surrogate", [(A, cut)], [(A, whole)])
+    assert [f.rule for f in found] == ["lone-surrogate"]
+    # the request it is is answered, and paired, as any other
+    request = b'{"jsonrpc":"2.0","id":1,"method":"_x","params":{"q":"\\udead"}}'
+    assert rules([(C, request), (A, ok(1, {}))]) == ["lone-surrogate"]
+
+
+def test_oversized_frame():
+    """Every frame is in the transcript, whole: a line longer than the relay observes
+    (ACP_PROXY_MAX_FRAME) is relayed whole, but only its beginning is checked and kept, and
+    that is said (never as not-json, nor as not-utf8 where the cap cuts a character)."""
+    line = '{"jsonrpc":"2.0","method":"_log","params":{"text":"é"}}'.encode()
+    framer = Framer(cap=line.index("é".encode()) + 1)  # in the middle of the é
+    frames = framer.feed(line[:9]) + framer.feed(line[9:] + b"\n" + line + b"\n")
+    assert [f.oversized for f in frames] == [len(line)] * 2
+    validator = Validator()
+    found = [f for seq, frame in enumerate(frames, 1) for f in validator.feed(A, frame, seq)]
+    assert [(f.rule, f.level) for f in found] == [("oversized-frame", Level.ERROR)] * 2
+    assert f"a line of {len(line)} bytes" in found[0].message
+    whole = Framer(cap=len(line)).feed(line + b"\n")
+    assert Validator().feed(A, whole[0], 1) == []
 
 
 def test_crlf_line_ending():

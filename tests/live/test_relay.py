@@ -145,10 +145,14 @@ def test_notices_are_relayed_but_not_recorded(run_proxy, tmp_path):
 
 
 def test_one_hundred_megabyte_frame_passes(run_proxy, tmp_path):
-    """There is no line-length limit: one 100 MB frame passes both ways, and is recorded."""
+    """Up to the cap (ACP_PROXY_MAX_FRAME, set above it here) a line has no other limit: one
+    100 MB frame passes both ways, and is recorded whole."""
     capture = tmp_path / "capture"
     payload = b'{"jsonrpc":"2.0","method":"_big","params":{"data":"' + b"x" * (100 * 2**20) + b'"}}'
-    result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], payload + b"\n", timeout=300)
+    env = clean_env(ACP_PROXY_MAX_FRAME=str(len(payload)))
+    result = run_proxy(
+        [*SCRIPTED_AGENT, "echo", str(capture)], payload + b"\n", env=env, timeout=300
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == payload + b"\n"
     assert capture.stat().st_size == len(payload) + 1

@@ -9,7 +9,7 @@ from conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.framing import parse_frame
+from acp_proxy.core.framing import Framer, parse_frame
 from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,
@@ -283,3 +283,28 @@ def test_a_long_record_is_read_without_parsing_it_whole(monkeypatch):
     assert isinstance(record, FrameRecord)
     assert (record.seq, record.side, record.frame.value) == (4, "client", message)
     assert seen and max(seen) < len(line) // 2
+
+
+def test_every_frame_the_relay_reads_is_read_back_from_its_record():
+    """A record is read with the relay's limits: a message as deep as orjson reads (its
+    record one level deeper), one with a lone surrogate escape, and the beginning of a line
+    past the cap with its size, each come back as the relay read them, findings and all."""
+    deep = b"[" * 1024 + b"]" * 1024
+    surrogate = b'{"jsonrpc":"2.0","method":"_x","params":{"t":"\\ud83d"}}'
+    [cut] = Framer(cap=10).feed(surrogate + b"\n")
+    finding = {"rule": "r", "level": "error", "message": "m", "spec": "s"}
+    for frame in (parse_frame(deep), parse_frame(surrogate), cut, parse_frame(deep, False)):
+        line = frame_record(7, "t", "agent", frame, [finding])
+        record = parse_record(3, line)
+        assert isinstance(record, FrameRecord), record
+        assert (record.seq, record.side, record.violations) == (7, "agent", [finding])
+        read, fields = record.frame, ("raw", "error", "terminated", "lone_surrogates", "oversized")
+        assert [getattr(read, f) for f in fields] == [getattr(frame, f) for f in fields]
+        if frame.raw is not deep:  # (a value that deep is more than Python compares)
+            assert read.value == frame.value
+    assert cut.oversized == len(surrogate) and cut.raw == surrogate[:10]
+    # a line that only looks like such a record is still unreadable, and says why
+    for line in (b'{"kind":"frame","seq":1,"from":"agent","msg":' + b"[" * 1030 + b"}",
+                 b'{"kind":"stderr","msg":' + deep + b"}",
+                 b'{"kind":"frame","seq":"x","from":"agent","msg":' + deep + b"}"):  # fmt: skip
+        assert isinstance(parse_record(1, line), UnreadableLine), line
