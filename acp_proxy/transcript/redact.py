@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import orjson
 
 from acp_proxy.core.framing import Frame, parse_frame
-from acp_proxy.core.jsontext import value_spans
+from acp_proxy.core.jsontext import DEPTH, deeper, value_spans
 from acp_proxy.core.wire import Kind, Message, WireModel
 from acp_proxy.transcript.records import (
     FrameRecord,
@@ -297,6 +297,10 @@ class Redactor:
     def frame(self, message: Message) -> tuple[Frame, list[str]]:
         """The frame with its secrets replaced, and the paths replaced (none: unchanged)."""
         frame = message.frame
+        if frame.is_json and deeper(frame.value, DEPTH, frame.raw):
+            # Too deep to walk for its secrets: hidden whole, never copied.
+            whole = self._content_tag(frame.raw.decode("utf-8", "replace"))
+            return parse_frame(whole.encode()), ["(frame)"]
         if not frame.is_json:
             hidden = self.text(frame.raw)
             if hidden == frame.raw:
