@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from acp_proxy.core.jsontext import DEPTH, deeper
 from acp_proxy.core.protocol import CHUNK_TEXT, MESSAGE_CHUNKS, Kind, Side
 from acp_proxy.core.wire import Message, WireModel
 
@@ -170,6 +171,8 @@ class TextTemplates:
         """Make ``raw`` (parsed: ``value``, checked and found clean) the template of
         ``key``, its text being the string at ``path``; only if that can be proved."""
         if len(raw) > _LEARN_MAX:  # the proof copies the frame: never for a big one
+            return
+        if deeper(value, DEPTH, raw):  # nor for a deep one: comparing it would recurse
             return
         slot = self._trying(key)
         if slot is not None:

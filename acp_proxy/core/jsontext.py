@@ -2,6 +2,11 @@
 parsed in less memory, lone surrogate escapes made readable, and the one short preview of
 a value that findings and errors quote.
 
+A value's depth is its sender's choice: a frame may nest up to the parser's 1,024 levels,
+deeper than orjson writes (254) or Python recurses (1,000). :func:`deeper` says when a value
+nests past :data:`DEPTH`, and :func:`shallow` is the copy that readers walk, write and show
+instead: its containers past that depth stand as :data:`DEEP`. Both are iterative.
+
 Pure code. The one string-end scanner (:func:`string_end`) is what the others build on:
 as in a JSON text, a string is what lies between a quote and the next quote that no odd run
 of backslashes escapes.
@@ -10,17 +15,21 @@ of backslashes escapes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
 __all__ = [
+    "DEEP",
+    "DEPTH",
     "LONG_FRAME",
     "LONG_STRING",
     "JsonPath",
+    "deeper",
     "loads_long",
     "preview",
+    "shallow",
     "string_end",
     "value_spans",
     "without_lone_surrogates",
@@ -46,10 +55,7 @@ def string_end(raw: bytes, start: int) -> int:
 def preview(value: Any, limit: int = 80) -> str:
     """A value as findings, errors and reports quote it: JSON (ids keep their type, ``3``
     vs ``"3"``; what is not JSON, its repr), cut to ``limit`` characters."""
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    text = shown(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -77,6 +83,65 @@ def without_lone_surrogates(raw: bytes) -> bytes | None:
         return None
     mended = _ESCAPE.sub(_mend, raw)
     return None if mended == raw else mended
+
+
+def shown(value: Any) -> str:
+    """A value as JSON text (what is not JSON: its repr), nested at most :data:`DEPTH` deep."""
+    if deeper(value):
+        value = shallow(value)
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+#: How deep the readers follow a value's containers (see :func:`shallow`).
+DEPTH = 200
+
+#: What stands for a container nested deeper than :data:`DEPTH`.
+DEEP = f"[nested deeper than {DEPTH} levels]"
+
+
+def deeper(value: Any, depth: int = DEPTH, raw: bytes | None = None) -> bool:
+    """Whether containers nest more than ``depth`` deep in ``value``. ``raw``, its JSON text
+    when at hand, answers at once for most values (fewer brackets than ``depth``)."""
+    if raw is not None and raw.count(b"[") + raw.count(b"{") <= depth:
+        return False
+    if not isinstance(value, (dict, list)):
+        return False
+    level: list[Any] = [value]
+    for _ in range(depth):
+        inner: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            inner += [c for c in children if isinstance(c, (dict, list))]
+        if not inner:
+            return False
+        level = inner
+    return True
+
+
+def shallow(value: Any, depth: int = DEPTH) -> Any:
+    """A copy of ``value`` whose containers past ``depth`` levels are :data:`DEEP`."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [None]
+    # (container, its copy's parent, the key of the copy in it, its depth)
+    todo: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 1)]
+    while todo:
+        item, parent, key, level = todo.pop()
+        if level > depth:
+            parent[key] = DEEP
+            continue
+        copy: Any
+        pairs: Iterable[tuple[Any, Any]]
+        if isinstance(item, dict):
+            copy, pairs = dict(item), item.items()
+        else:
+            copy, pairs = list(item), enumerate(item)
+        parent[key] = copy
+        todo += [(v, copy, k, level + 1) for k, v in pairs if isinstance(v, (dict, list))]
+    return root[0]
 
 
 #: Frames at least this long are parsed with :func:`loads_long` ...
@@ -211,57 +276,60 @@ JsonPath = tuple[str | int, ...]
 def value_spans(raw: bytes) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
     """Where each value of a frame's JSON lies in its bytes: (path, (start, end)), inner
     values first. For splicing a new value into a frame without re-serializing the rest
-    (``raw`` must be valid JSON: it is a frame that parsed)."""
-    yield from _SpanScanner(raw).value(())
-
-
-class _SpanScanner:
-    """A small JSON scanner that reports where each value starts and ends."""
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-        self.i = 0
-
-    def _skip(self) -> None:
-        raw, n = self.raw, len(self.raw)
-        while self.i < n and raw[self.i] in b" \t\r\n":
-            self.i += 1
-
-    def value(self, path: JsonPath) -> Iterator[tuple[JsonPath, tuple[int, int]]]:
-        self._skip()
-        raw = self.raw
-        start, char = self.i, raw[self.i]
-        if char == 0x7B:  # {
-            self.i += 1
-            self._skip()
-            while raw[self.i] != 0x7D:
-                end = string_end(raw, self.i)
-                key = orjson.loads(raw[self.i : end])
-                self.i = end
-                self._skip()
-                self.i += 1  # the colon
-                yield from self.value((*path, key))
-                self._skip()
-                if raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x5B:  # [
-            self.i += 1
-            self._skip()
-            index = 0
-            while raw[self.i] != 0x5D:
-                yield from self.value((*path, index))
-                index += 1
-                self._skip()
-                if raw[self.i] == 0x2C:
-                    self.i += 1
-                    self._skip()
-            self.i += 1
-        elif char == 0x22:
-            self.i = string_end(raw, self.i)
+    (``raw`` must be valid JSON: it is a frame that parsed). Iterative: any depth."""
+    #: The containers open around the value at ``i``: (path, start, is an object, index).
+    around: list[tuple[JsonPath, int, bool, int]] = []
+    path: JsonPath = ()
+    i = _skip(raw, 0)
+    while True:
+        char = raw[i]
+        if char in b"{[":
+            start, i = i, _skip(raw, i + 1)
+            if raw[i] not in b"}]":  # a first member or element
+                around.append((path, start, char == 0x7B, 0))
+                path, i = _member(raw, i, path, 0, char == 0x7B)
+                continue
+            i += 1
         else:
-            n = len(raw)
-            while self.i < n and raw[self.i] not in b",]} \t\r\n":
-                self.i += 1
-        yield path, (start, self.i)
+            start, i = i, _scalar_end(raw, i)
+        yield path, (start, i)
+        # After a value: the next member or element, or the end of containers.
+        while around:
+            i = _skip(raw, i)
+            outer, start, is_object, index = around[-1]
+            if raw[i] == 0x2C:  # a comma
+                around[-1] = (outer, start, is_object, index + 1)
+                path, i = _member(raw, _skip(raw, i + 1), outer, index + 1, is_object)
+                break
+            i += 1
+            around.pop()
+            yield outer, (start, i)
+        else:
+            return
+
+
+def _skip(raw: bytes, i: int) -> int:
+    n = len(raw)
+    while i < n and raw[i] in b" \t\r\n":
+        i += 1
+    return i
+
+
+def _member(
+    raw: bytes, i: int, outer: JsonPath, index: int, is_object: bool
+) -> tuple[JsonPath, int]:
+    """The path of the member or element at ``i`` of a container at ``outer``, and where its
+    value starts (an object's: past its name and colon)."""
+    if not is_object:
+        return (*outer, index), i
+    end = string_end(raw, i)
+    return (*outer, orjson.loads(raw[i:end])), _skip(raw, _skip(raw, end) + 1)
+
+
+def _scalar_end(raw: bytes, i: int) -> int:
+    if raw[i] == 0x22:
+        return string_end(raw, i)
+    n = len(raw)
+    while i < n and raw[i] not in b",]} \t\r\n":
+        i += 1
+    return i

@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.core.jsontext import deeper, shallow
+
 __all__ = ["dumps", "visible", "visible_json"]
 
 #: What is never shown as itself.
@@ -66,5 +68,13 @@ def visible_json(data: bytes) -> bytes:
 
 
 def dumps(value: Any, option: int = 0) -> bytes:
-    """``orjson.dumps`` for output people may read on a terminal: :func:`visible_json`."""
-    return visible_json(orjson.dumps(value, option=option))
+    """``orjson.dumps`` for output people may read on a terminal: :func:`visible_json`.
+    A value nested deeper than orjson writes is written down to :data:`~acp_proxy.core.
+    jsontext.DEPTH` (:func:`~acp_proxy.core.jsontext.shallow`)."""
+    try:
+        data = orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError:
+        if not deeper(value):
+            raise
+        data = orjson.dumps(shallow(value), option=option)
+    return visible_json(data)

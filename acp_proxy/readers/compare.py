@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from acp_proxy.core.jsontext import preview
+from acp_proxy.core.jsontext import deeper, preview, shallow
 
 __all__ = ["ID_FIELDS", "MISSING", "Normalizer", "difference", "ignored", "is_time"]
 
@@ -96,7 +96,10 @@ def difference(
     recorded: Any, live: Any, path: str = "", ignore: Iterable[str] = (), meta: bool = False
 ) -> tuple[str, Any, Any] | None:
     """The first path where two JSON values differ (``_meta`` left out unless ``meta``,
-    ``ignore`` paths skipped), with the two values there; None if they are equal."""
+    ``ignore`` paths skipped), with the two values there; None if they are equal. Values
+    nested deeper than :data:`~acp_proxy.core.jsontext.DEPTH` compare down to that depth."""
+    if deeper(recorded) or deeper(live):
+        recorded, live = shallow(recorded), shallow(live)
     return _difference(recorded, live, path, tuple(ignore), meta)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
 from acp_proxy.core.wire import (
     MAX_HOPS,
@@ -387,7 +388,8 @@ class Conversation:
         return entity
 
     def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
-        variant = update.get("sessionUpdate")
+        # The wire model's variant; a sessionUpdate that is no string is listed as unknown.
+        variant = message.variant or preview(update.get("sessionUpdate"))
         if variant == "state_update":
             state = update.get("state")
             if isinstance(state, str):
@@ -407,14 +409,14 @@ class Conversation:
         else:
             # v1 creates a tool call with tool_call, then patches it
             variant = "tool_call_update" if variant == "tool_call" else variant
-            addressed = self._addressed(view, str(variant), update, message.seq)
+            addressed = self._addressed(view, variant, update, message.seq)
             if addressed is not None:
                 block = update.get("content")
                 text = _plain_text(block) if self.joined and variant in MESSAGE_CHUNKS else None
                 if text is not None:
                     _append_joined(addressed, text)
                 else:
-                    _APPLY[str(variant)](addressed, update)
+                    _APPLY[variant](addressed, update)
                 if variant in MESSAGE_CHUNKS and type(block) is dict:
                     self._chunk = (addressed, block)
 

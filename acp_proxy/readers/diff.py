@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from acp_proxy.core.jsontext import preview
+from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
@@ -219,11 +219,22 @@ class _Builder(View):
             code = error.get("code") if isinstance(error, dict) else error
             self.session.errors.append((method, code, message.seq))
 
+    def _normalized(self, message: Message) -> Any:
+        """The message's value normalized (None if not JSON), down to DEPTH levels."""
+        if not message.frame.is_json:
+            return None
+        value = message.value
+        if deeper(value, DEPTH, message.frame.raw):  # compared and shown down to DEPTH
+            value = shallow(value)
+        return self.norm.message(value)
+
     def _message(self, message: Message, turn: _Turn) -> None:
-        value = self.norm.message(message.value) if message.frame.is_json else None
+        value = self._normalized(message)
         method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
-        variant = str(update.get("sessionUpdate", "")) if update else ""
+        variant = message.variant
+        if variant is None:  # none, or not a string: as its JSON text
+            variant = preview(update["sessionUpdate"], 40) if "sessionUpdate" in update else ""
         direction = "→" if message.side == "client" else "←"
         kind = "response" if message.kind is Kind.RESPONSE else ""
         turn.wire.append((direction, f"{method} {kind}".strip(), variant))
@@ -235,8 +246,9 @@ class _Builder(View):
         value = self._clean(value)
         if message.method in ("initialize", "proxy/initialize", "session/new"):
             self._handshake(message, value)
+        params = _object(value, "params")
         if message.method == "session/prompt" and message.kind is Kind.REQUEST:
-            turn.prompt = _text(value.get("params", {}).get("prompt"))
+            turn.prompt = _text(params.get("prompt"))
         elif message.method == "session/prompt" and message.kind is Kind.RESPONSE:
             result = value.get("result")
             if isinstance(result, dict) and "stopReason" in result:
@@ -244,7 +256,7 @@ class _Builder(View):
         elif message.method == "session/request_permission":
             self._permission(message, value, turn)
         elif message.method == "session/update":
-            self._update(message, value.get("params", {}).get("update", {}), turn)
+            self._update(message, params.get("update"), turn)
         closed = message.closed
         if closed is not None and not closed.void:
             turn.duration = closed.duration
@@ -267,12 +279,12 @@ class _Builder(View):
 
     def _permission(self, message: Message, value: dict[str, Any], turn: _Turn) -> None:
         if message.kind is Kind.REQUEST:
-            params = value.get("params", {})
-            tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+            params = _object(value, "params")
+            tool = _object(params, "toolCall")
             title = params.get("title") or tool.get("title")
             turn.permissions.append((title, None, message.seq))
         elif message.kind is Kind.RESPONSE and turn.permissions:
-            outcome = (value.get("result") or {}).get("outcome")
+            outcome = _object(value, "result").get("outcome")
             chosen = outcome.get("outcome") if isinstance(outcome, dict) else outcome
             for index, (t, o, s) in enumerate(turn.permissions):
                 if o is None:
@@ -295,6 +307,8 @@ class _Builder(View):
                     turn.first_chunk = since
         elif variant in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
             call = update.get("toolCallId")
+            if isinstance(call, (dict, list)):  # no id: as its JSON text
+                call = preview(call)
             tool = turn.tools.setdefault(call, _Tool(seq=message.seq))
             tool.title = update.get("title", tool.title)
             tool.kind = update.get("kind", tool.kind)
@@ -313,6 +327,12 @@ class _Builder(View):
 #: What a frame without a method is called in the wire layer (a response, by the method it
 #: answers when known: ``session/new response``).
 _UNNAMED = {Kind.RESPONSE: "response", Kind.NOT_JSON: "not JSON"}
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    """``value[name]`` when ``value`` is an object and that is one too, else empty."""
+    found = value.get(name) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def _seconds(start: str, end: str) -> float | None:

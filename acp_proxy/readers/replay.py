@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 from acp_proxy.core.framing import Frame, parse_frame
-from acp_proxy.core.jsontext import preview, value_spans
+from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow, value_spans
 from acp_proxy.core.wire import (
     Kind,
     Message,
@@ -624,6 +624,8 @@ class ClientReplay:
         recorded, live = recorded_frame.value, frame.value
         if not frame.is_json:
             return
+        if deeper(recorded, DEPTH, recorded_frame.raw) or deeper(live, DEPTH, frame.raw):
+            recorded, live = shallow(recorded), shallow(live)  # compared down to DEPTH
         if isinstance(recorded, dict) and isinstance(live, dict):
             self._learn(recorded, live)
             if step.message.kind is Kind.REQUEST:
@@ -676,6 +678,8 @@ class ClientReplay:
         value = step.frame.value
         if not step.frame.is_json or not isinstance(value, dict):
             return step.frame.raw
+        if deeper(value, DEPTH, step.frame.raw):  # too deep to walk for ids: as recorded
+            return step.frame.raw
         changed = self._mapped(value)
         if step.message.kind is Kind.RESPONSE:
             live = self._requests.get(id_key(value.get("id")), _MISSING)
@@ -693,10 +697,7 @@ def _key(value: Any) -> tuple[Any, ...]:
     """What makes two agent frames stand for each other in a window."""
     kind = kind_of(value)
     if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
-        params = value.get("params")
-        update = params.get("update") if isinstance(params, dict) else None
-        variant = update.get("sessionUpdate") if isinstance(update, dict) else None
-        return ("call", kind is Kind.REQUEST, value["method"], variant)
+        return ("call", kind is Kind.REQUEST, value["method"], update_variant(value))
     if kind is Kind.RESPONSE:
         return ("response", id_key(value.get("id")))
     return ("other",)

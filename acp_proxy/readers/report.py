@@ -26,6 +26,7 @@ import click
 import orjson
 
 from acp_proxy.core.chunks import is_text_chunk
+from acp_proxy.core.jsontext import deeper, shallow
 from acp_proxy.core.times import format_time, parse_exact_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
@@ -539,7 +540,14 @@ def _json_pieces(document: Any) -> list[bytes]:
             return str(value)
         return orjson.Fragment(placeholder)
 
-    data = _escaped(orjson.dumps(document, default=default))
+    try:
+        data = orjson.dumps(document, default=default)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes: down to DEPTH
+        if not deeper(document):
+            raise
+        spliced.clear()
+        data = orjson.dumps(shallow(document), default=default)
+    data = _escaped(data)
     if not spliced:
         return [data]
     view, at = memoryview(data), 0

@@ -209,9 +209,10 @@ class Stats(View):
         )
         for turn in data["turns"]:
             first = "-" if turn["first_chunk"] is None else f"{turn['first_chunk']:.3f}s"
+            took = "-" if turn["duration"] is None else f"{turn['duration']:.3f}s"
             out.append(
                 f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} "
-                f"{turn['duration']:>9.3f}s  {turn['stop_reason'] or '-'}"
+                f"{took:>10}  {turn['stop_reason'] or '-'}"
             )
         out += ["", "findings:"]
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
 
 __all__ = ["Timing"]
@@ -111,10 +112,13 @@ class Timing:
 def _tool(timing: _TurnTiming, message: Message, update: dict[str, Any]) -> None:
     """A tool call runs from its first update to its final status."""
     call = update.get("toolCallId")
+    if isinstance(call, (dict, list)):  # no id: as its JSON text
+        call = preview(call)
     tool = timing.tools.setdefault(
         call, {"title": None, "start": message.t, "end": None, "seq": message.seq}
     )
     if isinstance(update.get("title"), str):
         tool["title"] = update["title"]
-    if update.get("status") in _FINAL and tool["end"] is None:
+    status = update.get("status")
+    if isinstance(status, str) and status in _FINAL and tool["end"] is None:
         tool["end"] = message.t

@@ -1,13 +1,20 @@
-"""Readers never print a traceback, whatever a recording holds (hypothesis)."""
+"""Readers never print a traceback, whatever a recording holds (hypothesis, and a fuzzer that
+swaps the types of the values of the shipped recordings)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 from click.testing import CliRunner
+from conftest import RECORDINGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,3 +130,177 @@ def test_a_violation_record_with_a_string_seq_is_reported_not_a_traceback(tmp_pa
         result = CliRunner().invoke(cli, [*command, str(path)])
         assert result.exit_code == 0, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# --- hostile shapes: depth and types are the recording's choice ------------------------------
+
+_V1 = RECORDINGS / "v1.jsonl"
+
+
+def _with_tool_call(path: Path, field: bytes) -> Path:
+    """v1.jsonl with its tool_call update's ``rawInput`` made ``field`` (raw JSON text)."""
+    lines = _V1.read_bytes().split(b"\n")[:-1]
+    out = []
+    for line in lines:
+        record = orjson.loads(line)
+        if b'"sessionUpdate":"tool_call"' in line and record["kind"] == "frame":
+            record["msg"]["params"]["update"]["rawInput"] = "@@"
+            out.append(orjson.dumps(record).replace(b'"@@"', field))
+        else:
+            out.append(line)
+    path.write_bytes(b"\n".join(out) + b"\n")
+    return path
+
+
+def _reads(path: Path, *extra: list[str], out: Path) -> None:
+    for args in (
+        ["show", "--no-color", str(path)],
+        ["show", "--conversation", "--no-color", str(path)],
+        ["show", "--conversation", "--json", str(path)],
+        ["report", "-o", str(out / "r.html"), str(path)],
+        ["diff", "--no-color", str(_V1), str(path)],
+        ["diff", "--format", "json", str(path), str(path)],
+        *extra,
+    ):
+        _run(args)
+
+
+@pytest.mark.parametrize("depth", [300, 990])
+def test_a_frame_nested_deep_is_read_by_every_reader(tmp_path, depth):
+    """The bugs: 300 levels broke report, show --conversation --json and redact (orjson
+    writes 254 at most); 990 broke show, diff and replay (Python recursion)."""
+    deep = b'{"token":' * depth + b'"sk-secret"' + b"}" * depth
+    path = _with_tool_call(tmp_path / "deep.jsonl", deep)
+    copy = tmp_path / "copy.jsonl"
+    _reads(path, ["redact", "-o", str(copy), str(path)], out=tmp_path)
+    assert b"sk-secret" not in copy.read_bytes()
+    result = CliRunner().invoke(cli, ["show", "--conversation", "--json", str(path)])
+    assert "[nested deeper than 200 levels]" in result.output
+    client = b"".join(
+        orjson.dumps(r["msg"]) + b"\n"
+        for r in map(orjson.loads, path.read_bytes().split(b"\n")[:-1])
+        if r.get("from") == "client"
+    )
+    result = CliRunner().invoke(cli, ["replay", "--speed", "0", str(path)], input=client)
+    assert result.exit_code == 0 and result.exception is None, result.output
+
+
+def test_a_session_update_or_params_of_another_type_is_read_by_every_reader(tmp_path):
+    """The bugs: ``"sessionUpdate": ["tool_call"]`` broke show --conversation and report
+    (unhashable); a session/prompt with a list as params broke diff."""
+    out = []
+    for line in _V1.read_bytes().split(b"\n")[:-1]:
+        record = orjson.loads(line)
+        message = record.get("msg")
+        if isinstance(message, dict) and message.get("method") == "session/prompt":
+            message["params"] = [message["params"]]
+        elif b'"sessionUpdate":"tool_call"' in line:
+            message["params"]["update"]["sessionUpdate"] = ["tool_call"]
+        out.append(orjson.dumps(record))
+    path = tmp_path / "types.jsonl"
+    path.write_bytes(b"\n".join(out) + b"\n")
+    _reads(path, out=tmp_path)
+    result = CliRunner().invoke(cli, ["show", "--conversation", "--no-color", str(path)])
+    assert '["tool_call"]' in result.output
+
+
+# --- a type-swapping fuzzer over the real recordings -----------------------------------------
+
+
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    yield path, value
+    children = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in children:
+        yield from _nodes(item, (*path, key))
+
+
+def _other_type(value: Any, rng: random.Random) -> Any:
+    """``value`` as another type: wrapped, a scalar, empty, hostile text, or deeply nested."""
+    depth = rng.choice([260, 990])
+    return rng.choice([
+        [value], {"x": value}, "text", 7, -1.5, None, True, [], {}, "\n\x1b[31m\ufffe",
+        orjson.loads(b"[" * depth + b"]" * depth),
+        orjson.loads(b'{"a":' * depth + b"1" + b"}" * depth),
+    ])  # fmt: skip
+
+
+def _swapped(text: bytes, rng: random.Random) -> bytes:
+    """A recording with the values at a few random places of its records swapped for values
+    of other types (the records' own fields included)."""
+    out = []
+    for line in text.split(b"\n")[:-1]:
+        record = orjson.loads(line)
+        if rng.random() < 0.3:
+            path, value = rng.choice(list(_nodes(record)))
+            if not path:
+                record = _other_type(value, rng)
+            else:
+                holder = record
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = _other_type(value, rng)
+        try:
+            out.append(orjson.dumps(record))
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes: written by hand
+            out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("recording", sorted(RECORDINGS.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_no_reader_traces_back_on_a_real_recording_with_its_types_swapped(tmp_path, recording):
+    """Every reader command reads every shipped recording with values of other types swapped
+    in (lists, strings, objects, numbers, null, 990 levels of nesting) and never traces back."""
+    rng = random.Random(recording.name)
+    for _ in range(3):
+        path = tmp_path / "swapped.jsonl"
+        path.write_bytes(_swapped(recording.read_bytes(), rng))
+        copy = tmp_path / "copy.jsonl"
+        copy.unlink(missing_ok=True)
+        client = b"".join(
+            orjson.dumps(r["msg"]) + b"\n"
+            for r in map(orjson.loads, recording.read_bytes().split(b"\n")[:-1])
+            if r.get("from") == "client"
+        )
+        for args in (
+            ["validate", str(path)],
+            ["validate", "--format", "junit", str(path)],
+            ["validate", "--format", "sarif", str(path)],
+            ["show", "--no-color", str(path)],
+            ["show", "--conversation", "--no-color", str(path)],
+            ["show", "--conversation", "--json", str(path)],
+            ["stats", str(path)],
+            ["stats", "--format", "json", str(path)],
+            ["report", "-o", str(tmp_path / "r.html"), str(path)],
+            ["redact", "-o", str(copy), str(path)],
+            ["diff", "--no-color", str(recording), str(path)],
+            ["diff", "--format", "json", str(path), str(recording)],
+            ["search", "e", str(path)],
+            ["search", "--json", "e", str(path)],
+            ["ls", str(tmp_path)],
+            ["ls", "--json", str(tmp_path)],
+        ):
+            _run(args)
+        result = CliRunner().invoke(cli, ["replay", "--speed", "0", str(path)], input=client)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result
+        assert _followed(path)  # follow reads every line, whatever it holds
+
+
+def _followed(path: Path) -> list[Any]:
+    """What ``follow`` reads of ``path`` until it would wait for more."""
+
+    class Done(Exception):
+        pass
+
+    def stop(_: float) -> None:
+        raise Done
+
+    got: list[Any] = []
+    with contextlib.suppress(Done):
+        got.extend(follow_records(path, lambda _: None, sleep=stop))
+    return got
