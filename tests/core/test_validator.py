@@ -190,7 +190,8 @@ def test_unknown_method():
         "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
     )
     assert custom.message == (
-        "frobnicate is not an ACP v2 method (a custom method's name starts with _)"
+        "frobnicate is not in ACP v2 schema 2.0.0-alpha.13 (the unstable schema does not define "
+        "it either; a newer schema may; a custom method's name starts with _)"
     )
     # v1 methods are not v2 methods
     read = (A, req(9, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
@@ -1017,7 +1018,8 @@ def test_example_agent_session_is_clean(version, tmp_path):
     ) as proc:  # fmt: skip
         client = DemoClient(proc)
         info = {"name": "t", "version": "1"}
-        client.request("initialize", {"protocolVersion": version, "info": info, "capabilities": {}})
+        names = ("info", "capabilities") if version == 2 else ("clientInfo", "clientCapabilities")
+        client.request("initialize", {"protocolVersion": version, names[0]: info, names[1]: {}})
         session = client.request("session/new", {"cwd": "/", "mcpServers": []})["result"][
             "sessionId"
         ]
@@ -1045,8 +1047,8 @@ def messages(found: list[Violation]) -> list[str]:
 
 
 def test_schema():
-    """The official schema of the negotiated version: a required field missing, a field of the
-    wrong JSON type, or a value outside a closed enum is an error, named by its path."""
+    """The official schema of the negotiated version: a required field missing or a field of
+    the wrong JSON type is an error, named by its path."""
     permission = {
         "sessionId": S,
         "toolCall": {"toolCallId": "t1"},
@@ -1062,11 +1064,6 @@ def test_schema():
         "schema: session/prompt result.stopReason: required field missing (PromptResponse)",
         "schema: session/request_permission params.options[0].kind: required field missing "
         "(PermissionOption)",
-    ]
-    enum = findings([*setup(1), prompt(), (A, ok(10, {"stopReason": "error"}))])
-    assert messages(enum) == [
-        'schema: session/prompt result.stopReason: "error" is not one of end_turn, max_tokens, '
-        "max_turn_requests, refusal, cancelled (StopReason)"
     ]
     string_version = [(C, req(0, "initialize", {"protocolVersion": "1"}))]
     assert messages(findings(string_version, end=False)) == [
@@ -1133,14 +1130,15 @@ def test_schema_reserved():
 
     found = check("schema-reserved", status("teleported"), status("_teleported"))
     assert messages(found) == [
-        'schema-reserved: session/update params.update.status: "teleported" is not one of '
-        "pending, in_progress, paused, completed, failed, cancelled (ToolCallStatus)"
+        'schema-reserved: session/update params.update.status: "teleported" is not in ACP v2 '
+        "schema 2.0.0-alpha.13 (the unstable schema does not define it either; a newer schema "
+        "may) (ToolCallStatus)"
     ]
-    # v1's ToolCallStatus is closed: the same value is a (lenient) defect there
+    # v1's ToolCallStatus has no catch-all: the same kind of value is not in the schema there
     announce = upd({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read"})
     cancelled = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "cancelled"})
     v1 = findings([*setup(1), announce, cancelled])
-    assert [f.rule for f in v1] == ["schema-lenient"]
+    assert [f.rule for f in v1] == ["not-in-schema"]
 
 
 def test_schema_findings_do_not_repeat_hand_written_rules():
