@@ -542,6 +542,23 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "capability-system-prompt",
+        E,
+        "v1 unstable schema (SystemPrompt, SystemPromptMode; stable from schema v1.30)",
+        "A systemPrompt on session/new, load, resume or fork although the agent did not "
+        'advertise sessionCapabilities.systemPrompt ("Clients MUST only send this when the '
+        'Agent advertises sessionCapabilities.systemPrompt"), or in override mode without '
+        "its mode.override.",
+        V1,
+    ),
+    Rule(
+        "system-prompt-empty",
+        E,
+        "v1 unstable schema (SystemPrompt.content; stable from schema v1.30)",
+        'A systemPrompt whose content is an empty array ("Clients MUST NOT send an empty array").',
+        V1,
+    ),
+    Rule(
         "capability-mcp-transport",
         E,
         "v1 Session Setup (Checking Transport Support)",
