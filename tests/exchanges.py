@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import RULES
+from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.readers.annotate import annotate, annotate_lines, validate_lines
 from acp_proxy.readers.conversation import Conversation
@@ -250,8 +251,9 @@ def check(rule: str, bad: Frames, clean: Frames, end: bool = True) -> list[Viola
     assert rule in [f.rule for f in found], [f.as_dict() for f in found]
     hit = next(f for f in found if f.rule == rule)
     assert hit.level == RULES[rule].level
-    # schema findings name the version whose schema they come from
-    assert hit.spec in (RULES[rule].spec, RULES[rule].spec.replace("ACP ", f"ACP v{version} "))
+    # schema findings name the version whose schema they come from, and its tag
+    tagged = f"ACP v{version} schema {schema_sources().tag(version)}"
+    assert hit.spec in (RULES[rule].spec, RULES[rule].spec.replace("ACP schema", tagged))
     assert hit.message
     assert findings(clean, end) == []
     return found

@@ -5,8 +5,8 @@ names its section), from JSON-RPC 2.0, from the ACP v2 schema (for shapes), or
 from the ACP transport (UTF-8 JSON-RPC, one message per ``\\n``-terminated line).
 
 ``error`` is a MUST, MUST NOT or a required field; ``warning`` a SHOULD, a
-reserved value, or a likely-but-not-certain breach; ``info`` what is worth knowing
-but not wrong (the use of ACP's unstable surface).
+reserved value, what the shipped schemas do not know yet, or a likely-but-not-certain
+breach; ``info`` what is worth knowing but not wrong (the use of ACP's unstable surface).
 """
 
 from __future__ import annotations
@@ -157,6 +157,15 @@ CATALOG: tuple[Rule, ...] = (
         "ACP schema",
         "A value the schema does not know where it has a catch-all variant: reserved for future "
         "versions (_-prefixed values are extensions and never flagged).",
+    ),
+    Rule(
+        "not-in-schema",
+        W,
+        "ACP schema",
+        "A value the shipped schemas (stable and unstable) do not define where ACP extends: an "
+        "update variant, a content block type, an enum value (stop reason, tool kind or status, "
+        "config category), a field. A newer schema may define it, so a warning, never an error "
+        "(validate --strict fails on it); _-prefixed ones are extensions, never flagged.",
     ),
     Rule(
         "wrong-direction",
@@ -543,6 +552,23 @@ CATALOG: tuple[Rule, ...] = (
         "v1 Session Setup (Additional Workspace Roots)",
         "additionalDirectories sent although the agent did not advertise "
         "sessionCapabilities.additionalDirectories.",
+        V1,
+    ),
+    Rule(
+        "capability-system-prompt",
+        E,
+        "v1 unstable schema (SystemPrompt, SystemPromptMode; stable from schema v1.30)",
+        "A systemPrompt on session/new, load, resume or fork although the agent did not "
+        'advertise sessionCapabilities.systemPrompt ("Clients MUST only send this when the '
+        'Agent advertises sessionCapabilities.systemPrompt"), or in override mode without '
+        "its mode.override.",
+        V1,
+    ),
+    Rule(
+        "system-prompt-empty",
+        E,
+        "v1 unstable schema (SystemPrompt.content; stable from schema v1.30)",
+        'A systemPrompt whose content is an empty array ("Clients MUST NOT send an empty array").',
         V1,
     ),
     Rule(

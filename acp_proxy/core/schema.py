@@ -14,12 +14,18 @@ interpreted per frame: a message costs a few dictionary look-ups per level.
   branch; a branch guarded by ``not`` is the catch-all for values the version
   does not know; branches that are only ``const`` strings are an enum; any
   other union tries its branches in order and reports the closest one.
-- **Extension points** are respected, so healthy traffic stays clean: ``_meta``
-  may be any object or null anywhere; unknown properties are allowed (the
-  schemas never forbid them); a ``_``-prefixed discriminator or enum value is an
-  extension and never flagged; an unknown value where the schema has a
-  catch-all is *reserved* (a warning); an unknown value of a closed enum is an
-  error.
+- **Known, unknown, broken.** The shipped schemas are a snapshot of a protocol that
+  grows, so what they do not define where ACP extends is *unknown* (a warning that
+  names the schema's tag: a newer schema may define it), never an error: a
+  discriminator value of a tagged union (an update variant, a content block type),
+  a value of an enum written as a union of ``const`` strings (a stop reason, a tool
+  kind), a property of an object that does not take arbitrary ones
+  (``additionalProperties``), null aside. Where the schema has a catch-all branch
+  the unknown value is also *reserved*. What is broken stays an error: a missing
+  or non-string discriminator, a known variant's required field missing or of the
+  wrong type, a value outside an ``enum`` keyword (``"jsonrpc"``). ``_meta`` may be
+  any object or null anywhere, and ``_``-prefixed discriminators, values and
+  properties are extensions, never flagged.
 - **Lenient fields**: a field marked ``x-deserialize-default-on-error`` is one
   the SDKs quietly replace with its default when it is malformed, and
   ``x-deserialize-skip-invalid-items`` arrays lose their bad items: defects under
@@ -30,21 +36,32 @@ interpreted per frame: a message costs a few dictionary look-ups per level.
 
 :func:`unhandled_keywords` lists every keyword a schema uses that the compiler
 does not know; the tests require it to be empty for both shipped schemas, so an
-updated schema can never be half-checked in silence. Pure code: no I/O beyond
-reading the package's own schema once.
+updated schema can never be half-checked in silence. :func:`schema_sources` reads
+which release the schemas come from and their tags (``SOURCES.md``, beside them):
+findings, ``--version`` and recordings name them. Pure code: no I/O beyond reading
+the package's own schemas and their ``SOURCES.md`` once.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from importlib import resources
 from typing import Any
 
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import SCHEMA_VERSIONS, official_schema
 
-__all__ = ["Defect", "Schema", "schema_for", "unhandled_keywords"]
+__all__ = [
+    "Defect",
+    "Schema",
+    "SchemaSources",
+    "schema_for",
+    "schema_sources",
+    "unhandled_keywords",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +78,13 @@ class Defect:
     lenient: bool = False
     #: An unknown value where the schema has a catch-all: reserved for future versions.
     reserved: bool = False
+    #: A value or property the schema does not define where ACP extends (a newer schema may).
+    unknown: bool = False
 
     @property
     def hard(self) -> bool:
-        """An error, as opposed to a lenient or reserved warning."""
-        return not (self.lenient or self.reserved)
+        """An error, as opposed to a lenient, reserved or unknown warning."""
+        return not (self.lenient or self.reserved or self.unknown)
 
     def under(self, key: str) -> Defect:
         """The same defect seen from the parent, through ``key`` (a name or ``[i]``)."""
@@ -259,10 +278,13 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
     required: tuple[str, ...],
     where: str | None,
     strict: bool,
+    known: frozenset[str] | None = None,
+    unknown: Checker | None = None,
 ) -> Checker:
-    """An object check that walks the schema's fields (unknown keys are allowed, so the
-    value's other keys need no look at all), generated as straight-line Python: a
-    look-up and a type test per known field, no loop, no tuple unpacking."""
+    """An object check that walks the schema's fields, generated as straight-line Python:
+    a look-up and a type test per known field, no loop, no tuple unpacking; the value's
+    other keys cost one subset test of its keys against ``known`` (then ``unknown`` says
+    which are not in the schema)."""
     namespace: dict[str, Any] = {
         "_ABSENT": _ABSENT,
         "_one": _one,
@@ -270,6 +292,8 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
         "json_type": json_type,
         "where": where,
         "strict": strict,
+        "known": known,
+        "unknown": unknown,
     }
     lines = [
         "def check(value):",
@@ -322,6 +346,14 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
                 "  found = found or []",
                 f"  found.append(Defect({key!r}, 'required field missing', where))",
             ]
+    if unknown is not None:
+        lines += [
+            " if not value.keys() <= known:",
+            "  extra = unknown(value)",
+            "  if extra:",
+            "   found = found or []",
+            "   found.extend(extra)",
+        ]
     lines.append(" return found")
     # Built inside a factory, so every name the check reads is a closure cell (as fast
     # as a local), not a global or builtin looked up by name on each call.
@@ -351,10 +383,19 @@ def _forward(cell: list[Checker]) -> Checker:
 class Schema:
     """One version's schema, compiled. Build with :func:`schema_for`."""
 
-    def __init__(self, document: dict[str, Any], version: int) -> None:
+    def __init__(self, document: dict[str, Any], version: int, tag: str = "?") -> None:
         self.version = version
+        #: The stable schema's tag (``1.29.1``): what an unknown value is said not to be in.
+        self.tag = tag
+        #: What follows an unknown value's name in its defect. The validator checks the
+        #: unstable schema before it reports one (:meth:`has_unknown`), so "either" holds.
+        self.note = (
+            f"is not in ACP v{version} schema {tag} (the unstable schema does not define it "
+            "either; a newer schema may)"
+        )
         #: Compiled from the unstable schema.
         self.unstable = False
+        self._known_keys: dict[str, frozenset[str] | None] = {}
         self._defs: dict[str, Any] = document.get("$defs", {})
         self._checkers: dict[str, Checker] = {}
         self._compiling: dict[str, list[Checker]] = {}
@@ -400,6 +441,12 @@ class Schema:
 
     # --- checking -------------------------------------------------------------
 
+    def defines(self, name: str, value: Any) -> bool:
+        """Whether definition ``name`` knows ``value`` (an enum's value; for a tagged union,
+        an object holding just the tag): False only when it is unknown, so what a hand-written
+        rule calls unknown is what the schema calls unknown."""
+        return not any(d.unknown for d in self.definition(name)(value) or ())
+
     def definition(self, name: str) -> Checker:
         """The checker of one ``$defs`` entry."""
         return self._checkers[name]
@@ -425,28 +472,69 @@ class Schema:
 
     # --- compiling ---------------------------------------------------------------
 
-    def ref(self, name: str) -> Checker:
-        """The checker of ``#/$defs/name``, compiled once (recursion allowed)."""
-        checker = self._checkers.get(name)
+    def ref(self, name: str, open_: bool = False) -> Checker:
+        """The checker of ``#/$defs/name``, compiled once (recursion allowed). ``open_``:
+        the variant that leaves the properties it does not know to its user (an ``allOf``
+        that adds some), which are not checked twice."""
+        key = f"{name} (open)" if open_ else name
+        checker = self._checkers.get(key)
         if checker is not None:
             return checker
-        pending = self._compiling.get(name)
+        pending = self._compiling.get(key)
         if pending is not None:  # a recursive reference: resolved once compiled
             return _forward(pending)
         if name not in self._defs:
             raise ValueError(f"ACP v{self.version} schema: no definition {name!r}")
         cell: list[Checker] = []
-        self._compiling[name] = cell
-        checker = self.compile(self._defs[name], name)
+        self._compiling[key] = cell
+        checker = self.compile(self._defs[name], name, open_)
         cell.append(checker)
-        self._checkers[name] = checker
-        del self._compiling[name]
+        self._checkers[key] = checker
+        del self._compiling[key]
         return checker
 
+    def known_keys(self, node: dict[str, Any], tag: str | None = None) -> frozenset[str] | None:
+        """Every property an object of ``node`` may have (its own, its ``allOf`` parts' and
+        its branches', through references; ``tag``: its union's discriminator), or None
+        when it takes any (``additionalProperties``): the properties outside are unknown."""
+        found = self._keys(node, set())
+        if found is None:
+            return None
+        return frozenset(found | {tag} if tag else found)
+
+    def _keys(self, node: Any, seen: set[str]) -> set[str] | None:
+        if not isinstance(node, dict):
+            return set()
+        if node.get("additionalProperties") not in (None, False) or "unevaluatedProperties" in node:
+            return None
+        keys = set(node.get("properties", ()))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            name = ref.rsplit("/", 1)[1]
+            if name not in seen:
+                seen.add(name)
+                more = self._keys(self._defs.get(name), seen)
+                if more is None:
+                    return None
+                keys |= more
+        for part in ("allOf", "anyOf", "oneOf"):
+            for sub in node.get(part, ()):
+                more = self._keys(sub, seen)
+                if more is None:
+                    return None
+                keys |= more
+        return keys
+
     def compile(  # noqa: C901, PLR0912 - a branch per keyword
-        self, node: dict[str, Any] | bool, where: str | None = None
+        self,
+        node: dict[str, Any] | bool,
+        where: str | None = None,
+        open_: bool = False,
+        tag: str | None = None,
     ) -> Checker:
-        """Compile one schema node; ``where`` names the definition it belongs to."""
+        """Compile one schema node; ``where`` names the definition it belongs to. A node
+        with properties says which others are unknown, unless ``open_`` (a part of a node
+        that says it); ``tag``: the node is a tagged union's branch, its tag taken out."""
         if node is True or node == {}:
             return _ok
         if not isinstance(node, dict):
@@ -454,9 +542,13 @@ class Schema:
         ref = node.get("$ref")
         types = node.get("type")
         type_names = (types,) if isinstance(types, str) else tuple(types or ())
+        # The node that lists properties judges the unknown ones; its parts leave them.
+        owner = not open_ and ("properties" in node or tag is not None)
+        known = self.known_keys(node, tag) if owner else None
+        inner = open_ or owner
         parts: list[Checker] = []
         if isinstance(ref, str):
-            parts.append(self.ref(ref.rsplit("/", 1)[1]))
+            parts.append(self.ref(ref.rsplit("/", 1)[1], inner))
         if "const" in node:
             parts.append(_const(node["const"], where))
         if "enum" in node:
@@ -469,17 +561,18 @@ class Schema:
             node.get("properties")
             or node.get("required")
             or isinstance(node.get("additionalProperties"), dict)
+            or known is not None
         ):
-            parts.append(self._object(node, where, strict=is_object))
+            parts.append(self._object(node, where, strict=is_object, known=known))
         elif is_object:
             parts.append(_typed(("object",), None, where))
         if "items" in node:
             parts.append(self._items(node))
         for sub in node.get("allOf", ()):
-            parts.append(self.compile(sub, where))
+            parts.append(self.compile(sub, where, inner))
         for key in ("anyOf", "oneOf"):
             if key in node:
-                parts.append(self._union(node[key], key == "oneOf", where))
+                parts.append(self._union(node[key], key == "oneOf", where, inner))
         if "not" in node:
             parts.append(self._not(node["not"], where))
         body = _all(parts) if parts else _ok
@@ -489,8 +582,12 @@ class Schema:
             return body
         return _typed(type_names, body if parts else None, where)
 
-    def _object(  # noqa: C901 - the hot path, in one piece
-        self, node: dict[str, Any], where: str | None, strict: bool
+    def _object(  # noqa: C901, PLR0915 - the hot path, in one piece
+        self,
+        node: dict[str, Any],
+        where: str | None,
+        strict: bool,
+        known: frozenset[str] | None = None,
     ) -> Checker:
         props: dict[str, Checker] = {}
         for key, sub in node.get("properties", {}).items():
@@ -524,10 +621,12 @@ class Schema:
         }
         tagged_get = tagged.get
 
-        if other is None and len(props) <= _BY_SCHEMA:
-            return _by_schema(props, plain, tagged, required, where, strict)
+        unknown = _unknown_fields(known, where, self.note) if known is not None else None
 
-        def check(value: Any) -> list[Defect] | None:
+        if other is None and len(props) <= _BY_SCHEMA:
+            return _by_schema(props, plain, tagged, required, where, strict, known, unknown)
+
+        def check(value: Any) -> list[Defect] | None:  # noqa: C901, PLR0912 - the hot path
             if type(value) is not dict:
                 if strict:
                     return _one(Defect("", f"expected object, got {json_type(value)}", where))
@@ -558,6 +657,10 @@ class Schema:
                 if defects:
                     found = found or []
                     found.extend(d.under(key) for d in defects)
+            if unknown is not None and known is not None and not value.keys() <= known:
+                extra = unknown(value)
+                if extra:
+                    found = [*(found or ()), *extra]
             return found
 
         return check
@@ -594,7 +697,7 @@ class Schema:
         return check
 
     def _not(self, node: dict[str, Any], where: str | None) -> Checker:
-        inner = self.compile(node, where)
+        inner = self.compile(node, where, open_=True)
 
         def check(value: Any) -> list[Defect] | None:
             if inner(value):
@@ -608,21 +711,28 @@ class Schema:
         """A union branch for values the version does not know (guarded by ``not``)."""
         return "not" in node and isinstance(node.get("properties"), dict)
 
-    def _union(self, branches: list[dict[str, Any]], one: bool, where: str | None) -> Checker:
-        enum = _enum_union(branches, where)
+    def _union(
+        self, branches: list[dict[str, Any]], one: bool, where: str | None, open_: bool = False
+    ) -> Checker:
+        enum = _enum_union(branches, where, self.note)
         if enum is not None:
             return enum
         nulls = [b for b in branches if b.get("type") == "null" and len(b) <= 2]
         if len(nulls) == 1 and len(branches) == 2:
-            other = self.compile(next(b for b in branches if b is not nulls[0]), where)
+            other = self.compile(next(b for b in branches if b is not nulls[0]), where, open_)
             return _null_ok(other)
         tag = _discriminator(branches)
         if tag is not None:
-            return self._tagged(branches, tag, one, where)
-        return _first_of([self.compile(b, where) for b in branches], one, where)
+            return self._tagged(branches, tag, one, where, open_)
+        return _first_of([self.compile(b, where, open_) for b in branches], one, where)
 
     def _tagged(  # noqa: C901 - the hot path (every update variant), in one piece
-        self, branches: list[dict[str, Any]], tag: str, one: bool, where: str | None
+        self,
+        branches: list[dict[str, Any]],
+        tag: str,
+        one: bool,
+        where: str | None,
+        open_: bool = False,
     ) -> Checker:
         table: dict[Any, Checker] = {}
         catch_all: Checker | None = None
@@ -634,12 +744,14 @@ class Schema:
                 stripped = {k: v for k, v in branch.items() if k != "type"}
                 stripped["properties"] = {k: v for k, v in prop_items(branch) if k != tag}
                 stripped["required"] = [k for k in branch.get("required", ()) if k != tag]
-                table[prop["const"]] = self.compile(stripped, where)
+                table[prop["const"]] = self.compile(stripped, where, open_, None if open_ else tag)
             elif self._is_catch_all(branch):
-                catch_all = self.compile({k: v for k, v in branch.items() if k != "not"}, where)
+                # a variant this schema does not know: its properties are its own
+                plain = {k: v for k, v in branch.items() if k != "not"}
+                catch_all = self.compile(plain, where, open_=True)
             else:
-                rest.append(self.compile(branch, where))
-        known = ", ".join(str(k) for k in table)
+                rest.append(self.compile(branch, where, open_))
+        note = self.note
         fallback = _first_of(rest, one, where) if rest else None
 
         def check(value: Any) -> list[Defect] | None:
@@ -661,13 +773,14 @@ class Schema:
                 found = catch_all(value)
                 if kind.startswith("_"):
                     return found
-                note = Defect(tag, f"{_show(kind)} is not one of {known}", where, reserved=True)
-                return [note, *(found or ())]
+                unknown = Defect(tag, f"{_show(kind)} {note}", where, reserved=True, unknown=True)
+                return [unknown, *(found or ())]
             if fallback is not None:
                 return fallback(value)
             if kind.startswith("_"):
                 return None
-            return _one(Defect(tag, f"{_show(kind)} is not one of {known}", where))
+            # a variant of a later schema: its other properties are its own
+            return _one(Defect(tag, f"{_show(kind)} {note}", where, unknown=True))
 
         self._dispatch[check] = (tag, table)
         return check
@@ -688,8 +801,9 @@ def _discriminator(branches: list[dict[str, Any]]) -> str | None:
     return tags.pop() if len(tags) == 1 else None
 
 
-def _enum_union(branches: list[dict[str, Any]], where: str | None) -> Checker | None:
-    """A union of ``const`` values, with at most one bare catch-all of the same type."""
+def _enum_union(branches: list[dict[str, Any]], where: str | None, note: str) -> Checker | None:
+    """A union of ``const`` values, with at most one bare catch-all of the same type: an
+    enum ACP extends (a string outside it is unknown; reserved where there is a catch-all)."""
     values: list[Any] = []
     catch_all: str | None = None
     for branch in branches:
@@ -703,18 +817,22 @@ def _enum_union(branches: list[dict[str, Any]], where: str | None) -> Checker | 
     if not values:
         return None
     if catch_all is None:
-        return _enum(tuple(values), False, where)
+        return _enum(tuple(values), False, where, note)
     if catch_all == "string":
-        return _enum(tuple(values), True, where)
+        return _enum(tuple(values), True, where, note)
     # An open integer set (error codes): any integer is allowed.
     return _typed((catch_all,), None, where)
 
 
-def _enum(values: tuple[Any, ...], reserved: bool, where: str | None) -> Checker:
-    """A set of values; outside it is an error, or ``reserved`` (a warning) when open."""
+def _enum(
+    values: tuple[Any, ...], reserved: bool, where: str | None, note: str | None = None
+) -> Checker:
+    """A set of values. Outside it: with ``note`` (an enum ACP extends), a string is
+    unknown (and ``reserved`` when the schema has a catch-all), a warning; else an error."""
     allowed = frozenset((type(v), v) for v in values)
     listed = ", ".join(v if isinstance(v, str) else _show(v) for v in values)
     strings = all(isinstance(v, str) for v in values)
+    open_ = note is not None and strings
 
     def check(value: Any) -> list[Defect] | None:
         if not isinstance(value, (dict, list)) and (type(value), value) in allowed:
@@ -723,6 +841,9 @@ def _enum(values: tuple[Any, ...], reserved: bool, where: str | None) -> Checker
             return None  # an extension value
         if strings and not isinstance(value, str):
             return _one(Defect("", f"expected string, got {json_type(value)}", where))
+        if open_:
+            defect = Defect("", f"{_show(value)} {note}", where, reserved=reserved, unknown=True)
+            return _one(defect)
         return _one(Defect("", f"{_show(value)} is not one of {listed}", where, reserved=reserved))
 
     return check
@@ -798,6 +919,32 @@ def _typed(types: tuple[str, ...], body: Checker | None, where: str | None) -> C
     return check
 
 
+#: How many unknown property names one defect lists.
+_NAMES = 3
+
+
+def _unknown_fields(known: frozenset[str], where: str | None, note: str) -> Checker:
+    """The properties of an object outside ``known`` (null and ``_``-prefixed ones aside):
+    one defect for the object, naming a few (names are the peer's: quoted, bounded)."""
+
+    def check(value: Any) -> list[Defect] | None:
+        names = [
+            key
+            for key, item in value.items()
+            if key not in known and item is not None and key[:1] != "_"
+        ]
+        if not names:
+            return None
+        shown = ", ".join(_show(name) for name in names[:_NAMES])
+        more = f" and {len(names) - _NAMES} more" if len(names) > _NAMES else ""
+        if len(names) == 1:
+            return _one(Defect("", f"field {shown} {note}", where, unknown=True))
+        verb = note.replace("is not in", "are not in", 1).replace(" it ", " them ", 1)
+        return _one(Defect("", f"fields {shown}{more} {verb}", where, unknown=True))
+
+    return check
+
+
 def _meta_of(where: str | None) -> Checker:
     """``_meta`` is any object, or null, anywhere."""
 
@@ -836,14 +983,14 @@ def _first_of(checkers: list[Checker], one: bool, where: str | None) -> Checker:
             found = checker(value)
             if not found or not any(d.hard for d in found):
                 matches += 1
-                if passed is None:
+                if passed is None or (passed and not found):  # a clean branch is better
                     passed = found or []
-                if not one:
+                if not one and not passed:
                     break
                 continue
             if best is None or _closer(found, best):
                 best = found
-        if matches > 1:
+        if one and matches > 1:
             return _one(Defect("", "matches more than one of the alternatives", where))
         if passed is not None:
             return passed or None
@@ -861,12 +1008,58 @@ def _closer(found: list[Defect], best: list[Defect]) -> bool:
     return len(found) < len(best)
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaSources:
+    """Where the shipped schemas come from, as their ``SOURCES.md`` says."""
+
+    #: The package and release they are copied from (``@agentclientprotocol/sdk 2.4.0``).
+    release: str
+    #: (protocol version, unstable) -> the schema's tag (``1.29.1``).
+    tags: dict[tuple[int, bool], str]
+
+    def tag(self, version: int, unstable: bool = False) -> str:
+        """The tag of one shipped schema (``?`` if its SOURCES.md row is missing)."""
+        return self.tags.get((version, unstable), "?")
+
+    def as_dict(self) -> dict[str, str]:
+        """The stored form (a recording's start record): ``v1``, ``v1-unstable``..., ``from``."""
+        found = {
+            f"v{version}{'-unstable' if unstable else ''}": self.tag(version, unstable)
+            for version in SCHEMA_VERSIONS
+            for unstable in (False, True)
+        }
+        return {**found, "from": self.release}
+
+    def summary(self) -> str:
+        """One line: ``ACP v1 schema 1.29.1 (unstable 1.29.1), ..., from <release>``."""
+        parts = [
+            f"ACP v{v} schema {self.tag(v)} (unstable {self.tag(v, True)})" for v in SCHEMA_VERSIONS
+        ]
+        return f"{', '.join(parts)}, from {self.release}"
+
+
+_ROW = re.compile(
+    r"^\|\s*`acp-v(\d+)-schema(\.unstable)?\.json`\s*\|[^|]*\|\s*([^|\s]+)\s*\|", re.M
+)
+_RELEASE = re.compile(r"\[`([^`]+)`\]\([^)]*\)\s*\*\*([^*\s]+)\*\*")
+
+
+@functools.cache
+def schema_sources() -> SchemaSources:
+    """The release and tags of the shipped schemas, read from their ``SOURCES.md`` (the one
+    place they are written: updating the schemas stays copying files and editing that page)."""
+    text = resources.files("acp_proxy.core").joinpath("schemas/SOURCES.md").read_text("utf-8")
+    release = _RELEASE.search(text)
+    tags = {(int(m[1]), bool(m[2])): m[3] for m in _ROW.finditer(text)}
+    return SchemaSources(f"{release[1]} {release[2]}" if release else "?", tags)
+
+
 @functools.cache
 def schema_for(version: int, unstable: bool = False) -> Schema:
     """The compiled schema of a protocol version that ships with acp-proxy (the stable
     one, or the unstable one: see :mod:`acp_proxy.core.unstable`)."""
     if version not in SCHEMA_VERSIONS:
         raise ValueError(f"no schema for ACP v{version}")
-    schema = Schema(official_schema(version, unstable), version)
+    schema = Schema(official_schema(version, unstable), version, schema_sources().tag(version))
     schema.unstable = unstable
     return schema

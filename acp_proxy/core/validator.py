@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import binascii
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,7 +62,7 @@ from acp_proxy.core.protocol import (
     methods_for,
 )
 from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
-from acp_proxy.core.schema import Checker, Defect, Schema, schema_for
+from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
 from acp_proxy.core.unstable import feature_message, surface_for
 from acp_proxy.core.validator_v1 import V1Rules
 from acp_proxy.core.wire import (
@@ -126,6 +127,30 @@ def _checker(schema: Schema, method: str, part: str, notification: bool) -> Chec
     if part == "result":
         return schema.result(method)
     return schema.params(method, notification)
+
+
+def _ok(value: Any) -> None:
+    return None
+
+
+def _spec(schema: Schema) -> str:
+    """The schema a finding is against, by tag: ``ACP v1 schema 1.29.1`` (or ``unstable``)."""
+    tag = schema_sources().tag(schema.version, schema.unstable)
+    return f"ACP v{schema.version}{' unstable' if schema.unstable else ''} schema {tag}"
+
+
+def _known_to_either(
+    schema: Schema, defects: list[Defect], check: Callable[[Schema], list[Defect] | None]
+) -> tuple[Schema, list[Defect] | None]:
+    """What the stable schema does not know is checked against the unstable one (which
+    may define it) before it is reported: an unknown finding is unknown to both."""
+    if schema.unstable or not any(d.unknown for d in defects):
+        return schema, defects
+    unstable = schema_for(schema.version, unstable=True)
+    found = check(unstable)
+    if found and any(d.unknown for d in found):
+        return schema, found  # unknown to both: said against the stable schema's tag
+    return unstable, found
 
 
 def _legacy_mcp_params(params: dict[str, Any]) -> bool:
@@ -273,6 +298,8 @@ class Validator:
         schema = self._schema if self._schema_key == version else self._current_schema()
         assert schema is not None
         defects = schema.update_params(message.params, update, message.variant)
+        if defects:
+            schema, defects = _known_to_either(schema, defects, lambda s: s.update(message.params))
         if defects:
             self._report(defects, "session/update ", "params", 0, schema)
             return False
@@ -510,6 +537,10 @@ class Validator:
             return  # v1 docs show `"result": null` for empty results; SDKs accept it
         defects = checker(target)
         if defects:
+            schema, defects = _known_to_either(
+                schema, defects, lambda s: (_checker(s, method, part, notification) or _ok)(target)
+            )
+        if defects:
             self._report(defects, f"{method} ", part, first, schema)
 
     def _uses_unstable(
@@ -535,6 +566,33 @@ class Validator:
                 self._flag("unstable-feature", feature_message(feature, version))
         return True
 
+    def _unknown_method(self, method: str) -> None:
+        if methods_for(None).get(method):
+            other = 1 if self.version == 2 else 2
+            said = f"is not an ACP v{self.version} method (it is an ACP v{other} method)"
+        else:
+            note = self._current_schema().note
+            said = f"{note[:-1]}; a custom method's name starts with _)"
+        self._flag("unknown-method", f"{method} {said}")
+
+    def _unknown(self, name: str, value: Any) -> bool:
+        """Whether neither schema of the connection's version defines ``value`` of definition
+        ``name`` (the tables here hold the known values: a newer schema's are asked of it)."""
+        version = self._current_schema().version
+        return not any(
+            schema_for(version, unstable).defines(name, value) for unstable in (False, True)
+        )
+
+    def _schema_defines(self, method: str) -> bool:
+        """A method the tables here do not list but the schema does (a newer schema's):
+        known, its shapes checked (the tables say who sends it, for wrong-direction)."""
+        version = self._current_schema().version
+        return any(
+            (method, part) in schema_for(version, unstable).methods
+            for unstable in (False, True)
+            for part in ("Request", "Notification")
+        )
+
     def _legacy_mcp(self, method: str) -> None:
         """Once per method per connection, as unstable features are."""
         if f"legacy {method}" in self._unstable:
@@ -557,11 +615,15 @@ class Validator:
             where = path.split(":", 1)[0]
             if any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
                 continue
-            rule = "schema-reserved" if defect.reserved else "schema-lenient"
             if defect.hard:
                 rule = "schema"
-            unstable = " unstable" if schema.unstable else ""
-            self._flag(rule, method + path, spec=f"ACP v{schema.version}{unstable} schema")
+            elif defect.reserved:
+                rule = "schema-reserved"
+            elif defect.unknown:
+                rule = "not-in-schema"
+            else:
+                rule = "schema-lenient"
+            self._flag(rule, method + path, spec=_spec(schema))
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params
@@ -585,15 +647,8 @@ class Validator:
         if info is None:
             if method in LEGACY_MCP_METHODS:
                 self._legacy_mcp(method)
-            elif not method.startswith(("_", "$/")):
-                known = methods_for(None).get(method)
-                hint = (
-                    f" (it is an ACP v{1 if self.version == 2 else 2} method)"
-                    if known
-                    else " (a custom method's name starts with _)"
-                )
-                version = f"ACP v{self.version}" if self.version else "ACP"
-                self._flag("unknown-method", f"{method} is not an {version} method{hint}")
+            elif not method.startswith(("_", "$/")) and not self._schema_defines(method):
+                self._unknown_method(method)
             return
         sender, kind = info
         if sender not in (ANY, side):
@@ -934,8 +989,11 @@ class Validator:
             return
         variant = update.get("sessionUpdate")
         if variant not in UPDATE_VARIANTS_V2:
-            if not is_extension(variant):
-                self._flag("unknown-update", f"unknown sessionUpdate {_show(variant)}")
+            if not is_extension(variant) and self._unknown(
+                "SessionUpdate", {"sessionUpdate": variant}
+            ):
+                note = self._current_schema().note
+                self._flag("unknown-update", f"sessionUpdate {_show(variant)} {note}")
             return
         handler = _UPDATES.get(variant)
         if handler is not None:
@@ -948,8 +1006,13 @@ class Validator:
             self._flag("state-missing", "state_update without state")
             return
         state = update["state"]
-        if state not in STATES and not is_extension(state):
-            self._flag("state-unknown", f"state_update with unknown state {_show(state)}")
+        if (
+            state not in STATES
+            and not is_extension(state)
+            and self._unknown("StateUpdate", {"state": state})
+        ):
+            note = self._current_schema().note
+            self._flag("state-unknown", f"state_update with state {_show(state)}, which {note}")
         if session is None:
             return
         for resume in self._pending_notes("session/resume", session.id):
@@ -1113,8 +1176,16 @@ class Validator:
         severity = update.get("severity")
         if severity is None:
             self._flag("notice-severity-missing", "notice without severity")
-        elif severity not in NOTICE_SEVERITIES and not is_extension(severity):
-            self._flag("notice-severity-unknown", f"notice with unknown severity {_show(severity)}")
+        elif (
+            severity not in NOTICE_SEVERITIES
+            and not is_extension(severity)
+            and self._unknown("NoticeSeverity", severity)
+        ):
+            note = self._current_schema().note
+            self._flag(
+                "notice-severity-unknown",
+                f"notice with unknown severity {_show(severity)}, which {note}",
+            )
         title = update.get("title")
         if not isinstance(title, str) or not title:
             self._flag("notice-title-missing", f"notice with title {_show(title)}")
@@ -1141,10 +1212,16 @@ class Validator:
             missing = "compactionId" if not isinstance(compaction_id, str) else "status"
             self._flag("compaction-field-missing", f"compaction_update without {missing}")
             return
-        if status not in COMPACTION_STATUSES and not is_extension(status):
+        if (
+            status not in COMPACTION_STATUSES
+            and not is_extension(status)
+            and self._unknown("CompactionStatus", status)
+        ):
+            note = self._current_schema().note
             self._flag(
                 "compaction-status-unknown",
-                f"compaction {_show(compaction_id)} has unknown status {_show(status)}",
+                f"compaction {_show(compaction_id)} has unknown status {_show(status)}, which "
+                f"{note}",
             )
         if session is None:
             return

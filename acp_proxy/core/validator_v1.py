@@ -441,6 +441,7 @@ class V1Rules:
                     f"{method} sends additionalDirectories, but the agent did not advertise "
                     "sessionCapabilities.additionalDirectories",
                 )
+        self._system_prompt(method, params.get("systemPrompt"), agent)
         servers = params.get("mcpServers")
         if agent is None or not isinstance(servers, list):
             return
@@ -455,6 +456,31 @@ class V1Rules:
                     f"{method} passes the {transport} MCP server {_show(server.get('name'))}, "
                     f"but the agent did not advertise mcpCapabilities.{transport}",
                 )
+
+    def _system_prompt(self, method: str, prompt: Any, agent: dict[str, Any] | None) -> None:
+        """The client system prompt (schema: SystemPrompt, on session/new, load, resume and
+        fork): only with sessionCapabilities.systemPrompt, override mode only with its
+        mode.override, and never an empty content array."""
+        if not isinstance(prompt, dict):
+            return  # absent or null: the agent's own instructions; a non-object: the schema's
+        if prompt.get("content") == []:
+            self._flag(
+                "system-prompt-empty",
+                f"{method} sends a systemPrompt whose content is an empty array",
+            )
+        if agent is None:
+            return
+        advertised = _dig(agent, "sessionCapabilities", "systemPrompt")
+        if advertised is None:
+            needed = "sessionCapabilities.systemPrompt"
+        elif prompt.get("mode") == "override" and _dig(advertised, "mode", "override") is None:
+            needed = "sessionCapabilities.systemPrompt.mode.override (override mode)"
+        else:
+            return
+        self._flag(
+            "capability-system-prompt",
+            f"{method} sends a systemPrompt, but the agent did not advertise {needed}",
+        )
 
     def _set_config(self, session: _V1Session, params: dict[str, Any]) -> None:
         if session.config is None:

@@ -1,7 +1,8 @@
 """The schema compiler, tested from the shipped schemas themselves: for every method's params
 and result and every update variant of both versions, a valid instance passes clean, and each
-required field dropped, each field given the wrong JSON type and each closed enum given an
-outside value is flagged at its path."""
+required field dropped and each field given the wrong JSON type is an error at its path; each
+enum given an outside value and each object given a field no schema defines is a warning (a
+newer schema may define them) that names the schema's tag."""
 
 from __future__ import annotations
 
@@ -263,8 +264,8 @@ def instance(key: Key, name: str) -> tuple[Checker, dict[str, Any], dict[str, An
 
 @pytest.mark.parametrize(("key", "name"), [c[:2] for c in CASES], ids=[c[2] for c in CASES])
 def test_valid_instances_pass_and_broken_ones_are_flagged_at_their_path(key, name):
-    """A valid instance passes clean; each required field dropped, each of the wrong JSON type
-    and each closed enum given an outside value is flagged at that field."""
+    """A valid instance passes clean; each required field dropped and each of the wrong JSON
+    type is an error at that field; an enum's outside value and an unknown field, a warning."""
     checker, value, node = instance(key, name)
     assert checker(value) is None, (value, checker(value))
     examples = Examples(*key)
@@ -276,11 +277,19 @@ def test_valid_instances_pass_and_broken_ones_are_flagged_at_their_path(key, nam
         elif what == "type":
             found = checker(put(value, path, WRONG[detail])) or []
             expected = f"expected {detail}"
-        else:
+        else:  # an enum ACP extends: a value a newer schema may define, a warning
             found = checker(put(value, path, "not-a-value")) or []
-            expected = '"not-a-value" is not one of ' + ", ".join(detail)
+            hits = [d for d in found if d.path == show(path)]
+            assert hits and all(d.unknown and not d.hard for d in hits), (path, what, found)
+            assert hits[0].problem == f'"not-a-value" {schema_for(*key).note}'
+            continue
         hits = [d for d in found if d.path == show(path) and d.problem.startswith(expected)]
         assert hits and all(d.hard for d in hits), (path, what, found)
+    # a field no schema defines, on the checked object itself: unknown, a warning
+    if isinstance(value, dict) and schema_for(*key).known_keys(node) is not None:
+        found = checker({**value, "notInSchema": 1}) or []
+        assert [(d.path, d.unknown, d.hard) for d in found] == [("", True, False)], found
+        assert found[0].problem == f'field "notInSchema" {schema_for(*key).note}'
 
 
 def test_the_cases_cover_every_method_and_update_of_both_versions():
@@ -312,16 +321,21 @@ def test_nested_defects_name_the_innermost_definition_and_path():
 
 
 def test_extension_values_are_never_flagged():
-    """_-prefixed discriminators and enum values are extensions; _meta is any object or null."""
+    """_-prefixed discriminators, enum values and fields are extensions; _meta is any object or
+    null; an unknown field is a warning."""
     v1 = schema_for(1).definition("SessionNotification")
     assert v1({"sessionId": "s", "update": {"sessionUpdate": "_custom", "x": 1}}) is None
     block = schema_for(2).definition("ContentBlock")
     assert block({"type": "_widget"}) is None
     reserved = block({"type": "widget"})
     assert reserved is not None and [d.reserved for d in reserved] == [True]
-    text = {"type": "text", "text": "x", "_meta": None, "extra": 1}
-    assert block(text) is None
-    assert schema_for(1).definition("ContentBlock")({"type": "widget"}) is not None
+    text = {"type": "text", "text": "x", "_meta": None, "_extra": 1, "later": None}
+    assert block(text) is None  # a _-prefixed field is an extension; a null one, absent
+    unknown = block({**text, "extra": 1})
+    assert unknown is not None and [(d.path, d.unknown) for d in unknown] == [("", True)]
+    # v1's ContentBlock has no catch-all: an unknown type is unknown all the same, not broken
+    v1_block = schema_for(1).definition("ContentBlock")({"type": "widget"})
+    assert v1_block is not None and [(d.unknown, d.hard) for d in v1_block] == [(True, False)]
 
 
 def test_integer_formats_are_ranges():

@@ -82,7 +82,7 @@ def test_malformed_unstable_message_is_checked_against_the_unstable_schema():
     assert [f.message for f in found] == [
         "session/fork params.cwd: required field missing (ForkSessionRequest)"
     ]
-    assert found[0].spec == "ACP v1 unstable schema"
+    assert found[0].spec == "ACP v1 unstable schema 1.29.1"
 
 
 def test_unknown_variant_in_neither_schema_stays_flagged():

@@ -219,7 +219,8 @@ def test_unknown_method():
         "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
     )
     assert custom.message == (
-        "frobnicate is not an ACP v2 method (a custom method's name starts with _)"
+        "frobnicate is not in ACP v2 schema 2.0.0-alpha.13 (the unstable schema does not define "
+        "it either; a newer schema may; a custom method's name starts with _)"
     )
     # v1 methods are not v2 methods
     read = (A, req(9, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
@@ -1046,7 +1047,8 @@ def test_example_agent_session_is_clean(version, tmp_path):
     ) as proc:  # fmt: skip
         client = DemoClient(proc)
         info = {"name": "t", "version": "1"}
-        client.request("initialize", {"protocolVersion": version, "info": info, "capabilities": {}})
+        names = ("info", "capabilities") if version == 2 else ("clientInfo", "clientCapabilities")
+        client.request("initialize", {"protocolVersion": version, names[0]: info, names[1]: {}})
         session = client.request("session/new", {"cwd": "/", "mcpServers": []})["result"][
             "sessionId"
         ]
@@ -1074,8 +1076,8 @@ def messages(found: list[Violation]) -> list[str]:
 
 
 def test_schema():
-    """The official schema of the negotiated version: a required field missing, a field of the
-    wrong JSON type, or a value outside a closed enum is an error, named by its path."""
+    """The official schema of the negotiated version: a required field missing or a field of
+    the wrong JSON type is an error, named by its path."""
     permission = {
         "sessionId": S,
         "toolCall": {"toolCallId": "t1"},
@@ -1092,22 +1094,17 @@ def test_schema():
         "schema: session/request_permission params.options[0].kind: required field missing "
         "(PermissionOption)",
     ]
-    enum = findings([*setup(1), prompt(), (A, ok(10, {"stopReason": "error"}))])
-    assert messages(enum) == [
-        'schema: session/prompt result.stopReason: "error" is not one of end_turn, max_tokens, '
-        "max_turn_requests, refusal, cancelled (StopReason)"
-    ]
     string_version = [(C, req(0, "initialize", {"protocolVersion": "1"}))]
     assert messages(findings(string_version, end=False)) == [
         "schema: initialize params.protocolVersion: expected integer, got string (ProtocolVersion)"
     ]
-    chunk = upd({"sessionUpdate": "tool_call_content_chunk", "messageId": "m", "toolCallId": "t"})
+    chunk = upd({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t"})
     found = findings([*setup(), chunk])
     assert messages(found) == [
         "schema: session/update params.update.content: required field missing "
         "(ToolCallContentChunk)"
     ]
-    assert found[0].spec == "ACP v2 schema" and found[0].seq == 5
+    assert found[0].spec == "ACP v2 schema 2.0.0-alpha.13" and found[0].seq == 5
     clean_chunk = upd(
         {
             "sessionUpdate": "tool_call_content_chunk",
@@ -1162,14 +1159,137 @@ def test_schema_reserved():
 
     found = check("schema-reserved", status("teleported"), status("_teleported"))
     assert messages(found) == [
-        'schema-reserved: session/update params.update.status: "teleported" is not one of '
-        "pending, in_progress, paused, completed, failed, cancelled (ToolCallStatus)"
+        'schema-reserved: session/update params.update.status: "teleported" is not in ACP v2 '
+        "schema 2.0.0-alpha.13 (the unstable schema does not define it either; a newer schema "
+        "may) (ToolCallStatus)"
     ]
-    # v1's ToolCallStatus is closed: the same value is a (lenient) defect there
+    # v1's ToolCallStatus has no catch-all: the same kind of value is not in the schema there
     announce = upd({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read"})
     cancelled = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "cancelled"})
     v1 = findings([*setup(1), announce, cancelled])
-    assert [f.rule for f in v1] == ["schema-lenient"]
+    assert [f.rule for f in v1] == ["not-in-schema"]
+
+
+NOTE_V1 = (
+    "is not in ACP v1 schema 1.29.1 (the unstable schema does not define it either; a newer "
+    "schema may)"
+)
+
+
+def test_not_in_schema():
+    """Known, unknown, broken: what the shipped schemas do not define where ACP extends (a
+    variant, a content block type, an enum value, a field) is a warning naming the schema's
+    tag; the broken twin beside each is an error at its frame."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read", "kind": "read"}
+    entry = {"content": "a", "priority": "high", "status": "pending"}
+    twins = [  # (unknown, broken, clean)
+        (
+            upd({"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]}),
+            upd({"suggestions": ["Go on"]}),  # no sessionUpdate
+            upd(chunk),
+        ),
+        (
+            upd({**chunk, "sessionUpdate": "prompt_suggestions"}),
+            upd({**chunk, "sessionUpdate": 7}),
+            upd(chunk),
+        ),
+        (upd({**tool, "kind": "teleport"}), upd({**tool, "title": 5}), upd(tool)),
+        (
+            upd({**chunk, "content": {"type": "hologram", "hz": 60}}),
+            upd({**chunk, "content": {"type": "text"}}),  # a known type without its text
+            upd(chunk),
+        ),
+        (
+            upd({"sessionUpdate": "plan", "entries": [{**entry, "path": "/a"}]}),
+            upd({"sessionUpdate": "plan"}),  # a known variant without its entries
+            upd({"sessionUpdate": "plan", "entries": [entry]}),
+        ),
+    ]
+    for unknown, broken, clean in twins:
+        (found,) = check("not-in-schema", [*setup(1), unknown], [*setup(1), clean])
+        assert found.seq == 5 and NOTE_V1 in found.message and found.spec == "ACP v1 schema 1.29.1"
+        assert [(f.rule, f.level, f.seq) for f in findings([*setup(1), broken])] == [
+            ("schema", "error", 5)
+        ]
+    (variant,) = findings([*setup(1), twins[0][0]])
+    assert variant.message == (
+        f'session/update params.update.sessionUpdate: "prompt_suggestions" {NOTE_V1} (SessionUpdate)'
+    )
+    (field,) = findings([*setup(1), twins[4][0]])
+    assert field.message == (
+        f'session/update params.update.entries[0]: field "path" {NOTE_V1} (PlanEntry)'
+    )
+    # an enum value: a stop reason v1 does not list; its broken twin is not a string
+    stop = findings([*setup(1), prompt(), (A, ok(10, {"stopReason": "paused"}))])
+    assert [(f.rule, f.level, f.seq) for f in stop] == [("not-in-schema", "warning", 6)]
+    wrong = findings([*setup(1), prompt(), (A, ok(10, {"stopReason": 3}))])
+    assert [(f.rule, f.level) for f in wrong] == [("schema", "error")]
+    # a method neither v1 schema defines: a warning naming the tag; a _-prefixed one is custom
+    (method,) = check(
+        "unknown-method",
+        [*setup(1), (C, note("session/options", {"sessionId": S}))],
+        [*setup(1), (C, note("_session/options", {"sessionId": S}))],
+    )
+    assert NOTE_V1[:-1] in method.message
+    # an update naming a session that does not exist stays an error, known variant or not
+    elsewhere = upd(chunk, session="nobody")
+    assert ("unknown-session", "error") in [
+        (f.rule, f.level) for f in findings([*setup(1), elsewhere])
+    ]
+    # v2: an unknown variant is unknown-update (Session Updates), naming v2's tag
+    (v2,) = check(
+        "unknown-update", [*setup(), upd({"sessionUpdate": "prompt_suggestions"})], setup()
+    )
+    assert v2.message == (
+        'sessionUpdate "prompt_suggestions" is not in ACP v2 schema 2.0.0-alpha.13 (the unstable '
+        "schema does not define it either; a newer schema may)"
+    )
+
+
+def test_a_newer_schema_silences_what_it_defines(monkeypatch):
+    """Updating the schemas is copying files: a schema that adds a variant (here a modified
+    copy of the shipped one, as a newer release would be) turns that variant's warning into
+    silence, with no change to the code; its fields are then checked."""
+    from acp_proxy.core import schema as schema_module
+    from acp_proxy.core import unstable as unstable_module
+    from acp_proxy.core.protocol import official_schema
+
+    def newer(version: int, unstable: bool = False) -> dict[str, Any]:
+        document = orjson.loads(orjson.dumps(official_schema(version, unstable)))
+        union = document["$defs"]["SessionUpdate"]
+        branches = union.get("anyOf") or union["oneOf"]
+        tag = {"type": "string", "const": "prompt_suggestions"}
+        added = {
+            "type": "object",
+            "properties": {
+                "sessionUpdate": tag,
+                "suggestions": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["sessionUpdate", "suggestions"],
+        }
+        branches.insert(0, added)
+        guard = {"properties": {"sessionUpdate": tag}}
+        for branch in branches:  # a catch-all (v2) lists the known variants it is not
+            if "not" in branch:
+                branch["not"]["anyOf"].append({**guard, "required": ["sessionUpdate"]})
+        return document
+
+    suggestion = {"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]}
+    broken = {"sessionUpdate": "prompt_suggestions", "suggestions": "Go on"}
+    assert rules([*setup(1), upd(suggestion)]) == ["not-in-schema"]
+    assert rules([*setup(), upd(suggestion)]) == ["unknown-update"]
+    monkeypatch.setattr(schema_module, "official_schema", newer)
+    monkeypatch.setattr(unstable_module, "official_schema", newer)
+    schema_module.schema_for.cache_clear()
+    unstable_module.surface_for.cache_clear()
+    try:
+        assert rules([*setup(1), upd(suggestion)]) == []
+        assert rules([*setup(), upd(suggestion)]) == []
+        assert rules([*setup(1), upd(broken)]) == ["schema"]  # known now: checked
+    finally:
+        schema_module.schema_for.cache_clear()
+        unstable_module.surface_for.cache_clear()
 
 
 def test_schema_findings_do_not_repeat_hand_written_rules():

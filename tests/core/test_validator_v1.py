@@ -160,6 +160,71 @@ def test_capability_additional_directories():
     )
 
 
+def system_prompt_frames(prompt: Any, agent: dict[str, Any] | None = None) -> Frames:
+    """A session/new with a system prompt (answered), after initialize with ``agent``."""
+    params = {"cwd": "/", "mcpServers": [], "systemPrompt": prompt}
+    return [
+        *setup(1, agent=agent),
+        (C, req(5, "session/new", params)),
+        (A, ok(5, {"sessionId": "s2"})),
+    ]
+
+
+def rules_but_unstable(frames: Frames) -> list[str]:
+    """The rules found, but the unstable-feature notes (the system prompt is unstable in the
+    shipped v1 schema 1.29.1: stable from schema v1.30)."""
+    return [f.rule for f in findings(frames) if f.rule != "unstable-feature"]
+
+
+APPEND = {"mode": "append", "content": [{"type": "text", "text": "Be brief."}]}
+OVERRIDE = {"mode": "override", "content": [{"type": "text", "text": "You are a linter."}]}
+
+
+def test_capability_system_prompt():
+    """ "Clients MUST only send this when the Agent advertises
+    `sessionCapabilities.systemPrompt`", and override mode "MUST only use it when the Agent
+    advertises `sessionCapabilities.systemPrompt.mode.override`" (v1 schema: SystemPrompt,
+    SystemPromptMode): on session/new, load, resume and fork."""
+    can: dict[str, Any] = {"sessionCapabilities": {"systemPrompt": {}}}
+    overrides: dict[str, Any] = {
+        "sessionCapabilities": {"systemPrompt": {"mode": {"override": {}}}}
+    }
+    assert rules_but_unstable(system_prompt_frames(APPEND)) == ["capability-system-prompt"]
+    assert rules_but_unstable(system_prompt_frames(APPEND, can)) == []
+    assert rules_but_unstable(system_prompt_frames(None)) == []  # null: the agent's own
+    assert rules_but_unstable(system_prompt_frames(OVERRIDE, can)) == ["capability-system-prompt"]
+    assert rules_but_unstable(system_prompt_frames(OVERRIDE, overrides)) == []
+    (found,) = [f for f in findings(system_prompt_frames(OVERRIDE, can)) if f.level == "error"]
+    assert found.seq == 5 and found.message == (
+        "session/new sends a systemPrompt, but the agent did not advertise "
+        "sessionCapabilities.systemPrompt.mode.override (override mode)"
+    )
+    # the system prompt is known: checked against the unstable schema, not unknown
+    notes = [f.message for f in findings(system_prompt_frames(APPEND, can))]
+    assert (
+        "NewSessionRequest.systemPrompt is only in the unstable ACP v1 schema (checked against it)"
+        in notes
+    )
+    broken = {"content": [{"type": "text", "text": "x"}]}  # mode is required
+    assert rules_but_unstable(system_prompt_frames(broken, can)) == ["schema"]
+    # the same rule on session/load
+    load = {"sessionId": "s9", "cwd": "/", "mcpServers": [], "systemPrompt": APPEND}
+    loaded = [
+        *setup(1, agent={"loadSession": True}),
+        (C, req(6, "session/load", load)),
+        (A, ok(6, {})),
+    ]
+    assert rules_but_unstable(loaded) == ["capability-system-prompt"]
+
+
+def test_system_prompt_empty():
+    """ "Clients MUST NOT send an empty array." (v1 schema: SystemPrompt.content)"""
+    can: dict[str, Any] = {"sessionCapabilities": {"systemPrompt": {}}}
+    empty = {"mode": "append", "content": []}
+    assert rules_but_unstable(system_prompt_frames(empty, can)) == ["system-prompt-empty"]
+    assert rules_but_unstable(system_prompt_frames(APPEND, can)) == []
+
+
 def test_capability_mcp_transport():
     """ "Before using HTTP or SSE transports, Clients MUST verify the Agent's capabilities during
     initialization" (v1 Session Setup)"""
@@ -686,8 +751,8 @@ def test_the_echo_of_the_prompt_flips_between_versions():
 
 
 def test_stop_reason_error_flips_between_versions():
-    """v2 lists the error stop reason; v1's StopReason is closed without it (a schema error)."""
-    assert rules([*setup(1), *v1_turn(10, "error")]) == ["schema"]
+    """v2 lists the error stop reason; v1's StopReason lacks it (not in the schema: a warning)."""
+    assert rules([*setup(1), *v1_turn(10, "error")]) == ["not-in-schema"]
     assert "schema" not in rules([*setup(2), *turn(reason="error")])
 
 
