@@ -147,6 +147,18 @@ def _exit(status: int) -> NoReturn:
     sys.exit(status)
 
 
+def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
+    """An option given on the command line where it has no effect is a usage error (exit
+    2): what is set in the environment is for the commands it fits."""
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if param.name in names:
+            source = ctx.get_parameter_source(param.name)
+            if source == click.core.ParameterSource.COMMANDLINE:
+                option = max(param.opts, key=len)
+                raise click.UsageError(f"{option} has no effect {needed}")
+
+
 def _env(name: str) -> str:
     return f"ACP_PROXY_{name}"
 
@@ -478,12 +490,7 @@ def replay(
 
     configure(log_level.lower(), log_format, _open_log(log_file))
     log = get_logger()
-    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
-        agent = agent[1:]
-    if role == "agent" and agent:
-        raise click.UsageError("an AGENT command is only for --as client")
-    if role == "client" and not agent:
-        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    agent = _replay_usage(role, agent)
     try:
         script = load_script(recording, session)
     except ValueError as exc:
@@ -516,13 +523,29 @@ def replay(
     sys.exit(0 if result.ok else 1)
 
 
+def _replay_usage(role: str, agent: tuple[str, ...]) -> tuple[str, ...]:
+    """The agent command of ``replay``, once the options fit the role (a usage error if
+    not)."""
+    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
+        agent = agent[1:]
+    if role == "agent" and agent:
+        raise click.UsageError("an AGENT command is only for --as client")
+    if role == "agent":
+        _only_with("without --as client", "ignore", "ignore_updates", "timeout", "record", "junit")
+    else:
+        _only_with("with --as client", "speed", "match")
+    if role == "client" and not agent:
+        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    return agent
+
+
 @cli.command()
 @click.argument("recording", metavar="RECORDING")
 @click.option(
     "-o",
     "--output",
     metavar="OUT.html",
-    help="Where to write the page. Default: the recording's path with .html.",
+    help="Where to write the page (-: stdout). Default: the recording's path with .html.",
 )
 @click.option(
     "--revalidate",
@@ -543,19 +566,24 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     from acp_proxy.readers.report import write_report
 
     out = output or str(Path(recording).with_suffix(".html"))
-    if Path(out).resolve() == Path(recording).resolve():
+    if out != "-" and Path(out).resolve() == Path(recording).resolve():
         raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
     try:
         size = write_report(recording, out, revalidate=revalidate, against=against)
     except OSError as exc:
         raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
+    if out == "-":
+        _say(f"acp-proxy report: {size:,} bytes written to standard output")
+        return
     with _output(False) as emit:
         emit(f"{out} ({size:,} bytes)")
 
 
 @cli.command()
 @click.argument("recording", metavar="RECORDING")
-@click.option("-o", "--output", metavar="OUT", required=True, help="Where to write the copy.")
+@click.option(
+    "-o", "--output", metavar="OUT", required=True, help="Where to write the copy (-: stdout)."
+)
 @click.option(
     "--contents",
     is_flag=True,
@@ -576,16 +604,24 @@ def redact(recording: str, output: str, contents: bool) -> None:
     from acp_proxy.readers.annotate import open_recording
     from acp_proxy.transcript.redact import redact_stream
 
-    if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
+    to_stdout = output == "-"
+    same = Path(output).exists() and Path(output).resolve() == Path(recording).resolve()
+    if same and not to_stdout:
         raise click.UsageError("the copy would overwrite the recording; give another -o")
     next(iter(open_recording(recording)))  # says clearly if it is no transcript
     from acp_proxy.files import open_output
 
     try:
-        with open(recording, "rb") as source, os.fdopen(open_output(output), "wb") as out:
+        with (
+            open(recording, "rb") as source,
+            os.fdopen(open_output(output, dash=True), "wb") as out,
+        ):
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
         raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
+    if to_stdout:
+        _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
+        return
     with _output(False) as emit:
         emit(f"{output}: {records} records, {changed} redacted")
 
@@ -677,6 +713,9 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
     "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
 )
 @click.option(
+    "--dry-run", is_flag=True, help="With --prune: say what would be removed, remove nothing."
+)
+@click.option(
     "--keep-days",
     type=_Seconds(high=100_000.0),
     envvar=_env("KEEP_DAYS"),
@@ -698,6 +737,7 @@ def list_recordings(
     agent: str | None,
     with_findings: bool,
     prune: bool,
+    dry_run: bool,
     keep_days: float | None,
     keep_size: int | None,
 ) -> None:
@@ -711,13 +751,16 @@ def list_recordings(
     from acp_proxy.readers.catalog import prune as prune_directory
 
     targets = _targets(paths)
+    if not prune:
+        _only_with("without --prune", "keep_days", "keep_size", "dry_run")
     if prune:
         if keep_days is None and keep_size is None:
             raise click.UsageError("--prune needs --keep-days or --keep-size")
+        done = "would remove" if dry_run else "removed"
         for target in targets:
             if Path(target).is_dir():
-                for removed in prune_directory(Path(target), keep_days, keep_size):
-                    _say(f"acp-proxy: removed {removed}")
+                for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
+                    _say(f"acp-proxy: {done} {removed}")
     files, problems = recordings_in(targets)
     sessions, unreadable = list_sessions(files)
     for problem in [*problems, *unreadable]:
@@ -790,7 +833,7 @@ def search(
     as_json: bool,
 ) -> None:
     """The frames across recordings whose method, update variant, rule or text matches
-    PATTERN (a regular expression), grep-style: PATH:SEQ: METHOD SUMMARY. Default: the
+    PATTERN (a regular expression), grep-style: PATH:LINE: seq SEQ: METHOD SUMMARY. Default: the
     recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
     """
     import re
@@ -821,7 +864,7 @@ def search(
             else:
                 seq = "-" if hit.seq is None else hit.seq
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
-                emit(f"{hit.path}:{seq}: {hit.summary}{rules}")
+                emit(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}")
     sys.exit(0 if matched else 2 if problems and not files else 1)
 
 
