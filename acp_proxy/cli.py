@@ -36,6 +36,8 @@ EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 #: Exit status of ``run`` when the proxy itself fails (a bug: please report it).
 EXIT_PROXY_FAILED = 70
+#: Exit status of a command stopped by Ctrl-C (SIGINT), as a shell's.
+EXIT_INTERRUPTED = 130
 
 
 def _open_log(log_file: str | None) -> LogStream:
@@ -198,12 +200,25 @@ class _Unreadable(click.ClickException):
         _say(f"acp-proxy: {self.message}")
 
 
+def _interrupted() -> NoReturn:
+    """Ctrl-C: stop quietly with 130, once what was being done has unwound (recordings get
+    their end record on the way). Not through the interpreter's exit: a daemon thread
+    reading stdin holds its lock, and finalizing the stream under it aborts (SIGABRT)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 class _Group(click.Group):
-    """Commands whose recordings cannot be read end with one line, never a traceback."""
+    """Commands whose recordings cannot be read end with one line, never a traceback;
+    Ctrl-C stops any of them quietly (exit 130, no ``Aborted!``)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
         except Exception as exc:
             # A RecordingError can only come from its module, once it is loaded.
             reading = sys.modules.get("acp_proxy.transcript.reading")
@@ -802,11 +817,8 @@ def inspect(path: str | None, port: int, open_browser: bool, parent: int | None)
         import webbrowser
 
         webbrowser.open(url)
-    try:
-        while server.is_alive():
-            server.join(0.5)
-    except KeyboardInterrupt:
-        sys.exit(0)
+    while server.is_alive():
+        server.join(0.5)
 
 
 @cli.command()
@@ -1055,8 +1067,6 @@ def follow(
 
             records = follow_records(target, switched, interval)
             timeline.feed(annotate(records, stored=not revalidate))
-    except KeyboardInterrupt:
-        sys.exit(0)
     except OSError as exc:
         raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
 
@@ -1268,3 +1278,5 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    except KeyboardInterrupt:
+        _interrupted()

@@ -4,7 +4,14 @@ stops quietly, an option that does nothing is an error, one meaning per option."
 
 from __future__ import annotations
 
+import os
+import pty
+import select
+import signal
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import orjson
 import pytest
@@ -130,3 +137,89 @@ def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
     assert f"would remove {old}".encode() in dry.stderr and old.exists()
     wet = run("ls", "--prune", "--keep-days", "1", str(tmp_path))
     assert f"removed {old}".encode() in wet.stderr and not old.exists()
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------
+
+EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent"]
+INITIALIZE = orjson.dumps(
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+     "params": {"protocolVersion": 2, "capabilities": {}, "info": {"name": "t", "version": "1"}}}
+) + b"\n"  # fmt: skip
+
+
+def ctrl_c(command: list[str], ready: str, send: bytes = b"", cwd: Path | None = None) -> str:
+    """Run ``command`` on a terminal (a pty, its own process group), wait until it has
+    written ``ready``, then press Ctrl-C (SIGINT to the group); its exit status and all it
+    wrote (stdout and stderr)."""
+    master, slave = pty.openpty()
+    with subprocess.Popen(
+        command, stdin=slave, stdout=slave, stderr=slave, env=clean_env(),
+        start_new_session=True, cwd=cwd,
+    ) as proc:  # fmt: skip
+        os.close(slave)
+        if send:
+            os.write(master, send)
+        out = b""
+        interrupted = False
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if not interrupted and ready.encode() in out:
+                os.killpg(proc.pid, signal.SIGINT)
+                interrupted = True
+            readable, _, _ = select.select([master], [], [], 0.1)
+            if readable:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:  # EIO: every writer is gone
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        if proc.poll() is None:
+            proc.kill()
+        status = proc.wait(10)
+    os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert interrupted, text
+    return f"exit {status}\n{text}"
+
+
+def quiet(said: str) -> None:
+    assert said.startswith("exit 130\n"), said
+    for noise in ("Aborted!", "Fatal Python error", "Traceback", "KeyboardInterrupt"):
+        assert noise not in said, said
+
+
+def ended(recording: Path) -> dict[str, object]:
+    last: dict[str, object] = orjson.loads(recording.read_bytes().splitlines()[-1])
+    assert last["kind"] == "end", last
+    return last
+
+
+def test_ctrl_c_stops_the_example_agent_quietly():
+    quiet(ctrl_c(EXAMPLE_AGENT, '"result"', send=INITIALIZE))
+
+
+def test_ctrl_c_stops_run_and_its_agent_quietly_and_the_recording_ends(tmp_path):
+    record = tmp_path / "run.jsonl"
+    command = [*PROXY, "run", "--record", str(record), "--", *EXAMPLE_AGENT]
+    quiet(ctrl_c(command, '"result"', send=INITIALIZE))
+    assert ended(record)["exit"] == 130  # the agent stopped as Ctrl-C stops, no SIGABRT
+
+
+def test_ctrl_c_stops_replay_quietly(tmp_path):
+    twice = tmp_path / "two.jsonl"  # two sessions: replay says which it plays, then serves
+    twice.write_bytes((RECORDINGS / "clean.jsonl").read_bytes() * 2)
+    quiet(ctrl_c([*PROXY, "replay", str(twice)], "several sessions"))
+
+
+def test_ctrl_c_stops_demo_quietly_and_its_recording_ends(tmp_path):
+    record = tmp_path / "demo.jsonl"
+    quiet(ctrl_c([*PROXY, "demo", "--delay", "1", "--record", str(record)], "agent asks"))
+    assert ended(record)["exit"] == 130
+
+
+def test_ctrl_c_stops_follow_and_inspect_quietly():
+    quiet(ctrl_c([*PROXY, "follow", str(RECORDINGS / "clean.jsonl")], "session ended"))
+    quiet(ctrl_c([*PROXY, "inspect", str(RECORDINGS)], "http://127.0.0.1"))
