@@ -165,7 +165,39 @@ def _env(name: str) -> str:
     return f"ACP_PROXY_{name}"
 
 
+#: What ``--color`` takes: auto (on a terminal, unless NO_COLOR is set), always, never.
+COLOR_WHEN = ("auto", "always", "never")
+
+
+def _no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:  # the older spelling of --color never
+        ctx.meta["acp_proxy.no_color"] = True
+
+
+def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--color WHEN`` (and ``--no-color``, hidden: ``--color never``)."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--no-color", is_flag=True, hidden=True, expose_value=False, callback=_no_color
+        )(func)
+        return click.option(
+            "--color",
+            "color",
+            type=click.Choice(COLOR_WHEN),
+            default="auto",
+            show_default=True,
+            envvar=_env("COLOR"),
+            metavar="WHEN",
+            help=f"{description}: auto (only on a terminal, and not when NO_COLOR is set), "
+            "always or never.",
+        )(func)
+
+    return add
+
+
 def _logging_options(func: Any) -> Any:
+    func = _color_option("Colour log lines")(func)
     func = click.option(
         "--log-format",
         type=click.Choice(["console", "json"]),
@@ -332,6 +364,7 @@ def run(
     log_file: str | None,
     log_level: str,
     log_format: str,
+    color: str,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND (the agent) and relay its stdio, recording the session.
@@ -361,7 +394,8 @@ def run(
     from acp_proxy.live.recorder import Recorder, session_recorder
     from acp_proxy.live.relay import run_relay
 
-    configure(log_level.lower(), log_format, _open_log(log_file))
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
     redactor = None
     recorded_argv = argv
@@ -483,6 +517,7 @@ def replay(
     log_file: str | None,
     log_level: str,
     log_format: str,
+    color: str,
     recording: str,
     agent: tuple[str, ...],
 ) -> None:
@@ -503,7 +538,8 @@ def replay(
     """
     from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
 
-    configure(log_level.lower(), log_format, _open_log(log_file))
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
     agent = _replay_usage(role, agent)
     try:
@@ -590,7 +626,7 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     if out == "-":
         _say(f"acp-proxy report: {size:,} bytes written to standard output")
         return
-    with _output(False) as emit:
+    with _output("never") as emit:
         emit(f"{out} ({size:,} bytes)")
 
 
@@ -637,7 +673,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
     if to_stdout:
         _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
         return
-    with _output(False) as emit:
+    with _output("never") as emit:
         emit(f"{output}: {records} records, {changed} redacted")
 
 
@@ -676,7 +712,7 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
     errors = 0
     unreadable = False
     checked: list[Checked] = []
-    with _output(False) as emit:
+    with _output("never") as emit:
         for path in recordings:
             item = Checked(path)
             checked.append(item)
@@ -781,7 +817,7 @@ def list_recordings(
     for problem in [*problems, *unreadable]:
         _say(f"acp-proxy: {problem}")
     shown = select(sessions, since, until, agent, with_findings)
-    with _output(False) as emit:
+    with _output("never") as emit:
         for summary in shown:
             emit(dumps(summary.as_json()).decode() if as_json else summary.line())
     sys.exit(2 if problems and not sessions else 0)
@@ -861,7 +897,7 @@ def search(
     for problem in problems:
         _say(f"acp-proxy: {problem}")
     matched, named = False, set()
-    with _output(False) as emit:
+    with _output("never") as emit:
         for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
             if not isinstance(hit, Hit):
                 _say(f"acp-proxy: {hit}")
@@ -881,11 +917,10 @@ def search(
 
 
 @contextlib.contextmanager
-def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], None]]:
+def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
     """The one output path for text. Lines are written in blocks (a write per line
     costs more than rendering it, and one system call each when PYTHONUNBUFFERED is
-    set), or each at once when ``live``; without colour unless wanted (default: only
-    on a terminal)."""
+    set), or each at once when ``live``; coloured as ``color`` (``--color``) says."""
     stream = sys.stdout
     keep = _colored(color)
     pending: list[str] = []
@@ -912,9 +947,16 @@ def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], 
             write()
 
 
-def _colored(color: bool | None) -> bool:
-    """Whether output is coloured: as asked, else only on a terminal."""
-    return color if color is not None else sys.stdout.isatty()
+def _colored(color: str, stream: Any = None) -> bool:
+    """Whether ``stream`` (stdout by default) is coloured: as ``--color`` says; ``auto``
+    only on a terminal, and not when ``NO_COLOR`` is set (no-color.org)."""
+    ctx = click.get_current_context(silent=True)
+    if color == "never" or (ctx is not None and ctx.meta.get("acp_proxy.no_color")):
+        return False
+    if color == "always":
+        return True
+    stream = sys.stdout if stream is None else stream
+    return not os.environ.get("NO_COLOR") and bool(getattr(stream, "isatty", bool)())
 
 
 #: Lines written at once by :func:`_output`.
@@ -926,11 +968,7 @@ def _complain(exc: RecordingError) -> None:
 
 
 def _filter_options(func: Any) -> Any:
-    func = click.option(
-        "--color/--no-color",
-        default=None,
-        help="Colour findings and directions. Default: only on a terminal.",
-    )(func)
+    func = _color_option("Colour findings and directions")(func)
     func = click.option(
         "--violations", is_flag=True, help="Only frames with findings, and standalone findings."
     )(func)
@@ -975,7 +1013,7 @@ def show(
     method: str | None,
     session: str | None,
     violations: bool,
-    color: bool | None,
+    color: str,
 ) -> None:
     """Show a recording as a timeline (default) or as the conversation.
 
@@ -1000,7 +1038,7 @@ def show(
         connections = Conversation.per_connection(items)
         if as_json:
             document = Conversation.document(connections, session)
-            with _output(False) as emit:
+            with _output("never") as emit:
                 emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
             return
         with _output(color) as emit:
@@ -1039,7 +1077,7 @@ def follow(
     method: str | None,
     session: str | None,
     violations: bool,
-    color: bool | None,
+    color: str,
     revalidate: bool,
     interval: float,
 ) -> None:
@@ -1120,7 +1158,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     show_default=True,
     help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
 )
-@click.option("--color/--no-color", default=None, help="Colour; by default only on a terminal.")
+@_color_option("Colour the layers' headings")
 def diff(
     a: str,
     b: str,
@@ -1130,7 +1168,7 @@ def diff(
     ignore: tuple[str, ...],
     meta: bool,
     slower: float,
-    color: bool | None,
+    color: str,
 ) -> None:
     """What changed between two recorded sessions, A and B: the handshake, the conversation,
     the wire, the findings and the timing. Ids and times are normalised first, so two runs of
@@ -1180,7 +1218,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     figures = Stats()
     for path in recordings:
         figures.feed(annotate_lines(open_lines(path), run=RUN))  # (see show --conversation)
-    with _output(False) as emit:
+    with _output("never") as emit:
         if fmt == "json":
             emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
         else:
@@ -1201,7 +1239,7 @@ def rules(fmt: str) -> None:
     """Print the catalog of rules the validator checks."""
     from acp_proxy.core.rules import catalog_lines
 
-    with _output(False) as emit:
+    with _output("never") as emit:
         for line in catalog_lines(fmt):
             emit(line)
 
@@ -1230,7 +1268,8 @@ def rules(fmt: str) -> None:
     "v1: one prompt over ACP v1, as most shipping agents speak it. v1-tour: v1 with a mode "
     "switch, a file read, a terminal, and a second prompt that is cancelled.",
 )
-def demo(record: str | None, delay: float, scenario: str) -> None:
+@_color_option("Colour the conversation")
+def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
     """Try the proxy: run the example agent behind it and drive one session.
 
     Nothing else needs to be installed: the agent and the client are both
@@ -1255,7 +1294,7 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
         sys.exit(1)
     from acp_proxy.devtools.demo import report_lines
 
-    with _output(None) as emit:
+    with _output(color) as emit:
         for line in report_lines(path, status):
             emit(line)
     if not path.exists():

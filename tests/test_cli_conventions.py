@@ -223,3 +223,85 @@ def test_ctrl_c_stops_demo_quietly_and_its_recording_ends(tmp_path):
 def test_ctrl_c_stops_follow_and_inspect_quietly():
     quiet(ctrl_c([*PROXY, "follow", str(RECORDINGS / "clean.jsonl")], "session ended"))
     quiet(ctrl_c([*PROXY, "inspect", str(RECORDINGS)], "http://127.0.0.1"))
+
+
+# --- colour ----------------------------------------------------------------------------------
+
+
+def on_a_terminal(command: list[str], **env: str) -> str:
+    """All ``command`` writes to a terminal (a pty for stdout and stderr), to its end."""
+    master, slave = pty.openpty()
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env(**env)
+    ) as proc:
+        os.close(slave)
+        out = b""
+        while True:
+            readable, _, _ = select.select([master], [], [], 30)
+            if not readable:
+                break
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # EIO: the other end closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(30)
+    os.close(master)
+    return out.decode("utf-8", "replace")
+
+
+SGR = "\x1b["
+
+
+def with_an_error_response(path: Path) -> Path:
+    start = {
+        "kind": "start",
+        "t": "2026-12-01T10:00:00.000000Z",
+        "format": "acp-proxy/1",
+        "version": "0.1.0",
+        "argv": ["agent"],
+        "pid": 1,
+    }
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}}
+    error = {"jsonrpc": "2.0", "id": 0, "error": {"code": -32603, "message": "boom"}}
+    frames = [
+        {"kind": "frame", "seq": 1, "t": "2026-12-01T10:00:00.100000Z", "from": "client", "msg": request},
+        {"kind": "frame", "seq": 2, "t": "2026-12-01T10:00:00.200000Z", "from": "agent", "msg": error},
+    ]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [start, *frames]))
+    return path
+
+
+def test_no_color_and_color_when_on_every_command_that_colours(tmp_path):
+    """On a terminal ``show``, ``diff``, ``follow`` and ``run``'s log are coloured, unless
+    NO_COLOR is set or ``--color never`` says so; ``--color always`` colours anyway."""
+    recording = str(RECORDINGS / "misbehaving.jsonl")
+    clean = str(RECORDINGS / "clean.jsonl")
+    commands = [
+        ["show", recording],
+        ["show", "--conversation", recording],
+        ["diff", clean, recording],
+        ["run", "--no-record", "--", sys.executable, "-c", "pass"],
+    ]
+    for command in commands:
+        assert SGR in on_a_terminal([*PROXY, *command]), command
+        assert SGR not in on_a_terminal([*PROXY, *command], NO_COLOR="1"), command
+        assert SGR not in on_a_terminal([*PROXY, *command[:1], "--color", "never", *command[1:]])
+        forced = [*PROXY, *command[:1], "--color", "always", *command[1:]]
+        assert SGR in on_a_terminal(forced, NO_COLOR="1"), command
+    piped = run("show", "--color", "always", recording)
+    assert SGR.encode() in piped.stdout and SGR.encode() not in run("show", recording).stdout
+
+
+def test_a_summary_is_plain_text_and_only_the_terminal_colours_it(tmp_path):
+    """An error response is red on a terminal, but ``search --json`` (and any summary a tool
+    reads) carries no terminal colour."""
+    path = str(with_an_error_response(tmp_path / "error.jsonl"))
+    found = run("search", "--json", "boom", path)
+    assert found.returncode == 0, found.stderr
+    assert orjson.loads(found.stdout)["summary"] == "#0 initialize error -32603: boom"
+    assert b"\\u001b" not in found.stdout and b"\x1b" not in found.stdout
+    shown = on_a_terminal([*PROXY, "show", path])
+    assert "\x1b[31merror -32603: boom" in shown

@@ -181,7 +181,7 @@ def test_show_filters():
 def test_show_color_only_when_asked_or_on_a_terminal():
     """Colour codes appear with --color, never with --no-color or in a pipe by default."""
     path = str(RECORDINGS / "misbehaving.jsonl")
-    assert b"\x1b[" in acp("show", "--color", path).stdout
+    assert b"\x1b[" in acp("show", "--color", "always", path).stdout
     assert b"\x1b[" not in acp("show", "--no-color", path).stdout
     assert b"\x1b[" not in acp("show", path).stdout
 
