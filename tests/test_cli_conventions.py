@@ -305,3 +305,27 @@ def test_a_summary_is_plain_text_and_only_the_terminal_colours_it(tmp_path):
     assert b"\\u001b" not in found.stdout and b"\x1b" not in found.stdout
     shown = on_a_terminal([*PROXY, "show", path])
     assert "\x1b[31merror -32603: boom" in shown
+
+
+# --- the demo's next steps ---------------------------------------------------------------------
+
+
+def test_the_demo_next_steps_run_as_printed_without_the_venv_on_path(tmp_path):
+    """After the README's install the venv is not activated: the demo's next steps name
+    the executable so that they run as printed, and name report and inspect."""
+    record = tmp_path / "demo.jsonl"
+    bare = {"PATH": "/usr/bin:/bin"}
+    proc = run("demo", "--scenario", "clean", "--delay", "0", "--record", str(record), **bare)
+    assert proc.returncode == 0, proc.stderr
+    steps = {
+        line.split()[-2]: line.strip()
+        for line in proc.stdout.decode().splitlines()
+        if line.startswith("  ") and line.rstrip().endswith(str(record))
+    }
+    assert {"report", "inspect", "show", "validate", "stats"} <= set(steps), steps
+    for step in ("show", "report", "validate"):
+        done = subprocess.run(
+            steps[step], shell=True, capture_output=True, env=clean_env(**bare), timeout=60
+        )
+        assert done.returncode == 0, (steps[step], done.stderr)
+    assert (tmp_path / "demo.html").exists()
