@@ -699,19 +699,29 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
     "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
 )
-def validate(recordings: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--by-rule",
+    is_flag=True,
+    help="text: after the summary line (stderr), a line per rule broken: RULE: N LEVEL.",
+)
+def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
     Stored findings are ignored and recomputed; a file with several sessions
-    appended is validated session by session. Exit status: 0 no error-level
-    finding, 1 at least one, 2 a file that cannot be read.
+    appended is validated session by session. As text, a line per finding,
+    and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
+    error-level finding, 1 at least one, 2 a file that cannot be read.
     """
     from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
     from acp_proxy.readers.ci import Checked, junit, sarif
 
+    if by_rule and fmt != "text":
+        raise click.UsageError("--by-rule has no effect with --format " + fmt)
     errors = 0
     unreadable = False
     checked: list[Checked] = []
+    levels: dict[str, int] = {}
+    rules: dict[str, tuple[int, str]] = {}
     with _output("never") as emit:
         for path in recordings:
             item = Checked(path)
@@ -719,6 +729,8 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
             try:
                 for line, finding in validate_recording(path):
                     errors += finding.level == "error"
+                    levels[finding.level] = levels.get(finding.level, 0) + 1
+                    rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     else:
@@ -731,7 +743,26 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
             emit(junit(checked))
         elif fmt == "sarif":
             emit(sarif(checked).decode())
+    if fmt == "text" and not all(item.unreadable for item in checked):
+        # on stderr, as a compiler's count: stdout is the findings, a line each
+        _say(_validated(checked, levels))
+        for rule, (count, level) in sorted(rules.items(), key=lambda r: (-r[1][0], r[0])):
+            if by_rule:
+                _say(f"  {rule}: {count} {level}")
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _validated(checked: list[Any], levels: dict[str, int]) -> str:
+    """``validate``'s summary line: files, errors, warnings, info."""
+    files = len(checked)
+    line = f"{files} file{'s' if files != 1 else ''}"
+    unreadable = sum(1 for item in checked if item.unreadable)
+    if unreadable:
+        line += f" ({unreadable} unreadable)"
+    counts = [(levels.get(level, 0), level) for level in ("error", "warning", "info")]
+    words = {"error": "errors", "warning": "warnings", "info": "info"}
+    said = ", ".join(f"{n} {words[level] if n != 1 else level}" for n, level in counts)
+    return f"{line}: {said}"
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:

@@ -329,3 +329,43 @@ def test_the_demo_next_steps_run_as_printed_without_the_venv_on_path(tmp_path):
         )
         assert done.returncode == 0, (steps[step], done.stderr)
     assert (tmp_path / "demo.html").exists()
+
+
+# --- repeated findings -------------------------------------------------------------------------
+
+
+def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
+    """The misbehaving agent breaks message-id-missing 31 times: the live log says it 3
+    times, then how many more, and how many findings in all; the recording keeps all."""
+    record = tmp_path / "new.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--record", str(record),
+         str(RECORDINGS / "misbehaving.jsonl"), "--", *EXAMPLE_AGENT, "--misbehave", "--delay", "0"],
+        capture_output=True, env=clean_env(ACP_PROXY_COLOR="never"), timeout=120,
+    )  # fmt: skip
+    log = proc.stderr.decode()
+    recorded = [
+        v for line in record.read_bytes().splitlines()
+        for v in orjson.loads(line).get("violations", []) if v["rule"] == "message-id-missing"
+    ]  # fmt: skip
+    assert len(recorded) > 3, log
+    said = [line for line in log.splitlines() if "rule=message-id-missing" in line]
+    assert len(said) == 3 + 1, said  # three, then the count
+    assert f"{len(recorded) - 3} more findings of message-id-missing not logged" in said[-1]
+    assert f"total={len(recorded)}" in said[-1]
+    assert "findings in all" in log
+
+
+def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
+    recording = str(RECORDINGS / "misbehaving.jsonl")
+    proc = run("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
+    findings = proc.stdout.decode().splitlines()
+    assert proc.returncode == 1 and all(line.startswith(recording) for line in findings)
+    errors = sum(" error " in line for line in findings)
+    warnings = sum(" warning " in line for line in findings)
+    said = proc.stderr.decode().splitlines()
+    assert said[0] == f"2 files: {errors} errors, {warnings} warnings, 0 info", said
+    by_rule = dict(line.strip().split(": ", 1) for line in said[1:])
+    missing = sum("message-id-missing" in line for line in findings)
+    assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
+    assert run("validate", "--by-rule", "--format", "json", recording).returncode == 2
