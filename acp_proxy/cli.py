@@ -36,6 +36,8 @@ EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 #: Exit status of ``run`` when the proxy itself fails (a bug: please report it).
 EXIT_PROXY_FAILED = 70
+#: Exit status of a command stopped by Ctrl-C (SIGINT), as a shell's.
+EXIT_INTERRUPTED = 130
 
 
 def _open_log(log_file: str | None) -> LogStream:
@@ -147,11 +149,55 @@ def _exit(status: int) -> NoReturn:
     sys.exit(status)
 
 
+def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
+    """An option given on the command line where it has no effect is a usage error (exit
+    2): what is set in the environment is for the commands it fits."""
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if param.name in names:
+            source = ctx.get_parameter_source(param.name)
+            if source == click.core.ParameterSource.COMMANDLINE:
+                option = max(param.opts, key=len)
+                raise click.UsageError(f"{option} has no effect {needed}")
+
+
 def _env(name: str) -> str:
     return f"ACP_PROXY_{name}"
 
 
+#: What ``--color`` takes: auto (on a terminal, unless NO_COLOR is set), always, never.
+COLOR_WHEN = ("auto", "always", "never")
+
+
+def _no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:  # the older spelling of --color never
+        ctx.meta["acp_proxy.no_color"] = True
+
+
+def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--color WHEN`` (and ``--no-color``, hidden: ``--color never``)."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--no-color", is_flag=True, hidden=True, expose_value=False, callback=_no_color
+        )(func)
+        return click.option(
+            "--color",
+            "color",
+            type=click.Choice(COLOR_WHEN),
+            default="auto",
+            show_default=True,
+            envvar=_env("COLOR"),
+            metavar="WHEN",
+            help=f"{description}: auto (only on a terminal, and not when NO_COLOR is set), "
+            "always or never.",
+        )(func)
+
+    return add
+
+
 def _logging_options(func: Any) -> Any:
+    func = _color_option("Colour log lines")(func)
     func = click.option(
         "--log-format",
         type=click.Choice(["console", "json"]),
@@ -186,12 +232,25 @@ class _Unreadable(click.ClickException):
         _say(f"acp-proxy: {self.message}")
 
 
+def _interrupted() -> NoReturn:
+    """Ctrl-C: stop quietly with 130, once what was being done has unwound (recordings get
+    their end record on the way). Not through the interpreter's exit: a daemon thread
+    reading stdin holds its lock, and finalizing the stream under it aborts (SIGABRT)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 class _Group(click.Group):
-    """Commands whose recordings cannot be read end with one line, never a traceback."""
+    """Commands whose recordings cannot be read end with one line, never a traceback;
+    Ctrl-C stops any of them quietly (exit 130, no ``Aborted!``)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted()
         except Exception as exc:
             # A RecordingError can only come from its module, once it is loaded.
             reading = sys.modules.get("acp_proxy.transcript.reading")
@@ -305,6 +364,7 @@ def run(
     log_file: str | None,
     log_level: str,
     log_format: str,
+    color: str,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND (the agent) and relay its stdio, recording the session.
@@ -334,7 +394,8 @@ def run(
     from acp_proxy.live.recorder import Recorder, session_recorder
     from acp_proxy.live.relay import run_relay
 
-    configure(log_level.lower(), log_format, _open_log(log_file))
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
     redactor = None
     recorded_argv = argv
@@ -465,6 +526,7 @@ def replay(
     log_file: str | None,
     log_level: str,
     log_format: str,
+    color: str,
     recording: str,
     agent: tuple[str, ...],
 ) -> None:
@@ -487,11 +549,10 @@ def replay(
     """
     from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
 
-    configure(log_level.lower(), log_format, _open_log(log_file))
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
-    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
-        agent = agent[1:]
-    _replay_usage(role, agent, allow_actions)
+    agent = _replay_usage(role, agent, allow_actions)
     try:
         script = load_script(recording, session)
     except ValueError as exc:
@@ -525,14 +586,22 @@ def replay(
     sys.exit(0 if result.ok else 1)
 
 
-def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> None:
-    """What each role of replay needs, and takes."""
+def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> tuple[str, ...]:
+    """The agent command of ``replay``, once the options fit the role (a usage error if
+    not)."""
+    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
+        agent = agent[1:]
     if role == "agent" and agent:
         raise click.UsageError("an AGENT command is only for --as client")
+    if role == "agent":
+        _only_with("without --as client", "ignore", "ignore_updates", "timeout", "record", "junit")
+    else:
+        _only_with("with --as client", "speed", "match")
     if role == "client" and not agent:
         raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
     if role == "client" and allow_actions:
         raise click.UsageError("--allow-client-actions is only for the recording as the agent")
+    return agent
 
 
 def _list_actions(actions: list[Any], allowed: bool) -> None:
@@ -557,7 +626,7 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
     "-o",
     "--output",
     metavar="OUT.html",
-    help="Where to write the page. Default: the recording's path with .html.",
+    help="Where to write the page (-: stdout). Default: the recording's path with .html.",
 )
 @click.option(
     "--revalidate",
@@ -578,19 +647,24 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     from acp_proxy.readers.report import write_report
 
     out = output or str(Path(recording).with_suffix(".html"))
-    if Path(out).resolve() == Path(recording).resolve():
+    if out != "-" and Path(out).resolve() == Path(recording).resolve():
         raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
     try:
         size = write_report(recording, out, revalidate=revalidate, against=against)
     except OSError as exc:
         raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
-    with _output(False) as emit:
+    if out == "-":
+        _say(f"acp-proxy report: {size:,} bytes written to standard output")
+        return
+    with _output("never") as emit:
         emit(f"{out} ({size:,} bytes)")
 
 
 @cli.command()
 @click.argument("recording", metavar="RECORDING")
-@click.option("-o", "--output", metavar="OUT", required=True, help="Where to write the copy.")
+@click.option(
+    "-o", "--output", metavar="OUT", required=True, help="Where to write the copy (-: stdout)."
+)
 @click.option(
     "--contents",
     is_flag=True,
@@ -611,17 +685,25 @@ def redact(recording: str, output: str, contents: bool) -> None:
     from acp_proxy.readers.annotate import open_recording
     from acp_proxy.transcript.redact import redact_stream
 
-    if Path(output).exists() and Path(output).resolve() == Path(recording).resolve():
+    to_stdout = output == "-"
+    same = Path(output).exists() and Path(output).resolve() == Path(recording).resolve()
+    if same and not to_stdout:
         raise click.UsageError("the copy would overwrite the recording; give another -o")
     next(iter(open_recording(recording)))  # says clearly if it is no transcript
     from acp_proxy.files import open_output
 
     try:
-        with open(recording, "rb") as source, os.fdopen(open_output(output), "wb") as out:
+        with (
+            open(recording, "rb") as source,
+            os.fdopen(open_output(output, dash=True), "wb") as out,
+        ):
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
         raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
-    with _output(False) as emit:
+    if to_stdout:
+        _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
+        return
+    with _output("never") as emit:
         emit(f"{output}: {records} records, {changed} redacted")
 
 
@@ -647,26 +729,38 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
     "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
 )
-def validate(recordings: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--by-rule",
+    is_flag=True,
+    help="text: after the summary line (stderr), a line per rule broken: RULE: N LEVEL.",
+)
+def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
     Stored findings are ignored and recomputed; a file with several sessions
-    appended is validated session by session. Exit status: 0 no error-level
-    finding, 1 at least one, 2 a file that cannot be read.
+    appended is validated session by session. As text, a line per finding,
+    and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
+    error-level finding, 1 at least one, 2 a file that cannot be read.
     """
     from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
     from acp_proxy.readers.ci import Checked, junit, sarif
 
+    if by_rule and fmt != "text":
+        raise click.UsageError("--by-rule has no effect with --format " + fmt)
     errors = 0
     unreadable = False
     checked: list[Checked] = []
-    with _output(False) as emit:
+    levels: dict[str, int] = {}
+    rules: dict[str, tuple[int, str]] = {}
+    with _output("never") as emit:
         for path in recordings:
             item = Checked(path)
             checked.append(item)
             try:
                 for line, finding in validate_recording(path):
                     errors += finding.level == "error"
+                    levels[finding.level] = levels.get(finding.level, 0) + 1
+                    rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     else:
@@ -679,7 +773,26 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
             emit(junit(checked))
         elif fmt == "sarif":
             emit(sarif(checked).decode())
+    if fmt == "text" and not all(item.unreadable for item in checked):
+        # on stderr, as a compiler's count: stdout is the findings, a line each
+        _say(_validated(checked, levels))
+        for rule, (count, level) in sorted(rules.items(), key=lambda r: (-r[1][0], r[0])):
+            if by_rule:
+                _say(f"  {rule}: {count} {level}")
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _validated(checked: list[Any], levels: dict[str, int]) -> str:
+    """``validate``'s summary line: files, errors, warnings, info."""
+    files = len(checked)
+    line = f"{files} file{'s' if files != 1 else ''}"
+    unreadable = sum(1 for item in checked if item.unreadable)
+    if unreadable:
+        line += f" ({unreadable} unreadable)"
+    counts = [(levels.get(level, 0), level) for level in ("error", "warning", "info")]
+    words = {"error": "errors", "warning": "warnings", "info": "info"}
+    said = ", ".join(f"{n} {words[level] if n != 1 else level}" for n, level in counts)
+    return f"{line}: {said}"
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
@@ -712,6 +825,9 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
     "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
 )
 @click.option(
+    "--dry-run", is_flag=True, help="With --prune: say what would be removed, remove nothing."
+)
+@click.option(
     "--keep-days",
     type=_Seconds(high=100_000.0),
     envvar=_env("KEEP_DAYS"),
@@ -733,6 +849,7 @@ def list_recordings(
     agent: str | None,
     with_findings: bool,
     prune: bool,
+    dry_run: bool,
     keep_days: float | None,
     keep_size: int | None,
 ) -> None:
@@ -746,19 +863,22 @@ def list_recordings(
     from acp_proxy.readers.catalog import prune as prune_directory
 
     targets = _targets(paths)
+    if not prune:
+        _only_with("without --prune", "keep_days", "keep_size", "dry_run")
     if prune:
         if keep_days is None and keep_size is None:
             raise click.UsageError("--prune needs --keep-days or --keep-size")
+        done = "would remove" if dry_run else "removed"
         for target in targets:
             if Path(target).is_dir():
-                for removed in prune_directory(Path(target), keep_days, keep_size):
-                    _say(f"acp-proxy: removed {removed}")
+                for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
+                    _say(f"acp-proxy: {done} {removed}")
     files, problems = recordings_in(targets)
     sessions, unreadable = list_sessions(files)
     for problem in [*problems, *unreadable]:
         _say(f"acp-proxy: {problem}")
     shown = select(sessions, since, until, agent, with_findings)
-    with _output(False) as emit:
+    with _output("never") as emit:
         for summary in shown:
             emit(dumps(summary.as_json()).decode() if as_json else summary.line())
     sys.exit(2 if problems and not sessions else 0)
@@ -794,11 +914,8 @@ def inspect(path: str | None, port: int, open_browser: bool, parent: int | None)
         import webbrowser
 
         webbrowser.open(url)
-    try:
-        while server.is_alive():
-            server.join(0.5)
-    except KeyboardInterrupt:
-        sys.exit(0)
+    while server.is_alive():
+        server.join(0.5)
 
 
 @cli.command()
@@ -825,7 +942,7 @@ def search(
     as_json: bool,
 ) -> None:
     """The frames across recordings whose method, update variant, rule or text matches
-    PATTERN (a regular expression), grep-style: PATH:SEQ: METHOD SUMMARY. Default: the
+    PATTERN (a regular expression), grep-style: PATH:LINE: seq SEQ: METHOD SUMMARY. Default: the
     recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
     """
     import re
@@ -841,7 +958,7 @@ def search(
     for problem in problems:
         _say(f"acp-proxy: {problem}")
     matched, named = False, set()
-    with _output(False) as emit:
+    with _output("never") as emit:
         for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
             if not isinstance(hit, Hit):
                 _say(f"acp-proxy: {hit}")
@@ -856,16 +973,15 @@ def search(
             else:
                 seq = "-" if hit.seq is None else hit.seq
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
-                emit(f"{hit.path}:{seq}: {hit.summary}{rules}")
+                emit(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}")
     sys.exit(0 if matched else 2 if problems and not files else 1)
 
 
 @contextlib.contextmanager
-def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], None]]:
+def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
     """The one output path for text. Lines are written in blocks (a write per line
     costs more than rendering it, and one system call each when PYTHONUNBUFFERED is
-    set), or each at once when ``live``; without colour unless wanted (default: only
-    on a terminal)."""
+    set), or each at once when ``live``; coloured as ``color`` (``--color``) says."""
     stream = sys.stdout
     keep = _colored(color)
     pending: list[str] = []
@@ -892,9 +1008,16 @@ def _output(color: bool | None, live: bool = False) -> Iterator[Callable[[str], 
             write()
 
 
-def _colored(color: bool | None) -> bool:
-    """Whether output is coloured: as asked, else only on a terminal."""
-    return color if color is not None else sys.stdout.isatty()
+def _colored(color: str, stream: Any = None) -> bool:
+    """Whether ``stream`` (stdout by default) is coloured: as ``--color`` says; ``auto``
+    only on a terminal, and not when ``NO_COLOR`` is set (no-color.org)."""
+    ctx = click.get_current_context(silent=True)
+    if color == "never" or (ctx is not None and ctx.meta.get("acp_proxy.no_color")):
+        return False
+    if color == "always":
+        return True
+    stream = sys.stdout if stream is None else stream
+    return not os.environ.get("NO_COLOR") and bool(getattr(stream, "isatty", bool)())
 
 
 #: Lines written at once by :func:`_output`.
@@ -906,11 +1029,7 @@ def _complain(exc: RecordingError) -> None:
 
 
 def _filter_options(func: Any) -> Any:
-    func = click.option(
-        "--color/--no-color",
-        default=None,
-        help="Colour findings and directions. Default: only on a terminal.",
-    )(func)
+    func = _color_option("Colour findings and directions")(func)
     func = click.option(
         "--violations", is_flag=True, help="Only frames with findings, and standalone findings."
     )(func)
@@ -955,7 +1074,7 @@ def show(
     method: str | None,
     session: str | None,
     violations: bool,
-    color: bool | None,
+    color: str,
 ) -> None:
     """Show a recording as a timeline (default) or as the conversation.
 
@@ -980,7 +1099,7 @@ def show(
         connections = Conversation.per_connection(items)
         if as_json:
             document = Conversation.document(connections, session)
-            with _output(False) as emit:
+            with _output("never") as emit:
                 emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
             return
         with _output(color) as emit:
@@ -1019,7 +1138,7 @@ def follow(
     method: str | None,
     session: str | None,
     violations: bool,
-    color: bool | None,
+    color: str,
     revalidate: bool,
     interval: float,
 ) -> None:
@@ -1047,8 +1166,6 @@ def follow(
 
             records = follow_records(target, switched, interval)
             timeline.feed(annotate(records, stored=not revalidate))
-    except KeyboardInterrupt:
-        sys.exit(0)
     except OSError as exc:
         raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
 
@@ -1102,7 +1219,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     show_default=True,
     help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
 )
-@click.option("--color/--no-color", default=None, help="Colour; by default only on a terminal.")
+@_color_option("Colour the layers' headings")
 def diff(
     a: str,
     b: str,
@@ -1112,7 +1229,7 @@ def diff(
     ignore: tuple[str, ...],
     meta: bool,
     slower: float,
-    color: bool | None,
+    color: str,
 ) -> None:
     """What changed between two recorded sessions, A and B: the handshake, the conversation,
     the wire, the findings and the timing. Ids and times are normalised first, so two runs of
@@ -1162,7 +1279,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     figures = Stats()
     for path in recordings:
         figures.feed(annotate_lines(open_lines(path), run=RUN))  # (see show --conversation)
-    with _output(False) as emit:
+    with _output("never") as emit:
         if fmt == "json":
             emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
         else:
@@ -1183,7 +1300,7 @@ def rules(fmt: str) -> None:
     """Print the catalog of rules the validator checks."""
     from acp_proxy.core.rules import catalog_lines
 
-    with _output(False) as emit:
+    with _output("never") as emit:
         for line in catalog_lines(fmt):
             emit(line)
 
@@ -1212,7 +1329,8 @@ def rules(fmt: str) -> None:
     "v1: one prompt over ACP v1, as most shipping agents speak it. v1-tour: v1 with a mode "
     "switch, a file read, a terminal, and a second prompt that is cancelled.",
 )
-def demo(record: str | None, delay: float, scenario: str) -> None:
+@_color_option("Colour the conversation")
+def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
     """Try the proxy: run the example agent behind it and drive one session.
 
     Nothing else needs to be installed: the agent and the client are both
@@ -1237,7 +1355,7 @@ def demo(record: str | None, delay: float, scenario: str) -> None:
         sys.exit(1)
     from acp_proxy.devtools.demo import report_lines
 
-    with _output(None) as emit:
+    with _output(color) as emit:
         for line in report_lines(path, status):
             emit(line)
     if not path.exists():
@@ -1260,3 +1378,5 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    except KeyboardInterrupt:
+        _interrupted()

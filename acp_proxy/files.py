@@ -5,6 +5,7 @@ the way a recording is: where, and as, the user meant.
   sits beside a recording someone else may have sent, in a directory they may write to;
 - never waiting on a FIFO or a device (``O_NONBLOCK``; a FIFO, a socket or a directory is
   refused, a character device such as ``/dev/null`` is the user's explicit choice);
+- ``-`` is standard output where a command says so (``report -o -``, ``redact -o -``);
 - created ``0600`` (these files hold what the recording holds: prompts, file contents,
   maybe credentials), unless the path already exists as the user's own regular file, whose
   mode is kept; a file of another user is refused.
@@ -27,10 +28,13 @@ class Refused(OSError):
     """A path acp-proxy will not write to; ``strerror`` says why."""
 
 
-def open_output(path: str, append: bool = False) -> int:
-    """A file descriptor to write ``path`` (truncated, or appended to). Raises
-    :class:`Refused` for a symlink, a FIFO, a socket or another user's file, and
-    ``OSError`` for what the system refuses (a missing directory, permissions)."""
+def open_output(path: str, append: bool = False, dash: bool = False) -> int:
+    """A file descriptor to write ``path`` (truncated, or appended to); with ``dash``,
+    ``-`` is a copy of standard output's. Raises :class:`Refused` for a symlink, a FIFO,
+    a socket or another user's file, and ``OSError`` for what the system refuses (a
+    missing directory, permissions)."""
+    if dash and path == "-":
+        return os.dup(1)
     flags = _FLAGS | (os.O_APPEND if append else 0)
     try:
         fd = os.open(path, flags, 0o600)

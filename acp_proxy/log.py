@@ -132,9 +132,13 @@ def _visible_repr(value: Any) -> Any:
 
 
 def configure(
-    level: str = "info", fmt: str = "console", stream: TextIO | LogStream | None = None
+    level: str = "info",
+    fmt: str = "console",
+    stream: TextIO | LogStream | None = None,
+    color: bool | None = None,
 ) -> None:
-    """Send structured logs at ``level`` and above to ``stream`` (stderr by default)."""
+    """Send structured logs at ``level`` and above to ``stream`` (stderr by default),
+    coloured as ``color`` says (None: on a terminal, unless ``NO_COLOR`` is set)."""
     import structlog  # noqa: PLC0415 - loaded on first use (see above)
 
     global _configured  # noqa: PLW0603 - once per process
@@ -145,7 +149,7 @@ def configure(
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer(serializer=_dumps)
     else:
-        colors = bool(getattr(stream, "isatty", lambda: False)())
+        colors = color if color is not None else _terminal(stream)
         renderer = structlog.dev.ConsoleRenderer(colors=colors)
         escape = [_escape]
     structlog.configure(
@@ -162,6 +166,13 @@ def configure(
         logger_factory=structlog.WriteLoggerFactory(file=cast(TextIO, stream)),
         cache_logger_on_first_use=False,
     )
+
+
+def _terminal(stream: object) -> bool:
+    """Whether colour fits ``stream``: a terminal, and no ``NO_COLOR`` (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
 
 
 #: Whether :func:`configure` has run.

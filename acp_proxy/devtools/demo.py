@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -258,8 +260,25 @@ def report_lines(path: Path, status: int) -> Iterator[str]:
     connections = Conversation.per_connection(annotate(open_recording(str(path)), validate=False))
     yield from conversation_lines(connections)
     yield f"Transcript: {path} ({lines} records, {size} bytes)."
-    yield "Read it frame by frame, check it, measure it, or query it:"
-    yield f"  acp-proxy show {path}"
-    yield f"  acp-proxy validate {path}"
-    yield f"  acp-proxy stats {path}"
-    yield f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {path}"
+    yield "See it as a page, live in the browser, frame by frame; check it, measure it, query it:"
+    program, quoted = program_name(), shlex.quote(str(path))
+    yield f"  {program} report {quoted}"
+    yield f"  {program} inspect {quoted}"
+    yield f"  {program} show {quoted}"
+    yield f"  {program} validate {quoted}"
+    yield f"  {program} stats {quoted}"
+    yield f"  jq -c 'select(.kind == \"frame\") | [.seq, .from, .msg.method]' {quoted}"
+
+
+def program_name() -> str:
+    """``acp-proxy`` as the user can type it: the name when ``PATH`` finds this one, else
+    its full path (a virtual environment not activated), else ``python -m acp_proxy``."""
+    beside = Path(sys.executable).parent / "acp-proxy"
+    found = shutil.which("acp-proxy")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        if found is not None and Path(found).resolve() == beside.resolve():
+            return "acp-proxy"
+        return shlex.quote(str(beside))
+    if found is not None:
+        return "acp-proxy"
+    return f"{shlex.quote(sys.executable)} -m acp_proxy"

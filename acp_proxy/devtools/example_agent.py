@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import queue
 import sys
 import threading
@@ -510,8 +511,16 @@ def main(argv: list[str] | None = None) -> None:
     agent = ExampleAgent(
         sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave, first_id=args.first_id
     )
-    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+    try:
         agent.serve(sys.stdin.buffer)
+    except BrokenPipeError:
+        pass
+    except KeyboardInterrupt:  # Ctrl-C: stop quietly, as a shell's command does (130)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        # not through the interpreter's exit: its reader thread holds stdin's lock, and
+        # finalizing the stream under it aborts the process (SIGABRT)
+        os._exit(130)
 
 
 if __name__ == "__main__":

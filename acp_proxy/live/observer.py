@@ -98,6 +98,10 @@ def describe(frame: Frame) -> dict[str, Any]:
 #: The log method of a finding's level.
 _LOG_BY_LEVEL = {"error": "error", "warning": "warning", "info": "info"}
 
+#: A finding of one rule in one session is logged this many times; the rest are counted,
+#: and said at the end of the connection (the transcript keeps every one).
+LOG_REPEATS = 3
+
 #: No findings (shared: never changed).
 _NONE: list[Violation] = []
 
@@ -135,6 +139,9 @@ class Observer:
         self._log = log
         self._notify = notify_client
         self._notified: set[tuple[str, str]] = set()
+        #: Findings so far by (session, rule), for the log's repeats; and by level.
+        self._seen: dict[tuple[str | None, str], int] = {}
+        self._levels: dict[str, int] = {}
         self._broken = False
         self._wire_broken = False
         #: Whether the agent's stderr is recorded (off after it failed once).
@@ -388,6 +395,7 @@ class Observer:
         for finding in findings:
             self.recorder.write(violation_record(t, finding.seq, self._stored(finding)))
         self._log_findings(None, findings)
+        self._log_repeats()
         self.recorder.close(exit_status, reason)
         return findings
 
@@ -416,11 +424,44 @@ class Observer:
         )
 
     def _log_findings(self, side: Side | None, findings: list[Violation]) -> None:
+        """A line per finding, up to :data:`LOG_REPEATS` of a rule in a session: the rest
+        are counted (:meth:`_log_repeats`)."""
+        seen, levels = self._seen, self._levels
         for finding in findings:
+            levels[finding.level] = levels.get(finding.level, 0) + 1
+            key = (finding.session, finding.rule)
+            count = seen[key] = seen.get(key, 0) + 1
+            if count > LOG_REPEATS:
+                continue
+            more = (
+                {"repeats": "further ones are counted, not logged"} if count == LOG_REPEATS else {}
+            )
             method = _LOG_BY_LEVEL.get(finding.level, "warning")
             getattr(self._log, method)(
                 finding.message,
                 rule=finding.rule,
                 seq=finding.seq,
                 **({"from": side} if side else {}),
+                **more,
+            )
+
+    def _log_repeats(self) -> None:
+        """The end of the connection: how many findings of a rule were not logged, and how
+        many findings there were in all."""
+        for (session, rule), count in self._seen.items():
+            if count > LOG_REPEATS:
+                self._log.warning(
+                    f"{count - LOG_REPEATS} more findings of {rule} not logged",
+                    rule=rule,
+                    session=session,
+                    total=count,
+                )
+        if self._levels:
+            levels = self._levels
+            problems = levels.get("error", 0) or levels.get("warning", 0)
+            getattr(self._log, "warning" if problems else "info")(
+                "findings in all",
+                errors=levels.get("error", 0),
+                warnings=levels.get("warning", 0),
+                info=levels.get("info", 0),
             )

@@ -359,11 +359,16 @@ def parse_size(text: str) -> int:
 
 
 def prune(
-    directory: Path, keep_days: float | None, keep_size: int | None, now: datetime | None = None
+    directory: Path,
+    keep_days: float | None,
+    keep_size: int | None,
+    now: datetime | None = None,
+    dry_run: bool = False,
 ) -> list[Path]:
     """Remove the oldest recordings the proxy made in ``directory``: those older than
     ``keep_days``, then the oldest until the rest fit ``keep_size`` bytes. Never a file it
-    did not make, never one a session holds locked. Returns what was removed."""
+    did not make, never one a session holds locked. Returns what was removed (``dry_run``:
+    what would be, nothing removed)."""
     now = now or datetime.now(UTC)
     try:
         made = sorted(p for p in directory.iterdir() if PROXY_NAME.match(p.name) and p.is_file())
@@ -388,7 +393,7 @@ def prune(
                 total -= sizes[path]
     removed = []
     for path in doomed:
-        if _remove_unless_locked(path):
+        if _remove_unless_locked(path, dry_run):
             removed.append(path)
     return removed
 
@@ -400,7 +405,7 @@ def _started(path: Path) -> datetime | None:
         return None
 
 
-def _remove_unless_locked(path: Path) -> bool:
+def _remove_unless_locked(path: Path, dry_run: bool = False) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -413,7 +418,8 @@ def _remove_unless_locked(path: Path) -> bool:
     except OSError:
         pass
     try:
-        path.unlink()
+        if not dry_run:
+            path.unlink()
         return True
     except OSError:
         return False
@@ -429,6 +435,8 @@ class Hit:
     """A frame (or a finding with no frame) that matched."""
 
     path: str
+    #: The line of the file (as grep -n names it); the frame's seq beside it.
+    line: int
     seq: int | None
     side: str | None
     method: str | None
@@ -512,7 +520,8 @@ def _match(regex: re.Pattern[str], path: str, item: Annotated, only: TimelineFil
         if not found:
             return None
         seq = found[0].seq
-        return Hit(path, seq, None, None, found[0].message, [f.rule for f in found])
+        rules = [f.rule for f in found]
+        return Hit(path, record.line, seq, None, None, found[0].message, rules)
     if not wanted(only, str(message.side), message.method, message.session, findings):
         return None
     rules = [f.rule for f in findings]
@@ -520,4 +529,5 @@ def _match(regex: re.Pattern[str], path: str, item: Annotated, only: TimelineFil
     fields = [message.method or "", message.variant or "", *rules, text]
     if not any(regex.search(value) for value in fields):
         return None
-    return Hit(path, message.seq, str(message.side), message.method, frame_summary(message), rules)
+    summary = frame_summary(message)
+    return Hit(path, record.line, message.seq, str(message.side), message.method, summary, rules)

@@ -634,11 +634,11 @@ def render_page(document: dict[str, Any]) -> str:
 
 
 def write_report(path: str, out: str, revalidate: bool = False, against: str | None = None) -> int:
-    """Write the page for ``path`` to ``out``; return its size in bytes. The document is
-    let go once it is JSON, and the page is written in pieces, never joined: the memory
-    is the document, then its JSON twice (as it is escaped). With ``against``, the page
-    also lists what differs from that recording (``acp-proxy diff against path``), each
-    difference linked to its row."""
+    """Write the page for ``path`` to ``out`` (``-``: standard output); return its size
+    in bytes. The document is let go once it is JSON, and the page is written in pieces,
+    never joined: the memory is the document, then its JSON twice (as it is escaped). With
+    ``against``, the page also lists what differs from that recording (``acp-proxy diff
+    against path``), each difference linked to its row."""
     built = build_document(path, revalidate)
     if against is not None:
         from acp_proxy.readers.diff import compare, load  # noqa: PLC0415 - only when asked
@@ -649,6 +649,7 @@ def write_report(path: str, out: str, revalidate: bool = False, against: str | N
     del built
     pieces = _page(path, _json_pieces(transported), _block(raw))
     del transported
-    with os.fdopen(open_output(out), "wb") as stream:  # as a recording is made (files.py)
+    # made as a recording is (files.py)
+    with os.fdopen(open_output(out, dash=True), "wb") as stream:
         stream.writelines(pieces)
     return sum(map(len, pieces))

@@ -2,8 +2,8 @@
 filter that says which frames ``show``, ``follow`` and ``search`` keep.
 
 Pure formatting: messages in, strings out, every wire string made visible
-(:func:`~acp_proxy.core.visible.visible`). An error response is styled red, for a terminal; a
-page strips the style.
+(:func:`~acp_proxy.core.visible.visible`), and plain: colour is the terminal writer's
+(:class:`~acp_proxy.readers.text.Timeline`), never in a summary that JSON or a page carries.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-import click
 import orjson
 
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
@@ -269,7 +268,7 @@ def error_summary(error: Any) -> str:
 
 
 def frame_summary(message: Message) -> str:
-    """A frame's one-line summary in the timeline (errors styled red)."""
+    """A frame's one-line summary in the timeline, plain text."""
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
         if frame.utf8:
@@ -286,7 +285,7 @@ def frame_summary(message: Message) -> str:
             method = message.params["method"]  # the next hop's answer to its request
             name = f"proxy/successor → {method}"
         if message.is_error:
-            outcome = click.style(visible(error_summary(message.error)), fg="red")
+            outcome = visible(error_summary(message.error))
         else:
             outcome = visible("ok " + _summarize_result(method, message.frame.value.get("result")))
         return f"{visible(f'#{_show(message.id)} {name}')} {outcome}"

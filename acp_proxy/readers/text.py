@@ -18,12 +18,13 @@ from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message
+from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import Annotated, Repeated, View
 from acp_proxy.readers.conversation import Conversation, Entity, SessionView
 from acp_proxy.readers.summary import (
     TimelineFilter,
     chunk_summary,
+    error_summary,
     first_words,
     frame_summary,
     joined_summary,
@@ -59,6 +60,14 @@ _STYLED_ARROWS = {
 }
 
 
+def _red_outcome(summary: str, message: ResponseMessage) -> str:
+    """An error response's summary with its outcome (the error) in red, for a terminal."""
+    outcome = visible(error_summary(message.error))
+    if not summary.endswith(outcome):
+        return summary
+    return summary[: len(summary) - len(outcome)] + click.style(outcome, fg="red")
+
+
 class Timeline(View):
     """Turns annotated records into timeline lines, one frame per line, each handed to
     ``emit`` as it is made (a :class:`~acp_proxy.readers.annotate.View`: feed it the items
@@ -75,6 +84,7 @@ class Timeline(View):
         self._narrowed = self._filtered()
         #: Without colour, a frame's line carries no style to strip (errors still do).
         self._dim, self._arrows = (_DIM, _STYLED_ARROWS) if color else ("%s", _ARROWS)
+        self._color = color
         self._start: datetime | None = None
         self._last_seq = 0
         # The frames of one read share their time: its text is worked out once.
@@ -156,6 +166,8 @@ class Timeline(View):
             self._chunk = (f"{arrow}  {kind:<8} ", head, record.side, method, session)
         else:
             body = frame_summary(message)
+            if self._color and isinstance(message, ResponseMessage) and message.is_error:
+                body = _red_outcome(body, message)
             self._chunk = None
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):

@@ -27,7 +27,7 @@ def test_demo_drives_a_whole_session_through_the_proxy(tmp_path):
     assert "── Turn 1" in conversation and "── Turn 2" in conversation
     assert "ended: end_turn" in conversation and "ended: cancelled" in conversation
     assert "user: Summarize the project README." in conversation
-    assert f"acp-proxy show {record}" in out
+    assert f"acp-proxy show {record}" in out  # (the full path when PATH has no acp-proxy)
     records = [orjson.loads(line) for line in record.read_bytes().split(b"\n")[:-1]]
     assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
     assert records[-1]["exit"] == 0

@@ -139,15 +139,12 @@ def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
         return proc.stdout.decode().splitlines()
 
     by_method = lines("session/request_permission")
-    assert by_method and all(re.match(r"^.*\.jsonl:\d+: ", line) for line in by_method)
+    assert by_method and all(re.match(r"^.*\.jsonl:\d+: seq \d+: ", line) for line in by_method)
     rule = lines("prompt-result-message-id")
     assert len(rule) == 1 and rule[0].startswith(f"{directory / 'c.jsonl'}:")
-    seq = int(rule[0].split(":")[1])
-    record = next(
-        orjson.loads(line)
-        for line in (directory / "c.jsonl").read_bytes().splitlines()
-        if f'"seq":{seq},'.encode() in line
-    )
+    number, seq = map(int, re.findall(r":(\d+): seq (\d+):", rule[0])[0])
+    record = orjson.loads((directory / "c.jsonl").read_bytes().splitlines()[number - 1])
+    assert record["seq"] == seq  # PATH:LINE is the line of the file (as grep -n), seq beside
     assert record["msg"]["result"] is not None  # the prompt's response that lacks the id
     assert {Path(line.split(":")[0]).name for line in lines("Read README")} >= {
         "a.jsonl",

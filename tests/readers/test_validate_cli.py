@@ -47,11 +47,12 @@ INIT = [
 
 
 def test_validate_clean_file_exits_0(tmp_path):
-    """No findings: nothing printed, exit 0."""
+    """No findings: nothing printed but the summary line on stderr, exit 0."""
     path = tmp_path / "clean.jsonl"
     write_session(path, INIT)
     proc = acp("validate", str(path))
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", b"")
+    summary = b"1 file: 0 errors, 0 warnings, 0 info\n"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", summary)
 
 
 def test_validate_prints_file_seq_level_rule_message(tmp_path):

@@ -1,0 +1,371 @@
+"""The command line behaves as the tools people know: a file that is no recording is said
+so (exit 2), ``-`` is standard output, NO_COLOR and ``--color``, ``PATH:LINE``, Ctrl-C
+stops quietly, an option that does nothing is an error, one meaning per option."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import PROXY, RECORDINGS, clean_env
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*PROXY, *args],
+        capture_output=True,
+        env=clean_env(**env),
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+# --- a file that is no recording ---------------------------------------------------------
+
+APP_LOG = b"".join(
+    orjson.dumps({"level": "info", "time": f"2026-12-01T10:00:0{i}Z", "msg": f"step {i}"}) + b"\n"
+    for i in range(5)
+)
+CAPTURE = b"".join(
+    orjson.dumps(message) + b"\n"
+    for message in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}},
+    )
+)
+
+
+@pytest.mark.parametrize("command", ["validate", "show", "stats", "report", "redact", "diff"])
+def test_json_lines_that_are_no_recording_are_exit_2_and_say_so(command, tmp_path):
+    """An application's JSON log and a raw JSON-RPC capture are no recordings: one line,
+    exit 2, and a capture is named as one, with what to do with it."""
+    for name, data, extra in (("app.jsonl", APP_LOG, ""), ("raw.jsonl", CAPTURE, "JSON-RPC")):
+        path = tmp_path / name
+        path.write_bytes(data)
+        options = {"report": ["-o", str(tmp_path / "out.html")],
+                   "redact": ["-o", str(tmp_path / "out.jsonl")],
+                   "diff": [str(RECORDINGS / "clean.jsonl")]}.get(command, [])  # fmt: skip
+        proc = run(command, str(path), *options)
+        lines = proc.stderr.decode().strip().splitlines()
+        assert proc.returncode == 2, (command, name, proc.stderr)
+        assert len(lines) == 1, lines
+        assert f"{path} is not an acp-proxy recording: no start record" in lines[0]
+        assert extra in lines[0] and b"Traceback" not in proc.stderr
+        assert proc.stdout == b""
+    assert not (tmp_path / "out.html").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+# --- `-` is standard output -----------------------------------------------------------------
+
+
+def test_report_and_redact_write_dash_to_stdout(tmp_path):
+    """``-o -`` writes to standard output, no file named ``-``; the status goes to stderr."""
+    recording = RECORDINGS / "clean.jsonl"
+    report = subprocess.run(
+        [*PROXY, "report", str(recording), "-o", "-"],
+        capture_output=True, env=clean_env(), timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith(b"<!DOCTYPE html>") or b"<html" in report.stdout[:200]
+    assert b"bytes" in report.stderr
+    redacted = subprocess.run(
+        [*PROXY, "redact", str(recording), "-o", "-"],
+        capture_output=True, env=clean_env(), timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert redacted.returncode == 0, redacted.stderr
+    assert redacted.stdout.splitlines() == recording.read_bytes().splitlines()
+    assert b"records" in redacted.stderr
+    assert not (tmp_path / "-").exists()
+
+
+# --- PATH:N is the line -----------------------------------------------------------------------
+
+
+def test_path_colon_n_is_the_line_of_the_file_in_validate_and_search():
+    """``validate`` and ``search`` name a frame as ``PATH:LINE: seq SEQ:``: the number after
+    the path is the line an editor opens, the seq is named after it."""
+    recording = RECORDINGS / "misbehaving.jsonl"
+    lines = recording.read_bytes().splitlines()
+    for command in (["validate"], ["search", "session/prompt"]):
+        proc = run(*command, str(recording))
+        out = proc.stdout.decode().splitlines()
+        assert out, (command, proc.stderr)
+        for text in out:
+            prefix = f"{recording}:"
+            assert text.startswith(prefix), text
+            number, seq = text[len(prefix) :].split(": seq ", 1)
+            seq = seq.split(":", 1)[0]
+            if seq != "-":
+                assert orjson.loads(lines[int(number) - 1])["seq"] == int(seq), text
+
+
+# --- an option that does nothing is an error ---------------------------------------------------
+
+
+def test_options_that_would_do_nothing_are_usage_errors(tmp_path):
+    """``ls --keep-days`` without ``--prune``, ``replay``'s client options playing the agent
+    and its agent options playing the client: exit 2, the option named. The environment
+    (ACP_PROXY_KEEP_DAYS, set for ``run``) is not the command line: no error."""
+    recording = str(RECORDINGS / "clean.jsonl")
+    for args, option in (
+        (["ls", "--keep-days", "3", str(tmp_path)], "--keep-days"),
+        (["ls", "--dry-run", str(tmp_path)], "--dry-run"),
+        (["replay", "--ignore", "params.update", recording], "--ignore"),
+        (["replay", "--timeout", "3", recording], "--timeout"),
+        (["replay", "--as", "client", "--speed", "2", recording, "--", "true"], "--speed"),
+    ):
+        proc = run(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert f"{option} has no effect".encode() in proc.stderr and proc.stdout == b""
+    assert run("ls", str(tmp_path), ACP_PROXY_KEEP_DAYS="3").returncode == 0
+
+
+def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
+    old = tmp_path / "20200101T000000.000000Z-agent.jsonl"
+    old.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    dry = run("ls", "--prune", "--keep-days", "1", "--dry-run", str(tmp_path))
+    assert dry.returncode == 0, dry.stderr
+    assert f"would remove {old}".encode() in dry.stderr and old.exists()
+    wet = run("ls", "--prune", "--keep-days", "1", str(tmp_path))
+    assert f"removed {old}".encode() in wet.stderr and not old.exists()
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------
+
+EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent"]
+INITIALIZE = orjson.dumps(
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+     "params": {"protocolVersion": 2, "capabilities": {}, "info": {"name": "t", "version": "1"}}}
+) + b"\n"  # fmt: skip
+
+
+def ctrl_c(command: list[str], ready: str, send: bytes = b"", cwd: Path | None = None) -> str:
+    """Run ``command`` on a terminal (a pty, its own process group), wait until it has
+    written ``ready``, then press Ctrl-C (SIGINT to the group); its exit status and all it
+    wrote (stdout and stderr)."""
+    master, slave = pty.openpty()
+    with subprocess.Popen(
+        command, stdin=slave, stdout=slave, stderr=slave, env=clean_env(),
+        start_new_session=True, cwd=cwd,
+    ) as proc:  # fmt: skip
+        os.close(slave)
+        if send:
+            os.write(master, send)
+        out = b""
+        interrupted = False
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if not interrupted and ready.encode() in out:
+                os.killpg(proc.pid, signal.SIGINT)
+                interrupted = True
+            readable, _, _ = select.select([master], [], [], 0.1)
+            if readable:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:  # EIO: every writer is gone
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        if proc.poll() is None:
+            proc.kill()
+        status = proc.wait(10)
+    os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert interrupted, text
+    return f"exit {status}\n{text}"
+
+
+def quiet(said: str) -> None:
+    assert said.startswith("exit 130\n"), said
+    for noise in ("Aborted!", "Fatal Python error", "Traceback", "KeyboardInterrupt"):
+        assert noise not in said, said
+
+
+def ended(recording: Path) -> dict[str, object]:
+    last: dict[str, object] = orjson.loads(recording.read_bytes().splitlines()[-1])
+    assert last["kind"] == "end", last
+    return last
+
+
+def test_ctrl_c_stops_the_example_agent_quietly():
+    quiet(ctrl_c(EXAMPLE_AGENT, '"result"', send=INITIALIZE))
+
+
+def test_ctrl_c_stops_run_and_its_agent_quietly_and_the_recording_ends(tmp_path):
+    record = tmp_path / "run.jsonl"
+    command = [*PROXY, "run", "--record", str(record), "--", *EXAMPLE_AGENT]
+    quiet(ctrl_c(command, '"result"', send=INITIALIZE))
+    assert ended(record)["exit"] == 130  # the agent stopped as Ctrl-C stops, no SIGABRT
+
+
+def test_ctrl_c_stops_replay_quietly(tmp_path):
+    twice = tmp_path / "two.jsonl"  # two sessions: replay says which it plays, then serves
+    twice.write_bytes((RECORDINGS / "clean.jsonl").read_bytes() * 2)
+    quiet(ctrl_c([*PROXY, "replay", str(twice)], "several sessions"))
+
+
+def test_ctrl_c_stops_demo_quietly_and_its_recording_ends(tmp_path):
+    record = tmp_path / "demo.jsonl"
+    quiet(ctrl_c([*PROXY, "demo", "--delay", "1", "--record", str(record)], "agent asks"))
+    assert ended(record)["exit"] == 130
+
+
+def test_ctrl_c_stops_follow_and_inspect_quietly():
+    quiet(ctrl_c([*PROXY, "follow", str(RECORDINGS / "clean.jsonl")], "session ended"))
+    quiet(ctrl_c([*PROXY, "inspect", str(RECORDINGS)], "http://127.0.0.1"))
+
+
+# --- colour ----------------------------------------------------------------------------------
+
+
+def on_a_terminal(command: list[str], **env: str) -> str:
+    """All ``command`` writes to a terminal (a pty for stdout and stderr), to its end."""
+    master, slave = pty.openpty()
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env(**env)
+    ) as proc:
+        os.close(slave)
+        out = b""
+        while True:
+            readable, _, _ = select.select([master], [], [], 30)
+            if not readable:
+                break
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # EIO: the other end closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(30)
+    os.close(master)
+    return out.decode("utf-8", "replace")
+
+
+SGR = "\x1b["
+
+
+def with_an_error_response(path: Path) -> Path:
+    start = {
+        "kind": "start",
+        "t": "2026-12-01T10:00:00.000000Z",
+        "format": "acp-proxy/1",
+        "version": "0.1.0",
+        "argv": ["agent"],
+        "pid": 1,
+    }
+    request = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}}
+    error = {"jsonrpc": "2.0", "id": 0, "error": {"code": -32603, "message": "boom"}}
+    frames = [
+        {"kind": "frame", "seq": 1, "t": "2026-12-01T10:00:00.100000Z", "from": "client", "msg": request},
+        {"kind": "frame", "seq": 2, "t": "2026-12-01T10:00:00.200000Z", "from": "agent", "msg": error},
+    ]  # fmt: skip
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in [start, *frames]))
+    return path
+
+
+def test_no_color_and_color_when_on_every_command_that_colours(tmp_path):
+    """On a terminal ``show``, ``diff``, ``follow`` and ``run``'s log are coloured, unless
+    NO_COLOR is set or ``--color never`` says so; ``--color always`` colours anyway."""
+    recording = str(RECORDINGS / "misbehaving.jsonl")
+    clean = str(RECORDINGS / "clean.jsonl")
+    commands = [
+        ["show", recording],
+        ["show", "--conversation", recording],
+        ["diff", clean, recording],
+        ["run", "--no-record", "--", sys.executable, "-c", "pass"],
+    ]
+    for command in commands:
+        assert SGR in on_a_terminal([*PROXY, *command]), command
+        assert SGR not in on_a_terminal([*PROXY, *command], NO_COLOR="1"), command
+        assert SGR not in on_a_terminal([*PROXY, *command[:1], "--color", "never", *command[1:]])
+        forced = [*PROXY, *command[:1], "--color", "always", *command[1:]]
+        assert SGR in on_a_terminal(forced, NO_COLOR="1"), command
+    piped = run("show", "--color", "always", recording)
+    assert SGR.encode() in piped.stdout and SGR.encode() not in run("show", recording).stdout
+
+
+def test_a_summary_is_plain_text_and_only_the_terminal_colours_it(tmp_path):
+    """An error response is red on a terminal, but ``search --json`` (and any summary a tool
+    reads) carries no terminal colour."""
+    path = str(with_an_error_response(tmp_path / "error.jsonl"))
+    found = run("search", "--json", "boom", path)
+    assert found.returncode == 0, found.stderr
+    assert orjson.loads(found.stdout)["summary"] == "#0 initialize error -32603: boom"
+    assert b"\\u001b" not in found.stdout and b"\x1b" not in found.stdout
+    shown = on_a_terminal([*PROXY, "show", path])
+    assert "\x1b[31merror -32603: boom" in shown
+
+
+# --- the demo's next steps ---------------------------------------------------------------------
+
+
+def test_the_demo_next_steps_run_as_printed_without_the_venv_on_path(tmp_path):
+    """After the README's install the venv is not activated: the demo's next steps name
+    the executable so that they run as printed, and name report and inspect."""
+    record = tmp_path / "demo.jsonl"
+    bare = {"PATH": "/usr/bin:/bin"}
+    proc = run("demo", "--scenario", "clean", "--delay", "0", "--record", str(record), **bare)
+    assert proc.returncode == 0, proc.stderr
+    steps = {
+        line.split()[-2]: line.strip()
+        for line in proc.stdout.decode().splitlines()
+        if line.startswith("  ") and line.rstrip().endswith(str(record))
+    }
+    assert {"report", "inspect", "show", "validate", "stats"} <= set(steps), steps
+    for step in ("show", "report", "validate"):
+        done = subprocess.run(
+            steps[step], shell=True, capture_output=True, env=clean_env(**bare), timeout=60
+        )
+        assert done.returncode == 0, (steps[step], done.stderr)
+    assert (tmp_path / "demo.html").exists()
+
+
+# --- repeated findings -------------------------------------------------------------------------
+
+
+def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
+    """The misbehaving agent breaks message-id-missing 31 times: the live log says it 3
+    times, then how many more, and how many findings in all; the recording keeps all."""
+    record = tmp_path / "new.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--record", str(record),
+         str(RECORDINGS / "misbehaving.jsonl"), "--", *EXAMPLE_AGENT, "--misbehave", "--delay", "0"],
+        capture_output=True, env=clean_env(ACP_PROXY_COLOR="never"), timeout=120,
+    )  # fmt: skip
+    log = proc.stderr.decode()
+    recorded = [
+        v for line in record.read_bytes().splitlines()
+        for v in orjson.loads(line).get("violations", []) if v["rule"] == "message-id-missing"
+    ]  # fmt: skip
+    assert len(recorded) > 3, log
+    said = [line for line in log.splitlines() if "rule=message-id-missing" in line]
+    assert len(said) == 3 + 1, said  # three, then the count
+    assert f"{len(recorded) - 3} more findings of message-id-missing not logged" in said[-1]
+    assert f"total={len(recorded)}" in said[-1]
+    assert "findings in all" in log
+
+
+def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
+    recording = str(RECORDINGS / "misbehaving.jsonl")
+    proc = run("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
+    findings = proc.stdout.decode().splitlines()
+    assert proc.returncode == 1 and all(line.startswith(recording) for line in findings)
+    errors = sum(" error " in line for line in findings)
+    warnings = sum(" warning " in line for line in findings)
+    said = proc.stderr.decode().splitlines()
+    assert said[0] == f"2 files: {errors} errors, {warnings} warnings, 0 info", said
+    by_rule = dict(line.strip().split(": ", 1) for line in said[1:])
+    missing = sum("message-id-missing" in line for line in findings)
+    assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
+    assert run("validate", "--by-rule", "--format", "json", recording).returncode == 2
