@@ -337,25 +337,32 @@ SARIF_SHAPE: dict[str, Any] = {
 }  # fmt: skip
 
 
-def test_the_readmes_duckdb_queries_run_over_the_recordings(directory):
-    """The README's queries, as they are there, over this directory: the figures `stats`
-    and `validate` give."""
+QUERIES = Path(__file__).parent.parent / "queries"
+
+
+@pytest.mark.parametrize("source", ["README", "tests/queries"])
+def test_the_readmes_duckdb_queries_run_over_the_recordings(directory, source):
+    """The README's queries, as they are there (and their long form in tests/queries), over
+    this directory, the recording a crash cut in half included (its half line is skipped,
+    not an error): the figures `stats` and `validate` give."""
     duckdb = pytest.importorskip("duckdb")
-    section = README.read_text().split("### Fleets of recordings", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    if source == "README":
+        section = README.read_text().split("### Fleets of recordings", 1)[1].split("\n## ", 1)[0]
+        blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    else:
+        names = ("common", "frames_per_method", "errors_per_agent", "p95_turn_per_agent_and_day")
+        blocks = [(QUERIES / f"{name}.sql").read_text() for name in names]
     assert len(blocks) == 4  # the views, then three queries
+    files = sorted(directory.glob("*.jsonl"))
+    assert b"\n" not in (directory / "d-truncated.jsonl").read_bytes()[-40:]  # a cut last line
     con = duckdb.connect()
-    con.execute(f"SET VARIABLE recordings = '{directory}/[abc].jsonl'")
+    con.execute(f"SET VARIABLE recordings = '{directory}/*.jsonl'")
     con.execute(blocks[0])
     methods = dict(con.sql(blocks[1]).fetchall())
-    stats = orjson.loads(
-        acp(
-            "stats", "--format", "json", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
-        ).stdout
-    )
+    stats = orjson.loads(acp("stats", "--format", "json", *map(str, files)).stdout)
     assert methods == stats["methods"]
     errors = dict(con.sql(blocks[2]).fetchall())
-    found = [orjson.loads(line) for p in sorted(directory.glob("[abc].jsonl"))
+    found = [orjson.loads(line) for p in files
              for line in acp("validate", "--format", "json", str(p)).stdout.splitlines()]  # fmt: skip
     stored = (directory / "c.jsonl").read_bytes().count(b'"level":"error"')
     assert errors == {"acp-proxy-example-agent 0.1.0": stored} and stored
