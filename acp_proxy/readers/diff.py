@@ -636,7 +636,8 @@ def _errors(a: Session, b: Session) -> list[Difference]:
         if x[key] != y[key]:
             a_seq = next((s for m, c, s in a.errors if (m, c) == key), None)
             b_seq = next((s for m, c, s in b.errors if (m, c) == key), None)
-            found.append(Difference("wire", f"error responses to {key[0]} ({key[1]})",
+            code = "no code" if key[1] is None else preview(key[1], 40)
+            found.append(Difference("wire", f"error responses to {key[0]} ({code})",
                                     x[key], y[key], a_seq, b_seq))  # fmt: skip
     return found
 

@@ -370,3 +370,13 @@ def test_a_difference_names_the_frames_where_the_two_part_and_a_timing_its_ratio
     assert all(d["a_seq"] and d["b_seq"] for d in timing)  # (a median: the response that took it)
     said = diff("--only", "timing", str(a), str(slow)).stdout.decode()
     assert f"(A:{idle[0]} B:{idle[1]})" in said and f"(B {took['ratio']:.1f}x slower)" in said
+
+
+def test_an_error_response_without_a_code_is_said_so(tmp_path):
+    """Not `(None)`: the wire layer names an error response without its code as such."""
+    from conftest import RECORDINGS
+    from test_readers import _odd_recording
+
+    odd = _odd_recording(tmp_path / "odd.jsonl")
+    said = diff("--only", "wire", str(RECORDINGS / "clean.jsonl"), str(odd)).stdout.decode()
+    assert "error responses to session/prompt (no code)" in said and "None" not in said, said
