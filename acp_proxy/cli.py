@@ -859,7 +859,7 @@ def list_recordings(
     A session's summary is read once and kept in a small index beside the recordings
     (.acp-proxy-index.json), read again when the file changes.
     """
-    from acp_proxy.readers.catalog import list_sessions, recordings_in, select
+    from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
     from acp_proxy.readers.catalog import prune as prune_directory
 
     targets = _targets(paths)
@@ -879,8 +879,8 @@ def list_recordings(
         _say(f"acp-proxy: {problem}")
     shown = select(sessions, since, until, agent, with_findings)
     with _output("never") as emit:
-        for summary in shown:
-            emit(dumps(summary.as_json()).decode() if as_json else summary.line())
+        for line in (dumps(s.as_json()).decode() for s in shown) if as_json else table(shown):
+            emit(line)
     sys.exit(2 if problems and not sessions else 0)
 
 

@@ -237,7 +237,8 @@ def run_demo(
                 "session/prompt",
                 {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
             )
-            client.say(f"  accepted as {accepted.get('result', {}).get('messageId')}")
+            message_id = accepted.get("result", {}).get("messageId")
+            client.say(f"  accepted as {message_id}" if message_id else "  accepted, no messageId")
             reason = client.until_idle(session_id, cancel_after_chunks=cancel_after)
             client.say(f"  turn ended: {reason}")
     finally:

@@ -33,7 +33,7 @@ import orjson
 
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
-from acp_proxy.core.wire import Message, ResponseMessage
+from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
@@ -51,11 +51,12 @@ __all__ = [
     "recordings_in",
     "search",
     "select",
+    "table",
 ]
 
 #: The sidecar index's file name, and the version of what it holds.
 INDEX = ".acp-proxy-index.json"
-_INDEX_VERSION = 2
+_INDEX_VERSION = 3
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -71,7 +72,10 @@ class SessionSummary:
     end: str | None = None
     agent: str | None = None
     protocol: int | None = None
+    #: Prompt turns, the unfinished ones included (a session cut during a turn has one).
     turns: int = 0
+    #: Turns still open when the recording ends (or, live, now).
+    unfinished: int = 0
     frames: int = 0
     errors: int = 0
     warnings: int = 0
@@ -102,19 +106,66 @@ class SessionSummary:
         data["state"] = self.state
         return data
 
-    def line(self) -> str:
-        """The session in a line of ``ls``."""
+    @property
+    def turns_text(self) -> str:
+        """``1 turn``, ``3 turns (1 unfinished)``."""
+        text = _counted(self.turns, "turn")
+        return f"{text} ({self.unfinished} unfinished)" if self.unfinished else text
+
+    @property
+    def findings_text(self) -> str:
+        """``38 errors, 2 warnings``; ``none``."""
+        levels = ((self.errors, "error"), (self.warnings, "warning"), (self.infos, "info"))
+        return ", ".join(_counted(n, level) for n, level in levels if n) or "none"
+
+    def cells(self) -> tuple[str, ...]:
+        """The session's cells in ``ls`` (:data:`COLUMNS`)."""
         took = "-" if self.duration is None else f"{self.duration:.1f}s"
         if not self.ended:
             took = "live" if self.live else "no end"
         protocol = "-" if self.protocol is None else f"v{self.protocol}"
-        findings = f"{self.errors}E {self.warnings}W {self.infos}I"
         return (
-            f"{(self.start or '-')[:19]:<19}  {(self.agent or '-')[:32]:<32}  {protocol:<3} "
-            f"{took:>8} {self.turns:>4} {'turn ' if self.turns == 1 else 'turns'} "
-            f"{self.frames:>7} frames  {findings:<12} "
-            f"{self.size:>10,}  {self.path}"
+            (self.start or "-")[:19],
+            (self.agent or "-")[:32],
+            protocol,
+            took,
+            self.turns_text,
+            f"{self.frames:,}",
+            self.findings_text,
+            f"{self.size:,}",
+            self.path,
         )
+
+
+#: ``ls``'s columns: name, and whether the cells are numbers (aligned right).
+COLUMNS = (
+    ("START (UTC)", False),
+    ("AGENT", False),
+    ("ACP", False),
+    ("DURATION", True),
+    ("TURNS", False),
+    ("FRAMES", True),
+    ("FINDINGS", False),
+    ("BYTES", True),
+    ("PATH", False),
+)
+
+
+def table(sessions: Iterable[SessionSummary]) -> Iterator[str]:
+    """``ls`` for people: a header, then a line per session, each column as wide as its
+    widest cell (the path, last, as it is)."""
+    rows = [tuple(name for name, _ in COLUMNS), *(s.cells() for s in sessions)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
+    for row in rows:
+        cells = [
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, (_, right) in zip(row, widths, COLUMNS, strict=False)
+        ]
+        yield "  ".join([*cells, row[-1]])
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def select(
@@ -291,8 +342,8 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
     message = item.message
     if message is None:
         return
-    if message.closed is not None and not message.closed.void and message.closed.prompt:
-        summary.turns += 1
+    for element in message.messages:
+        _turns(summary, element)
     if isinstance(message, ResponseMessage) and message.method in _OPENERS:
         result = message.result
         info = result.get("agentInfo") or result.get("info")
@@ -302,6 +353,26 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
         protocol = result.get("protocolVersion")
         if isinstance(protocol, int) and not isinstance(protocol, bool):
             summary.protocol = protocol
+
+
+def _turns(summary: SessionSummary, message: Message) -> None:
+    """A prompt turn counts from its prompt, unfinished until it ends; a prompt rejected
+    before any work was no turn."""
+    turn = message.turn
+    if (
+        isinstance(message, RequestMessage)
+        and turn is not None
+        and turn.prompt is not None
+        and turn.prompt is message.request
+        and not turn.ended
+    ):
+        summary.turns += 1
+        summary.unfinished += 1
+    closed = message.closed
+    if closed is not None and closed.prompt is not None:
+        summary.unfinished -= 1
+        if closed.void:
+            summary.turns -= 1
 
 
 def _read_index(directory: Path) -> dict[str, Any]:

@@ -15,7 +15,9 @@ are keyed by (type, id), never by id alone ("Entity IDs"):
 
 State changes, stop reasons and usage are kept per turn. Where turns begin and
 end is the wire model's to say (:mod:`acp_proxy.core.wire`): this module only keeps
-what the user saw in each. Unknown update variants are listed, not dropped.
+what the user saw in each. The session's settings (its mode, title, commands and config
+options: :data:`~acp_proxy.readers.summary.SETTINGS`, v1's and v2's) are kept where they
+changed and as they are now. Unknown update variants are listed, not dropped.
 """
 
 from __future__ import annotations
@@ -42,14 +44,18 @@ from acp_proxy.core.wire import (
 )
 from acp_proxy.core.wire import Turn as WireTurn
 from acp_proxy.readers.annotate import Annotated, Repeated, View
+from acp_proxy.readers.summary import SETTINGS
 from acp_proxy.transcript.records import StartRecord
 
 #: A connection's start record (None if the file lacks one) and its conversation.
 Connection = tuple[StartRecord | None, "Conversation"]
 
-__all__ = ["Conversation", "Entity", "SessionView", "Turn"]
+__all__ = ["V1_PLAN", "Conversation", "Entity", "SessionView", "Turn"]
 
 _MISSING = object()
+
+#: The id of a v1 session's plan (v1 plans have none: one per session, replaced whole).
+V1_PLAN = "plan"
 
 
 @dataclass
@@ -134,6 +140,8 @@ class Turn:
     accepted: Any = None
     #: The prompt's own content, as the client sent it.
     prompt: list[Any] = field(default_factory=list)
+    #: The settings updates (:data:`~acp_proxy.readers.summary.SETTINGS`) in it: (seq, update).
+    settings: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def number(self) -> int:
@@ -177,6 +185,11 @@ class SessionView:
     turns: list[Turn] = field(default_factory=list)
     #: Entity keys first seen outside any turn (background activity).
     background: list[tuple[str, str]] = field(default_factory=list)
+    #: Settings updates outside any turn: (seq, update).
+    background_settings: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    #: The settings as they are now, by name (``mode``, ``title``, ``commands``, ``config``):
+    #: the last update's fields (a title's patched).
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     state: str = "idle"
     usage: dict[str, Any] | None = None
     #: Unknown update variants: (seq, variant, payload).
@@ -200,11 +213,15 @@ class SessionView:
         def entities(keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
             return [self.entities[key].as_json() for key in keys]
 
+        def settings(changes: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+            return [{"seq": seq, **update} for seq, update in changes]
+
         return {
             "sessionId": self.id,
             "hop": self.hop,
             "state": self.state,
             "usage": self.usage,
+            "settings": self.settings,
             "turns": [
                 {
                     "turn": turn.number,
@@ -218,10 +235,12 @@ class SessionView:
                     "error": turn.error,
                     "ended": turn.ended,
                     "entities": entities(turn.entities),
+                    "settings": settings(turn.settings),
                 }
                 for turn in self.turns
             ],
             "background": entities(self.background),
+            "backgroundSettings": settings(self.background_settings),
             "unknownUpdates": [
                 {"seq": seq, "sessionUpdate": variant, "update": payload}
                 for seq, variant, payload in self.unknown
@@ -387,7 +406,9 @@ class Conversation:
         entity.seqs.append(seq)
         return entity
 
-    def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
+    def _update(  # noqa: PLR0912 - a branch per kind of update
+        self, view: SessionView, update: dict[str, Any], message: Message
+    ) -> None:
         # The wire model's variant; a sessionUpdate that is no string is listed as unknown.
         variant = message.variant or preview(update.get("sessionUpdate"))
         if variant == "state_update":
@@ -400,12 +421,14 @@ class Conversation:
             view.usage = {k: v for k, v in update.items() if k != "sessionUpdate"}
         elif variant in ("compaction_update", "compaction_summary_chunk"):
             self._compaction(view, update, message.seq)
+        elif variant in SETTINGS:
+            _setting(view, update, message.seq)
         elif variant in _NOT_SHOWN:
             pass
         elif variant == "plan":  # v1: one plan per session, replaced whole
-            entity = self._entity(view, EntityType.PLAN, "plan", message.seq)
+            entity = self._entity(view, EntityType.PLAN, V1_PLAN, message.seq)
             entity.fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            view.last_key = ("plan", "plan")
+            view.last_key = ("plan", V1_PLAN)
         else:
             # v1 creates a tool call with tool_call, then patches it
             variant = "tool_call_update" if variant == "tool_call" else variant
@@ -521,10 +544,20 @@ _APPLY: dict[str, Callable[[Entity, dict[str, Any]], None]] = {
     "terminal_output_chunk": _append_terminal_output,
 }
 
-#: Session metadata (not part of the conversation) and live-only notices.
-_NOT_SHOWN = frozenset(
-    {"available_commands_update", "config_option_update", "session_info_update", "notice"}
-)
+#: Live-only notices.
+_NOT_SHOWN = frozenset({"notice"})
+
+
+def _setting(view: SessionView, update: dict[str, Any], seq: int) -> None:
+    """A settings update: kept where it came (its turn, or outside any), and as the
+    session's setting now (session_info_update patches: a field it omits stays)."""
+    turn = view.current
+    (turn.settings if turn is not None else view.background_settings).append((seq, update))
+    name = SETTINGS[str(update.get("sessionUpdate"))]
+    fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
+    if name == "title":
+        fields = {**view.settings.get(name, {}), **fields}
+    view.settings[name] = fields
 
 
 def _patch(fields: dict[str, Any], update: dict[str, Any], skip: tuple[str, ...]) -> None:

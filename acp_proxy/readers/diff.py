@@ -21,9 +21,11 @@ skipped), so two runs of one scenario compare equal. Then layer by layer:
 4. *findings*: rules fired on one side only, by rule and turn;
 5. *timing*: medians per method and per turn (duration, first chunk), flagged only past
    ``slower`` and a floor, so noise is quiet (timing alone never makes two sessions differ
-   unless flagged).
+   unless flagged), with B's figure over A's.
 
-Every :class:`Difference` names the seqs on both sides (``A:57 B:61``). Pure: values in,
+Every :class:`Difference` names the seqs on both sides (``A:57 B:61``): the frames where the
+two part (the chunk whose text changed, the update whose status did, the response of the
+median latency, the frame that ends the turn), not the turn's first. Pure: values in,
 differences out; the file reading is :func:`load`.
 """
 
@@ -63,6 +65,8 @@ class Difference:
     b_seq: int | None = None
     #: The turn (1, 2, ...; 0 before the first), where it belongs to one.
     turn: int | None = None
+    #: Timing: B's figure over A's (None where A's is 0).
+    ratio: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +77,7 @@ class Difference:
             "b": self.b,
             "a_seq": self.a_seq,
             "b_seq": self.b_seq,
+            "ratio": self.ratio,
         }
 
 
@@ -81,7 +86,12 @@ class _Tool:
     title: Any = None
     kind: Any = None
     statuses: list[Any] = field(default_factory=list)
+    #: The seq of its first update; of the updates that set its title and kind, and each
+    #: status (as ``statuses``).
     seq: int | None = None
+    title_seq: int | None = None
+    kind_seq: int | None = None
+    status_seqs: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -90,9 +100,12 @@ class _Turn:
 
     seq: int
     prompt: str = ""
+    #: The agent's text as it came, a piece per frame, and each piece's seq.
     text: list[str] = field(default_factory=list)
+    text_seqs: list[int] = field(default_factory=list)
     tools: dict[Any, _Tool] = field(default_factory=dict)
     plan: Any = None
+    plan_seq: int | None = None
     permissions: list[tuple[Any, Any, int]] = field(default_factory=list)
     stop_reason: Any = None
     stop_seq: int | None = None
@@ -100,7 +113,9 @@ class _Turn:
     wire: list[tuple[str, str, str]] = field(default_factory=list)
     seqs: list[int] = field(default_factory=list)
     duration: float | None = None
+    end_seq: int | None = None
     first_chunk: float | None = None
+    first_seq: int | None = None
 
 
 @dataclass
@@ -114,7 +129,8 @@ class Session:
     #: (rule, turn) -> seqs.
     findings: dict[tuple[str, int], list[int | None]] = field(default_factory=dict)
     errors: list[tuple[str, Any, int]] = field(default_factory=list)
-    latencies: dict[str, list[float]] = field(default_factory=dict)
+    #: Per method, each response's latency and seq.
+    latencies: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     #: How many connections the file has.
     connections: int = 0
 
@@ -177,8 +193,10 @@ class _Builder(View):
             turn.seqs.append(seq)
             if agent_text:
                 turn.text.append("<time>" if is_time(text) else text)
+                turn.text_seqs.append(seq)
             elif message.variant == "agent_message_chunk":
                 turn.text.append("")
+                turn.text_seqs.append(seq)
 
     @property
     def _ignored_text(self) -> bool:
@@ -213,7 +231,8 @@ class _Builder(View):
     def _response(self, message: ResponseMessage, method: str) -> None:
         """A response's latency and, if it is one, its error."""
         if message.latency is not None and message.method:
-            self.session.latencies.setdefault(message.method, []).append(message.latency)
+            latencies = self.session.latencies.setdefault(message.method, [])
+            latencies.append((message.latency, message.seq))
         if message.is_error:
             error = message.error
             code = error.get("code") if isinstance(error, dict) else error
@@ -259,7 +278,7 @@ class _Builder(View):
             self._update(message, params.get("update"), turn)
         closed = message.closed
         if closed is not None and not closed.void:
-            turn.duration = closed.duration
+            turn.duration, turn.end_seq = closed.duration, message.seq
             if closed.stop_reason is not None and turn.stop_reason is None:
                 turn.stop_reason, turn.stop_seq = closed.stop_reason, message.seq
 
@@ -291,6 +310,20 @@ class _Builder(View):
                     turn.permissions[index] = (t, chosen, s)
                     break
 
+    def _tool(self, message: Message, update: dict[str, Any], variant: str, turn: _Turn) -> None:
+        call = update.get("toolCallId")
+        if isinstance(call, (dict, list)):  # no id: as its JSON text
+            call = preview(call)
+        tool = turn.tools.setdefault(call, _Tool(seq=message.seq))
+        if "title" in update:
+            tool.title, tool.title_seq = update["title"], message.seq
+        if "kind" in update:
+            tool.kind, tool.kind_seq = update["kind"], message.seq
+        status = update.get("status", "pending" if variant == "tool_call" else None)
+        if status is not None and (not tool.statuses or tool.statuses[-1] != status):
+            tool.statuses.append(status)
+            tool.status_seqs.append(message.seq)
+
     def _update(self, message: Message, update: Any, turn: _Turn) -> None:
         if not isinstance(update, dict):
             return
@@ -298,23 +331,17 @@ class _Builder(View):
         if variant in ("agent_message_chunk", "agent_message"):
             if variant == "agent_message":
                 turn.text.clear()
+                turn.text_seqs.clear()
             turn.text.append(_text(update.get("content")))
+            turn.text_seqs.append(message.seq)
             wire_turn = message.turn
             if wire_turn is not None and wire_turn not in self._first and wire_turn.prompt:
                 since = _seconds(wire_turn.prompt.t, message.t)
                 if since is not None:
                     self._first[wire_turn] = since
-                    turn.first_chunk = since
+                    turn.first_chunk, turn.first_seq = since, message.seq
         elif variant in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
-            call = update.get("toolCallId")
-            if isinstance(call, (dict, list)):  # no id: as its JSON text
-                call = preview(call)
-            tool = turn.tools.setdefault(call, _Tool(seq=message.seq))
-            tool.title = update.get("title", tool.title)
-            tool.kind = update.get("kind", tool.kind)
-            status = update.get("status", "pending" if variant == "tool_call" else None)
-            if status is not None and (not tool.statuses or tool.statuses[-1] != status):
-                tool.statuses.append(status)
+            self._tool(message, update, variant, turn)
         elif variant in ("plan", "plan_update"):
             plan = update.get("plan") if variant == "plan_update" else update
             entries = plan.get("entries") if isinstance(plan, dict) else None
@@ -322,6 +349,7 @@ class _Builder(View):
                 turn.plan = [
                     (e.get("content"), e.get("status")) for e in entries if isinstance(e, dict)
                 ]
+                turn.plan_seq = message.seq
 
 
 #: What a frame without a method is called in the wire layer (a response, by the method it
@@ -458,11 +486,11 @@ def _conversation(number: int, x: _Turn | None, y: _Turn | None) -> list[Differe
     differ("prompt", x.prompt, y.prompt)
     a_text, b_text = "".join(x.text), "".join(y.text)
     if a_text != b_text:
+        at = _common_start(a_text, b_text)
         found.append(
-            Difference(
-                "conversation", "agent text", *_excerpt(a_text, b_text), x.seq, y.seq, number
-            )
-        )
+            Difference("conversation", "agent text", *_excerpt(a_text, b_text),
+                       _piece_seq(x, at), _piece_seq(y, at), number)
+        )  # fmt: skip
     a_tools, b_tools = list(x.tools.values()), list(y.tools.values())
     for index in range(max(len(a_tools), len(b_tools))):
         p = a_tools[index] if index < len(a_tools) else None
@@ -474,13 +502,47 @@ def _conversation(number: int, x: _Turn | None, y: _Turn | None) -> list[Differe
             differ(f"{label} only in {'A' if q is None else 'B'}", p and p.title, q and q.title,
                    p.seq if p else None, q.seq if q else None)  # fmt: skip
             continue
-        for name in ("title", "kind", "statuses"):
-            differ(f"{label} {name if name != 'statuses' else 'status'}",
-                   getattr(p, name), getattr(q, name), p.seq, q.seq)  # fmt: skip
-    differ("plan", x.plan, y.plan)
-    differ("permissions", [p[:2] for p in x.permissions], [p[:2] for p in y.permissions])
+        differ(f"{label} title", p.title, q.title, p.title_seq or p.seq, q.title_seq or q.seq)
+        differ(f"{label} kind", p.kind, q.kind, p.kind_seq or p.seq, q.kind_seq or q.seq)
+        at = _common_start(p.statuses, q.statuses)
+        differ(f"{label} status", p.statuses, q.statuses,
+               _nth(p.status_seqs, at, p.seq), _nth(q.status_seqs, at, q.seq))  # fmt: skip
+    differ("plan", x.plan, y.plan, x.plan_seq or x.seq, y.plan_seq or y.seq)
+    a_asked, b_asked = [p[:2] for p in x.permissions], [p[:2] for p in y.permissions]
+    at = _common_start(a_asked, b_asked)
+    differ("permissions", a_asked, b_asked,
+           _nth([p[2] for p in x.permissions], at, x.seq),
+           _nth([p[2] for p in y.permissions], at, y.seq))  # fmt: skip
     differ("stop reason", x.stop_reason, y.stop_reason, x.stop_seq, y.stop_seq)
     return found
+
+
+def _common_start(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many items (characters) two sequences share from their start."""
+    shortest = min(len(a), len(b))
+    at = 0
+    while at < shortest and a[at] == b[at]:
+        at += 1
+    return at
+
+
+def _nth(seqs: list[int], index: int, otherwise: int | None) -> int | None:
+    """The seq of the item at ``index``: where two lists part; past the end, the last
+    item's (where the shorter ended), or ``otherwise`` for none."""
+    if index < len(seqs):
+        return seqs[index]
+    return seqs[-1] if seqs else otherwise
+
+
+def _piece_seq(turn: _Turn, offset: int) -> int | None:
+    """The seq of the frame whose text holds the turn text's character at ``offset``: where
+    two texts part (past the end: the last frame's, where the shorter ended)."""
+    total = 0
+    for piece, seq in zip(turn.text, turn.text_seqs, strict=True):
+        total += len(piece)
+        if total > offset:
+            return seq
+    return turn.text_seqs[-1] if turn.text_seqs else turn.seq
 
 
 #: Words past the common start and end of two texts that the excerpt aligns one by one: a long
@@ -597,7 +659,8 @@ def _errors(a: Session, b: Session) -> list[Difference]:
         if x[key] != y[key]:
             a_seq = next((s for m, c, s in a.errors if (m, c) == key), None)
             b_seq = next((s for m, c, s in b.errors if (m, c) == key), None)
-            found.append(Difference("wire", f"error responses to {key[0]} ({key[1]})",
+            code = "no code" if key[1] is None else preview(key[1], 40)
+            found.append(Difference("wire", f"error responses to {key[0]} ({code})",
                                     x[key], y[key], a_seq, b_seq))  # fmt: skip
     return found
 
@@ -625,16 +688,27 @@ def _timing(
             return
         low, high = min(x, y), max(x, y)
         if high - low >= TIMING_FLOOR and (low == 0 or high / low >= slower):
-            found.append(Difference("timing", what, round(x, 3), round(y, 3), *seqs, turn))
+            ratio = round(y / x, 2) if x > 0 else None
+            found.append(Difference("timing", what, round(x, 3), round(y, 3), *seqs, turn, ratio))
 
     for method in sorted(set(a.latencies) & set(b.latencies)):
-        flag(f"{method} latency (median s)", statistics.median(a.latencies[method]),
-             statistics.median(b.latencies[method]), None, (None, None))  # fmt: skip
+        x_median, x_seq = _median(a.latencies[method])
+        y_median, y_seq = _median(b.latencies[method])
+        flag(f"{method} latency (median s)", x_median, y_median, None, (x_seq, y_seq))
     for number, (x, y) in enumerate(pairs):
         if x is not None and y is not None and number:
-            flag("turn duration (s)", x.duration, y.duration, number, (x.seq, y.seq))
-            flag("time to first chunk (s)", x.first_chunk, y.first_chunk, number, (x.seq, y.seq))
+            # the frames that end the turn; the first chunks
+            flag("turn duration (s)", x.duration, y.duration, number, (x.end_seq, y.end_seq))
+            flag("time to first chunk (s)", x.first_chunk, y.first_chunk, number,
+                 (x.first_seq, y.first_seq))  # fmt: skip
     return found
+
+
+def _median(latencies: list[tuple[float, int]]) -> tuple[float, int]:
+    """The median latency, and the seq of the response that took it (of an even count,
+    the lower of the middle two)."""
+    ordered = sorted(latencies)
+    return statistics.median(x for x, _ in ordered), ordered[(len(ordered) - 1) // 2][1]
 
 
 def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[str]:
@@ -655,10 +729,18 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
             indent = "    " if item.turn is not None else "  "
             where = f"A:{_seq(item.a_seq)} B:{_seq(item.b_seq)}"
             yield f"{indent}{item.what} ({where})"
-            yield f"{indent}  A: {preview(item.a, 100)}   B: {preview(item.b, 100)}"
+            yield f"{indent}  A: {preview(item.a, 100)}   B: {preview(item.b, 100)}{_times(item)}"
     a, b = sessions
     if a > 1 or b > 1:
         yield f"(A has {a} session(s), B {b}: --session N picks another)"
+
+
+def _times(item: Difference) -> str:
+    """A timing's ratio, in words: ``  (B 3.0x slower)``."""
+    ratio = item.ratio
+    if ratio is None or ratio == 1:
+        return ""
+    return f"   (B {ratio:.1f}x slower)" if ratio > 1 else f"   (B {1 / ratio:.1f}x faster)"
 
 
 def _seq(seq: int | None) -> str:

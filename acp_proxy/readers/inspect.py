@@ -200,8 +200,8 @@ def _listing(inspector: Inspector) -> bytes:
             (summary.start or "-")[:19],
             summary.agent or "-",
             f"v{summary.protocol}" if summary.protocol else "-",
-            f"{summary.turns} turn{'' if summary.turns == 1 else 's'}, {summary.frames} frames",
-            f"{summary.errors}E {summary.warnings}W {summary.infos}I",
+            f"{summary.turns_text}, {summary.frames:,} frames",
+            summary.findings_text,
             "" if summary.state == "ended" else summary.state,
         ]
         text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)

@@ -31,6 +31,8 @@ class _Turn:
     first_chunk: float | None = None
     duration: float | None = None
     stop_reason: str | None = None
+    #: Still open when the recordings end (a session cut during the turn).
+    unfinished: bool = False
 
 
 @dataclass
@@ -39,7 +41,8 @@ class Stats(View):
 
     Requests, responses and turns are the wire model's: a prompt turn runs
     from its first prompt to its end (the v1 response, the v2 idle); a prompt
-    rejected before any work is no turn.
+    rejected before any work is no turn; a turn that never ends (the session was cut
+    during it) is listed, unfinished, without a duration.
     """
 
     frames: Counter[str] = field(default_factory=Counter)
@@ -56,6 +59,8 @@ class Stats(View):
     _connection: int = 0
     #: Time to the first agent message chunk, per open turn.
     _first_chunk: dict[Turn, float] = field(default_factory=dict)
+    #: The prompt turns begun and not ended, in order.
+    _open: dict[Turn, None] = field(default_factory=dict)
     #: The side and message of the frame counted last, if a :class:`Repeated` may repeat it
     #: (a notification, not a batch).
     _last: tuple[str, Message] | None = None
@@ -73,6 +78,8 @@ class Stats(View):
             item.connection and item.connection != self._connection
         ):
             self.sessions += 1
+            self.turns += self._unfinished()  # (a connection's turns end with it)
+            self._open.clear()
             self._first_chunk.clear()
         self._connection = item.connection
         if isinstance(record, StartRecord):
@@ -131,9 +138,19 @@ class Stats(View):
             latency = message.latency
             if latency is not None:
                 self.latencies[message.method].append(latency)
+        turn = message.turn
+        if (  # a prompt turn begins
+            message.kind is Kind.REQUEST
+            and turn is not None
+            and turn.prompt is not None
+            and turn.prompt is message.request
+            and not turn.ended
+        ):
+            self._open[turn] = None
         closed = message.closed
         if closed is None:
             return
+        self._open.pop(closed, None)
         first_chunk = self._first_chunk.pop(closed, None)  # whatever the turn was
         if closed.prompt is not None and not closed.void:
             prompt = closed.prompt
@@ -146,6 +163,15 @@ class Stats(View):
                     closed.stop_reason,
                 )
             )
+
+    def _unfinished(self) -> list[_Turn]:
+        """The connection's prompt turns begun and not ended (nor rejected before any
+        work)."""
+        return [
+            _Turn(turn.session, turn.prompt.seq, self._first_chunk.get(turn), unfinished=True)
+            for turn in self._open
+            if turn.prompt is not None and not turn.void and not turn.ended
+        ]
 
     def as_json(self) -> dict[str, Any]:
         """Everything, for machines."""
@@ -171,8 +197,9 @@ class Stats(View):
                     "first_chunk": turn.first_chunk,
                     "duration": turn.duration,
                     "stop_reason": turn.stop_reason,
+                    "unfinished": turn.unfinished,
                 }
-                for turn in self.turns
+                for turn in [*self.turns, *self._unfinished()]
             ],
             "findings": dict(self.findings.most_common()),
             "unstable_features": list(self.unstable),
@@ -210,9 +237,9 @@ class Stats(View):
         for turn in data["turns"]:
             first = "-" if turn["first_chunk"] is None else f"{turn['first_chunk']:.3f}s"
             took = "-" if turn["duration"] is None else f"{turn['duration']:.3f}s"
+            reason = "unfinished" if turn["unfinished"] else turn["stop_reason"] or "-"
             out.append(
-                f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} "
-                f"{took:>10}  {turn['stop_reason'] or '-'}"
+                f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} {took:>10}  {reason}"
             )
         out += ["", "findings:"]
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]

@@ -20,6 +20,7 @@ from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
 
 __all__ = [
+    "SETTINGS",
     "TimelineFilter",
     "chunk_summary",
     "error_summary",
@@ -27,9 +28,12 @@ __all__ = [
     "frame_summary",
     "joined_summary",
     "repeated_summary",
+    "setting_words",
     "summarize_update",
     "text_of",
+    "usage_text",
     "wanted",
+    "word",
 ]
 
 
@@ -101,6 +105,32 @@ def _show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def word(value: Any) -> str:
+    """A wire value among words: a string as itself, anything else as JSON (``null``,
+    ``true``; never Python's ``None``). A caller leaves out what is missing."""
+    return value if isinstance(value, str) else _show(value)
+
+
+def usage_text(update: dict[str, Any]) -> str:
+    """A usage update's figures, what it lacks left out: ``2400/200000 tokens``, and its
+    cost in words (``, cost 0.002 USD``; ``, cost 1`` without a currency)."""
+    used, size = update.get("used"), update.get("size")
+    tokens = "/".join(word(v) for v in (used, size) if v is not None)
+    text = f"{tokens} tokens" if tokens else "tokens not said"
+    cost = update.get("cost")
+    if isinstance(cost, dict):
+        money = [word(cost[k]) for k in ("amount", "currency") if cost.get(k) is not None]
+        text += f", cost {' '.join(money)}" if money else ""
+    return text
+
+
+def _error_words(error: dict[str, Any]) -> str:
+    """``error -32603: Internal error``, what it lacks left out."""
+    code, message = error.get("code"), error.get("message")
+    text = "error" if code is None else f"error {word(code)}"
+    return text if message is None else f"{text}: {word(message)}"
+
+
 #: v1 variants summarised like their v2 counterparts: ``tool_call`` (its id, title and
 #: status) and ``plan`` (entries done, with no id: v1 plans have none).
 _V1_ENTITIES = {"tool_call": "toolCallId", "plan": "planId"}
@@ -119,11 +149,12 @@ def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a 
     variant = str(update.get("sessionUpdate"))
     parts = [variant]
     if variant == "state_update":
-        parts.append(str(update.get("state")))
+        if update.get("state") is not None:
+            parts.append(word(update["state"]))
         if update.get("stopReason") is not None:
-            parts.append(f"({update['stopReason']})")
+            parts.append(f"({word(update['stopReason'])})")
         if isinstance(update.get("error"), dict):
-            parts.append(f"error {update['error'].get('code')}: {update['error'].get('message')}")
+            parts.append(_error_words(update["error"]))
     elif variant in ENTITY_ID_FIELDS or variant in _V1_ENTITIES:
         id_field = _V1_ENTITIES.get(variant) or ENTITY_ID_FIELDS[variant][1]
         holder = update.get("plan") if variant == "plan_update" else update
@@ -145,17 +176,58 @@ def _update_summary(update: Any) -> tuple[str, str]:  # noqa: C901, PLR0912 - a 
         elif "content" in update:
             return visible(" ".join(parts)), text_of(update["content"])
     elif variant == "usage_update":
-        parts.append(f"{update.get('used')}/{update.get('size')} tokens")
-        cost = update.get("cost")
-        if isinstance(cost, dict):
-            parts.append(f"{cost.get('amount')} {cost.get('currency')}")
+        parts.append(usage_text(update))
     elif variant in ("compaction_update", "compaction_summary_chunk"):
         parts.append(_show(update.get("compactionId")))
         if "status" in update:
-            parts.append(str(update["status"]))
+            parts.append(word(update["status"]))
     elif variant == "notice":
-        parts.append(f"{update.get('severity')}: {update.get('title')!r}")
+        if update.get("severity") is not None:
+            parts.append(word(update["severity"]) + ":")
+        if isinstance(update.get("title"), str):
+            parts.append(repr(update["title"]))
+    elif variant in SETTINGS:
+        parts.append(setting_words(update)[1])
     return visible(" ".join(parts)), ""
+
+
+#: The updates that change the session's settings, not its conversation: what each is called
+#: in the conversation.
+SETTINGS = {
+    "current_mode_update": "mode",
+    "session_info_update": "title",
+    "available_commands_update": "commands",
+    "config_option_update": "config",
+}
+
+
+def setting_words(update: dict[str, Any]) -> tuple[str, str]:
+    """A settings update (:data:`SETTINGS`) in words, and what it is called: ``("mode",
+    "code")``, ``("title", "'Fix the login bug'")``, ``("commands", "/plan /review")``,
+    ``("config", "model=opus, thinking=true")``."""
+    variant = str(update.get("sessionUpdate"))
+    label = SETTINGS.get(variant, variant)
+    if variant == "current_mode_update":
+        mode = update.get("currentModeId")
+        return label, "not said" if mode is None else word(mode)
+    if variant == "session_info_update":
+        if "title" not in update:  # (only its other fields: when it was last active)
+            others = {k: v for k, v in update.items() if k not in ("sessionUpdate", "_meta")}
+            if set(others) == {"updatedAt"}:
+                return "updated", word(others["updatedAt"])
+            return "session info", _show(others, 80)
+        title = update["title"]
+        if title is None:
+            return label, "cleared"
+        return label, repr(title) if isinstance(title, str) else word(title)
+    listed = update.get("availableCommands" if label == "commands" else "configOptions")
+    items = [i for i in listed if isinstance(i, dict)] if isinstance(listed, list) else []
+    if label == "commands":
+        names = [f"/{word(c['name'])}" for c in items if c.get("name") is not None]
+    else:
+        names = [f"{word(o.get('id'))}={word(o.get('currentValue'))}" for o in items]
+    shown = (" " if label == "commands" else ", ").join(names[:8])
+    return label, (shown + (f" (+{len(names) - 8})" if len(names) > 8 else "")) or "none"
 
 
 def _summarize_params(method: str, params: Any) -> str:
@@ -173,8 +245,11 @@ def _summarize_params(method: str, params: Any) -> str:
             tool = params.get("toolCall")
             title = tool.get("title") if isinstance(tool, dict) else None
         return prefix + (repr(title) if title else "")
+    if method == "session/set_mode" and params.get("modeId") is not None:
+        return prefix + word(params["modeId"])
     if method == "initialize":
-        return f"protocolVersion {params.get('protocolVersion')}"
+        version = params.get("protocolVersion")
+        return "" if version is None else f"protocolVersion {word(version)}"
     if method == "proxy/successor":  # the next hop's message: its method, as shown here
         inner = params.get("method")
         if isinstance(inner, str):
@@ -188,17 +263,20 @@ def _summarize_result(method: str | None, result: Any) -> str:
     if method == "initialize":
         info = result.get("info") or result.get("agentInfo")
         name = info.get("name") if isinstance(info, dict) else None
-        return f"protocolVersion {result.get('protocolVersion')}" + (f", {name}" if name else "")
+        version = result.get("protocolVersion")
+        said = [] if version is None else [f"protocolVersion {word(version)}"]
+        said += [word(name)] if name else []
+        return ", ".join(said)
     if method == "session/new" and "sessionId" in result:
-        return f"session {result['sessionId']}"
+        return f"session {word(result['sessionId'])}"
     if method == "session/prompt":
         if "messageId" in result:
             return f"messageId {_show(result['messageId'])}"
         if "stopReason" in result:
-            return f"stopReason {result['stopReason']}"
+            return f"stopReason {word(result['stopReason'])}"
     if method == "session/request_permission" and isinstance(result.get("outcome"), dict):
         outcome = result["outcome"]
-        return " ".join(str(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
+        return " ".join(word(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
     return ""
 
 
@@ -261,7 +339,7 @@ def error_summary(error: Any) -> str:
     detail people ask for: ``{"details": "No previous sessions found"}``)."""
     if not isinstance(error, dict):
         return f"error {_show(error)}"
-    line = f"error {error.get('code')}: {error.get('message')}"
+    line = _error_words(error)
     if error.get("data") is not None:
         line += f" (data: {_show(error['data'], 100)})"
     return line

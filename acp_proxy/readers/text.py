@@ -20,7 +20,7 @@ from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import Annotated, Repeated, View
-from acp_proxy.readers.conversation import Conversation, Entity, SessionView
+from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView
 from acp_proxy.readers.summary import (
     TimelineFilter,
     chunk_summary,
@@ -28,8 +28,11 @@ from acp_proxy.readers.summary import (
     first_words,
     frame_summary,
     joined_summary,
+    setting_words,
     text_of,
+    usage_text,
     wanted,
+    word,
 )
 from acp_proxy.transcript.records import (
     EndRecord,
@@ -288,12 +291,14 @@ def _entity_lines(entity: Entity) -> list[str]:
         return lines
     if kind == EntityType.PLAN:
         entries = entity.fields.get("entries")
-        lines = [visible(f"  plan {entity.id}:")]
+        # (a v1 plan has no id: one per session)
+        lines = [visible("  plan:" if entity.id == V1_PLAN else f"  plan {entity.id}:")]
         for entry in entries if isinstance(entries, list) else []:
             if isinstance(entry, dict):
                 mark = {"completed": "x", "in_progress": "~"}.get(str(entry.get("status")), " ")
-                item = f"    [{mark}] {entry.get('content')} ({entry.get('priority')})"
-                lines.append(visible(item))
+                content, priority = entry.get("content"), entry.get("priority")
+                item = f"    [{mark}] {'' if content is None else word(content)}"
+                lines.append(visible(item if priority is None else f"{item} ({word(priority)})"))
         return lines
     if kind == EntityType.TERMINAL:
         command = entity.fields.get("command") or ""
@@ -302,7 +307,7 @@ def _entity_lines(entity: Entity) -> list[str]:
         lines += [f"      {visible(line)}" for line in output.splitlines()[-10:]]
         return lines
     if kind == "compaction":
-        status = str(entity.fields.get("status"))
+        status = word(entity.fields.get("status", "status not said"))
         lines = [visible(f"  compaction {entity.id}: {status}")]
         text = visible(_full_text(entity.content))
         if text:
@@ -311,14 +316,28 @@ def _entity_lines(entity: Entity) -> list[str]:
     return [visible(f"  {kind} {entity.id}")]
 
 
+def _in_order(
+    view: SessionView, keys: list[tuple[str, str]], settings: list[tuple[int, dict[str, Any]]]
+) -> list[str]:
+    """Entities and settings changes, in the order they first came."""
+    items: list[tuple[int, list[str]]] = []
+    for key in keys:
+        entity = view.entities[key]
+        items.append((entity.seqs[0] if entity.seqs else 0, _entity_lines(entity)))
+    for seq, update in settings:
+        name, words = setting_words(update)
+        items.append((seq, [click.style(visible(f"  {name}: {words}"), dim=True)]))
+    items.sort(key=lambda item: item[0])  # (stable: entities keep their order)
+    return [line for _, lines in items for line in lines]
+
+
 def render_conversation(view: SessionView, start: datetime | None = None) -> list[str]:
     """The session as a client would render it, turn by turn."""
     hop = f" (next hop {view.hop}, through proxy/successor)" if view.hop else ""
     lines = [click.style(visible(f"Session {view.id}{hop}"), bold=True)]
-    if view.background:
+    if view.background or view.background_settings:
         lines.append(click.style("  (before the first turn / in the background)", dim=True))
-        for key in view.background:
-            lines += _entity_lines(view.entities[key])
+        lines += _in_order(view, view.background, view.background_settings)
     for turn in view.turns:
         opened = parse_time(turn.t)
         when = f" at +{(opened - start).total_seconds():.2f}s" if opened and start else ""
@@ -328,13 +347,9 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
         ):
             prompt = visible(_full_text(turn.prompt))
             lines.append(f"  {click.style('prompt:', fg='cyan', bold=True)} {prompt}")
-        for key in turn.entities:
-            lines += _entity_lines(view.entities[key])
+        lines += _in_order(view, turn.entities, turn.settings)
         if turn.rejected is not None:
-            error = turn.rejected
-            detail = (
-                f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else error
-            )
+            detail = error_summary(turn.rejected).removeprefix("error").lstrip(": ")
             lines.append(click.style(visible(f"  prompt rejected: {detail}"), fg="red"))
         if turn.states[-1:] == ["idle"]:
             ended_at = parse_time(turn.end_t) if turn.end_t else None
@@ -345,17 +360,11 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
             color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
             lines.append("  ended: " + click.style(visible(str(reason)), fg=color) + took)
             if isinstance(turn.error, dict):
-                error = f"    error {turn.error.get('code')}: {turn.error.get('message')}"
-                lines.append(visible(error))
+                lines.append(visible(f"    {error_summary(turn.error)}"))
         elif not turn.ended:
             lines.append(click.style(visible(f"  still {view.state}"), fg="yellow"))
     if view.usage:
-        usage = view.usage
-        cost = usage.get("cost")
-        money = (
-            f", cost {cost.get('amount')} {cost.get('currency')}" if isinstance(cost, dict) else ""
-        )
-        lines.append(visible(f"  usage: {usage.get('used')}/{usage.get('size')} tokens{money}"))
+        lines.append(visible(f"  usage: {usage_text(view.usage)}"))
     for seq, variant, _ in view.unknown:
         lines.append(
             click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)

@@ -1,6 +1,8 @@
--- The records of every recording in a directory, as DuckDB reads them (one row per line).
+-- The records of every recording in a directory, as DuckDB reads them (one row per line; the
+-- half line a crash left at the end of a recording is skipped: ignore_errors).
 CREATE OR REPLACE VIEW records AS
-SELECT * FROM read_json(getvariable('recordings'), format = 'newline_delimited', filename = true,
+SELECT * FROM read_json(getvariable('recordings'), format = 'newline_delimited', ignore_errors = true,
+  filename = true,
   columns = {kind: 'VARCHAR', seq: 'BIGINT', t: 'VARCHAR', "from": 'VARCHAR', msg: 'JSON',
              text: 'VARCHAR', base64: 'VARCHAR', violations: 'JSON', argv: 'JSON',
              rule: 'VARCHAR', level: 'VARCHAR', message: 'VARCHAR', exit: 'BIGINT', reason: 'VARCHAR'});

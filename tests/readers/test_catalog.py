@@ -114,6 +114,52 @@ def test_ls_says_which_session_is_still_being_recorded_and_which_lost_its_end(di
     assert {Path(s["path"]).name: s["state"] for s in ls(str(tmp_path))}["e-live.jsonl"] == "ended"
 
 
+def test_ls_has_a_header_and_says_findings_in_words(directory):
+    """A header names the columns; findings are counted in words, zeros left out."""
+    lines = acp("ls", str(directory)).stdout.decode().splitlines()
+    assert lines[0].split() == [
+        "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "BYTES", "PATH"
+    ]  # fmt: skip
+    by_name = {line.rsplit("/", 1)[-1]: line for line in lines[1:]}
+    (c,) = [s for s in ls(str(directory)) if s["path"].endswith("c.jsonl")]
+    said = f"{c['errors']} errors, {c['warnings']} warning{'' if c['warnings'] == 1 else 's'}"
+    assert c["infos"] == 0 and said in by_name["c.jsonl"] and "0I" not in by_name["c.jsonl"]
+    assert " none " in by_name["a.jsonl"]
+    # the columns line up: each header starts where its cells do
+    at = lines[0].index("FRAMES") + len("FRAMES")
+    assert all(line[at - 1] != " " and line[at] == " " for line in lines[1:])
+
+
+def test_a_session_cut_during_a_turn_has_an_unfinished_turn(tmp_path):
+    """A recording cut while the agent streams (the proxy killed): `ls`, `stats` and the
+    report count its turn, marked unfinished, with no duration."""
+    clean = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(clean) if b"agent_message_chunk" in line) + 1
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b"".join(clean[:cut]))
+    (summary,) = ls(str(path))
+    assert summary["turns"] == 1 and summary["unfinished"] == 1 and summary["state"] == "no end"
+    assert "1 turn (1 unfinished)" in acp("ls", str(path)).stdout.decode()
+    for name in ("clean.jsonl", "v1-tour.jsonl"):  # (copied: ls writes its index beside)
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    whole = [*ls(str(tmp_path / "clean.jsonl")), *ls(str(tmp_path / "v1-tour.jsonl"))]
+    assert [(s["turns"], s["unfinished"]) for s in whole] == [(1, 0), (2, 0)]
+    stats = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)
+    (turn,) = stats["turns"]
+    assert turn["unfinished"] is True and turn["duration"] is None and turn["first_chunk"] > 0
+    text = acp("stats", str(path)).stdout.decode()
+    assert re.search(r"sess_0001 +\d+ +[\d.]+s +- +unfinished", text), text
+    # a whole recording after it: its turn ends, the cut one stays unfinished
+    both = orjson.loads(
+        acp("stats", "--format", "json", str(path), str(tmp_path / "clean.jsonl")).stdout
+    )
+    assert [t["unfinished"] for t in both["turns"]] == [True, False]
+    from acp_proxy.readers.report import build_document
+
+    (section,) = build_document(str(path))["sections"]
+    assert [t["unfinished"] for t in section["turns"]] == [True]
+
+
 def test_ls_says_what_it_cannot_read_and_lists_the_rest(directory, tmp_path):
     proc = acp("ls", "--json", str(directory), str(tmp_path / "nowhere"))
     assert proc.returncode == 0
@@ -334,25 +380,32 @@ SARIF_SHAPE: dict[str, Any] = {
 }  # fmt: skip
 
 
-def test_the_readmes_duckdb_queries_run_over_the_recordings(directory):
-    """The README's queries, as they are there, over this directory: the figures `stats`
-    and `validate` give."""
+QUERIES = Path(__file__).parent.parent / "queries"
+
+
+@pytest.mark.parametrize("source", ["README", "tests/queries"])
+def test_the_readmes_duckdb_queries_run_over_the_recordings(directory, source):
+    """The README's queries, as they are there (and their long form in tests/queries), over
+    this directory, the recording a crash cut in half included (its half line is skipped,
+    not an error): the figures `stats` and `validate` give."""
     duckdb = pytest.importorskip("duckdb")
-    section = README.read_text().split("### Fleets of recordings", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    if source == "README":
+        section = README.read_text().split("### Fleets of recordings", 1)[1].split("\n## ", 1)[0]
+        blocks = re.findall(r"```sql\n(.*?)```", section, re.S)
+    else:
+        names = ("common", "frames_per_method", "errors_per_agent", "p95_turn_per_agent_and_day")
+        blocks = [(QUERIES / f"{name}.sql").read_text() for name in names]
     assert len(blocks) == 4  # the views, then three queries
+    files = sorted(directory.glob("*.jsonl"))
+    assert b"\n" not in (directory / "d-truncated.jsonl").read_bytes()[-40:]  # a cut last line
     con = duckdb.connect()
-    con.execute(f"SET VARIABLE recordings = '{directory}/[abc].jsonl'")
+    con.execute(f"SET VARIABLE recordings = '{directory}/*.jsonl'")
     con.execute(blocks[0])
     methods = dict(con.sql(blocks[1]).fetchall())
-    stats = orjson.loads(
-        acp(
-            "stats", "--format", "json", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
-        ).stdout
-    )
+    stats = orjson.loads(acp("stats", "--format", "json", *map(str, files)).stdout)
     assert methods == stats["methods"]
     errors = dict(con.sql(blocks[2]).fetchall())
-    found = [orjson.loads(line) for p in sorted(directory.glob("[abc].jsonl"))
+    found = [orjson.loads(line) for p in files
              for line in acp("validate", "--format", "json", str(p)).stdout.splitlines()]  # fmt: skip
     stored = (directory / "c.jsonl").read_bytes().count(b'"level":"error"')
     assert errors == {"acp-proxy-example-agent 0.1.0": stored} and stored

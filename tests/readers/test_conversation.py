@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 import orjson
 
 from acp_proxy.core.framing import parse_frame
@@ -276,3 +277,79 @@ def test_v1_sessions_render_too():
     assert view.entities[("tool call", "t")].fields == {"title": "Read", "status": "completed"}
     assert view.entities[("plan", "plan")].fields["entries"][0]["content"] == "x"
     assert turn.ended and turn.stop_reason == "end_turn"
+
+
+def test_v1_mode_title_and_commands_are_in_the_conversation_where_they_changed():
+    """current_mode_update is no unknown variant: with session_info_update (the title),
+    available_commands_update and config_option_update, it is a settings change, shown in
+    its turn (or before the first) in the order it came, and kept as the session's now."""
+    from acp_proxy.readers.text import render_conversation
+
+    prompt = (
+        "client",
+        {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+         "params": {"sessionId": S, "prompt": [text("go")]}},
+    )  # fmt: skip
+    commands = [{"name": "plan", "description": "Plan"}, {"name": "review", "description": "R"}]
+    model = build(
+        {"sessionUpdate": "available_commands_update", "availableCommands": commands},
+        frames=[
+            ("agent", {"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": S, "update": {"sessionUpdate": "current_mode_update",
+                                           "currentModeId": "code"}}}),
+            prompt,
+        ],
+    )  # fmt: skip
+    seq = 3
+    for update in (
+        {"sessionUpdate": "agent_message_chunk", "content": text("Looking.")},
+        {"sessionUpdate": "session_info_update", "title": "Fix the login bug"},
+        {"sessionUpdate": "current_mode_update", "currentModeId": "architect"},
+        {"sessionUpdate": "config_option_update",
+         "configOptions": [{"id": "model", "name": "Model", "type": "select",
+                            "currentValue": "opus", "options": []}]},
+        {"sessionUpdate": "session_info_update", "updatedAt": "2026-12-01T00:00:00Z"},
+    ):  # fmt: skip
+        message = {"jsonrpc": "2.0", "method": "session/update",
+                   "params": {"sessionId": S, "update": update}}  # fmt: skip
+        seq += 1
+        model.feed("agent", parse_frame(orjson.dumps(message)), seq, T)
+    view = model.sessions[S]
+    assert view.unknown == []
+    lines = [click.unstyle(line) for line in render_conversation(view)]
+    assert lines[lines.index("  (before the first turn / in the background)") + 1 :][:1] == [
+        "  mode: code"
+    ]
+    turn = lines[next(i for i, line in enumerate(lines) if line.startswith("── Turn 1")) + 1 :]
+    assert turn == [
+        "  prompt: go",
+        "  commands: /plan /review",  # (seq 3: after the prompt)
+        "  agent: Looking.",
+        "  title: 'Fix the login bug'",
+        "  mode: architect",
+        "  config: model=opus",
+        "  updated: 2026-12-01T00:00:00Z",
+        "  still idle",
+    ]
+    assert view.settings["mode"] == {"currentModeId": "architect"}
+    assert view.settings["title"] == {
+        "title": "Fix the login bug",
+        "updatedAt": "2026-12-01T00:00:00Z",
+    }
+    document = view.as_json()
+    assert [s["sessionUpdate"] for s in document["backgroundSettings"]] == ["current_mode_update"]
+    assert len(document["turns"][0]["settings"]) == 5
+
+
+def test_no_python_on_screen_a_v1_plan_is_said_once_and_what_is_missing_is_left_out():
+    """A v1 plan (no id) is `plan:`, not `plan plan:`; a usage without a currency, a plan
+    entry without a priority, an idle's error without a code: no `None` on screen."""
+    from acp_proxy.readers.text import render_conversation
+
+    model = build(
+        {"sessionUpdate": "plan", "entries": [{"content": "x", "status": "pending"}]},
+        {"sessionUpdate": "usage_update", "used": 5, "size": 10, "cost": {"amount": 1}},
+    )
+    lines = [click.unstyle(line) for line in render_conversation(model.sessions[S])]
+    assert "  plan:" in lines and "    [ ] x" in lines and "  usage: 5/10 tokens, cost 1" in lines
+    assert not [line for line in lines if "None" in line or "plan plan" in line], lines

@@ -331,3 +331,52 @@ def test_the_text_diff_has_one_heading_per_turn_and_names_a_line_that_is_not_jso
         headings = [line.strip() for line in layer.splitlines() if line.startswith("  ") and
                     not line.startswith("    ")]  # fmt: skip
         assert len(headings) == len(set(headings)) >= 2, headings
+
+
+def test_a_difference_names_the_frames_where_the_two_part_and_a_timing_its_ratio(pair, tmp_path):
+    """Not the turn's first frame: the chunk whose text changed, the update whose status
+    did, on both sides; a timing says how many times slower, and names the frames that end
+    the turn."""
+    a, b = pair
+
+    def seqs(path: Path, variant: str, keep: Callable[[dict[str, Any]], bool]) -> list[int]:
+        records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+        return [r["seq"] for r in updates(records, variant) if keep(r["msg"]["params"]["update"])]
+
+    def found(changed: Path, what: str) -> dict[str, Any]:
+        (here,) = [d for d in as_json(a, changed)["differences"] if d["what"] == what]
+        return here
+
+    text = edited(b, tmp_path / "text.jsonl", different_text)
+    changed = found(text, "agent text")
+    fourth = [seqs(p, "agent_message_chunk", lambda u: True)[3] for p in (a, text)]
+    assert [changed["a_seq"], changed["b_seq"]] == fourth
+    assert fourth[0] > 5 + 3  # (past the prompt's seq, where it was said to differ)
+
+    status = edited(b, tmp_path / "status.jsonl", changed_tool_status)
+    changed = found(status, "tool call 1 status")
+    [done] = seqs(a, "tool_call_update", lambda u: u.get("status") == "completed")
+    [failed] = seqs(status, "tool_call_update", lambda u: u.get("status") == "failed")
+    assert [changed["a_seq"], changed["b_seq"]] == [done, failed]
+    assert changed["a"][-1] == "completed" and changed["b"][-1] == "failed"
+
+    slow = edited(b, tmp_path / "slow.jsonl", three_times_slower)
+    took = found(slow, "turn duration (s)")
+    # (of the figures before they are rounded to the ms shown)
+    assert took["ratio"] == pytest.approx(took["b"] / took["a"], rel=0.2) and took["ratio"] > 2
+    idle = [seqs(p, "state_update", lambda u: u.get("state") == "idle")[-1] for p in (a, slow)]
+    assert [took["a_seq"], took["b_seq"]] == idle
+    timing = [d for d in as_json(a, slow)["differences"] if d["layer"] == "timing"]
+    assert all(d["a_seq"] and d["b_seq"] for d in timing)  # (a median: the response that took it)
+    said = diff("--only", "timing", str(a), str(slow)).stdout.decode()
+    assert f"(A:{idle[0]} B:{idle[1]})" in said and f"(B {took['ratio']:.1f}x slower)" in said
+
+
+def test_an_error_response_without_a_code_is_said_so(tmp_path):
+    """Not `(None)`: the wire layer names an error response without its code as such."""
+    from conftest import RECORDINGS
+    from test_readers import _odd_recording
+
+    odd = _odd_recording(tmp_path / "odd.jsonl")
+    said = diff("--only", "wire", str(RECORDINGS / "clean.jsonl"), str(odd)).stdout.decode()
+    assert "error responses to session/prompt (no code)" in said and "None" not in said, said

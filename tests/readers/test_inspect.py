@@ -71,6 +71,7 @@ def test_the_list_and_a_session_page(served):
     assert url.startswith("http://127.0.0.1:")
     status, body, headers = get(url)
     assert status == 200 and "clean.jsonl" in body and "misbehaving.jsonl" in body
+    assert "<td>38 errors, 2 warnings</td>" in body and "<td>none</td>" in body  # as ls says
     assert "connect-src 'self'" in headers["content-security-policy"]
     assert "access-control-allow-origin" not in headers
     link = re.search(r'href="(http://[^"]+/session/misbehaving\.jsonl\?token=[^"]+)"', body)

@@ -618,3 +618,69 @@ def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
         sections = json.loads(data.group(1))["sections"]
         counts = (stats["sessions"], len(conversation["connections"]), len(sections))
         assert counts == (expected,) * 3, (path.name, counts)
+
+
+def _odd_recording(path: Path) -> Path:
+    """A v2 session whose frames leave out what they may (or should not): no protocol
+    version, a state without its state, errors without codes, a usage without a currency, a
+    plan entry without a priority, a compaction whose status is cleared."""
+    t = "2026-11-30T10:00:00.000000Z"
+
+    def update(body: dict[str, object]) -> dict[str, object]:
+        return {"jsonrpc": "2.0", "method": "session/update",
+                "params": {"sessionId": "s", "update": body}}  # fmt: skip
+
+    frames: list[tuple[str, dict[str, object]]] = [
+        ("client", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+        ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"agentCapabilities": {}}}),
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+                    "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}),
+        ("agent", update({"sessionUpdate": "state_update"})),
+        ("agent", update({"sessionUpdate": "state_update", "state": "running"})),
+        ("agent", update({"sessionUpdate": "plan_update", "plan": {
+            "type": "items", "planId": "p", "entries": [{"content": "x", "status": "pending"}]}})),
+        ("agent", update({"sessionUpdate": "compaction_update", "compactionId": "c",
+                          "status": None})),
+        ("agent", update({"sessionUpdate": "usage_update", "used": 5, "cost": {"amount": 1}})),
+        ("agent", update({"sessionUpdate": "notice", "title": "t"})),
+        ("client", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                    "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "again"}]}}),
+        ("agent", {"jsonrpc": "2.0", "id": 2, "error": {"message": "busy"}}),
+        ("agent", update({"sessionUpdate": "state_update", "state": "idle",
+                          "stopReason": "error", "error": {"message": "it broke"}})),
+        ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"messageId": None}}),
+    ]  # fmt: skip
+    with open(path, "wb") as out:
+        out.write(start_record(t, ["agent"], 1))
+        for seq, (side, message) in enumerate(frames, 1):
+            out.write(frame_record(seq, t, side, parse_frame(orjson.dumps(message))))
+        out.write(end_record(t, 0, "done"))
+    return path
+
+
+def test_no_python_on_screen(tmp_path):
+    """No reader prints Python's None (nor the demo): what a frame leaves out is left out
+    (`cost 1`, not `cost 1 None`); a v1 plan is `plan:`, not `plan plan:`; v1's
+    current_mode_update is the session's mode, not an unknown update."""
+    import re
+
+    odd = _odd_recording(tmp_path / "odd.jsonl")
+    for path in [*GOLDEN, odd]:
+        for command in (["show"], ["show", "--conversation"], ["stats"]):
+            proc = acp(*command, str(path))
+            assert proc.returncode in (0, 1), proc.stderr
+            said = proc.stdout.decode()
+            assert not re.search(r"\bNone\b|plan plan:|unknown update", said), (command, said)
+        page = tmp_path / f"{path.stem}.html"
+        assert acp("report", str(path), "-o", str(page)).returncode == 0
+        assert not re.search(r"\bNone\b", page.read_text())
+    shown = acp("show", "--conversation", str(RECORDINGS / "misbehaving.jsonl")).stdout.decode()
+    assert "usage: -1/200000 tokens, cost 1\n" in shown
+    tour = acp("show", "--conversation", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
+    assert "  mode: code\n" in tour and "  plan:\n" in tour
+    timeline = acp("show", str(odd)).stdout.decode()
+    assert "error: busy" in timeline and "usage_update 5 tokens, cost 1" in timeline
+    demo = acp("demo", "--scenario", "misbehaving", "--delay", "0", "--record",
+               str(tmp_path / "demo.jsonl"))  # fmt: skip
+    said = demo.stdout.decode() + demo.stderr.decode()
+    assert "accepted, no messageId" in said and not re.search(r"\bNone\b", said), said

@@ -400,3 +400,15 @@ def test_a_long_streamed_message_shows_its_start_and_the_rest_on_request(tmp_pat
     assert shown is not None and len(shown.group(1)) == 20_000
     assert "00334" in shown.group(1) and "00335" not in shown.group(1)  # 333⅓ chunks of 60
     assert "1000 of 1000 rows" in html
+
+
+@browser
+def test_the_conversation_shows_the_sessions_mode_where_it_changed(tmp_path):
+    """v1's current_mode_update (the v1 tour sets the mode before its first prompt) is on
+    the page's conversation, as `show --conversation` has it."""
+    page = report_of(RECORDINGS / "v1-tour.jsonl", tmp_path)
+    html = dom(page)
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    found = re.search(r'outside turns</h4><div class="entity dim"[^>]*><span class="t">mode</span>'
+                      r"<pre>code</pre>", html)  # fmt: skip
+    assert found, html[html.find("Conversation") :][:3000]
