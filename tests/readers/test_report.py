@@ -345,10 +345,17 @@ def test_a_hostile_payload_renders_as_text(tmp_path):
 
 @browser
 def test_screenshot_for_people(tmp_path, capsys):
-    """One screenshot a person can look at (its path is printed)."""
-    page = report_of(RECORDINGS / "misbehaving.jsonl", tmp_path)
+    """One screenshot a person can look at, at 1280x800, a frame linked (its path is printed)."""
+    import base64
+
+    page = laptop(
+        tmp_path, report_of(RECORDINGS / "misbehaving.jsonl", tmp_path).as_uri() + "#seq=8"
+    )
     shot = Path(os.environ.get("ACP_PROXY_SCREENSHOT", tmp_path / "report.png"))
-    chromium(f"{page.as_uri()}#frame=8", f"--screenshot={shot}", tmp=tmp_path)
+    try:
+        shot.write_bytes(base64.b64decode(str(page.call("Page.captureScreenshot")["data"])))
+    finally:
+        page.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     with capsys.disabled():
         print(f"\n  screenshot of the report: {shot}")
