@@ -9,10 +9,13 @@ A :class:`ThreadingHTTPServer` on ``127.0.0.1`` serves two pages, both the repor
 - ``/session/<name>``: the report of one recording, built when asked, as it is now.
 
 Each page listens to ``/events`` (Server-Sent Events): the server looks at the directory, or
-at the recording, twice a second and says ``changed`` when it did; the page then loads itself
-again, keeping the reader's place (or following the end, when they were at the bottom, as
-``tail -f`` views do). The proxy is untouched: recordings are read as ``follow`` reads them, so
-a session recorded elsewhere, or several, show the same way.
+at the recording, twice a second and says ``changed`` when it did (for the directory, also when
+a recording's writer comes or goes: its lock); the list then fetches itself again and swaps its
+table in place, and a session's page loads itself again, keeping the reader's place (or
+following the end, when they were at the bottom, as ``tail -f`` views do). Either asks again at
+most every twice its last load time, so a big recording being written stays usable. The
+proxy is untouched: recordings are read as ``follow`` reads them, so a session recorded
+elsewhere, or several, show the same way.
 
 Safe on a shared machine: loopback only; every URL carries a random token, and a request
 without it, or with a ``Host`` other than the loopback name and port (DNS rebinding), gets 403;
@@ -33,11 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-import orjson
-
 from acp_proxy.core.visible import visible
-from acp_proxy.readers.catalog import list_sessions, select
-from acp_proxy.readers.report import build_document, live_page
+from acp_proxy.readers.catalog import being_written, list_sessions, select
+from acp_proxy.readers.report import build_document, embed, live_page
 
 __all__ = ["Inspector", "serve"]
 
@@ -83,14 +84,21 @@ class Inspector:
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}?token={self.token}"
 
+    def events(self, name: str | None = None) -> str:
+        """Where a page listens: a path on the page's own origin (whichever loopback name it
+        was opened by), with the token."""
+        return f"/events{'' if name is None else '/' + quote(name)}?token={self.token}"
+
     def signature(self, name: str | None) -> Any:
-        """What changes when the directory (or a recording) does."""
+        """What changes when the directory (or a recording) does; for the directory, also
+        whether each recording is being written (a proxy killed leaves its file as it was)."""
         paths = self.recordings() if name is None else [p for p in [self.recording(name)] if p]
         found = []
         for path in paths:
             with contextlib.suppress(OSError):
                 info = path.stat()
-                found.append((path.name, info.st_size, info.st_mtime_ns))
+                live = being_written(path) if name is None else None
+                found.append((path.name, info.st_size, info.st_mtime_ns, live))
         return found
 
 
@@ -155,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = f"<p>{html.escape(visible(f'cannot read {name}: {exc}'))}</p>"
             self._send(200, body.encode())
             return
-        live = {"events": self.inspector.url(f"/events/{quote(name)}")}
+        live = {"events": self.inspector.events(name)}
         self._send(200, live_page(str(recording), document, live))
 
     def _events(self, name: str | None) -> None:
@@ -207,7 +215,8 @@ def _listing(inspector: Inspector) -> bytes:
         text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)
         rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')
     said = "".join(f"<p class=dim>{html.escape(visible(p))}</p>" for p in problems)
-    events = html.escape(orjson.dumps({"events": inspector.url("/events")}).decode())
+    # JSON in a script element: its text is never HTML-decoded, so escaped as report's data is
+    events = embed({"events": inspector.events()}).decode()
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -215,11 +224,39 @@ def _listing(inspector: Inspector) -> bytes:
 <style>body{{font:14px system-ui,sans-serif;margin:1.5em}}td{{padding:2px 10px}}
 .dim{{color:#777}}</style>
 </head><body><h1>acp-proxy inspect · {html.escape(visible(str(inspector.root)))}</h1>
-<table id="sessions">{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}</table>{said}
+<div id="listing"><table id="sessions">{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}
+</table>{said}</div>
 <script type="application/json" id="live-config">{events}</script>
 <script>
+  "use strict";
+  // On each change, the list is fetched again and swapped in place (the server's own,
+  // escaped markup), at most every twice its last load time; data-updates counts the swaps.
+  // Also when the stream (re)opens: what changed before the server watched is not missed.
   const live = JSON.parse(document.getElementById("live-config").textContent);
-  new EventSource(live.events).onmessage = () => location.reload();
+  let busy = false, again = false, updates = 0;
+  async function refresh() {{
+    if (busy) {{ again = true; return; }}
+    busy = true;
+    try {{
+      do {{
+        again = false;
+        const began = performance.now();
+        const response = await fetch(location.href, {{ cache: "no-store" }});
+        const page = new DOMParser().parseFromString(await response.text(), "text/html");
+        const fresh = page.getElementById("listing");
+        const old = document.getElementById("listing");
+        if (response.ok && fresh) old.replaceWith(document.adoptNode(fresh));
+        document.body.dataset.updates = String(++updates);
+        const took = performance.now() - began;
+        await new Promise((done) => setTimeout(done, Math.max(300, 2 * took)));
+      }} while (again);
+    }} catch (e) {{ /* the server went away: the stream says when it is back */ }}
+    busy = false;
+  }}
+  const stream = new EventSource(live.events);
+  stream.onmessage = refresh;
+  stream.onopen = refresh;
+  document.body.dataset.ready = "1";
 </script></body></html>""".encode()
 
 

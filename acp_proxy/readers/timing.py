@@ -22,6 +22,9 @@ SLOWEST = 8
 
 @dataclass
 class _TurnTiming:
+    session: str
+    #: The turn's number in its session (as the conversation numbers it).
+    number: int
     seq: int
     t: str
     first: str | None = None
@@ -47,7 +50,9 @@ class Timing:
             return
         timing = self._turns.get(turn)
         if timing is None:
-            timing = self._turns[turn] = _TurnTiming(turn.prompt.seq, turn.prompt.t)
+            timing = self._turns[turn] = _TurnTiming(
+                turn.session, turn.number, turn.prompt.seq, turn.prompt.t
+            )
         variant = message.variant
         if variant in ("agent_message_chunk", "agent_message") and timing.first is None:
             timing.first = message.t
@@ -64,16 +69,18 @@ class Timing:
             timing.end = message.t
 
     def as_json(self) -> dict[str, Any]:
-        """Seconds from each turn's prompt; the slowest requests and turns."""
+        """Seconds from each turn's prompt (each turn with its session and its number
+        there); the slowest requests and turns."""
         turns: list[dict[str, Any]] = []
-        for number, timing in enumerate(self._turns.values(), 1):
+        for timing in self._turns.values():
 
             def since(t: str | None, timing: _TurnTiming = timing) -> float | None:
                 return seconds_between(timing.t, t) if t is not None else None
 
             turns.append(
                 {
-                    "turn": number,
+                    "turn": timing.number,
+                    "session": timing.session,
                     "seq": timing.seq,
                     "first_chunk": since(timing.first),
                     "duration": since(timing.end),
@@ -103,7 +110,12 @@ class Timing:
                 for latency, method, seq, answer in slowest
             ],
             "slowest_turns": [
-                {"turn": t["turn"], "seq": t["seq"], "duration": t["duration"]}
+                {
+                    "turn": t["turn"],
+                    "session": t["session"],
+                    "seq": t["seq"],
+                    "duration": t["duration"],
+                }
                 for t in ranked[:SLOWEST]
             ],
         }

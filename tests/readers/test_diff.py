@@ -234,7 +234,7 @@ def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_pat
     html = dom(page, "", tmp_path)
     assert 'data-ready="1"' in html and 'data-errors="0"' in html
     assert "Differences against" in html and "tool call 1 status" in html
-    assert re.search(r'href="#frame=\d+">B:\d+</a>', html)
+    assert re.search(r'href="#seq=\d+">B:\d+</a>', html)
 
 
 def streamed(

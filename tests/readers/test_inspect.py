@@ -307,3 +307,72 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
         stop(proc)
     with capsys.disabled():
         print(f"\n  a new frame on the open page after {took:.2f} s")
+
+
+def test_the_lists_configuration_is_json_its_script_can_read(served):
+    """The list's configuration sits in a script element, whose text is never HTML-decoded:
+    JSON escaped as the report's data is (\\u003c, never &quot;), so the page can parse it and
+    listen; the stream is named by a path, on whichever loopback name the page was opened."""
+    import orjson
+
+    _, url = served
+    _, body, _ = get(url)
+    found = re.search(r'<script type="application/json" id="live-config">(.*?)</script>', body)
+    assert found is not None and "&" not in found.group(1)
+    token = url.split("token=")[1]
+    assert orjson.loads(found.group(1)) == {"events": f"/events?token={token}"}
+    _, page, _ = get(url.replace("/?", "/session/clean.jsonl?"))
+    assert f'"live":{{"events":"/events/clean.jsonl?token={token}"}}' in page
+
+
+def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
+    """The list open in real Chromium: a recording added to the directory shows, and a row
+    keeps current as its recording grows (frames), as its writer goes (a proxy killed: its
+    lock let go, the file unchanged) and as it ends. How long the new recording took to show
+    is printed (a figure, not a timed assertion)."""
+    import fcntl
+
+    from test_report import CHROMIUM
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    frames = [i for i, line in enumerate(lines) if line.startswith(b'{"kind":"frame"')]
+    growing = tmp_path / "growing.jsonl"
+    growing.write_bytes(b"".join(lines[: frames[5]]))  # the start record and 5 frames
+    writer = open(growing, "ab")  # noqa: SIM115 - held as the recorder holds its file
+    fcntl.flock(writer.fileno(), fcntl.LOCK_EX)
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    browser = DevTools(CHROMIUM, tmp_path / "profile")
+    row = (
+        "[...document.querySelectorAll('#sessions tr')].map((r) => r.textContent)"
+        ".find((t) => t.includes('{}')) || ''"
+    )
+    try:
+        browser.open(url)
+        assert "5 frames" in str(browser.until(row.format("growing.jsonl")))
+        assert "recording" in str(browser.js(row.format("growing.jsonl")))
+        began = time.monotonic()
+        (tmp_path / "misbehaving.jsonl").write_bytes(
+            (RECORDINGS / "misbehaving.jsonl").read_bytes()
+        )
+        assert "51 frames" in str(browser.until(row.format("misbehaving.jsonl")))
+        took = time.monotonic() - began
+        writer.write(b"".join(lines[frames[5] : -1]))  # every frame, no end record yet
+        writer.flush()
+        total = f"{len(frames)} frames"
+        browser.until(f"({row.format('growing.jsonl')}).includes({total!r})")
+        assert "recording" in str(browser.js(row.format("growing.jsonl")))
+        fcntl.flock(writer.fileno(), fcntl.LOCK_UN)  # the writer is gone, the file as it was
+        browser.until(f"({row.format('growing.jsonl')}).includes('no end')")
+        writer.write(lines[-1])  # ... and then it ends after all
+        writer.flush()
+        browser.until(f"!({row.format('growing.jsonl')}).includes('no end')")
+        assert total in str(browser.js(row.format("growing.jsonl")))
+        assert browser.js("document.querySelectorAll('#sessions tr').length") == 2
+    finally:
+        writer.close()
+        browser.close()
+        stop(proc)
+    with capsys.disabled():
+        print(f"\n  a new recording on the open list after {took:.2f} s")

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import PROXY, RECORDINGS, clean_env
+from test_inspect import DevTools
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.report import build_document, embed, render_page, unpack, write_report
@@ -344,10 +345,17 @@ def test_a_hostile_payload_renders_as_text(tmp_path):
 
 @browser
 def test_screenshot_for_people(tmp_path, capsys):
-    """One screenshot a person can look at (its path is printed)."""
-    page = report_of(RECORDINGS / "misbehaving.jsonl", tmp_path)
+    """One screenshot a person can look at, at 1280x800, a frame linked (its path is printed)."""
+    import base64
+
+    page = laptop(
+        tmp_path, report_of(RECORDINGS / "misbehaving.jsonl", tmp_path).as_uri() + "#seq=8"
+    )
     shot = Path(os.environ.get("ACP_PROXY_SCREENSHOT", tmp_path / "report.png"))
-    chromium(f"{page.as_uri()}#frame=8", f"--screenshot={shot}", tmp=tmp_path)
+    try:
+        shot.write_bytes(base64.b64decode(str(page.call("Page.captureScreenshot")["data"])))
+    finally:
+        page.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     with capsys.disabled():
         print(f"\n  screenshot of the report: {shot}")
@@ -412,3 +420,175 @@ def test_the_conversation_shows_the_sessions_mode_where_it_changed(tmp_path):
     found = re.search(r'outside turns</h4><div class="entity dim"[^>]*><span class="t">mode</span>'
                       r"<pre>code</pre>", html)  # fmt: skip
     assert found, html[html.find("Conversation") :][:3000]
+
+
+# --- as a person uses it: a laptop's screen, links, the time pictures' scale ------------------
+
+
+def laptop(tmp_path: Path, url: str) -> DevTools:
+    """A page open in headless Chromium at 1280x800."""
+    assert CHROMIUM is not None
+    page = DevTools(CHROMIUM, tmp_path / f"profile-{len(list(tmp_path.iterdir()))}")
+    page.open("about:blank")
+    page.call("Emulation.setDeviceMetricsOverride", width=1280, height=800,
+              deviceScaleFactor=1, mobile=False)  # fmt: skip
+    page.call("Page.navigate", url=url)
+    page.until("document.body && document.body.dataset.ready === '1'")
+    return page
+
+
+#: The frame rows wholly in view: below the filters, above the window's bottom, inside the list.
+ROWS_IN_VIEW = """(() => {
+  const top = document.querySelector("header.top").getBoundingClientRect().bottom;
+  const list = document.querySelector(".seqview").getBoundingClientRect();
+  return [...document.querySelectorAll(".seqview .row")].filter((r) => {
+    const box = r.getBoundingClientRect();
+    return box.top >= Math.max(top, list.top) && box.bottom <= Math.min(innerHeight, list.bottom);
+  }).map((r) => r.dataset.seq);
+})()"""
+
+
+@browser
+def test_at_1280x800_the_frame_list_stays_in_view_and_nothing_is_cut_off(tmp_path):
+    """On a laptop's screen the two columns scroll on their own inside the window: scrolling
+    the page to its end, or the frame list, leaves frame rows in view under the filters,
+    which stay on top; each row's summary has room, inside the list; nothing in the side
+    column is wider than it."""
+    page = laptop(tmp_path, report_of(RECORDINGS / "misbehaving.jsonl", tmp_path).as_uri())
+    try:
+        page.js("window.scrollTo(0, document.documentElement.scrollHeight)")
+        assert page.js("window.scrollY > 0")  # (the connection's header scrolled away)
+        assert page.js("document.querySelector('header.top').getBoundingClientRect().top === 0")
+        assert page.js(f"{ROWS_IN_VIEW}.length >= 20")
+        page.js("document.querySelector('.seqview').scrollTop = 300")
+        page.until("document.querySelector('.seqview').scrollTop === 300")
+        rows = page.js(ROWS_IN_VIEW)
+        assert isinstance(rows, list) and len(rows) >= 20 and int(rows[0]) > 10
+        page.js("window.scrollTo(0, 0)")
+        assert page.js(f"{ROWS_IN_VIEW}.length >= 5")
+        summaries = page.js("""[...document.querySelectorAll(".seqview .row .summary")].map((s) => {
+          const box = s.getBoundingClientRect(), list = s.closest(".seqview");
+          const right = list.getBoundingClientRect().left + list.clientLeft + list.clientWidth;
+          return [box.width, right - box.right]; })""")
+        assert isinstance(summaries, list) and summaries
+        assert all(width >= 200 and room >= 0 for width, room in summaries), summaries[0]
+        wider = page.js("""[...document.querySelectorAll(".side .box")]
+          .filter((b) => b.scrollWidth > b.clientWidth).map((b) => b.className)""")
+        assert wider == []
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+@browser
+def test_a_clicked_frame_or_turn_is_in_the_url_and_that_url_opens_it(tmp_path):
+    """Clicking a frame writes its seq into the URL (#seq=40), clicking a turn its number
+    (#turn=2); a page opened at such a URL selects that frame (a turn: its first frame, and
+    its heading in the conversation) and scrolls both into view."""
+    report = report_of(RECORDINGS / "v1-tour.jsonl", tmp_path)
+    page = laptop(tmp_path, report.as_uri())
+    try:
+        page.js("document.querySelector('.seqview').scrollTop = 40 * 22 - 100")
+        page.until("document.querySelector('.seqview .row[data-seq=\"40\"]') !== null")
+        page.js("document.querySelector('.seqview .row[data-seq=\"40\"]').click()")
+        assert page.js("location.hash") == "#seq=40"
+        heading = "[...document.querySelectorAll('.turn h4')].find((h) => h.textContent.startsWith('Turn 2 '))"
+        page.js(f"{heading}.click()")
+        assert page.js("location.hash") == "#turn=2"
+    finally:
+        page.close()
+    in_view = """((node, box) => { const a = node.getBoundingClientRect(), b = box.getBoundingClientRect();
+      const top = document.querySelector("header.top").getBoundingClientRect().bottom;
+      return a.top >= Math.max(b.top, top) && a.bottom <= Math.min(b.bottom, innerHeight); })"""
+    page = laptop(tmp_path, report.as_uri() + "#seq=40")
+    try:
+        assert page.js("document.querySelector('.row.sel').dataset.seq") == "40"
+        assert page.js(
+            f"{in_view}(document.querySelector('.row.sel'), document.querySelector('.seqview'))"
+        )
+        assert page.js("document.querySelector('.detail h3').textContent.startsWith('Frame 40 ')")
+    finally:
+        page.close()
+    page = laptop(tmp_path, report.as_uri() + "#turn=2")
+    try:
+        (section,) = build_document(str(RECORDINGS / "v1-tour.jsonl"))["sections"]
+        second = section["time"]["turns"][1]
+        assert page.js("document.querySelector('.row.sel').dataset.seq") == str(second["seq"])
+        assert page.js(
+            f"{in_view}(document.querySelector('.row.sel'), document.querySelector('.seqview'))"
+        )
+        assert page.js("document.querySelector('.turn h4.sel').textContent.startsWith('Turn 2 ')")
+        assert page.js(
+            f"{in_view}(document.querySelector('.turn h4.sel'), document.querySelector('.side'))"
+        )
+    finally:
+        page.close()
+
+
+def timed_turns(path: Path) -> Path:
+    """A session of two turns at known times: the first 3 s (its first chunk at 0.5 s, a
+    tool call from 1 s to 2 s), the second 1.5 s."""
+    at = lambda s: f"2026-11-30T10:00:{s:09.6f}Z"  # noqa: E731
+    update = lambda u: {"jsonrpc": "2.0", "method": "session/update",  # noqa: E731
+                        "params": {"sessionId": "s", "update": u}}  # fmt: skip
+    chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+             "content": {"type": "text", "text": "hi"}}  # fmt: skip
+    prompt = lambda i: {"jsonrpc": "2.0", "id": i, "method": "session/prompt",  # noqa: E731
+                        "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
+    frames = [
+        (0.0, "client", prompt(1)),
+        (0.5, "agent", update(chunk)),
+        (1.0, "agent", update({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "Read",
+                               "status": "pending"})),
+        (2.0, "agent", update({"sessionUpdate": "tool_call_update", "toolCallId": "c",
+                               "status": "completed"})),
+        (3.0, "agent", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+        (4.0, "client", prompt(2)),
+        (4.5, "agent", update(chunk)),
+        (5.5, "agent", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+    ]  # fmt: skip
+    with open(path, "wb") as out:
+        out.write(start_record(at(0), ["agent"], 1))
+        for seq, (t, side, message) in enumerate(frames, 1):
+            out.write(frame_record(seq, at(t), side, parse_frame(orjson.dumps(message))))
+        out.write(end_record(at(6), 0, "done"))
+    return path
+
+
+def test_the_time_pictures_say_their_scale(tmp_path):
+    """The waterfalls of a session's turns share one time axis with labelled ticks (a 3 s
+    turn and a 1.5 s one: 0 to 3 s, the second's bar half the first's), the latency boxes
+    have theirs, and the colours have a legend."""
+    recording = timed_turns(tmp_path / "timed.jsonl")
+    (section,) = build_document(str(recording))["sections"]
+    turns = section["time"]["turns"]
+    assert [(t["turn"], t["session"], t["duration"]) for t in turns] == [
+        (1, "s", 3.0),
+        (2, "s", 1.5),
+    ]
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed: the drawing is not looked at")
+    html = dom(report_of(recording, tmp_path), "", tmp_path)
+    assert 'data-errors="0"' in html
+    tick = re.compile(r'<text x="([\d.]+)" y="[\d.]+" class="tick">([^<]*)</text>')
+    bar = re.compile(
+        r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="[\d.]+" class="turn">'
+    )
+    waterfalls = re.findall(r'<svg [^>]*class="waterfall">(.*?)</svg>', html, re.S)
+    assert len(waterfalls) == 2
+    axes = [[(float(x), label) for x, label in tick.findall(w)] for w in waterfalls]
+    assert [label for _, label in axes[0]] == ["0", "1 s", "2 s", "3 s"]
+    assert axes[0] == axes[1]  # one scale for the session's turns
+    xs = [x for x, _ in axes[0]]
+    assert xs[1] - xs[0] == pytest.approx(xs[3] - xs[2]) and xs[1] > xs[0]
+    bars = [bar.search(w) for w in waterfalls]
+    widths = [float(b.group(2)) for b in bars if b is not None]
+    assert widths[0] == pytest.approx(xs[3] - xs[0]) and widths[1] == pytest.approx(widths[0] / 2)
+    (boxes,) = re.findall(r'<svg [^>]*class="boxes">(.*?)</svg>', html, re.S)
+    assert [label for _, label in tick.findall(boxes)] == ["0", "1 s", "2 s", "3 s"]
+    legend = re.findall(r'<div class="legend">(.*?)</div>', html, re.S)
+    keys = [re.sub(r"<[^>]+>", "", k) for k in legend]
+    assert keys == [
+        "p50 to p95max0 to max",
+        "the turnto the first chunka tool calla permission wait",
+    ]
