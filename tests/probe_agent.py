@@ -32,6 +32,7 @@ _answers: dict[int, dict[str, object]] = {}
 _answered = threading.Condition(_lock)
 _cancelled: set[str] = set()
 _ids = iter(range(100, 10_000))
+_calls = iter(range(1, 10_000))
 
 
 def send(message: dict[str, object]) -> None:
@@ -56,17 +57,18 @@ def update(session: str, body: dict[str, object]) -> None:
 
 def turn(request_id: object, session: str) -> None:
     named = "nobody" if BUG == "other-session" else session
-    tool = {"toolCallId": "call_1", "title": "Look around", "kind": "read", "status": "pending"}
+    call = f"call_{next(_calls)}"
+    tool = {"toolCallId": call, "title": "Look around", "kind": "read", "status": "pending"}
     update(named, {"sessionUpdate": "tool_call", **tool})
     ask("session/request_permission", {
         "sessionId": session,
-        "toolCall": {"toolCallId": "call_1"},
+        "toolCall": {"toolCallId": call},
         "options": [
             {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
             {"optionId": "no", "name": "Reject", "kind": "reject_once"},
         ],
     })  # fmt: skip
-    update(named, {"sessionUpdate": "tool_call_update", "toolCallId": "call_1",
+    update(named, {"sessionUpdate": "tool_call_update", "toolCallId": call,
                    "status": "completed"})  # fmt: skip
     if BUG == "terminal":
         created = ask("terminal/create", {"sessionId": session, "command": "touch",

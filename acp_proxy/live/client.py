@@ -257,6 +257,7 @@ class Services:
         self._terminals: dict[str, _Terminal] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
+        self._cancelled: set[str] = set()
 
     def capabilities(self) -> dict[str, Any]:
         """The v1 ``clientCapabilities``: fs, and a terminal only when allowed."""
@@ -291,8 +292,20 @@ class Services:
         raise ServiceError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def cancelled(self, session_id: str) -> None:
-        """The client cancelled ``session_id``'s turn: a front-end that asks its user
-        answers what it still asks ``cancelled`` (the policy answers at once: nothing)."""
+        """The client cancelled ``session_id``'s turn: from now until its next prompt, its
+        permission requests are answered ``cancelled``, as the spec asks (a front-end
+        that asks its user also answers what it still asks ``cancelled``)."""
+        with self._lock:
+            self._cancelled.add(session_id)
+
+    def prompted(self, session_id: str) -> None:
+        """The client sent ``session_id`` a new prompt: it is no longer cancelled."""
+        with self._lock:
+            self._cancelled.discard(session_id)
+
+    def is_cancelled(self, session_id: Any) -> bool:
+        with self._lock:
+            return session_id in self._cancelled
 
     # --- permissions ---------------------------------------------------------------
 
@@ -301,6 +314,9 @@ class Services:
         the kind it wants (allow or reject, once before always), else ``cancelled``."""
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         outcome: dict[str, Any] = {"outcome": "cancelled"}
+        if self.is_cancelled(params.get("sessionId")):
+            self.said("permission asked after the turn was cancelled; answered cancelled")
+            return outcome
         if self.permissions != "cancel":
             wanted = (f"{self.permissions}_once", f"{self.permissions}_always")
             for kind in wanted:
@@ -467,26 +483,35 @@ class _Terminal:
 
 
 class _Collecting(Validator):
-    """The validator ``run`` uses, keeping every finding for the front-end as well."""
+    """The validator ``run`` uses, keeping every finding for the front-end as well (and
+    handing each to ``on_finding``, in the loop's thread, as it is found)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_finding: Callable[[Violation], None] | None) -> None:
         super().__init__()
         self.found: list[Violation] = []
+        self.on_finding = on_finding
 
     def check(self, message: Message) -> list[Violation]:
-        findings = super().check(message)
-        self.found.extend(findings)
-        return findings
+        return self._keep(super().check(message))
 
     def end(self) -> list[Violation]:
-        findings = super().end()
+        return self._keep(super().end())
+
+    def _keep(self, findings: list[Violation]) -> list[Violation]:
         self.found.extend(findings)
+        if self.on_finding is not None:
+            for finding in findings:
+                with contextlib.suppress(Exception):
+                    self.on_finding(finding)
         return findings
 
 
 class _Numbering(Observer):
     """The observer ``run`` uses, noting the ``seq`` of each frame the agent wrote, so each
-    :class:`Event` has its own."""
+    :class:`Event` has its own. Findings are not logged: the front-end shows them."""
+
+    def _log_findings(self, side: Side | None, findings: list[Violation]) -> None:
+        return
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -534,6 +559,7 @@ class Client:
         no_record: bool = False,
         grace: float = 2.0,
         stderr: Callable[[bytes], None] | None = None,
+        on_finding: Callable[[Violation], None] | None = None,
     ) -> None:
         self.agent = agent
         self.services = services
@@ -544,11 +570,13 @@ class Client:
         self.recorder: Recorder = (
             Recorder(None, log) if no_record else session_recorder(record, log, agent.argv, pid)
         )
-        self.validator = _Collecting()
+        self.validator = _Collecting(on_finding)
         self.observer = _Numbering(self.recorder, log, self.validator)
         self._recorded = self.recorder.active
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
+        #: Held while a cancel, or an answer to a permission request, is decided and sent.
+        self._order = threading.Lock()
         self._events: queue.Queue[Any] = queue.Queue()
         self._stderr = bytearray()
         self._framer = Framer()
@@ -616,6 +644,8 @@ class Client:
         if params is not None:
             message["params"] = params
         self._pending[request_id] = pending
+        if method == "session/prompt" and isinstance(params, dict):
+            self.services.prompted(str(params.get("sessionId")))
         if not self._send(message):
             self._pending.pop(request_id, None)
             pending._future.set_exception(self.gone())
@@ -630,9 +660,10 @@ class Client:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        if method == "session/cancel" and isinstance(params, dict):
-            self.services.cancelled(str(params.get("sessionId")))
-        self._send(message)
+        with self._order:  # a permission answer decided before it is sent before it
+            if method == "session/cancel" and isinstance(params, dict):
+                self.services.cancelled(str(params.get("sessionId")))
+            self._send(message)
 
     def send_raw(self, line: bytes) -> bool:
         """Write ``line`` (one frame, with its newline) to the agent as it is."""
@@ -787,4 +818,10 @@ class Client:
             answer = {"error": {"code": exc.code, "message": exc.message}}
         except Exception as exc:  # a bug in a service: the agent still gets an answer
             answer = {"error": {"code": INTERNAL_ERROR, "message": f"client error: {exc!r}"}}
-        self._send({"jsonrpc": "2.0", "id": request["id"], **answer})
+        with self._order:
+            params = request.get("params")
+            session = params.get("sessionId") if isinstance(params, dict) else None
+            if method == "session/request_permission" and self.services.is_cancelled(session):
+                # cancelled while the answer was made: once cancelled, the answer is that
+                answer = {"result": {"outcome": {"outcome": "cancelled"}}}
+            self._send({"jsonrpc": "2.0", "id": request["id"], **answer})

@@ -164,3 +164,26 @@ def test_stdout_noise_is_an_event_of_its_own(tmp_path):
 def test_a_missing_agent_is_said_before_anything_starts(tmp_path):
     with pytest.raises(AgentNotFound):
         start(tmp_path, ["/nonexistent/agent"])
+
+
+def test_after_a_cancel_permission_requests_are_answered_cancelled(tmp_path):
+    """The spec: after session/cancel the client answers the turn's permission requests
+    with the cancelled outcome, whatever the policy; the next prompt asks again."""
+    found = []
+    with start(tmp_path, PROBE_AGENT, permissions="allow") as client:
+        client.call("initialize", initialize_params(1, client.services), 10)
+        session = client.call("session/new", {"cwd": "/", "mcpServers": []}, 10).result
+        params = {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": "x"}]}
+        prompt = client.request("session/prompt", params)
+        client.notify("session/cancel", {"sessionId": session["sessionId"]})
+        assert prompt.reply(10).result == {"stopReason": "cancelled"}
+        again = client.request("session/prompt", params)
+        assert again.reply(10).result == {"stopReason": "end_turn"}
+        found = client.findings
+    answers = [
+        r["msg"]["result"]["outcome"]
+        for r in records(client.recording)
+        if r.get("from") == "client" and r["msg"].get("id") in (100, 101)
+    ]
+    assert answers == [{"outcome": "cancelled"}, {"outcome": "selected", "optionId": "yes"}]
+    assert found == []
