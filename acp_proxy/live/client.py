@@ -78,6 +78,14 @@ STDERR_KEPT = 16 * 1024
 #: The biggest file ``fs/read_text_file`` reads for the agent.
 READ_LIMIT = 8 * 1024 * 1024
 
+#: Events held for the front-end at most: beyond, an agent flooding its stdout has its
+#: notifications (recorded and validated all the same) dropped from the queue and counted
+#: (:attr:`Client.dropped`); requests and responses are always kept.
+MAX_EVENTS = 10_000
+
+#: Findings kept for the front-end at most (each is recorded all the same).
+MAX_FINDINGS = 10_000
+
 #: JSON-RPC error codes the services answer with.
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -498,7 +506,8 @@ class _Collecting(Validator):
         return self._keep(super().end())
 
     def _keep(self, findings: list[Violation]) -> list[Violation]:
-        self.found.extend(findings)
+        if len(self.found) < MAX_FINDINGS:
+            self.found.extend(findings)
         if self.on_finding is not None:
             for finding in findings:
                 with contextlib.suppress(Exception):
@@ -524,6 +533,9 @@ class _Numbering(Observer):
             self.agent_seqs.extend(range(before + 1, self.seq + 1))
         return notices
 
+
+#: What is queued even when the queue is full: what a front-end waits for or must answer.
+_KEPT = frozenset({Kind.REQUEST, Kind.RESPONSE})
 
 #: What :meth:`Client.next_event` finds in its queue once the agent is gone.
 _GONE = object()
@@ -578,6 +590,8 @@ class Client:
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
         self._events: queue.Queue[Any] = queue.Queue()
+        #: Notifications of a flood left out of the full queue (see :data:`MAX_EVENTS`).
+        self.dropped = 0
         self._stderr = bytearray()
         self._framer = Framer()
         self._state = _Loop()
@@ -800,6 +814,9 @@ class Client:
         value = frame.value if frame.is_json else None
         event = Event(value, bytes(frame.raw), seq, frame.is_json, frame.terminated)
         kind = event.kind
+        if kind not in _KEPT and self._events.qsize() >= MAX_EVENTS:
+            self.dropped += 1  # a flood nobody reads: recorded, not queued
+            return
         if kind is Kind.RESPONSE and isinstance(value, dict):
             request_id = value.get("id")
             pending = self._pending.pop(request_id, None) if type(request_id) is int else None

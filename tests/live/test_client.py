@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE
+from conftest import HERE, SCRIPTED_AGENT
 
 from acp_proxy.core.protocol import Kind
 from acp_proxy.live.client import (
@@ -187,3 +187,15 @@ def test_after_a_cancel_permission_requests_are_answered_cancelled(tmp_path):
     ]
     assert answers == [{"outcome": "cancelled"}, {"outcome": "selected", "optionId": "yes"}]
     assert found == []
+
+
+def test_a_flood_nobody_reads_is_recorded_but_not_held(tmp_path):
+    """An agent that floods its stdout while the front-end waits for something else: the
+    wait is still bounded, and the queue holds at most MAX_EVENTS of the flood."""
+    from acp_proxy.live.client import MAX_EVENTS
+
+    with start(tmp_path, [*SCRIPTED_AGENT, "flood"]) as client:
+        with pytest.raises(TimedOut):
+            client.call("initialize", initialize_params(1, client.services), 2)
+        assert client.dropped > 0
+        assert client._events.qsize() <= MAX_EVENTS
