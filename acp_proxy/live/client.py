@@ -274,10 +274,12 @@ class Services:
             "terminal": self.allow_terminal,
         }
 
-    def said(self, line: str) -> None:
+    def said(self, line: str, loud: bool = True) -> None:
+        """``line`` kept in :attr:`actions` and, unless not ``loud`` (what the user asked
+        for, done as asked), said."""
         with self._lock:
             self.actions.append(line)
-        if self._say is not None:
+        if loud and self._say is not None:
             with contextlib.suppress(Exception):
                 self._say(line)
 
@@ -323,7 +325,7 @@ class Services:
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
         outcome: dict[str, Any] = {"outcome": "cancelled"}
         if self.is_cancelled(params.get("sessionId")):
-            self.said("permission asked after the turn was cancelled; answered cancelled")
+            self.said("permission asked after the turn was cancelled; answered cancelled", False)
             return outcome
         if self.permissions != "cancel":
             wanted = (f"{self.permissions}_once", f"{self.permissions}_always")
@@ -333,7 +335,7 @@ class Services:
                     outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
                     break
         picked = outcome.get("optionId", "cancelled")
-        self.said(f"permission asked; answered {picked} (--permissions {self.permissions})")
+        self.said(f"permission asked; answered {picked} (--permissions {self.permissions})", False)
         return outcome
 
     # --- files -----------------------------------------------------------------------
