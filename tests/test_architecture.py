@@ -4,6 +4,8 @@
 - ``transcript`` imports only ``core`` (and itself);
 - ``readers`` never import ``live``;
 - nothing but ``cli`` imports ``devtools``;
+- ``drive`` (the front-ends that drive an agent: probe) imports live, readers and core, no
+  asyncio itself, and nothing but ``cli`` imports it;
 - no import cycles between modules (at import time; a function's lazy import is allowed to
   point back, as long as it keeps the layers above).
 
@@ -25,6 +27,7 @@ ALLOWED = {
     "readers": {"core", "transcript", "readers", "files", "log"},
     "live": {"core", "transcript", "live", "files", "log"},
     "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
+    "drive": {"core", "transcript", "readers", "live", "drive", "files", "log"},
 }
 
 
@@ -76,6 +79,8 @@ def violations(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
             there = layer(target)
             if there == "devtools" and module != "acp_proxy.cli" and here != "devtools":
                 found.append(f"{module} imports {target}: only cli imports devtools")
+            elif there == "drive" and module != "acp_proxy.cli" and here != "drive":
+                found.append(f"{module} imports {target}: only cli imports drive")
             elif here in ALLOWED and there not in ALLOWED[here] and target != "acp_proxy":
                 found.append(
                     f"{module} imports {target}: {here} may import {sorted(ALLOWED[here])}"
@@ -135,6 +140,25 @@ def test_the_checker_catches_a_forbidden_import():
         {"acp_proxy.core.rules", "acp_proxy.core.validator"} <= set(cycle)
         for cycle in cycles(edges)
     )
+
+
+def test_drive_is_free_of_asyncio_and_only_cli_imports_it():
+    """The front-ends leave the event loop to the client core: no drive module imports
+    asyncio; and the checker catches a module other than cli importing drive."""
+    for path in (PACKAGE / "drive").rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        names = [
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in (
+                node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
+            )
+        ]
+        assert not any(name.split(".")[0] == "asyncio" for name in names), path
+    edges = graph()
+    edges["acp_proxy.readers.stats"] = [("acp_proxy.drive.probe", False)]
+    assert any("only cli imports drive" in line for line in violations(edges))
 
 
 def test_every_module_is_in_a_layer():

@@ -2,7 +2,8 @@
 
 Run it as ``python -m acp_proxy.devtools.example_agent``. It speaks the ACP v2 prompt
 lifecycle (and v1, if the client asks for protocol version 1): ``initialize``,
-``session/new``, ``session/prompt`` answered with the inserted ``messageId``,
+``session/new`` (v2: ``session/list``, ``session/resume``, ``session/close``, its baseline),
+``session/prompt`` answered with the inserted ``messageId``,
 ``user_message``, ``state_update`` running / requires_action / idle, streamed
 ``agent_thought_chunk`` and ``agent_message_chunk``, a tool call that asks for
 permission, a ``plan_update``, a ``notice``, ``usage_update``; and it honours
@@ -135,6 +136,16 @@ class ExampleAgent:
                 turn.cancelled = True
                 if turn.waiting_for is None:
                     turn.wake_at = 0.0
+        elif method == "session/list" and self._version == 2:  # the v2 baseline
+            sessions = [{"sessionId": s, "cwd": self._cwd[s]} for s in sorted(self._sessions)]
+            self._respond(request_id, {"sessions": sessions})
+        elif method == "session/resume" and self._version == 2:
+            resumed = params.get("sessionId", "")
+            if resumed not in self._sessions:
+                self._error(request_id, -32002, f"Resource not found: session {resumed}")
+                return
+            self._update(resumed, {"sessionUpdate": "state_update", "state": "idle"})
+            self._respond(request_id, {})
         elif method == "session/close":
             self._sessions.discard(params.get("sessionId", ""))
             self._respond(request_id, {})

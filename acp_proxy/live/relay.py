@@ -225,14 +225,22 @@ async def _consume(feed: Feed, on_data: Callable[[bytes], None]) -> None:
         feed.stop()
 
 
-async def _pass_stderr(feed: Feed, observer: Observer) -> None:
-    """The agent's stderr: to ours, byte for byte and at once, and to the transcript."""
+def _to_our_stderr(data: bytes) -> None:
+    """The agent's stderr to ours, byte for byte and at once (``run``)."""
+    view = memoryview(data)
+    with contextlib.suppress(OSError):
+        while view:
+            view = view[os.write(2, view) :]
+
+
+async def _pass_stderr(
+    feed: Feed, observer: Observer, passed_on: Callable[[bytes], None] = _to_our_stderr
+) -> None:
+    """The agent's stderr: passed on (to ours, unless the caller takes it), and to the
+    transcript."""
 
     def passed(data: bytes) -> None:
-        view = memoryview(data)
-        with contextlib.suppress(OSError):
-            while view:
-                view = view[os.write(2, view) :]
+        passed_on(data)
         observer.stderr(data)
 
     try:
@@ -258,12 +266,14 @@ async def relay(
     grace: float = 5.0,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
+    stderr: Callable[[bytes], None] | None = None,
 ) -> RelayResult:
     """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.live.spawn.start_agent`)
-    until the session ends."""
+    until the session ends. ``stderr``: where the agent's stderr goes besides the transcript
+    (default: to ours, byte for byte; the client core keeps it, to show it escaped)."""
     proc = agent.process
     log.info("agent started", pid=proc.pid, argv=agent.argv)
-    session = _Session(agent, observer, log, grace)
+    session = _Session(agent, observer, log, grace, stderr or _to_our_stderr)
     try:
         await session.open(stdin_fd, stdout_fd)
         await session.until_exit()
@@ -281,8 +291,16 @@ class _Session:
     shutdown), :meth:`wind_down` (what the agent wrote is relayed and recorded), and
     :meth:`close` (whatever was opened, however far it got)."""
 
-    def __init__(self, agent: Agent, observer: Observer, log: Logger, grace: float) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        observer: Observer,
+        log: Logger,
+        grace: float,
+        stderr: Callable[[bytes], None],
+    ) -> None:
         self.proc = agent.process
+        self.pass_stderr = stderr
         self.observer = observer
         self.log = log
         self.grace = grace
@@ -313,7 +331,7 @@ class _Session:
         to_client = ClientSink(self.client_out)
         observer = self.observer
         cap = frame_cap(self.log)
-        self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer))
+        self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer, self.pass_stderr))
         self.c2a = asyncio.create_task(
             _pump(self.client_in, self.agent_in, Side.CLIENT, observer, to_client.add, cap)
         )

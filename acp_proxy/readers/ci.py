@@ -14,7 +14,7 @@ from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.visible import dumps, visible
 
-__all__ = ["Checked", "junit", "junit_divergences", "sarif"]
+__all__ = ["Checked", "junit", "junit_checks", "junit_divergences", "sarif"]
 
 #: SARIF's level for each of ours.
 _SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -155,3 +155,29 @@ def sarif(checked: Sequence[Checked]) -> bytes:
         "runs": [run],
     }
     return dumps(document)
+
+
+def junit_checks(suite: str, cases: Sequence[tuple[str, str, str, str]]) -> str:
+    """A test case per named check, ``(name, status, message, detail)``: ``fail`` is a
+    failure, ``skip`` skipped, ``pass`` an empty case (``probe --format junit``)."""
+    failures = sum(1 for _, status, _, _ in cases if status == "fail")
+    skipped = sum(1 for _, status, _, _ in cases if status == "skip")
+    counts = f'tests="{len(cases)}" failures="{failures}" errors="0"'
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f"<testsuites name={_attr(suite)} {counts}>",
+        f'  <testsuite name={_attr(suite)} {counts} skipped="{skipped}">',
+    ]
+    for name, status, message, detail in cases:
+        lines.append(f"    <testcase classname={_attr(suite)} name={_attr(name)}>")
+        if status == "fail":
+            lines.append(
+                f'      <failure message={_attr(message)} type="probe">{_text(detail)}</failure>'
+            )
+        elif status == "skip":
+            lines.append(f"      <skipped message={_attr(message)}/>")
+        else:
+            lines.append(f"      <system-out>{_text(detail)}</system-out>")
+        lines.append("    </testcase>")
+    lines += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(lines)

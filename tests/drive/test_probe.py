@@ -1,0 +1,236 @@
+"""``acp-proxy probe``, driven for real: the example agent, agents with one bug each, and a
+hostile one, each checked through the CLI."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
+
+EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
+
+
+def probe(
+    tmp_path: Path, agent: list[str], *options: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [*PROXY, "probe", "--record", str(tmp_path / "rec.jsonl"), *options, "--", *agent]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env=env or clean_env()
+    )
+
+
+def checks(tmp_path: Path, agent: list[str], *options: str) -> tuple[int, dict[str, Any], Any]:
+    """The JSON report: exit status, each check's outcome by name, the whole document."""
+    run = probe(tmp_path, agent, "--format", "json", *options)
+    document = orjson.loads(run.stdout)
+    return run.returncode, {c["check"]: c for c in document["checks"]}, document
+
+
+def statuses(found: dict[str, Any]) -> dict[str, str]:
+    return {name: check["status"] for name, check in found.items()}
+
+
+V1_SKIPS = {"authenticate", "session-load", "session-list", "session-resume", "session-fork",
+            "set-config-option", "session-close"}  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_the_example_agent_passes_every_check_it_can(tmp_path, protocol):
+    """Nothing fails; what is skipped is what the agent does not advertise, and says why."""
+    status, found, document = checks(tmp_path, EXAMPLE, "--protocol", protocol)
+    assert status == 0, found
+    skips = {name for name, check in found.items() if check["status"] == "skip"}
+    if protocol == "1":
+        assert skips == V1_SKIPS
+    else:
+        assert skips == {"authenticate", "session-load", "session-fork", "set-mode",
+                         "set-config-option"}  # fmt: skip
+    assert all(check["reason"] for check in found.values())
+    assert document["name"] == "acp-proxy-example-agent" and document["protocol"] == int(protocol)
+    recording = Path(document["recording"])
+    assert recording == tmp_path / "rec.jsonl"
+    validated = subprocess.run([*PROXY, "validate", str(recording)], capture_output=True)
+    assert validated.returncode == 0, validated.stdout
+
+
+def test_a_misbehaving_example_agent_fails_the_checks_it_breaks(tmp_path):
+    status, found, _ = checks(tmp_path, [*EXAMPLE, "--misbehave"], "--protocol", "2")
+    assert status == 1
+    failed = {name for name, check in found.items() if check["status"] == "fail"}
+    assert failed == {"prompt", "cancel", "stdout"}
+    rules = {f["rule"] for f in found["prompt"]["findings"]}
+    assert {"prompt-result-message-id", "usage-fields"} <= rules
+    assert found["stdout"]["findings"][0]["rule"] == "not-json"
+    seqs = found["prompt"]["seqs"]
+    assert all(seqs[0] <= f["seq"] <= seqs[1] for f in found["prompt"]["findings"])
+
+
+def test_a_clean_agent_passes(tmp_path):
+    status, found, _ = checks(tmp_path, PROBE_AGENT)
+    assert status == 0, found
+    assert found["permission"]["status"] == "pass"
+    assert found["cancel"]["reason"].endswith("the turn ended cancelled")
+
+
+@pytest.mark.parametrize(
+    ("bug", "check", "reason"),
+    [
+        ("banner", "stdout", "not JSON"),
+        ("ignore-cancel", "cancel", "the turn ended end_turn, not cancelled"),
+        ("late-update", "prompt", "after the end of the turn"),
+        ("other-session", "prompt", "name another session"),
+        ("error-prompt", "prompt", "error -32603: no model"),
+    ],
+)
+def test_an_agent_with_one_bug_fails_the_right_check(tmp_path, bug, check, reason):
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, bug])
+    assert status == 1
+    assert found[check]["status"] == "fail"
+    assert reason in found[check]["reason"]
+    others = {n for n, c in found.items() if c["status"] == "fail" and n not in (check, "cancel")}
+    assert others == set(), found
+
+
+def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_rest(tmp_path):
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "wrong-version"])
+    assert status == 1
+    assert found["handshake"]["status"] == "fail"
+    assert "protocolVersion 99" in found["handshake"]["reason"]
+    assert found["prompt"] == {
+        **found["prompt"],
+        "status": "skip",
+        "reason": "the handshake failed",
+    }
+
+
+def test_an_agent_that_hangs_at_initialize_is_bounded(tmp_path):
+    status, found, document = checks(tmp_path, [*PROBE_AGENT, "hang-init"], "--timeout", "1")
+    assert status == 1
+    assert found["handshake"]["status"] == "fail"
+    assert "no response to initialize within 1s" in found["handshake"]["reason"]
+    assert found["session-new"]["status"] == "skip"
+    assert document["recording"] is not None
+
+
+def test_an_agent_that_exits_at_once_fails_with_its_status_and_stderr(tmp_path):
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "exit-now"])
+    assert status == 1
+    reason = found["handshake"]["reason"]
+    assert "exit status 3" in reason
+    assert "cannot find my model, giving up" in reason
+    assert found["prompt"]["status"] == "skip"
+
+
+def test_a_command_the_agent_asks_for_runs_only_with_allow_terminal(tmp_path):
+    """By default no terminal is advertised: the agent's terminal/create is refused,
+    nothing runs, and asking for it fails the check it happened in; with --allow-terminal
+    it runs, and stderr says so loudly."""
+    marker = tmp_path / "ran"
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "terminal", str(marker)])
+    assert status == 1
+    assert not marker.exists()
+    assert found["prompt"]["status"] == "fail"
+    assert "clientCapabilities.terminal" in found["prompt"]["reason"]
+
+    run = probe(tmp_path, [*PROBE_AGENT, "terminal", "ran"], "--allow-terminal", "--only", "prompt")
+    assert run.returncode == 0, run.stdout
+    assert "WILL RUN" in run.stderr and "RUNNING A COMMAND" in run.stderr
+    assert "  pass  prompt" in run.stdout
+
+
+def test_a_hostile_agent_reaches_the_output_escaped(tmp_path):
+    run = probe(tmp_path, [*SCRIPTED_AGENT, "hostile"])
+    assert run.returncode == 1
+    for raw in ("\x1b", "\x9b", "\u202e", "\x07", "\r"):
+        assert raw not in run.stdout
+        assert raw not in run.stderr
+    assert "\\x1b]52" in run.stdout
+
+
+def test_junit_has_a_test_case_per_check(tmp_path):
+    run = probe(tmp_path, [*PROBE_AGENT, "banner"], "--format", "junit")
+    assert run.returncode == 1
+    suite = ET.fromstring(run.stdout).find("testsuite")
+    assert suite is not None
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert len(cases) == 14 and suite.get("tests") == "14"
+    failure = cases["stdout"].find("failure")
+    assert failure is not None and "probe agent 1.0 ready" in (failure.get("message") or "")
+    assert "\x1b" not in run.stdout
+    assert cases["session-load"].find("skipped") is not None
+    assert cases["handshake"].find("failure") is None
+    assert suite.get("failures") == "1"
+
+
+def test_only_and_skip_choose_the_checks(tmp_path):
+    _, found, _ = checks(tmp_path, PROBE_AGENT, "--only", "prompt", "--only", "stdout")
+    assert set(found) == {"prompt", "stdout"}
+    _, found, _ = checks(tmp_path, PROBE_AGENT, "--skip", "cancel")
+    assert "cancel" not in found and "prompt" in found
+
+
+def test_the_list_names_each_checks_spec_page():
+    run = subprocess.run([*PROXY, "probe", "--list"], capture_output=True, text=True)
+    assert run.returncode == 0
+    lines = run.stdout.splitlines()
+    assert len(lines) == 14
+    assert lines[0].startswith("handshake") and lines[0].endswith("(Initialization)")
+    assert any(
+        "(Prompt Turn (Cancellation); v2 Prompt Lifecycle (Cancellation))" in x for x in lines
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "probe needs the agent to run"),
+        (["--", "/nonexistent/agent"], "agent command not found: /nonexistent/agent"),
+        (["--only", "bogus", "--", "true"], "no check 'bogus'"),
+        (["--list", "--", "true"], "--list takes no AGENT"),
+        (["--timeout", "0", "--", "true"], "out of range"),
+    ],
+)
+def test_a_probe_that_cannot_run_exits_2_with_one_line(args, says):
+    run = subprocess.run([*PROXY, "probe", *args], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert says in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def _on_a_terminal(tmp_path: Path, env: dict[str, str]) -> bytes:
+    """probe's text output, written to a pseudo-terminal."""
+    leader, follower = pty.openpty()
+    command = [*PROXY, "probe", "--no-record", "--only", "handshake", "--", *PROBE_AGENT]
+    with subprocess.Popen(command, stdout=follower, stderr=subprocess.DEVNULL, env=env) as proc:
+        os.close(follower)
+        out = b""
+        while True:
+            ready, _, _ = select.select([leader], [], [], 60)
+            if not ready:
+                break
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's other end closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        proc.wait(60)
+    os.close(leader)
+    return out
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
+    assert b"\x1b[" in _on_a_terminal(tmp_path, clean_env())
+    assert b"\x1b[" not in _on_a_terminal(tmp_path, clean_env(NO_COLOR="1"))
+    assert "\x1b[" not in probe(tmp_path, PROBE_AGENT, "--only", "handshake").stdout

@@ -1,0 +1,201 @@
+"""The client core, driven for real: agents started and relayed as ``run`` does, with
+acp-proxy as their client (:mod:`acp_proxy.live.client`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import HERE, SCRIPTED_AGENT
+
+from acp_proxy.core.protocol import Kind
+from acp_proxy.live.client import (
+    AgentGone,
+    Client,
+    Services,
+    TimedOut,
+    initialize_params,
+)
+from acp_proxy.live.spawn import AgentNotFound
+from acp_proxy.log import get_logger
+
+EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
+
+
+def start(tmp_path: Path, argv: list[str], **options: object) -> Client:
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir(exist_ok=True)
+    services = Services(sandbox, **options)  # type: ignore[arg-type]
+    return Client.start(argv, services, get_logger(), record=str(tmp_path / "rec.jsonl"))
+
+
+def records(path: Path | None) -> list[dict]:
+    assert path is not None
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def prompt_turn(client: Client, protocol: int = 1) -> tuple[str, list]:
+    """initialize, session/new, one prompt; the session and the events of the turn."""
+    reply = client.call("initialize", initialize_params(protocol, client.services), 10)
+    assert reply.ok, reply.value
+    sandbox = str(client.services.sandbox)
+    session = client.call("session/new", {"cwd": sandbox, "mcpServers": []}, 10).result
+    session_id = session["sessionId"]
+    prompt = client.request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    events = []
+    while not prompt.done():
+        events.append(client.next_event(10))
+    assert prompt.reply(1).result == {"stopReason": "end_turn"}
+    return session_id, events
+
+
+def test_a_session_is_relayed_and_recorded_as_run_does(tmp_path):
+    """Every frame of the session is in the recording, in run's format (start, frames with
+    their seqs, end), and each event carries the seq its frame has there."""
+    with start(tmp_path, EXAMPLE) as client:
+        session_id, events = prompt_turn(client)
+    assert client.recording == tmp_path / "rec.jsonl"
+    found = records(client.recording)
+    assert found[0]["kind"] == "start" and found[-1]["kind"] == "end"
+    assert found[-1]["reason"] == "client closed stdin" and found[-1]["exit"] == 0
+    frames = {r["seq"]: r for r in found if r["kind"] == "frame"}
+    assert [r["from"] for r in frames.values()][:2] == ["client", "agent"]
+    for event in events:
+        assert frames[event.seq]["from"] == "agent"
+        assert frames[event.seq]["msg"] == event.value
+    assert any(e.method == "session/update" and e.session == session_id for e in events)
+    assert client.findings == []
+
+
+def test_the_agents_requests_are_answered_by_the_policy(tmp_path):
+    """A permission request gets the option the policy picks; the response is recorded."""
+    for policy, outcome in [
+        ("allow", {"outcome": "selected", "optionId": "yes"}),
+        ("reject", {"outcome": "selected", "optionId": "no"}),
+        ("cancel", {"outcome": "cancelled"}),
+    ]:
+        with start(tmp_path, PROBE_AGENT, permissions=policy) as client:
+            prompt_turn(client)
+        answers = [
+            r["msg"]
+            for r in records(client.recording)
+            if r.get("from") == "client" and r["msg"].get("id") == 100
+        ]
+        assert answers[-1]["result"] == {"outcome": outcome}, policy
+        assert client.services.actions[0].startswith("permission asked")
+
+
+def test_files_outside_the_sandbox_are_refused(tmp_path):
+    """fs reads and writes inside the sandbox work; outside it they get an error response,
+    and nothing is written."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text("do not read")
+    with start(tmp_path, [*PROBE_AGENT, "fs", str(outside)]) as client:
+        prompt_turn(client)
+    assert not (tmp_path / "secret.txt.written").exists()
+    assert any("outside the sandbox" in line for line in client.services.actions)
+    errors = [
+        r["msg"]["error"]["message"]
+        for r in records(client.recording)
+        if r.get("from") == "client" and "error" in r["msg"]
+    ]
+    assert len(errors) == 2 and all("outside the client's sandbox" in e for e in errors)
+
+    inside = tmp_path / "sandbox" / "notes.txt"
+    inside.write_text("line one\n")
+    with start(tmp_path, [*PROBE_AGENT, "fs", str(inside)]) as client:
+        prompt_turn(client)
+    written = tmp_path / "sandbox" / "notes.txt.written"
+    assert written.read_text() == "read: line one\n"
+    assert oct(written.stat().st_mode & 0o777) == "0o600"
+
+
+def test_no_command_runs_unless_the_terminal_is_allowed(tmp_path):
+    marker = tmp_path / "sandbox" / "ran"
+    with start(tmp_path, [*PROBE_AGENT, "terminal", str(marker)]) as client:
+        prompt_turn(client)
+    assert not marker.exists()
+    assert client.services.ran == []
+    assert any("refused terminal/create" in line for line in client.services.actions)
+
+    with start(tmp_path, [*PROBE_AGENT, "terminal", str(marker)], allow_terminal=True) as client:
+        prompt_turn(client)
+    assert marker.exists()
+    assert client.services.ran == [["touch", str(marker)]]
+    assert any(line.startswith("RUNNING A COMMAND") for line in client.services.actions)
+
+
+def test_a_hanging_agent_is_a_timeout_not_a_hang(tmp_path):
+    with start(tmp_path, [*PROBE_AGENT, "hang-init"]) as client:
+        with pytest.raises(TimedOut, match="response to initialize"):
+            client.call("initialize", initialize_params(1, client.services), 0.5)
+        with pytest.raises(TimedOut):
+            client.next_event(0.2)
+    assert records(client.recording)[-1]["kind"] == "end"
+
+
+def test_an_agent_that_exits_at_once_is_gone_with_its_status_and_stderr(tmp_path):
+    with start(tmp_path, [*PROBE_AGENT, "exit-now"]) as client:
+        with pytest.raises(AgentGone) as gone:
+            client.call("initialize", initialize_params(1, client.services), 10)
+        with pytest.raises(AgentGone):
+            client.next_event(10)
+    assert gone.value.returncode == 3
+    assert "exit status 3" in str(gone.value)
+    assert gone.value.stderr == ["probe agent: cannot find my model, giving up"]
+    assert records(client.recording)[-1]["exit"] == 3
+
+
+def test_stdout_noise_is_an_event_of_its_own(tmp_path):
+    with start(tmp_path, [*PROBE_AGENT, "banner"]) as client:
+        client.call("initialize", initialize_params(1, client.services), 10)
+        first = client.next_event(10)
+    assert first.kind is Kind.NOT_JSON
+    assert first.raw == b"\x1b[32mprobe agent 1.0 ready\x1b[0m"
+    assert first.seq is not None
+    assert client.next_event(1).kind is Kind.RESPONSE
+
+
+def test_a_missing_agent_is_said_before_anything_starts(tmp_path):
+    with pytest.raises(AgentNotFound):
+        start(tmp_path, ["/nonexistent/agent"])
+
+
+def test_after_a_cancel_permission_requests_are_answered_cancelled(tmp_path):
+    """The spec: after session/cancel the client answers the turn's permission requests
+    with the cancelled outcome, whatever the policy; the next prompt asks again."""
+    found = []
+    with start(tmp_path, PROBE_AGENT, permissions="allow") as client:
+        client.call("initialize", initialize_params(1, client.services), 10)
+        session = client.call("session/new", {"cwd": "/", "mcpServers": []}, 10).result
+        params = {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": "x"}]}
+        prompt = client.request("session/prompt", params)
+        client.notify("session/cancel", {"sessionId": session["sessionId"]})
+        assert prompt.reply(10).result == {"stopReason": "cancelled"}
+        again = client.request("session/prompt", params)
+        assert again.reply(10).result == {"stopReason": "end_turn"}
+        found = client.findings
+    answers = [
+        r["msg"]["result"]["outcome"]
+        for r in records(client.recording)
+        if r.get("from") == "client" and r["msg"].get("id") in (100, 101)
+    ]
+    assert answers == [{"outcome": "cancelled"}, {"outcome": "selected", "optionId": "yes"}]
+    assert found == []
+
+
+def test_a_flood_nobody_reads_is_recorded_but_not_held(tmp_path):
+    """An agent that floods its stdout while the front-end waits for something else: the
+    wait is still bounded, and the queue holds at most MAX_EVENTS of the flood."""
+    from acp_proxy.live.client import MAX_EVENTS
+
+    with start(tmp_path, [*SCRIPTED_AGENT, "flood"]) as client:
+        with pytest.raises(TimedOut):
+            client.call("initialize", initialize_params(1, client.services), 2)
+        assert client.dropped > 0
+        assert client._events.qsize() <= MAX_EVENTS
