@@ -26,6 +26,7 @@ stream; only the recordings of the directory it was given are served (by name, n
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import os
 import secrets
@@ -86,8 +87,12 @@ class Inspector:
 
     def events(self, name: str | None = None) -> str:
         """Where a page listens: a path on the page's own origin (whichever loopback name it
-        was opened by), with the token."""
-        return f"/events{'' if name is None else '/' + quote(name)}?token={self.token}"
+        was opened by), with the token and what the page is made from (``since``, taken
+        before it is): a change the stream did not see happen is said at once."""
+        since = _digest(self.signature(name))
+        return (
+            f"/events{'' if name is None else '/' + quote(name)}?token={self.token}&since={since}"
+        )
 
     def signature(self, name: str | None) -> Any:
         """What changes when the directory (or a recording) does; for the directory, also
@@ -137,18 +142,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
 
     def do_GET(self) -> None:
-        if self._allowed() is None:
+        query = self._allowed()
+        if query is None:
             self._send(403, b"forbidden\n", "text/plain; charset=utf-8")
             return
+        since = (query.get("since") or [""])[0]
         path = unquote(urlsplit(self.path).path)
         if path == "/":
             self._send(200, _listing(self.inspector))
         elif path.startswith("/session/"):
             self._session(path[len("/session/") :])
         elif path == "/events":
-            self._events(None)
+            self._events(None, since)
         elif path.startswith("/events/"):
-            self._events(path[len("/events/") :])
+            self._events(path[len("/events/") :], since)
         else:
             self._send(404, b"not found\n", "text/plain; charset=utf-8")
 
@@ -157,16 +164,16 @@ class _Handler(BaseHTTPRequestHandler):
         if recording is None:
             self._send(404, b"no such recording\n", "text/plain; charset=utf-8")
             return
+        live = {"events": self.inspector.events(name)}
         try:
             document = build_document(str(recording))
         except Exception as exc:  # a recording that cannot be read (yet): say so
             body = f"<p>{html.escape(visible(f'cannot read {name}: {exc}'))}</p>"
             self._send(200, body.encode())
             return
-        live = {"events": self.inspector.events(name)}
         self._send(200, live_page(str(recording), document, live))
 
-    def _events(self, name: str | None) -> None:
+    def _events(self, name: str | None, since: str = "") -> None:
         if name is not None and self.inspector.recording(name) is None:
             self._send(404, b"no such recording\n", "text/plain; charset=utf-8")
             return
@@ -178,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         quiet = 0.0
         try:
             self.wfile.write(b": watching\n\n")
+            if since and since != _digest(seen):  # (changed while the page was on its way)
+                self.wfile.write(b"data: changed\n\n")
             self.wfile.flush()
             while True:
                 time.sleep(POLL)
@@ -197,8 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
 
+def _digest(signature: Any) -> str:
+    return hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
+
+
 def _listing(inspector: Inspector) -> bytes:
     """The sessions of the directory, newest first, each linked to its page."""
+    events = inspector.events()  # (before the sessions are read: see Inspector.events)
     sessions, problems = list_sessions(inspector.recordings())
     rows = []
     for summary in select(sessions):
@@ -216,7 +230,7 @@ def _listing(inspector: Inspector) -> bytes:
         rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')
     said = "".join(f"<p class=dim>{html.escape(visible(p))}</p>" for p in problems)
     # JSON in a script element: its text is never HTML-decoded, so escaped as report's data is
-    events = embed({"events": inspector.events()}).decode()
+    config = embed({"events": events}).decode()
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
@@ -226,12 +240,11 @@ def _listing(inspector: Inspector) -> bytes:
 </head><body><h1>acp-proxy inspect · {html.escape(visible(str(inspector.root)))}</h1>
 <div id="listing"><table id="sessions">{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}
 </table>{said}</div>
-<script type="application/json" id="live-config">{events}</script>
+<script type="application/json" id="live-config">{config}</script>
 <script>
   "use strict";
   // On each change, the list is fetched again and swapped in place (the server's own,
   // escaped markup), at most every twice its last load time; data-updates counts the swaps.
-  // Also when the stream (re)opens: what changed before the server watched is not missed.
   const live = JSON.parse(document.getElementById("live-config").textContent);
   let busy = false, again = false, updates = 0;
   async function refresh() {{
@@ -253,9 +266,7 @@ def _listing(inspector: Inspector) -> bytes:
     }} catch (e) {{ /* the server went away: the stream says when it is back */ }}
     busy = false;
   }}
-  const stream = new EventSource(live.events);
-  stream.onmessage = refresh;
-  stream.onopen = refresh;
+  new EventSource(live.events).onmessage = refresh;
   document.body.dataset.ready = "1";
 </script></body></html>""".encode()
 

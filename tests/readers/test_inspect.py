@@ -320,9 +320,42 @@ def test_the_lists_configuration_is_json_its_script_can_read(served):
     found = re.search(r'<script type="application/json" id="live-config">(.*?)</script>', body)
     assert found is not None and "&" not in found.group(1)
     token = url.split("token=")[1]
-    assert orjson.loads(found.group(1)) == {"events": f"/events?token={token}"}
+    config = orjson.loads(found.group(1))
+    assert re.fullmatch(rf"/events\?token={token}&since=[0-9a-f]+", config["events"])
     _, page, _ = get(url.replace("/?", "/session/clean.jsonl?"))
-    assert f'"live":{{"events":"/events/clean.jsonl?token={token}"}}' in page
+    live = re.search(r'"live":\{"events":"([^"]+)"\}', page)  # (& as \u0026, as JSON there is)
+    assert live is not None and "&" not in live.group(1)
+    assert re.fullmatch(
+        rf"/events/clean.jsonl\?token={token}&since=\w+", orjson.loads(f'"{live.group(1)}"')
+    )
+
+
+def test_a_change_between_the_page_and_its_stream_is_said_at_once(served):
+    """A page says what it was made from; a recording that grew after the page was made
+    but before its stream began is announced as soon as the stream opens, not at the next
+    change (which may never come: the session ended)."""
+    directory, url = served
+    _, page, _ = get(url.replace("/?", "/session/clean.jsonl?"))
+    found = re.search(r'"live":\{"events":"([^"]+)"\}', page)
+    assert found is not None
+    with open(directory / "clean.jsonl", "ab") as out:
+        out.write(b'{"kind":"stderr","t":"2026-11-29T21:05:05.000000Z","text":"more"}\n')
+    connection = http.client.HTTPConnection(url.split("/")[2], timeout=10)
+    connection.request("GET", found.group(1).replace("\\u0026", "&"))
+    response = connection.getresponse()
+    assert response.readline() == b": watching\n" and response.readline() == b"\n"
+    assert response.readline() == b"data: changed\n"  # (waiting for the next change: a timeout)
+    connection.close()
+    connection = http.client.HTTPConnection(url.split("/")[2], timeout=2)
+    _, now, _ = get(url.replace("/?", "/session/clean.jsonl?"))
+    again = re.search(r'"live":\{"events":"([^"]+)"\}', now)
+    assert again is not None and again.group(1) != found.group(1)
+    connection.request("GET", again.group(1).replace("\\u0026", "&"))
+    response = connection.getresponse()
+    assert response.readline() == b": watching\n" and response.readline() == b"\n"
+    with pytest.raises(TimeoutError):  # nothing changed since: nothing said
+        response.readline()
+    connection.close()
 
 
 def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
