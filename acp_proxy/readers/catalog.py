@@ -153,8 +153,10 @@ COLUMNS = (
 
 def table(sessions: Iterable[SessionSummary]) -> Iterator[str]:
     """``ls`` for people: a header, then a line per session, each column as wide as its
-    widest cell (the path, last, as it is)."""
+    widest cell (the path, last, as it is); nothing for no session."""
     rows = [tuple(name for name, _ in COLUMNS), *(s.cells() for s in sessions)]
+    if len(rows) == 1:
+        return
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
     for row in rows:
         cells = [

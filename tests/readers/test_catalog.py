@@ -125,6 +125,7 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     said = f"{c['errors']} errors, {c['warnings']} warning{'' if c['warnings'] == 1 else 's'}"
     assert c["infos"] == 0 and said in by_name["c.jsonl"] and "0I" not in by_name["c.jsonl"]
     assert " none " in by_name["a.jsonl"]
+    assert acp("ls", "--agent", "nobody", str(directory)).stdout == b""  # no header for nothing
     # the columns line up: each header starts where its cells do
     at = lines[0].index("FRAMES") + len("FRAMES")
     assert all(line[at - 1] != " " and line[at] == " " for line in lines[1:])
