@@ -149,6 +149,12 @@ def _exit(status: int) -> NoReturn:
     sys.exit(status)
 
 
+def _given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line."""
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
 def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
     """An option given on the command line where it has no effect is a usage error (exit
     2): what is set in the environment is for the commands it fits."""
@@ -1034,12 +1040,19 @@ def _filter_options(func: Any) -> Any:
     help="Recompute the findings with today's rules (as validate does) instead of showing the "
     "ones stored in the recording.",
 )
+@click.option(
+    "--seq",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
+)
 @_filter_options
 def show(
     recording: str,
     conversation: bool,
     as_json: bool,
     revalidate: bool,
+    seq: int | None,
     side: str | None,
     method: str | None,
     session: str | None,
@@ -1060,6 +1073,11 @@ def show(
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
 
+    if seq is not None:
+        if conversation or as_json:
+            raise click.UsageError("--seq shows one frame: not with --conversation or --json")
+        _show_frame(recording, seq, revalidate, color)
+        return
     if conversation or as_json:
         from acp_proxy.readers.text import conversation_lines
 
@@ -1085,6 +1103,40 @@ def show(
     with _output(color, live=live) as emit:
         timeline = Timeline(emit, only, _colored(color))
         timeline.feed(annotate_lines(lines, stored=not revalidate, run=1 if live else RUN))
+
+
+def _show_frame(recording: str, seq: int, revalidate: bool, color: str) -> None:
+    """``show --seq N``: frame N of each connection, whole; exit 1 if there is none."""
+    import orjson
+
+    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.transcript.records import FrameRecord
+
+    found = False
+    with _output(color) as emit:
+        for item in annotate(open_recording(recording), stored=not revalidate):
+            record = item.record
+            if not isinstance(record, FrameRecord) or record.seq != seq:
+                continue
+            found = True
+            arrow = "client → agent" if record.side == "client" else "agent → client"
+            where = f"{recording}:{record.line}: seq {seq}, {arrow}, {record.t}"
+            emit(click.style(visible(f"{where}, connection {item.connection}"), bold=True))
+            frame = record.frame
+            if frame.is_json:
+                body = dumps(frame.value, option=orjson.OPT_INDENT_2).decode()
+            elif frame.utf8:
+                body = "(not JSON) " + visible(frame.raw.decode())
+            else:
+                body = f"(not UTF-8, {len(frame.raw)} bytes) {frame.raw.hex(' ')}"
+            for line in body.splitlines():
+                emit(line)
+            for finding in item.findings:
+                said = f"  {finding.level} {finding.rule}: {finding.message} ({finding.spec})"
+                emit(click.style(visible(said), fg="red" if finding.level == "error" else "yellow"))
+    if not found:
+        _say(f"acp-proxy: {recording} has no frame with seq {seq}")
+        sys.exit(1)
 
 
 @cli.command()
@@ -1266,12 +1318,31 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     show_default=True,
     help="How to print the catalog.",
 )
-def rules(fmt: str) -> None:
-    """Print the catalog of rules the validator checks."""
-    from acp_proxy.core.rules import catalog_lines
+@click.argument("rule", required=False, metavar="[RULE]")
+def rules(fmt: str, rule: str | None) -> None:
+    """Print the catalog of rules the validator checks; with RULE, that rule explained:
+    its level, versions, source, what it flags, and an example of a frame that breaks it.
+    """
+    from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
 
+    if rule is None:
+        lines = catalog_lines(fmt)
+    else:
+        if _given("fmt"):
+            raise click.UsageError("--format is for the catalog, not one RULE")
+        explained = explain_lines(rule)
+        if explained is None:
+            import difflib
+
+            close = difflib.get_close_matches(rule, list(RULES), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise click.BadParameter(
+                visible(f"{rule!r} is no rule{hint}; `acp-proxy rules` lists them"),
+                param_hint="RULE",
+            )
+        lines = explained
     with _output("never") as emit:
-        for line in catalog_lines(fmt):
+        for line in lines:
             emit(line)
 
 

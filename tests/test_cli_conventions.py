@@ -369,3 +369,51 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     missing = sum("message-id-missing" in line for line in findings)
     assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
     assert run("validate", "--by-rule", "--format", "json", recording).returncode == 2
+
+
+# --- one frame, one rule ---------------------------------------------------------------------
+
+
+def test_show_seq_prints_one_frame_whole_with_its_findings():
+    recording = RECORDINGS / "misbehaving.jsonl"
+    proc = run("show", "--seq", "52", str(recording))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    line = next(
+        n for n, raw in enumerate(recording.read_bytes().splitlines(), 1) if b'"seq":52,' in raw
+    )
+    assert out.startswith(f"{recording}:{line}: seq 52, agent → client")
+    assert '\n  "method": "session/update",\n' in out  # pretty JSON, whole
+    assert "error usage-fields:" in out and "error usage-cost-fields:" in out
+    missing = run("show", "--seq", "9999", str(recording))
+    assert missing.returncode == 1 and b"no frame with seq 9999" in missing.stderr
+
+
+def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
+    from acp_proxy.core.rules import EXAMPLES, RULES
+    from acp_proxy.readers.annotate import validate_recording
+
+    proc = run("rules", "usage-cost-fields")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode().splitlines()
+    rule = RULES["usage-cost-fields"]
+    assert out[0] == f"usage-cost-fields: {rule.level}, ACP versions: {rule.scope}"
+    assert out[1] == f"source: {rule.spec}" and out[2] == rule.description
+    assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
+    unknown = run("rules", "usage-cost")
+    assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr
+    assert len(EXAMPLES) >= 20 and set(EXAMPLES) <= set(RULES)
+    for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
+        path = tmp_path / f"{rule_id}.jsonl"
+        records = [{"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1",
+                    "version": "0.1.0", "argv": ["agent"], "pid": 1}]  # fmt: skip
+        for seq, (side, frame) in enumerate(frames, 1):
+            record = {"kind": "frame", "seq": seq, "t": "2026-12-01T10:00:01.000000Z", "from": side}
+            try:
+                record["msg"] = orjson.loads(frame)
+            except orjson.JSONDecodeError:
+                record["text"] = frame
+            records.append(record)
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+        at = {(finding.rule, finding.seq) for _, finding in validate_recording(str(path))}
+        assert (rule_id, len(frames)) in at, (rule_id, at)
