@@ -229,6 +229,56 @@ def _logging_options(func: Any) -> Any:
     return func
 
 
+def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--session",
+            "session_id",
+            metavar="ID",
+            help="The recorded session holding ACP session ID (as show --session ID); "
+            "a number is the older spelling of --connection (deprecated).",
+        )(func)
+        return click.option(
+            "--connection",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help=f"Which recorded session of a file with several: 1 is the first{which}. "
+            "Default: 1.",
+        )(func)
+
+    return add
+
+
+def _connection(path: str, connection: int | None, session_id: str | None) -> int:
+    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
+    if session_id is None:
+        return connection or 1
+    if connection is not None:
+        raise click.UsageError("give --connection N or --session ID, not both")
+    if session_id.isdigit():
+        _deprecated(f"--session {session_id}", f"--connection {session_id}")
+        return int(session_id)
+    from acp_proxy.readers.annotate import connection_of
+
+    number = connection_of(path, session_id)
+    if number is None:
+        raise _Unreadable(f"{path} has no session {session_id}")
+    return number
+
+
+def _deprecated(old: str, new: str) -> None:
+    """An older spelling still works, and says (once) what to write instead."""
+    if old not in _SAID:
+        _SAID.add(old)
+        _say(f"acp-proxy: {old} is deprecated: use {new}")
+
+
+#: The deprecation notes given so far.
+_SAID: set[str] = set()
+
+
 class _Unreadable(click.ClickException):
     """A recording that cannot be read: exit status 2, one clear line."""
 
@@ -377,10 +427,6 @@ def run(
 
     Every option can also be set in the environment as ACP_PROXY_<OPTION>,
     for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
-
-    \b
-    Example:
-      acp-proxy run -- my-agent --acp
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
 
@@ -467,13 +513,7 @@ def run(
     help="As the agent: how a client message must match the recorded one. exact: same method "
     "and params (without _meta); method: the method only.",
 )
-@click.option(
-    "--session",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which session of a file with several (1 is the first).",
-)
+@_connection_options("")
 @click.option(
     "--ignore",
     "ignore",
@@ -514,7 +554,8 @@ def replay(
     role: str,
     speed: float,
     match: str,
-    session: int,
+    connection: int | None,
+    session_id: str | None,
     ignore: tuple[str, ...],
     ignore_updates: tuple[str, ...],
     timeout: float,
@@ -536,11 +577,6 @@ def replay(
     recorded client frame matched, 1 the client diverged or stopped early.
     As the client: 0 the agent answered as recorded, 1 it diverged.
     2: the recording cannot be read.
-
-    \b
-    Examples:
-      acp-proxy replay session.jsonl
-      acp-proxy replay --as client session.jsonl -- my-agent --acp
     """
     from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
 
@@ -548,6 +584,7 @@ def replay(
     configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
     agent = _replay_usage(role, agent)
+    session = _connection(recording, connection, session_id)
     try:
         script = load_script(recording, session)
     except ValueError as exc:
@@ -578,6 +615,22 @@ def replay(
     if result.ok:
         log.info("the agent answered as recorded", frames=frames)
     sys.exit(0 if result.ok else 1)
+
+
+def _json_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format text|json`` (and ``--json``, hidden: its older spelling)."""
+
+    def add(func: Any) -> Any:
+        func = click.option("--json", "legacy_json", is_flag=True, hidden=True)(func)
+        return _format_option(description)(func)
+
+    return add
+
+
+def _json_wanted(fmt: str, legacy_json: bool) -> bool:
+    if legacy_json:
+        _deprecated("--json", "--format json")
+    return legacy_json or fmt == "json"
 
 
 def _replay_usage(role: str, agent: tuple[str, ...]) -> tuple[str, ...]:
@@ -788,7 +841,7 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 @cli.command(name="ls")
 @click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per session, for tools.")
+@_json_option("text: a line per session; json: an object per session, for tools.")
 @click.option(
     "--since", callback=_age, metavar="AGE", help="Only sessions started in the last AGE (2d, 12h)."
 )
@@ -819,7 +872,8 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
 )
 def list_recordings(
     paths: tuple[str, ...],
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
     since: Any,
     until: Any,
     agent: str | None,
@@ -835,6 +889,7 @@ def list_recordings(
     A session's summary is read once and kept in a small index beside the recordings
     (.acp-proxy-index.json), read again when the file changes.
     """
+    as_json = _json_wanted(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select
     from acp_proxy.readers.catalog import prune as prune_directory
 
@@ -905,7 +960,7 @@ def inspect(path: str | None, port: int, open_browser: bool, parent: int | None)
 @click.option("--session", metavar="ID", help="Only frames of that session.")
 @click.option("-i", "--ignore-case", is_flag=True, help="Match PATTERN without regard to case.")
 @click.option("-l", "files_only", is_flag=True, help="Print only the names of files with a match.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per match.")
+@_json_option("text: PATH:LINE: seq SEQ: SUMMARY lines; json: an object per match.")
 def search(
     pattern: str,
     paths: tuple[str, ...],
@@ -915,12 +970,14 @@ def search(
     session: str | None,
     ignore_case: bool,
     files_only: bool,
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
 ) -> None:
     """The frames across recordings whose method, update variant, rule or text matches
     PATTERN (a regular expression), grep-style: PATH:LINE: seq SEQ: METHOD SUMMARY. Default: the
     recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
     """
+    as_json = _json_wanted(fmt, legacy_json)
     import re
 
     from acp_proxy.readers.catalog import Hit, recordings_in
@@ -1031,9 +1088,7 @@ def _filter_options(func: Any) -> Any:
     is_flag=True,
     help="Show the session as a client would render it, turn by turn.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="With --conversation: the reconstructed state as JSON."
-)
+@_json_option("json: the conversation's reconstructed state (implies --conversation).")
 @click.option(
     "--revalidate",
     is_flag=True,
@@ -1050,7 +1105,8 @@ def _filter_options(func: Any) -> Any:
 def show(
     recording: str,
     conversation: bool,
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
     revalidate: bool,
     seq: int | None,
     side: str | None,
@@ -1066,6 +1122,7 @@ def show(
     request / response / notify, the method and a summary; findings right
     under their frame, as stored in the recording (--revalidate: recomputed).
     """
+    as_json = _json_wanted(fmt, legacy_json)
     import orjson
 
     from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
@@ -1218,13 +1275,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     help="Compare only these layers (comma-separated): handshake, conversation, wire, "
     "findings, timing.",
 )
-@click.option(
-    "--session",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which session of a file with several (the same number on both sides).",
-)
+@_connection_options(" (the same number on both sides)")
 @click.option(
     "--ignore",
     "ignore",
@@ -1247,7 +1298,8 @@ def diff(
     b: str,
     fmt: str,
     only: tuple[str, ...],
-    session: int,
+    connection: int | None,
+    session_id: str | None,
     ignore: tuple[str, ...],
     meta: bool,
     slower: float,
@@ -1264,9 +1316,11 @@ def diff(
     from acp_proxy.readers.diff import compare, lines, load
 
     sides = []
-    for path in (a, b):
+    numbers = [_connection(path, connection, session_id) for path in (a, b)]
+    session = numbers[0] if numbers[0] == numbers[1] else numbers
+    for path, number in zip((a, b), numbers, strict=True):
         try:
-            sides.append(load(path, session, ignore, meta))
+            sides.append(load(path, number, ignore, meta))
         except ValueError as exc:
             raise _Unreadable(str(exc)) from None
     found = compare(sides[0], sides[1], only, slower)
@@ -1402,6 +1456,64 @@ def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
     if not path.exists():
         sys.exit(1)
     sys.exit(status)
+
+
+#: What every command's ``--help`` ends with: two or three commands to copy.
+_EXAMPLES = {
+    "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],
+    "replay": [
+        "acp-proxy replay session.jsonl",
+        "acp-proxy replay --as client session.jsonl -- my-agent --acp",
+        "acp-proxy replay --connection 2 --speed 0 sessions.jsonl",
+    ],
+    "report": [
+        "acp-proxy report session.jsonl",
+        "acp-proxy report session.jsonl -o - | gzip > s.html.gz",
+    ],
+    "redact": [
+        "acp-proxy redact session.jsonl -o shared.jsonl",
+        "acp-proxy redact --contents session.jsonl -o -",
+    ],
+    "validate": [
+        "acp-proxy validate session.jsonl",
+        "acp-proxy validate --by-rule out/*.jsonl",
+        "acp-proxy validate --format junit out/*.jsonl > junit.xml",
+    ],
+    "ls": [
+        "acp-proxy ls",
+        "acp-proxy ls --with-findings --since 2d",
+        "acp-proxy ls --prune --keep-days 30 --dry-run",
+    ],
+    "inspect": ["acp-proxy inspect", "acp-proxy inspect --open session.jsonl"],
+    "search": [
+        "acp-proxy search session/request_permission",
+        "acp-proxy search --rule 'message-id-*' out/",
+        "acp-proxy search -l --format json README",
+    ],
+    "show": [
+        "acp-proxy show session.jsonl",
+        "acp-proxy show --violations --from agent session.jsonl",
+        "acp-proxy show --seq 12 session.jsonl",
+    ],
+    "follow": [
+        "acp-proxy follow ~/.local/state/acp-proxy/recordings",
+        "acp-proxy follow --violations session.jsonl",
+    ],
+    "diff": [
+        "acp-proxy diff before.jsonl after.jsonl",
+        "acp-proxy diff --only conversation,findings a.jsonl b.jsonl",
+        "acp-proxy diff --session sess_1 --format json a.jsonl b.jsonl",
+    ],
+    "stats": ["acp-proxy stats session.jsonl", "acp-proxy stats --format json out/*.jsonl"],
+    "rules": [
+        "acp-proxy rules",
+        "acp-proxy rules message-id-missing",
+        "acp-proxy rules --format markdown",
+    ],
+    "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
+}
+for _name, _lines in _EXAMPLES.items():
+    cli.commands[_name].epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in _lines)
 
 
 def main() -> None:

@@ -417,3 +417,66 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
         path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
         at = {(finding.rule, finding.seq) for _, finding in validate_recording(str(path))}
         assert (rule_id, len(frames)) in at, (rule_id, at)
+
+
+# --- one meaning per option; examples in every --help ------------------------------------------
+
+
+def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
+    """``--session`` takes an ACP session id in replay and diff as in show and search; the
+    index is ``--connection N``; ``--session N`` still works, with a note on stderr."""
+    two = tmp_path / "two.jsonl"
+    two.write_bytes(
+        (RECORDINGS / "clean.jsonl").read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes()
+    )
+    v1 = str(RECORDINGS / "v1.jsonl")
+    by_index = run("diff", "--connection", "2", str(two), str(two))
+    assert by_index.returncode == 0 and by_index.stderr == b"", by_index.stderr
+    old = run("diff", "--session", "2", "--format", "json", str(two), str(two))
+    assert b"--session 2 is deprecated: use --connection 2" in old.stderr
+    assert old.stderr.count(b"deprecated") == 1
+    new = run("diff", "--connection", "2", "--format", "json", str(two), str(two))
+    assert orjson.loads(old.stdout)["differences"] == orjson.loads(new.stdout)["differences"]
+    session = orjson.loads(next(
+        line for line in (RECORDINGS / "v1.jsonl").read_bytes().splitlines() if b'"sessionId"' in line
+    ))["msg"]["result"]["sessionId"]  # fmt: skip
+    clean_only = tmp_path / "one.jsonl"
+    clean_only.write_bytes(
+        (RECORDINGS / "clean.jsonl").read_bytes().replace(session.encode(), b"s_other")
+    )
+    picked = run("diff", "--session", session, str(clean_only), str(clean_only))
+    assert picked.returncode == 2 and f"has no session {session}".encode() in picked.stderr
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(clean_only.read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes())
+    by_id = run("diff", "--session", session, "--format", "json", str(mixed), v1)
+    assert by_id.returncode == 0, (by_id.stdout[:500], by_id.stderr)
+    assert orjson.loads(by_id.stdout)["session"] == [2, 1]
+    replayed = run("replay", "--session", session, str(mixed))
+    assert b"no session" not in replayed.stderr and b"has several sessions" in replayed.stderr
+
+
+def test_json_is_format_json_everywhere_and_the_old_spelling_says_so():
+    recordings = str(RECORDINGS)
+    for command in (["ls", recordings], ["search", "initialize", recordings]):
+        new = run(*command[:1], "--format", "json", *command[1:])
+        assert new.returncode == 0 and new.stderr == b"", (command, new.stderr)
+        orjson.loads(new.stdout.splitlines()[0])
+        old = run(*command[:1], "--json", *command[1:])
+        assert old.stdout == new.stdout or command[0] == "ls"  # (ls: from its index the 2nd time)
+        assert b"--json is deprecated: use --format json" in old.stderr
+    shown = run("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
+    before = run("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
+    assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
+    assert orjson.loads(shown.stdout) == orjson.loads(before.stdout)
+
+
+def test_every_command_help_ends_with_examples():
+    from acp_proxy.cli import cli
+
+    for name in cli.commands:
+        proc = run(name, "--help")
+        lines = proc.stdout.decode().rstrip().splitlines()
+        start = max(i for i, line in enumerate(lines) if line.strip() == "Examples:")
+        examples = [line.strip() for line in lines[start + 1 :]]
+        assert 2 <= len(examples) <= 3, (name, examples)
+        assert all(line.startswith(f"acp-proxy {name}") for line in examples), (name, examples)
