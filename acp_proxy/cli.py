@@ -978,6 +978,8 @@ def search(
     recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
     """
     as_json = _json_wanted(fmt, legacy_json)
+    if files_only and as_json:
+        raise click.UsageError("--format json has no effect with -l (it prints file names)")
     import re
 
     from acp_proxy.readers.catalog import Hit, recordings_in
@@ -1133,6 +1135,7 @@ def show(
     if seq is not None:
         if conversation or as_json:
             raise click.UsageError("--seq shows one frame: not with --conversation or --json")
+        _only_with("with --seq", "side", "method", "session", "violations")
         _show_frame(recording, seq, revalidate, color)
         return
     if conversation or as_json:
@@ -1488,7 +1491,7 @@ _EXAMPLES = {
     "search": [
         "acp-proxy search session/request_permission",
         "acp-proxy search --rule 'message-id-*' out/",
-        "acp-proxy search -l --format json README",
+        "acp-proxy search -l --from client README",
     ],
     "show": [
         "acp-proxy show session.jsonl",

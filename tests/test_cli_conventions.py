@@ -122,6 +122,9 @@ def test_options_that_would_do_nothing_are_usage_errors(tmp_path):
         (["replay", "--ignore", "params.update", recording], "--ignore"),
         (["replay", "--timeout", "3", recording], "--timeout"),
         (["replay", "--as", "client", "--speed", "2", recording, "--", "true"], "--speed"),
+        (["show", "--seq", "3", "--from", "agent", recording], "--from"),
+        (["search", "-l", "--format", "json", "x", recording], "--format json"),
+        (["validate", "--by-rule", "--format", "sarif", recording], "--by-rule"),
     ):
         proc = run(*args)
         assert proc.returncode == 2, (args, proc.stderr)
