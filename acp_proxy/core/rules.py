@@ -927,6 +927,38 @@ EXAMPLES: dict[str, Example] = {
         *_TURN,
         _update('{"sessionUpdate":"usage_update","used":-1,"size":200000}'),
     ),
+    "invalid-message": (("client", '{"jsonrpc":"2.0","id":0}'),),
+    "batch-empty": (*_INIT, ("client", "[]")),
+    "wrong-direction": (*_INIT, ("agent", _NEW.replace('"id":1', '"id":9'))),
+    "cancel-with-id": (
+        *_TURN,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":3,"method":"session/cancel","params":{"sessionId":"s1"}}',
+        ),
+    ),
+    "user-message-missing": (*_TURN[:-2], _TURN[-1]),
+    "idle-without-stop-reason": (
+        *_TURN,
+        _update('{"sessionUpdate":"state_update","state":"idle"}'),
+    ),
+    "plan-id-missing": (
+        *_TURN,
+        _update('{"sessionUpdate":"plan_update","plan":{"type":"items","entries":[]}}'),
+    ),
+    "tool-call-id-missing": (
+        *_TURN,
+        _update('{"sessionUpdate":"tool_call_update","title":"Read","status":"pending"}'),
+    ),
+    "terminal-id-missing": (
+        *_TURN,
+        _update('{"sessionUpdate":"terminal_output_chunk","data":"aGk="}'),
+    ),
+    "notice-severity-missing": (*_TURN, _update('{"sessionUpdate":"notice","title":"Heads up"}')),
+    "message-content-shape": (
+        *_TURN,
+        _update('{"sessionUpdate":"agent_message_chunk","messageId":"m2","content":"Hi"}'),
+    ),
     "usage-cost-fields": (
         *_TURN,
         _update('{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":1}}'),
