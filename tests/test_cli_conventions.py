@@ -458,8 +458,10 @@ def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
     assert b"no session" not in replayed.stderr and b"has several sessions" in replayed.stderr
 
 
-def test_json_is_format_json_everywhere_and_the_old_spelling_says_so():
-    recordings = str(RECORDINGS)
+def test_json_is_format_json_everywhere_and_the_old_spelling_says_so(tmp_path):
+    for name in ("clean.jsonl", "v1.jsonl"):  # a copy: ls keeps an index beside them
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    recordings = str(tmp_path)
     for command in (["ls", recordings], ["search", "initialize", recordings]):
         new = run(*command[:1], "--format", "json", *command[1:])
         assert new.returncode == 0 and new.stderr == b"", (command, new.stderr)
