@@ -150,6 +150,12 @@ def _exit(status: int) -> NoReturn:
     sys.exit(status)
 
 
+def _given(name: str) -> bool:
+    """Whether option ``name`` was given on the command line."""
+    ctx = click.get_current_context()
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
 def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
     """An option given on the command line where it has no effect is a usage error (exit
     2): what is set in the environment is for the commands it fits."""
@@ -222,6 +228,56 @@ def _logging_options(func: Any) -> Any:
         help="Append logs to this file instead of stderr.",
     )(func)
     return func
+
+
+def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--session",
+            "session_id",
+            metavar="ID",
+            help="The recorded session holding ACP session ID (as show --session ID); "
+            "a number is the older spelling of --connection (deprecated).",
+        )(func)
+        return click.option(
+            "--connection",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help=f"Which recorded session of a file with several: 1 is the first{which}. "
+            "Default: 1.",
+        )(func)
+
+    return add
+
+
+def _connection(path: str, connection: int | None, session_id: str | None) -> int:
+    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
+    if session_id is None:
+        return connection or 1
+    if connection is not None:
+        raise click.UsageError("give --connection N or --session ID, not both")
+    if session_id.isdigit():
+        _deprecated(f"--session {session_id}", f"--connection {session_id}")
+        return int(session_id)
+    from acp_proxy.readers.annotate import connection_of
+
+    number = connection_of(path, session_id)
+    if number is None:
+        raise _Unreadable(f"{path} has no session {session_id}")
+    return number
+
+
+def _deprecated(old: str, new: str) -> None:
+    """An older spelling still works, and says (once) what to write instead."""
+    if old not in _SAID:
+        _SAID.add(old)
+        _say(f"acp-proxy: {old} is deprecated: use {new}")
+
+
+#: The deprecation notes given so far.
+_SAID: set[str] = set()
 
 
 class _Unreadable(click.ClickException):
@@ -372,10 +428,6 @@ def run(
 
     Every option can also be set in the environment as ACP_PROXY_<OPTION>,
     for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
-
-    \b
-    Example:
-      acp-proxy run -- my-agent --acp
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
 
@@ -462,13 +514,7 @@ def run(
     help="As the agent: how a client message must match the recorded one. exact: same method "
     "and params (without _meta); method: the method only.",
 )
-@click.option(
-    "--session",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which session of a file with several (1 is the first).",
-)
+@_connection_options("")
 @click.option(
     "--allow-client-actions",
     "allow_actions",
@@ -517,7 +563,8 @@ def replay(
     role: str,
     speed: float,
     match: str,
-    session: int,
+    connection: int | None,
+    session_id: str | None,
     allow_actions: bool,
     ignore: tuple[str, ...],
     ignore_updates: tuple[str, ...],
@@ -542,11 +589,6 @@ def replay(
     recorded client frame matched, 1 the client diverged or stopped early.
     As the client: 0 the agent answered as recorded, 1 it diverged.
     2: the recording cannot be read.
-
-    \b
-    Examples:
-      acp-proxy replay session.jsonl
-      acp-proxy replay --as client session.jsonl -- my-agent --acp
     """
     from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
 
@@ -554,6 +596,7 @@ def replay(
     configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
     agent = _replay_usage(role, agent, allow_actions)
+    session = _connection(recording, connection, session_id)
     try:
         script = load_script(recording, session)
     except ValueError as exc:
@@ -585,6 +628,22 @@ def replay(
     if result.ok:
         log.info("the agent answered as recorded", frames=frames)
     sys.exit(0 if result.ok else 1)
+
+
+def _json_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format text|json`` (and ``--json``, hidden: its older spelling)."""
+
+    def add(func: Any) -> Any:
+        func = click.option("--json", "legacy_json", is_flag=True, hidden=True)(func)
+        return _format_option(description)(func)
+
+    return add
+
+
+def _json_wanted(fmt: str, legacy_json: bool) -> bool:
+    if legacy_json:
+        _deprecated("--json", "--format json")
+    return legacy_json or fmt == "json"
 
 
 def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> tuple[str, ...]:
@@ -813,7 +872,7 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
 
 @cli.command(name="ls")
 @click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per session, for tools.")
+@_json_option("text: a line per session; json: an object per session, for tools.")
 @click.option(
     "--since", callback=_age, metavar="AGE", help="Only sessions started in the last AGE (2d, 12h)."
 )
@@ -844,7 +903,8 @@ def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
 )
 def list_recordings(
     paths: tuple[str, ...],
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
     since: Any,
     until: Any,
     agent: str | None,
@@ -860,6 +920,7 @@ def list_recordings(
     A session's summary is read once and kept in a small index beside the recordings
     (.acp-proxy-index.json), read again when the file changes.
     """
+    as_json = _json_wanted(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
     from acp_proxy.readers.catalog import prune as prune_directory
 
@@ -930,7 +991,7 @@ def inspect(path: str | None, port: int, open_browser: bool, parent: int | None)
 @click.option("--session", metavar="ID", help="Only frames of that session.")
 @click.option("-i", "--ignore-case", is_flag=True, help="Match PATTERN without regard to case.")
 @click.option("-l", "files_only", is_flag=True, help="Print only the names of files with a match.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per match.")
+@_json_option("text: PATH:LINE: seq SEQ: SUMMARY lines; json: an object per match.")
 def search(
     pattern: str,
     paths: tuple[str, ...],
@@ -940,12 +1001,16 @@ def search(
     session: str | None,
     ignore_case: bool,
     files_only: bool,
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
 ) -> None:
     """The frames across recordings whose method, update variant, rule or text matches
     PATTERN (a regular expression), grep-style: PATH:LINE: seq SEQ: METHOD SUMMARY. Default: the
     recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
     """
+    as_json = _json_wanted(fmt, legacy_json)
+    if files_only and as_json:
+        raise click.UsageError("--format json has no effect with -l (it prints file names)")
     import re
 
     from acp_proxy.readers.catalog import Hit, recordings_in
@@ -1056,21 +1121,27 @@ def _filter_options(func: Any) -> Any:
     is_flag=True,
     help="Show the session as a client would render it, turn by turn.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="With --conversation: the reconstructed state as JSON."
-)
+@_json_option("json: the conversation's reconstructed state (implies --conversation).")
 @click.option(
     "--revalidate",
     is_flag=True,
     help="Recompute the findings with today's rules (as validate does) instead of showing the "
     "ones stored in the recording.",
 )
+@click.option(
+    "--seq",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
+)
 @_filter_options
 def show(
     recording: str,
     conversation: bool,
-    as_json: bool,
+    fmt: str,
+    legacy_json: bool,
     revalidate: bool,
+    seq: int | None,
     side: str | None,
     method: str | None,
     session: str | None,
@@ -1084,6 +1155,7 @@ def show(
     request / response / notify, the method and a summary; findings right
     under their frame, as stored in the recording (--revalidate: recomputed).
     """
+    as_json = _json_wanted(fmt, legacy_json)
     import orjson
 
     from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
@@ -1091,6 +1163,12 @@ def show(
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
 
+    if seq is not None:
+        if conversation or as_json:
+            raise click.UsageError("--seq shows one frame: not with --conversation or --json")
+        _only_with("with --seq", "side", "method", "session", "violations")
+        _show_frame(recording, seq, revalidate, color)
+        return
     if conversation or as_json:
         from acp_proxy.readers.text import conversation_lines
 
@@ -1116,6 +1194,40 @@ def show(
     with _output(color, live=live) as emit:
         timeline = Timeline(emit, only, _colored(color))
         timeline.feed(annotate_lines(lines, stored=not revalidate, run=1 if live else RUN))
+
+
+def _show_frame(recording: str, seq: int, revalidate: bool, color: str) -> None:
+    """``show --seq N``: frame N of each connection, whole; exit 1 if there is none."""
+    import orjson
+
+    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.transcript.records import FrameRecord
+
+    found = False
+    with _output(color) as emit:
+        for item in annotate(open_recording(recording), stored=not revalidate):
+            record = item.record
+            if not isinstance(record, FrameRecord) or record.seq != seq:
+                continue
+            found = True
+            arrow = "client → agent" if record.side == "client" else "agent → client"
+            where = f"{recording}:{record.line}: seq {seq}, {arrow}, {record.t}"
+            emit(click.style(visible(f"{where}, connection {item.connection}"), bold=True))
+            frame = record.frame
+            if frame.is_json:
+                body = dumps(frame.value, option=orjson.OPT_INDENT_2).decode()
+            elif frame.utf8:
+                body = "(not JSON) " + visible(frame.raw.decode())
+            else:
+                body = f"(not UTF-8, {len(frame.raw)} bytes) {frame.raw.hex(' ')}"
+            for line in body.splitlines():
+                emit(line)
+            for finding in item.findings:
+                said = f"  {finding.level} {finding.rule}: {finding.message} ({finding.spec})"
+                emit(click.style(visible(said), fg="red" if finding.level == "error" else "yellow"))
+    if not found:
+        _say(f"acp-proxy: {recording} has no frame with seq {seq}")
+        sys.exit(1)
 
 
 @cli.command()
@@ -1197,13 +1309,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     help="Compare only these layers (comma-separated): handshake, conversation, wire, "
     "findings, timing.",
 )
-@click.option(
-    "--session",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which session of a file with several (the same number on both sides).",
-)
+@_connection_options(" (the same number on both sides)")
 @click.option(
     "--ignore",
     "ignore",
@@ -1226,7 +1332,8 @@ def diff(
     b: str,
     fmt: str,
     only: tuple[str, ...],
-    session: int,
+    connection: int | None,
+    session_id: str | None,
     ignore: tuple[str, ...],
     meta: bool,
     slower: float,
@@ -1243,9 +1350,11 @@ def diff(
     from acp_proxy.readers.diff import compare, lines, load
 
     sides = []
-    for path in (a, b):
+    numbers = [_connection(path, connection, session_id) for path in (a, b)]
+    session = numbers[0] if numbers[0] == numbers[1] else numbers
+    for path, number in zip((a, b), numbers, strict=True):
         try:
-            sides.append(load(path, session, ignore, meta))
+            sides.append(load(path, number, ignore, meta))
         except ValueError as exc:
             raise _Unreadable(str(exc)) from None
     found = compare(sides[0], sides[1], only, slower)
@@ -1297,12 +1406,31 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     show_default=True,
     help="How to print the catalog.",
 )
-def rules(fmt: str) -> None:
-    """Print the catalog of rules the validator checks."""
-    from acp_proxy.core.rules import catalog_lines
+@click.argument("rule", required=False, metavar="[RULE]")
+def rules(fmt: str, rule: str | None) -> None:
+    """Print the catalog of rules the validator checks; with RULE, that rule explained:
+    its level, versions, source, what it flags, and an example of a frame that breaks it.
+    """
+    from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
 
+    if rule is None:
+        lines = catalog_lines(fmt)
+    else:
+        if _given("fmt"):
+            raise click.UsageError("--format is for the catalog, not one RULE")
+        explained = explain_lines(rule)
+        if explained is None:
+            import difflib
+
+            close = difflib.get_close_matches(rule, list(RULES), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise click.BadParameter(
+                visible(f"{rule!r} is no rule{hint}; `acp-proxy rules` lists them"),
+                param_hint="RULE",
+            )
+        lines = explained
     with _output("never") as emit:
-        for line in catalog_lines(fmt):
+        for line in lines:
             emit(line)
 
 
@@ -1474,12 +1602,7 @@ def probe(
     validated as by run), play the client, and run the checks (see --list).
 
     \b
-    Exit status: 0 no check failed, 1 a check failed, 2 the probe could not run.
-    \b
-    Examples:
-      acp-proxy probe -- my-agent --acp
-      acp-proxy probe --format junit -- my-agent > probe.xml
-    """
+    Exit status: 0 no check failed, 1 a check failed, 2 the probe could not run."""
     from acp_proxy.drive import probe as probing
 
     if list_checks:
@@ -1554,6 +1677,69 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
     with _output("always" if colour else "never") as emit:
         for line in probing.text_lines(result, style):
             emit(line)
+
+
+#: What every command's ``--help`` ends with: two or three commands to copy.
+_EXAMPLES = {
+    "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],
+    "replay": [
+        "acp-proxy replay session.jsonl",
+        "acp-proxy replay --as client session.jsonl -- my-agent --acp",
+        "acp-proxy replay --connection 2 --speed 0 sessions.jsonl",
+    ],
+    "report": [
+        "acp-proxy report session.jsonl",
+        "acp-proxy report session.jsonl -o - | gzip > s.html.gz",
+    ],
+    "redact": [
+        "acp-proxy redact session.jsonl -o shared.jsonl",
+        "acp-proxy redact --contents session.jsonl -o -",
+    ],
+    "validate": [
+        "acp-proxy validate session.jsonl",
+        "acp-proxy validate --by-rule out/*.jsonl",
+        "acp-proxy validate --format junit out/*.jsonl > junit.xml",
+    ],
+    "ls": [
+        "acp-proxy ls",
+        "acp-proxy ls --with-findings --since 2d",
+        "acp-proxy ls --prune --keep-days 30 --dry-run",
+    ],
+    "inspect": ["acp-proxy inspect", "acp-proxy inspect --open session.jsonl"],
+    "search": [
+        "acp-proxy search session/request_permission",
+        "acp-proxy search --rule 'message-id-*' out/",
+        "acp-proxy search -l --from client README",
+    ],
+    "show": [
+        "acp-proxy show session.jsonl",
+        "acp-proxy show --violations --from agent session.jsonl",
+        "acp-proxy show --seq 12 session.jsonl",
+    ],
+    "follow": [
+        "acp-proxy follow ~/.local/state/acp-proxy/recordings",
+        "acp-proxy follow --violations session.jsonl",
+    ],
+    "diff": [
+        "acp-proxy diff before.jsonl after.jsonl",
+        "acp-proxy diff --only conversation,findings a.jsonl b.jsonl",
+        "acp-proxy diff --session sess_1 --format json a.jsonl b.jsonl",
+    ],
+    "stats": ["acp-proxy stats session.jsonl", "acp-proxy stats --format json out/*.jsonl"],
+    "rules": [
+        "acp-proxy rules",
+        "acp-proxy rules message-id-missing",
+        "acp-proxy rules --format markdown",
+    ],
+    "probe": [
+        "acp-proxy probe -- my-agent --acp",
+        "acp-proxy probe --only prompt-turn --only cancel -- my-agent",
+        "acp-proxy probe --format junit -- my-agent > probe.xml",
+    ],
+    "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
+}
+for _name, _lines in _EXAMPLES.items():
+    cli.commands[_name].epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in _lines)
 
 
 def main() -> None:

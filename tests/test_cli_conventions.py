@@ -122,6 +122,9 @@ def test_options_that_would_do_nothing_are_usage_errors(tmp_path):
         (["replay", "--ignore", "params.update", recording], "--ignore"),
         (["replay", "--timeout", "3", recording], "--timeout"),
         (["replay", "--as", "client", "--speed", "2", recording, "--", "true"], "--speed"),
+        (["show", "--seq", "3", "--from", "agent", recording], "--from"),
+        (["search", "-l", "--format", "json", "x", recording], "--format json"),
+        (["validate", "--by-rule", "--format", "sarif", recording], "--by-rule"),
     ):
         proc = run(*args)
         assert proc.returncode == 2, (args, proc.stderr)
@@ -369,3 +372,116 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     missing = sum("message-id-missing" in line for line in findings)
     assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
     assert run("validate", "--by-rule", "--format", "json", recording).returncode == 2
+
+
+# --- one frame, one rule ---------------------------------------------------------------------
+
+
+def test_show_seq_prints_one_frame_whole_with_its_findings():
+    recording = RECORDINGS / "misbehaving.jsonl"
+    proc = run("show", "--seq", "52", str(recording))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    line = next(
+        n for n, raw in enumerate(recording.read_bytes().splitlines(), 1) if b'"seq":52,' in raw
+    )
+    assert out.startswith(f"{recording}:{line}: seq 52, agent → client")
+    assert '\n  "method": "session/update",\n' in out  # pretty JSON, whole
+    assert "error usage-fields:" in out and "error usage-cost-fields:" in out
+    missing = run("show", "--seq", "9999", str(recording))
+    assert missing.returncode == 1 and b"no frame with seq 9999" in missing.stderr
+
+
+def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
+    from acp_proxy.core.rules import EXAMPLES, RULES
+    from acp_proxy.readers.annotate import validate_recording
+
+    proc = run("rules", "usage-cost-fields")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode().splitlines()
+    rule = RULES["usage-cost-fields"]
+    assert out[0] == f"usage-cost-fields: {rule.level}, ACP versions: {rule.scope}"
+    assert out[1] == f"source: {rule.spec}" and out[2] == rule.description
+    assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
+    unknown = run("rules", "usage-cost")
+    assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr
+    assert len(EXAMPLES) >= 20 and set(EXAMPLES) <= set(RULES)
+    for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
+        path = tmp_path / f"{rule_id}.jsonl"
+        records = [{"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1",
+                    "version": "0.1.0", "argv": ["agent"], "pid": 1}]  # fmt: skip
+        for seq, (side, frame) in enumerate(frames, 1):
+            record = {"kind": "frame", "seq": seq, "t": "2026-12-01T10:00:01.000000Z", "from": side}
+            try:
+                record["msg"] = orjson.loads(frame)
+            except orjson.JSONDecodeError:
+                record["text"] = frame
+            records.append(record)
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+        at = {(finding.rule, finding.seq) for _, finding in validate_recording(str(path))}
+        assert (rule_id, len(frames)) in at, (rule_id, at)
+
+
+# --- one meaning per option; examples in every --help ------------------------------------------
+
+
+def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
+    """``--session`` takes an ACP session id in replay and diff as in show and search; the
+    index is ``--connection N``; ``--session N`` still works, with a note on stderr."""
+    two = tmp_path / "two.jsonl"
+    two.write_bytes(
+        (RECORDINGS / "clean.jsonl").read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes()
+    )
+    v1 = str(RECORDINGS / "v1.jsonl")
+    by_index = run("diff", "--connection", "2", str(two), str(two))
+    assert by_index.returncode == 0 and by_index.stderr == b"", by_index.stderr
+    old = run("diff", "--session", "2", "--format", "json", str(two), str(two))
+    assert b"--session 2 is deprecated: use --connection 2" in old.stderr
+    assert old.stderr.count(b"deprecated") == 1
+    new = run("diff", "--connection", "2", "--format", "json", str(two), str(two))
+    assert orjson.loads(old.stdout)["differences"] == orjson.loads(new.stdout)["differences"]
+    session = orjson.loads(next(
+        line for line in (RECORDINGS / "v1.jsonl").read_bytes().splitlines() if b'"sessionId"' in line
+    ))["msg"]["result"]["sessionId"]  # fmt: skip
+    clean_only = tmp_path / "one.jsonl"
+    clean_only.write_bytes(
+        (RECORDINGS / "clean.jsonl").read_bytes().replace(session.encode(), b"s_other")
+    )
+    picked = run("diff", "--session", session, str(clean_only), str(clean_only))
+    assert picked.returncode == 2 and f"has no session {session}".encode() in picked.stderr
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(clean_only.read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes())
+    by_id = run("diff", "--session", session, "--format", "json", str(mixed), v1)
+    assert by_id.returncode == 0, (by_id.stdout[:500], by_id.stderr)
+    assert orjson.loads(by_id.stdout)["session"] == [2, 1]
+    replayed = run("replay", "--session", session, str(mixed))
+    assert b"no session" not in replayed.stderr and b"has several sessions" in replayed.stderr
+
+
+def test_json_is_format_json_everywhere_and_the_old_spelling_says_so(tmp_path):
+    for name in ("clean.jsonl", "v1.jsonl"):  # a copy: ls keeps an index beside them
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    recordings = str(tmp_path)
+    for command in (["ls", recordings], ["search", "initialize", recordings]):
+        new = run(*command[:1], "--format", "json", *command[1:])
+        assert new.returncode == 0 and new.stderr == b"", (command, new.stderr)
+        orjson.loads(new.stdout.splitlines()[0])
+        old = run(*command[:1], "--json", *command[1:])
+        assert old.stdout == new.stdout or command[0] == "ls"  # (ls: from its index the 2nd time)
+        assert b"--json is deprecated: use --format json" in old.stderr
+    shown = run("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
+    before = run("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
+    assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
+    assert orjson.loads(shown.stdout) == orjson.loads(before.stdout)
+
+
+def test_every_command_help_ends_with_examples():
+    from acp_proxy.cli import cli
+
+    for name in cli.commands:
+        proc = run(name, "--help")
+        lines = proc.stdout.decode().rstrip().splitlines()
+        start = max(i for i, line in enumerate(lines) if line.strip() == "Examples:")
+        examples = [line.strip() for line in lines[start + 1 :]]
+        assert 2 <= len(examples) <= 3, (name, examples)
+        assert all(line.startswith(f"acp-proxy {name}") for line in examples), (name, examples)

@@ -407,8 +407,8 @@ main()
 #: against the stream's agent, ``FRAMES`` chunks).
 READERS = {
     "validate": ["validate", "RECORDING"],
-    "show": ["show", "--no-color", "RECORDING"],
-    "show --conversation": ["show", "--no-color", "--conversation", "RECORDING"],
+    "show": ["show", "--color", "never", "RECORDING"],
+    "show --conversation": ["show", "--color", "never", "--conversation", "RECORDING"],
     "stats": ["stats", "RECORDING"],
     "report": ["report", "-o", os.devnull, "RECORDING"],
     "diff": ["diff", "RECORDING", "RECORDING"],

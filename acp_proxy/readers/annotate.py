@@ -44,6 +44,7 @@ __all__ = [
     "View",
     "annotate",
     "annotate_lines",
+    "connection_of",
     "finding_line",
     "open_lines",
     "open_recording",
@@ -455,6 +456,16 @@ def annotate_lines(
                 yield annotated
     if annotator.wire is not None:
         yield from annotator.finish(0, "")
+
+
+def connection_of(path: str, session: str) -> int | None:
+    """The connection (1, 2, ...: a ``start`` record each) of a recording where ACP session
+    ``session`` first appears; None if it appears in none. Raises :class:`RecordingError`
+    as :func:`open_lines`."""
+    for item in annotate_lines(open_lines(path), validate=False, run=RUN):
+        if type(item) is Annotated and item.message is not None and item.message.session == session:
+            return item.connection
+    return None
 
 
 def finding_line(path: str, line: int, finding: Violation, fmt: str) -> str:
