@@ -1733,7 +1733,7 @@ _EXAMPLES = {
     ],
     "probe": [
         "acp-proxy probe -- my-agent --acp",
-        "acp-proxy probe --only prompt-turn --only cancel -- my-agent",
+        "acp-proxy probe --only prompt --only cancel -- my-agent",
         "acp-proxy probe --format junit -- my-agent > probe.xml",
     ],
     "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
