@@ -333,7 +333,8 @@ def test_a_recorded_gap_longer_than_a_day_waits_a_day():
     for seq, (data, t) in enumerate(zip(raw, times, strict=True), 1):
         frame = parse_frame(data)
         steps.append(Step(seq, t, Side.AGENT, wire.feed("agent", frame, seq, t)))
-    replay = AgentReplay(Script(steps, 1, 1), speed=1.0)
+    # (extension notifications ask the client to act: allowed, so that they are sent)
+    replay = AgentReplay(Script(steps, 1, 1), speed=1.0, allow_actions=True)
     emitted = replay.start()
     assert [e.delay for e in emitted] == [0.0, MAX_GAP]
     assert replay.capped == [2]
@@ -457,6 +458,7 @@ def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path)
         assert side[0]["redacted"] == ["params.token"]
         assert side[1]["redacted"] == ["(frame)"] and "2104 bytes" in side[1]["text"]
         assert [[v["rule"] for v in r.get("violations", [])] for r in side[2:]] == [
-            ["jsonrpc-version"], ["not-json"]
+            ["jsonrpc-version"],
+            ["not-json"],
         ]
     assert proc.stderr.count(b"the redaction could not read a frame") == 1
