@@ -50,6 +50,7 @@ Pure: bytes in, bytes out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -132,6 +133,8 @@ _KEY_SHAPES = re.compile(
     r"|Bearer [A-Za-z0-9._~+/=\-]{8,}"
 )
 _BEARER = "Bearer "
+#: No key shape is shorter (``sk-`` and 12 more).
+_SHORTEST_KEY = 15
 #: Where a field's name may be: found from a secret word in it (``token``, ``KEY``...), its
 #: run of name characters around it, and what follows a field's name: ``": ``, ``=``...
 _SECRET_PIECE = re.compile(r"token|key|secret|pass|auth|cookie|credential|bearer", re.IGNORECASE)
@@ -177,6 +180,12 @@ _PIECE = 8
 #: A short hidden value is found as a whole word only; a shorter one not at all.
 _SHORTEST = 3
 _WORD_EDGE = "A-Za-z0-9_"
+#: Fields whose string is the protocol's, not the user's: not searched for secrets when
+#: shorter than the shortest key shape.
+_STRUCTURAL = frozenset(
+    {"jsonrpc", "method", "sessionId", "sessionUpdate", "type", "kind", "status", "role",
+     "stopReason", "toolCallId", "messageId", "mimeType", "protocolVersion"}
+)  # fmt: skip
 #: The keys of a frame record: a record with others is written anew, not copied.
 _FRAME_KEYS = frozenset(
     {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
@@ -188,8 +197,9 @@ def _done(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(_DONE)
 
 
+@functools.lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
-    """Whether a field name looks like it holds a secret."""
+    """Whether a field name looks like it holds a secret (names repeat: remembered)."""
     if not name or name in ("sessionId", "toolCallId", "keyId"):
         return False
     words = _WORDS.findall(name.replace("-", "_"))
@@ -341,6 +351,8 @@ class Redactor:
         stack: list[tuple[Path, Any]],
     ) -> None:
         if item is None or _done(item):
+            return
+        if name in _STRUCTURAL and isinstance(item, str) and len(item) < _SHORTEST_KEY:
             return
         if secret_name(name):
             found[here] = self.tag(item)
