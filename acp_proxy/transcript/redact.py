@@ -186,6 +186,8 @@ _STRUCTURAL = frozenset(
     {"jsonrpc", "method", "sessionId", "sessionUpdate", "type", "kind", "status", "role",
      "stopReason", "toolCallId", "messageId", "mimeType", "protocolVersion"}
 )  # fmt: skip
+#: The fields of records (and findings) that are the proxy's: a time, a rule, a reason.
+_RECORD_FIELDS = frozenset({"kind", "t", "format", "version", "rule", "level", "spec", "reason"})
 #: The keys of a frame record: a record with others is written anew, not copied.
 _FRAME_KEYS = frozenset(
     {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
@@ -651,8 +653,12 @@ class Redactor:
         return cleaned if isinstance(cleaned, dict) else data
 
     def _clean(self, value: Any, strings: Any, name: str | None = None) -> Any:
+        """``value`` with secret-named fields tagged and its strings passed to ``strings``
+        (the record's own fields, a time or a rule, only to :meth:`string`)."""
         if isinstance(value, str):
-            if name is not None and name != "kind" and secret_name(name) and not _done(value):
+            if name in _RECORD_FIELDS:
+                return self.string(value)
+            if name is not None and secret_name(name) and not _done(value):
                 return self.tag(value)
             return strings(value)
         if isinstance(value, dict):
