@@ -10,6 +10,10 @@ nothing leaks: through real processes, as a user meets them.
   ``--log-file`` do not stop the relay.
 - Every file acp-proxy writes refuses a planted symlink and is created 0600.
 - Values out of range are a clear error (exit 2), never a traceback.
+- A shared recording replayed as the editor's agent cannot act through the editor (write a
+  file, run a command) unless the user says so.
+- `run --redact` redacts a frame at a time: a frame it chokes on never stops recording and
+  validation, and never reaches the recording as it was.
 """
 
 from __future__ import annotations
