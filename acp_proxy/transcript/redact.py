@@ -760,11 +760,14 @@ def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tu
     for number, line in enumerate(source, 1):
         records += 1
         body = line[:-1] if line.endswith(b"\n") else line
-        copy = _redacted_line(redactor, number, body, wire)
+        try:
+            copy = _redacted_line(redactor, number, body, wire)
+            if isinstance(copy, WireModel):
+                wire, copy = copy, _redacted_start(redactor, body)
+        except Exception:  # (a bug, or a line nested past what can be followed)
+            copy = b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
         if copy is None:
             copy = body + b"\n"
-        elif isinstance(copy, WireModel):
-            wire, copy = copy, _redacted_start(redactor, body)
         changed += copy != body + b"\n"
         out.write(copy)
     return records, changed
@@ -784,16 +787,13 @@ def _redacted_line(
         return WireModel()
     if isinstance(record, FrameRecord):
         return _redacted_frame(redactor, record, body, wire)
-    try:
-        data = orjson.loads(body)
-        if isinstance(record, StderrRecord):  # (a key it does not have is left out)
-            hidden = redactor.text(record.data)
-            if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
-                return None
-            return stderr_record(record.t, hidden)
-        cleaned = redactor.record(data)
-    except Exception:  # a record nested past what can be read back
-        return b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
+    data = orjson.loads(body)
+    if isinstance(record, StderrRecord):  # (a key it does not have is left out)
+        hidden = redactor.text(record.data)
+        if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
+            return None
+        return stderr_record(record.t, hidden)
+    cleaned = redactor.record(data)
     return None if cleaned == data else orjson.dumps(cleaned) + b"\n"
 
 
