@@ -728,8 +728,8 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
 @click.option(
     "--contents",
     is_flag=True,
-    help="Also replace file contents, resource contents, terminal output and prompt text with "
-    "their size and a tag.",
+    help="Also replace file contents, resource contents, terminal output, prompt text and what "
+    "tool calls carry (content, rawInput, rawOutput) with their size and a tag.",
 )
 def redact(recording: str, output: str, contents: bool) -> None:
     """Write a copy of RECORDING that is safe to attach to a bug report.
@@ -738,7 +738,9 @@ def redact(recording: str, output: str, contents: bool) -> None:
     Replaced by "[redacted:<tag>]" (the same value gets the same tag in the copy):
     the values of env and headers entries, authenticate / auth/login parameters,
     any field whose name looks like a token, key, secret, password, credential,
-    cookie or authorization, and secret-looking flags of the agent command.
+    cookie or authorization, secret-looking flags of the agent command, and in
+    every string (stored findings too) API-key shapes and NAME=value secrets.
+    A line that is no record is replaced by its size.
     Everything else stays byte for byte; frames that changed list the paths
     (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
     """

@@ -10,6 +10,10 @@ nothing leaks: through real processes, as a user meets them.
   ``--log-file`` do not stop the relay.
 - Every file acp-proxy writes refuses a planted symlink and is created 0600.
 - Values out of range are a clear error (exit 2), never a traceback.
+- A shared recording replayed as the editor's agent cannot act through the editor (write a
+  file, run a command) unless the user says so.
+- `run --redact` redacts a frame at a time: a frame it chokes on never stops recording and
+  validation, and never reaches the recording as it was.
 """
 
 from __future__ import annotations
@@ -334,7 +338,8 @@ def test_a_recorded_gap_longer_than_a_day_waits_a_day():
     for seq, (data, t) in enumerate(zip(raw, times, strict=True), 1):
         frame = parse_frame(data)
         steps.append(Step(seq, t, Side.AGENT, wire.feed("agent", frame, seq, t)))
-    replay = AgentReplay(Script(steps, 1, 1), speed=1.0)
+    # (extension notifications ask the client to act: allowed, so that they are sent)
+    replay = AgentReplay(Script(steps, 1, 1), speed=1.0, allow_actions=True)
     emitted = replay.start()
     assert [e.delay for e in emitted] == [0.0, MAX_GAP]
     assert replay.capped == [2]

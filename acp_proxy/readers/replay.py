@@ -235,8 +235,14 @@ def action_summary(step: Step) -> str:
             what = params["path"]
         else:
             what = preview(params, 100) if params else ""
+        if len(what) > _ACTION_WIDTH:
+            what = what[: _ACTION_WIDTH - 3] + "..."
         parts.append(f"{message.method} {what}".rstrip())
     return f"seq {step.seq} " + "; ".join(parts)
+
+
+#: How much of an action's command or path its line shows.
+_ACTION_WIDTH = 300
 
 
 @dataclass(slots=True)

@@ -50,6 +50,7 @@ Pure: bytes in, bytes out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -123,32 +124,55 @@ _HEADER = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$", re.DOTALL)
 #: What a redaction puts in: never redacted again (in a URL, where brackets would not do).
 _DONE = "[redacted:"
 _URL_DONE = "redacted-"
-#: API-key shaped strings, in any text.
-_KEY_SHAPES_TEXT = (
-    r"(?:\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
-    r"|\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bAKIA[0-9A-Z]{16}\b|\bAIza[0-9A-Za-z_\-]{30,}|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
-    r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{8,})"
+#: API-key shaped strings, in any text (each from a word's start: :func:`_word_start`).
+_KEY_SHAPES = re.compile(
+    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+    r"|Bearer [A-Za-z0-9._~+/=\-]{8,}"
 )
-#: A secret-named field in text: ``"apiKey": "X"``, ``token=X``, ``token: X``.
-_TEXT_FIELD_TEXT = (
-    r'("?)([A-Za-z0-9_\-]*(?:[Tt]oken|TOKEN|[Kk]ey|KEY|[Ss]ecret|SECRET|[Pp]assword|PASSWORD'
-    r"|[Pp]asswd|PASSWD|[Aa]uthorization|AUTHORIZATION|[Cc]ookie|COOKIE|[Cc]redential"
-    r'|CREDENTIAL)[A-Za-z0-9_\-]*)\1(\s*[:=]\s*)("([^"\\]|\\.)*"|[^\s,;&"}]+)'
-)
+_BEARER = "Bearer "
+#: No key shape is shorter (``sk-`` and 12 more).
+_SHORTEST_KEY = 15
+#: Where a field's name may be: found from a secret word in it (``token``, ``KEY``...), its
+#: run of name characters around it, and what follows a field's name: ``": ``, ``=``...
+_SECRET_PIECE = re.compile(r"token|key|secret|pass|auth|cookie|credential|bearer", re.IGNORECASE)
+_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
+_SEPARATOR = re.compile(r"\s*[:=]\s*")
+#: A field's value: a JSON string, or a word.
+_VALUE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s,;&"}]+')
+#: What makes a field's name look secret in text that is not JSON.
+_SECRETISH = re.compile(r"token|key|secret|passw|authoriz|cookie|credential", re.IGNORECASE)
 #: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
-#: Basic X``, ``Cookie: a=b``.
-_AUTH_HEADER_TEXT = (
-    r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*)"
-    r"((?:(?:basic|bearer|token|digest|negotiate)\s+)?[^\s'\"\\]+)"
+#: Basic X``, ``Cookie: a=b; c=d``.
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*"
+    r"(?:(?:basic|bearer|token|digest|negotiate)\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
 )
-_KEY_SHAPES = re.compile(_KEY_SHAPES_TEXT.encode())
-_TEXT_FIELD = re.compile(_TEXT_FIELD_TEXT.encode())
-_AUTH_HEADER = re.compile(_AUTH_HEADER_TEXT.encode())
-_KEY_SHAPES_STR = re.compile(_KEY_SHAPES_TEXT)
-_TEXT_FIELD_STR = re.compile(_TEXT_FIELD_TEXT)
-_AUTH_HEADER_STR = re.compile(_AUTH_HEADER_TEXT)
+#: Pieces every key shape holds, and (lowercased) every secret-named field or header: a
+#: text with none of them is not searched further.
+_KEY_HINTS = (
+    "sk-",
+    "hp_",
+    "ho_",
+    "hu_",
+    "hs_",
+    "hr_",
+    "_pat_",
+    "AKIA",
+    "AIza",
+    "xox",
+    "eyJ",
+    "Bearer ",
+)
+_FIELD_HINTS = ("token", "key", "secret", "pass", "auth", "cookie", "credential", "bearer")
+_HEADER_HINTS = ("authoriz", "cookie", "api-key")
+#: A long string of nothing but base64 (an image's data, a blob): no secret stands in it as
+#: text, and it is not searched.
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_LONG = 4096
 #: How much of a hidden value is kept to find it in a finding (which quotes 60 characters
 #: or so), and how much of it a quote must hold to be taken for it.
 _QUOTED = 64
@@ -156,6 +180,14 @@ _PIECE = 8
 #: A short hidden value is found as a whole word only; a shorter one not at all.
 _SHORTEST = 3
 _WORD_EDGE = "A-Za-z0-9_"
+#: Fields whose string is the protocol's, not the user's: not searched for secrets when
+#: shorter than the shortest key shape.
+_STRUCTURAL = frozenset(
+    {"jsonrpc", "method", "sessionId", "sessionUpdate", "type", "kind", "status", "role",
+     "stopReason", "toolCallId", "messageId", "mimeType", "protocolVersion"}
+)  # fmt: skip
+#: The fields of records (and findings) that are the proxy's: a time, a rule, a reason.
+_RECORD_FIELDS = frozenset({"kind", "t", "format", "version", "rule", "level", "spec", "reason"})
 #: The keys of a frame record: a record with others is written anew, not copied.
 _FRAME_KEYS = frozenset(
     {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
@@ -167,8 +199,9 @@ def _done(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(_DONE)
 
 
+@functools.lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
-    """Whether a field name looks like it holds a secret."""
+    """Whether a field name looks like it holds a secret (names repeat: remembered)."""
     if not name or name in ("sessionId", "toolCallId", "keyId"):
         return False
     words = _WORDS.findall(name.replace("-", "_"))
@@ -231,20 +264,6 @@ def _deep_dumps(value: Any) -> bytes:
         else:
             out.append(_encoded(item) if isinstance(item, str) else orjson.dumps(item))
     return b"".join(out)
-
-
-def _strings(value: Any) -> Iterator[tuple[Path, str, str | None]]:
-    """Every string value of a JSON value, at any depth (no recursion): its path, the
-    string, and the name of the field it is the value of (None in an array)."""
-    stack: list[tuple[Path, Any, str | None]] = [((), value, None)]
-    while stack:
-        path, item, name = stack.pop()
-        if isinstance(item, str):
-            yield path, item, name
-        elif isinstance(item, dict):
-            stack += [((*path, key), child, key) for key, child in item.items()]
-        elif isinstance(item, list):
-            stack += [((*path, index), child, None) for index, child in enumerate(item)]
 
 
 class Redactor:
@@ -335,6 +354,8 @@ class Redactor:
     ) -> None:
         if item is None or _done(item):
             return
+        if name in _STRUCTURAL and isinstance(item, str) and len(item) < _SHORTEST_KEY:
+            return
         if secret_name(name):
             found[here] = self.tag(item)
         elif name in ("env", "headers"):
@@ -400,28 +421,11 @@ class Redactor:
         return _URL_DONE + self.tag(value)[len(_DONE) : -1]
 
     def text(self, data: bytes) -> bytes:
-        """Text that is not JSON (a stderr line, a frame that does not parse): the values of
-        secret-named fields, authorization headers and API-key shaped strings hidden."""
-
-        def field(match: re.Match[bytes]) -> bytes:
-            value = match.group(4)
-            inner = value[1:-1] if value.startswith(b'"') else value
-            if inner.startswith((_DONE.encode(), _URL_DONE.encode())):
-                return match.group(0)
-            tag = self.tag(inner.decode("utf-8", "replace")).encode()
-            quote = b'"' if value.startswith(b'"') else b""
-            return match.group(0)[: match.start(4) - match.start(0)] + quote + tag + quote
-
-        def header(match: re.Match[bytes]) -> bytes:
-            if _DONE.encode() in match.group(3):
-                return match.group(0)
-            return match.group(1) + match.group(2) + self.tag(match.group(3).decode()).encode()
-
-        data = _AUTH_HEADER.sub(header, data)
-        data = _TEXT_FIELD.sub(field, data)
-        return _KEY_SHAPES.sub(
-            lambda m: self.tag(m.group(0).decode("utf-8", "replace")).encode(), data
-        )
+        """Text that is not JSON (a stderr line, a frame that does not parse): as
+        :meth:`string`, and ``name: value`` too (bytes that are not UTF-8 stay as they are)."""
+        text = data.decode("utf-8", "surrogateescape")
+        hidden = self._hide(text, prose=False)
+        return data if hidden == text else hidden.encode("utf-8", "surrogateescape")
 
     def string(self, text: str) -> str:
         """A JSON string (a tool call's command, a message): API-key shaped strings, an
@@ -429,26 +433,73 @@ class Redactor:
         or ``"name": "value"`` hidden (not ``name: value``, which is how prose reads)."""
         if not text or text.startswith(_DONE):
             return text
+        if len(text) >= _LONG and _BASE64.fullmatch(text) is not None:
+            return text
+        return self._hide(text, prose=True)
 
-        def field(match: re.Match[str]) -> str:
-            value = match.group(4)
-            if not match.group(1) and "=" not in match.group(3):  # prose: "the key: value"
-                return match.group(0)
-            inner = value[1:-1] if value.startswith('"') else value
-            if inner.startswith((_DONE, _URL_DONE)):
-                return match.group(0)
-            quote = '"' if value.startswith('"') else ""
-            kept = match.group(0)[: match.start(4) - match.start(0)]
-            return kept + quote + self.tag(inner) + quote
+    def _hide(self, text: str, prose: bool) -> str:
+        """Headers, fields and key shapes in ``text``; in time linear in its length."""
 
         def header(match: re.Match[str]) -> str:
             if _DONE in match.group(3):
                 return match.group(0)
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
-        text = _AUTH_HEADER_STR.sub(header, text)
-        text = _TEXT_FIELD_STR.sub(field, text)
-        return _KEY_SHAPES_STR.sub(lambda m: self.tag(m.group(0)), text)
+        lower = text.lower()
+        if any(hint in lower for hint in _FIELD_HINTS):
+            if any(hint in lower for hint in _HEADER_HINTS):
+                text = _AUTH_HEADER.sub(header, text)
+            text = self._fields(text, prose)
+        if any(hint in text for hint in _KEY_HINTS):
+            text = self._keys(text)
+        return text
+
+    def _fields(self, text: str, prose: bool) -> str:
+        """The values of secret-named fields: ``"apiKey": "X"``, ``TOKEN=X``, and, unless
+        ``prose``, ``token: X``. Found from the secret words of the text, each character
+        looked at a bounded number of times."""
+        out: list[str] = []
+        start = at = 0
+        while (piece := _SECRET_PIECE.search(text, at)) is not None:
+            begin = piece.start()
+            while begin > at and text[begin - 1] in _NAME:
+                begin -= 1
+            run = _NAME_RUN.match(text, piece.end())
+            end = at = run.end() if run is not None else piece.end()
+            if begin > 0 and text[begin - 1] in _NAME:  # (the run began before: seen)
+                continue
+            name = text[begin:end]
+            quoted = begin > 0 and text[begin - 1] == '"' and text.startswith('"', end)
+            sep = _SEPARATOR.match(text, end + quoted)
+            if sep is None or not (secret_name(name) if prose else _SECRETISH.search(name)):
+                continue
+            if prose and not quoted and "=" not in sep.group():  # "the key: value"
+                continue
+            found = _VALUE.match(text, sep.end())
+            if found is None:
+                continue
+            value = found.group()
+            inner = value[1:-1] if value.startswith('"') else value
+            if inner.startswith((_DONE, _URL_DONE)):
+                continue
+            quote = '"' if value.startswith('"') else ""
+            out += [text[start : sep.end()], quote, self.tag(inner), quote]
+            start = at = found.end()
+        return "".join(out) + text[start:] if out else text
+
+    def _keys(self, text: str) -> str:
+        """API-key shaped strings, each from the start of a word (after ``Bearer ``, the
+        token only)."""
+
+        def key(match: re.Match[str]) -> str:
+            found, begin = match.group(), match.start()
+            if begin and (text[begin - 1].isalnum() or text[begin - 1] == "_"):
+                return found  # (inside a word: "disk-…")
+            if found.startswith(_BEARER):
+                return _BEARER + self.tag(found[len(_BEARER) :])
+            return self.tag(found)
+
+        return _KEY_SHAPES.sub(key, text)
 
     def _contents(
         self, method: str, kind: Kind | None, value: dict[str, Any], found: dict[Path, str]
@@ -602,8 +653,12 @@ class Redactor:
         return cleaned if isinstance(cleaned, dict) else data
 
     def _clean(self, value: Any, strings: Any, name: str | None = None) -> Any:
+        """``value`` with secret-named fields tagged and its strings passed to ``strings``
+        (the record's own fields, a time or a rule, only to :meth:`string`)."""
         if isinstance(value, str):
-            if name is not None and name != "kind" and secret_name(name) and not _done(value):
+            if name in _RECORD_FIELDS:
+                return self.string(value)
+            if name is not None and secret_name(name) and not _done(value):
                 return self.tag(value)
             return strings(value)
         if isinstance(value, dict):
@@ -705,11 +760,14 @@ def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tu
     for number, line in enumerate(source, 1):
         records += 1
         body = line[:-1] if line.endswith(b"\n") else line
-        copy = _redacted_line(redactor, number, body, wire)
+        try:
+            copy = _redacted_line(redactor, number, body, wire)
+            if isinstance(copy, WireModel):
+                wire, copy = copy, _redacted_start(redactor, body)
+        except Exception:  # (a bug, or a line nested past what can be followed)
+            copy = b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
         if copy is None:
             copy = body + b"\n"
-        elif isinstance(copy, WireModel):
-            wire, copy = copy, _redacted_start(redactor, body)
         changed += copy != body + b"\n"
         out.write(copy)
     return records, changed
@@ -729,16 +787,13 @@ def _redacted_line(
         return WireModel()
     if isinstance(record, FrameRecord):
         return _redacted_frame(redactor, record, body, wire)
-    try:
-        data = orjson.loads(body)
-        if isinstance(record, StderrRecord):  # (a key it does not have is left out)
-            hidden = redactor.text(record.data)
-            if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
-                return None
-            return stderr_record(record.t, hidden)
-        cleaned = redactor.record(data)
-    except Exception:  # a record nested past what can be read back
-        return b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
+    data = orjson.loads(body)
+    if isinstance(record, StderrRecord):  # (a key it does not have is left out)
+        hidden = redactor.text(record.data)
+        if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
+            return None
+        return stderr_record(record.t, hidden)
+    cleaned = redactor.record(data)
     return None if cleaned == data else orjson.dumps(cleaned) + b"\n"
 
 
@@ -769,7 +824,7 @@ def _redacted_frame(
     stored: list[Any] = given if isinstance(given, list) else []
     findings = [redactor.finding(f) for f in stored if isinstance(f, dict)]
     if findings != stored:
-        paths.append("(findings)")
+        paths = sorted([*paths, "(findings)"])
     if not paths and set(data) <= _FRAME_KEYS:
         return None
     earlier = data.get("redacted")

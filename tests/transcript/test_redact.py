@@ -220,3 +220,160 @@ def test_redaction_reaches_every_place_a_secret_hides_and_a_second_pass_changes_
                  b"model=opus", b"--header=Authorization: ", b"OPENAI_API_KEY="):  # fmt: skip
         assert kept in decoded, kept
     assert twice.read_bytes() == copy  # nothing more to hide
+
+
+T = "2026-01-01T00:00:00.000000Z"
+
+
+def write_recording(path: Path, frames: list[tuple[Any, ...]], tail: bytes = b"") -> None:
+    """A recording of these frames, each (side, raw) or (side, raw, findings), then
+    ``tail`` (more lines, as they are)."""
+    from acp_proxy.transcript.records import end_record, frame_record, start_record
+
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        for seq, (side, raw, *found) in enumerate(frames, 1):
+            out.write(frame_record(seq, T, side, parse_frame(raw), *found[:1]))
+        out.write(end_record(T, 0, "client closed stdin"))
+        out.write(tail)
+
+
+def redacted(path: Path, *options: str) -> bytes:
+    """`acp-proxy redact` of ``path``: the copy, with its frames' own bytes (base64 and text
+    frames decoded) added, so a search finds what they hold."""
+    out = path.with_name(path.stem + "-shared.jsonl")
+    subprocess.run([*PROXY, "redact", *options, str(path), "-o", str(out)], check=True,
+                   capture_output=True, env=clean_env())  # fmt: skip
+    copy = out.read_bytes()
+    return copy + b"".join(r.frame.raw for r in read_records(out) if isinstance(r, FrameRecord))
+
+
+def update(body: dict[str, Any]) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "method": "session/update",
+                         "params": {"sessionId": "s", "update": body}})  # fmt: skip
+
+
+#: A key of each shape, and where each is planted (a tool call's command, a message's text).
+KEYS = [b"sk-ant-api03-Zq8mN2vX7pL4kR9t", b"sk-proj-Hf83jdK29dkLq0wz", b"ghp_" + b"a1B2" * 9,
+        b"github_pat_11ABCDEFG0123456789_abcdefXYZ", b"xoxb-1234567890-abcdefghij",
+        b"AKIAIOSFODNN7EXAMPLE", b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"]  # fmt: skip
+
+
+def test_key_shapes_and_run_together_names_are_hidden_in_every_json_string(tmp_path: Path):
+    """API-key shapes inside any string (a tool call's command, an agent's message, a bearer
+    token in a curl command), and run-together secret names (PGPASSWORD=, GITHUBTOKEN,
+    --privatekey) in fields, arguments and commands; the rest of each string stays."""
+    k = [key.decode() for key in KEYS]
+    command = (f"export ANTHROPIC_API_KEY={k[0]} OPENAI_API_KEY={k[1]}; curl -H 'Authorization: "
+               f"Bearer {k[2]}' https://api.example && git push https://x:{k[3]}@github.com; "
+               f"aws --key {k[4]}; echo {k[5]}")  # fmt: skip
+    frames = [
+        ("agent", update({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Run curl",
+                          "rawInput": {"command": command}})),
+        ("agent", update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+                          "text": f"the session token is {k[6]}"}})),
+        ("agent", orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "terminal/create", "params": {
+            "sessionId": "s", "command": "psql",
+            "args": ["PGPASSWORD=hunter2pg", "--privatekey", "pk-run-together", "-c", "PGPASSWORD=hunter3pg psql"],
+            "_meta": {"GITHUBTOKEN": "gh-run-together", "PRIVATEKEY": "pem-run-together",
+                      "inputTokens": 1234, "monkey": "banana"}}})),
+    ]  # fmt: skip
+    path = tmp_path / "keys.jsonl"
+    write_recording(path, frames)
+    original = path.read_bytes()
+    copy = redacted(path)
+    planted = [*KEYS, b"hunter2pg", b"hunter3pg", b"pk-run-together", b"gh-run-together",
+               b"pem-run-together"]  # fmt: skip
+    for secret in planted:
+        assert secret in original and secret not in copy, secret
+    for kept in (b"curl -H 'Authorization: Bearer [redacted:", b"https://api.example && git push",
+                 b"export ANTHROPIC_API_KEY=[redacted:", b"the session token is [redacted:", b'"inputTokens":1234',
+                 b'"monkey":"banana"', b"PGPASSWORD=[redacted:", b'"--privatekey","[redacted:'):  # fmt: skip
+        assert kept in copy, kept
+    for name in ("PGPASSWORD", "GITHUBTOKEN", "PRIVATEKEY", "githubToken", "OPENAIKEY"):
+        assert secret_name(name), name
+    for name in ("inputTokens", "maxTokens", "monkey", "keyboard", "tokens", "hotkeys"):
+        assert not secret_name(name), name
+
+
+def test_findings_quoting_a_secret_are_redacted_and_an_unreadable_line_is_never_copied(
+    tmp_path: Path,
+):
+    """The proxy's own not-json finding quotes the line (`ANTHROPIC_API_KEY=sk-ant-...`); a
+    stored finding may quote a value hidden by its place (an authenticate parameter), cut
+    short; a violation record may hold a key; a truncated last line (a crash) holds an
+    authenticate frame. None of them reaches the copy; the lines stay as many."""
+    leak = b"ANTHROPIC_API_KEY=sk-ant-api03-NotJsonLeak123456789 started"
+    pin = "pin-98765432-very-secret-value-that-is-long"
+    auth = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "authenticate",
+                         "params": {"methodId": "k", "pin": pin}})  # fmt: skip
+    quoted = {"rule": "schema", "level": "error", "spec": "schema",
+              "message": f"params.pin: {orjson.dumps(pin).decode()[:40]}... is not a number"}  # fmt: skip
+    found = {"rule": "not-json", "level": "error", "spec": "ACP transport",
+             "message": "the agent sent a line that is not JSON: " + orjson.dumps(leak.decode()).decode()[:60]}  # fmt: skip
+    violation = orjson.dumps({"kind": "violation", "t": T, "seq": 2, "rule": "x", "level": "error",
+                              "message": "answered with ghp_" + "Q" * 36, "spec": ""})  # fmt: skip
+    truncated = (b'{"kind":"frame","seq":9,"t":"%s","from":"client","msg":{"jsonrpc":"2.0","id":2,'
+                 b'"method":"authenticate","params":{"methodId":"k","pin":"crash-pin-4444' % T.encode())  # fmt: skip
+    path = tmp_path / "findings.jsonl"
+    write_recording(path, [("client", auth, [quoted]), ("agent", leak, [found])],
+                    violation + b"\n" + truncated)  # fmt: skip
+    original = path.read_bytes()
+    copy = redacted(path)
+    for secret in (b"NotJsonLeak", b"pin-98765432", b"Q" * 36, b"crash-pin-4444"):
+        assert secret in original and secret not in copy, secret
+    assert copy.count(b"\n") >= original.count(b"\n") + 1  # (the last line, ended now)
+    assert b"is not a number" in copy and b"the agent sent a line that is not JSON" in copy
+    assert b'"redacted":["(findings)","params.pin"]' in copy
+    # live, as `run --redact` records the proxy's own finding
+    transcript, capture = tmp_path / "live.jsonl", tmp_path / "capture"
+    subprocess.run([*PROXY, "run", "--redact", "--record", str(transcript), "--",
+                    *SCRIPTED_AGENT, "echo", str(capture)], input=leak + b"\n", check=True,
+                   capture_output=True, env=clean_env(), timeout=60)  # fmt: skip
+    live = transcript.read_bytes()
+    assert b'"rule":"not-json"' in live and b"NotJsonLeak" not in live
+
+
+def test_contents_hides_what_agents_read_with_their_own_tools(tmp_path: Path):
+    """--contents: a tool call's content (text, diffs), rawInput, rawOutput and _meta (where
+    agents put the tool's response) become sizes and tags; without it they stay."""
+    frames = [
+        ("agent", update({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read x.py",
+                          "kind": "read", "rawInput": {"file_path": "/src/RAW-INPUT-PATH"}})),
+        ("agent", update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+                          "content": [{"type": "content", "content": {"type": "text", "text": "FILE-BODY-TEXT"}},
+                                      {"type": "diff", "path": "/src/x.py", "oldText": "OLD-BODY", "newText": "NEW-BODY"}],
+                          "rawOutput": {"output": "RAW-OUTPUT-BODY"},
+                          "_meta": {"claudeCode": {"toolResponse": {"content": "META-BODY"}}}})),
+    ]  # fmt: skip
+    path = tmp_path / "tools.jsonl"
+    write_recording(path, frames)
+    hidden = (b"RAW-INPUT-PATH", b"FILE-BODY-TEXT", b"OLD-BODY", b"NEW-BODY", b"RAW-OUTPUT-BODY",
+              b"META-BODY")  # fmt: skip
+    plain, contents = redacted(path), redacted(path, "--contents")
+    for secret in hidden:
+        assert secret in plain and secret not in contents, secret
+    assert b"Read x.py" in contents and b'"path":"/src/x.py"' in contents and b"bytes:" in contents
+
+
+def test_a_second_pass_leaves_every_tag_alone(tmp_path: Path):
+    """`redact` of its own output changes nothing, with and without --contents: the tags of
+    authenticate's parameters, of contents, of keys inside strings."""
+    frames = [
+        ("client", orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "authenticate",
+                                 "params": {"methodId": "k", "apiKey": "sk-ant-xyz", "pin": 1234}})),
+        ("client", orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+            "sessionId": "s", "prompt": [{"type": "text", "text": "use " + KEYS[0].decode()}]}})),
+        ("agent", update({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "t",
+                          "rawInput": {"command": "curl -H 'Authorization: Basic dXNlcjpwdw=='"}})),
+    ]  # fmt: skip
+    path = tmp_path / "twice.jsonl"
+    write_recording(path, frames)
+    for options in ((), ("--contents",)):
+        once = tmp_path / "once.jsonl"
+        again = tmp_path / "again.jsonl"
+        for source, target in ((path, once), (once, again)):
+            subprocess.run([*PROXY, "redact", *options, str(source), "-o", str(target)],
+                           check=True, capture_output=True, env=clean_env())  # fmt: skip
+        assert again.read_bytes() == once.read_bytes(), options
+        assert b"sk-ant-xyz" not in once.read_bytes() and b"dXNlcjpwdw" not in once.read_bytes()
