@@ -434,8 +434,8 @@ def test_a_shared_recording_does_not_act_through_the_editor(tmp_path: Path):
 
 def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path):
     """`run --redact`: a secret-named field nested 300 deep (deeper than orjson writes) and
-    one nested as deep as a frame parses (deeper than the splicer follows) are recorded
-    without their secret; the broken frames after them are still recorded, with their
+    one nested as deep as a frame parses (the splicer follows it, without recursion) are
+    recorded without their secret; the broken frames after them are still recorded, with their
     findings."""
     deep = b'{"jsonrpc":"2.0","method":"_x","params":{"token":%s"deep-s3cret"%s}}'
     frames = [
@@ -460,13 +460,12 @@ def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path)
     stored = [r for r in records if r["kind"] == "frame"]
     assert [r["seq"] for r in stored] == list(range(1, 9))  # both sides, every frame
     for side in (stored[:4], stored[4:]):
-        assert side[0]["redacted"] == ["params.token"]
-        assert side[1]["redacted"] == ["(frame)"] and "2104 bytes" in side[1]["text"]
+        assert side[0]["redacted"] == side[1]["redacted"] == ["params.token"]
         assert [[v["rule"] for v in r.get("violations", [])] for r in side[2:]] == [
             ["jsonrpc-version"],
             ["not-json"],
         ]
-    assert proc.stderr.count(b"the redaction could not read a frame") == 1
+    assert b"the redaction could not read a frame" not in proc.stderr
 
 
 def validated(recording: Path, *options: str) -> subprocess.CompletedProcess[str]:
