@@ -1657,7 +1657,7 @@ def chat(
         grace=grace,
     )
     if allow_terminal:
-        _say(f"acp-proxy chat: --allow-terminal: commands the agent asks for WILL RUN (in {options.cwd})")
+        _say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
     try:
         status = chatting.chat(
             list(command),
