@@ -1,0 +1,181 @@
+"""``acp-proxy chat``, driven for real: prompts piped to the example agent, a session on a
+pseudo-terminal (a permission answered, a turn cancelled with Ctrl-C, /quit), and a hostile
+agent whose escapes must not reach the terminal raw."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
+
+EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
+REPLY = "This is the example agent that ships with acp-proxy."
+
+
+def chat(
+    tmp_path: Path, agent: list[str], stdin: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    command = [*PROXY, "chat", "--record", str(tmp_path / "rec.jsonl"), *options, "--", *agent]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, text=True, timeout=120, env=clean_env(),
+        cwd=tmp_path,
+    )  # fmt: skip
+
+
+def frames(recording: Path) -> list[dict[str, object]]:
+    records = [orjson.loads(line) for line in recording.read_bytes().splitlines()]
+    return [r["msg"] for r in records if r.get("kind") == "frame" and "msg" in r]
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_piped_prompts_get_the_reply_on_stdout_and_a_clean_recording(tmp_path, protocol):
+    run = chat(tmp_path, EXAMPLE, "hello\n\nagain\n", "--protocol", protocol)
+    assert run.returncode == 0, run.stderr
+    # the agent's text, a line a turn, and nothing else (no thought, plan, tool, label)
+    assert run.stdout.splitlines() == [run.stdout.splitlines()[0]] * 2
+    assert run.stdout.startswith(REPLY)
+    assert "rec.jsonl" in run.stderr.splitlines()[-1]
+    validated = subprocess.run(
+        [*PROXY, "validate", str(tmp_path / "rec.jsonl")], capture_output=True, text=True
+    )
+    assert validated.returncode == 0, validated.stdout
+    prompts = [f for f in frames(tmp_path / "rec.jsonl") if f.get("method") == "session/prompt"]
+    assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["hello", "again"]  # type: ignore[index]
+
+
+def test_piped_a_finding_at_error_level_is_exit_1_and_said_on_stderr(tmp_path):
+    run = chat(tmp_path, [*EXAMPLE, "--misbehave"], "hello\n", "--protocol", "2")
+    assert run.returncode == 1
+    assert run.stdout.startswith(REPLY)
+    assert "error prompt-result-message-id" in run.stderr
+
+
+def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
+    run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
+    assert run.returncode == 1
+    gone = [line for line in run.stderr.splitlines() if "exited" in line]
+    assert len(gone) == 1 and "exit status 3" in gone[0] and "its stderr ended:" in gone[0]
+    assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_an_agent_that_hangs_is_bounded_by_the_timeout(tmp_path):
+    run = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "hello\n", "--timeout", "1")
+    assert run.returncode == 1
+    assert "no response to initialize within 1s (--timeout)" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
+    run = chat(tmp_path, [], "")
+    assert run.returncode == 2 and "-- AGENT" in run.stderr
+    run = chat(tmp_path, ["no-such-agent-here"], "")
+    assert run.returncode == 2 and "not found" in run.stderr
+
+
+class Terminal:
+    """``acp-proxy chat`` on a pseudo-terminal it has as its controlling terminal, so that
+    a typed Ctrl-C is the terminal's SIGINT to its foreground process group."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.leader, follower = pty.openpty()
+
+        def controlling() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen(
+            command, stdin=follower, stdout=follower, stderr=follower, cwd=cwd,
+            env=clean_env(TERM="dumb"),
+            preexec_fn=controlling,  # noqa: PLW1509 - the test starts no thread
+        )  # fmt: skip
+        os.close(follower)
+        self.seen = b""
+        #: Where the next :meth:`until` looks from: past what it found last.
+        self.mark = 0
+
+    def type(self, data: bytes) -> None:
+        os.write(self.leader, data)
+
+    def until(self, pattern: bytes, seconds: float = 60) -> bytes:
+        """What the terminal showed, up to ``pattern`` (asserted to come after what was
+        waited for before)."""
+        end = time.monotonic() + seconds
+        while pattern not in self.seen[self.mark :] and time.monotonic() < end:
+            ready, _, _ = select.select([self.leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(self.leader, 1 << 16)
+                except OSError:  # the other end closed
+                    break
+                self.seen += chunk
+        assert pattern in self.seen[self.mark :], self.seen.decode("utf-8", "replace")[-3000:]
+        self.mark = self.seen.index(pattern, self.mark) + len(pattern)
+        return self.seen
+
+    def close(self, seconds: float = 60) -> int:
+        try:
+            status = self.proc.wait(seconds)
+        finally:
+            self.proc.kill()
+            with contextlib.suppress(OSError):
+                while os.read(self.leader, 1 << 16):
+                    pass
+            os.close(self.leader)
+        return status
+
+
+def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_path):
+    (tmp_path / "README.md").write_text("# a readme\n")
+    record = tmp_path / "rec.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *agent], tmp_path)
+    term.until(b"> ")
+    term.type(b"summarize the readme\r")
+    term.until(b"permission: Read README.md")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"completed")  # the tool call ran: the agent read the file, inside --cwd
+    term.until(b"This is")  # the reply streams
+    term.type(b"\x03")
+    term.until(b"session/cancel sent")
+    shown = term.until(b"ended: ")
+    term.until(b"> ", seconds=30)
+    term.type(b"/quit\r")
+    assert term.close() == 0
+    text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", shown).decode()
+    assert "thought:" in text and "plan:" in text and "agent: This is" in text
+    assert "ended: cancelled" in text
+    sent = frames(record)
+    assert any(f.get("method") == "session/cancel" for f in sent)
+    ends = [f for f in sent if isinstance(f.get("result"), dict) and "stopReason" in f["result"]]  # type: ignore[operator]
+    assert [f["result"]["stopReason"] for f in ends] == ["cancelled"]  # type: ignore[index]
+    answers = [f for f in sent if isinstance(f.get("result"), dict) and "outcome" in f["result"]]  # type: ignore[operator]
+    assert answers[0]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}  # type: ignore[index]
+    assert any(f.get("method") == "fs/read_text_file" for f in sent)
+
+
+def test_a_hostile_agents_escapes_reach_the_terminal_escaped(tmp_path):
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *SCRIPTED_AGENT, "hostile"], tmp_path)
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"ended: ", seconds=30)
+    term.until(b"> ", seconds=30)
+    term.type(b"/quit\r")
+    term.close()
+    shown = term.seen.decode("utf-8", "replace")
+    for raw in ("\x1b]52", "\x1b]8", "\x9b", "\u202e", "\u200b", "\x7f", "\x00", "\rover"):
+        assert raw not in shown, repr(raw)
+    assert "\\x1b]52;c;aGk=" in shown and "\\u202e" in shown
