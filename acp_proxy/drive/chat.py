@@ -198,6 +198,7 @@ class _Chat:
                 self.notes.put(f"  ⚑ (more {finding.rule} findings: in the recording)")
             return
         where = f" (seq {finding.seq})" if finding.seq is not None else ""
+        where = "" if finding.message.endswith(where) else where
         self.notes.put(f"  ⚑ {finding.level} {finding.rule}: {finding.message}{where}")
 
     def drain(self) -> None:

@@ -78,6 +78,16 @@ def test_an_agent_that_hangs_is_bounded_by_the_timeout(tmp_path):
     assert "Traceback" not in run.stderr
 
 
+def test_session_resumes_where_the_agent_can_and_says_why_not(tmp_path):
+    run = chat(tmp_path, EXAMPLE, "hello\n", "--protocol", "2", "--session", "sess_9")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "session/resume failed: error -32002: Resource not found: session sess_9" in run.stderr
+    sent = frames(tmp_path / "rec.jsonl")
+    assert not any(f.get("method") == "session/prompt" for f in sent)
+    run = chat(tmp_path, EXAMPLE, "hello\n", "--session", "sess_9")  # v1: it can do neither
+    assert run.returncode == 1 and "can neither load nor resume" in run.stderr
+
+
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
     assert run.returncode == 2 and "-- AGENT" in run.stderr
@@ -153,6 +163,9 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     term.until(b"session/cancel sent")
     shown = term.until(b"ended: ")
     term.until(b"> ", seconds=30)
+    term.type(b"/mode code\r")
+    term.until(b"mode code set")
+    term.until(b"> ")
     term.type(b"/quit\r")
     assert term.close() == 0
     text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", shown).decode()
@@ -165,6 +178,14 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     answers = [f for f in sent if isinstance(f.get("result"), dict) and "outcome" in f["result"]]  # type: ignore[operator]
     assert answers[0]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}  # type: ignore[index]
     assert any(f.get("method") == "fs/read_text_file" for f in sent)
+    assert any(f.get("method") == "session/set_mode" for f in sent)
+
+
+def test_on_a_terminal_permissions_is_a_usage_error(tmp_path):
+    """On a terminal the user is asked: --permissions would do nothing."""
+    term = Terminal([*PROXY, "chat", "--permissions", "allow", "--", *EXAMPLE], tmp_path)
+    term.until(b"--permissions has no effect")
+    assert term.close() == 2
 
 
 def test_a_hostile_agents_escapes_reach_the_terminal_escaped(tmp_path):
