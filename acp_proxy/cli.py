@@ -1556,7 +1556,17 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
             emit(line)
 
 
-@cli.command(context_settings={"allow_interspersed_args": False})
+_CHAT_EXAMPLES = (
+    "acp-proxy chat -- my-agent --acp",
+    "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
+    "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
+)
+
+
+@cli.command(
+    context_settings={"allow_interspersed_args": False},
+    epilog="\b\nExamples:\n" + "\n".join(f"  {line}" for line in _CHAT_EXAMPLES),
+)
 @click.option(
     "--protocol",
     type=click.Choice(["1", "2"]),
@@ -1629,10 +1639,6 @@ def chat(
     \b
     Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
     or the agent cannot start; 130 Ctrl-C.
-    \b
-    Examples:
-      acp-proxy chat -- my-agent --acp
-      echo 'Say hello' | acp-proxy chat -- my-agent > reply.txt
     """
     if not command:
         raise click.UsageError("chat needs the agent to run: -- AGENT [ARGS]...")
