@@ -12,10 +12,11 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   process group of its own: the terminal's SIGINT reaches the chat, never the agent.
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
   message text on stdout; permission requests answered by the policy.
-- Findings, what the services refused, and errors are lines on stderr (dimmed on a
-  terminal), as they happen. Every wait has a bound (``timeout``: a response, or in a turn
-  the agent's next message; a turn past it is cancelled, then given up); an agent that cannot
-  go on is one line with its exit status and the last lines of its stderr.
+- Findings (warnings and errors), what the services refused, and errors are lines on
+  stderr (dimmed on a terminal), as they happen.
+- Every wait has a bound (``timeout``: a response, or in a turn the agent's next message; a
+  turn past it is cancelled, then given up); an agent that cannot go on is one line with its
+  exit status and the last lines of its stderr.
 
 Free of asyncio: the client core's blocking calls do the waiting.
 """
@@ -192,6 +193,8 @@ class _Chat:
         """A finding of the validator (in the loop's thread: queued for the main one)."""
         if finding.level == "error":
             self.failed = True
+        if finding.level == "info":  # (recorded: show and report have them)
+            return
         shown = self._rules[finding.rule] = self._rules.get(finding.rule, 0) + 1
         if shown > _SHOWN_PER_RULE:
             if shown == _SHOWN_PER_RULE + 1:
