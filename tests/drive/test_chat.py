@@ -141,8 +141,8 @@ class Terminal:
         finally:
             self.proc.kill()
             with contextlib.suppress(OSError):
-                while os.read(self.leader, 1 << 16):
-                    pass
+                while chunk := os.read(self.leader, 1 << 16):
+                    self.seen += chunk
             os.close(self.leader)
         return status
 
@@ -179,6 +179,26 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     assert answers[0]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}  # type: ignore[index]
     assert any(f.get("method") == "fs/read_text_file" for f in sent)
     assert any(f.get("method") == "session/set_mode" for f in sent)
+
+
+@pytest.mark.parametrize(("keys", "status"), [(b"\x04", 0), (b"\x03", 130)])
+def test_on_a_terminal_ctrl_d_quits_and_ctrl_c_twice_stops(tmp_path, keys, status):
+    term = Terminal([*PROXY, "chat", "--record", str(tmp_path / "rec.jsonl"), "--", *EXAMPLE],
+                    tmp_path)  # fmt: skip
+    # (a SIGINT between readline's prompt and its wait for a key is seen at the next key:
+    # CPython's readline; the Ctrl-C is typed once the prompt is waiting)
+    term.until(b"> ")
+    time.sleep(0.5)
+    term.type(keys)
+    if keys == b"\x03":
+        term.until(b"Ctrl-C again")
+        term.until(b"> ")
+        time.sleep(0.5)
+        term.type(keys)
+    assert term.close() == status
+    assert f"recording: {tmp_path / 'rec.jsonl'}".encode() in term.seen
+    last = (tmp_path / "rec.jsonl").read_bytes().splitlines()[-1]
+    assert orjson.loads(last)["kind"] == "end"
 
 
 def test_on_a_terminal_permissions_is_a_usage_error(tmp_path):
