@@ -75,6 +75,9 @@ EXIT_INTERRUPTED = 130
 #: How often waits look at Ctrl-C and at questions for the user, in seconds.
 _TICK = 0.1
 
+#: Seconds at most that what the agent sent between turns is taken for, before a prompt.
+_SETTLE = 0.5
+
 #: Findings of one rule shown at most (the rest are in the recording).
 _SHOWN_PER_RULE = 3
 
@@ -288,9 +291,11 @@ class _Chat:
         return result
 
     def settle(self) -> None:
-        """Take what the agent already sent (updates after a turn, between turns)."""
+        """Take what the agent already sent (updates after a turn, between turns), for
+        half a second at most (a flood's rest waits in the queue)."""
+        end = time.monotonic() + _SETTLE
         with contextlib.suppress(TimedOut):
-            while True:
+            while time.monotonic() < end:
                 self.take(self.client.next_event(0.05))
         self.drain()
 
