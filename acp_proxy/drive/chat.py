@@ -454,7 +454,8 @@ class _Chat:
             if answer is None:  # Ctrl-D or Ctrl-C: the turn is cancelled
                 self.interrupts += 1
                 break
-            chosen = keys.get(answer.strip())
+            typed = answer.strip().lower()
+            chosen = keys.get(typed) or keys.get(typed[:1])  # (y, yes; n, no)
             if chosen is not None and "optionId" in chosen:
                 outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
                 break
