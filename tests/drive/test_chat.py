@@ -88,6 +88,37 @@ def test_session_resumes_where_the_agent_can_and_says_why_not(tmp_path):
     assert run.returncode == 1 and "can neither load nor resume" in run.stderr
 
 
+#: An agent that opens a session, then says nothing more in a turn (nor ends it).
+SILENT_IN_A_TURN = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    result = {"initialize": {"protocolVersion": 1}, "session/new": {"sessionId": "s1"}}
+    if request.get("method") in result:
+        print(json.dumps({"jsonrpc": "2.0", "id": request["id"],
+                          "result": result[request["method"]]}), flush=True)
+    if request.get("method") == "session/cancel":
+        print("cancel ignored", file=sys.stderr, flush=True)
+""",
+]
+
+
+def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
+    run = chat(tmp_path, SILENT_IN_A_TURN, "hello\nagain\n", "--timeout", "1")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "no message from the agent within 1s (--timeout): session/cancel sent" in run.stderr
+    gone = [line for line in run.stderr.splitlines() if "no end of the turn within 1s" in line]
+    assert len(gone) == 1 and "its stderr ended: cancel ignored" in gone[0]
+    sent = frames(tmp_path / "rec.jsonl")
+    assert [f.get("method") for f in sent if "method" in f][-2:] == [
+        "session/prompt",
+        "session/cancel",
+    ]  # (the second prompt is never sent)
+
+
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
     assert run.returncode == 2 and "-- AGENT" in run.stderr
