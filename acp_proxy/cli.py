@@ -1681,6 +1681,122 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
             emit(line)
 
 
+@cli.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--protocol",
+    type=click.Choice(["1", "2"]),
+    default="1",
+    show_default=True,
+    help="The ACP version to ask for (1: what shipping agents speak).",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="The session's working directory, and the only one the agent's fs requests may "
+    "touch. Default: the current directory.",
+)
+@click.option("--session", "session_id", metavar="ID", help="Load or resume this session.")
+@click.option(
+    "--timeout",
+    type=_Seconds(open_low=True, high=86_400.0),
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for a response or, in a turn, for the agent's next message (then "
+    "the turn is cancelled, and given up after as long again).",
+)
+@click.option(
+    "--permissions",
+    type=click.Choice(["allow", "reject"]),
+    default="reject",
+    show_default=True,
+    help="How permission requests are answered when stdin is not a terminal (on one, "
+    "you are asked).",
+)
+@click.option(
+    "--allow-terminal",
+    is_flag=True,
+    help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    envvar=_env("RECORD"),
+    help="Where the session is recorded, as for run. Default: the recordings directory.",
+)
+@click.option("--no-record", is_flag=True, help="Do not record the session.")
+@click.option(
+    "--grace",
+    type=_Seconds(high=60.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
+)
+@_color_option("Colour the conversation")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
+def chat(
+    protocol: str,
+    cwd: str | None,
+    session_id: str | None,
+    timeout: float,
+    permissions: str,
+    allow_terminal: bool,
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    """Talk to AGENT (started behind the proxy, recorded and validated as by run): each
+    line a prompt. On a terminal, the reply is drawn as it streams and permission requests
+    are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
+    text is written, on stdout.
+
+    \b
+    Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
+    or the agent cannot start; 130 Ctrl-C.
+    """
+    if not command:
+        raise click.UsageError("chat needs the agent to run: -- AGENT [ARGS]...")
+    if record is not None and no_record:
+        raise click.UsageError("--record and --no-record contradict each other")
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _only_with("when stdin is not a terminal (on one, you are asked)", "permissions")
+    from acp_proxy.drive import chat as chatting
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
+
+    configure("warning", "console", _open_log(None))
+    options = chatting.Options(
+        cwd=Path(cwd or os.getcwd()),
+        protocol=int(protocol),
+        session=session_id,
+        timeout=timeout,
+        permissions=permissions,
+        allow_terminal=allow_terminal,
+        record=record,
+        no_record=no_record,
+        grace=grace,
+    )
+    if allow_terminal:
+        _say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
+    try:
+        status = chatting.chat(
+            list(command),
+            options,
+            get_logger(),
+            interactive=interactive,
+            colour=_colored(color),
+            err_colour=_colored(color, sys.stderr),
+        )
+    except AgentNotFound:
+        _say(f"acp-proxy chat: agent command not found: {command[0]}")
+        _exit(2)
+    except AgentNotExecutable as exc:
+        _say(f"acp-proxy chat: agent command cannot be executed: {exc}")
+        _exit(2)
+    _exit(status)
+
+
 #: What every command's ``--help`` ends with: two or three commands to copy.
 _EXAMPLES = {
     "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],
@@ -1737,6 +1853,11 @@ _EXAMPLES = {
         "acp-proxy probe -- my-agent --acp",
         "acp-proxy probe --only prompt --only cancel -- my-agent",
         "acp-proxy probe --format junit -- my-agent > probe.xml",
+    ],
+    "chat": [
+        "acp-proxy chat -- my-agent --acp",
+        "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
+        "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
     ],
     "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
 }

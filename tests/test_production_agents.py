@@ -448,6 +448,30 @@ def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Pat
     assert [f for f in offline if f["rule"] != "unknown-method"] == []
 
 
+def test_claude_agent_acp_answers_a_piped_chat(
+    npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path
+):
+    """`acp-proxy chat` as the client of claude-agent-acp, against the Anthropic stand-in: a
+    piped prompt (a Read tool call, then the streamed answer) gets the model's text, alone, on
+    stdout; exit 0, and the recording validates clean."""
+    env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=anthropic, ANTHROPIC_API_KEY="sk-test")
+    record = tmp_path / "chat.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "chat", "--cwd", str(workspace), "--permissions", "allow", "--record",
+         str(record), "--", str(npm_bin / "claude-agent-acp")],
+        input=b"Summarize hello.txt.\n", capture_output=True, env=env, cwd=workspace,
+        timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert b"Hello from the stand-in model." in proc.stdout
+    frames = [r["msg"] for r in map(orjson.loads, record.read_bytes().splitlines())
+              if r["kind"] == "frame"]  # fmt: skip
+    ends = [m["result"]["stopReason"] for m in frames if "stopReason" in (m.get("result") or {})]
+    assert ends == ["end_turn"]
+    validate = subprocess.run([*PROXY, "validate", str(record)], capture_output=True, env=env)
+    assert validate.returncode == 0, validate.stdout
+
+
 @pytest.mark.parametrize("agent_name", ["example agent", "claude-agent-acp"])
 def test_acpx_as_the_client(
     agent_name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest

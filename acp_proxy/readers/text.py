@@ -14,13 +14,14 @@ from typing import Any
 import click
 
 from acp_proxy.core.chunks import is_text_chunk
+from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message, ResponseMessage
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, Side, WireModel
 from acp_proxy.readers.annotate import Annotated, Repeated, View
-from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView
+from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView, Turn
 from acp_proxy.readers.summary import (
     TimelineFilter,
     chunk_summary,
@@ -43,7 +44,7 @@ from acp_proxy.transcript.records import (
     ViolationRecord,
 )
 
-__all__ = ["Timeline", "conversation_lines", "render_conversation"]
+__all__ = ["LiveConversation", "Timeline", "conversation_lines", "render_conversation"]
 
 _ARROWS = {"client": "client → agent", "agent": "agent → client"}
 _KIND_LABELS = {
@@ -325,10 +326,35 @@ def _in_order(
         entity = view.entities[key]
         items.append((entity.seqs[0] if entity.seqs else 0, _entity_lines(entity)))
     for seq, update in settings:
-        name, words = setting_words(update)
-        items.append((seq, [click.style(visible(f"  {name}: {words}"), dim=True)]))
+        items.append((seq, [_setting_line(update)]))
     items.sort(key=lambda item: item[0])  # (stable: entities keep their order)
     return [line for _, lines in items for line in lines]
+
+
+def _ending(turn: Turn, opened: datetime | None) -> list[str]:
+    """How a turn ended: its prompt rejected, its stop reason (and error)."""
+    lines = []
+    if turn.rejected is not None:
+        detail = error_summary(turn.rejected).removeprefix("error").lstrip(": ")
+        lines.append(click.style(visible(f"  prompt rejected: {detail}"), fg="red"))
+    if turn.states[-1:] == ["idle"]:
+        ended_at = parse_time(turn.end_t) if turn.end_t else None
+        took = f" after {(ended_at - opened).total_seconds():.2f}s" if ended_at and opened else ""
+        reason = turn.stop_reason or "no stop reason"
+        color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
+        lines.append("  ended: " + click.style(visible(str(reason)), fg=color) + took)
+        if isinstance(turn.error, dict):
+            lines.append(visible(f"    {error_summary(turn.error)}"))
+    return lines
+
+
+def _setting_line(update: dict[str, Any]) -> str:
+    name, words = setting_words(update)
+    return click.style(visible(f"  {name}: {words}"), dim=True)
+
+
+def _unknown_line(seq: int, variant: str) -> str:
+    return click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)
 
 
 def render_conversation(view: SessionView, start: datetime | None = None) -> list[str]:
@@ -348,27 +374,13 @@ def render_conversation(view: SessionView, start: datetime | None = None) -> lis
             prompt = visible(_full_text(turn.prompt))
             lines.append(f"  {click.style('prompt:', fg='cyan', bold=True)} {prompt}")
         lines += _in_order(view, turn.entities, turn.settings)
-        if turn.rejected is not None:
-            detail = error_summary(turn.rejected).removeprefix("error").lstrip(": ")
-            lines.append(click.style(visible(f"  prompt rejected: {detail}"), fg="red"))
-        if turn.states[-1:] == ["idle"]:
-            ended_at = parse_time(turn.end_t) if turn.end_t else None
-            took = (
-                f" after {(ended_at - opened).total_seconds():.2f}s" if ended_at and opened else ""
-            )
-            reason = turn.stop_reason or "no stop reason"
-            color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
-            lines.append("  ended: " + click.style(visible(str(reason)), fg=color) + took)
-            if isinstance(turn.error, dict):
-                lines.append(visible(f"    {error_summary(turn.error)}"))
-        elif not turn.ended:
+        lines += _ending(turn, opened)
+        if turn.states[-1:] != ["idle"] and not turn.ended:
             lines.append(click.style(visible(f"  still {view.state}"), fg="yellow"))
     if view.usage:
         lines.append(visible(f"  usage: {usage_text(view.usage)}"))
     for seq, variant, _ in view.unknown:
-        lines.append(
-            click.style(f"  unknown update {variant!r} at seq {seq} (kept, not shown)", dim=True)
-        )
+        lines.append(_unknown_line(seq, variant))
     return lines
 
 
@@ -385,3 +397,143 @@ def conversation_lines(
             if session is None or view.id == session:
                 yield from render_conversation(view, began)
         yield ""
+
+
+class LiveConversation:
+    """The conversation view of :func:`render_conversation`, drawn as a session happens
+    (``chat``). Fed the session's frames in wire order (:meth:`feed`), it hands ``write``
+    what to add to the screen, at once: a message's text as it streams in (after its label),
+    a tool call, terminal or compaction again when its status line changes and a plan when
+    it changes (the lines the conversation view draws for each), a setting that changed, an
+    unknown update, and how a turn ended. The user's own messages are not echoed (they
+    typed them). With ``text_only``, only the agent's message text, as it streams, nothing
+    else (a script's stdout). What ``write`` gets are pieces, not lines; wire strings in
+    them are escaped, line feeds of a message kept."""
+
+    def __init__(self, write: Callable[[str], object], text_only: bool = False) -> None:
+        self.write = write
+        self.text_only = text_only
+        #: Whether the user's messages are shown too (a conversation replayed).
+        self.echo_user = False
+        self.wire = WireModel()
+        self.model = Conversation()
+        #: The message whose text the current line is streaming, if any.
+        self._open: tuple[str, str] | None = None
+        #: Per message: its content list and how many of its blocks are shown; per other
+        #: entity: the lines shown (only the first is compared, but for plans).
+        self._blocks: dict[tuple[str, str], tuple[list[Any], int]] = {}
+        self._lines: dict[tuple[str, str], list[str]] = {}
+        #: How many of each settings list and of each session's unknown updates are shown.
+        self._counts: dict[int, int] = {}
+
+    @property
+    def line_open(self) -> bool:
+        """Whether a streamed text left its line unfinished."""
+        return self._open is not None
+
+    def close_line(self) -> None:
+        """End the line a streamed text left open (before anything else is written)."""
+        if self._open is not None:
+            self._open = None
+            self.write("\n")
+
+    def feed(self, side: str, frame: Frame, seq: int, t: str = "") -> Message:
+        """Apply one frame and show what it changed; the wire model's message for it."""
+        message = self.wire.feed(side, frame, seq, t)
+        self.model.observe(message)
+        for element in message.messages:
+            session = element.session
+            view = self.model.sessions.get(session) if session is not None else None
+            if view is None:
+                continue
+            if element.side is Side.AGENT and element.kind is Kind.NOTIFICATION:
+                self._changed(view, element.seq)
+            if element.closed is not None:
+                self._ended(view, element.closed)
+        return message
+
+    def _changed(self, view: SessionView, seq: int) -> None:
+        keys = [view.last_key] if view.last_key is not None else []
+        if not keys or view.entities[keys[0]].seqs[-1:] != [seq]:
+            keys = [key for key, entity in view.entities.items() if entity.seqs[-1:] == [seq]]
+        for key in keys:
+            self._entity(view.entities[key])
+        if self.text_only:
+            return
+        turn = view.current
+        self._settings(turn.settings if turn is not None else view.background_settings)
+        shown = self._counts.get(id(view.unknown), 0)
+        if len(view.unknown) > shown:
+            self._counts[id(view.unknown)] = len(view.unknown)
+            for unknown_seq, variant, _ in view.unknown[shown:]:
+                self._lines_out([_unknown_line(unknown_seq, variant)])
+
+    def _settings(self, changes: list[tuple[int, dict[str, Any]]]) -> None:
+        shown = self._counts.get(id(changes), 0)
+        if len(changes) > shown:
+            self._counts[id(changes)] = len(changes)
+            self._lines_out([_setting_line(update) for _, update in changes[shown:]])
+
+    def _entity(self, entity: Entity) -> None:
+        key = (entity.type, entity.id)
+        if entity.type in _ROLE:
+            if entity.type == EntityType.USER_MESSAGE and not self.echo_user:
+                return
+            if self.text_only and entity.type != EntityType.AGENT_MESSAGE:
+                return
+            self._stream(key, entity)
+            return
+        if self.text_only:
+            return
+        lines = _entity_lines(entity)
+        before = self._lines.get(key)
+        if before is None or (
+            before != lines if entity.type == EntityType.PLAN else before[:1] != lines[:1]
+        ):
+            self._lines[key] = lines
+            self._lines_out(lines)
+
+    def _stream(self, key: tuple[str, str], entity: Entity) -> None:
+        """A message's new text: appended to its line, or (replaced) on a new one."""
+        content, shown = self._blocks.get(key, (None, 0))
+        fresh = content is not entity.content or shown > len(entity.content)
+        start = 0 if fresh else shown
+        self._blocks[key] = (entity.content, len(entity.content))
+        pieces = [_block_text(block) for block in entity.content[start:]]
+        text = visible("".join(pieces), lines=True)
+        if not text and not fresh:
+            return
+        thought = entity.type == EntityType.AGENT_THOUGHT
+        if self._open != key or fresh:
+            self.close_line()
+            if self.text_only:
+                self._open = key
+            else:
+                role = _ROLE[EntityType(entity.type)]
+                label = click.style(f"{role}:", bold=not thought, dim=thought)
+                self.write(f"  {label} ")
+                self._open = key
+        if text:
+            self.write(click.style(text, dim=True) if thought else text)
+
+    def _ended(self, view: SessionView, wire_turn: Any) -> None:
+        turn = next((t for t in reversed(view.turns) if t.wire is wire_turn), None)
+        if turn is None:
+            return
+        self.close_line()
+        if not self.text_only:
+            self._settings(turn.settings)
+            self._lines_out(_ending(turn, parse_time(turn.t)))
+
+    def _lines_out(self, lines: list[str]) -> None:
+        if lines:
+            self.close_line()
+            self.write("\n".join(lines) + "\n")
+
+
+def _block_text(block: Any) -> str:
+    """A streamed content block's text as it is (line feeds kept); another block in words."""
+    if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
+        text: str = block["text"]
+        return text
+    return text_of([block], limit=200)

@@ -353,3 +353,46 @@ def test_no_python_on_screen_a_v1_plan_is_said_once_and_what_is_missing_is_left_
     lines = [click.unstyle(line) for line in render_conversation(model.sessions[S])]
     assert "  plan:" in lines and "    [ ] x" in lines and "  usage: 5/10 tokens, cost 1" in lines
     assert not [line for line in lines if "None" in line or "plan plan" in line], lines
+
+
+def test_the_live_view_draws_what_the_conversation_view_draws_as_it_streams():
+    """LiveConversation (chat's screen): a message streamed chunk by chunk on one line, a
+    tool call again when its status changes, in the lines render_conversation draws for it;
+    the turn's end as it draws it. Text only: the agent's text, nothing else."""
+    from acp_proxy.readers.text import LiveConversation, render_conversation
+
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read", "kind": "read"}
+    frames = [
+        ("client", {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": 1}}),
+        ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+                    "params": {"sessionId": S, "prompt": [text("hi")]}}),
+    ]  # fmt: skip
+    updates = [
+        {**tool, "status": "pending"},
+        {"sessionUpdate": "agent_message_chunk", "content": text("Hel")},
+        {"sessionUpdate": "agent_message_chunk", "content": text("lo\n\x1b[2Jthere")},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "title": "Read a"},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
+    ]
+    frames += [
+        ("agent", {"jsonrpc": "2.0", "method": "session/update",
+                   "params": {"sessionId": S, "update": u}})
+        for u in updates
+    ]  # fmt: skip
+    frames.append(("agent", {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}))
+    screens: dict[bool, list[str]] = {False: [], True: []}
+    for text_only, pieces in screens.items():
+        live = LiveConversation(pieces.append, text_only=text_only)
+        for seq, (side, message) in enumerate(frames, 1):
+            live.feed(side, parse_frame(orjson.dumps(message)), seq, T)
+    shown = click.unstyle("".join(screens[False]))
+    drawn = [click.unstyle(line) for line in render_conversation(live.model.sessions[S])]
+    assert "  tool t1 'Read' (read): pending\n" in shown
+    assert "  agent: Hello\n\\x1b[2Jthere\n" in shown  # one line streamed, escaped, its \n kept
+    for line in drawn:
+        if line.startswith(("  tool", "  ended")):
+            assert line in shown.splitlines(), line
+    assert shown.count("tool t1") == 3  # pending, its new title, completed
+    assert click.unstyle("".join(screens[True])) == "Hello\n\\x1b[2Jthere\n"

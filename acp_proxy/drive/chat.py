@@ -1,0 +1,762 @@
+"""``acp-proxy chat``: talk to an agent from a terminal, or from a script.
+
+acp-proxy plays the client (:class:`~acp_proxy.live.client.Client`: the agent started,
+relayed, validated and recorded as ``run`` does), initializes, opens a session (or loads or
+resumes one) and sends each line it reads as a ``session/prompt``, one turn at a time.
+
+- **On a terminal** (``interactive``): a prompt line; the reply drawn as it streams, by the
+  conversation view of ``show --conversation``
+  (:class:`~acp_proxy.readers.text.LiveConversation`); permission requests asked inline;
+  Ctrl-C during a turn sends ``session/cancel`` and the chat goes on (a second one quits, as
+  Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
+  process group of its own: the terminal's SIGINT reaches the chat, never the agent.
+- **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
+  message text on stdout; permission requests answered by the policy.
+- Findings (warnings and errors), what the services refused, and errors are lines on
+  stderr (dimmed on a terminal), as they happen.
+- Every wait has a bound (``timeout``: a response, or in a turn the agent's next message; a
+  turn past it is cancelled, then given up); an agent that cannot go on is one line with its
+  exit status and the last lines of its stderr.
+
+Free of asyncio: the client core's blocking calls do the waiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+import orjson
+
+from acp_proxy.core.framing import UNPARSED, Frame
+from acp_proxy.core.times import format_time
+from acp_proxy.core.validator import Violation
+from acp_proxy.core.visible import visible
+from acp_proxy.core.wire import Turn
+from acp_proxy.live.client import (
+    AgentGone,
+    Client,
+    Event,
+    Pending,
+    Services,
+    TimedOut,
+    exit_words,
+    initialize_params,
+)
+from acp_proxy.log import Logger
+from acp_proxy.readers.text import LiveConversation
+
+__all__ = ["HELP", "Options", "chat"]
+
+#: The chat's own commands, at its prompt.
+HELP = (
+    ("/new", "open a new session"),
+    ("/mode ID", "set the session's mode (where the agent offers modes)"),
+    ("/model ID", "set the session's model (where the agent offers models)"),
+    ("/config ID VALUE", "set one of the session's config options"),
+    ("/cancel", "send session/cancel (Ctrl-C cancels a running turn)"),
+    ("/quit", "end the chat (as Ctrl-D does)"),
+    ("/help", "this list"),
+)
+
+#: Exit statuses: a turn failed or a finding was an error; stopped by Ctrl-C.
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+#: How often waits look at Ctrl-C and at questions for the user, in seconds.
+_TICK = 0.1
+
+#: Seconds at most that what the agent sent between turns is taken for, before a prompt.
+_SETTLE = 0.5
+
+#: Findings of one rule shown at most (the rest are in the recording).
+_SHOWN_PER_RULE = 3
+
+#: The permission option kinds the user answers with a letter.
+_KEYS = {"allow_once": "y", "allow_always": "a", "reject_once": "n"}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What the user asked for (``acp-proxy chat``'s options)."""
+
+    cwd: Path
+    protocol: int = 1
+    session: str | None = None
+    timeout: float = 120.0
+    permissions: str = "reject"
+    allow_terminal: bool = False
+    record: str | None = None
+    no_record: bool = False
+    grace: float = 2.0
+
+
+class _Quit(Exception):
+    """The chat ends (with ``status``)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@dataclass
+class _Ask:
+    """A permission request waiting for the user's answer."""
+
+    params: dict[str, Any]
+    answered: threading.Event
+    outcome: dict[str, Any] | None = None
+
+
+class _ChatServices(Services):
+    """Probe's services, but a permission request is asked of the user (on a terminal):
+    handed to the main thread (:attr:`asks`), answered there."""
+
+    def __init__(self, sandbox: Path, ask_user: bool, **kwargs: Any) -> None:
+        super().__init__(sandbox, **kwargs)
+        self.ask_user = ask_user
+        self.asks: queue.Queue[_Ask] = queue.Queue()
+        self.stopping = threading.Event()
+
+    def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = params.get("sessionId")
+        if not self.ask_user or self.is_cancelled(session):
+            return super().request_permission(params)
+        ask = _Ask(params, threading.Event())
+        self.asks.put(ask)
+        while not ask.answered.wait(_TICK):  # until answered, cancelled or the chat ends
+            if self.stopping.is_set() or self.is_cancelled(session):
+                return {"outcome": "cancelled"}
+        return ask.outcome or {"outcome": "cancelled"}
+
+
+class _Chat:
+    """One chat over one client."""
+
+    def __init__(
+        self,
+        client: Client,
+        services: _ChatServices,
+        options: Options,
+        interactive: bool,
+        out: TextIO,
+        err: TextIO,
+        colour: bool,
+        err_colour: bool,
+    ) -> None:
+        self.client = client
+        self.services = services
+        self.options = options
+        self.timeout = options.timeout
+        self.interactive = interactive
+        self._out, self._err = out, err
+        self._colour, self._err_colour = colour, err_colour
+        self.stream = LiveConversation(self._write, text_only=not interactive)
+        self.protocol = options.protocol
+        self.init: dict[str, Any] = {}
+        self.session: str | None = None
+        self.setup: dict[str, Any] = {}
+        self.failed = False
+        self.interrupts = 0
+        #: Lines for the user from other threads (findings, what the services did).
+        self.notes: queue.Queue[str] = queue.Queue()
+        #: Findings shown, by rule.
+        self._rules: dict[str, int] = {}
+        #: The agent's responses to our requests, by id.
+        self._replies: dict[int, Event] = {}
+
+    # --- output -------------------------------------------------------------------------
+
+    def _write(self, piece: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._out.write(piece if self._colour else click.unstyle(piece))
+            self._out.flush()
+
+    def say(self, line: str, dim: bool = True) -> None:
+        """A line for the user on stderr (escaped here; dimmed on a terminal)."""
+        self.stream.close_line()
+        text = visible(line)
+        if self._err_colour and dim:
+            text = click.style(text, dim=True)
+        with contextlib.suppress(OSError, ValueError):
+            self._out.flush()
+            self._err.write(text + "\n")
+            self._err.flush()
+
+    def found(self, finding: Violation) -> None:
+        """A finding of the validator (in the loop's thread: queued for the main one)."""
+        if finding.level == "error":
+            self.failed = True
+        if finding.level == "info":  # (recorded: show and report have them)
+            return
+        shown = self._rules[finding.rule] = self._rules.get(finding.rule, 0) + 1
+        if shown > _SHOWN_PER_RULE:
+            if shown == _SHOWN_PER_RULE + 1:
+                self.notes.put(f"  ⚑ (more {finding.rule} findings: in the recording)")
+            return
+        where = f" (seq {finding.seq})" if finding.seq is not None else ""
+        where = "" if finding.message.endswith(where) else where
+        self.notes.put(f"  ⚑ {finding.level} {finding.rule}: {finding.message}{where}")
+
+    def drain(self) -> None:
+        """Show what other threads queued; ask the user what the agent asked."""
+        while True:
+            try:
+                line = self.notes.get_nowait()
+            except queue.Empty:
+                break
+            self.say(line)
+        while True:
+            try:
+                ask = self.services.asks.get_nowait()
+            except queue.Empty:
+                break
+            self.ask(ask)
+
+    # --- the wire -----------------------------------------------------------------------
+
+    def send(self, method: str, params: Any) -> Pending:
+        """A request sent, and shown to the conversation view."""
+        pending = self.client.request(method, params)
+        self._sent({"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params})
+        return pending
+
+    def notify(self, method: str, params: Any) -> None:
+        self.client.notify(method, params)
+        self._sent({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _sent(self, message: dict[str, Any]) -> Turn | None:
+        frame = Frame(orjson.dumps(message), message)
+        return self.stream.feed("client", frame, self.client.seq, format_time()).turn
+
+    def take(self, event: Event) -> None:
+        """One frame of the agent's, shown."""
+        value = event.value if event.is_json else UNPARSED
+        frame = Frame(event.raw, value, None if event.is_json else "not JSON", event.terminated)
+        self.stream.feed("agent", frame, event.seq or self.client.seq, format_time())
+        if isinstance(event.value, dict) and "method" not in event.value:
+            request_id = event.value.get("id")
+            if type(request_id) is int:
+                self._replies[request_id] = event
+
+    def wait(self, done: Callable[[], bool], what: str, turn: bool = False) -> None:
+        """Take the agent's frames until ``done()``, each within the timeout. In a
+        ``turn``, a first Ctrl-C (on a terminal) cancels it; otherwise Ctrl-C quits."""
+        deadline = time.monotonic() + self.timeout
+        cancelled = False
+        while not done():
+            self.drain()
+            if self.interrupts:
+                if not turn or not self.interactive or cancelled:
+                    raise _Quit(EXIT_INTERRUPTED)
+                cancelled = True
+                self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
+                self.interrupts = 0
+                deadline = time.monotonic() + self.timeout
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if turn and not cancelled:
+                    cancelled = True
+                    self.cancel(f"no message from the agent within {self.timeout:g}s "
+                                "(--timeout): session/cancel sent")  # fmt: skip
+                    deadline = time.monotonic() + self.timeout
+                    continue
+                raise TimedOut(what, self.timeout)
+            try:
+                event = self.client.next_event(min(left, _TICK))
+            except TimedOut:
+                continue
+            self.take(event)
+            deadline = time.monotonic() + self.timeout
+        self.drain()
+
+    def call(self, method: str, params: Any, what: str | None = None) -> dict[str, Any] | None:
+        """A request and its response: the result, or None (the error said)."""
+        pending = self.send(method, params)
+        self.wait(lambda: pending.id in self._replies, what or f"response to {method}")
+        reply = self._replies.pop(pending.id).value
+        result = reply.get("result")
+        if "error" in reply or not isinstance(result, dict):
+            self.say(f"{method} failed: {_error_words(reply)}", dim=False)
+            return None
+        return result
+
+    def settle(self) -> None:
+        """Take what the agent already sent (updates after a turn, between turns), for
+        half a second at most (a flood's rest waits in the queue)."""
+        end = time.monotonic() + _SETTLE
+        with contextlib.suppress(TimedOut):
+            while time.monotonic() < end:
+                self.take(self.client.next_event(0.05))
+        self.drain()
+
+    def cancel(self, why: str) -> None:
+        if self.session is not None:
+            self.notify("session/cancel", {"sessionId": self.session})
+        self.say(f"  {why}")
+
+    # --- the session ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """initialize, then a session opened, loaded or resumed."""
+        asked = self.options.protocol
+        result = self.call("initialize", initialize_params(asked, self.services))
+        if result is None:
+            raise _Quit(EXIT_FAILED)
+        self.init = result
+        version = result.get("protocolVersion")
+        if type(version) is int and version in (1, 2) and version <= asked:
+            self.protocol = version
+        else:
+            self.say(f"the agent answered protocolVersion {version!r}; asked {asked}", False)
+            raise _Quit(EXIT_FAILED)
+        if self.options.session is None:
+            if not self.new_session():
+                raise _Quit(EXIT_FAILED)
+        else:
+            self.open_session(self.options.session)
+        who = " ".join(part for part in self.agent_info() if part) or "the agent"
+        self.say(
+            f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
+            f"in {self.options.cwd}"
+            + (
+                " (/help: commands; Ctrl-C cancels a turn; Ctrl-D quits)"
+                if self.interactive
+                else ""
+            )
+        )
+
+    def agent_info(self) -> tuple[str | None, str | None]:
+        info = self.init.get("agentInfo" if self.protocol == 1 else "info")
+        if not isinstance(info, dict):
+            return None, None
+        name, version = info.get("name"), info.get("version")
+        return (
+            name if isinstance(name, str) else None,
+            version if isinstance(version, str) else None,
+        )
+
+    def capabilities(self) -> dict[str, Any]:
+        caps = self.init.get("agentCapabilities" if self.protocol == 1 else "capabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    def session_params(self) -> dict[str, Any]:
+        return {"cwd": str(self.options.cwd), "mcpServers": []}
+
+    def new_session(self) -> bool:
+        """session/new: whether a session was opened (if not, why was said)."""
+        result = self.call("session/new", self.session_params())
+        if result is None:
+            return False
+        session = result.get("sessionId")
+        if not isinstance(session, str):
+            self.say("session/new answered without a sessionId", False)
+            return False
+        self.session, self.setup = session, result
+        return True
+
+    def open_session(self, session: str) -> None:
+        """``--session``: loaded (its conversation replayed) where the agent can, else
+        resumed."""
+        caps = self.capabilities()
+        params = {"sessionId": session, **self.session_params()}
+        if self.protocol == 1 and caps.get("loadSession") is True:
+            method = "session/load"
+        elif self.protocol == 2 or _advertised(caps, "resume"):
+            method = "session/resume"
+        else:
+            self.say(
+                "--session: the agent can neither load nor resume a session "
+                "(agentCapabilities.loadSession, sessionCapabilities.resume)",
+                False,
+            )
+            raise _Quit(EXIT_FAILED)
+        self.stream.echo_user = True  # the conversation replayed: the user's part too
+        try:
+            result = self.call(method, params)
+        finally:
+            self.stream.echo_user = False
+        if result is None:
+            raise _Quit(EXIT_FAILED)
+        self.session, self.setup = session, result
+
+    # --- turns -----------------------------------------------------------------------------
+
+    def turn(self, text: str) -> None:
+        """One prompt turn, to its end (the prompt's response, and v2's idle)."""
+        assert self.session is not None
+        params = {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}
+        pending = self.client.request("session/prompt", params)
+        message = {"jsonrpc": "2.0", "id": pending.id, "method": "session/prompt"}
+        wire = self._sent({**message, "params": params})
+
+        def ended() -> bool:
+            return pending.id in self._replies and (wire is None or wire.ended)
+
+        self.wait(ended, "end of the turn", turn=True)
+        self.stream.close_line()
+        reply = self._replies.pop(pending.id).value
+        if "error" in reply:
+            self.failed = True
+            if not self.interactive:
+                self.say(f"the prompt failed: {_error_words(reply)}", False)
+        elif wire is not None and wire.error is not None:
+            self.failed = True
+            if not self.interactive:
+                self.say(f"the turn ended with an error: {wire.error!r}", False)
+
+    # --- permission requests ---------------------------------------------------------------
+
+    def ask(self, ask: _Ask) -> None:
+        """The user answers a permission request: a key per option the agent offered."""
+        params = ask.params
+        if self.services.is_cancelled(params.get("sessionId")):
+            ask.answered.set()  # answered cancelled
+            return
+        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
+        keys: dict[str, dict[str, Any]] = {}
+        for option in options:
+            kind = option.get("kind")
+            key = _KEYS.get(kind) if isinstance(kind, str) else None
+            if (
+                kind == "reject_always"
+                and "n" not in keys
+                and not any(o.get("kind") == "reject_once" for o in options)
+            ):
+                key = "n"
+            if key is None or key in keys:
+                key = str(len(keys) + 1)
+            keys[key] = option
+        tool = params.get("toolCall")
+        if not isinstance(tool, dict):
+            subject = params.get("subject")
+            tool = subject.get("toolCall") if isinstance(subject, dict) else None
+        title = params.get("title")
+        if not isinstance(title, str) and isinstance(tool, dict):
+            title = tool.get("title") or tool.get("toolCallId")
+        self.stream.close_line()
+        self._write(click.style(visible(f"  permission: {title or 'asked'}"), fg="yellow") + "\n")
+        choices = "  ".join(f"[{key}] {visible(str(o.get('name') or o.get('optionId')))}"
+                            for key, o in keys.items())  # fmt: skip
+        self._write(f"    {choices}\n")
+        outcome: dict[str, Any] = {"outcome": "cancelled"}
+        while keys:
+            answer = self.read(f"    {'/'.join(keys)}? ")
+            if answer is None:  # Ctrl-D or Ctrl-C: the turn is cancelled
+                self.interrupts += 1
+                break
+            typed = answer.strip().lower()
+            chosen = keys.get(typed) or keys.get(typed[:1])  # (y, yes; n, no)
+            if chosen is not None and "optionId" in chosen:
+                outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
+                break
+        ask.outcome = outcome
+        ask.answered.set()
+        self.services.said(f"permission asked; answered {outcome.get('optionId', 'cancelled')}",
+                           False)  # fmt: skip
+
+    def read(self, prompt: str) -> str | None:
+        """A line from the user (Ctrl-C reaches us as KeyboardInterrupt here): None at
+        Ctrl-D, and at Ctrl-C."""
+        with _sigint(signal.default_int_handler):
+            try:
+                return input(prompt)
+            except EOFError:
+                return None
+            except KeyboardInterrupt:
+                self._write("\n")
+                return None
+
+    # --- the loops ---------------------------------------------------------------------------
+
+    def interactive_loop(self) -> None:
+        quitting = False
+        while True:
+            self.settle()
+            with _sigint(signal.default_int_handler):
+                try:
+                    line = input("> ")
+                except EOFError:
+                    self._write("\n")
+                    return
+                except KeyboardInterrupt:
+                    self._write("\n")
+                    if quitting:
+                        raise _Quit(EXIT_INTERRUPTED) from None
+                    quitting = True
+                    self.say("  (Ctrl-C again, Ctrl-D or /quit ends the chat)")
+                    continue
+            quitting = False
+            self.interrupts = 0
+            if not line.strip():
+                continue
+            if line.startswith("/") and not line.startswith("//"):
+                if self.command(line):
+                    return
+                continue
+            self.turn(line[1:] if line.startswith("//") else line)
+
+    def piped_loop(self, lines: TextIO) -> None:
+        while True:
+            with _sigint(signal.default_int_handler):
+                try:
+                    line = lines.readline()
+                except KeyboardInterrupt:
+                    raise _Quit(EXIT_INTERRUPTED) from None
+            if not line:
+                return
+            text = line.rstrip("\r\n")
+            if text.strip():
+                self.turn(text)
+                self.settle()
+
+    # --- commands ----------------------------------------------------------------------------
+
+    def command(self, line: str) -> bool:
+        """A slash command; True to quit."""
+        name, *args = line.split()
+        if name in ("/quit", "/exit"):
+            return True
+        if name == "/help":
+            self.help()
+        elif name == "/new":
+            if self.new_session():
+                self.say(f"  session {self.session}")
+        elif name == "/cancel":
+            self.cancel("session/cancel sent")
+        elif name == "/mode" and len(args) == 1:
+            self.set_mode(args[0])
+        elif name == "/model" and len(args) == 1:
+            self.set_model(args[0])
+        elif name == "/config" and len(args) == 2:
+            self.set_config(args[0], args[1])
+        elif name[1:] in self.agent_commands():
+            self.turn(line)  # the agent's own command: a prompt
+        else:
+            self.say(f"  {name}: not a command, or not so (/help lists them)", False)
+        return False
+
+    def help(self) -> None:
+        for usage, what in HELP:
+            self._write(f"  {usage:<18} {what}\n")
+        offered = [
+            ("modes", self.modes()),
+            ("models", self.models()),
+            ("config", [o for o in self.config_options()]),
+            ("agent commands", [f"/{c}" for c in self.agent_commands()]),
+        ]
+        for label, items in offered:
+            if items:
+                self._write(visible(f"  {label}: {', '.join(items)}") + "\n")
+        self._write("  //TEXT sends /TEXT as a prompt; Ctrl-C cancels a turn; Ctrl-D quits\n")
+
+    def modes(self) -> list[str]:
+        modes = self.setup.get("modes")
+        available = modes.get("availableModes") if isinstance(modes, dict) else None
+        return [str(m.get("id")) for m in available or [] if isinstance(m, dict)]
+
+    def models(self) -> list[str]:
+        option = self.config_option_of("model")
+        if option is not None:
+            values = option.get("options")
+            return [str(v.get("value")) for v in values or [] if isinstance(v, dict)]
+        models = self.setup.get("models")
+        available = models.get("availableModels") if isinstance(models, dict) else None
+        return [str(m.get("modelId")) for m in available or [] if isinstance(m, dict)]
+
+    def _options(self) -> list[dict[str, Any]]:
+        view = self.stream.model.sessions.get(self.session or "")
+        updated = view.settings.get("config") if view is not None else None
+        listed = (updated or self.setup).get("configOptions")
+        return [o for o in listed if isinstance(o, dict)] if isinstance(listed, list) else []
+
+    def _option_id(self, option: dict[str, Any]) -> str:
+        value = option.get("id" if self.protocol == 1 else "configId", option.get("id"))
+        return str(value)
+
+    def config_options(self) -> list[str]:
+        return [self._option_id(o) for o in self._options()]
+
+    def config_option_of(self, category: str) -> dict[str, Any] | None:
+        return next((o for o in self._options() if o.get("category") == category), None)
+
+    def agent_commands(self) -> list[str]:
+        view = self.stream.model.sessions.get(self.session or "")
+        commands = view.settings.get("commands", {}) if view is not None else {}
+        listed = commands.get("availableCommands")
+        names = [c.get("name") for c in listed or [] if isinstance(c, dict)]
+        return [name for name in names if isinstance(name, str)]
+
+    def set_mode(self, mode: str) -> None:
+        modes = self.modes()
+        if not modes:
+            option = self.config_option_of("mode")
+            if option is not None:
+                self.set_config(self._option_id(option), mode)
+                return
+            self.say("  the session offers no modes", False)
+            return
+        if mode not in modes:
+            self.say(f"  no mode {mode!r} (the session's: {', '.join(modes)})", False)
+            return
+        if self.call("session/set_mode", {"sessionId": self.session, "modeId": mode}) is not None:
+            self.say(f"  mode {mode} set")
+
+    def set_model(self, model: str) -> None:
+        option = self.config_option_of("model")
+        if option is not None:
+            self.set_config(self._option_id(option), model)
+            return
+        models = self.models()
+        if not models:
+            self.say("  the session offers no models", False)
+            return
+        if model not in models:
+            self.say(f"  no model {model!r} (the session's: {', '.join(models)})", False)
+            return
+        params = {"sessionId": self.session, "modelId": model}
+        if self.call("session/set_model", params) is not None:
+            self.say(f"  model {model} set")
+
+    def set_config(self, config: str, value: str) -> None:
+        option = next((o for o in self._options() if self._option_id(o) == config), None)
+        if option is None:
+            known = ", ".join(self.config_options()) or "none"
+            self.say(f"  no config option {config!r} (the session's: {known})", False)
+            return
+        params: dict[str, Any] = {"sessionId": self.session, "configId": config, "value": value}
+        if option.get("type") == "boolean":
+            if value not in ("true", "false"):
+                self.say(f"  {config} takes true or false", False)
+                return
+            params.update(type="boolean", value=value == "true")
+        if self.call("session/set_config_option", params) is not None:
+            self.say(f"  {config} set to {value}")
+
+
+@contextlib.contextmanager
+def _sigint(handler: Any) -> Any:
+    """SIGINT handled by ``handler`` for a while (the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _advertised(caps: dict[str, Any], method: str) -> bool:
+    """Whether a v1 agent advertised ``session/<method>`` (in sessionCapabilities)."""
+    session = caps.get("sessionCapabilities")
+    return isinstance(session, dict) and session.get(method) is not None
+
+
+def _error_words(value: dict[str, Any]) -> str:
+    error = value.get("error")
+    if isinstance(error, dict):
+        return f"error {error.get('code')}: {error.get('message')}"
+    return "a result that is not an object"
+
+
+def gone_words(exc: AgentGone) -> str:
+    """An agent that is gone, in one line: how, and the last lines of its stderr."""
+    words = str(exc)
+    if exc.stderr:
+        words += "; its stderr ended: " + " | ".join(exc.stderr[-5:])
+    return words
+
+
+def chat(
+    argv: Sequence[str],
+    options: Options,
+    log: Logger,
+    *,
+    interactive: bool,
+    colour: bool = False,
+    err_colour: bool = False,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed, a
+    finding was an error, or the agent is gone; 130: stopped by Ctrl-C). Raises
+    :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
+    start."""
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    lines = stdin or sys.stdin
+    holder: list[_Chat] = []
+
+    def say(line: str) -> None:
+        if holder:
+            holder[0].notes.put(f"  {line}")
+
+    def found(finding: Violation) -> None:
+        if holder:
+            holder[0].found(finding)
+
+    services = _ChatServices(
+        options.cwd, interactive, permissions=options.permissions,
+        allow_terminal=options.allow_terminal, say=say,
+    )  # fmt: skip
+    if interactive:
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401, PLC0415 - line editing and history for input()
+    client = Client.start(
+        argv, services, log, record=options.record, no_record=options.no_record,
+        grace=options.grace, on_finding=found,
+    )  # fmt: skip
+    session = _Chat(client, services, options, interactive, out, err, colour, err_colour)
+    holder.append(session)
+
+    def interrupted(signum: int, frame: Any) -> None:
+        session.interrupts += 1
+
+    with _sigint(interrupted):
+        try:
+            status = _converse(session, lines)
+        finally:
+            session.stream.close_line()
+            services.stopping.set()
+            ended = client.close()
+    session.drain()
+    if status == 0 and session.failed:
+        status = EXIT_FAILED
+    where = f"; recording: {client.recording}" if client.recording is not None else ""
+    session.say(f"acp-proxy chat: the agent ended with {exit_words(ended.returncode)}{where}")
+    return status
+
+
+def _converse(session: _Chat, lines: TextIO) -> int:
+    """The chat, to its end: its exit status so far (an agent gone, or hanging, said)."""
+    client = session.client
+    try:
+        session.start()
+        if session.interactive:
+            session.interactive_loop()
+        else:
+            session.piped_loop(lines)
+    except _Quit as stop:
+        return stop.status
+    except AgentGone as exc:
+        session.say(f"acp-proxy chat: {gone_words(exc)}", False)
+        return EXIT_FAILED
+    except TimedOut as exc:
+        words = f"acp-proxy chat: {exc} (--timeout); the agent ({exit_words(client.returncode)})"
+        words += " is stopped"
+        tail = client.stderr_tail(5)
+        if tail:
+            words += "; its stderr ended: " + " | ".join(tail)
+        session.say(words, False)
+        return EXIT_FAILED
+    return 0

@@ -1,0 +1,253 @@
+"""``acp-proxy chat``, driven for real: prompts piped to the example agent, a session on a
+pseudo-terminal (a permission answered, a turn cancelled with Ctrl-C, /quit), and a hostile
+agent whose escapes must not reach the terminal raw."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
+
+EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
+REPLY = "This is the example agent that ships with acp-proxy."
+
+
+def chat(
+    tmp_path: Path, agent: list[str], stdin: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    command = [*PROXY, "chat", "--record", str(tmp_path / "rec.jsonl"), *options, "--", *agent]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, text=True, timeout=120, env=clean_env(),
+        cwd=tmp_path,
+    )  # fmt: skip
+
+
+def frames(recording: Path) -> list[dict[str, object]]:
+    records = [orjson.loads(line) for line in recording.read_bytes().splitlines()]
+    return [r["msg"] for r in records if r.get("kind") == "frame" and "msg" in r]
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_piped_prompts_get_the_reply_on_stdout_and_a_clean_recording(tmp_path, protocol):
+    run = chat(tmp_path, EXAMPLE, "hello\n\nagain\n", "--protocol", protocol)
+    assert run.returncode == 0, run.stderr
+    # the agent's text, a line a turn, and nothing else (no thought, plan, tool, label)
+    assert run.stdout.splitlines() == [run.stdout.splitlines()[0]] * 2
+    assert run.stdout.startswith(REPLY)
+    assert "rec.jsonl" in run.stderr.splitlines()[-1]
+    validated = subprocess.run(
+        [*PROXY, "validate", str(tmp_path / "rec.jsonl")], capture_output=True, text=True
+    )
+    assert validated.returncode == 0, validated.stdout
+    prompts = [f for f in frames(tmp_path / "rec.jsonl") if f.get("method") == "session/prompt"]
+    assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["hello", "again"]  # type: ignore[index]
+
+
+def test_piped_a_finding_at_error_level_is_exit_1_and_said_on_stderr(tmp_path):
+    run = chat(tmp_path, [*EXAMPLE, "--misbehave"], "hello\n", "--protocol", "2")
+    assert run.returncode == 1
+    assert run.stdout.startswith(REPLY)
+    assert "error prompt-result-message-id" in run.stderr
+
+
+def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
+    run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
+    assert run.returncode == 1
+    gone = [line for line in run.stderr.splitlines() if "exited" in line]
+    assert len(gone) == 1 and "exit status 3" in gone[0] and "its stderr ended:" in gone[0]
+    assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_an_agent_that_hangs_is_bounded_by_the_timeout(tmp_path):
+    run = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "hello\n", "--timeout", "1")
+    assert run.returncode == 1
+    assert "no response to initialize within 1s (--timeout)" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_session_resumes_where_the_agent_can_and_says_why_not(tmp_path):
+    run = chat(tmp_path, EXAMPLE, "hello\n", "--protocol", "2", "--session", "sess_9")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "session/resume failed: error -32002: Resource not found: session sess_9" in run.stderr
+    sent = frames(tmp_path / "rec.jsonl")
+    assert not any(f.get("method") == "session/prompt" for f in sent)
+    run = chat(tmp_path, EXAMPLE, "hello\n", "--session", "sess_9")  # v1: it can do neither
+    assert run.returncode == 1 and "can neither load nor resume" in run.stderr
+
+
+#: An agent that opens a session, then says nothing more in a turn (nor ends it).
+SILENT_IN_A_TURN = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    result = {"initialize": {"protocolVersion": 1}, "session/new": {"sessionId": "s1"}}
+    if request.get("method") in result:
+        print(json.dumps({"jsonrpc": "2.0", "id": request["id"],
+                          "result": result[request["method"]]}), flush=True)
+    if request.get("method") == "session/cancel":
+        print("cancel ignored", file=sys.stderr, flush=True)
+""",
+]
+
+
+def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
+    run = chat(tmp_path, SILENT_IN_A_TURN, "hello\nagain\n", "--timeout", "1")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "no message from the agent within 1s (--timeout): session/cancel sent" in run.stderr
+    gone = [line for line in run.stderr.splitlines() if "no end of the turn within 1s" in line]
+    assert len(gone) == 1 and "its stderr ended: cancel ignored" in gone[0]
+    sent = frames(tmp_path / "rec.jsonl")
+    assert [f.get("method") for f in sent if "method" in f][-2:] == [
+        "session/prompt",
+        "session/cancel",
+    ]  # (the second prompt is never sent)
+
+
+def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
+    run = chat(tmp_path, [], "")
+    assert run.returncode == 2 and "-- AGENT" in run.stderr
+    run = chat(tmp_path, ["no-such-agent-here"], "")
+    assert run.returncode == 2 and "not found" in run.stderr
+
+
+class Terminal:
+    """``acp-proxy chat`` on a pseudo-terminal it has as its controlling terminal, so that
+    a typed Ctrl-C is the terminal's SIGINT to its foreground process group."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.leader, follower = pty.openpty()
+
+        def controlling() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen(
+            command, stdin=follower, stdout=follower, stderr=follower, cwd=cwd,
+            env=clean_env(TERM="dumb"),
+            preexec_fn=controlling,  # noqa: PLW1509 - the test starts no thread
+        )  # fmt: skip
+        os.close(follower)
+        self.seen = b""
+        #: Where the next :meth:`until` looks from: past what it found last.
+        self.mark = 0
+
+    def type(self, data: bytes) -> None:
+        os.write(self.leader, data)
+
+    def until(self, pattern: bytes, seconds: float = 60) -> bytes:
+        """What the terminal showed, up to ``pattern`` (asserted to come after what was
+        waited for before)."""
+        end = time.monotonic() + seconds
+        while pattern not in self.seen[self.mark :] and time.monotonic() < end:
+            ready, _, _ = select.select([self.leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(self.leader, 1 << 16)
+                except OSError:  # the other end closed
+                    break
+                self.seen += chunk
+        assert pattern in self.seen[self.mark :], self.seen.decode("utf-8", "replace")[-3000:]
+        self.mark = self.seen.index(pattern, self.mark) + len(pattern)
+        return self.seen
+
+    def close(self, seconds: float = 60) -> int:
+        try:
+            status = self.proc.wait(seconds)
+        finally:
+            self.proc.kill()
+            with contextlib.suppress(OSError):
+                while chunk := os.read(self.leader, 1 << 16):
+                    self.seen += chunk
+            os.close(self.leader)
+        return status
+
+
+def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_path):
+    (tmp_path / "README.md").write_text("# a readme\n")
+    record = tmp_path / "rec.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *agent], tmp_path)
+    term.until(b"> ")
+    term.type(b"summarize the readme\r")
+    term.until(b"permission: Read README.md")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"completed")  # the tool call ran: the agent read the file, inside --cwd
+    term.until(b"This is")  # the reply streams
+    term.type(b"\x03")
+    term.until(b"session/cancel sent")
+    shown = term.until(b"ended: ")
+    term.until(b"> ", seconds=30)
+    term.type(b"/mode code\r")
+    term.until(b"mode code set")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0
+    text = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", shown).decode()
+    assert "thought:" in text and "plan:" in text and "agent: This is" in text
+    assert "ended: cancelled" in text
+    sent = frames(record)
+    assert any(f.get("method") == "session/cancel" for f in sent)
+    ends = [f for f in sent if isinstance(f.get("result"), dict) and "stopReason" in f["result"]]  # type: ignore[operator]
+    assert [f["result"]["stopReason"] for f in ends] == ["cancelled"]  # type: ignore[index]
+    answers = [f for f in sent if isinstance(f.get("result"), dict) and "outcome" in f["result"]]  # type: ignore[operator]
+    assert answers[0]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}  # type: ignore[index]
+    assert any(f.get("method") == "fs/read_text_file" for f in sent)
+    assert any(f.get("method") == "session/set_mode" for f in sent)
+
+
+@pytest.mark.parametrize(("keys", "status"), [(b"\x04", 0), (b"\x03", 130)])
+def test_on_a_terminal_ctrl_d_quits_and_ctrl_c_twice_stops(tmp_path, keys, status):
+    term = Terminal([*PROXY, "chat", "--record", str(tmp_path / "rec.jsonl"), "--", *EXAMPLE],
+                    tmp_path)  # fmt: skip
+    # (a SIGINT between readline's prompt and its wait for a key is seen at the next key:
+    # CPython's readline; the Ctrl-C is typed once the prompt is waiting)
+    term.until(b"> ")
+    time.sleep(0.5)
+    term.type(keys)
+    if keys == b"\x03":
+        term.until(b"Ctrl-C again")
+        term.until(b"> ")
+        time.sleep(0.5)
+        term.type(keys)
+    assert term.close() == status
+    assert f"recording: {tmp_path / 'rec.jsonl'}".encode() in term.seen
+    last = (tmp_path / "rec.jsonl").read_bytes().splitlines()[-1]
+    assert orjson.loads(last)["kind"] == "end"
+
+
+def test_on_a_terminal_permissions_is_a_usage_error(tmp_path):
+    """On a terminal the user is asked: --permissions would do nothing."""
+    term = Terminal([*PROXY, "chat", "--permissions", "allow", "--", *EXAMPLE], tmp_path)
+    term.until(b"--permissions has no effect")
+    assert term.close() == 2
+
+
+def test_a_hostile_agents_escapes_reach_the_terminal_escaped(tmp_path):
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *SCRIPTED_AGENT, "hostile"], tmp_path)
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"ended: ", seconds=30)
+    term.until(b"> ", seconds=30)
+    term.type(b"/quit\r")
+    term.close()
+    shown = term.seen.decode("utf-8", "replace")
+    for raw in ("\x1b]52", "\x1b]8", "\x9b", "\u202e", "\u200b", "\x7f", "\x00", "\rover"):
+        assert raw not in shown, repr(raw)
+    assert "\\x1b]52;c;aGk=" in shown and "\\u202e" in shown
