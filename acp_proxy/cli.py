@@ -952,14 +952,26 @@ def list_recordings(
 @click.argument("path", required=False, metavar="[DIR|FILE]")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.option(
+    "--request-timeout",
+    type=_Seconds(high=3600.0, open_low=True),
+    default=10.0,
+    show_default=True,
+    envvar=_env("REQUEST_TIMEOUT"),
+    help="Seconds a connection has to send its request before it is closed.",
+)
 @click.option("--parent", type=int, hidden=True, help="Stop when this process is gone.")
-def inspect(path: str | None, port: int, open_browser: bool, parent: int | None) -> None:
+def inspect(
+    path: str | None, port: int, open_browser: bool, request_timeout: float, parent: int | None
+) -> None:
     """Serve the report page on 127.0.0.1, live: the sessions of DIR (default: the recordings
     directory), newest first, each growing as it is recorded. Every URL carries a token; the
-    URL is printed on stderr."""
+    URL is printed on stderr (--open gives the browser a private file that leads to it, never
+    the token itself)."""
+    import signal
     import threading
 
-    from acp_proxy.readers.inspect import Inspector, serve
+    from acp_proxy.readers.inspect import Inspector, redirect_file, serve
     from acp_proxy.transcript.names import default_record_dir
 
     target = Path(path) if path else default_record_dir()
@@ -968,18 +980,28 @@ def inspect(path: str | None, port: int, open_browser: bool, parent: int | None)
     inspector = Inspector(target)
     ready = threading.Event()
     server = threading.Thread(
-        target=serve, args=(target, port, parent, ready, inspector), daemon=True
+        target=serve,
+        args=(target, port, parent, ready, inspector, request_timeout),
+        daemon=True,
     )
     server.start()
     ready.wait(10)
     url = inspector.url("/session/" + target.name) if target.is_file() else inspector.url()
     _say(f"acp-proxy inspect: {url}")
-    if open_browser:
-        import webbrowser
+    # (stopped as by Ctrl-C, so that what it made is removed: run --inspect terminates it)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with contextlib.ExitStack() as cleanup:
+        if open_browser:
+            import webbrowser
 
-        webbrowser.open(url)
-    while server.is_alive():
-        server.join(0.5)
+            try:
+                page = cleanup.enter_context(redirect_file(url))
+            except OSError as exc:
+                _say(f"acp-proxy inspect: cannot make the page to open: {exc.strerror or exc}")
+            else:
+                webbrowser.open(page.as_uri())
+        while server.is_alive():  # (Ctrl-C: exit 130, as every command; the stack cleans up)
+            server.join(0.5)
 
 
 @cli.command()

@@ -548,6 +548,9 @@ def test_a_line_past_the_cap_is_relayed_whole_and_observed_in_bounded_memory(tmp
     checked = validated(record)
     assert checked.returncode == 1
     assert f"error oversized-frame: the agent sent a line of {size:,} bytes" in checked.stdout
+    shown = subprocess.run([*PROXY, "show", str(record)], capture_output=True, text=True,
+                           timeout=60, env=clean_env())  # fmt: skip
+    assert f"(a line of {size:,} bytes, recorded in part)" in shown.stdout
 
 
 def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path):

@@ -21,6 +21,16 @@ Safe on a shared machine: loopback only; every URL carries a random token, and a
 without it, or with a ``Host`` other than the loopback name and port (DNS rebinding), gets 403;
 no CORS headers; the page's Content-Security-Policy allows nothing but its own origin for the
 stream; only the recordings of the directory it was given are served (by name, never a path).
+
+The token never leaves the user: ``--open`` hands the browser a file (0600, in a directory of
+its own, 0700) that redirects to the page (:func:`redirect_file`), not the URL, which every
+local user could read in the browser's command line.
+
+Nor can idle connections starve the token holder: a connection must send its request (one
+per connection) within :data:`REQUEST_TIMEOUT` seconds, or it is hung up on (however slowly
+it drips); at most :data:`MAX_WAITING` connections wait for their request at once, and a new
+one takes the place of the oldest. So a flood costs the server a bounded number of threads
+and descriptors, and never the one connection that brings the token.
 """
 
 from __future__ import annotations
@@ -30,23 +40,32 @@ import hashlib
 import html
 import os
 import secrets
+import shutil
+import socket
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from acp_proxy.core.visible import visible
+from acp_proxy.files import open_output
 from acp_proxy.readers.catalog import being_written, list_sessions, select
 from acp_proxy.readers.report import build_document, embed, live_page
 
-__all__ = ["Inspector", "serve"]
+__all__ = ["MAX_WAITING", "REQUEST_TIMEOUT", "Inspector", "redirect_file", "serve"]
 
 #: How often a watched file or directory is looked at, in seconds.
 POLL = 0.5
 #: A comment sent on an idle stream this often, so a dead client is noticed.
 HEARTBEAT = 15.0
+#: Seconds a connection has to send its request (and any one read or write may wait).
+REQUEST_TIMEOUT = 10.0
+#: Connections waiting for their request at once; past it, the oldest is hung up on.
+MAX_WAITING = 32
 #: The policy every response carries (the page's own meta tag says the same).
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
@@ -142,6 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
 
     def do_GET(self) -> None:
+        server = self.server
+        if isinstance(server, _Server):  # its request is in: no longer waiting
+            server.answering(self.request)
         query = self._allowed()
         if query is None:
             self._send(403, b"forbidden\n", "text/plain; charset=utf-8")
@@ -271,19 +293,78 @@ def _listing(inspector: Inspector) -> bytes:
 </script></body></html>""".encode()
 
 
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, as :class:`ThreadingHTTPServer`; but a connection that has
+    not sent its request within ``timeout`` seconds is hung up on (:meth:`reap`), and at
+    most ``waiting`` wait at once (a new one takes the place of the oldest)."""
+
+    daemon_threads = True
+    #: The kernel's queue of connections not yet accepted (socketserver's default: 5, which
+    #: a flood fills, so the token holder's connection waits for the retries of its SYN).
+    request_queue_size = 128
+
+    def __init__(self, port: int, handler: type[_Handler], timeout: float, waiting: int) -> None:
+        super().__init__(("127.0.0.1", port), handler)
+        self.timeout_seconds = timeout
+        self.waiting_max = waiting
+        #: The connections waiting for their request, oldest first, and their deadlines.
+        self._waiting: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            while len(self._waiting) >= self.waiting_max:
+                oldest = next(iter(self._waiting))
+                del self._waiting[oldest]
+                _hang_up(oldest)
+            self._waiting[request] = time.monotonic() + self.timeout_seconds
+        super().process_request(request, client_address)
+
+    def answering(self, request: socket.socket) -> None:
+        """The request of this connection is in: it waits no more."""
+        with self._lock:
+            self._waiting.pop(request, None)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.answering(request)
+        super().shutdown_request(request)
+
+    def reap(self) -> None:
+        """Hang up on the connections past their deadline, for good (a thread's loop)."""
+        while True:
+            time.sleep(min(0.25, self.timeout_seconds / 4))
+            now = time.monotonic()
+            with self._lock:
+                late = [c for c, deadline in self._waiting.items() if deadline <= now]
+                for connection in late:
+                    del self._waiting[connection]
+            for connection in late:
+                _hang_up(connection)
+
+
+def _hang_up(connection: socket.socket) -> None:
+    """End a connection another thread reads: its read returns at once, and that thread
+    closes it (closing it here could close a descriptor already reused)."""
+    with contextlib.suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
+
+
 def serve(
     target: Path,
     port: int = 0,
     parent: int | None = None,
     ready: threading.Event | None = None,
     inspector: Inspector | None = None,
+    timeout: float = REQUEST_TIMEOUT,
+    waiting: int = MAX_WAITING,
 ) -> None:
-    """Serve until interrupted (or until the ``parent`` process is gone)."""
+    """Serve until interrupted (or until the ``parent`` process is gone); ``timeout`` and
+    ``waiting``: see :class:`_Server`."""
     inspector = inspector or Inspector(target)
-    handler = type("Handler", (_Handler,), {"inspector": inspector})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
+    handler = type("Handler", (_Handler,), {"inspector": inspector, "timeout": timeout})
+    server = _Server(port, handler, timeout, waiting)
     inspector.port = server.server_address[1]
+    threading.Thread(target=server.reap, daemon=True).start()
     if parent is not None:
         threading.Thread(target=_watch_parent, args=(parent, server), daemon=True).start()
     if ready is not None:
@@ -292,6 +373,33 @@ def serve(
         server.serve_forever(poll_interval=0.25)
     finally:
         server.server_close()
+
+
+@contextlib.contextmanager
+def redirect_file(url: str) -> Iterator[Path]:
+    """A page that sends the browser on to ``url``, for as long as the context lasts: made as
+    a recording is (0600, never through a symlink), in a new directory only the user can
+    enter, removed at the end. Its path is what the browser is given: a command line is
+    readable by every local user, and the token must not be in it (as Jupyter does)."""
+    directory = Path(tempfile.mkdtemp(prefix="acp-proxy-inspect-"))
+    try:
+        path = directory / "open.html"
+        link = html.escape(url, quote=True)
+        page = (
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="0;url={link}"><title>acp-proxy inspect</title>'
+            f'</head><body><p><a href="{link}">acp-proxy inspect</a></p></body></html>\n'
+        ).encode()
+        fd = open_output(str(path))
+        try:
+            view = memoryview(page)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _watch_parent(pid: int, server: ThreadingHTTPServer) -> None:

@@ -77,7 +77,8 @@ FORMAT = "acp-proxy/1"
 
 
 def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
-    """The record that opens a session."""
+    """The record that opens a session. An argument that is not UTF-8 (Python holds its
+    bytes as lone surrogates, which JSON text cannot) is written with ``\\xNN`` escapes."""
     return (
         orjson.dumps(
             {
@@ -85,12 +86,17 @@ def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
                 "t": t,
                 "format": FORMAT,
                 "version": VERSION,
-                "argv": list(argv),
+                "argv": [_utf8(arg) for arg in argv],
                 "pid": pid,
             }
         )
         + b"\n"
     )
+
+
+def _utf8(text: str) -> str:
+    """``text``, its undecodable bytes (``surrogateescape``'s) as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 _SIDES = {"client": b"client", "agent": b"agent"}

@@ -4,6 +4,7 @@ Host checked, only the directory's recordings)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
 import subprocess
@@ -409,3 +410,96 @@ def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
         stop(proc)
     with capsys.disabled():
         print(f"\n  a new recording on the open list after {took:.2f} s")
+
+
+def test_idle_connections_are_hung_up_on_and_never_starve_the_token_holder(served_slowly):
+    """A flood of connections that never send their request, more than the server's
+    descriptors allow (its limit lowered here to 64), and one that drips a byte at a time:
+    the token holder's request is still answered, and every idle connection is closed
+    after the request timeout (here 1 s) or when newer ones take its place."""
+    import resource
+    import socket
+
+    proc, url = served_slowly
+    resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (64, 64))
+    host, port = url.split("/")[2].split(":")
+    idle = []
+    for _ in range(150):  # (not waiting for each: a server that stopped accepting never ends it)
+        connection = socket.socket()
+        connection.setblocking(False)
+        connection.connect_ex((host, int(port)))
+        idle.append(connection)
+    drip = socket.create_connection((host, int(port)), timeout=30)
+    assert get(url)[0] == 200  # the token holder gets in
+
+    def hung_up(connection: socket.socket) -> bool:
+        connection.settimeout(30)
+        try:
+            return connection.recv(1) == b""
+        except TimeoutError:  # still open
+            return False
+        except OSError:  # reset
+            return True
+        finally:
+            connection.close()
+
+    assert all([hung_up(connection) for connection in idle])
+    sent = 0
+    with contextlib.suppress(OSError):
+        for _ in range(600):  # a minute of dripping at most; hung up on after a second
+            drip.sendall(b"G")
+            sent += 1
+            time.sleep(0.1)
+    assert sent < 600
+    drip.close()
+    assert get(url)[0] == 200
+
+
+@pytest.fixture
+def served_slowly(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    (tmp_path / "clean.jsonl").write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    proc, url = started([*PROXY, "inspect", "--request-timeout", "1", str(tmp_path)])
+    yield proc, url
+    stop(proc)
+
+
+def test_open_gives_the_browser_a_private_file_never_the_token(tmp_path: Path):
+    """``--open`` hands the browser (``$BROWSER``) a path, not the tokened URL, which every
+    local user could read in its command line: a 0600 file, in a directory only the user
+    can enter, that redirects to the page; removed when the server stops."""
+    import os
+    import stat
+    import sys
+
+    seen = tmp_path / "seen.json"
+    browser = tmp_path / "browser"
+    browser.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "from urllib.parse import unquote, urlsplit\n"
+        "path = unquote(urlsplit(sys.argv[1]).path)\n"
+        "info = {'argv': sys.argv, 'page': open(path).read(), 'mode': os.stat(path).st_mode,\n"
+        "        'dir': os.stat(os.path.dirname(path)).st_mode, 'path': path}\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps(info))\n"
+    )
+    browser.chmod(0o700)
+    (tmp_path / "clean.jsonl").write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    command = [*PROXY, "inspect", "--open", str(tmp_path)]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=clean_env(BROWSER=str(browser)))  # fmt: skip
+    assert proc.stderr is not None
+    url = re.search(r"acp-proxy inspect: (http://\S+)", proc.stderr.readline().decode())
+    assert url is not None
+    token = url.group(1).split("token=")[1]
+    deadline = time.monotonic() + 30
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    import orjson
+
+    info = orjson.loads(seen.read_bytes())
+    assert not any(token in arg for arg in info["argv"])
+    assert info["argv"][1].startswith("file:///")
+    assert f'url={url.group(1)}"' in info["page"]
+    assert stat.S_IMODE(info["mode"]) == 0o600 and stat.S_IMODE(info["dir"]) == 0o700
+    stop(proc)
+    assert not os.path.exists(info["path"])

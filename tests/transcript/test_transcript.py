@@ -308,3 +308,12 @@ def test_every_frame_the_relay_reads_is_read_back_from_its_record():
                  b'{"kind":"stderr","msg":' + deep + b"}",
                  b'{"kind":"frame","seq":"x","from":"agent","msg":' + deep + b"}"):  # fmt: skip
         assert isinstance(parse_record(1, line), UnreadableLine), line
+
+
+def test_a_command_line_that_is_not_utf8_is_recorded_escaped():
+    """An agent's argument that is not UTF-8 (``os.fsdecode(b"\\xff")``: a lone surrogate
+    to Python) is written as ``\\xff``, never a failure to record the session."""
+    import os
+
+    record = parse_record(1, start_record(T, ["agent", os.fsdecode(b"caf\xe9"), "é"], 42))
+    assert isinstance(record, StartRecord) and record.argv == ["agent", "caf\\xe9", "é"]
