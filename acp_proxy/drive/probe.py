@@ -318,6 +318,8 @@ class _Probe:
         except AgentGone as exc:
             self.gone = exc
             return FAIL, _gone_words(exc)
+        except Exception as exc:  # a bug of the probe's: said on its check, not a traceback
+            return FAIL, f"acp-proxy probe failed here (a bug; please report it): {exc!r}"
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
         return _result(self.client.call(method, params, self.timeout), method)
@@ -377,7 +379,9 @@ class _Probe:
     def authenticate(self) -> str:
         if self.handshake_failed:
             raise _Stop(SKIP, "the handshake failed")
-        offered = [m.get("id") for m in self.init.get("authMethods") or []]
+        methods = self.init.get("authMethods")
+        listed = methods if isinstance(methods, list) else []
+        offered = [m.get("id") for m in listed if isinstance(m, dict)]
         method = self.options.auth
         if method is None:
             why = "no --auth METHOD given"
@@ -426,6 +430,9 @@ class _Probe:
             raise _Stop(
                 SKIP, f"the turn ended ({visible(str(turn.stop))}) before it could be cancelled"
             )
+        if turn.error is not None and self.protocol == 2 and turn.error.startswith("error -32800"):
+            self.nothing_after(turn, "the cancelled turn")
+            return f"cancelled at seq {turn.cancelled_at}; answered -32800 (Request Cancelled)"
         if turn.error is not None:
             raise _Stop(FAIL, f"the cancelled prompt was answered with {visible(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
