@@ -561,6 +561,20 @@ class Client:
     :meth:`next_event`; leaving the block (or :meth:`close`) closes the agent's stdin,
     waits for it to exit (grace, SIGTERM, grace, SIGKILL, as ``run``) and finishes the
     recording (:attr:`recording`).
+
+    A v1 turn, as a front-end drives it::
+
+        services = Services(cwd, permissions="reject")
+        with Client.start(argv, services, log, record=None) as client:
+            client.call("initialize", initialize_params(1, services), 30)
+            new = client.call("session/new", {"cwd": str(cwd), "mcpServers": []}, 30)
+            session = new.result["sessionId"]
+            turn = client.request("session/prompt", {"sessionId": session, "prompt": blocks})
+            while True:  # updates, the agent's requests (already answered), responses
+                event = client.next_event(30)
+                if event.kind is Kind.RESPONSE and event.value.get("id") == turn.id:
+                    break
+        client.recording  # where it went
     """
 
     def __init__(
