@@ -259,10 +259,20 @@ class _Turn:
     cancelled_at: int | None = None
 
 
+#: The longest a string of the agent's is shown in a reason.
+SHOWN = 80
+
+
+def _shown(text: str) -> str:
+    """A string of the agent's for a reason: escaped, and cut at :data:`SHOWN`."""
+    shown = visible(text)
+    return shown if len(shown) <= SHOWN else shown[: SHOWN - 1] + "…"
+
+
 def _result(reply: Reply, method: str) -> dict[str, Any]:
     """A successful reply's result object, or the check fails."""
     if reply.error is not None or "result" not in reply.value:
-        raise _Stop(FAIL, f"{method} answered with {visible(reply.error_words())}")
+        raise _Stop(FAIL, f"{method} answered with {_shown(reply.error_words())}")
     result = reply.result
     if not isinstance(result, dict):
         raise _Stop(FAIL, f"{method} answered with a result that is not an object")
@@ -348,7 +358,7 @@ class _Probe:
             self.handshake_failed = True
             raise _Stop(
                 FAIL,
-                f"answered protocolVersion {visible(repr(version))}; the probe asked for "
+                f"answered protocolVersion {_shown(repr(version))}; the probe asked for "
                 f"{asked} (an agent answers that one or an older one it supports: 1 or 2)",
             )
         self.protocol = version
@@ -360,9 +370,9 @@ class _Probe:
         info = [part for part in self.agent_info() if part]
         said = f"protocol {version}" + (f" (asked {asked})" if version != asked else "")
         if info:
-            said += f", {visible(' '.join(info))}"
+            said += f", {_shown(' '.join(info))}"
         if methods:
-            said += f", auth methods: {visible(', '.join(m['id'] for m in methods))}"
+            said += f", auth methods: {_shown(', '.join(m['id'] for m in methods))}"
         return said
 
     def agent_info(self) -> tuple[str | None, str | None]:
@@ -386,13 +396,13 @@ class _Probe:
         if method is None:
             why = "no --auth METHOD given"
             if offered:
-                why += f" (the agent offers {visible(', '.join(map(str, offered)))})"
+                why += f" (the agent offers {_shown(', '.join(map(str, offered)))})"
             raise _Stop(SKIP, why)
         if method not in offered:
-            raise _Stop(FAIL, f"{visible(method)} is not among the agent's authMethods")
+            raise _Stop(FAIL, f"{_shown(method)} is not among the agent's authMethods")
         name = "authenticate" if self.protocol == 1 else "auth/login"
         self.call(name, {"methodId": method})
-        return f"{name} {visible(method)} succeeded"
+        return f"{name} {_shown(method)} succeeded"
 
     def session_new(self) -> str:
         if self.handshake_failed:
@@ -403,14 +413,14 @@ class _Probe:
         if reply.error is not None and reply.error.get("code") == -32000:
             raise _Stop(
                 FAIL,
-                f"session/new needs authentication (--auth METHOD): {visible(reply.error_words())}",
+                f"session/new needs authentication (--auth METHOD): {_shown(reply.error_words())}",
             )
         result = _result(reply, "session/new")
         session = result.get("sessionId")
         if not isinstance(session, str) or not session:
             raise _Stop(FAIL, "session/new answered without a sessionId")
         self.session, self.new_result = session, result
-        return f"session {visible(session)}"
+        return f"session {_shown(session)}"
 
     def prompt(self) -> str:
         session = self.needs_session()
@@ -418,7 +428,7 @@ class _Probe:
         self.prompted = True
         self.ended_well(turn, "the turn")
         updates = sum(1 for e in turn.events if e.method == "session/update")
-        return f"ended {visible(str(turn.stop))} after {_plural(updates, 'update')}"
+        return f"ended {_shown(str(turn.stop))} after {_plural(updates, 'update')}"
 
     def cancel(self) -> str:
         session = self.needs_session()
@@ -426,20 +436,20 @@ class _Probe:
         self.prompted = True
         if turn.cancelled_at is None:
             if turn.error is not None:
-                raise _Stop(FAIL, f"the prompt failed: {visible(turn.error)}")
+                raise _Stop(FAIL, f"the prompt failed: {_shown(turn.error)}")
             raise _Stop(
-                SKIP, f"the turn ended ({visible(str(turn.stop))}) before it could be cancelled"
+                SKIP, f"the turn ended ({_shown(str(turn.stop))}) before it could be cancelled"
             )
         if turn.error is not None and self.protocol == 2 and turn.error.startswith("error -32800"):
             self.nothing_after(turn, "the cancelled turn")
             return f"cancelled at seq {turn.cancelled_at}; answered -32800 (Request Cancelled)"
         if turn.error is not None:
-            raise _Stop(FAIL, f"the cancelled prompt was answered with {visible(turn.error)}, "
+            raise _Stop(FAIL, f"the cancelled prompt was answered with {_shown(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
             raise _Stop(
                 FAIL,
-                f"after session/cancel the turn ended {visible(str(turn.stop))}, not cancelled",
+                f"after session/cancel the turn ended {_shown(str(turn.stop))}, not cancelled",
             )
         self.nothing_after(turn, "the cancelled turn")
         return f"cancelled at seq {turn.cancelled_at}; the turn ended cancelled"
@@ -500,7 +510,7 @@ class _Probe:
         forked = result.get("sessionId")
         if not isinstance(forked, str) or forked == session:
             raise _Stop(FAIL, "session/fork answered without a new sessionId")
-        return f"forked as {visible(forked)}"
+        return f"forked as {_shown(forked)}"
 
     def set_mode(self) -> str:
         session = self.needs_session()
@@ -511,7 +521,7 @@ class _Probe:
         if not isinstance(current, str):
             raise _Stop(FAIL, "the session's modes have no currentModeId")
         self.call("session/set_mode", {"sessionId": session, "modeId": current})
-        return f"mode {visible(current)} set"
+        return f"mode {_shown(current)} set"
 
     def set_config_option(self) -> str:
         session = self.needs_session()
@@ -527,7 +537,7 @@ class _Probe:
         if isinstance(option["currentValue"], bool):
             params["type"] = "boolean"
         self.call("session/set_config_option", params)
-        return f"{visible(option[key])} set to its current value"
+        return f"{_shown(option[key])} set to its current value"
 
     def session_close(self) -> str:
         session = self.needs_session()
@@ -638,16 +648,16 @@ class _Probe:
 
     def ended_well(self, turn: _Turn, what: str) -> None:
         if turn.error is not None:
-            raise _Stop(FAIL, f"the prompt was answered with {visible(turn.error)}")
+            raise _Stop(FAIL, f"the prompt was answered with {_shown(turn.error)}")
         if turn.stop not in STOP_REASONS:
-            raise _Stop(FAIL, f"{what} ended with stop reason {visible(repr(turn.stop))}, "
+            raise _Stop(FAIL, f"{what} ended with stop reason {_shown(repr(turn.stop))}, "
                         "not one of ACP's")  # fmt: skip
         if turn.foreign:
             first = turn.foreign[0]
             raise _Stop(
                 FAIL,
                 f"{_plural(len(turn.foreign), 'update')} of the turn name another session "
-                f"({visible(repr(first.session))}, not {visible(turn.session)}; first at seq "
+                f"({_shown(repr(first.session))}, not {_shown(turn.session)}; first at seq "
                 f"{first.seq})",
             )
         self.nothing_after(turn, what)
@@ -658,7 +668,7 @@ class _Probe:
             raise _Stop(
                 FAIL,
                 f"{_plural(len(turn.after), 'update')} after the end of {what} (first: "
-                f"{visible(str(first.update))} at seq {first.seq})",
+                f"{_shown(str(first.update))} at seq {first.seq})",
             )
 
     def stdout(self) -> str:
@@ -684,7 +694,7 @@ def _error_words(value: dict[str, Any]) -> str:
 def _gone_words(exc: AgentGone) -> str:
     words = str(exc)
     if exc.stderr:
-        words += "; its stderr ended: " + " | ".join(visible(line) for line in exc.stderr[-5:])
+        words += "; its stderr ended: " + " | ".join(_shown(line) for line in exc.stderr[-5:])
     return words
 
 
@@ -779,7 +789,7 @@ def text_lines(result: ProbeResult, style: Callable[[str, str], str]) -> list[st
     """The report: a line per check (and one per finding), a summary, the recording.
     ``style(text, colour)`` colours a word (or leaves it)."""
     who = " ".join(x for x in (result.name, result.version) if x) or "the agent"
-    lines = [f"acp-proxy probe: {visible(who)}, protocol {result.protocol}"]
+    lines = [f"acp-proxy probe: {_shown(who)}, protocol {result.protocol}"]
     width = max((len(o.check.name) for o in result.outcomes), default=0)
     for outcome in result.outcomes:
         status = style(f"{outcome.status:<4}", _COLOURS[outcome.status])
