@@ -137,6 +137,10 @@ CANCEL_PROMPT = (
     "Count slowly from 1 to 200, one number per line, with no other text. Do not use any tools."
 )
 
+#: Updates of a turn's work after session/cancel that tell an agent that went on from one
+#: whose end crossed the cancel on the wire (what it sent before it read the cancel).
+WENT_ON = 3
+
 #: Seconds the probe listens after a turn's end for what should not come.
 SETTLE = 0.5
 
@@ -257,6 +261,8 @@ class _Turn:
     permissions: list[Event] = field(default_factory=list)
     after: list[Event] = field(default_factory=list)
     cancelled_at: int | None = None
+    #: Updates of the turn's work after session/cancel was sent.
+    went_on: list[Event] = field(default_factory=list)
 
 
 #: The longest a string of the agent's is shown in a reason.
@@ -447,9 +453,14 @@ class _Probe:
             raise _Stop(FAIL, f"the cancelled prompt was answered with {_shown(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
+            stop = _shown(str(turn.stop))
+            if len(turn.went_on) < WENT_ON:  # its end may have crossed the cancel
+                raise _Stop(SKIP, f"the turn ended {stop} right after session/cancel, which it "
+                            "may not have read yet (a turn too short to tell)")  # fmt: skip
             raise _Stop(
                 FAIL,
-                f"after session/cancel the turn ended {_shown(str(turn.stop))}, not cancelled",
+                f"after session/cancel the agent went on ({_plural(len(turn.went_on), 'update')}) "
+                f"and ended the turn {stop}, not cancelled",
             )
         self.nothing_after(turn, "the cancelled turn")
         return f"cancelled at seq {turn.cancelled_at}; the turn ended cancelled"
@@ -639,6 +650,9 @@ class _Probe:
         if event.session != turn.session:
             turn.foreign.append(event)
             return
+        working = event.update not in _SESSION_UPDATES and event.update != "state_update"
+        if turn.cancelled_at is not None and working:
+            turn.went_on.append(event)
         update = event.params.get("update") if isinstance(event.params, dict) else None
         state = update.get("state") if isinstance(update, dict) else None
         if self.protocol == 2 and event.update == "state_update" and state == "idle":

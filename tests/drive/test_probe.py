@@ -86,7 +86,7 @@ def test_a_clean_agent_passes(tmp_path):
     ("bug", "check", "reason"),
     [
         ("banner", "stdout", "not JSON"),
-        ("ignore-cancel", "cancel", "the turn ended end_turn, not cancelled"),
+        ("ignore-cancel", "cancel", "updates) and ended the turn end_turn, not cancelled"),
         ("late-update", "prompt", "after the end of the turn"),
         ("other-session", "prompt", "name another session"),
         ("error-prompt", "prompt", "error -32603: no model"),
