@@ -533,9 +533,11 @@ def production_agent(
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
 ):
-    """`acp-proxy probe` against each agent and its stand-in: no check fails; the handshake,
-    session/new and the prompt turn pass; what is skipped says why; the recording validates
-    with no error."""
+    """`acp-proxy probe` against each agent and its stand-in: the handshake, session/new and
+    the prompt turn pass; what is skipped says why; the recording validates with no error.
+    No check fails but one, a real defect the probe reports: Gemini CLI advertises
+    loadSession, yet answers session/load of the session it has just served with -32603
+    (as in its test above: it has no saved session for the project yet)."""
     record = tmp_path / "probe.jsonl"
     with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
         proc = subprocess.run(
@@ -546,7 +548,9 @@ def test_probe_checks_the_production_agents(
     document = orjson.loads(proc.stdout)
     found = {check["check"]: check for check in document["checks"]}
     failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
-    assert proc.returncode == 0, failed
+    expected = {"session-load"} if name == "gemini" else set()
+    assert set(failed) == expected, failed
+    assert proc.returncode == (1 if expected else 0)
     for check in ("handshake", "session-new", "prompt"):
         assert found[check]["status"] == "pass", found[check]
     assert all(c["reason"] for c in found.values())
