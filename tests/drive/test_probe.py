@@ -198,6 +198,7 @@ def test_the_list_names_each_checks_spec_page():
         (["--only", "bogus", "--", "true"], "no check 'bogus'"),
         (["--list", "--", "true"], "--list takes no AGENT"),
         (["--timeout", "0", "--", "true"], "out of range"),
+        (["--record", "x.jsonl", "--no-record", "--", "true"], "contradict each other"),
     ],
 )
 def test_a_probe_that_cannot_run_exits_2_with_one_line(args, says):
