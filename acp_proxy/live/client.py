@@ -561,6 +561,20 @@ class Client:
     :meth:`next_event`; leaving the block (or :meth:`close`) closes the agent's stdin,
     waits for it to exit (grace, SIGTERM, grace, SIGKILL, as ``run``) and finishes the
     recording (:attr:`recording`).
+
+    A v1 turn, as a front-end drives it::
+
+        services = Services(cwd, permissions="reject")
+        with Client.start(argv, services, log, record=None) as client:
+            client.call("initialize", initialize_params(1, services), 30)
+            new = client.call("session/new", {"cwd": str(cwd), "mcpServers": []}, 30)
+            session = new.result["sessionId"]
+            turn = client.request("session/prompt", {"sessionId": session, "prompt": blocks})
+            while True:  # updates, the agent's requests (already answered), responses
+                event = client.next_event(30)
+                if event.kind is Kind.RESPONSE and event.value.get("id") == turn.id:
+                    break
+        client.recording  # where it went
     """
 
     def __init__(
@@ -589,6 +603,9 @@ class Client:
         self._recorded = self.recorder.active
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
+        self._pending_lock = threading.Lock()
+        #: Whether the relay has ended (every pending request then fails: AgentGone).
+        self._ended = False
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
         self._events: queue.Queue[Any] = queue.Queue()
@@ -659,12 +676,14 @@ class Client:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        self._pending[request_id] = pending
+        with self._pending_lock:
+            if self._ended:  # the relay is over: no answer can come
+                pending._future.set_exception(self.gone())
+                return pending
+            self._pending[request_id] = pending
         if method == "session/prompt" and isinstance(params, dict):
             self.services.prompted(str(params.get("sessionId")))
-        if not self._send(message):
-            self._pending.pop(request_id, None)
-            pending._future.set_exception(self.gone())
+        self._send(message)
         return pending
 
     def call(self, method: str, params: Any, timeout: float) -> Reply:
@@ -783,10 +802,12 @@ class Client:
                     os.close(fd)
             self._close_stdin()
             gone = self.gone()
-            for pending in list(self._pending.values()):
-                if not pending.done():
-                    pending._future.set_exception(gone)
-            self._pending.clear()
+            with self._pending_lock:
+                self._ended = True
+                for pending in self._pending.values():
+                    if not pending.done():
+                        pending._future.set_exception(gone)
+                self._pending.clear()
             self._events.put(_GONE)
 
     def _stderr_data(self, data: bytes) -> None:
@@ -821,7 +842,8 @@ class Client:
             return
         if kind is Kind.RESPONSE and isinstance(value, dict):
             request_id = value.get("id")
-            pending = self._pending.pop(request_id, None) if type(request_id) is int else None
+            with self._pending_lock:
+                pending = self._pending.pop(request_id, None) if type(request_id) is int else None
             if pending is not None and not pending.done():
                 pending._future.set_result(Reply(pending.method, value, seq))
         self._events.put(event)

@@ -86,7 +86,7 @@ def test_a_clean_agent_passes(tmp_path):
     ("bug", "check", "reason"),
     [
         ("banner", "stdout", "not JSON"),
-        ("ignore-cancel", "cancel", "the turn ended end_turn, not cancelled"),
+        ("ignore-cancel", "cancel", "updates) and ended the turn end_turn, not cancelled"),
         ("late-update", "prompt", "after the end of the turn"),
         ("other-session", "prompt", "name another session"),
         ("error-prompt", "prompt", "error -32603: no model"),
@@ -198,6 +198,7 @@ def test_the_list_names_each_checks_spec_page():
         (["--only", "bogus", "--", "true"], "no check 'bogus'"),
         (["--list", "--", "true"], "--list takes no AGENT"),
         (["--timeout", "0", "--", "true"], "out of range"),
+        (["--record", "x.jsonl", "--no-record", "--", "true"], "contradict each other"),
     ],
 )
 def test_a_probe_that_cannot_run_exits_2_with_one_line(args, says):
@@ -234,3 +235,25 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
     assert b"\x1b[" in _on_a_terminal(tmp_path, clean_env())
     assert b"\x1b[" not in _on_a_terminal(tmp_path, clean_env(NO_COLOR="1"))
     assert "\x1b[" not in probe(tmp_path, PROBE_AGENT, "--only", "handshake").stdout
+
+
+def test_ctrl_c_stops_the_probe_quietly(tmp_path):
+    """SIGINT while the probe waits: exit 130, no traceback, the agent stopped, the
+    recording ended."""
+    import signal
+    import time
+
+    record = tmp_path / "rec.jsonl"
+    command = [*PROXY, "probe", "--record", str(record), "--", *PROBE_AGENT, "hang-init"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env()
+    ) as proc:
+        for _ in range(600):  # until the initialize request is recorded
+            if record.exists() and b'"initialize"' in record.read_bytes():
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert out == b"" and b"Traceback" not in err
+    assert orjson.loads(record.read_bytes().splitlines()[-1])["kind"] == "end"
