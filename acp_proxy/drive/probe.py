@@ -20,7 +20,6 @@ Free of asyncio: the client core's blocking calls do the waiting.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -856,8 +855,3 @@ def list_lines() -> list[str]:
     """``probe --list``: each check, what it checks, and the spec page it comes from."""
     width = max(len(c.name) for c in CHECKS)
     return [f"{c.name:<{width}}  {c.what} ({c.spec})" for c in CHECKS]
-
-
-def colour_wanted(isatty: bool) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set (to anything)."""
-    return isatty and not os.environ.get("NO_COLOR")
