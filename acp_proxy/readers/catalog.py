@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import importlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -439,6 +440,73 @@ class Hit:
         return asdict(self)
 
 
+class Pattern:
+    """What ``search`` looks for: a regular expression (:mod:`re`), answered in time linear
+    in the text when it is literal text and gaps of any characters (``error.*timeout``,
+    ``a.+b``): each literal is found after the one before, as ``grep`` would (a backtracking
+    search took 12 s over a 480 KB message of ``error error …``). Any other pattern is
+    :mod:`re`'s to match."""
+
+    def __init__(self, pattern: str, ignore_case: bool = False) -> None:
+        self.regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        self._pieces = _literal_pieces(self.regex)
+
+    def search(self, text: str) -> bool:
+        """Whether ``text`` holds a match."""
+        pieces = self._pieces
+        if pieces is None or (self.regex.flags & re.IGNORECASE and not text.isascii()):
+            return self.regex.search(text) is not None
+        if self.regex.flags & re.IGNORECASE:
+            text = text.lower()
+        if self.regex.flags & re.DOTALL or "\n" not in text:
+            return _in_order(pieces, text)
+        return any(_in_order(pieces, line) for line in text.split("\n"))  # . is no \n
+
+
+#: A pattern as literals with gaps: (characters at least before it, the literal) each, and the
+#: characters at least after the last.
+_Pieces = tuple[list[tuple[int, str]], int]
+
+
+def _literal_pieces(regex: re.Pattern[str]) -> _Pieces | None:
+    """``regex`` as literals and gaps (``.*``, ``.+``, ``.{2,}``), or None if it is more."""
+    sre: Any = importlib.import_module("re._parser")  # the parser re itself uses (typed Any)
+    pieces: list[tuple[int, str]] = []
+    literal, gap = "", 0
+    for op, arg in sre.parse(regex.pattern, regex.flags & ~re.IGNORECASE):
+        if op is sre.LITERAL:
+            literal += chr(arg)
+            continue
+        if op not in (sre.MAX_REPEAT, sre.MIN_REPEAT) or arg[1] != sre.MAXREPEAT:
+            return None
+        if list(arg[2]) != [(sre.ANY, None)]:
+            return None
+        if literal:
+            pieces.append((gap, literal))
+            literal, gap = "", 0
+        gap += arg[0]
+    if literal:
+        pieces.append((gap, literal))
+        gap = 0
+    if regex.flags & re.IGNORECASE:
+        if not all(text.isascii() for _, text in pieces):
+            return None
+        pieces = [(before, text.lower()) for before, text in pieces]
+    return pieces, gap
+
+
+def _in_order(pieces: _Pieces, text: str) -> bool:
+    """Whether each literal is in ``text`` after the one before, the gaps between: the
+    earliest place of each leaves the most room to the rest."""
+    at = 0
+    for before, literal in pieces[0]:
+        found = text.find(literal, at + before)
+        if found < 0:
+            return False
+        at = found + len(literal)
+    return len(text) - at >= pieces[1]
+
+
 def search(
     pattern: str,
     paths: Iterable[Path],
@@ -453,7 +521,7 @@ def search(
     ``pattern`` (a regular expression), narrowed as ``show`` narrows; a line for each file
     that cannot be read (a ``str``). ``first``: only each file's first (``search -l``: the
     rest of a file that matched is not read)."""
-    regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    regex = Pattern(pattern, ignore_case)
     only = TimelineFilter(side, method, session, rule=rule)
     for path in paths:
         try:
@@ -465,7 +533,7 @@ def search(
             yield str(exc)
 
 
-def _hits(regex: re.Pattern[str], only: TimelineFilter, path: str) -> Iterator[Hit]:
+def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:
     """:func:`search` in one recording."""
     for item in annotate_lines(open_lines(path), run=RUN):
         for candidate in _candidates(regex, only, item):
@@ -475,7 +543,7 @@ def _hits(regex: re.Pattern[str], only: TimelineFilter, path: str) -> Iterator[H
 
 
 def _candidates(
-    regex: re.Pattern[str], only: TimelineFilter, item: Annotated | Repeated
+    regex: Pattern, only: TimelineFilter, item: Annotated | Repeated
 ) -> Iterable[Annotated]:
     """The items that may match: ``item``; of streamed chunks read by their bytes, only
     those whose bytes match (their method, variant and filter are the chunk's they
@@ -499,7 +567,7 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _match(regex: re.Pattern[str], path: str, item: Annotated, only: TimelineFilter) -> Hit | None:
+def _match(regex: Pattern, path: str, item: Annotated, only: TimelineFilter) -> Hit | None:
     message: Message | None = item.message
     record = item.record
     findings: list[Violation] = item.findings
