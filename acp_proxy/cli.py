@@ -812,16 +812,17 @@ def search(
                 _say(f"acp-proxy: {hit}")
                 continue
             matched = True
+            # (a newline in a file name, a rule or a finding makes no line of its own)
             if files_only:
                 if hit.path not in named:
                     named.add(hit.path)
-                    emit(hit.path)
+                    emit(visible(hit.path))
             elif as_json:
                 emit(dumps(hit.as_json()).decode())
             else:
                 seq = "-" if hit.seq is None else hit.seq
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
-                emit(f"{hit.path}:{seq}: {hit.summary}{rules}")
+                emit(visible(f"{hit.path}:{seq}: {hit.summary}{rules}"))
     sys.exit(0 if matched else 2 if problems and not files else 1)
 
 

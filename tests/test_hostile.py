@@ -21,8 +21,11 @@ import select
 import signal
 import stat
 import subprocess
+import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
@@ -363,3 +366,81 @@ def test_readers_refuse_a_character_device_and_a_line_too_long(tmp_path: Path):
         assert proc.returncode == 2
         assert f"line {before + 1} is longer than 4,000 bytes" in proc.stderr.decode()
     assert b"session ended" in proc.stdout  # show: the records before it
+
+
+# --- every output format stays valid; ls and search lines are lines ---------------------------
+
+_START = b'{"kind":"start","t":"2026-01-01T00:00:00.000000Z","format":"acp-proxy/1","version":"0.1.0","argv":["a"],"pid":1}\n'
+
+
+def _acp(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), timeout=60)
+
+
+def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
+    """A finding quoting U+FFFE or U+FFFF made XML that parsers reject;
+    and 31 failures in one test case were counted ``tests="2" failures="38"``."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(
+        _START
+        + b'{"kind":"frame","seq":1,"t":"2026-01-01T00:00:00.000000Z","from":"agent",'
+        + b'"text":"bad \xef\xbf\xbe \xef\xbf\xbf \\u0001 line"}\n'
+    )
+    recordings = [str(bad), str(RECORDINGS / "misbehaving.jsonl"), str(RECORDINGS / "clean.jsonl")]
+    proc = _acp("validate", "--format", "junit", *recordings)
+    assert proc.returncode == 1, proc.stderr
+    root = ET.fromstring(proc.stdout)  # a real parser (expat)
+    assert "\\ufffe" in proc.stdout.decode() and "\\uffff" in proc.stdout.decode()
+    cases = list(root.iter("testcase"))
+    assert all(len(c.findall("failure")) + len(c.findall("error")) <= 1 for c in cases)
+    assert int(root.get("tests", "-1")) == len(cases)
+    assert int(root.get("failures", "-1")) == sum(1 for c in cases if c.findall("failure"))
+    for suite in root.iter("testsuite"):
+        assert int(suite.get("tests", "-1")) == len(suite.findall("testcase"))
+    replayed = tmp_path / "replay.xml"
+    agent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    _acp("replay", "--as", "client", "--timeout", "2", "--junit", str(replayed),
+         str(RECORDINGS / "clean.jsonl"), "--", *agent)  # fmt: skip
+    root = ET.fromstring(replayed.read_bytes())
+    cases = list(root.iter("testcase"))
+    assert all(len(c.findall("failure")) <= 1 for c in cases)
+    assert int(root.get("tests", "-1")) == len(cases) and root.get("failures") == str(len(cases))
+
+
+def test_a_sarif_location_is_a_uri(tmp_path: Path):
+    """``a#1.jsonl`` was written as it is: a URI whose fragment is ``1.jsonl``."""
+    name = tmp_path / "a#1 %41.jsonl"
+    name.write_bytes((RECORDINGS / "misbehaving.jsonl").read_bytes())
+    document = orjson.loads(_acp("validate", "--format", "sarif", str(name)).stdout)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in document["runs"][0]["results"]}  # fmt: skip
+    (uri,) = uris
+    parts = urlsplit(uri)
+    assert parts.scheme == "file" and not parts.fragment and unquote(parts.path) == str(name)
+
+
+def test_a_newline_in_an_agent_name_a_file_name_or_a_finding_forges_no_line(tmp_path: Path):
+    """ls and search printed them raw: ``/etc/passwd:1: FORGED HIT`` on a line of its own."""
+    forged = "\n/etc/passwd:1: FORGED HIT\n"
+    text = (RECORDINGS / "v1.jsonl").read_bytes()
+    text = text.replace(
+        b'"name":"acp-proxy-example-agent"', b'"name":' + orjson.dumps("x" + forged)
+    )
+    assert forged.encode() not in text and b"FORGED" in text
+    (tmp_path / "a\nFORGED.jsonl:1: HIT\nb.jsonl").write_bytes(text)
+    (tmp_path / "b.jsonl").write_bytes(
+        _START
+        + b'{"kind":"violation","t":"x","seq":null,"rule":"r'
+        + orjson.dumps(forged)[1:-1]
+        + b'","level":"error","message":'
+        + orjson.dumps("m" + forged)
+        + b',"spec":"s"}\n'
+    )
+    for args in (["ls", str(tmp_path)], ["search", "FORGED", str(tmp_path)],
+                 ["search", "-l", "FORGED", str(tmp_path)], ["search", "r", str(tmp_path)]):  # fmt: skip
+        proc = _acp(*args)
+        lines = proc.stdout.decode().splitlines()
+        assert lines and all(
+            line.startswith(str(tmp_path)) or line[:4].isdigit() for line in lines
+        ), (args, lines)
+        assert not any(line.startswith(("/etc/passwd", "FORGED")) for line in lines)

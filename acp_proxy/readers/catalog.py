@@ -34,6 +34,7 @@ import orjson
 
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
+from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
@@ -110,7 +111,7 @@ class SessionSummary:
             took = "live" if self.live else "no end"
         protocol = "-" if self.protocol is None else f"v{self.protocol}"
         findings = f"{self.errors}E {self.warnings}W {self.infos}I"
-        return (
+        return visible(  # an agent's name, a file's: a newline in them makes no line of its own
             f"{(self.start or '-')[:19]:<19}  {(self.agent or '-')[:32]:<32}  {protocol:<3} "
             f"{took:>8} {self.turns:>4} {'turn ' if self.turns == 1 else 'turns'} "
             f"{self.frames:>7} frames  {findings:<12} "

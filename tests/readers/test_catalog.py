@@ -236,20 +236,36 @@ def test_run_keeps_the_default_recordings_directory_tidy(tmp_path):
 
 
 def test_junit_is_what_ci_servers_read(directory):
+    """A test suite per recording, a test case per rule that found an error (one failure
+    each, all its findings in it) or one ``valid`` case; the counts add up."""
     proc = acp(
         "validate", "--format", "junit", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
     )
     assert proc.returncode == 1  # c has errors
     root = ET.fromstring(proc.stdout)
     assert root.tag == "testsuites"
-    (suite,) = root.findall("testsuite")
-    cases = suite.findall("testcase")
-    assert [Path(c.get("name", "")).name for c in cases] == ["a.jsonl", "b.jsonl", "c.jsonl"]
-    failures = cases[2].findall("failure")
-    errors = acp("validate", "--format", "json", str(directory / "c.jsonl")).stdout.splitlines()
-    assert len(failures) == sum(1 for e in errors if orjson.loads(e)["level"] == "error")
-    assert int(suite.get("failures", "-1")) == len(failures) and not cases[0].findall("failure")
-    assert all(f.get("type") and f.get("message") and "seq" in (f.text or "") for f in failures)
+    suites = root.findall("testsuite")
+    assert [Path(s.get("name", "")).name for s in suites] == ["a.jsonl", "b.jsonl", "c.jsonl"]
+    assert [c.get("name") for c in suites[0].findall("testcase")] == ["valid"]
+    errors = [
+        orjson.loads(e)
+        for e in acp("validate", "--format", "json", str(directory / "c.jsonl")).stdout.splitlines()
+    ]
+    errors = [e for e in errors if e["level"] == "error"]
+    cases = suites[2].findall("testcase")
+    assert sorted(c.get("name", "") for c in cases) == sorted({e["rule"] for e in errors})
+    for case in cases:
+        (failure,) = case.findall("failure")
+        assert failure.get("type") == case.get("name") and failure.get("message")
+        lines = (failure.text or "").splitlines()
+        assert len(lines) == sum(1 for e in errors if e["rule"] == case.get("name"))
+        assert all("seq" in line for line in lines)
+    every = root.iter("testcase")
+    assert int(root.get("tests", "-1")) == len(list(every))
+    assert int(root.get("failures", "-1")) == len(list(root.iter("failure"))) == len(cases)
+    for suite in suites:
+        assert int(suite.get("tests", "-1")) == len(suite.findall("testcase"))
+        assert int(suite.get("failures", "-1")) == len(list(suite.iter("failure")))
 
 
 def test_sarif_is_sarif_2_1_0(directory):
