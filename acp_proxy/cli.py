@@ -704,8 +704,8 @@ def list_recordings(
     """The recorded sessions, newest first: start, agent, protocol version, duration, prompt
     turns, frames, findings by level, size, path. Default: the recordings directory.
 
-    A session's summary is read once and kept in a small index beside the recordings
-    (.acp-proxy-index.json), read again when the file changes.
+    A session's summary is read once and kept in a small index in the user's cache
+    directory ($XDG_CACHE_HOME or ~/.cache, acp-proxy/), read again when the file changes.
     """
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select
     from acp_proxy.readers.catalog import prune as prune_directory

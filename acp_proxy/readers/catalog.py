@@ -5,11 +5,12 @@ Theory of operation
 -------------------
 A recording's summary (per session: start, agent, protocol version, duration, prompt turns,
 frames, findings by level) costs one pass over the file, the first time it is asked. It is kept
-in a small sidecar index beside the recordings (``.acp-proxy-index.json``), keyed by file name
-with the size and modification time it was made from: a file that changed since is read again,
-an index that is missing, unreadable or of another version is rebuilt, and the index is never
-trusted over the file (a file it does not name is read). Writing it is best effort: a directory
-that cannot be written still gets its listing.
+in a small index per directory in the user's cache directory (:func:`index_path`: never beside
+the recordings), keyed by file name with the size and modification time it was made from: a file
+that changed since is read again; an index that is missing, malformed, of another version, not
+the user's own regular file or writable by others is no index (made again, silently); and the
+index is never trusted over the file (a file it does not name is read). Writing it is best
+effort: without a cache directory, the listing is made all the same.
 
 Pruning removes the oldest recordings the proxy made (``<UTC time>-<pid>.jsonl`` names) in one
 directory, past an age or a total size, never a file it did not make and never one another
@@ -21,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import hashlib
 import importlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,9 +46,10 @@ from acp_proxy.transcript.reading import RecordingError, open_lines
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
 __all__ = [
-    "INDEX",
     "Hit",
+    "Pattern",
     "SessionSummary",
+    "index_path",
     "list_sessions",
     "parse_age",
     "parse_size",
@@ -55,8 +59,7 @@ __all__ = [
     "select",
 ]
 
-#: The sidecar index's file name, and the version of what it holds.
-INDEX = ".acp-proxy-index.json"
+#: The version of what an index holds.
 _INDEX_VERSION = 2
 
 #: What opens a connection, and names the agent in its result.
@@ -182,12 +185,15 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str
                 problems.append(f"cannot read {path}: {exc.strerror}")
                 continue
             entry = index.get(path.name)
-            if (
-                entry
+            found_in_index = (
+                _from_index(entry, str(path))
+                if isinstance(entry, dict)
                 and entry.get("size") == info.st_size
                 and entry.get("mtime") == info.st_mtime_ns
-            ):
-                found = [_from_json(s, str(path)) for s in entry["sessions"]]
+                else None
+            )
+            if found_in_index is not None:
+                found = found_in_index
             else:
                 try:
                     found = summarize(path)
@@ -226,13 +232,32 @@ def being_written(path: Path) -> bool:
     return False
 
 
-def _from_json(data: dict[str, Any], path: str) -> SessionSummary:
-    known = {k: v for k, v in data.items() if k in SessionSummary.__dataclass_fields__}
-    known.pop("live", None)
-    known["path"] = path
-    summary = SessionSummary(**known)
-    summary.from_index = True
-    return summary
+#: The type of each field of a summary in the index (what is not is a malformed index).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
+    "protocol": (int, type(None)),
+    **dict.fromkeys(("session", "turns", "frames", "errors", "warnings", "infos", "size"), (int,)),
+    "ended": (bool,),
+}
+
+
+def _from_index(entry: Any, path: str) -> list[SessionSummary] | None:
+    """The summaries an index entry holds; None if it is malformed (then the file is read)."""
+    sessions = entry.get("sessions") if isinstance(entry, dict) else None
+    if not isinstance(sessions, list) or not all(isinstance(s, dict) for s in sessions):
+        return None
+    found = []
+    for data in sessions:
+        known = {k: data[k] for k in _FIELD_TYPES if k in data}
+        # (exact types: orjson makes exact ones, and a bool is no count)
+        if len(known) != len(_FIELD_TYPES) or any(
+            type(v) not in _FIELD_TYPES[k] for k, v in known.items()
+        ):
+            return None
+        summary = SessionSummary(path, **known)
+        summary.from_index = True
+        found.append(summary)
+    return found
 
 
 def summarize(path: Path) -> list[SessionSummary]:
@@ -306,11 +331,35 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
             summary.protocol = protocol
 
 
+def index_path(directory: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where the index of ``directory`` is kept: in the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``acp-proxy/index-<hash of the directory's
+    resolved path>.json``: never beside the recordings (in their ``git status``, or in a
+    shared directory where another user could plant one)."""
+    env = os.environ if env is None else env
+    cache = env.get("XDG_CACHE_HOME", "")
+    root = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    key = hashlib.sha256(os.fsencode(directory.resolve())).hexdigest()[:32]
+    return root / "acp-proxy" / f"index-{key}.json"
+
+
 def _read_index(directory: Path) -> dict[str, Any]:
+    """The index of ``directory``: only one the user made (their own regular file, written by
+    nobody else); anything else, or anything malformed, is no index (it is made again)."""
     try:
-        data = orjson.loads((directory / INDEX).read_bytes())
+        fd = os.open(index_path(directory), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return {}
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = orjson.loads(stream.read())
     except (OSError, orjson.JSONDecodeError):
         return {}
+    finally:
+        os.close(fd)
     if not isinstance(data, dict) or data.get("version") != _INDEX_VERSION:
         return {}
     files = data.get("files")
@@ -318,12 +367,13 @@ def _read_index(directory: Path) -> dict[str, Any]:
 
 
 def _write_index(directory: Path, files: dict[str, Any]) -> None:
-    """Best effort: written beside, then renamed over (never through a planted symlink;
-    a reader sees the old index or the new one)."""
-    target = directory / INDEX
-    temporary = directory / f"{INDEX}.{os.getpid()}"
+    """Best effort: written beside, then renamed over (never through a planted symlink; a
+    reader sees the old index or the new one), in a directory made 0700, a file 0600."""
+    target = index_path(directory)
+    temporary = target.with_name(f"{target.name}.{os.getpid()}")
     data = orjson.dumps({"version": _INDEX_VERSION, "files": files})
     with contextlib.suppress(OSError):
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)

@@ -70,7 +70,9 @@ def test_ls_lists_each_session_once_with_its_figures_then_from_its_index(directo
     third = {Path(s["path"]).name: s["from_index"] for s in ls(str(directory))}
     assert third == {"a.jsonl": True, "b.jsonl": False, "c.jsonl": True, "d-truncated.jsonl": True}
     # a broken index is rebuilt, never trusted
-    (directory / ".acp-proxy-index.json").write_text("{not json")
+    from acp_proxy.readers.catalog import index_path
+
+    index_path(directory).write_text("{not json")
     assert len(ls(str(directory))) == len(first)
     # filters
     noisy = sorted(Path(s["path"]).name for s in first if s["errors"] or s["warnings"])
