@@ -610,7 +610,7 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     default="text",
     show_default=True,
     help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
-    "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
+    "junit: JUnit XML (a suite per recording, a test case per rule); sarif: SARIF 2.1.0.",
 )
 def validate(recordings: tuple[str, ...], fmt: str) -> None:
     """Re-run the validator over recorded sessions and print the findings.
