@@ -28,6 +28,7 @@ __all__ = [
     "loads_long",
     "preview",
     "shallow",
+    "shown",
     "string_end",
     "value_spans",
 ]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
@@ -219,17 +219,8 @@ class _Builder(View):
             code = error.get("code") if isinstance(error, dict) else error
             self.session.errors.append((method, code, message.seq))
 
-    def _normalized(self, message: Message) -> Any:
-        """The message's value normalized (None if not JSON), down to DEPTH levels."""
-        if not message.frame.is_json:
-            return None
-        value = message.value
-        if deeper(value, DEPTH, message.frame.raw):  # compared and shown down to DEPTH
-            value = shallow(value)
-        return self.norm.message(value)
-
     def _message(self, message: Message, turn: _Turn) -> None:
-        value = self._normalized(message)
+        value = self.norm.message(message.value) if message.frame.is_json else None
         method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
         variant = message.variant

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import click
-import orjson
 
+from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
@@ -94,11 +94,13 @@ def first_words(text: str, limit: int) -> str:
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
+def _word(value: Any) -> str:
+    """A wire value in a summary: a string as it is, anything else as JSON (any depth)."""
+    return value if isinstance(value, str) else _show(value)
+
+
 def _show(value: Any, limit: int = 40) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    text = shown(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -175,7 +177,7 @@ def _summarize_params(method: str, params: Any) -> str:
             title = tool.get("title") if isinstance(tool, dict) else None
         return prefix + (repr(title) if title else "")
     if method == "initialize":
-        return f"protocolVersion {params.get('protocolVersion')}"
+        return f"protocolVersion {_word(params.get('protocolVersion'))}"
     if method == "proxy/successor":  # the next hop's message: its method, as shown here
         inner = params.get("method")
         if isinstance(inner, str):
@@ -189,17 +191,18 @@ def _summarize_result(method: str | None, result: Any) -> str:
     if method == "initialize":
         info = result.get("info") or result.get("agentInfo")
         name = info.get("name") if isinstance(info, dict) else None
-        return f"protocolVersion {result.get('protocolVersion')}" + (f", {name}" if name else "")
+        named = f", {_word(name)}" if name else ""
+        return f"protocolVersion {_word(result.get('protocolVersion'))}{named}"
     if method == "session/new" and "sessionId" in result:
-        return f"session {result['sessionId']}"
+        return f"session {_word(result['sessionId'])}"
     if method == "session/prompt":
         if "messageId" in result:
             return f"messageId {_show(result['messageId'])}"
         if "stopReason" in result:
-            return f"stopReason {result['stopReason']}"
+            return f"stopReason {_word(result['stopReason'])}"
     if method == "session/request_permission" and isinstance(result.get("outcome"), dict):
         outcome = result["outcome"]
-        return " ".join(str(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
+        return " ".join(_word(v) for k, v in outcome.items() if k in ("outcome", "optionId"))
     return ""
 
 
