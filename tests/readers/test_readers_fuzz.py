@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import RECORDINGS
+from conftest import PROXY, RECORDINGS, clean_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -261,7 +263,7 @@ def test_no_reader_traces_back_on_a_real_recording_with_its_types_swapped(tmp_pa
     """Every reader command reads every shipped recording with values of other types swapped
     in (lists, strings, objects, numbers, null, 990 levels of nesting) and never traces back."""
     rng = random.Random(recording.name)
-    for _ in range(3):
+    for _ in range(4):
         path = tmp_path / "swapped.jsonl"
         path.write_bytes(_swapped(recording.read_bytes(), rng))
         copy = tmp_path / "copy.jsonl"
@@ -293,6 +295,11 @@ def test_no_reader_traces_back_on_a_real_recording_with_its_types_swapped(tmp_pa
         result = CliRunner().invoke(cli, ["replay", "--speed", "0", str(path)], input=client)
         assert result.exception is None or isinstance(result.exception, SystemExit), result
         assert _followed(path)  # follow reads every line, whatever it holds
+    # As the client, against an agent that answers nothing: the swapped frames are sent.
+    agent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
+    replay = ["replay", "--as", "client", "--timeout", "0.2", str(path), "--", *agent]
+    played = subprocess.run([*PROXY, *replay], capture_output=True, timeout=60, env=clean_env())
+    assert played.returncode in (0, 1) and b"Traceback" not in played.stderr, played.stderr[-2000:]
 
 
 def _followed(path: Path) -> list[Any]:
