@@ -348,7 +348,7 @@ def _read_index(directory: Path) -> dict[str, Any]:
     nobody else); anything else, or anything malformed, is no index (it is made again)."""
     try:
         fd = os.open(index_path(directory), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    except (OSError, RuntimeError):  # (RuntimeError: no home directory to find a cache in)
         return {}
     try:
         info = os.fstat(fd)
@@ -369,11 +369,15 @@ def _read_index(directory: Path) -> dict[str, Any]:
 def _write_index(directory: Path, files: dict[str, Any]) -> None:
     """Best effort: written beside, then renamed over (never through a planted symlink; a
     reader sees the old index or the new one), in a directory made 0700, a file 0600."""
-    target = index_path(directory)
+    try:
+        target = index_path(directory)
+    except (OSError, RuntimeError):
+        return
     temporary = target.with_name(f"{target.name}.{os.getpid()}")
     data = orjson.dumps({"version": _INDEX_VERSION, "files": files})
     with contextlib.suppress(OSError):
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for made in (target.parent.parent, target.parent):  # (the cache too, as XDG says)
+            made.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)
