@@ -789,7 +789,7 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     default="text",
     show_default=True,
     help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
-    "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
+    "junit: JUnit XML (a suite per recording, a test case per rule); sarif: SARIF 2.1.0.",
 )
 @click.option(
     "--by-rule",
@@ -919,8 +919,8 @@ def list_recordings(
     """The recorded sessions, newest first: start, agent, protocol version, duration, prompt
     turns, frames, findings by level, size, path. Default: the recordings directory.
 
-    A session's summary is read once and kept in a small index beside the recordings
-    (.acp-proxy-index.json), read again when the file changes.
+    A session's summary is read once and kept in a small index in the user's cache
+    directory ($XDG_CACHE_HOME or ~/.cache, acp-proxy/), read again when the file changes.
     """
     as_json = _json_wanted(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
@@ -1054,16 +1054,17 @@ def search(
                 _say(f"acp-proxy: {hit}")
                 continue
             matched = True
+            # (a newline in a file name, a rule or a finding makes no line of its own)
             if files_only:
                 if hit.path not in named:
                     named.add(hit.path)
-                    emit(hit.path)
+                    emit(visible(hit.path))
             elif as_json:
                 emit(dumps(hit.as_json()).decode())
             else:
                 seq = "-" if hit.seq is None else hit.seq
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
-                emit(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}")
+                emit(visible(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}"))
     sys.exit(0 if matched else 2 if problems and not files else 1)
 
 

@@ -26,8 +26,11 @@ import select
 import signal
 import stat
 import subprocess
+import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
@@ -574,3 +577,187 @@ def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path)
         capture_output=True, text=True, timeout=60, env=clean_env(),
     )  # fmt: skip
     assert "agent: cut \ufffd" in conversation.stdout
+
+
+# --- every output format stays valid; ls and search lines are lines ---------------------------
+
+_START = b'{"kind":"start","t":"2026-01-01T00:00:00.000000Z","format":"acp-proxy/1","version":"0.1.0","argv":["a"],"pid":1}\n'
+
+
+def _acp(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), timeout=60)
+
+
+def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
+    """A finding quoting U+FFFE or U+FFFF made XML that parsers reject;
+    and 31 failures in one test case were counted ``tests="2" failures="38"``."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(
+        _START
+        + b'{"kind":"frame","seq":1,"t":"2026-01-01T00:00:00.000000Z","from":"agent",'
+        + b'"text":"bad \xef\xbf\xbe \xef\xbf\xbf \\u0001 line"}\n'
+    )
+    recordings = [str(bad), str(RECORDINGS / "misbehaving.jsonl"), str(RECORDINGS / "clean.jsonl")]
+    proc = _acp("validate", "--format", "junit", *recordings)
+    assert proc.returncode == 1, proc.stderr
+    root = ET.fromstring(proc.stdout)  # a real parser (expat)
+    assert "\\ufffe" in proc.stdout.decode() and "\\uffff" in proc.stdout.decode()
+    cases = list(root.iter("testcase"))
+    assert all(len(c.findall("failure")) + len(c.findall("error")) <= 1 for c in cases)
+    assert int(root.get("tests", "-1")) == len(cases)
+    assert int(root.get("failures", "-1")) == sum(1 for c in cases if c.findall("failure"))
+    for suite in root.iter("testsuite"):
+        assert int(suite.get("tests", "-1")) == len(suite.findall("testcase"))
+    replayed = tmp_path / "replay.xml"
+    agent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    _acp("replay", "--as", "client", "--timeout", "2", "--junit", str(replayed),
+         str(RECORDINGS / "clean.jsonl"), "--", *agent)  # fmt: skip
+    root = ET.fromstring(replayed.read_bytes())
+    cases = list(root.iter("testcase"))
+    assert all(len(c.findall("failure")) <= 1 for c in cases)
+    assert int(root.get("tests", "-1")) == len(cases) and root.get("failures") == str(len(cases))
+
+
+def test_a_sarif_location_is_a_uri(tmp_path: Path):
+    """``a#1.jsonl`` was written as it is: a URI whose fragment is ``1.jsonl``."""
+    name = tmp_path / "a#1 %41.jsonl"
+    name.write_bytes((RECORDINGS / "misbehaving.jsonl").read_bytes())
+    document = orjson.loads(_acp("validate", "--format", "sarif", str(name)).stdout)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in document["runs"][0]["results"]}  # fmt: skip
+    (uri,) = uris
+    parts = urlsplit(uri)
+    assert parts.scheme == "file" and not parts.fragment and unquote(parts.path) == str(name)
+
+
+def test_a_newline_in_an_agent_name_a_file_name_or_a_finding_forges_no_line(tmp_path: Path):
+    """ls and search printed them raw: ``/etc/passwd:1: FORGED HIT`` on a line of its own."""
+    forged = "\n/etc/passwd:1: FORGED HIT\n"
+    text = (RECORDINGS / "v1.jsonl").read_bytes()
+    text = text.replace(
+        b'"name":"acp-proxy-example-agent"', b'"name":' + orjson.dumps("x" + forged)
+    )
+    assert forged.encode() not in text and b"FORGED" in text
+    (tmp_path / "a\nFORGED.jsonl:1: HIT\nb.jsonl").write_bytes(text)
+    (tmp_path / "b.jsonl").write_bytes(
+        _START
+        + b'{"kind":"violation","t":"x","seq":null,"rule":"r'
+        + orjson.dumps(forged)[1:-1]
+        + b'","level":"error","message":'
+        + orjson.dumps("m" + forged)
+        + b',"spec":"s"}\n'
+    )
+    for args in (["ls", str(tmp_path)], ["search", "FORGED", str(tmp_path)],
+                 ["search", "-l", "FORGED", str(tmp_path)], ["search", "r", str(tmp_path)]):  # fmt: skip
+        proc = _acp(*args)
+        lines = proc.stdout.decode().splitlines()
+        assert lines and all(
+            line.startswith(str(tmp_path)) or line[:4].isdigit() for line in lines
+        ), (args, lines)
+        assert not any(line.startswith(("/etc/passwd", "FORGED")) for line in lines)
+
+
+# --- the index and the listing trust only what the user made ---------------------------------
+
+
+def _planted(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, object]]:
+    """A shared directory with a failing session; the environment of its user (their cache
+    directory); and the index another user would plant for it (an invented agent, no errors)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    failing = shared / "failing.jsonl"
+    failing.write_bytes((RECORDINGS / "misbehaving.jsonl").read_bytes())
+    info = failing.stat()
+    summary = {"path": str(failing), "session": 1, "start": "2026-01-01T00:00:00Z",
+               "end": "2026-01-01T00:00:01Z", "agent": "INVENTED", "protocol": 2, "turns": 1,
+               "frames": 1, "errors": 0, "warnings": 0, "infos": 0, "size": info.st_size,
+               "ended": True}  # fmt: skip
+    planted = {"version": 2, "files": {"failing.jsonl": {
+        "size": info.st_size, "mtime": info.st_mtime_ns, "sessions": [summary]}}}  # fmt: skip
+    return shared, clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")), planted
+
+
+def _ls(shared: Path, env: dict[str, str]) -> list[dict[str, object]]:
+    proc = subprocess.run([*PROXY, "ls", "--json", str(shared)], capture_output=True, env=env,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_ls_never_trusts_an_index_another_user_could_have_written(tmp_path: Path):
+    """An index planted beside the recordings, or in the cache but writable by others (or not
+    the user's), with the right size and mtime, showed an invented agent and hid a failing
+    session."""
+    from acp_proxy.readers.catalog import index_path
+
+    shared, env, planted = _planted(tmp_path)
+    (shared / ".acp-proxy-index.json").write_bytes(orjson.dumps(planted))
+    index = index_path(shared, env)
+    index.parent.mkdir(parents=True)
+    index.write_bytes(orjson.dumps(planted))
+    owners = [(os.getuid(), 0o664), (os.getuid(), 0o606)]
+    if os.getuid() == 0:
+        owners.append((12345, 0o600))  # another user's, however written
+    for uid, mode in owners:
+        os.chown(index, uid, -1)
+        index.chmod(mode)
+        (session,) = _ls(shared, env)
+        assert session["agent"] != "INVENTED" and session["errors"] != 0, (uid, oct(mode))
+        assert not session["from_index"]
+
+
+def test_the_index_lives_in_the_users_cache_made_private_and_a_malformed_one_is_rebuilt(
+    tmp_path: Path,
+):
+    """``.acp-proxy-index.json`` appeared beside the user's files (and in ``git status``); a
+    malformed index crashed ls until deleted by hand."""
+    from acp_proxy.readers.catalog import index_path
+
+    shared, env, planted = _planted(tmp_path)
+    before = sorted(p.name for p in shared.iterdir())
+    (session,) = _ls(shared, env)
+    assert sorted(p.name for p in shared.iterdir()) == before  # nothing beside the recordings
+    index = index_path(shared, env)
+    assert index.parent == tmp_path / "cache" / "acp-proxy"
+    assert stat.S_IMODE(index.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(index.stat().st_mode) == 0o600
+    assert _ls(shared, env)[0]["from_index"]  # the second time, from the index
+    entry = planted["files"]["failing.jsonl"]  # type: ignore[index]
+    for broken in ("x", [1], {"sessions": "x"}, {**entry, "sessions": [{"turns": "many"}]},
+                   {**entry, "sessions": [{**entry["sessions"][0], "size": True}]}):  # fmt: skip
+        for where in (index, shared / ".acp-proxy-index.json"):
+            where.write_bytes(orjson.dumps({"version": 2, "files": {"failing.jsonl": broken}}))
+        (again,) = _ls(shared, env)
+        assert again["errors"] == session["errors"] and not again["from_index"]
+
+
+def test_follow_dir_skips_a_fifo_named_like_a_recording(tmp_path: Path):
+    """A FIFO named ``*.jsonl`` appearing in the directory was opened, and follow waited on it
+    for good: the next session was never shown."""
+    (tmp_path / "a.jsonl").write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env(),
+    ) as proc:  # fmt: skip
+        out = proc.stdout
+        assert out is not None
+        os.set_blocking(out.fileno(), False)
+        seen = b""
+
+        def wait_for(text: bytes) -> bool:
+            nonlocal seen
+            deadline = time.monotonic() + 30
+            while text not in seen and time.monotonic() < deadline:
+                select.select([out], [], [], 0.2)
+                seen += out.read() or b""
+            return text in seen
+
+        try:
+            assert wait_for(b"a.jsonl")
+            time.sleep(0.3)
+            os.mkfifo(tmp_path / "b.jsonl")
+            time.sleep(0.5)  # (several polls: the FIFO is there and skipped)
+            (tmp_path / "c.jsonl").write_bytes((RECORDINGS / "v1.jsonl").read_bytes())
+            assert wait_for(b"c.jsonl"), seen[-500:]
+        finally:
+            proc.kill()

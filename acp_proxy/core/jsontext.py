@@ -30,6 +30,7 @@ __all__ = [
     "loads_long",
     "preview",
     "shallow",
+    "shown",
     "string_end",
     "value_spans",
     "without_lone_surrogates",

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import orjson
 
 from acp_proxy.core.framing import Frame
+from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import Kind, Side, State, StopReason
 from acp_proxy.core.times import parse_time
 
@@ -85,7 +86,10 @@ _OPENING = frozenset({"initialize", "proxy/initialize"})
 
 
 def id_key(value: Any) -> IdKey:
-    """The key of a request id: ``3`` and ``"3"`` are different requests."""
+    """The key of a request id: ``3`` and ``"3"`` are different requests. An id that is an
+    array or an object (no JSON-RPC id, but a recording's choice) is keyed by its JSON text."""
+    if isinstance(value, (list, dict)):
+        return (False, ("json", shown(value)))
     return (isinstance(value, str), value)
 
 

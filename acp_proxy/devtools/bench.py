@@ -28,7 +28,11 @@ Workloads:
   ``--pending-frames`` chunks: the stream's speed is what it is with nothing pending (the
   proxy's observation costs O(1) per frame, whatever is pending);
 - **offline**: the readers (:data:`READERS`: ``validate``, ``show``, ``stats``, ``report``,
-  ``diff``, ``search``, ``replay --as client``...) over the stream's recording.
+  ``diff``, ``search``, ``replay --as client``...) over the stream's recording;
+- **hostile**: readers over inputs built to be slow (:data:`HOSTILE`), at a size and twice it:
+  ``search 'error.*timeout'`` over a ``--hostile-kb`` KB message of ``error error …``, and
+  ``diff`` of ``--hostile-chunks`` thought and message chunks in turn against the same less
+  its first and last (all between is aligned).
 
 ``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
 the one-way big message's.
@@ -445,6 +449,69 @@ def offline(recording: str, what: str, frames: int = 0) -> tuple[float, int | No
         return elapsed, None
 
 
+# --- hostile inputs: what a backtracking search or a quadratic diff would take long over ----------
+
+#: The hostile workloads: what they are, and the reader command over their recording.
+HOSTILE = {
+    "search": ("search 'error.*timeout', a message of 'error error …'", "KB",
+               ["search", "error.*timeout", "RECORDING"]),
+    "diff": ("diff, thought and message chunks alternating", "chunks",
+             ["diff", "--no-color", "RECORDING", "OTHER"]),
+}  # fmt: skip
+
+
+def hostile_recording(path: str, workload: str, size: int, trimmed: bool = False) -> None:
+    """A recording for a :data:`HOSTILE` workload: ``search``, one agent message of ``size``
+    KB of ``error `` (no ``timeout`` in it); ``diff``, ``size`` chunks, thought and message
+    in turn (``trimmed``: without the first and the last, so that all between is aligned)."""
+    from acp_proxy.core.framing import parse_frame  # noqa: PLC0415 - the bench's own runs
+    from acp_proxy.transcript.records import frame_record, start_record  # noqa: PLC0415
+
+    t = "2026-01-01T00:00:00.000000Z"
+    frames: list[tuple[str, bytes]] = [("client", orjson.dumps(m)) for m in HELLO[:1]]
+    frames.append(("agent", _answer(HELLO[0], {"protocolVersion": 2, "info": INFO})[:-1]))
+    frames.append(("client", orjson.dumps(HELLO[1])))
+    frames.append(("agent", _answer(HELLO[1], {"sessionId": "s"})[:-1]))
+    frames.append(("client", orjson.dumps(PROMPT)))
+    if workload == "search":
+        text = "error " * (size * 1024 // 6)
+        chunks = [_update({"sessionUpdate": "agent_message_chunk", "messageId": "m",
+                           "content": {"type": "text", "text": text}})]  # fmt: skip
+    else:
+        kinds = ("agent_thought_chunk", "agent_message_chunk")
+        chunks = [
+            _update({"sessionUpdate": kinds[i % 2], "messageId": f"m{i % 2}",
+                     "content": {"type": "text", "text": f"word {i} "}})
+            for i in range(size)
+        ]  # fmt: skip
+        chunks = chunks[1:-1] if trimmed else chunks
+    frames += [("agent", chunk[:-1]) for chunk in chunks]
+    frames.append(("agent", _answer(PROMPT, {"stopReason": "end_turn"})[:-1]))
+    with open(path, "wb") as out:
+        out.write(start_record(t, ["bench"], None))
+        for seq, (side, raw) in enumerate(frames, 1):
+            out.write(frame_record(seq, t, side, parse_frame(raw)))
+
+
+def hostile(workdir: str, workload: str, size: int) -> float:
+    """Seconds a reader takes over a :data:`HOSTILE` workload of ``size``."""
+    path = os.path.join(workdir, f"hostile-{workload}.jsonl")
+    other = os.path.join(workdir, f"hostile-{workload}-trimmed.jsonl")
+    hostile_recording(path, workload, size)
+    hostile_recording(other, workload, size, trimmed=True)
+    fill = {"RECORDING": path, "OTHER": other}
+    command = [fill.get(arg, arg) for arg in HOSTILE[workload][2]]
+    start = time.perf_counter()
+    status = subprocess.run(
+        [sys.executable, "-m", "acp_proxy", *command],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+    ).returncode  # fmt: skip
+    elapsed = time.perf_counter() - start
+    if status != 1:  # nothing matches; the two differ
+        raise RuntimeError(f"{' '.join(command)} exited {status}: its time says nothing")
+    return elapsed
+
+
 # --- the table ---------------------------------------------------------------------------------
 
 
@@ -667,6 +734,24 @@ class _Bench:
         sizes = f"{recording / 1e6:>9.1f} MB{size / 1e6:>9.1f} MB{size / recording:>14.2f}x"
         print(f"{sizes}  {shown:>24}")
 
+    def hostile_table(self) -> None:
+        """The readers over inputs built to be slow (:data:`HOSTILE`), at a size and twice
+        it: linear time takes twice as long, quadratic four times."""
+        args = self.args
+        sizes = {"search": args.hostile_kb, "diff": args.hostile_chunks}
+        print("\nhostile: readers over inputs built to be slow, at n and 2n (linear: 2x)")
+        print(f"{'workload':<56}{'n':>16}{'seconds':>10}{'at 2n':>10}{'ratio':>8}")
+        for workload, (what, unit, _) in HOSTILE.items():
+            size = sizes[workload]
+            once, twice = (
+                statistics.median(hostile(self.workdir, workload, n) for _ in range(args.repeat))
+                for n in (size, 2 * size)
+            )
+            print(
+                f"{what:<56}{f'{size:,} {unit}':>16}{once:>10.2f}{twice:>10.2f}"
+                f"{twice / once:>7.1f}x"
+            )
+
 
 def open_page(page: str, workdir: str) -> float | None:
     """Milliseconds until a report page is drawn in headless Chromium; None without one."""
@@ -704,6 +789,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending", type=int, default=100_000, help="pending: requests left")
     parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
+    parser.add_argument("--hostile-kb", type=int, default=480, help="hostile: search's message")
+    parser.add_argument("--hostile-chunks", type=int, default=32_000, help="hostile: diff's")
     parser.add_argument(
         "--quick", action="store_true", help="a tenth of everything, one run (a smoke test)"
     )
@@ -712,6 +799,7 @@ def main(argv: list[str] | None = None) -> None:
         args.frames, args.round_trips = args.frames // 10, args.round_trips // 10
         args.big_mib, args.long_frames, args.repeat = max(1, args.big_mib // 10), 0, 1
         args.pending, args.pending_frames = args.pending // 10, args.pending_frames // 10
+        args.hostile_kb, args.hostile_chunks = args.hostile_kb // 10, args.hostile_chunks // 10
     print(
         f"python {sys.version.split()[0]} on {os.uname().sysname} {os.uname().machine}, "
         f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure, the setups in turn: "
@@ -728,6 +816,7 @@ def main(argv: list[str] | None = None) -> None:
         bench.pending_table()
         bench.offline_table(recorded)
         bench.page_table(recorded)
+        bench.hostile_table()
 
 
 if __name__ == "__main__":

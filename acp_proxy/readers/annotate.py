@@ -15,13 +15,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
 from acp_proxy.core.chunks import Shortcut
+from acp_proxy.core.framing import Frame
+from acp_proxy.core.jsontext import DEPTH, deeper, shallow, shown
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.core.wire import Message, WireModel
+from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
@@ -82,14 +85,50 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
     them."""
     return [
         Violation(
-            str(v.get("rule", "?")),
-            str(v.get("level", "warning")),
-            str(v.get("message", "")),
-            str(v.get("spec", "")),
+            _string(v.get("rule", "?")),
+            _string(v.get("level", "warning")),
+            _string(v.get("message", "")),
+            _string(v.get("spec", "")),
             record.seq,
         )
         for v in record.violations
     ]
+
+
+def _bounded(message: Message) -> None:
+    """A message nested deeper than :data:`~acp_proxy.core.jsontext.DEPTH`, once the
+    validator has seen it whole, made to hold its value down to that depth only (what is
+    deeper is :data:`~acp_proxy.core.jsontext.DEEP`): no view walks, formats or writes more
+    (Python recurses 1,000 levels, orjson writes 254; a frame may nest 1,024)."""
+    value = shallow(message.frame.value)
+    message.frame = Frame(message.frame.raw, value, message.frame.error, message.frame.terminated)
+    if isinstance(message, BatchMessage) and isinstance(value, list):
+        for element, item in zip(message.elements, value, strict=False):
+            element.frame = Frame(message.frame.raw, item)
+            _bounded_fields(element, item)
+    _bounded_fields(message, value)
+
+
+def _bounded_fields(message: Message, value: Any) -> None:
+    """What the wire model read off ``value`` (made shallow), read off it again."""
+    if not isinstance(value, dict):
+        return
+    if message.has_id:
+        message.id = value.get("id")
+    if message.kind is not Kind.REQUEST and message.kind is not Kind.NOTIFICATION:
+        return  # (a response's params are its request's, made shallow with it)
+    params = value.get("params")
+    message.params = params if isinstance(params, dict) else {}
+    if message.request is not None and message.request.seq == message.seq:
+        message.request.params = message.params
+    if message.update is not None:
+        update = message.params.get("update")
+        message.update = update if isinstance(update, dict) else None
+
+
+def _string(value: Any) -> str:
+    """A stored finding's field as text: a string, or what else it is as JSON (any depth)."""
+    return value if isinstance(value, str) else shown(value)
 
 
 #: A frame record taken the short way: the frame's seq, t, text, size and the record's line.
@@ -230,6 +269,8 @@ class _Annotator:
             self.last_seq = max(self.last_seq, record.seq)
             message = self.wire.feed(record.side, record.frame, record.seq, record.t)
             found = self._check(message)
+            if deeper(record.frame.value, DEPTH, record.frame.raw):
+                _bounded(message)
             if self.stored:
                 found = stored_findings(record)
             yield Annotated(record, found, message, self.number)

@@ -5,11 +5,12 @@ Theory of operation
 -------------------
 A recording's summary (per session: start, agent, protocol version, duration, prompt turns,
 frames, findings by level) costs one pass over the file, the first time it is asked. It is kept
-in a small sidecar index beside the recordings (``.acp-proxy-index.json``), keyed by file name
-with the size and modification time it was made from: a file that changed since is read again,
-an index that is missing, unreadable or of another version is rebuilt, and the index is never
-trusted over the file (a file it does not name is read). Writing it is best effort: a directory
-that cannot be written still gets its listing.
+in a small index per directory in the user's cache directory (:func:`index_path`: never beside
+the recordings), keyed by file name with the size and modification time it was made from: a file
+that changed since is read again; an index that is missing, malformed, of another version, not
+the user's own regular file or writable by others is no index (made again, silently); and the
+index is never trusted over the file (a file it does not name is read). Writing it is best
+effort: without a cache directory, the listing is made all the same.
 
 Pruning removes the oldest recordings the proxy made (``<UTC time>-<pid>.jsonl`` names) in one
 directory, past an age or a total size, never a file it did not make and never one another
@@ -21,9 +22,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import fnmatch
+import hashlib
+import importlib
 import os
 import re
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +37,7 @@ import orjson
 
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
+from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
@@ -41,9 +46,10 @@ from acp_proxy.transcript.reading import RecordingError, open_lines
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
 __all__ = [
-    "INDEX",
     "Hit",
+    "Pattern",
     "SessionSummary",
+    "index_path",
     "list_sessions",
     "parse_age",
     "parse_size",
@@ -54,8 +60,7 @@ __all__ = [
     "table",
 ]
 
-#: The sidecar index's file name, and the version of what it holds.
-INDEX = ".acp-proxy-index.json"
+#: The version of what an index holds.
 _INDEX_VERSION = 3
 
 #: What opens a connection, and names the agent in its result.
@@ -126,14 +131,14 @@ class SessionSummary:
         protocol = "-" if self.protocol is None else f"v{self.protocol}"
         return (
             (self.start or "-")[:19],
-            (self.agent or "-")[:32],
+            visible((self.agent or "-")[:32]),  # a newline in it makes no line
             protocol,
             took,
             self.turns_text,
             f"{self.frames:,}",
             self.findings_text,
             f"{self.size:,}",
-            self.path,
+            visible(self.path),
         )
 
 
@@ -233,12 +238,15 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str
                 problems.append(f"cannot read {path}: {exc.strerror}")
                 continue
             entry = index.get(path.name)
-            if (
-                entry
+            found_in_index = (
+                _from_index(entry, str(path))
+                if isinstance(entry, dict)
                 and entry.get("size") == info.st_size
                 and entry.get("mtime") == info.st_mtime_ns
-            ):
-                found = [_from_json(s, str(path)) for s in entry["sessions"]]
+                else None
+            )
+            if found_in_index is not None:
+                found = found_in_index
             else:
                 try:
                     found = summarize(path)
@@ -277,13 +285,32 @@ def being_written(path: Path) -> bool:
     return False
 
 
-def _from_json(data: dict[str, Any], path: str) -> SessionSummary:
-    known = {k: v for k, v in data.items() if k in SessionSummary.__dataclass_fields__}
-    known.pop("live", None)
-    known["path"] = path
-    summary = SessionSummary(**known)
-    summary.from_index = True
-    return summary
+#: The type of each field of a summary in the index (what is not is a malformed index).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
+    "protocol": (int, type(None)),
+    **dict.fromkeys(("session", "turns", "frames", "errors", "warnings", "infos", "size"), (int,)),
+    "ended": (bool,),
+}
+
+
+def _from_index(entry: Any, path: str) -> list[SessionSummary] | None:
+    """The summaries an index entry holds; None if it is malformed (then the file is read)."""
+    sessions = entry.get("sessions") if isinstance(entry, dict) else None
+    if not isinstance(sessions, list) or not all(isinstance(s, dict) for s in sessions):
+        return None
+    found = []
+    for data in sessions:
+        known = {k: data[k] for k in _FIELD_TYPES if k in data}
+        # (exact types: orjson makes exact ones, and a bool is no count)
+        if len(known) != len(_FIELD_TYPES) or any(
+            type(v) not in _FIELD_TYPES[k] for k, v in known.items()
+        ):
+            return None
+        summary = SessionSummary(path, **known)
+        summary.from_index = True
+        found.append(summary)
+    return found
 
 
 def summarize(path: Path) -> list[SessionSummary]:
@@ -377,11 +404,35 @@ def _turns(summary: SessionSummary, message: Message) -> None:
             summary.turns -= 1
 
 
+def index_path(directory: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where the index of ``directory`` is kept: in the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), ``acp-proxy/index-<hash of the directory's
+    resolved path>.json``: never beside the recordings (in their ``git status``, or in a
+    shared directory where another user could plant one)."""
+    env = os.environ if env is None else env
+    cache = env.get("XDG_CACHE_HOME", "")
+    root = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    key = hashlib.sha256(os.fsencode(directory.resolve())).hexdigest()[:32]
+    return root / "acp-proxy" / f"index-{key}.json"
+
+
 def _read_index(directory: Path) -> dict[str, Any]:
+    """The index of ``directory``: only one the user made (their own regular file, written by
+    nobody else); anything else, or anything malformed, is no index (it is made again)."""
     try:
-        data = orjson.loads((directory / INDEX).read_bytes())
+        fd = os.open(index_path(directory), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except (OSError, RuntimeError):  # (RuntimeError: no home directory to find a cache in)
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return {}
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = orjson.loads(stream.read())
     except (OSError, orjson.JSONDecodeError):
         return {}
+    finally:
+        os.close(fd)
     if not isinstance(data, dict) or data.get("version") != _INDEX_VERSION:
         return {}
     files = data.get("files")
@@ -389,12 +440,17 @@ def _read_index(directory: Path) -> dict[str, Any]:
 
 
 def _write_index(directory: Path, files: dict[str, Any]) -> None:
-    """Best effort: written beside, then renamed over (never through a planted symlink;
-    a reader sees the old index or the new one)."""
-    target = directory / INDEX
-    temporary = directory / f"{INDEX}.{os.getpid()}"
+    """Best effort: written beside, then renamed over (never through a planted symlink; a
+    reader sees the old index or the new one), in a directory made 0700, a file 0600."""
+    try:
+        target = index_path(directory)
+    except (OSError, RuntimeError):
+        return
+    temporary = target.with_name(f"{target.name}.{os.getpid()}")
     data = orjson.dumps({"version": _INDEX_VERSION, "files": files})
     with contextlib.suppress(OSError):
+        for made in (target.parent.parent, target.parent):  # (the cache too, as XDG says)
+            made.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)
@@ -520,6 +576,73 @@ class Hit:
         return asdict(self)
 
 
+class Pattern:
+    """What ``search`` looks for: a regular expression (:mod:`re`), answered in time linear
+    in the text when it is literal text and gaps of any characters (``error.*timeout``,
+    ``a.+b``): each literal is found after the one before, as ``grep`` would (a backtracking
+    search took 12 s over a 480 KB message of ``error error …``). Any other pattern is
+    :mod:`re`'s to match."""
+
+    def __init__(self, pattern: str, ignore_case: bool = False) -> None:
+        self.regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        self._pieces = _literal_pieces(self.regex)
+
+    def search(self, text: str) -> bool:
+        """Whether ``text`` holds a match."""
+        pieces = self._pieces
+        if pieces is None or (self.regex.flags & re.IGNORECASE and not text.isascii()):
+            return self.regex.search(text) is not None
+        if self.regex.flags & re.IGNORECASE:
+            text = text.lower()
+        if self.regex.flags & re.DOTALL or "\n" not in text:
+            return _in_order(pieces, text)
+        return any(_in_order(pieces, line) for line in text.split("\n"))  # . is no \n
+
+
+#: A pattern as literals with gaps: (characters at least before it, the literal) each, and the
+#: characters at least after the last.
+_Pieces = tuple[list[tuple[int, str]], int]
+
+
+def _literal_pieces(regex: re.Pattern[str]) -> _Pieces | None:
+    """``regex`` as literals and gaps (``.*``, ``.+``, ``.{2,}``), or None if it is more."""
+    sre: Any = importlib.import_module("re._parser")  # the parser re itself uses (typed Any)
+    pieces: list[tuple[int, str]] = []
+    literal, gap = "", 0
+    for op, arg in sre.parse(regex.pattern, regex.flags & ~re.IGNORECASE):
+        if op is sre.LITERAL:
+            literal += chr(arg)
+            continue
+        if op not in (sre.MAX_REPEAT, sre.MIN_REPEAT) or arg[1] != sre.MAXREPEAT:
+            return None
+        if list(arg[2]) != [(sre.ANY, None)]:
+            return None
+        if literal:
+            pieces.append((gap, literal))
+            literal, gap = "", 0
+        gap += arg[0]
+    if literal:
+        pieces.append((gap, literal))
+        gap = 0
+    if regex.flags & re.IGNORECASE:
+        if not all(text.isascii() for _, text in pieces):
+            return None
+        pieces = [(before, text.lower()) for before, text in pieces]
+    return pieces, gap
+
+
+def _in_order(pieces: _Pieces, text: str) -> bool:
+    """Whether each literal is in ``text`` after the one before, the gaps between: the
+    earliest place of each leaves the most room to the rest."""
+    at = 0
+    for before, literal in pieces[0]:
+        found = text.find(literal, at + before)
+        if found < 0:
+            return False
+        at = found + len(literal)
+    return len(text) - at >= pieces[1]
+
+
 def search(
     pattern: str,
     paths: Iterable[Path],
@@ -534,7 +657,7 @@ def search(
     ``pattern`` (a regular expression), narrowed as ``show`` narrows; a line for each file
     that cannot be read (a ``str``). ``first``: only each file's first (``search -l``: the
     rest of a file that matched is not read)."""
-    regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    regex = Pattern(pattern, ignore_case)
     only = TimelineFilter(side, method, session, rule=rule)
     for path in paths:
         try:
@@ -546,7 +669,7 @@ def search(
             yield str(exc)
 
 
-def _hits(regex: re.Pattern[str], only: TimelineFilter, path: str) -> Iterator[Hit]:
+def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:
     """:func:`search` in one recording."""
     for item in annotate_lines(open_lines(path), run=RUN):
         for candidate in _candidates(regex, only, item):
@@ -556,7 +679,7 @@ def _hits(regex: re.Pattern[str], only: TimelineFilter, path: str) -> Iterator[H
 
 
 def _candidates(
-    regex: re.Pattern[str], only: TimelineFilter, item: Annotated | Repeated
+    regex: Pattern, only: TimelineFilter, item: Annotated | Repeated
 ) -> Iterable[Annotated]:
     """The items that may match: ``item``; of streamed chunks read by their bytes, only
     those whose bytes match (their method, variant and filter are the chunk's they
@@ -580,7 +703,7 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _match(regex: re.Pattern[str], path: str, item: Annotated, only: TimelineFilter) -> Hit | None:
+def _match(regex: Pattern, path: str, item: Annotated, only: TimelineFilter) -> Hit | None:
     message: Message | None = item.message
     record = item.record
     findings: list[Violation] = item.findings

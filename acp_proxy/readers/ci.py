@@ -1,12 +1,20 @@
 """Findings as CI servers read them: JUnit XML (GitHub, GitLab and Jenkins show test cases) and
 SARIF 2.1.0 (code scanning: a result per finding, the rule's help from the catalog, the
-recording and line as the location). Pure: results in, text out."""
+recording and line as the location). Pure: results in, text out.
+
+JUnit: a test suite per recording, a test case per rule that found an error there, at most one
+failure per case (consumers reject more), and counts that add up (``tests`` counts the cases,
+``failures`` and ``errors`` the cases that failed or could not run). Whatever a recording holds
+reaches the XML as characters XML 1.0 can hold; a SARIF location is a percent-encoded URI."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
 from acp_proxy.core.rules import RULES
@@ -29,65 +37,123 @@ class Checked:
     unreadable: str | None = None
 
 
+#: What XML 1.0 cannot hold, even escaped (after :func:`visible`: U+FFFE, U+FFFF, surrogates).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(value: str, lines: bool = False) -> str:
+    """A string XML can hold: controls made visible, and what XML 1.0 has no place for as
+    ``\\uXXXX`` (parsers reject a document with U+FFFF in it)."""
+    text = visible(value, lines=lines)
+    if _NOT_XML.search(text) is None:
+        return text
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _text(value: str) -> str:
     """XML text: escaped, controls made visible (XML 1.0 cannot hold most of them)."""
-    return escape(visible(value, lines=True))
+    return escape(_xml(value, lines=True))
 
 
 def _attr(value: str) -> str:
-    return quoteattr(visible(value))
+    return quoteattr(_xml(value))
+
+
+@dataclass
+class _Case:
+    """One JUnit test case: passed, or one failure or one error."""
+
+    name: str
+    failure: tuple[str, str, str] | None = None  # (message, type, text)
+    error: tuple[str, str] | None = None  # (message, type)
+
+
+def _suite(name: str, cases: Sequence[_Case], indent: str = "  ") -> list[str]:
+    """A ``<testsuite>`` whose counts are its cases'."""
+    failures = sum(1 for c in cases if c.failure is not None)
+    errors = sum(1 for c in cases if c.error is not None)
+    lines = [
+        f'{indent}<testsuite name={_attr(name)} tests="{len(cases)}" failures="{failures}" '
+        f'errors="{errors}" skipped="0">'
+    ]
+    for case in cases:
+        head = f"{indent}  <testcase classname={_attr(name)} name={_attr(case.name)}"
+        if case.failure is not None:
+            message, kind, text = case.failure
+            lines += [
+                f"{head}>",
+                f"{indent}    <failure message={_attr(message)} type={_attr(kind)}>"
+                f"{_text(text)}</failure>",
+                f"{indent}  </testcase>",
+            ]
+        elif case.error is not None:
+            message, kind = case.error
+            lines += [
+                f"{head}>",
+                f"{indent}    <error message={_attr(message)} type={_attr(kind)}/>",
+                f"{indent}  </testcase>",
+            ]
+        else:
+            lines.append(f"{head}/>")
+    return [*lines, f"{indent}</testsuite>"]
+
+
+def _document(name: str, suites: Sequence[tuple[str, Sequence[_Case]]]) -> str:
+    """``<testsuites>`` of ``suites``, its counts their sums."""
+    cases = [case for _, suite in suites for case in suite]
+    failures = sum(1 for c in cases if c.failure is not None)
+    errors = sum(1 for c in cases if c.error is not None)
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name={_attr(name)} tests="{len(cases)}" failures="{failures}" '
+        f'errors="{errors}">',
+    ]
+    for suite_name, suite in suites:
+        lines += _suite(suite_name, suite)
+    return "\n".join([*lines, "</testsuites>"])
 
 
 def junit(checked: Sequence[Checked]) -> str:
-    """A test case per recording; a failure per error-level finding (rule, seq, message);
-    an unreadable recording is an error."""
-    failures = sum(1 for c in checked for _, f in c.findings if f.level == "error")
-    errors = sum(1 for c in checked if c.unreadable is not None)
-    lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name="acp-proxy validate" tests="{len(checked)}" failures="{failures}" '
-        f'errors="{errors}">',
-        f'  <testsuite name="acp-proxy validate" tests="{len(checked)}" failures="{failures}" '
-        f'errors="{errors}" skipped="0">',
-    ]
+    """A test suite per recording, a test case per rule that found an error in it (one
+    failure: how many, the first's message, then a line per finding), or ``valid`` when none
+    did; an unreadable recording is a case ``readable`` with an error. Counts add up."""
+    suites = []
     for item in checked:
-        lines.append(f'    <testcase classname="acp-proxy.validate" name={_attr(item.path)}>')
         if item.unreadable is not None:
-            lines.append(f'      <error message={_attr(item.unreadable)} type="unreadable"/>')
+            suites.append((item.path, [_Case("readable", error=(item.unreadable, "unreadable"))]))
+            continue
+        by_rule: dict[str, list[tuple[int, Violation]]] = {}
         for line, finding in item.findings:
-            if finding.level != "error":
-                continue
-            seq = "-" if finding.seq is None else finding.seq
-            detail = f"{item.path}:{line}: seq {seq}: {finding.message} ({finding.spec})"
-            lines.append(
-                f"      <failure message={_attr(f'{finding.rule}: {finding.message}')} "
-                f"type={_attr(finding.rule)}>{_text(detail)}</failure>"
+            if finding.level == "error":
+                by_rule.setdefault(finding.rule, []).append((line, finding))
+        cases = []
+        for rule, found in by_rule.items():
+            first = found[0][1]
+            count = f"{len(found)} finding{'s' if len(found) > 1 else ''}"
+            text = "\n".join(
+                f"{item.path}:{line}: seq {'-' if f.seq is None else f.seq}: {f.message} ({f.spec})"
+                for line, f in found
             )
-        lines.append("    </testcase>")
-    lines += ["  </testsuite>", "</testsuites>"]
-    return "\n".join(lines)
+            cases.append(_Case(rule, failure=(f"{rule}: {count}; {first.message}", rule, text)))
+        suites.append((item.path, cases or [_Case("valid")]))
+    return _document("acp-proxy validate", suites)
 
 
 def junit_divergences(recording: str, divergences: Sequence[str]) -> str:
-    """``replay --as client --junit``: one test case, a failure per divergence."""
-    failures = len(divergences)
-    body = [
-        f'      <failure message={_attr(d)} type="divergence">{_text(d)}</failure>'
-        for d in divergences
+    """``replay --as client --junit``: a test case per divergence (a failure each), or
+    ``replay`` when the agent did as recorded."""
+    cases = [
+        _Case(f"divergence {n}", failure=(text, "divergence", text))
+        for n, text in enumerate(divergences, 1)
     ]
-    return "\n".join(
-        [
-            '<?xml version="1.0" encoding="UTF-8"?>',
-            f'<testsuites name="acp-proxy replay" tests="1" failures="{failures}" errors="0">',
-            f'  <testsuite name="acp-proxy replay" tests="1" failures="{failures}" errors="0" '
-            'skipped="0">',
-            f'    <testcase classname="acp-proxy.replay" name={_attr(recording)}>',
-            *body,
-            "    </testcase>",
-            "  </testsuite>",
-            "</testsuites>",
-        ]
-    )
+    return _document("acp-proxy replay", [(recording, cases or [_Case("replay")])])
+
+
+def _uri(path: str) -> str:
+    """A recording's path as a URI reference: percent-encoded (``a#1.jsonl`` is no fragment,
+    ``%`` no escape), an absolute one as a ``file:`` URI."""
+    quoted = quote(os.fsencode(path), safe="/")
+    return "file://" + quoted if path.startswith("/") else quoted
 
 
 def sarif(checked: Sequence[Checked]) -> bytes:
@@ -121,7 +187,7 @@ def sarif(checked: Sequence[Checked]) -> bytes:
                     "locations": [
                         {
                             "physicalLocation": {
-                                "artifactLocation": {"uri": item.path},
+                                "artifactLocation": {"uri": _uri(item.path)},
                                 "region": {"startLine": max(1, line)},
                             }
                         }

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
-from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
@@ -238,17 +238,8 @@ class _Builder(View):
             code = error.get("code") if isinstance(error, dict) else error
             self.session.errors.append((method, code, message.seq))
 
-    def _normalized(self, message: Message) -> Any:
-        """The message's value normalized (None if not JSON), down to DEPTH levels."""
-        if not message.frame.is_json:
-            return None
-        value = message.value
-        if deeper(value, DEPTH, message.frame.raw):  # compared and shown down to DEPTH
-            value = shallow(value)
-        return self.norm.message(value)
-
     def _message(self, message: Message, turn: _Turn) -> None:
-        value = self._normalized(message)
+        value = self.norm.message(message.value) if message.frame.is_json else None
         method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
         variant = message.variant
@@ -601,12 +592,72 @@ def _opcodes(
     b_runs, b_at = _runs(b_mid)
     a_at.append(len(a_mid))
     b_at.append(len(b_mid))
-    matcher = SequenceMatcher(None, a_runs, b_runs, autojunk=False)
+    edits = _edits(a_runs, b_runs, _WORK * (len(a_runs) + len(b_runs)) + _WORK_FLOOR)
+    if edits is None:  # too different to align in linear time: the middle, changed
+        return [("replace", start, len(a) - end, start, len(b) - end)]
     return [
         (tag, a_at[i1] + start, a_at[i2] + start, b_at[j1] + start, b_at[j2] + start)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+        for tag, i1, i2, j1, j2 in edits
     ]
+
+
+#: The work :func:`_edits` may do per item aligned (and at least): linear time, whatever the
+#: items (an LCS of runs that alternate, thought and message chunks, took minutes).
+_WORK = 32
+_WORK_FLOOR = 1 << 16
+
+
+def _edits(a: list[Any], b: list[Any], budget: int) -> list[tuple[str, int, int, int, int]] | None:
+    """The shortest edit script from ``a`` to ``b`` (Myers's O((N+M)D) greedy diff: the
+    fewer the differences, the faster), as opcodes without the equal parts; None when it
+    would cost more than ``budget`` steps."""
+    n, m = len(a), len(b)
+    v = {1: 0}
+    trace: list[dict[int, int]] = []
+    spent = 0
+    for d in range(n + m + 1):
+        trace.append(dict(v))
+        for k in range(-d, d + 1, 2):
+            x = v[k + 1] if k == -d or (k != d and v[k - 1] < v[k + 1]) else v[k - 1] + 1
+            y, began = x - k, x
+            while x < n and y < m and a[x] == b[y]:
+                x, y = x + 1, y + 1
+            spent += x - began + 1
+            v[k] = x
+            if x >= n and y >= m:
+                return _grouped(_path(trace, n, m))
+        if spent > budget:
+            return None
+    return None  # (not reached: d = n + m always ends)
+
+
+def _path(trace: list[dict[int, int]], n: int, m: int) -> list[tuple[int, int, bool]]:
+    """The edits of a Myers trace, in order: (x, y) before each, and whether it is a
+    deletion (of ``a[x]``) or an insertion (of ``b[y]``)."""
+    x, y = n, m
+    edits: list[tuple[int, int, bool]] = []
+    for d in range(len(trace) - 1, 0, -1):
+        v, k = trace[d], x - y
+        down = k == -d or (k != d and v[k - 1] < v[k + 1])
+        prev_x = v[k + 1] if down else v[k - 1]
+        prev_y = prev_x - (k + 1 if down else k - 1)
+        edits.append((prev_x, prev_y, not down))
+        x, y = prev_x, prev_y
+    return edits[::-1]
+
+
+def _grouped(path: list[tuple[int, int, bool]]) -> list[tuple[str, int, int, int, int]]:
+    """Edits next to each other as one opcode: ``delete``, ``insert`` or ``replace``."""
+    found: list[list[Any]] = []
+    for x, y, deletion in path:
+        last = found[-1] if found else None
+        if last is not None and last[2] == x and last[4] == y:  # it goes on from the last
+            last[2 if deletion else 4] += 1
+            last[0] |= 1 if deletion else 2
+        else:
+            found.append([1 if deletion else 2, x, x + deletion, y, y + (not deletion)])
+    tags = {1: "delete", 2: "insert", 3: "replace"}
+    return [(tags[kind], i1, i2, j1, j2) for kind, i1, i2, j1, j2 in found]
 
 
 def _runs(items: list[Any]) -> tuple[list[tuple[Any, int]], list[int]]:

@@ -7,9 +7,11 @@ the same record parser as every other reader.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from acp_proxy.transcript.records import Record, parse_record
 
@@ -67,15 +69,20 @@ def follow_records(
     directory = path if path.is_dir() else None
     known: set[Path] = set(directory.glob("*.jsonl")) if directory else set()
     current = newest_recording(directory) if directory else path
-    while current is None:  # an empty directory: wait for the first session
-        sleep(interval)
-        assert directory is not None
-        current = newest_recording(directory)
-        known = set(directory.glob("*.jsonl"))
     while True:
+        while current is None:  # an empty directory: wait for the first session
+            sleep(interval)
+            assert directory is not None
+            current = newest_recording(directory)
+            known = set(directory.glob("*.jsonl"))
+        opened = _open(current, regular=directory is not None)
+        if opened is None:  # no longer a regular file (a FIFO in its place): the next one
+            known.add(current)
+            current = None
+            continue
         on_switch(current)
         following = current
-        with open(following, "rb") as stream:
+        with opened as stream:
             lines = LineSplitter()
             number = 0
             while True:
@@ -89,7 +96,8 @@ def follow_records(
                                 yield record
                     continue
                 if directory is not None:
-                    fresh = set(directory.glob("*.jsonl")) - known
+                    # (never a FIFO or a device named *.jsonl: opening one would wait for good)
+                    fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
                     if fresh:
                         known |= fresh
                         current = max(fresh, key=lambda p: (p.stat().st_mtime_ns, p.name))
@@ -97,6 +105,18 @@ def follow_records(
                 elif _replaced(following, stream.fileno()):
                     break  # the file was rotated or recreated: start over
                 sleep(interval)
+
+
+def _open(path: Path, regular: bool) -> BinaryIO | None:
+    """``path`` opened to read; with ``regular``, only a regular file (opened without waiting:
+    a FIFO put in its place is closed again, and None)."""
+    if not regular:
+        return open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
 
 
 def _replaced(path: Path, fd: int) -> bool:

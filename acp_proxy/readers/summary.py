@@ -12,8 +12,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
@@ -98,10 +97,7 @@ def first_words(text: str, limit: int) -> str:
 
 
 def _show(value: Any, limit: int = 40) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    text = shown(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

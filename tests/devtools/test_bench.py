@@ -18,12 +18,13 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "2000", "--round-trips", "20",
          "--big-mib", "1", "--long-frames", "3000", "--repeat", "2",
-         "--pending", "3000", "--pending-frames", "1000"],
+         "--pending", "3000", "--pending-frames", "1000",
+         "--hostile-kb", "48", "--hostile-chunks", "2000"],
         capture_output=True, text=True, timeout=300, check=True,
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, pending, offline, page = (
+    stream, ping, start, big, one_way, long, pending, offline, page, hostile = (
         s.splitlines() for s in sections[1:]
     )
 
@@ -84,3 +85,12 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     assert page[0] == "page: the report of the stream's recording (2,008 frames)"
     opens = rf"{NUMBER} \({NUMBER}-{NUMBER}\) ms" if shutil.which("chromium") else "-"
     assert re.fullmatch(rf"\s*{NUMBER} MB\s+{NUMBER} MB\s+{NUMBER}x\s+{opens}", page[2]), page[2]
+
+    assert hostile[0] == "hostile: readers over inputs built to be slow, at n and 2n (linear: 2x)"
+    for (what, n), row in zip(
+        [("search 'error.*timeout', a message of 'error error …'", "48 KB"),
+         ("diff, thought and message chunks alternating", "2,000 chunks")],
+        hostile[2:],
+        strict=True,
+    ):  # fmt: skip
+        assert re.fullmatch(rf"{re.escape(what)}\s+{n}(\s+{NUMBER}){{2}}\s+{NUMBER}x", row), row
