@@ -289,7 +289,9 @@ def being_written(path: Path) -> bool:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
     "protocol": (int, type(None)),
-    **dict.fromkeys(("session", "turns", "frames", "errors", "warnings", "infos", "size"), (int,)),
+    **dict.fromkeys(
+        ("session", "turns", "unfinished", "frames", "errors", "warnings", "infos", "size"), (int,)
+    ),
     "ended": (bool,),
 }
 

@@ -521,3 +521,15 @@ def test_search_finds_a_literal_and_gap_pattern_across_a_long_message(tmp_path):
     found = subprocess.run([*PROXY, "search", "ERROR.*TIMEOUT", "-i", str(path)],
                            capture_output=True, text=True, env=clean_env(), check=False)  # fmt: skip
     assert found.returncode == 0 and found.stdout.count("agent_message_chunk") == 1, found
+
+
+def test_the_index_keeps_every_figure_of_a_summary():
+    """A summary read from the index is the summary: every field but what is never taken from
+    it (the path, where it came from, whether it is live now) has its type in the index's
+    check, so a new figure cannot silently fall out of every cached ``ls``."""
+    from dataclasses import fields
+
+    from acp_proxy.readers import catalog
+
+    kept = {f.name for f in fields(catalog.SessionSummary)} - {"path", "from_index", "live"}
+    assert set(catalog._FIELD_TYPES) == kept
