@@ -39,7 +39,7 @@ import orjson
 
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.lifecycle import Event, Phase, Step, state_event, step
-from acp_proxy.core.protocol import Kind, Side, State, StopReason
+from acp_proxy.core.protocol import AGENT_OUTPUT, Kind, Side, State, StopReason
 from acp_proxy.core.times import parse_time
 
 __all__ = [
@@ -160,6 +160,10 @@ class Turn:
     rejected: Any = None
     #: session/update notifications seen in it.
     updates: int = 0
+    #: Its first agent output (an ``agent_message`` or ``agent_message_chunk`` once it has
+    #: a prompt, the first whose time can be read): its seq, and seconds since the prompt.
+    first_output_seq: int | None = None
+    first_output: float | None = None
     #: A prompt rejected before any work: no turn at all.
     void: bool = False
 
@@ -358,6 +362,15 @@ def seconds_between(start: str, end: str) -> float | None:
     return (ended - began).total_seconds()
 
 
+def _first_output(turn: Turn, seq: int, t: str) -> None:
+    """An agent output at ``seq`` and ``t`` in ``turn``, which has none yet: its first, if
+    the turn has a prompt and the time can be read."""
+    if turn.prompt is not None:
+        since = seconds_between(turn.prompt.t, t)
+        if since is not None:
+            turn.first_output_seq, turn.first_output = seq, since
+
+
 @dataclass(slots=True)
 class _SessionTurns:
     #: The state as last reported (any string).
@@ -508,13 +521,20 @@ class WireModel:
             return batch
         return self._classify(sender, frame, value, seq, t)
 
-    def again(self, session: str, count: int = 1) -> None:
-        """``count`` more updates in ``session`` like the one fed last (a message chunk),
-        taken without their messages: all that :meth:`feed` would change is their turn's
-        count."""
+    def again(
+        self, session: str, count: int = 1, variant: str | None = None, seq: int = 0, t: str = ""
+    ) -> None:
+        """``count`` more updates in ``session`` like the one fed last (a message chunk of
+        ``variant``, the first of them at ``seq`` and ``t`` when known), taken without their
+        messages: all that :meth:`feed` would change is their turn's count, and its first
+        output (when the time of the one fed last could not be read)."""
         turns = self._sessions.get(session)
-        if turns is not None and turns.current is not None:
-            turns.current.updates += count
+        current = turns.current if turns is not None else None
+        if current is None:
+            return
+        current.updates += count
+        if current.first_output_seq is None and t and variant in AGENT_OUTPUT:
+            _first_output(current, seq, t)
 
     def _classify(self, sender: Side, frame: Frame, value: Any, seq: int, t: str) -> Message:
         kind = kind_of(value)
@@ -559,6 +579,12 @@ class WireModel:
                     )
                 elif variant == "notice":
                     message.is_notice = True
+                elif (
+                    current is not None
+                    and current.first_output_seq is None
+                    and variant in AGENT_OUTPUT
+                ):
+                    _first_output(current, seq, t)
         return message
 
     def _call(

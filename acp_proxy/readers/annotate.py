@@ -74,6 +74,10 @@ class Annotated:
     message: Message | None = None
     #: 1, 2, ... : the connection (``start`` record) the record belongs to.
     connection: int = 0
+    #: The record begins its connection: the ``start`` record, or the first frame of a
+    #: connection without one (after an end record, or at the top of a file). The one test
+    #: of "a new connection begins" for every view.
+    opens: bool = False
 
 
 def stored_findings(record: FrameRecord) -> list[Violation]:
@@ -223,7 +227,8 @@ class _Annotator:
 
     def feed(self, record: Record) -> Iterator[Annotated]:
         if isinstance(record, FrameRecord):
-            if self.wire is None:
+            opens = self.wire is None
+            if opens:
                 self._connect()
             assert self.wire is not None
             self.last_seq = max(self.last_seq, record.seq)
@@ -231,12 +236,12 @@ class _Annotator:
             found = self._check(message)
             if self.stored:
                 found = stored_findings(record)
-            yield Annotated(record, found, message, self.number)
+            yield Annotated(record, found, message, self.number, opens)
         elif isinstance(record, StartRecord):
             if self.wire is not None:
                 yield from self.finish(record.line, record.t)
             self._connect()
-            yield Annotated(record, [], None, self.number)
+            yield Annotated(record, [], None, self.number, True)
         elif isinstance(record, ViolationRecord):
             if self.stored or (record.seq is not None and record.seq > self.last_seq):
                 carried = Violation(
@@ -276,7 +281,7 @@ class _Annotator:
         if head is None:
             return None
         seq, t, side, raw = head
-        text = shortcut.repeat(side, raw)
+        text = shortcut.repeat(side, raw, seq, t)
         if text is None:
             return None
         self.last_seq = max(self.last_seq, seq)

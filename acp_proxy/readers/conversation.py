@@ -256,9 +256,7 @@ class _Connections(View):
 
     def add(self, item: Annotated) -> None:
         connections, record = self.connections, item.record
-        if isinstance(record, StartRecord) or (
-            item.message is not None and len(connections) < item.connection
-        ):
+        if item.opens:  # a connection begins, as the annotator says
             start = record if isinstance(record, StartRecord) else None
             connections.append((start, Conversation()))
         if item.message is not None:

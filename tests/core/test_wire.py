@@ -252,7 +252,8 @@ def test_stats_keeps_nothing_of_a_turn_once_it_closed(tmp_path):
     ]
     stats = _stats_of(tmp_path / "r.jsonl", frames)
     assert stats.turns == []
-    assert stats._first_chunk == {}
+    # The first-chunk time is the wire model's Turn's own: stats keeps no turn it closed.
+    assert stats._open == {}
 
 
 def test_side_is_typed():
