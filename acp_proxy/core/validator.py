@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from acp_proxy.core.chunks import Shortcut
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.lifecycle import IDLE_EVENTS, Event, Step
@@ -90,28 +91,6 @@ _NO_PARAMS: dict[str, Any] = {}
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
 _RECENT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One finding: a rule broken at a frame (or at the end of the connection)."""
-
-    #: Stable kebab-case rule id (see :mod:`acp_proxy.core.rules`).
-    rule: str
-    #: ``error`` or ``warning``.
-    level: str
-    #: One sentence naming the offending ids or values.
-    message: str
-    #: Where the rule comes from.
-    spec: str
-    #: The frame that caused it, or the related frame for end-of-connection findings.
-    seq: int | None = None
-    #: The session it concerns, when known.
-    session: str | None = None
-
-    def as_dict(self) -> dict[str, str]:
-        """The stored form: rule, level, message, spec."""
-        return {"rule": self.rule, "level": self.level, "message": self.message, "spec": self.spec}
 
 
 _show = preview

@@ -43,7 +43,7 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import Annotated, Repeated, View
+from acp_proxy.readers.items import Annotated, Repeated, View
 from acp_proxy.readers.summary import SETTINGS
 from acp_proxy.transcript.records import StartRecord
 

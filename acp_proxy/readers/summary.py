@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
 
