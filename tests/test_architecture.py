@@ -7,7 +7,9 @@
 - ``drive`` (the front-ends that drive an agent: probe) imports live, readers and core, no
   asyncio itself, and nothing but ``cli`` imports it;
 - no import cycles between modules (at import time; a function's lazy import is allowed to
-  point back, as long as it keeps the layers above).
+  point back, as long as it keeps the layers above);
+- the conversation model imports no validator (``core.validator*``, ``core.schema``,
+  ``core.rules``), directly or through what it imports.
 
 Imports are read from the source (every ``import`` statement, lazy ones inside functions
 too), so a forbidden import fails here before anyone runs it.
@@ -111,6 +113,40 @@ def cycles(edges: dict[str, list[tuple[str, bool]]]) -> list[list[str]]:
         if module not in state:
             visit(module)
     return found
+
+
+#: What checks ACP: the validator (and its v1 rules), the rule catalog, the schema compiler.
+VALIDATING = ("acp_proxy.core.validator", "acp_proxy.core.schema", "acp_proxy.core.rules")
+
+
+def reached(edges: dict[str, list[tuple[str, bool]]], module: str) -> set[str]:
+    """Every module ``module`` imports, directly or through what it imports (lazy imports
+    too)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for target, _ in edges.get(todo.pop(), []):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_conversation_model_imports_no_validator():
+    """What the user saw needs no validator: reading a conversation loads none of it."""
+    import subprocess
+    import sys
+
+    found = reached(graph(), "acp_proxy.readers.conversation")
+    assert sorted(m for m in found if m.startswith(VALIDATING)) == []
+    probe = (
+        "import acp_proxy.readers.conversation, sys; "
+        f"print(sorted(m for m in sys.modules if m.startswith({VALIDATING!r})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_the_layers_hold():

@@ -389,16 +389,18 @@ class Shortcut:
         else:
             self._templates.learn(frame.raw, frame.value, CHUNK_TEXT, *key)
 
-    def repeat(self, side: str, raw: bytes) -> str | None:
+    def repeat(self, side: str, raw: bytes, seq: int = 0, t: str = "") -> str | None:
         """The text of ``raw`` (bytes nobody parsed, sent by ``side`` right after the
-        message checked last), if it is that message's frame around another text, taken
-        as :meth:`check` would take it; else None."""
+        message checked last; its ``seq`` and time ``t``, when known), if it is that
+        message's frame around another text, taken as :meth:`check` would take it; else
+        None."""
         if not self._repeatable or side != "agent":
             return None
         again = self._templates.again(raw)
         if again is None:
             return None
-        self.wire.again(again[0][0])
+        key = again[0]  # (session, variant, ...)
+        self.wire.again(key[0], 1, key[1], seq, t)
         return again[1]
 
     def repeating(self, side: str) -> Envelope | None:

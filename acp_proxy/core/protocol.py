@@ -19,15 +19,18 @@ import orjson
 
 __all__ = [
     "AGENT",
+    "AGENT_OUTPUT",
     "ANY",
     "CHUNK_TEXT",
     "CLIENT",
     "COMPACTION_STATUSES",
     "ENTITY_ID_FIELDS",
+    "FINAL_TOOL_STATUSES",
     "NOTICE_SEVERITIES",
     "STATES",
     "STOP_REASONS",
     "TOOL_CALL_STATUSES",
+    "TOOL_UPDATES",
     "UNSTABLE_METHODS",
     "UPDATE_VARIANTS_V1",
     "UPDATE_VARIANTS_V2",
@@ -278,6 +281,9 @@ ENTITY_ID_FIELDS: dict[str, tuple[EntityType, str]] = {
 MESSAGE_UPDATES = frozenset({"user_message", "agent_message", "agent_thought"})
 MESSAGE_CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk"})
 
+#: The updates that carry the agent's response: a turn's first is its first output.
+AGENT_OUTPUT = frozenset({"agent_message", "agent_message_chunk"})
+
 #: Where a streamed chunk's text is in its notification (a text content block's).
 CHUNK_TEXT = ("params", "update", "content", "text")
 
@@ -298,6 +304,14 @@ TOOL_CALL_STATUSES = ("pending", "in_progress", "paused", "completed", "failed",
 
 #: Tool call statuses that mean the call has not finished.
 UNFINISHED_TOOL_STATUSES = frozenset({"pending", "in_progress"})
+
+#: Tool call statuses that end a call ("When the tool completes, the Agent sends another
+#: update with the final status").
+FINAL_TOOL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+
+#: The updates about a tool call: v1's ``tool_call`` creates it; ``tool_call_update``
+#: creates (v2) or patches it; ``tool_call_content_chunk`` (v2) appends to its content.
+TOOL_UPDATES = frozenset({"tool_call", "tool_call_update", "tool_call_content_chunk"})
 
 #: JSON-RPC error code for a request cancelled before it completed.
 REQUEST_CANCELLED = -32800

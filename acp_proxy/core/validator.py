@@ -39,8 +39,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from acp_proxy.core.chunks import Shortcut
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import preview
+from acp_proxy.core.lifecycle import IDLE_EVENTS, Event, Step
 from acp_proxy.core.protocol import (
     ANY,
     BASELINE_PROMPT_CONTENT,
@@ -89,28 +91,6 @@ _NO_PARAMS: dict[str, Any] = {}
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
 _RECENT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One finding: a rule broken at a frame (or at the end of the connection)."""
-
-    #: Stable kebab-case rule id (see :mod:`acp_proxy.core.rules`).
-    rule: str
-    #: ``error`` or ``warning``.
-    level: str
-    #: One sentence naming the offending ids or values.
-    message: str
-    #: Where the rule comes from.
-    spec: str
-    #: The frame that caused it, or the related frame for end-of-connection findings.
-    seq: int | None = None
-    #: The session it concerns, when known.
-    session: str | None = None
-
-    def as_dict(self) -> dict[str, str]:
-        """The stored form: rule, level, message, spec."""
-        return {"rule": self.rule, "level": self.level, "message": self.message, "spec": self.spec}
 
 
 _show = preview
@@ -1017,43 +997,26 @@ class Validator:
             return
         for resume in self._pending_notes("session/resume", session.id):
             resume.saw_state = True
-        if state == State.REQUIRES_ACTION:
+        taken = message.step
+        if taken is None:
+            return  # not a string: no state at all
+        if taken.event is Event.REQUIRES_ACTION:
             # Known by seq when each pending permission request is answered, as a cancel is.
             session.requires_action_seq = message.seq
-        if state == State.IDLE:
-            self._idle(message, session, update)
-        elif isinstance(state, str) and session.running_seq is None:
+        if taken.event in IDLE_EVENTS:
+            self._idle(message, session, update, taken)
+        elif session.running_seq is None:
             session.running_seq = self._seq
 
-    def _idle(self, message: Message, session: _Session, update: dict[str, Any]) -> None:  # noqa: C901, PLR0912 - one branch per rule of 'Stop Reasons'
+    def _idle(
+        self, message: Message, session: _Session, update: dict[str, Any], taken: Step
+    ) -> None:
+        """An idle: what it says (its stop reason and error), the lifecycle's pair, and what
+        the turn it ends left undone."""
         reason = update.get("stopReason")
-        if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
-            self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
-        error = update.get("error")
-        if error is not None:
-            if reason != "error":
-                self._flag(
-                    "error-beside-stop-reason",
-                    f"idle carries an error beside stop reason {_show(reason)}",
-                )
-            elif not _is_error_object(error):
-                self._flag(
-                    "error-field-malformed",
-                    f"idle's error {_show(error)} is not a JSON-RPC error object",
-                )
-        ended = message.closed
-        ends_work = ended is not None
-        if ended is not None and ended.prompt is not None and not ended.worked:
-            self._flag(
-                "idle-without-running",
-                f"session {_show(session.id)} reported idle to end a prompted turn that never "
-                "reported running",
-            )
-        if ends_work and reason is None:
-            self._flag(
-                "idle-without-stop-reason",
-                f"session {_show(session.id)} ended foreground work without a stop reason",
-            )
+        self._stop_reason(reason, update.get("error"))
+        for rule in taken.rules:  # the pair is not in the lifecycle table
+            self._flag(rule, f"session {_show(session.id)} {_DEVIATIONS[rule]}")
         if session.cancelled:
             if reason == "error":
                 self._flag(
@@ -1076,7 +1039,7 @@ class Validator:
                     f"the error idle leaves tool calls {', '.join(map(_show, unfinished))} "
                     "unfinished",
                 )
-        if ends_work:
+        if taken.closes:
             for message_id in session.owed_user_messages:
                 self._flag(
                     "user-message-missing",
@@ -1088,6 +1051,23 @@ class Validator:
         session.cancelled = False
         session.tools = {}
         session.running_seq = None
+
+    def _stop_reason(self, reason: Any, error: Any) -> None:
+        """An idle's stop reason and error, as values ("Stop Reasons", "Failures")."""
+        if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
+            self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
+        if error is None:
+            return
+        if reason != "error":
+            self._flag(
+                "error-beside-stop-reason",
+                f"idle carries an error beside stop reason {_show(reason)}",
+            )
+        elif not _is_error_object(error):
+            self._flag(
+                "error-field-malformed",
+                f"idle's error {_show(error)} is not a JSON-RPC error object",
+            )
 
     def _message_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]
@@ -1271,6 +1251,12 @@ class Validator:
                 "usage-cost-fields", f"usage_update cost {_show(cost)} lacks amount or currency"
             )
 
+
+#: What a session did, per rule of a pair not in the lifecycle table.
+_DEVIATIONS = {
+    "idle-without-running": "reported idle to end a prompted turn that never reported running",
+    "idle-without-stop-reason": "ended foreground work without a stop reason",
+}
 
 _CALLS: dict[str, Any] = {
     "session/prompt": Validator._on_prompt,

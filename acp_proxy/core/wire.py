@@ -22,7 +22,10 @@ decides where a turn begins and ends.
   with the prompt's response that carries ``stopReason``; v2 with the idle
   ``state_update``. A prompt answered with an error before any work was
   reported is no turn: it is marked :attr:`Turn.rejected` and closed at once.
-  Before a version is negotiated, both signals count.
+  Before a version is negotiated, both signals count. Where a session is, and so
+  whether a frame opens or closes its turn, is the lifecycle table's
+  (:mod:`acp_proxy.core.lifecycle`): each frame it concerns carries its
+  :attr:`Message.step`; only v1's end of a turn is decided here.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ import orjson
 
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.jsontext import shown
-from acp_proxy.core.protocol import Kind, Side, State, StopReason
+from acp_proxy.core.lifecycle import Event, Phase, Step, state_event, step
+from acp_proxy.core.protocol import AGENT_OUTPUT, Kind, Side, State, StopReason
 from acp_proxy.core.times import parse_time
 
 __all__ = [
@@ -160,6 +164,10 @@ class Turn:
     rejected: Any = None
     #: session/update notifications seen in it.
     updates: int = 0
+    #: Its first agent output (an ``agent_message`` or ``agent_message_chunk`` once it has
+    #: a prompt, the first whose time can be read): its seq, and seconds since the prompt.
+    first_output_seq: int | None = None
+    first_output: float | None = None
     #: A prompt rejected before any work: no turn at all.
     void: bool = False
 
@@ -224,6 +232,9 @@ class Message:
     #: The turn this frame opened or closed, if any.
     opened: Turn | None = None
     closed: Turn | None = None
+    #: The lifecycle step the frame took in its session (a prompt, a state_update, a
+    #: cancel, a permission request, the response to an open turn's prompt), if any.
+    step: Step | None = None
     #: A ``session/update`` notification's ``update`` object and its ``sessionUpdate``
     #: (when a string); a live-only ``notice`` (see :func:`is_notice`). Only a
     #: :class:`NotificationMessage` sets them; they are here, None and False, so that the
@@ -355,9 +366,21 @@ def seconds_between(start: str, end: str) -> float | None:
     return (ended - began).total_seconds()
 
 
+def _first_output(turn: Turn, seq: int, t: str) -> None:
+    """An agent output at ``seq`` and ``t`` in ``turn``, which has none yet: its first, if
+    the turn has a prompt and the time can be read."""
+    if turn.prompt is not None:
+        since = seconds_between(turn.prompt.t, t)
+        if since is not None:
+            turn.first_output_seq, turn.first_output = seq, since
+
+
 @dataclass(slots=True)
 class _SessionTurns:
+    #: The state as last reported (any string).
     state: str = State.IDLE
+    #: Where the session is in the lifecycle table: a turn is open unless idle.
+    phase: Phase = Phase.IDLE
     current: Turn | None = None
     count: int = 0
 
@@ -502,13 +525,20 @@ class WireModel:
             return batch
         return self._classify(sender, frame, value, seq, t)
 
-    def again(self, session: str, count: int = 1) -> None:
-        """``count`` more updates in ``session`` like the one fed last (a message chunk),
-        taken without their messages: all that :meth:`feed` would change is their turn's
-        count."""
+    def again(
+        self, session: str, count: int = 1, variant: str | None = None, seq: int = 0, t: str = ""
+    ) -> None:
+        """``count`` more updates in ``session`` like the one fed last (a message chunk of
+        ``variant``, the first of them at ``seq`` and ``t`` when known), taken without their
+        messages: all that :meth:`feed` would change is their turn's count, and its first
+        output (when the time of the one fed last could not be read)."""
         turns = self._sessions.get(session)
-        if turns is not None and turns.current is not None:
-            turns.current.updates += count
+        current = turns.current if turns is not None else None
+        if current is None:
+            return
+        current.updates += count
+        if current.first_output_seq is None and t and variant in AGENT_OUTPUT:
+            _first_output(current, seq, t)
 
     def _classify(self, sender: Side, frame: Frame, value: Any, seq: int, t: str) -> Message:
         kind = kind_of(value)
@@ -544,14 +574,21 @@ class WireModel:
             if type(variant) is str:
                 message.variant = variant
                 if variant == "state_update" and session is not None:
-                    opened, closed, current = self._state_update(update, session, seq, t)
-                    message.turn, message.opened, message.closed = (
+                    opened, closed, current, taken = self._state_update(update, session, seq, t)
+                    message.turn, message.opened, message.closed, message.step = (
                         opened or closed or current,
                         opened,
                         closed,
+                        taken,
                     )
                 elif variant == "notice":
                     message.is_notice = True
+                elif (
+                    current is not None
+                    and current.first_output_seq is None
+                    and variant in AGENT_OUTPUT
+                ):
+                    _first_output(current, seq, t)
         return message
 
     def _call(
@@ -566,7 +603,10 @@ class WireModel:
         if not has_id:
             if method == "session/update":
                 return self._update(side, frame, params, session, seq, t)
-            return NotificationMessage(seq, t, side, frame, method, False, None, params, session)
+            note = NotificationMessage(seq, t, side, frame, method, False, None, params, session)
+            if method == "session/cancel" and side is Side.CLIENT and session is not None:
+                note.step = self._step(session, Event.CANCEL)
+            return note
         if method in _OPENING and side is Side.CLIENT:
             version = params.get("protocolVersion")
             if isinstance(version, int) and not isinstance(version, bool):
@@ -574,17 +614,22 @@ class WireModel:
         request: Request | None = None
         reuses: Request | None = None
         opened = None
+        taken = None
         if is_request_id(request_id):
             request = Request(side, request_id, method, seq, t, session, params)
             key = (side, id_key(request_id))
             reuses = self.pending.add(key, request)
-            if method == "session/prompt" and side is Side.CLIENT and session is not None:
-                opened = self._prompt(request, session, seq, t)
+            if session is not None:
+                if method == "session/prompt" and side is Side.CLIENT:
+                    opened, taken = self._prompt(request, session, seq, t)
+                elif method == "session/request_permission" and side is Side.AGENT:
+                    taken = self._step(session, Event.PERMISSION)
         turn = request.turn if request is not None and request.turn else None
         if turn is None and session is not None:
             turn = self.current_turn(session)
         call = RequestMessage(seq, t, side, frame, method, True, request_id, params, session)
         call.request, call.reuses, call.turn, call.opened = request, reuses, turn, opened
+        call.step = taken
         return call
 
     def _response(
@@ -609,20 +654,21 @@ class WireModel:
             stray.unmatched = unmatched
             return stray
         closed = None
+        taken = None
         if request.method in _OPENING and "result" in value:
             result = value["result"]
             version = result.get("protocolVersion") if isinstance(result, dict) else None
             if isinstance(version, int) and not isinstance(version, bool):
                 self.negotiated = version
         elif request.method == "session/prompt" and request.turn is not None:
-            closed = self._prompt_answered(request, request.turn, value, seq, t)
+            closed, taken = self._prompt_answered(request.turn, value, seq, t)
         turn = request.turn
         if turn is None and request.session is not None:
             turn = self.current_turn(request.session)
         message = ResponseMessage(
             seq, t, side, frame, request.method, True, response_id, request.params, request.session
         )
-        message.request, message.turn, message.closed = request, turn, closed
+        message.request, message.turn, message.closed, message.step = request, turn, closed, taken
         return message
 
     # --- turns -----------------------------------------------------------------------
@@ -632,6 +678,17 @@ class WireModel:
         if turns is None:
             turns = self._sessions[session] = _SessionTurns()
         return turns
+
+    def _step(self, session: str, event: Event) -> Step:
+        """Run the lifecycle table: ``event`` in ``session``. A session is remembered
+        once it leaves idle."""
+        turns = self._sessions.get(session)
+        taken = step(turns.phase if turns is not None else Phase.IDLE, event)
+        if turns is not None:
+            turns.phase = taken.after
+        elif taken.after is not Phase.IDLE:
+            self._turns(session).phase = taken.after
+        return taken
 
     def _open(self, session: str, seq: int, t: str) -> Turn:
         turns = self._turns(session)
@@ -645,72 +702,80 @@ class WireModel:
         turns = self._sessions.get(turn.session)
         if turns is not None and turns.current is turn:
             turns.current = None
+            turns.phase = Phase.IDLE
         return turn
 
-    def _prompt(self, request: Request, session: str, seq: int, t: str) -> Turn | None:
-        current = self.current_turn(session)
+    def _prompt(self, request: Request, session: str, seq: int, t: str) -> tuple[Turn | None, Step]:
+        """The client's session/prompt: it opens a turn, or joins the open one."""
+        taken = self._step(session, Event.PROMPT)
         opened = None
-        if current is None:
+        current = self.current_turn(session)
+        if taken.opens or current is None:
             current = opened = self._open(session, seq, t)
         if current.prompt is None:
             current.prompt = request
         request.turn = current
-        return opened
+        return opened, taken
 
     def _prompt_answered(
-        self, request: Request, turn: Turn, value: dict[str, Any], seq: int, t: str
-    ) -> Turn | None:
+        self, turn: Turn, value: dict[str, Any], seq: int, t: str
+    ) -> tuple[Turn | None, Step | None]:
+        """The response to the prompt of ``turn``: the turn it closed, and the step."""
         if turn.ended:
-            return None
+            return None, None
+        result = value.get("result")
         if "error" in value:
             turn.rejected = value["error"]
             if self.version == 1:
                 # v1: the response ends the turn, whatever it is.
                 turn.void = turn.updates == 0
-                return self._close(turn, seq, t)
-            if not turn.worked:
-                # v2: an error before any reported work: the prompt started no turn.
-                turn.void = True
-                return self._close(turn, seq, t)
-            return None
-        result = value.get("result")
-        if (
+                return self._close(turn, seq, t), None
+        elif (
             self.version != 2
             and isinstance(result, dict)
             and "stopReason" in result
             and "messageId" not in result
         ):
+            # v1: the response that carries the stop reason ends the turn.
             reason = result["stopReason"]
             turn.stop_reason = reason if isinstance(reason, str) else None
             self._turns(turn.session).state = State.IDLE
-            return self._close(turn, seq, t)
-        return None
+            return self._close(turn, seq, t), None
+        elif self.version == 1:
+            return None, None
+        taken = self._step(turn.session, Event.REJECTED if "error" in value else Event.ACCEPTED)
+        if not taken.closes:
+            return None, taken
+        # An error before any reported work: the prompt started no turn.
+        turn.void = True
+        return self._close(turn, seq, t), taken
 
     def _state_update(
         self, update: dict[str, Any], session: str, seq: int, t: str
-    ) -> tuple[Turn | None, Turn | None, Turn | None]:
+    ) -> tuple[Turn | None, Turn | None, Turn | None, Step | None]:
         """A state_update (the only update that opens or closes a turn): the (opened,
-        closed, current) turns."""
+        closed, current) turns, and the step."""
         turns = self._sessions.get(session)
         current = turns.current if turns is not None else None
         state = update.get("state")
         if not isinstance(state, str) or self.version == 1:
-            return None, None, current
+            return None, None, current, None
         turns = self._turns(session)
         turns.state = state
+        reason = update.get("stopReason")
+        taken = self._step(session, state_event(state, reason))
         current = turns.current
-        if state == State.IDLE:
+        if taken.after is Phase.IDLE:
             if current is None:
-                return None, None, None
-            reason = update.get("stopReason")
+                return None, None, None, taken
             current.stop_reason = reason if isinstance(reason, str) else None
             current.error = update.get("error")
-            return None, self._close(current, seq, t), None
+            return None, self._close(current, seq, t), None, taken
         opened = None
         if current is None:
             current = opened = self._open(session, seq, t)
         current.worked = True
-        return opened, None, current
+        return opened, None, current, taken
 
 
 #: How many proxy/successor envelopes deep the next hops are followed.

@@ -43,7 +43,7 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import Annotated, Repeated, View
+from acp_proxy.readers.items import Annotated, Repeated, View
 from acp_proxy.readers.summary import SETTINGS
 from acp_proxy.transcript.records import StartRecord
 
@@ -256,9 +256,7 @@ class _Connections(View):
 
     def add(self, item: Annotated) -> None:
         connections, record = self.connections, item.record
-        if isinstance(record, StartRecord) or (
-            item.message is not None and len(connections) < item.connection
-        ):
+        if item.opens:  # a connection begins, as the annotator says
             start = record if isinstance(record, StartRecord) else None
             connections.append((start, Conversation()))
         if item.message is not None:

@@ -325,12 +325,9 @@ class _Builder(View):
                 turn.text_seqs.clear()
             turn.text.append(_text(update.get("content")))
             turn.text_seqs.append(message.seq)
-            wire_turn = message.turn
-            if wire_turn is not None and wire_turn not in self._first and wire_turn.prompt:
-                since = _seconds(wire_turn.prompt.t, message.t)
-                if since is not None:
-                    self._first[wire_turn] = since
-                    turn.first_chunk, turn.first_seq = since, message.seq
+            wire_turn = message.turn  # its first agent output is the wire model's
+            if wire_turn is not None and wire_turn.first_output_seq == message.seq:
+                turn.first_chunk, turn.first_seq = wire_turn.first_output, message.seq
         elif variant in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
             self._tool(message, update, variant, turn)
         elif variant in ("plan", "plan_update"):

@@ -328,10 +328,10 @@ class _Sections(View):
 
 def _add(sections: list[_Section], item: Annotated, today: Today | None) -> None:
     record = item.record
-    # A section per connection, as the annotator numbers them: a start record begins one,
-    # and so do frames after an end record without a start of their own.
+    # A section per connection, as the annotator begins them (what came before the first
+    # is the first's).
     current = sections[-1] if sections else None
-    if current is None or (current.connection not in (item.connection, 0) and item.connection):
+    if current is None or (item.opens and current.connection):
         sections.append(_Section(len(sections) + 1))
     section = sections[-1]
     section.started = True

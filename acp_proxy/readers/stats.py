@@ -55,10 +55,6 @@ class Stats(View):
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
-    #: The annotator's connection of the item added last.
-    _connection: int = 0
-    #: Time to the first agent message chunk, per open turn.
-    _first_chunk: dict[Turn, float] = field(default_factory=dict)
     #: The prompt turns begun and not ended, in order.
     _open: dict[Turn, None] = field(default_factory=dict)
     #: The side and message of the frame counted last, if a :class:`Repeated` may repeat it
@@ -72,16 +68,10 @@ class Stats(View):
             if finding.rule == UNSTABLE_RULE:
                 self.unstable[feature_named(finding.message)] = None
         record = item.record
-        # A connection as the annotator numbers them: a start record begins one, and so do
-        # frames after an end record without a start of their own (each file counts from 1).
-        if isinstance(record, StartRecord) or (
-            item.connection and item.connection != self._connection
-        ):
+        if item.opens:  # a connection begins, as the annotator says
             self.sessions += 1
             self.turns += self._unfinished()  # (a connection's turns end with it)
             self._open.clear()
-            self._first_chunk.clear()
-        self._connection = item.connection
         if isinstance(record, StartRecord):
             return
         if not isinstance(record, FrameRecord):
@@ -99,7 +89,8 @@ class Stats(View):
 
     def add_run(self, repeated: Repeated) -> None:
         """Frames that each repeat the message chunk counted last but for its text: counted
-        as it was (a chunk has no latency and ends no turn; its turn's first chunk came)."""
+        as it was (a chunk has no latency and ends no turn; its turn's first output came
+        before it, and is the wire model's :attr:`Turn.first_output`)."""
         if self._last is None:
             raise ValueError("a repeated frame without a message chunk before it")
         side, message = self._last
@@ -110,22 +101,6 @@ class Stats(View):
             self.methods[message.method] += count
         if message.update is not None:
             self.updates[str(message.update.get("sessionUpdate"))] += count
-            # (the frames of a run share their time: one read's)
-            self._first(message, repeated.frames[0][1])
-
-    def _first(self, message: Message, t: str) -> None:
-        """Take the time from ``message``'s prompt to ``t`` if it is its turn's first agent
-        message (the first whose time can be read)."""
-        turn = message.turn
-        if (
-            turn is not None
-            and turn.prompt is not None
-            and message.variant in ("agent_message_chunk", "agent_message")
-            and turn not in self._first_chunk
-        ):
-            since = seconds_between(turn.prompt.t, t)
-            if since is not None:
-                self._first_chunk[turn] = since
 
     def _message(self, message: Message) -> None:
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION) and message.method is not None:
@@ -133,7 +108,6 @@ class Stats(View):
         update = message.update
         if update is not None:
             self.updates[str(update.get("sessionUpdate"))] += 1
-            self._first(message, message.t)
         if isinstance(message, ResponseMessage) and message.method is not None:
             latency = message.latency
             if latency is not None:
@@ -151,14 +125,13 @@ class Stats(View):
         if closed is None:
             return
         self._open.pop(closed, None)
-        first_chunk = self._first_chunk.pop(closed, None)  # whatever the turn was
         if closed.prompt is not None and not closed.void:
             prompt = closed.prompt
             self.turns.append(
                 _Turn(
                     closed.session,
                     prompt.seq,
-                    first_chunk,
+                    closed.first_output,
                     seconds_between(prompt.t, message.t),
                     closed.stop_reason,
                 )
@@ -168,7 +141,7 @@ class Stats(View):
         """The connection's prompt turns begun and not ended (nor rejected before any
         work)."""
         return [
-            _Turn(turn.session, turn.prompt.seq, self._first_chunk.get(turn), unfinished=True)
+            _Turn(turn.session, turn.prompt.seq, turn.first_output, unfinished=True)
             for turn in self._open
             if turn.prompt is not None and not turn.void and not turn.ended
         ]

@@ -12,9 +12,9 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
 

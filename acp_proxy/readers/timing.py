@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_proxy.core.jsontext import preview
+from acp_proxy.core.protocol import FINAL_TOOL_STATUSES, TOOL_UPDATES
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
 
 __all__ = ["Timing"]
 
-#: Tool call statuses that end a call.
-_FINAL = frozenset({"completed", "failed", "cancelled"})
-_TOOL_UPDATES = frozenset({"tool_call", "tool_call_update", "tool_call_content_chunk"})
 #: How many of the slowest requests and turns are listed.
 SLOWEST = 8
 
@@ -27,7 +25,8 @@ class _TurnTiming:
     number: int
     seq: int
     t: str
-    first: str | None = None
+    #: The wire model's turn (its first agent output is its own).
+    turn: Turn
     end: str | None = None
     tools: dict[Any, dict[str, Any]] = field(default_factory=dict)
     waits: list[dict[str, Any]] = field(default_factory=list)
@@ -51,12 +50,10 @@ class Timing:
         timing = self._turns.get(turn)
         if timing is None:
             timing = self._turns[turn] = _TurnTiming(
-                turn.session, turn.number, turn.prompt.seq, turn.prompt.t
+                turn.session, turn.number, turn.prompt.seq, turn.prompt.t, turn
             )
         variant = message.variant
-        if variant in ("agent_message_chunk", "agent_message") and timing.first is None:
-            timing.first = message.t
-        elif variant in _TOOL_UPDATES and message.update is not None:
+        if variant in TOOL_UPDATES and message.update is not None:
             _tool(timing, message, message.update)
         elif message.method == "session/request_permission":
             if message.kind is Kind.REQUEST:
@@ -82,7 +79,7 @@ class Timing:
                     "turn": timing.number,
                     "session": timing.session,
                     "seq": timing.seq,
-                    "first_chunk": since(timing.first),
+                    "first_chunk": timing.turn.first_output,
                     "duration": since(timing.end),
                     "tools": [
                         {
@@ -132,5 +129,5 @@ def _tool(timing: _TurnTiming, message: Message, update: dict[str, Any]) -> None
     if isinstance(update.get("title"), str):
         tool["title"] = update["title"]
     status = update.get("status")
-    if isinstance(status, str) and status in _FINAL and tool["end"] is None:
+    if isinstance(status, str) and status in FINAL_TOOL_STATUSES and tool["end"] is None:
         tool["end"] = message.t

@@ -10,12 +10,15 @@ from acp_proxy.core.protocol import (
     AGENT,
     ANY,
     CLIENT,
+    FINAL_TOOL_STATUSES,
     METHODS_V1,
     METHODS_V2,
     NOTIFICATION,
     REQUEST,
     STOP_REASONS,
     TOOL_CALL_STATUSES,
+    TOOL_UPDATES,
+    UNFINISHED_TOOL_STATUSES,
     UPDATE_VARIANTS_V1,
     UPDATE_VARIANTS_V2,
     official_schema,
@@ -70,6 +73,16 @@ def test_v1_stop_reasons_are_the_v2_ones_but_error():
 
 def test_tool_call_statuses_extend_v1():
     assert set(enum_values(1, "ToolCallStatus")) <= set(TOOL_CALL_STATUSES)
+
+
+def test_tool_statuses_are_final_unfinished_or_paused():
+    """Each status of the schemas is final or not, once; each tool update is a variant."""
+    assert FINAL_TOOL_STATUSES | UNFINISHED_TOOL_STATUSES | {"paused"} == set(TOOL_CALL_STATUSES)
+    assert not FINAL_TOOL_STATUSES & UNFINISHED_TOOL_STATUSES
+    assert set(enum_values(2, "ToolCallStatus")) == set(TOOL_CALL_STATUSES)
+    assert {
+        v for v in UPDATE_VARIANTS_V1 | UPDATE_VARIANTS_V2 if v.startswith("tool_call")
+    } == TOOL_UPDATES
 
 
 def test_states_are_the_state_update_variants():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from acp_proxy.core.wire import (
 )
 from acp_proxy.readers.annotate import annotate
 from acp_proxy.readers.stats import Stats
-from acp_proxy.transcript.records import frame_record, iter_records, start_record
+from acp_proxy.transcript.records import end_record, frame_record, iter_records, start_record
 
 S = "s1"
 
@@ -252,7 +253,8 @@ def test_stats_keeps_nothing_of_a_turn_once_it_closed(tmp_path):
     ]
     stats = _stats_of(tmp_path / "r.jsonl", frames)
     assert stats.turns == []
-    assert stats._first_chunk == {}
+    # The first-chunk time is the wire model's Turn's own: stats keeps no turn it closed.
+    assert stats._open == {}
 
 
 def test_side_is_typed():
@@ -306,3 +308,47 @@ def test_stats_columns_fit_long_session_ids(tmp_path):
     row = next(line for line in lines if long in line)
     assert row.index(" 3 ") < header.index("seq") + len("seq") <= row.index(" 3 ") + 3
     assert header.index("stop reason") == row.index("end_turn")
+
+
+def test_a_turns_first_agent_output_is_the_wire_models():
+    """The time to the first agent chunk has one home: the Turn. It counts from the prompt,
+    once a prompt is there, and takes the first agent output whose time can be read."""
+    model = initialized(2)
+    t = "2026-01-01T00:00:{}Z".format
+    feed(model, "agent", update(sessionUpdate="state_update", state="running"), 3, t("01.000"))
+    chunk = update(sessionUpdate="agent_message_chunk", messageId="m", content={})
+    feed(model, "agent", chunk, 4, t("01.500"))  # background work: no prompt to count from
+    prompt = feed(model, "client", req(5, "session/prompt", sessionId=S, prompt=[]), 5, t("02.000"))
+    turn = prompt.turn
+    assert turn is not None
+    thought = update(sessionUpdate="agent_thought_chunk", messageId="m", content={})
+    feed(model, "agent", thought, 6, t("02.100"))  # reasoning is no output
+    feed(model, "agent", chunk, 7, "soon")  # a time that cannot be read
+    assert first_output(turn) == (None, None)
+    model.again(S, 3, "agent_message_chunk", 8, t("02.750"))  # taken the short way
+    assert first_output(turn) == (8, 0.75)
+    feed(model, "agent", chunk, 11, t("03.000"))
+    assert first_output(turn) == (8, 0.75)
+
+
+def first_output(turn):
+    return turn.first_output_seq, turn.first_output
+
+
+def test_the_annotator_says_where_a_connection_begins(tmp_path):
+    """One test of "a new connection begins" for every reader: the start record, and the
+    first frame of a connection without one; so stats counts two recordings without a
+    start record as two sessions."""
+    chunk = update(sessionUpdate="agent_message_chunk", messageId="m", content={})
+    frame = frame_record(
+        1, "2026-01-01T00:00:00.000000Z", "agent", parse_frame(orjson.dumps(chunk))
+    )
+    recorded = _recording([("00.000000", "agent", chunk)])
+    end = end_record("2026-01-01T00:00:01.000000Z", 0, "exit")
+    items = list(annotate(iter_records(io.BytesIO(frame + recorded + frame + end + frame))))
+    assert [item.opens for item in items] == [True, True, False, False, False, True]
+    stats = Stats()
+    for _ in range(2):
+        for item in annotate(iter_records(io.BytesIO(frame + frame))):
+            stats.add(item)
+    assert stats.sessions == 2
