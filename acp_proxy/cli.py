@@ -200,8 +200,26 @@ class _Group(click.Group):
             raise
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: acp-proxy's, and the schemas it checks against (read when asked)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from acp_proxy.core.schema import schema_sources
+
+    click.echo(f"acp-proxy, version {__version__}")
+    click.echo(f"checks against {schema_sources().summary()}")
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="acp-proxy")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show the version and the ACP schemas it checks against, and exit.",
+)
 def cli() -> None:
     """A transparent proxy for the Agent Client Protocol (ACP).
 
@@ -612,17 +630,24 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
     "junit: JUnit XML (a test case per recording); sarif: SARIF 2.1.0.",
 )
-def validate(recordings: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail too (exit 1), such as what the shipped schemas do not define yet.",
+)
+def validate(recordings: tuple[str, ...], fmt: str, strict: bool) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
     Stored findings are ignored and recomputed; a file with several sessions
     appended is validated session by session. Exit status: 0 no error-level
-    finding, 1 at least one, 2 a file that cannot be read.
+    finding (with --strict: no warning either), 1 at least one, 2 a file that
+    cannot be read.
     """
     from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
     from acp_proxy.readers.ci import Checked, junit, sarif
 
     errors = 0
+    failing = ("error", "warning") if strict else ("error",)
     unreadable = False
     checked: list[Checked] = []
     with _output(False) as emit:
@@ -631,7 +656,7 @@ def validate(recordings: tuple[str, ...], fmt: str) -> None:
             checked.append(item)
             try:
                 for line, finding in validate_recording(path):
-                    errors += finding.level == "error"
+                    errors += finding.level in failing
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     else:
@@ -1145,7 +1170,8 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     help="How to print the catalog.",
 )
 def rules(fmt: str) -> None:
-    """Print the catalog of rules the validator checks."""
+    """Print the catalog of rules the validator checks, and the schemas it checks against
+    (text and markdown: a first line; json: each line's "schemas")."""
     from acp_proxy.core.rules import catalog_lines
 
     with _output(False) as emit:

@@ -16,6 +16,8 @@ from enum import StrEnum
 
 import orjson
 
+from acp_proxy.core.schema import schema_sources
+
 __all__ = [
     "CATALOG",
     "RULES",
@@ -823,8 +825,11 @@ SCHEMA_OVERLAP: dict[str, tuple[str, ...]] = {
 
 
 def catalog_lines(fmt: str = "text") -> list[str]:
-    """The catalog as ``acp-proxy rules`` prints it: text, json (a line per rule) or markdown."""
+    """The catalog as ``acp-proxy rules`` prints it: text, json (a line per rule) or markdown;
+    text and markdown open with the schemas it checks against, json lines carry them."""
+    sources = schema_sources()
     if fmt == "json":
+        tags = sources.as_dict()
         return [
             orjson.dumps(
                 {
@@ -833,12 +838,16 @@ def catalog_lines(fmt: str = "text") -> list[str]:
                     "spec": rule.spec,
                     "versions": str(rule.scope),
                     "description": rule.description,
+                    "schemas": tags,
                 }
             ).decode()
             for rule in CATALOG
         ]
+    schemas = f"Schemas: {sources.summary()}."
     if fmt == "markdown":
         lines = [
+            schemas,
+            "",
             "| rule | level | versions | spec | description |",
             "| --- | --- | --- | --- | --- |",
         ]
@@ -850,6 +859,10 @@ def catalog_lines(fmt: str = "text") -> list[str]:
         return lines
     width = max(len(rule.id) for rule in CATALOG)
     return [
-        f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  {rule.description} ({rule.spec})"
-        for rule in CATALOG
+        schemas,
+        *(
+            f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  {rule.description} "
+            f"({rule.spec})"
+            for rule in CATALOG
+        ),
     ]
