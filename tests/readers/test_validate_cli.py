@@ -7,7 +7,7 @@ import sys
 from importlib import resources
 
 import orjson
-from conftest import PROXY, README, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env
 
 from acp_proxy import __version__
 from acp_proxy.core.framing import parse_frame
@@ -437,3 +437,13 @@ def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
     assert start["schemas"] == schema_sources().as_dict()
     assert start["schemas"]["v1"] == tags["acp-v1-schema.json"]
     assert start["schemas"]["v2-unstable"] == tags["acp-v2-schema.unstable.json"]
+
+
+def test_shipped_recordings_keep_their_exit_status_strict_or_not():
+    """The shipped recordings: the clean ones have no finding at all (so --strict passes them
+    too), the misbehaving one fails either way."""
+    for path in sorted(RECORDINGS.glob("*.jsonl")):
+        expected = 1 if path.name == "misbehaving.jsonl" else 0
+        for strict in ((), ("--strict",)):
+            proc = acp("validate", *strict, str(path))
+            assert proc.returncode == expected, (path.name, strict, proc.stdout[:500])
