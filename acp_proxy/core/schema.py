@@ -363,12 +363,18 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
         [f"def make({', '.join(names)}):", *(" " + line for line in lines), " return check"]
     )
     scope: dict[str, Any] = {}
-    exec(compile(source, f"<schema {where or 'object'}>", "exec"), scope)
+    exec(_code(source), scope)
     check: Checker = scope["make"](**namespace)
     return check
 
 
 _ABSENT = object()
+
+
+@functools.cache
+def _code(source: str) -> Any:
+    """The generated source compiled, once per distinct text (many objects share one)."""
+    return compile(source, "<schema object check>", "exec")
 
 
 def _forward(cell: list[Checker]) -> Checker:
@@ -472,11 +478,12 @@ class Schema:
 
     # --- compiling ---------------------------------------------------------------
 
-    def ref(self, name: str, open_: bool = False) -> Checker:
+    def ref(self, name: str, open_: bool = False, tag: str | None = None) -> Checker:
         """The checker of ``#/$defs/name``, compiled once (recursion allowed). ``open_``:
         the variant that leaves the properties it does not know to its user (an ``allOf``
-        that adds some), which are not checked twice."""
-        key = f"{name} (open)" if open_ else name
+        that adds some), which are not checked twice; ``tag``: the variant that also knows
+        its union's discriminator (a tagged union's branch that is just this definition)."""
+        key = f"{name} (open)" if open_ else f"{name} +{tag}" if tag else name
         checker = self._checkers.get(key)
         if checker is not None:
             return checker
@@ -487,7 +494,7 @@ class Schema:
             raise ValueError(f"ACP v{self.version} schema: no definition {name!r}")
         cell: list[Checker] = []
         self._compiling[key] = cell
-        checker = self.compile(self._defs[name], name, open_)
+        checker = self.compile(self._defs[name], name, open_, tag)
         cell.append(checker)
         self._checkers[key] = checker
         del self._compiling[key]
@@ -512,17 +519,19 @@ class Schema:
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[1]
             if name not in seen:
-                seen.add(name)
-                more = self._keys(self._defs.get(name), seen)
+                if name not in self._known_keys:  # once per definition
+                    found = self._keys(self._defs.get(name), {*seen, name})
+                    self._known_keys[name] = None if found is None else frozenset(found)
+                more = self._known_keys[name]
                 if more is None:
                     return None
                 keys |= more
         for part in ("allOf", "anyOf", "oneOf"):
             for sub in node.get(part, ()):
-                more = self._keys(sub, seen)
-                if more is None:
+                found = self._keys(sub, seen)
+                if found is None:
                     return None
-                keys |= more
+                keys |= found
         return keys
 
     def compile(  # noqa: C901, PLR0912 - a branch per keyword
@@ -539,6 +548,9 @@ class Schema:
             return _ok
         if not isinstance(node, dict):
             raise ValueError(f"ACP v{self.version} schema: unsupported node {_show(node)}")
+        only = _only_ref(node) if tag is not None and not open_ else None
+        if only is not None:  # a branch that is its definition: one check, as fast as it
+            return self.ref(only, tag=tag)
         ref = node.get("$ref")
         types = node.get("type")
         type_names = (types,) if isinstance(types, str) else tuple(types or ())
@@ -784,6 +796,16 @@ class Schema:
 
         self._dispatch[check] = (tag, table)
         return check
+
+
+def _only_ref(node: dict[str, Any]) -> str | None:
+    """The definition a (stripped) union branch is, when it says nothing else."""
+    parts = node.get("allOf", ())
+    rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and v not in ({}, [])}
+    if set(rest) == {"allOf"} and len(parts) == 1 and set(parts[0]) - _ANNOTATIONS == {"$ref"}:
+        ref = parts[0]["$ref"]
+        return ref.rsplit("/", 1)[1] if isinstance(ref, str) else None
+    return None
 
 
 def prop_items(node: dict[str, Any]) -> Iterator[tuple[str, Any]]:
