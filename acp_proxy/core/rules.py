@@ -546,19 +546,17 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "capability-system-prompt",
         E,
-        "v1 unstable schema (SystemPrompt, SystemPromptMode; stable from schema v1.30)",
+        "unstable schema (SystemPrompt, SystemPromptMode; stable from v1 schema 1.30)",
         "A systemPrompt on session/new, load, resume or fork although the agent did not "
-        'advertise sessionCapabilities.systemPrompt ("Clients MUST only send this when the '
-        'Agent advertises sessionCapabilities.systemPrompt"), or in override mode without '
-        "its mode.override.",
-        V1,
+        "advertise it (v1 sessionCapabilities.systemPrompt, v2 session.systemPrompt: "
+        '"Clients MUST only send this when the Agent advertises" it), or in override mode '
+        "without its mode.override.",
     ),
     Rule(
         "system-prompt-empty",
         E,
-        "v1 unstable schema (SystemPrompt.content; stable from schema v1.30)",
+        "unstable schema (SystemPrompt.content; stable from v1 schema 1.30)",
         'A systemPrompt whose content is an empty array ("Clients MUST NOT send an empty array").',
-        V1,
     ),
     Rule(
         "capability-mcp-transport",

@@ -64,7 +64,7 @@ from acp_proxy.core.protocol import (
 from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
 from acp_proxy.core.unstable import feature_message, surface_for
-from acp_proxy.core.validator_v1 import V1Rules
+from acp_proxy.core.validator_v1 import V1Rules, system_prompt_problems
 from acp_proxy.core.wire import (
     MAX_HOPS,
     MAX_PENDING,
@@ -82,6 +82,9 @@ from acp_proxy.core.wire import (
 )
 
 __all__ = ["Validator", "Violation"]
+
+#: The requests that may carry the client's system prompt (v2; v1: :class:`V1Rules`).
+SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
@@ -221,6 +224,8 @@ class Validator:
         self.wire = wire if wire is not None else WireModel()
         self._initialized = False
         self._prompt_caps: dict[str, Any] | None = None
+        #: v2: the agent's capabilities.session (None until the initialize result).
+        self._session_caps: dict[str, Any] | None = None
         #: Rule state of the pending requests that rules follow.
         self._notes: dict[Request, _Pending] = {}
         self._sessions: dict[str, _Session] = {}
@@ -665,6 +670,14 @@ class Validator:
             handler(self, message, session)
         if self.version != 2:
             self._v1.call(message)
+        elif message.method in SESSION_SETUP and message.side is Side.CLIENT:
+            caps = self._session_caps
+            advertised = caps.get("systemPrompt") if caps is not None else None
+            prompt = message.params.get("systemPrompt")
+            for rule, said in system_prompt_problems(
+                message.method, prompt, caps is not None, advertised, "session.systemPrompt"
+            ):
+                self._flag(rule, said)
 
     def _request_id(self, message: RequestMessage) -> bool:
         """Check a request's id; False if it is not one JSON-RPC allows."""
@@ -864,6 +877,7 @@ class Validator:
         session_caps = caps.get("session") if isinstance(caps, dict) else None
         prompt_caps = session_caps.get("prompt") if isinstance(session_caps, dict) else None
         self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
+        self._session_caps = session_caps if isinstance(session_caps, dict) else {}
 
     def _after_new_session(
         self, message: ResponseMessage, request: Request, note: _Pending

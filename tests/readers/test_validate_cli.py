@@ -437,6 +437,11 @@ def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
     assert start["schemas"] == schema_sources().as_dict()
     assert start["schemas"]["v1"] == tags["acp-v1-schema.json"]
     assert start["schemas"]["v2-unstable"] == tags["acp-v2-schema.unstable.json"]
+    # the report page says them, from the start record
+    page = tmp_path / "r.html"
+    assert acp("report", str(recorded), "-o", str(page)).returncode == 0
+    shown = ", ".join(f"{k} {v}" for k, v in start["schemas"].items())
+    assert f'"schemas":"{shown}"' in page.read_text()
 
 
 def test_shipped_recordings_keep_their_exit_status_strict_or_not():
