@@ -154,7 +154,8 @@ CATALOG: tuple[Rule, ...] = (
         "A value the shipped schemas (stable and unstable) do not define where ACP extends: an "
         "update variant, a content block type, an enum value (stop reason, tool kind or status, "
         "config category), a field. A newer schema may define it, so a warning, never an error "
-        "(validate --strict fails on it); _-prefixed ones are extensions, never flagged.",
+        "(validate --strict fails on it), once per place and value per connection; _-prefixed "
+        "ones are extensions, never flagged.",
     ),
     Rule(
         "wrong-direction",

@@ -89,6 +89,9 @@ SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "ses
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
 
+#: How many distinct not-in-schema findings a connection remembers (then forgets them all).
+_UNKNOWNS = 1024
+
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
 _RECENT = 256
@@ -238,6 +241,8 @@ class Validator:
         self._v1 = V1Rules(self.wire, self._flag)
         #: The unstable-schema features this connection used (a finite set: schema names).
         self._unstable: set[str] = set()
+        #: The not-in-schema findings made on this connection (see _first_unknown).
+        self._unknowns: set[str] = set()
         #: The next hop of a proxy chain, as the messages proxy/successor carries show it.
         self._next_hop: Validator | None = None
         #: How many proxy/successor envelopes deep this validator's connection is.
@@ -300,8 +305,11 @@ class Validator:
         if defects:
             schema, defects = _known_to_either(schema, defects, lambda s: s.update(message.params))
         if defects:
+            before = len(self._found)
             self._report(defects, "session/update ", "params", 0, schema)
-            return False
+            if len(self._found) > before or not all(d.unknown for d in defects):
+                return False
+            # only what this connection was told is unknown: the same shape says no more
         return shaped < 0 or len(self._found) == shaped
 
     def known_chunk(self, message: Message, session: _Session) -> None:
@@ -613,9 +621,22 @@ class Validator:
                 rule = "schema-reserved"
             elif defect.unknown:
                 rule = "not-in-schema"
+                if not self._first_unknown(method + path):
+                    continue
             else:
                 rule = "schema-lenient"
             self._flag(rule, method + path, spec=_spec(schema))
+
+    def _first_unknown(self, said: str) -> bool:
+        """Whether this connection has not been told ``said`` (a not-in-schema finding is
+        made once per connection: a stream of a newer variant is one warning, not one per
+        chunk). Bounded: the values are the peer's."""
+        if said in self._unknowns:
+            return False
+        if len(self._unknowns) >= _UNKNOWNS:
+            self._unknowns.clear()
+        self._unknowns.add(said)
+        return True
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params

@@ -1214,6 +1214,13 @@ def test_not_in_schema():
     assert ("unknown-session", "error") in [
         (f.rule, f.level) for f in findings([*setup(1), elsewhere])
     ]
+    # once per place and value per connection: a stream of chunks with a newer field is one
+    # warning (the short way for chunks finds the same: findings() checks both ways)
+    newer = {**chunk, "speed": "fast", "tempo": 2}
+    stream = [upd({**newer, "content": {"type": "text", "text": t}}) for t in "abcd"]
+    streamed = findings([*setup(1), *stream])
+    assert [(f.rule, f.seq) for f in streamed] == [("not-in-schema", 5)]
+    assert 'params.update: fields "speed", "tempo" are not in ACP v1' in streamed[0].message
     # v2: an unknown variant is unknown-update (Session Updates), naming v2's tag
     (v2,) = check(
         "unknown-update", [*setup(), upd({"sessionUpdate": "prompt_suggestions"})], setup()
