@@ -7,6 +7,7 @@ import sys
 from importlib import resources
 
 import orjson
+import pytest
 from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env
 
 from acp_proxy import __version__
@@ -380,6 +381,54 @@ INIT_V1 = [
 def update_v1(update):
     params = {"sessionId": "s", "update": update}
     return ("agent", {"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def prompted(result):
+    """A session/prompt answered with ``result``."""
+    params = {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}
+    return [
+        ("client", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params}),
+        ("agent", {"jsonrpc": "2.0", "id": 2, "result": result}),
+    ]
+
+
+ENTRY = {"content": "a", "priority": "high", "status": "pending"}
+#: kind -> (frames unknown to the shipped v1 schema, their broken twin)
+KINDS = {
+    "variant": (
+        [update_v1({"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]})],
+        [update_v1({"sessionUpdate": 7})],
+    ),
+    "enum value": (prompted({"stopReason": "paused"}), prompted({"stopReason": None})),
+    "field": (
+        [update_v1({"sessionUpdate": "plan", "entries": [{**ENTRY, "path": "/a"}]})],
+        [update_v1({"sessionUpdate": "plan"})],
+    ),
+    "method": (
+        [("client", {"jsonrpc": "2.0", "method": "session/options", "params": {"sessionId": "s"}})],
+        [("client", {"jsonrpc": "2.0", "method": "session/cancel", "params": {}})],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_validate_each_unknown_kind_is_a_warning_its_broken_twin_an_error(tmp_path, kind):
+    """An unknown variant, enum value, field and method: a warning naming the schema's tag
+    (exit 0; 1 with --strict). The broken twin beside each: an error at its line (exit 1)."""
+    unknown_frames, broken_frames = KINDS[kind]
+    unknown, broken = tmp_path / "unknown.jsonl", tmp_path / "broken.jsonl"
+    write_session(unknown, [*INIT_V1, *unknown_frames])
+    write_session(broken, [*INIT_V1, *broken_frames])
+    proc = acp("validate", "--format", "json", str(unknown))
+    assert proc.returncode == 0, proc.stdout
+    (row,) = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert row["level"] == "warning" and row["line"] == 5 + len(unknown_frames), row
+    assert f"is not in ACP v1 schema {schema_sources().tag(1)} (the unstable" in row["message"]
+    assert acp("validate", "--strict", str(unknown)).returncode == 1
+    proc = acp("validate", "--format", "json", str(broken))
+    assert proc.returncode == 1, proc.stdout
+    errors = [r for r in map(orjson.loads, proc.stdout.splitlines()) if r["level"] == "error"]
+    assert [r["line"] for r in errors] == [5 + len(broken_frames)], errors
 
 
 def test_validate_unknown_is_a_warning_strict_makes_it_fail(tmp_path):
