@@ -393,8 +393,9 @@ class Schema:
         self.version = version
         #: The stable schema's tag (``1.29.1``): what an unknown value is said not to be in.
         self.tag = tag
-        #: What follows an unknown value's name in its defect. The validator checks the
-        #: unstable schema before it reports one (:meth:`has_unknown`), so "either" holds.
+        #: What follows an unknown value's name in its defect. The validator checks a value
+        #: the stable schema does not know against the unstable one before it reports it,
+        #: so "either" holds.
         self.note = (
             f"is not in ACP v{version} schema {tag} (the unstable schema does not define it "
             "either; a newer schema may)"
@@ -450,8 +451,10 @@ class Schema:
     def defines(self, name: str, value: Any) -> bool:
         """Whether definition ``name`` knows ``value`` (an enum's value; for a tagged union,
         an object holding just the tag): False only when it is unknown, so what a hand-written
-        rule calls unknown is what the schema calls unknown."""
-        return not any(d.unknown for d in self.definition(name)(value) or ())
+        rule calls unknown is what the schema calls unknown (a schema without the definition
+        cannot say it is)."""
+        checker = self._checkers.get(name)
+        return checker is None or not any(d.unknown for d in checker(value) or ())
 
     def definition(self, name: str) -> Checker:
         """The checker of one ``$defs`` entry."""
