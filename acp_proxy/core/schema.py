@@ -283,8 +283,8 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
 ) -> Checker:
     """An object check that walks the schema's fields, generated as straight-line Python:
     a look-up and a type test per known field, no loop, no tuple unpacking; the value's
-    other keys cost one subset test of its keys against ``known`` (then ``unknown`` says
-    which are not in the schema)."""
+    other keys cost one subset test against ``known`` (then ``unknown`` says which are not
+    in the schema)."""
     namespace: dict[str, Any] = {
         "_ABSENT": _ABSENT,
         "_one": _one,
@@ -292,7 +292,7 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
         "json_type": json_type,
         "where": where,
         "strict": strict,
-        "known": known,
+        "known_all": known.issuperset if known is not None else None,
         "unknown": unknown,
     }
     lines = [
@@ -348,7 +348,7 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
             ]
     if unknown is not None:
         lines += [
-            " if not value.keys() <= known:",
+            " if not known_all(value):",
             "  extra = unknown(value)",
             "  if extra:",
             "   found = found or []",
@@ -672,7 +672,7 @@ class Schema:
                 if defects:
                     found = found or []
                     found.extend(d.under(key) for d in defects)
-            if unknown is not None and known is not None and not value.keys() <= known:
+            if unknown is not None and known is not None and not known.issuperset(value):
                 extra = unknown(value)
                 if extra:
                     found = [*(found or ()), *extra]
