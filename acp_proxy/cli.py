@@ -316,8 +316,26 @@ class _Group(click.Group):
             raise
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: acp-proxy's, and the schemas it checks against (read when asked)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from acp_proxy.core.schema import schema_sources
+
+    click.echo(f"acp-proxy, version {__version__}")
+    click.echo(f"checks against {schema_sources().summary()}")
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="acp-proxy")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show the version and the ACP schemas it checks against, and exit.",
+)
 def cli() -> None:
     """A transparent proxy for the Agent Client Protocol (ACP).
 
@@ -796,13 +814,19 @@ def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[
     is_flag=True,
     help="text: after the summary line (stderr), a line per rule broken: RULE: N LEVEL.",
 )
-def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool) -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail too (exit 1), such as what the shipped schemas do not define yet.",
+)
+def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
     Stored findings are ignored and recomputed; a file with several sessions
     appended is validated session by session. As text, a line per finding,
     and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
-    error-level finding, 1 at least one, 2 a file that cannot be read.
+    error-level finding (with --strict: no warning either), 1 at least one, 2 a file
+    that cannot be read.
     """
     from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
     from acp_proxy.readers.ci import Checked, junit, sarif
@@ -810,6 +834,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool) -> None:
     if by_rule and fmt != "text":
         raise click.UsageError("--by-rule has no effect with --format " + fmt)
     errors = 0
+    failing = ("error", "warning") if strict else ("error",)
     unreadable = False
     checked: list[Checked] = []
     levels: dict[str, int] = {}
@@ -820,7 +845,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool) -> None:
             checked.append(item)
             try:
                 for line, finding in validate_recording(path):
-                    errors += finding.level == "error"
+                    errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
@@ -1433,9 +1458,10 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
 )
 @click.argument("rule", required=False, metavar="[RULE]")
 def rules(fmt: str, rule: str | None) -> None:
-    """Print the catalog of rules the validator checks; with RULE, that rule explained:
-    its level, versions, source, what it flags, and an example of a frame that breaks it.
-    """
+    """Print the catalog of rules the validator checks, and the schemas it checks against
+    (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule
+    explained: its level, versions, source, what it flags, and an example of a frame that
+    breaks it."""
     from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
 
     if rule is None:

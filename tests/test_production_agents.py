@@ -42,6 +42,9 @@ PACKAGES = {
     "acpx": "acpx@0.19.1",
 }
 HERE = Path(__file__).parent
+#: What the shipped schemas do not define yet (a field of a newer schema): a warning, never
+#: an error, that keeps validate's exit status 0.
+NEWER = "not-in-schema"
 #: How long one request may take (a prompt turn against a stand-in takes well under 5 s).
 ANSWER_TIMEOUT = 90
 
@@ -371,7 +374,7 @@ def test_codex_acp(npm_bin: Path, workspace: Path, tmp_path: Path):
     ok(answers, "session/fork", "fork prompt", "session/close", "session/resume")
     ok(answers, "session/load", "session/delete")
     assert "tool_call" in variants(client)
-    assert {f["rule"] for f in offline} <= {"unstable-feature", "schema-reserved"}
+    assert {f["rule"] for f in offline} <= {"unstable-feature", "schema-reserved", NEWER}
     features = unstable_features(record, env)
     for feature in ("session/fork", "PromptResponse.usage", "SessionCapabilities.title"):
         assert feature in features
@@ -394,7 +397,7 @@ def test_gemini_cli(npm_bin: Path, workspace: Path, tmp_path: Path):
     ok(answers, "prompt 1", "prompt 2", "session/set_mode")
     assert "session/load" in answers
     assert "tool_call" in variants(client)
-    assert [f for f in offline if f["level"] != "info"] == []
+    assert [f for f in offline if f["level"] != "info" and f["rule"] != NEWER] == []
 
 
 def test_opencode(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
@@ -446,7 +449,7 @@ def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Pat
     assert any(m.get("method") == "fs/read_text_file" for m in client.messages)
     custom = {f["message"].split()[0] for f in offline if f["rule"] == "unknown-method"}
     assert custom <= {"craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
-    assert [f for f in offline if f["rule"] != "unknown-method"] == []
+    assert [f for f in offline if f["rule"] not in ("unknown-method", NEWER)] == []
 
 
 def test_claude_agent_acp_answers_a_piped_chat(

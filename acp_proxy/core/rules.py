@@ -16,6 +16,8 @@ from enum import StrEnum
 
 import orjson
 
+from acp_proxy.core.schema import schema_sources
+
 __all__ = [
     "CATALOG",
     "EXAMPLES",
@@ -167,7 +169,8 @@ CATALOG: tuple[Rule, ...] = (
         "A value the shipped schemas (stable and unstable) do not define where ACP extends: an "
         "update variant, a content block type, an enum value (stop reason, tool kind or status, "
         "config category), a field. A newer schema may define it, so a warning, never an error "
-        "(validate --strict fails on it); _-prefixed ones are extensions, never flagged.",
+        "(validate --strict fails on it), once per place and value per connection; _-prefixed "
+        "ones are extensions, never flagged.",
     ),
     Rule(
         "wrong-direction",
@@ -559,19 +562,17 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "capability-system-prompt",
         E,
-        "v1 unstable schema (SystemPrompt, SystemPromptMode; stable from schema v1.30)",
+        "unstable schema (SystemPrompt, SystemPromptMode; stable from v1 schema 1.30)",
         "A systemPrompt on session/new, load, resume or fork although the agent did not "
-        'advertise sessionCapabilities.systemPrompt ("Clients MUST only send this when the '
-        'Agent advertises sessionCapabilities.systemPrompt"), or in override mode without '
-        "its mode.override.",
-        V1,
+        "advertise it (v1 sessionCapabilities.systemPrompt, v2 session.systemPrompt: "
+        '"Clients MUST only send this when the Agent advertises" it), or in override mode '
+        "without its mode.override.",
     ),
     Rule(
         "system-prompt-empty",
         E,
-        "v1 unstable schema (SystemPrompt.content; stable from schema v1.30)",
+        "unstable schema (SystemPrompt.content; stable from v1 schema 1.30)",
         'A systemPrompt whose content is an empty array ("Clients MUST NOT send an empty array").',
-        V1,
     ),
     Rule(
         "capability-mcp-transport",
@@ -838,8 +839,11 @@ SCHEMA_OVERLAP: dict[str, tuple[str, ...]] = {
 
 
 def catalog_lines(fmt: str = "text") -> list[str]:
-    """The catalog as ``acp-proxy rules`` prints it: text, json (a line per rule) or markdown."""
+    """The catalog as ``acp-proxy rules`` prints it: text, json (a line per rule) or markdown;
+    text and markdown open with the schemas it checks against, json lines carry them."""
+    sources = schema_sources()
     if fmt == "json":
+        tags = sources.as_dict()
         return [
             orjson.dumps(
                 {
@@ -848,12 +852,16 @@ def catalog_lines(fmt: str = "text") -> list[str]:
                     "spec": rule.spec,
                     "versions": str(rule.scope),
                     "description": rule.description,
+                    "schemas": tags,
                 }
             ).decode()
             for rule in CATALOG
         ]
+    schemas = f"Schemas: {sources.summary()}."
     if fmt == "markdown":
         lines = [
+            schemas,
+            "",
             "| rule | level | versions | spec | description |",
             "| --- | --- | --- | --- | --- |",
         ]
@@ -865,8 +873,12 @@ def catalog_lines(fmt: str = "text") -> list[str]:
         return lines
     width = max(len(rule.id) for rule in CATALOG)
     return [
-        f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  {rule.description} ({rule.spec})"
-        for rule in CATALOG
+        schemas,
+        *(
+            f"{rule.id:<{width}}  {rule.level:<7}  {rule.scope:<3}  {rule.description} "
+            f"({rule.spec})"
+            for rule in CATALOG
+        ),
     ]
 
 

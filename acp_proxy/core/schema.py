@@ -283,8 +283,8 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
 ) -> Checker:
     """An object check that walks the schema's fields, generated as straight-line Python:
     a look-up and a type test per known field, no loop, no tuple unpacking; the value's
-    other keys cost one subset test of its keys against ``known`` (then ``unknown`` says
-    which are not in the schema)."""
+    other keys cost one subset test against ``known`` (then ``unknown`` says which are not
+    in the schema)."""
     namespace: dict[str, Any] = {
         "_ABSENT": _ABSENT,
         "_one": _one,
@@ -292,7 +292,7 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
         "json_type": json_type,
         "where": where,
         "strict": strict,
-        "known": known,
+        "known_all": known.issuperset if known is not None else None,
         "unknown": unknown,
     }
     lines = [
@@ -348,7 +348,7 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
             ]
     if unknown is not None:
         lines += [
-            " if not value.keys() <= known:",
+            " if not known_all(value):",
             "  extra = unknown(value)",
             "  if extra:",
             "   found = found or []",
@@ -363,12 +363,18 @@ def _by_schema(  # long: it writes out the generated function's source, line by 
         [f"def make({', '.join(names)}):", *(" " + line for line in lines), " return check"]
     )
     scope: dict[str, Any] = {}
-    exec(compile(source, f"<schema {where or 'object'}>", "exec"), scope)
+    exec(_code(source), scope)
     check: Checker = scope["make"](**namespace)
     return check
 
 
 _ABSENT = object()
+
+
+@functools.cache
+def _code(source: str) -> Any:
+    """The generated source compiled, once per distinct text (many objects share one)."""
+    return compile(source, "<schema object check>", "exec")
 
 
 def _forward(cell: list[Checker]) -> Checker:
@@ -387,8 +393,9 @@ class Schema:
         self.version = version
         #: The stable schema's tag (``1.29.1``): what an unknown value is said not to be in.
         self.tag = tag
-        #: What follows an unknown value's name in its defect. The validator checks the
-        #: unstable schema before it reports one (:meth:`has_unknown`), so "either" holds.
+        #: What follows an unknown value's name in its defect. The validator checks a value
+        #: the stable schema does not know against the unstable one before it reports it,
+        #: so "either" holds.
         self.note = (
             f"is not in ACP v{version} schema {tag} (the unstable schema does not define it "
             "either; a newer schema may)"
@@ -444,8 +451,10 @@ class Schema:
     def defines(self, name: str, value: Any) -> bool:
         """Whether definition ``name`` knows ``value`` (an enum's value; for a tagged union,
         an object holding just the tag): False only when it is unknown, so what a hand-written
-        rule calls unknown is what the schema calls unknown."""
-        return not any(d.unknown for d in self.definition(name)(value) or ())
+        rule calls unknown is what the schema calls unknown (a schema without the definition
+        cannot say it is)."""
+        checker = self._checkers.get(name)
+        return checker is None or not any(d.unknown for d in checker(value) or ())
 
     def definition(self, name: str) -> Checker:
         """The checker of one ``$defs`` entry."""
@@ -472,11 +481,12 @@ class Schema:
 
     # --- compiling ---------------------------------------------------------------
 
-    def ref(self, name: str, open_: bool = False) -> Checker:
+    def ref(self, name: str, open_: bool = False, tag: str | None = None) -> Checker:
         """The checker of ``#/$defs/name``, compiled once (recursion allowed). ``open_``:
         the variant that leaves the properties it does not know to its user (an ``allOf``
-        that adds some), which are not checked twice."""
-        key = f"{name} (open)" if open_ else name
+        that adds some), which are not checked twice; ``tag``: the variant that also knows
+        its union's discriminator (a tagged union's branch that is just this definition)."""
+        key = f"{name} (open)" if open_ else f"{name} +{tag}" if tag else name
         checker = self._checkers.get(key)
         if checker is not None:
             return checker
@@ -487,7 +497,7 @@ class Schema:
             raise ValueError(f"ACP v{self.version} schema: no definition {name!r}")
         cell: list[Checker] = []
         self._compiling[key] = cell
-        checker = self.compile(self._defs[name], name, open_)
+        checker = self.compile(self._defs[name], name, open_, tag)
         cell.append(checker)
         self._checkers[key] = checker
         del self._compiling[key]
@@ -512,17 +522,19 @@ class Schema:
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[1]
             if name not in seen:
-                seen.add(name)
-                more = self._keys(self._defs.get(name), seen)
+                if name not in self._known_keys:  # once per definition
+                    found = self._keys(self._defs.get(name), {*seen, name})
+                    self._known_keys[name] = None if found is None else frozenset(found)
+                more = self._known_keys[name]
                 if more is None:
                     return None
                 keys |= more
         for part in ("allOf", "anyOf", "oneOf"):
             for sub in node.get(part, ()):
-                more = self._keys(sub, seen)
-                if more is None:
+                found = self._keys(sub, seen)
+                if found is None:
                     return None
-                keys |= more
+                keys |= found
         return keys
 
     def compile(  # noqa: C901, PLR0912 - a branch per keyword
@@ -539,6 +551,9 @@ class Schema:
             return _ok
         if not isinstance(node, dict):
             raise ValueError(f"ACP v{self.version} schema: unsupported node {_show(node)}")
+        only = _only_ref(node) if tag is not None and not open_ else None
+        if only is not None:  # a branch that is its definition: one check, as fast as it
+            return self.ref(only, tag=tag)
         ref = node.get("$ref")
         types = node.get("type")
         type_names = (types,) if isinstance(types, str) else tuple(types or ())
@@ -657,7 +672,7 @@ class Schema:
                 if defects:
                     found = found or []
                     found.extend(d.under(key) for d in defects)
-            if unknown is not None and known is not None and not value.keys() <= known:
+            if unknown is not None and known is not None and not known.issuperset(value):
                 extra = unknown(value)
                 if extra:
                     found = [*(found or ()), *extra]
@@ -784,6 +799,16 @@ class Schema:
 
         self._dispatch[check] = (tag, table)
         return check
+
+
+def _only_ref(node: dict[str, Any]) -> str | None:
+    """The definition a (stripped) union branch is, when it says nothing else."""
+    parts = node.get("allOf", ())
+    rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and v not in ({}, [])}
+    if set(rest) == {"allOf"} and len(parts) == 1 and set(parts[0]) - _ANNOTATIONS == {"$ref"}:
+        ref = parts[0]["$ref"]
+        return ref.rsplit("/", 1)[1] if isinstance(ref, str) else None
+    return None
 
 
 def prop_items(node: dict[str, Any]) -> Iterator[tuple[str, Any]]:

@@ -66,7 +66,7 @@ from acp_proxy.core.protocol import (
 from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
 from acp_proxy.core.unstable import feature_message, surface_for
-from acp_proxy.core.validator_v1 import V1Rules
+from acp_proxy.core.validator_v1 import V1Rules, system_prompt_problems
 from acp_proxy.core.wire import (
     MAX_HOPS,
     MAX_PENDING,
@@ -85,8 +85,14 @@ from acp_proxy.core.wire import (
 
 __all__ = ["Validator", "Violation"]
 
+#: The requests that may carry the client's system prompt (v2; v1: :class:`V1Rules`).
+SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
+
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
+
+#: How many distinct not-in-schema findings a connection remembers (then forgets them all).
+_UNKNOWNS = 1024
 
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.
@@ -201,6 +207,8 @@ class Validator:
         self.wire = wire if wire is not None else WireModel()
         self._initialized = False
         self._prompt_caps: dict[str, Any] | None = None
+        #: v2: the agent's capabilities.session (None until the initialize result).
+        self._session_caps: dict[str, Any] | None = None
         #: Rule state of the pending requests that rules follow.
         self._notes: dict[Request, _Pending] = {}
         self._sessions: dict[str, _Session] = {}
@@ -213,6 +221,8 @@ class Validator:
         self._v1 = V1Rules(self.wire, self._flag)
         #: The unstable-schema features this connection used (a finite set: schema names).
         self._unstable: set[str] = set()
+        #: The not-in-schema findings made on this connection (see _first_unknown).
+        self._unknowns: set[str] = set()
         #: The next hop of a proxy chain, as the messages proxy/successor carries show it.
         self._next_hop: Validator | None = None
         #: How many proxy/successor envelopes deep this validator's connection is.
@@ -281,8 +291,11 @@ class Validator:
         if defects:
             schema, defects = _known_to_either(schema, defects, lambda s: s.update(message.params))
         if defects:
+            before = len(self._found)
             self._report(defects, "session/update ", "params", 0, schema)
-            return False
+            if len(self._found) > before or not all(d.unknown for d in defects):
+                return False
+            # only what this connection was told is unknown: the same shape says no more
         return shaped < 0 or len(self._found) == shaped
 
     def known_chunk(self, message: Message, session: _Session) -> None:
@@ -601,9 +614,22 @@ class Validator:
                 rule = "schema-reserved"
             elif defect.unknown:
                 rule = "not-in-schema"
+                if not self._first_unknown(method + path):
+                    continue
             else:
                 rule = "schema-lenient"
             self._flag(rule, method + path, spec=_spec(schema))
+
+    def _first_unknown(self, said: str) -> bool:
+        """Whether this connection has not been told ``said`` (a not-in-schema finding is
+        made once per connection: a stream of a newer variant is one warning, not one per
+        chunk). Bounded: the values are the peer's."""
+        if said in self._unknowns:
+            return False
+        if len(self._unknowns) >= _UNKNOWNS:
+            self._unknowns.clear()
+        self._unknowns.add(said)
+        return True
 
     def _call(self, message: Message, value: dict[str, Any]) -> None:
         side, method, params = message.side, message.method, message.params
@@ -658,6 +684,14 @@ class Validator:
             handler(self, message, session)
         if self.version != 2:
             self._v1.call(message)
+        elif message.method in SESSION_SETUP and message.side is Side.CLIENT:
+            caps = self._session_caps
+            advertised = caps.get("systemPrompt") if caps is not None else None
+            prompt = message.params.get("systemPrompt")
+            for rule, said in system_prompt_problems(
+                message.method, prompt, caps is not None, advertised, "session.systemPrompt"
+            ):
+                self._flag(rule, said)
 
     def _request_id(self, message: RequestMessage) -> bool:
         """Check a request's id; False if it is not one JSON-RPC allows."""
@@ -857,6 +891,7 @@ class Validator:
         session_caps = caps.get("session") if isinstance(caps, dict) else None
         prompt_caps = session_caps.get("prompt") if isinstance(session_caps, dict) else None
         self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
+        self._session_caps = session_caps if isinstance(session_caps, dict) else {}
 
     def _after_new_session(
         self, message: ResponseMessage, request: Request, note: _Pending

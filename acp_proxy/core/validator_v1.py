@@ -40,7 +40,7 @@ from acp_proxy.core.wire import (
     is_request_id,
 )
 
-__all__ = ["Flag", "V1Rules"]
+__all__ = ["Flag", "V1Rules", "system_prompt_problems"]
 
 #: Terminals and announced tool calls remembered, per connection and per session.
 _REMEMBERED = 4096
@@ -86,6 +86,40 @@ _WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
 
 
 _show = preview
+
+
+def system_prompt_problems(
+    method: str, prompt: Any, known: bool, advertised: Any, name: str
+) -> list[tuple[str, str]]:
+    """The client system prompt's rules (schema: SystemPrompt, SystemPromptMode, on
+    session/new, load, resume and fork), as (rule, message): only when the agent advertised
+    ``name`` (``advertised``: its value; ``known``: the agent's capabilities were seen),
+    override mode only with its ``mode.override``, and never an empty content array."""
+    if not isinstance(prompt, dict):
+        return []  # absent or null: the agent's own instructions; a non-object: the schema's
+    found: list[tuple[str, str]] = []
+    if prompt.get("content") == []:
+        found.append(
+            (
+                "system-prompt-empty",
+                f"{method} sends a systemPrompt whose content is an empty array",
+            )
+        )
+    needed: str | None = None
+    if known and advertised is None:
+        needed = name
+    elif (
+        known and prompt.get("mode") == "override" and _dig(advertised, "mode", "override") is None
+    ):
+        needed = f"{name}.mode.override (override mode)"
+    if needed is not None:
+        found.append(
+            (
+                "capability-system-prompt",
+                f"{method} sends a systemPrompt, but the agent did not advertise {needed}",
+            )
+        )
+    return found
 
 
 def _dig(value: Any, *keys: str) -> Any:
@@ -458,29 +492,11 @@ class V1Rules:
                 )
 
     def _system_prompt(self, method: str, prompt: Any, agent: dict[str, Any] | None) -> None:
-        """The client system prompt (schema: SystemPrompt, on session/new, load, resume and
-        fork): only with sessionCapabilities.systemPrompt, override mode only with its
-        mode.override, and never an empty content array."""
-        if not isinstance(prompt, dict):
-            return  # absent or null: the agent's own instructions; a non-object: the schema's
-        if prompt.get("content") == []:
-            self._flag(
-                "system-prompt-empty",
-                f"{method} sends a systemPrompt whose content is an empty array",
-            )
-        if agent is None:
-            return
         advertised = _dig(agent, "sessionCapabilities", "systemPrompt")
-        if advertised is None:
-            needed = "sessionCapabilities.systemPrompt"
-        elif prompt.get("mode") == "override" and _dig(advertised, "mode", "override") is None:
-            needed = "sessionCapabilities.systemPrompt.mode.override (override mode)"
-        else:
-            return
-        self._flag(
-            "capability-system-prompt",
-            f"{method} sends a systemPrompt, but the agent did not advertise {needed}",
-        )
+        for rule, message in system_prompt_problems(
+            method, prompt, agent is not None, advertised, "sessionCapabilities.systemPrompt"
+        ):
+            self._flag(rule, message)
 
     def _set_config(self, session: _V1Session, params: dict[str, Any]) -> None:
         if session.config is None:

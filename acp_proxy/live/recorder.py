@@ -32,6 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.times import format_time
 from acp_proxy.log import Logger
 from acp_proxy.transcript.names import default_record_dir, recording_name
@@ -146,7 +147,7 @@ class Recorder:
             self._fail("cannot open recording", exc)
             return
         self._log.info("recording", path=str(self.path))
-        self.write(start_record(format_time(), argv, pid))
+        self.write(start_record(format_time(), argv, pid, schema_sources().as_dict()))
         self.flush()
 
     def _open_safely(self, path: Path, pid: int | None) -> int:

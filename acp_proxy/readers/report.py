@@ -463,6 +463,10 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "number": section.number,
         "argv": start.argv if start else None,
         "version": section.version,
+        # what its recorded findings were checked against (the start record says)
+        "schemas": ", ".join(f"{k} {v}" for k, v in start.schemas.items())
+        if start and start.schemas
+        else None,
         "start": start.t if start else None,
         "duration": seconds_between(start.t, end.t) if start and end else None,
         "exit": end.exit if end else None,

@@ -76,22 +76,25 @@ FORMAT = "acp-proxy/1"
 # --- writing ---------------------------------------------------------------
 
 
-def start_record(t: str, argv: Sequence[str], pid: int | None) -> bytes:
-    """The record that opens a session. An argument that is not UTF-8 (Python holds its
-    bytes as lone surrogates, which JSON text cannot) is written with ``\\xNN`` escapes."""
-    return (
-        orjson.dumps(
-            {
-                "kind": "start",
-                "t": t,
-                "format": FORMAT,
-                "version": VERSION,
-                "argv": [_utf8(arg) for arg in argv],
-                "pid": pid,
-            }
-        )
-        + b"\n"
-    )
+def _schemas(value: Any) -> dict[str, str] | None:
+    """A start record's ``schemas``: names to tags (strings), or None (absent, or not that)."""
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return value
+    return None
+
+
+def start_record(
+    t: str, argv: Sequence[str], pid: int | None, schemas: Mapping[str, str] | None = None
+) -> bytes:
+    """The record that opens a session; ``schemas``: the tags of the schemas its findings
+    are checked against (see :func:`~acp_proxy.core.schema.schema_sources`). An argument
+    that is not UTF-8 (Python holds its bytes as lone surrogates, which JSON text cannot) is
+    written with ``\\xNN`` escapes."""
+    record: dict[str, Any] = {"kind": "start", "t": t, "format": FORMAT, "version": VERSION}
+    if schemas is not None:
+        record["schemas"] = dict(schemas)
+    record.update(argv=[_utf8(arg) for arg in argv], pid=pid)
+    return orjson.dumps(record) + b"\n"
 
 
 def _utf8(text: str) -> str:
@@ -207,6 +210,8 @@ class StartRecord:
     pid: int | None
     format: str
     version: str
+    #: The schemas its findings were checked against (``v1``: tag, ..., ``from``), if said.
+    schemas: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -410,6 +415,7 @@ def _record(
             _int(record, "pid", optional=True),
             _str(record, "format", ""),
             _str(record, "version", ""),
+            _schemas(record.get("schemas")),
         )
     if kind == "violation":
         return ViolationRecord(

@@ -17,6 +17,7 @@ from exchanges import A, C, Frames, S, findings, note, ok, req, setup, upd
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import UNSTABLE_METHODS, official_schema
 from acp_proxy.core.rules import RULES, Level
+from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.unstable import feature_named, surface_for
 from acp_proxy.transcript.records import end_record, frame_record, start_record
 
@@ -82,7 +83,7 @@ def test_malformed_unstable_message_is_checked_against_the_unstable_schema():
     assert [f.message for f in found] == [
         "session/fork params.cwd: required field missing (ForkSessionRequest)"
     ]
-    assert found[0].spec == "ACP v1 unstable schema 1.29.1"
+    assert found[0].spec == f"ACP v1 unstable schema {schema_sources().tag(1, True)}"
 
 
 def test_unknown_variant_in_neither_schema_stays_flagged():

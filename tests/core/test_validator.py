@@ -42,6 +42,7 @@ from hypothesis import strategies as st
 from acp_proxy.core.framing import Framer, parse_frame
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
+from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.readers.annotate import (
     annotate,
@@ -57,6 +58,9 @@ from acp_proxy.transcript.records import (
     parse_record,
     start_record,
 )
+
+#: The shipped schemas' tags, as their SOURCES.md says (findings name them).
+TAG_V1, TAG_V2 = schema_sources().tag(1), schema_sources().tag(2)
 
 # --- JSON-RPC and framing -------------------------------------------------------
 
@@ -219,7 +223,7 @@ def test_unknown_method():
         "unknown-method", [*setup(), (C, note("frobnicate"))], [*setup(), (C, note("_frobnicate"))]
     )
     assert custom.message == (
-        "frobnicate is not in ACP v2 schema 2.0.0-alpha.13 (the unstable schema does not define "
+        f"frobnicate is not in ACP v2 schema {TAG_V2} (the unstable schema does not define "
         "it either; a newer schema may; a custom method's name starts with _)"
     )
     # v1 methods are not v2 methods
@@ -1104,7 +1108,7 @@ def test_schema():
         "schema: session/update params.update.content: required field missing "
         "(ToolCallContentChunk)"
     ]
-    assert found[0].spec == "ACP v2 schema 2.0.0-alpha.13" and found[0].seq == 5
+    assert found[0].spec == f"ACP v2 schema {TAG_V2}" and found[0].seq == 5
     clean_chunk = upd(
         {
             "sessionUpdate": "tool_call_content_chunk",
@@ -1160,7 +1164,7 @@ def test_schema_reserved():
     found = check("schema-reserved", status("teleported"), status("_teleported"))
     assert messages(found) == [
         'schema-reserved: session/update params.update.status: "teleported" is not in ACP v2 '
-        "schema 2.0.0-alpha.13 (the unstable schema does not define it either; a newer schema "
+        f"schema {TAG_V2} (the unstable schema does not define it either; a newer schema "
         "may) (ToolCallStatus)"
     ]
     # v1's ToolCallStatus has no catch-all: the same kind of value is not in the schema there
@@ -1171,7 +1175,7 @@ def test_schema_reserved():
 
 
 NOTE_V1 = (
-    "is not in ACP v1 schema 1.29.1 (the unstable schema does not define it either; a newer "
+    f"is not in ACP v1 schema {TAG_V1} (the unstable schema does not define it either; a newer "
     "schema may)"
 )
 
@@ -1208,7 +1212,9 @@ def test_not_in_schema():
     ]
     for unknown, broken, clean in twins:
         (found,) = check("not-in-schema", [*setup(1), unknown], [*setup(1), clean])
-        assert found.seq == 5 and NOTE_V1 in found.message and found.spec == "ACP v1 schema 1.29.1"
+        assert (
+            found.seq == 5 and NOTE_V1 in found.message and found.spec == f"ACP v1 schema {TAG_V1}"
+        )
         assert [(f.rule, f.level, f.seq) for f in findings([*setup(1), broken])] == [
             ("schema", "error", 5)
         ]
@@ -1237,12 +1243,19 @@ def test_not_in_schema():
     assert ("unknown-session", "error") in [
         (f.rule, f.level) for f in findings([*setup(1), elsewhere])
     ]
+    # once per place and value per connection: a stream of chunks with a newer field is one
+    # warning (the short way for chunks finds the same: findings() checks both ways)
+    newer = {**chunk, "speed": "fast", "tempo": 2}
+    stream = [upd({**newer, "content": {"type": "text", "text": t}}) for t in "abcd"]
+    streamed = findings([*setup(1), *stream])
+    assert [(f.rule, f.seq) for f in streamed] == [("not-in-schema", 5)]
+    assert 'params.update: fields "speed", "tempo" are not in ACP v1' in streamed[0].message
     # v2: an unknown variant is unknown-update (Session Updates), naming v2's tag
     (v2,) = check(
         "unknown-update", [*setup(), upd({"sessionUpdate": "prompt_suggestions"})], setup()
     )
     assert v2.message == (
-        'sessionUpdate "prompt_suggestions" is not in ACP v2 schema 2.0.0-alpha.13 (the unstable '
+        f'sessionUpdate "prompt_suggestions" is not in ACP v2 schema {TAG_V2} (the unstable '
         "schema does not define it either; a newer schema may)"
     )
 

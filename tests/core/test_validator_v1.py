@@ -217,6 +217,26 @@ def test_capability_system_prompt():
     assert rules_but_unstable(loaded) == ["capability-system-prompt"]
 
 
+def system_prompt_v2(prompt: Any, session_caps: dict[str, Any]) -> Frames:
+    """The same on v2, whose agent advertises it under capabilities.session."""
+    frames = setup(2)
+    frames[1][1]["result"]["capabilities"]["session"].update(session_caps)
+    params = {"cwd": "/", "mcpServers": [], "systemPrompt": prompt}
+    return [*frames, (C, req(5, "session/new", params)), (A, ok(5, {"sessionId": "s2"}))]
+
+
+def test_system_prompt_on_v2():
+    """v2 names the capability session.systemPrompt; the same two rules hold."""
+    can: dict[str, Any] = {"systemPrompt": {}}
+    assert rules_but_unstable(system_prompt_v2(APPEND, {})) == ["capability-system-prompt"]
+    assert rules_but_unstable(system_prompt_v2(APPEND, can)) == []
+    assert rules_but_unstable(system_prompt_v2(OVERRIDE, can)) == ["capability-system-prompt"]
+    overrides: dict[str, Any] = {"systemPrompt": {"mode": {"override": {}}}}
+    assert rules_but_unstable(system_prompt_v2(OVERRIDE, overrides)) == []
+    empty = {"mode": "append", "content": []}
+    assert rules_but_unstable(system_prompt_v2(empty, can)) == ["system-prompt-empty"]
+
+
 def test_system_prompt_empty():
     """ "Clients MUST NOT send an empty array." (v1 schema: SystemPrompt.content)"""
     can: dict[str, Any] = {"sessionCapabilities": {"systemPrompt": {}}}

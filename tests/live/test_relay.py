@@ -95,7 +95,7 @@ def test_transcript_shape(run_proxy, tmp_path):
     )
     records = result.records()
     start, *frames, end = records
-    assert list(start) == ["kind", "t", "format", "version", "argv", "pid"]
+    assert list(start) == ["kind", "t", "format", "version", "schemas", "argv", "pid"]
     assert start["format"] == "acp-proxy/1"
     assert start["argv"] == [*SCRIPTED_AGENT, "echo", str(capture)]
     assert isinstance(start["pid"], int)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import resources
 
 import orjson
-from conftest import PROXY, README, SCRIPTED_AGENT, clean_env
+import pytest
+from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env
 
+from acp_proxy import __version__
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import CATALOG
+from acp_proxy.core.schema import schema_sources
 from acp_proxy.devtools.demo import DemoClient
 from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
 
@@ -202,18 +206,19 @@ def test_rules_lists_the_catalog_and_the_readme_points_to_it():
     """`acp-proxy rules` prints every rule, as text, a markdown table and JSON; the README
     points to it (the catalog has one home: the code)."""
     proc = acp("rules")
-    lines = proc.stdout.decode().splitlines()
+    schemas, *lines = proc.stdout.decode().splitlines()
     assert [line.split()[0] for line in lines] == [rule.id for rule in CATALOG]
     markdown = acp("rules", "--format", "markdown").stdout.decode().splitlines()
-    assert markdown[0] == "| rule | level | versions | spec | description |"
-    assert [row.split("|")[1].strip().strip("`") for row in markdown[2:]] == [
+    assert markdown[0] == schemas and markdown[1] == ""
+    assert markdown[2] == "| rule | level | versions | spec | description |"
+    assert [row.split("|")[1].strip().strip("`") for row in markdown[4:]] == [
         rule.id for rule in CATALOG
     ]
 
     readme = (README).read_text()
     assert "### `acp-proxy rules [--format text|json|markdown]`" in readme
-    example = readme.split("$ acp-proxy rules | head -2\n", 1)[1].split("```", 1)[0]
-    assert example.splitlines() == lines[:2]  # the README shows what it prints
+    example = readme.split("$ acp-proxy rules | head -3\n", 1)[1].split("```", 1)[0]
+    assert example.splitlines() == [schemas, *lines[:2]]  # the README shows what it prints
     rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
     assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
 
@@ -346,3 +351,154 @@ def test_the_scripted_agent_answers_what_it_is_told(tmp_path):
     )
     assert proc.returncode == 0
     assert b'"_hello"' in proc.stdout
+
+
+# --- what the shipped schemas do not define yet -----------------------------------------
+
+INIT_V1 = [
+    (
+        "client",
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}},
+        },
+    ),
+    ("agent", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+    (
+        "client",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "session/new",
+            "params": {"cwd": "/", "mcpServers": []},
+        },
+    ),
+    ("agent", {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}),
+]
+
+
+def update_v1(update):
+    params = {"sessionId": "s", "update": update}
+    return ("agent", {"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def prompted(result):
+    """A session/prompt answered with ``result``."""
+    params = {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}
+    return [
+        ("client", {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params}),
+        ("agent", {"jsonrpc": "2.0", "id": 2, "result": result}),
+    ]
+
+
+ENTRY = {"content": "a", "priority": "high", "status": "pending"}
+#: kind -> (frames unknown to the shipped v1 schema, their broken twin)
+KINDS = {
+    "variant": (
+        [update_v1({"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]})],
+        [update_v1({"sessionUpdate": 7})],
+    ),
+    "enum value": (prompted({"stopReason": "paused"}), prompted({"stopReason": None})),
+    "field": (
+        [update_v1({"sessionUpdate": "plan", "entries": [{**ENTRY, "path": "/a"}]})],
+        [update_v1({"sessionUpdate": "plan"})],
+    ),
+    "method": (
+        [("client", {"jsonrpc": "2.0", "method": "session/options", "params": {"sessionId": "s"}})],
+        [("client", {"jsonrpc": "2.0", "method": "session/cancel", "params": {}})],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_validate_each_unknown_kind_is_a_warning_its_broken_twin_an_error(tmp_path, kind):
+    """An unknown variant, enum value, field and method: a warning naming the schema's tag
+    (exit 0; 1 with --strict). The broken twin beside each: an error at its line (exit 1)."""
+    unknown_frames, broken_frames = KINDS[kind]
+    unknown, broken = tmp_path / "unknown.jsonl", tmp_path / "broken.jsonl"
+    write_session(unknown, [*INIT_V1, *unknown_frames])
+    write_session(broken, [*INIT_V1, *broken_frames])
+    proc = acp("validate", "--format", "json", str(unknown))
+    assert proc.returncode == 0, proc.stdout
+    (row,) = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert row["level"] == "warning" and row["line"] == 5 + len(unknown_frames), row
+    assert f"is not in ACP v1 schema {schema_sources().tag(1)} (the unstable" in row["message"]
+    assert acp("validate", "--strict", str(unknown)).returncode == 1
+    proc = acp("validate", "--format", "json", str(broken))
+    assert proc.returncode == 1, proc.stdout
+    errors = [r for r in map(orjson.loads, proc.stdout.splitlines()) if r["level"] == "error"]
+    assert [r["line"] for r in errors] == [5 + len(broken_frames)], errors
+
+
+def test_validate_unknown_is_a_warning_strict_makes_it_fail(tmp_path):
+    """A variant the shipped v1 schema lacks (a newer one adds it) is a warning naming the
+    schema's tag: exit 0, and 1 with --strict; its broken twin (no sessionUpdate) is an error
+    at its line, exit 1 either way."""
+    tag = schema_sources().tag(1)
+    unknown, broken = tmp_path / "unknown.jsonl", tmp_path / "broken.jsonl"
+    suggestions = {"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]}
+    write_session(unknown, [*INIT_V1, update_v1(suggestions)])
+    write_session(broken, [*INIT_V1, update_v1({"suggestions": ["Go on"]})])
+    proc = acp("validate", str(unknown))
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.decode() == (
+        f"{unknown}:6: seq 5: warning not-in-schema: session/update params.update.sessionUpdate: "
+        f'"prompt_suggestions" is not in ACP v1 schema {tag} (the unstable schema does not '
+        "define it either; a newer schema may) (SessionUpdate)\n"
+    )
+    assert acp("validate", "--strict", str(unknown)).returncode == 1
+    found = acp("validate", "--format", "json", str(broken))
+    assert found.returncode == 1
+    (row,) = [orjson.loads(line) for line in found.stdout.splitlines()]
+    assert (row["line"], row["seq"], row["rule"], row["level"]) == (6, 5, "schema", "error")
+    # --strict fails on a warning only: a clean file stays 0
+    clean = tmp_path / "clean.jsonl"
+    write_session(clean, INIT_V1)
+    assert acp("validate", "--strict", str(clean)).returncode == 0
+
+
+def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
+    """--version and rules name each shipped schema's tag and the release they come from, as
+    SOURCES.md (their one home) says; a recording's start record keeps them."""
+    sources = (
+        (resources.files("acp_proxy.core") / "schemas" / "SOURCES.md").read_text().splitlines()
+    )
+    rows = [line.split("|") for line in sources if line.startswith("| `acp-v")]
+    tags = {row[1].strip().strip("`"): row[3].strip() for row in rows}
+    assert len(tags) == 4
+    version = acp("--version").stdout.decode()
+    assert version.startswith(f"acp-proxy, version {__version__}\n")
+    for file, tag in tags.items():
+        kind = "unstable " if "unstable" in file else "schema "
+        assert f"{kind}{tag}" in version, (file, version)
+    assert "@agentclientprotocol/sdk " in version
+    (schemas, *_) = acp("rules").stdout.decode().splitlines()
+    assert schemas == f"Schemas: {version.splitlines()[1].removeprefix('checks against ')}."
+    recorded = tmp_path / "r.jsonl"
+    proc = subprocess.run(
+        [*PROXY, "run", "--record", str(recorded), "--", sys.executable, "-c", "pass"],
+        capture_output=True, env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    start = orjson.loads(recorded.read_bytes().splitlines()[0])
+    assert list(start)[:5] == ["kind", "t", "format", "version", "schemas"]
+    assert start["schemas"] == schema_sources().as_dict()
+    assert start["schemas"]["v1"] == tags["acp-v1-schema.json"]
+    assert start["schemas"]["v2-unstable"] == tags["acp-v2-schema.unstable.json"]
+    # the report page says them, from the start record
+    page = tmp_path / "r.html"
+    assert acp("report", str(recorded), "-o", str(page)).returncode == 0
+    shown = ", ".join(f"{k} {v}" for k, v in start["schemas"].items())
+    assert f'"schemas":"{shown}"' in page.read_text()
+
+
+def test_shipped_recordings_keep_their_exit_status_strict_or_not():
+    """The shipped recordings: the clean ones have no finding at all (so --strict passes them
+    too), the misbehaving one fails either way."""
+    for path in sorted(RECORDINGS.glob("*.jsonl")):
+        expected = 1 if path.name == "misbehaving.jsonl" else 0
+        for strict in ((), ("--strict",)):
+            proc = acp("validate", *strict, str(path))
+            assert proc.returncode == expected, (path.name, strict, proc.stdout[:500])
