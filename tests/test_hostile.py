@@ -651,6 +651,9 @@ def test_a_newline_in_an_agent_name_a_file_name_or_a_finding_forges_no_line(tmp_
                  ["search", "-l", "FORGED", str(tmp_path)], ["search", "r", str(tmp_path)]):  # fmt: skip
         proc = _acp(*args)
         lines = proc.stdout.decode().splitlines()
+        if args[0] == "ls":  # (its header, then a line per session)
+            assert lines[0].startswith("START (UTC)")
+            lines = lines[1:]
         assert lines and all(
             line.startswith(str(tmp_path)) or line[:4].isdigit() for line in lines
         ), (args, lines)
