@@ -11,6 +11,89 @@ here; everything else is internal and may change. They are loaded on first use, 
 - check traffic: :class:`Validator`, :class:`Violation`, :class:`WireModel`,
   :func:`parse_frame`;
 - share one: :class:`Redactor`; show a wire string safely: :func:`visible`.
+
+How the data flows
+------------------
+
+::
+
+    stdin ─▶ pump(client→agent) ─┬─▶ agent stdin
+                                 └─▶ Framer ─┐
+    agent stdout ─▶ pump(agent→client) ─┬─▶ stdout (+ a notice from the observer, at a line start)
+                                        └─▶ Framer ─┤
+                                                    ▼
+                                   Observer: seq, t ─▶ WireModel ─▶ Validator ─▶ findings
+                                                         │                          │
+                                                         └──────────▶ Recorder (JSONL), live log
+
+    recording ─▶ transcript.reading ─▶ readers.annotate ─▶ the same WireModel and Validator
+                         ─▶ the views: Conversation / Timeline / Stats / Report / Replay
+
+A pump writes each chunk on unchanged and hands it to the framer and the observer in one callback,
+so a frame is recorded before the answer to it can be read. The wire model says once what each
+frame is; the validator keeps rule state on top; readers feed recordings through the same model.
+
+Where things are
+----------------
+
+The package is in layers, and ``tests/test_architecture.py`` holds them: ``core`` imports only
+``core``, ``transcript`` only ``core``, ``readers`` never ``live``, nothing but ``cli`` imports
+``devtools`` or ``drive`` (front-ends over ``live/client.py``, free of asyncio), and no import
+cycles. Each module's own docstring says what it is for and what it promises.
+
+::
+
+    cli.py                   the commands: wiring and exit statuses
+    log.py, files.py         Logger, LogStream (never raise or block); open_output (as a recording)
+    core/protocol.py         Side, Kind, State, StopReason, methods_for: ACP facts per version
+    core/framing.py          Framer, Frame, parse_frame, LineSplicer
+    core/jsontext.py         string_end, value_spans, loads_long, preview: JSON text as bytes
+    core/times.py            format_time, parse_time
+    core/wire.py             WireModel, Message (a type per kind), Turn: what each frame is
+    core/lifecycle.py        TRANSITIONS, step: the v2 prompt lifecycle as a (state, event) table
+    core/findings.py         Violation: a finding, as data
+    core/rules.py            RULES: the catalog
+    core/schema.py           schema_for: the official schemas compiled into checks
+    core/unstable.py         surface_for: what only the unstable schemas define
+    core/validator.py        Validator, Violation; the v1 rules composed in (validator_v1.py)
+    core/chunks.py           Shortcut: the streamed-chunk shortcut, whole
+    core/visible.py          visible, dumps: wire strings made safe to show
+    core/version.py          VERSION
+    transcript/records.py    the record types and writers, parse_record
+    transcript/reading.py    open_recording, open_lines, RecordingError
+    transcript/names.py      default_record_dir, recording_name
+    transcript/redact.py     Redactor, redact_stream
+    live/spawn.py            start_agent, signal_group: the agent process
+    live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
+    live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
+    live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
+    live/observer.py         Observer: each frame stamped, checked, recorded, logged
+    live/recorder.py         Recorder: the transcript file, opened safely
+    live/client.py           Client, Services: acp-proxy as the client, through the same relay
+    readers/annotate.py      annotate, annotate_lines, plain: findings attached, by connection
+    readers/items.py         Annotated, Repeated, View: the items readers read (no validator)
+    readers/conversation.py  Conversation: what the user saw
+    readers/summary.py       frame_summary, wanted: a frame in one line, the filters
+    readers/text.py          Timeline, render_conversation, LiveConversation (as it happens)
+    readers/stats.py         Stats
+    readers/report.py        write_report (+ templates/report.html)
+    readers/follow.py        follow_records
+    readers/replay.py        AgentReplay, ClientReplay, drive_agent, load_script
+    readers/compare.py       difference, Normalizer: what "the same" means (replay, diff)
+    readers/diff.py          load, compare
+    readers/catalog.py       list_sessions, search, prune
+    readers/ci.py            junit, sarif
+    readers/timing.py        Timing: where the time went
+    readers/inspect.py       Inspector, serve: the live page
+    drive/probe.py           probe, CHECKS: an agent's checks, over the client core
+    drive/chat.py            chat: a prompt line (or piped prompts), over the client core
+    devtools/                example_agent.py, demo.py, bench.py
+
+Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
+
+A new view subclasses ``readers.annotate.View`` and writes ``add(item)``: a run of streamed
+chunks known by their bytes (``core.chunks.Shortcut``) reaches it frame by frame unless it
+overrides ``add_run``.
 """
 
 from __future__ import annotations

@@ -230,17 +230,19 @@ def test_the_python_api_is_what_the_package_says():
     assert loaded.stdout.strip() == "['acp_proxy.core', 'acp_proxy.core.version']"
 
 
-def test_the_readmes_module_map_names_every_module_and_only_those():
-    """A newcomer finds the file to open from the README's module map (``Where things
-    are``): every module of a layer has its line, named as its path (a line may name two:
-    ``log.py, files.py``; or a module beside it, in parentheses: ``(validator_v1.py)``), and
-    no line names a module that is not there."""
+def test_the_packages_module_map_names_every_module_and_only_those():
+    """A newcomer finds the file to open from the module map in the package's docstring
+    (``Where things are``, what ``help(acp_proxy)`` shows): every module of a layer has its
+    line, named as its path (a line may name two: ``log.py, files.py``; or a module beside it,
+    in parentheses: ``(validator_v1.py)``), and no line names a module that is not there."""
     import re
+    import textwrap
 
-    from conftest import README
+    import acp_proxy
 
-    text = README.read_text(encoding="utf-8")
-    block = text.split("### Where things are", 1)[1].split("```", 2)[1]
+    text = acp_proxy.__doc__ or ""
+    section = text.split("Where things are\n", 1)[1]
+    block = textwrap.dedent(section.split("::\n\n", 1)[1].split("\n\n", 1)[0])
     named = set()
     for line in block.strip().splitlines():
         paths, _, what = line.partition("  ")
