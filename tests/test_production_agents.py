@@ -45,6 +45,19 @@ HERE = Path(__file__).parent
 #: What the shipped schemas do not define yet (a field of a newer schema): a warning, never
 #: an error, that keeps validate's exit status 0.
 NEWER = "not-in-schema"
+
+
+def newer(offline: list[dict[str, Any]]) -> set[str]:
+    """What an agent sends that the shipped schemas do not define (``not-in-schema``
+    warnings), as ``WHERE: NAME``: pinned per agent, so a false warning fails its test."""
+    said = set()
+    for finding in offline:
+        if finding["rule"] == NEWER:
+            where, _, rest = finding["message"].partition(": field ")
+            said.add(f"{where}: {rest.split(chr(34))[1]}")
+    return said
+
+
 #: How long one request may take (a prompt turn against a stand-in takes well under 5 s).
 ANSWER_TIMEOUT = 90
 
@@ -344,8 +357,11 @@ def test_claude_agent_acp(npm_bin: Path, anthropic: str, workspace: Path, tmp_pa
     which replay compares as they are.)"""
     env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=anthropic, ANTHROPIC_API_KEY="sk-test")
     record = tmp_path / "claude.jsonl"
-    client, answers, _ = recorded_tour([str(npm_bin / "claude-agent-acp")], env, workspace, record)
+    client, answers, offline = recorded_tour(
+        [str(npm_bin / "claude-agent-acp")], env, workspace, record
+    )
     assert "tool_call" in variants(client)
+    assert newer(offline) == {"session/load result: sessionId", "session/resume result: sessionId"}
     ok(answers, "session/list", "session/set_mode", "session/fork", "fork prompt")
     ok(answers, "session/close", "session/resume", "session/load", "session/delete")
     assert answers["prompt 1"]["result"]["stopReason"] == "end_turn"
@@ -375,6 +391,13 @@ def test_codex_acp(npm_bin: Path, workspace: Path, tmp_path: Path):
     ok(answers, "session/load", "session/delete")
     assert "tool_call" in variants(client)
     assert {f["rule"] for f in offline} <= {"unstable-feature", "schema-reserved", NEWER}
+    assert newer(offline) == {
+        "initialize result.agentCapabilities.sessionCapabilities: subagents",
+        *(
+            f"{method} result: models"
+            for method in ("session/new", "session/resume", "session/load")
+        ),
+    }
     features = unstable_features(record, env)
     for feature in ("session/fork", "PromptResponse.usage", "SessionCapabilities.title"):
         assert feature in features
@@ -398,6 +421,7 @@ def test_gemini_cli(npm_bin: Path, workspace: Path, tmp_path: Path):
     assert "session/load" in answers
     assert "tool_call" in variants(client)
     assert [f for f in offline if f["level"] != "info" and f["rule"] != NEWER] == []
+    assert newer(offline) == {"session/new result: models"}
 
 
 def test_opencode(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Path):
@@ -450,6 +474,13 @@ def test_qwen_code(npm_bin: Path, anthropic: str, workspace: Path, tmp_path: Pat
     custom = {f["message"].split()[0] for f in offline if f["rule"] == "unknown-method"}
     assert custom <= {"craft/drainMidTurnQueue", "qwen/notify/session/mode-update"}
     assert [f for f in offline if f["rule"] not in ("unknown-method", NEWER)] == []
+    assert newer(offline) == {
+        "session/update params.update: timestamp",
+        *(
+            f"{method} result: models"
+            for method in ("session/new", "session/resume", "session/load")
+        ),
+    }
 
 
 def test_claude_agent_acp_answers_a_piped_chat(
