@@ -87,6 +87,7 @@ cycles. Each module's own docstring says what it is for and what it promises.
     readers/inspect.py       Inspector, serve: the live page
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
+    drive/words.py           error_words, gone_words: what probe and chat say of an agent
     devtools/                example_agent.py, demo.py, bench.py
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.

@@ -27,6 +27,7 @@ __all__ = [
     "ENTITY_ID_FIELDS",
     "FINAL_TOOL_STATUSES",
     "NOTICE_SEVERITIES",
+    "SESSION_UPDATES",
     "STATES",
     "STOP_REASONS",
     "TOOL_CALL_STATUSES",
@@ -221,6 +222,19 @@ UPDATE_VARIANTS_V2 = frozenset(
         "notice",
         "compaction_update",
         "compaction_summary_chunk",
+    }
+)
+
+#: ``sessionUpdate`` variants about the session rather than a turn's work: they may come at
+#: any time, between turns too (commands, mode, config, title, usage, a notice).
+SESSION_UPDATES = frozenset(
+    {
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+        "notice",
     }
 )
 

@@ -42,6 +42,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Turn
+from acp_proxy.drive.words import error_words, gone_words
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -286,7 +287,7 @@ class _Chat:
         reply = self._replies.pop(pending.id).value
         result = reply.get("result")
         if "error" in reply or not isinstance(result, dict):
-            self.say(f"{method} failed: {_error_words(reply)}", dim=False)
+            self.say(f"{method} failed: {error_words(reply)}", dim=False)
             return None
         return result
 
@@ -408,7 +409,7 @@ class _Chat:
         if "error" in reply:
             self.failed = True
             if not self.interactive:
-                self.say(f"the prompt failed: {_error_words(reply)}", False)
+                self.say(f"the prompt failed: {error_words(reply)}", False)
         elif wire is not None and wire.error is not None:
             self.failed = True
             if not self.interactive:
@@ -660,21 +661,6 @@ def _advertised(caps: dict[str, Any], method: str) -> bool:
     """Whether a v1 agent advertised ``session/<method>`` (in sessionCapabilities)."""
     session = caps.get("sessionCapabilities")
     return isinstance(session, dict) and session.get(method) is not None
-
-
-def _error_words(value: dict[str, Any]) -> str:
-    error = value.get("error")
-    if isinstance(error, dict):
-        return f"error {error.get('code')}: {error.get('message')}"
-    return "a result that is not an object"
-
-
-def gone_words(exc: AgentGone) -> str:
-    """An agent that is gone, in one line: how, and the last lines of its stderr."""
-    words = str(exc)
-    if exc.stderr:
-        words += "; its stderr ended: " + " | ".join(exc.stderr[-5:])
-    return words
 
 
 def chat(

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_proxy.core.protocol import STOP_REASONS, Kind
+from acp_proxy.core.protocol import SESSION_UPDATES, STOP_REASONS, Kind
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
+from acp_proxy.drive.words import error_words, gone_words
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -143,18 +144,6 @@ WENT_ON = 5
 
 #: Seconds the probe listens after a turn's end for what should not come.
 SETTLE = 0.5
-
-#: Updates about the session rather than a turn: they may come at any time.
-_SESSION_UPDATES = frozenset(
-    {
-        "available_commands_update",
-        "current_mode_update",
-        "config_option_update",
-        "session_info_update",
-        "usage_update",
-        "notice",
-    }
-)
 
 #: Rules whose findings count against a check of their own, whenever they happen.
 _TRANSPORT_RULES = frozenset(
@@ -333,7 +322,7 @@ class _Probe:
             return FAIL, f"{exc} (--timeout)"
         except AgentGone as exc:
             self.gone = exc
-            return FAIL, _gone_words(exc)
+            return FAIL, gone_words(exc, _shown)
         except Exception as exc:  # a bug of the probe's: said on its check, not a traceback
             return FAIL, f"acp-proxy probe failed here (a bug; please report it): {exc!r}"
 
@@ -623,7 +612,7 @@ class _Probe:
                 break
             self.note(event)
             if event.session == session and event.method == "session/update":  # noqa: SIM102
-                if event.update not in _SESSION_UPDATES:
+                if event.update not in SESSION_UPDATES:
                     turn.after.append(event)
         return turn
 
@@ -635,7 +624,7 @@ class _Probe:
         if event.kind is Kind.RESPONSE and value.get("id") == turn.pending.id:
             turn.response = event
             if "error" in value or not isinstance(value.get("result"), dict):
-                turn.error = _error_words(value)
+                turn.error = error_words(value)
                 turn.ended = True
             elif self.protocol == 1:
                 turn.stop = value["result"].get("stopReason")
@@ -650,7 +639,7 @@ class _Probe:
         if event.session != turn.session:
             turn.foreign.append(event)
             return
-        working = event.update not in _SESSION_UPDATES and event.update != "state_update"
+        working = event.update not in SESSION_UPDATES and event.update != "state_update"
         cancelled, seq = turn.cancelled_at, event.seq
         if working and cancelled is not None and seq is not None and seq > cancelled:
             turn.went_on.append(event)
@@ -697,20 +686,6 @@ class _Probe:
                 f"(first at seq {first.seq}: {visible(first.message)})",
             )
         return "every line is a JSON-RPC message"
-
-
-def _error_words(value: dict[str, Any]) -> str:
-    error = value.get("error")
-    if isinstance(error, dict):
-        return f"error {error.get('code')}: {error.get('message')}"
-    return "a result that is not an object"
-
-
-def _gone_words(exc: AgentGone) -> str:
-    words = str(exc)
-    if exc.stderr:
-        words += "; its stderr ended: " + " | ".join(_shown(line) for line in exc.stderr[-5:])
-    return words
 
 
 def _attribute(outcomes: list[Outcome], findings: Sequence[Violation]) -> None:
