@@ -19,9 +19,10 @@ from acp_proxy.drive import commands as drive_commands
 from acp_proxy.live import commands as live_commands
 from acp_proxy.readers import commands as readers_commands
 
-# Only what every command needs is imported here: `run` starts the agent first and loads
-# the rest of the proxy (the validator, the schemas, asyncio) while the agent starts;
-# every other command imports what it uses.
+# The command modules import only click and clihelp at their top: `run` starts the agent
+# first and loads the rest of the proxy (the validator, the schemas, asyncio) while the
+# agent starts; every other command imports what it uses, in its body. The exit statuses
+# are clihelp's (EXIT_*: the commands return them).
 
 __all__ = ["cli", "main"]
 

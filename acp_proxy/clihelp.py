@@ -2,7 +2,8 @@
 options), the one output path for text, the one-line messages and exits, and the exit
 statuses. Any layer's ``commands`` module may import it; it imports click, ``log`` and
 ``core.visible`` and, inside the functions that need them, the readers' size parsing and
-pruning (so that a command's import stays cheap: `run` starts the agent first)."""
+pruning (so that a command's import stays cheap: `run` starts the agent first). Its names
+keep their underscore: they are the CLI's, not the Python API."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 
 
 def _prune(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
-    """Tidy the default recordings directory as a session starts; never raises."""
+    """Tidy the default recordings directory as a session starts; never raises. (Here,
+    not beside ``run``: the proxy shell imports no reader.)"""
     from acp_proxy.readers.catalog import prune
     from acp_proxy.transcript.names import default_record_dir
 
