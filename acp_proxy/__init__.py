@@ -38,12 +38,14 @@ Where things are
 
 The package is in layers, and ``tests/test_architecture.py`` holds them: ``core`` imports only
 ``core``, ``transcript`` only ``core``, ``readers`` never ``live``, nothing but ``cli`` imports
-``devtools`` or ``drive`` (front-ends over ``live/client.py``, free of asyncio), and no import
-cycles. Each module's own docstring says what it is for and what it promises.
+``devtools`` or ``drive`` (front-ends over ``live/client.py``, free of asyncio), a layer's
+``commands.py`` (its click commands) may also import ``clihelp``, and no import cycles. Each
+module's own docstring says what it is for and what it promises.
 
 ::
 
-    cli.py                   the commands: wiring and exit statuses
+    cli.py                   the group, the examples, main: each command is beside its code
+    clihelp.py               what the commands share: --color, seconds, output, exit statuses
     log.py, files.py         Logger, LogStream (never raise or block); open_output (as a recording)
     core/protocol.py         Side, Kind, State, StopReason, methods_for: ACP facts per version
     core/framing.py          Framer, Frame, parse_frame, LineSplicer
@@ -70,6 +72,7 @@ cycles. Each module's own docstring says what it is for and what it promises.
     live/observer.py         Observer: each frame stamped, checked, recorded, logged
     live/recorder.py         Recorder: the transcript file, opened safely
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
+    live/commands.py         run: a session assembled, the agent started first
     readers/annotate.py      annotate, annotate_lines, plain: findings attached, by connection
     readers/items.py         Annotated, Repeated, View: the items readers read (no validator)
     readers/conversation.py  Conversation: what the user saw
@@ -85,10 +88,12 @@ cycles. Each module's own docstring says what it is for and what it promises.
     readers/ci.py            junit, sarif
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
+    readers/commands.py      show, validate, stats, diff, ls, search, report, replay...: options
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
     drive/words.py           error_words, gone_words: what probe and chat say of an agent
-    devtools/                example_agent.py, demo.py, bench.py
+    drive/commands.py        probe, chat: their options
+    devtools/                example_agent.py, demo.py, bench.py, commands.py (demo)
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 

@@ -4,6 +4,9 @@
 - ``transcript`` imports only ``core`` (and itself);
 - ``readers`` never import ``live``;
 - nothing but ``cli`` imports ``devtools``;
+- a layer's ``commands`` module (the CLI's commands beside the code they drive) may also
+  import ``clihelp`` (what the commands share); nothing else but ``cli`` imports it, and it
+  imports no ``live``, ``drive`` or ``devtools``;
 - ``drive`` (the front-ends that drive an agent: probe) imports live, readers and core, no
   asyncio itself, and nothing but ``cli`` imports it;
 - no import cycles between modules (at import time; a function's lazy import is allowed to
@@ -30,7 +33,11 @@ ALLOWED = {
     "live": {"core", "transcript", "live", "files", "log"},
     "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
     "drive": {"core", "transcript", "readers", "live", "drive", "files", "log"},
+    "clihelp": {"core", "transcript", "readers", "files", "log"},
 }
+
+#: What a layer's ``commands`` module may import besides what its layer may.
+COMMANDS = {"clihelp"}
 
 
 def module_name(path: Path) -> str:
@@ -83,6 +90,10 @@ def violations(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
                 found.append(f"{module} imports {target}: only cli imports devtools")
             elif there == "drive" and module != "acp_proxy.cli" and here != "drive":
                 found.append(f"{module} imports {target}: only cli imports drive")
+            elif there in COMMANDS and module.endswith(".commands") and here in ALLOWED:
+                continue
+            elif there == "clihelp" and module != "acp_proxy.cli":
+                found.append(f"{module} imports {target}: only cli and commands import clihelp")
             elif here in ALLOWED and there not in ALLOWED[here] and target != "acp_proxy":
                 found.append(
                     f"{module} imports {target}: {here} may import {sorted(ALLOWED[here])}"
@@ -165,6 +176,7 @@ def test_the_checker_catches_a_forbidden_import():
     edges["acp_proxy.readers.stats"] = [("acp_proxy.live.observer", False)]
     edges["acp_proxy.log"] = [("acp_proxy.devtools.bench", False)]
     edges["acp_proxy.core.rules"] = [("acp_proxy.core.validator", True)]  # the other way round
+    edges["acp_proxy.readers.text"] = [("acp_proxy.clihelp", False)]  # not a commands module
     assert ("acp_proxy.core.rules", True) in edges["acp_proxy.core.validator"]
     found = violations(edges)
     assert any(
@@ -172,6 +184,9 @@ def test_the_checker_catches_a_forbidden_import():
     )
     assert any(line.startswith("acp_proxy.readers.stats imports acp_proxy.live") for line in found)
     assert any("only cli imports devtools" in line for line in found)
+    assert any(
+        line.startswith("acp_proxy.readers.text imports acp_proxy.clihelp") for line in found
+    )
     assert any(
         {"acp_proxy.core.rules", "acp_proxy.core.validator"} <= set(cycle)
         for cycle in cycles(edges)
@@ -198,13 +213,14 @@ def test_drive_is_free_of_asyncio_and_only_cli_imports_it():
 
 
 def test_every_module_is_in_a_layer():
-    """The flat package is gone: besides cli, log, files and the entry points, every module
-    lives in a layer."""
+    """The flat package is gone: besides cli (and clihelp, what its commands share), log,
+    files and the entry points, every module lives in a layer."""
     top = {module_name(p) for p in PACKAGE.glob("*.py")}
     assert top == {
         "acp_proxy",
         "acp_proxy.__main__",
         "acp_proxy.cli",
+        "acp_proxy.clihelp",
         "acp_proxy.log",
         "acp_proxy.files",
     }

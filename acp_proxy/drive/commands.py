@@ -1,0 +1,331 @@
+"""``probe`` and ``chat``: their options and bodies beside the front-ends they drive (only
+``cli`` imports them)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from acp_proxy.clihelp import (
+    _color_option,
+    _colored,
+    _env,
+    _exit,
+    _only_with,
+    _open_log,
+    _output,
+    _say,
+    _Seconds,
+)
+from acp_proxy.core.visible import dumps, visible
+from acp_proxy.log import configure, get_logger
+
+if TYPE_CHECKING:
+    from acp_proxy.drive.probe import ProbeResult
+
+
+def _probe_checks(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    from acp_proxy.drive.probe import CHECK_NAMES
+
+    for name in value:
+        if name not in CHECK_NAMES:
+            raise click.BadParameter(
+                f"no check {visible(name)!r} (one of: {', '.join(CHECK_NAMES)}; see probe --list)"
+            )
+    return value
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--protocol",
+    type=click.Choice(["1", "2"]),
+    default="1",
+    show_default=True,
+    help="The ACP version to ask for (1: what shipping agents speak).",
+)
+@click.option(
+    "--prompt",
+    "prompt_text",
+    metavar="TEXT",
+    help="The prompt of the prompt turn. Default: a short, harmless one.",
+)
+@click.option(
+    "--timeout",
+    type=_Seconds(open_low=True, high=3600.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds each step may take (a response, a turn).",
+)
+@click.option(
+    "--permissions",
+    type=click.Choice(["allow", "reject", "cancel"]),
+    default="reject",
+    show_default=True,
+    help="How the agent's permission requests are answered.",
+)
+@click.option(
+    "--allow-terminal",
+    is_flag=True,
+    help="Offer a terminal: run the commands the agent asks for, in the scratch "
+    "directory. Off by default: no command runs.",
+)
+@click.option("--auth", metavar="METHOD", help="Authenticate with this of the agent's methods.")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="CHECK",
+    callback=_probe_checks,
+    help="Run only this check (repeatable).",
+)
+@click.option(
+    "--skip",
+    multiple=True,
+    metavar="CHECK",
+    callback=_probe_checks,
+    help="Leave this check out (repeatable).",
+)
+@click.option(
+    "--list", "list_checks", is_flag=True, help="List the checks and the spec page each comes from."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "junit"]),
+    default="text",
+    show_default=True,
+    help="text: a line per check; json: one document; junit: a test case per check.",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    envvar=_env("RECORD"),
+    help="Where the session is recorded, as for run. Default: the recordings directory.",
+)
+@click.option("--no-record", is_flag=True, help="Do not record the session.")
+@click.option(
+    "--grace",
+    type=_Seconds(high=60.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
+)
+@_color_option("Colour the checks' statuses")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
+def probe(
+    protocol: str,
+    prompt_text: str | None,
+    timeout: float,
+    permissions: str,
+    allow_terminal: bool,
+    auth: str | None,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    list_checks: bool,
+    fmt: str,
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    """Check an agent without an editor: start AGENT behind the proxy (recorded and
+    validated as by run), play the client, and run the checks (see --list).
+
+    \b
+    Exit status: 0 no check failed, 1 a check failed, 2 the probe could not run."""
+    from acp_proxy.drive import probe as probing
+
+    if list_checks:
+        if command:
+            raise click.UsageError("--list takes no AGENT")
+        with _output("never") as emit:
+            for line in probing.list_lines():
+                emit(line)
+        return
+    if not command:
+        raise click.UsageError("probe needs the agent to run: -- AGENT [ARGS]...")
+    if record is not None and no_record:
+        raise click.UsageError("--record and --no-record contradict each other")
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
+
+    configure("warning", "console", _open_log(None))
+    options = probing.Options(
+        protocol=int(protocol),
+        prompt=prompt_text or probing.DEFAULT_PROMPT,
+        timeout=timeout,
+        permissions=permissions,
+        allow_terminal=allow_terminal,
+        auth=auth,
+        only=only,
+        skip=skip,
+        record=record,
+        no_record=no_record,
+        grace=grace,
+    )
+    if allow_terminal:
+        _say(
+            "acp-proxy probe: --allow-terminal: commands the agent asks for WILL RUN "
+            "(in the probe's scratch directory)"
+        )
+    try:
+        result = probing.probe(
+            list(command), options, get_logger(), say=lambda line: _say(f"acp-proxy probe: {line}")
+        )
+    except AgentNotFound:
+        _say(f"acp-proxy probe: agent command not found: {command[0]}")
+        sys.exit(2)
+    except AgentNotExecutable as exc:
+        _say(f"acp-proxy probe: agent command cannot be executed: {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        _exit(130)
+    _probe_output(result, fmt, color)
+    _exit(1 if result.failed else 0)
+
+
+def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
+    """probe's report on stdout: text (coloured as ``--color`` says), json, junit."""
+    from acp_proxy.drive import probe as probing
+
+    if fmt == "json":
+        import orjson
+
+        with _output("never") as emit:
+            emit(dumps(result.as_json(), option=orjson.OPT_INDENT_2).decode())
+        return
+    if fmt == "junit":
+        from acp_proxy.readers.ci import junit_checks
+
+        with _output("never") as emit:
+            emit(junit_checks("acp-proxy probe", probing.junit_cases(result)))
+        return
+    colour = _colored(color)
+
+    def style(text: str, name: str) -> str:
+        return click.style(text, fg=name, bold=True) if colour else text
+
+    with _output("always" if colour else "never") as emit:
+        for line in probing.text_lines(result, style):
+            emit(line)
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--protocol",
+    type=click.Choice(["1", "2"]),
+    default="1",
+    show_default=True,
+    help="The ACP version to ask for (1: what shipping agents speak).",
+)
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="The session's working directory, and the only one the agent's fs requests may "
+    "touch. Default: the current directory.",
+)
+@click.option("--session", "session_id", metavar="ID", help="Load or resume this session.")
+@click.option(
+    "--timeout",
+    type=_Seconds(open_low=True, high=86_400.0),
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for a response or, in a turn, for the agent's next message (then "
+    "the turn is cancelled, and given up after as long again).",
+)
+@click.option(
+    "--permissions",
+    type=click.Choice(["allow", "reject"]),
+    default="reject",
+    show_default=True,
+    help="How permission requests are answered when stdin is not a terminal (on one, "
+    "you are asked).",
+)
+@click.option(
+    "--allow-terminal",
+    is_flag=True,
+    help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    envvar=_env("RECORD"),
+    help="Where the session is recorded, as for run. Default: the recordings directory.",
+)
+@click.option("--no-record", is_flag=True, help="Do not record the session.")
+@click.option(
+    "--grace",
+    type=_Seconds(high=60.0),
+    default=2.0,
+    show_default=True,
+    help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
+)
+@_color_option("Colour the conversation")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
+def chat(
+    protocol: str,
+    cwd: str | None,
+    session_id: str | None,
+    timeout: float,
+    permissions: str,
+    allow_terminal: bool,
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    """Talk to AGENT (started behind the proxy, recorded and validated as by run): each
+    line a prompt. On a terminal, the reply is drawn as it streams and permission requests
+    are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
+    text is written, on stdout.
+
+    \b
+    Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
+    or the agent cannot start; 130 Ctrl-C.
+    """
+    if not command:
+        raise click.UsageError("chat needs the agent to run: -- AGENT [ARGS]...")
+    if record is not None and no_record:
+        raise click.UsageError("--record and --no-record contradict each other")
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _only_with("when stdin is not a terminal (on one, you are asked)", "permissions")
+    from acp_proxy.drive import chat as chatting
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
+
+    configure("warning", "console", _open_log(None))
+    options = chatting.Options(
+        cwd=Path(cwd or os.getcwd()),
+        protocol=int(protocol),
+        session=session_id,
+        timeout=timeout,
+        permissions=permissions,
+        allow_terminal=allow_terminal,
+        record=record,
+        no_record=no_record,
+        grace=grace,
+    )
+    if allow_terminal:
+        _say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
+    try:
+        status = chatting.chat(
+            list(command),
+            options,
+            get_logger(),
+            interactive=interactive,
+            colour=_colored(color),
+            err_colour=_colored(color, sys.stderr),
+        )
+    except AgentNotFound:
+        _say(f"acp-proxy chat: agent command not found: {command[0]}")
+        _exit(2)
+    except AgentNotExecutable as exc:
+        _say(f"acp-proxy chat: agent command cannot be executed: {exc}")
+        _exit(2)
+    _exit(status)

@@ -1,0 +1,205 @@
+"""``run``: its options, and the assembly of a session (the agent started first, then the
+observer, the recorder and the relay, loaded while the agent starts)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from acp_proxy.clihelp import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_PROXY_FAILED,
+    _colored,
+    _env,
+    _exit,
+    _logging_options,
+    _open_log,
+    _prune,
+    _say,
+    _Seconds,
+    _settle,
+    _size,
+)
+from acp_proxy.log import Logger, configure, get_logger
+
+if TYPE_CHECKING:
+    import subprocess
+
+
+def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
+    """``run --inspect``: ``acp-proxy inspect`` for this recording, in its own process (serving
+    a page must never slow the relay), which stops when the proxy does; its URL goes to our
+    stderr (stdout belongs to the protocol)."""
+    import subprocess
+
+    command = [
+        sys.executable,
+        "-m",
+        "acp_proxy",
+        "inspect",
+        "--parent",
+        str(os.getpid()),
+        str(path),
+    ]
+    try:
+        return subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+        )
+    except OSError as exc:
+        log.warning("could not start the inspector", error=repr(exc))
+        return None
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--record",
+    "record",
+    metavar="PATH",
+    envvar=_env("RECORD"),
+    help="Directory (or path ending in /) for a new file per session, or a file to append to. "
+    "Default: $ACP_PROXY_RECORD_DIR, else $XDG_STATE_HOME/acp-proxy/recordings, "
+    "else ~/.local/state/acp-proxy/recordings.",
+)
+@click.option(
+    "--no-record", is_flag=True, envvar=_env("NO_RECORD"), help="Do not record the session."
+)
+@click.option(
+    "--grace",
+    type=_Seconds(),
+    default=5.0,
+    show_default=True,
+    envvar=_env("GRACE"),
+    help="Seconds the agent gets to exit after its stdin closes, before SIGTERM, "
+    "and again before SIGKILL.",
+)
+@click.option(
+    "--no-stderr",
+    is_flag=True,
+    envvar=_env("NO_STDERR"),
+    help="Do not record the agent's stderr (it still passes through to ours).",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    envvar=_env("REDACT"),
+    help="Record with secrets (env and headers values, auth parameters, token/key/secret/"
+    "password fields) replaced by tags, as `acp-proxy redact` does. The wire is untouched.",
+)
+@click.option(
+    "--notify-client",
+    is_flag=True,
+    envvar=_env("NOTIFY_CLIENT"),
+    help="Also tell the user in their editor: insert a live-only notice into the agent's "
+    "stream for each rule a v2 session breaks (once per rule per session).",
+)
+@click.option(
+    "--keep-days",
+    type=_Seconds(high=100_000.0),
+    envvar=_env("KEEP_DAYS"),
+    metavar="N",
+    help="When a session starts, remove recordings older than N days from the default "
+    "recordings directory (only files the proxy made, never one being written).",
+)
+@click.option(
+    "--keep-size",
+    callback=_size,
+    envvar=_env("KEEP_SIZE"),
+    metavar="SIZE",
+    help="When a session starts, remove the oldest recordings of the default recordings "
+    "directory until the rest fit SIZE (500M, 2G).",
+)
+@click.option(
+    "--inspect",
+    "inspect_live",
+    is_flag=True,
+    envvar=_env("INSPECT"),
+    help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
+    "process, stopped with the proxy); its URL goes to stderr.",
+)
+@_logging_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    no_stderr: bool,
+    redact: bool,
+    notify_client: bool,
+    keep_days: float | None,
+    keep_size: int | None,
+    inspect_live: bool,
+    log_file: str | None,
+    log_level: str,
+    log_format: str,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND (the agent) and relay its stdio, recording the session.
+
+    Every option can also be set in the environment as ACP_PROXY_<OPTION>,
+    for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
+    """
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
+
+    argv = list(command)
+    # The agent first: its start overlaps the proxy's (what it writes waits in its pipe).
+    try:
+        agent = start_agent(argv)
+    except AgentNotFound:
+        _say(f"acp-proxy: agent command not found: {argv[0]}")
+        sys.exit(EXIT_NOT_FOUND)
+    except AgentNotExecutable as exc:
+        _say(f"acp-proxy: agent command cannot be executed: {exc}")
+        sys.exit(EXIT_NOT_EXECUTABLE)
+
+    from acp_proxy.core.validator import Validator
+    from acp_proxy.live.observer import Observer
+    from acp_proxy.live.recorder import Recorder, session_recorder
+    from acp_proxy.live.relay import run_relay
+
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
+    log = get_logger()
+    redactor = None
+    recorded_argv = argv
+    if redact:
+        from acp_proxy.transcript.redact import Redactor
+
+        redactor = Redactor()
+        recorded_argv = redactor.argv(argv)[0]
+    pid = agent.process.pid
+    recorder = (
+        Recorder(None, log) if no_record else session_recorder(record, log, recorded_argv, pid)
+    )
+    observer = Observer(
+        recorder,
+        log,
+        Validator(),
+        notify_client=notify_client,
+        redactor=redactor,
+        record_stderr=not no_stderr,
+    )
+    if record is None and (keep_days is not None or keep_size is not None):
+        _prune(log, keep_days, keep_size)
+    inspector = None
+    if inspect_live and recorder.path is not None:
+        inspector = _start_inspector(recorder.path, log)
+    _settle()
+    try:
+        result = run_relay(agent, observer, log, grace=grace)
+    except Exception as exc:  # a bug in the proxy: still close the transcript, no traceback
+        agent.kill()
+        log.exception("acp-proxy failed; the agent was stopped")
+        observer.finish(None, f"acp-proxy failed: {exc!r}")
+        _exit(EXIT_PROXY_FAILED)
+    observer.finish(result.returncode, result.reason)
+    if inspector is not None:
+        with contextlib.suppress(OSError):
+            inspector.terminate()
+    _exit(result.exit_status)

@@ -1,0 +1,1021 @@
+"""The readers' commands: ``show``, ``follow``, ``stats``, ``report``, ``validate``, ``diff``,
+``ls``, ``search``, ``inspect``, ``redact``, ``rules`` and ``replay``; each one's options and
+body beside the readers it drives (imported inside the body: a command loads what it uses)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from acp_proxy.clihelp import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    _color_option,
+    _colored,
+    _deprecated,
+    _env,
+    _given,
+    _logging_options,
+    _only_with,
+    _open_log,
+    _output,
+    _say,
+    _Seconds,
+    _size,
+    _Unreadable,
+)
+from acp_proxy.core.visible import dumps, visible
+from acp_proxy.log import configure, get_logger
+
+if TYPE_CHECKING:
+    from acp_proxy.readers.annotate import RecordingError
+
+
+class _Speed(click.ParamType):  # type: ignore[type-arg]
+    """A replay speed: 0 (as fast as possible), or a finite factor from 0.001 to 1,000,000."""
+
+    name = "factor"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = _Seconds(0.0, 1e6).convert(value, param, ctx)
+        if 0 < number < 1e-3:
+            self.fail(f"{value!r} is out of range: 0, or from 0.001 to 1000000", param, ctx)
+        return number
+
+
+def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--session",
+            "session_id",
+            metavar="ID",
+            help="The recorded session holding ACP session ID (as show --session ID); "
+            "a number is the older spelling of --connection (deprecated).",
+        )(func)
+        return click.option(
+            "--connection",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help=f"Which recorded session of a file with several: 1 is the first{which}. "
+            "Default: 1.",
+        )(func)
+
+    return add
+
+
+def _connection(path: str, connection: int | None, session_id: str | None) -> int:
+    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
+    if session_id is None:
+        return connection or 1
+    if connection is not None:
+        raise click.UsageError("give --connection N or --session ID, not both")
+    if session_id.isdigit():
+        _deprecated(f"--session {session_id}", f"--connection {session_id}")
+        return int(session_id)
+    from acp_proxy.readers.annotate import connection_of
+
+    number = connection_of(path, session_id)
+    if number is None:
+        raise _Unreadable(f"{path} has no session {session_id}")
+    return number
+
+
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.option(
+    "--as",
+    "role",
+    type=click.Choice(["agent", "client"]),
+    default="agent",
+    show_default=True,
+    help="agent: the recording plays the agent, on our stdio. client: the recording plays the "
+    "client against AGENT.",
+)
+@click.option(
+    "--speed",
+    type=_Speed(),
+    default=1.0,
+    show_default=True,
+    help="As the agent: 2 plays twice as fast as recorded; 0 as fast as possible.",
+)
+@click.option(
+    "--match",
+    type=click.Choice(["exact", "method"]),
+    default="exact",
+    show_default=True,
+    help="As the agent: how a client message must match the recorded one. exact: same method "
+    "and params (without _meta); method: the method only.",
+)
+@_connection_options("")
+@click.option(
+    "--allow-client-actions",
+    "allow_actions",
+    is_flag=True,
+    help="As the agent: send the editor the recording's requests that act (write or read a "
+    "file, run a command...). Without it they are listed and withheld: the replay answers "
+    "them as recorded.",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="As the client: a field to leave out when comparing the agent's frames, e.g. "
+    "params.update.content.text (repeatable).",
+)
+@click.option(
+    "--ignore-update",
+    "ignore_updates",
+    multiple=True,
+    metavar="VARIANT",
+    help="As the client: leave session/update notifications of this kind out, recorded and "
+    "live, e.g. available_commands_update, which agents send whenever they like (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=_Seconds(open_low=True),
+    default=30.0,
+    show_default=True,
+    help="As the client: seconds to wait for an expected agent frame.",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    help="As the client: record the new session there (as `run --record` does).",
+)
+@click.option(
+    "--junit",
+    metavar="FILE",
+    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE.",
+)
+@_logging_options
+@click.argument("recording", metavar="RECORDING")
+@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARGS]...]")
+def replay(
+    role: str,
+    speed: float,
+    match: str,
+    connection: int | None,
+    session_id: str | None,
+    allow_actions: bool,
+    ignore: tuple[str, ...],
+    ignore_updates: tuple[str, ...],
+    timeout: float,
+    record: str | None,
+    junit: str | None,
+    log_file: str | None,
+    log_level: str,
+    log_format: str,
+    color: str,
+    recording: str,
+    agent: tuple[str, ...],
+) -> None:
+    """Play a recorded session: as the agent (a fake agent for editors and clients), or with
+    --as client as the client, against AGENT (a regression test for agents).
+
+    \b
+    As the agent, RECORDING answers on stdin/stdout like any agent; put
+    `acp-proxy replay REC` in the editor's agent command. What it would have the
+    editor do (write a file, run a command) is listed and withheld unless
+    --allow-client-actions. Exit status: 0 every
+    recorded client frame matched, 1 the client diverged or stopped early.
+    As the client: 0 the agent answered as recorded, 1 it diverged.
+    2: the recording cannot be read.
+    """
+    from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
+
+    stream = _open_log(log_file)
+    configure(log_level.lower(), log_format, stream, _colored(color, stream))
+    log = get_logger()
+    agent = _replay_usage(role, agent, allow_actions)
+    session = _connection(recording, connection, session_id)
+    try:
+        script = load_script(recording, session)
+    except ValueError as exc:
+        raise _Unreadable(str(exc)) from None
+    if script.sessions > 1:
+        log.info("recording has several sessions", sessions=script.sessions, playing=session)
+    if role == "agent":
+        fake = AgentReplay(script, match=match, speed=speed, allow_actions=allow_actions)
+        _list_actions(fake.actions, allow_actions)
+        sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
+    result = drive_agent(
+        script, list(agent), ignore=ignore, timeout=timeout, record=record,
+        skip_updates=ignore_updates,
+    )  # fmt: skip
+    if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
+        sys.exit(result.proxy_status)
+    for line in result.divergences:
+        _say(f"acp-proxy replay: divergence: {line}")
+    if junit is not None:
+        from acp_proxy.files import open_output
+        from acp_proxy.readers.ci import junit_divergences
+
+        try:
+            with os.fdopen(open_output(junit), "w", encoding="utf-8") as out:
+                out.write(junit_divergences(recording, result.divergences) + "\n")
+        except OSError as exc:
+            raise click.ClickException(visible(f"cannot write {junit}: {exc.strerror}")) from None
+    frames = sum(1 for step in script.steps)
+    if result.ok:
+        log.info("the agent answered as recorded", frames=frames)
+    sys.exit(0 if result.ok else 1)
+
+
+def _json_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format text|json`` (and ``--json``, hidden: its older spelling)."""
+
+    def add(func: Any) -> Any:
+        func = click.option("--json", "legacy_json", is_flag=True, hidden=True)(func)
+        return _format_option(description)(func)
+
+    return add
+
+
+def _json_wanted(fmt: str, legacy_json: bool) -> bool:
+    if legacy_json:
+        _deprecated("--json", "--format json")
+    return legacy_json or fmt == "json"
+
+
+def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> tuple[str, ...]:
+    """The agent command of ``replay``, once the options fit the role (a usage error if
+    not)."""
+    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
+        agent = agent[1:]
+    if role == "agent" and agent:
+        raise click.UsageError("an AGENT command is only for --as client")
+    if role == "agent":
+        _only_with("without --as client", "ignore", "ignore_updates", "timeout", "record", "junit")
+    else:
+        _only_with("with --as client", "speed", "match")
+    if role == "client" and not agent:
+        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
+    if role == "client" and allow_actions:
+        raise click.UsageError("--allow-client-actions is only for the recording as the agent")
+    return agent
+
+
+def _list_actions(actions: list[Any], allowed: bool) -> None:
+    """Say, before a replay as the agent starts, what the recording would have the editor do."""
+    from acp_proxy.readers.replay import action_summary
+
+    if not actions:
+        return
+    what = (
+        "sent to the editor (--allow-client-actions)"
+        if allowed
+        else "withheld: the replay answers them as recorded (--allow-client-actions sends them)"
+    )
+    _say(f"acp-proxy replay: the recording asks the editor to act {len(actions)} time(s), {what}:")
+    for step in actions:
+        _say(f"  {action_summary(step)}")
+
+
+@click.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option(
+    "-o",
+    "--output",
+    metavar="OUT.html",
+    help="Where to write the page (-: stdout). Default: the recording's path with .html.",
+)
+@click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Also run today's rules and mark the findings that differ from the stored ones.",
+)
+@click.option(
+    "--against",
+    metavar="A.jsonl",
+    help="Also list what differs from this recording (as `acp-proxy diff A RECORDING`), each "
+    "difference linked to its row.",
+)
+def report(recording: str, output: str | None, revalidate: bool, against: str | None) -> None:
+    """Write RECORDING as one self-contained HTML page: the sequence of frames with their
+    findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
+    so it can be attached to a bug report.
+    """
+    from acp_proxy.readers.report import write_report
+
+    out = output or str(Path(recording).with_suffix(".html"))
+    if out != "-" and Path(out).resolve() == Path(recording).resolve():
+        raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
+    try:
+        size = write_report(recording, out, revalidate=revalidate, against=against)
+    except OSError as exc:
+        raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
+    if out == "-":
+        _say(f"acp-proxy report: {size:,} bytes written to standard output")
+        return
+    with _output("never") as emit:
+        emit(f"{out} ({size:,} bytes)")
+
+
+@click.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option(
+    "-o", "--output", metavar="OUT", required=True, help="Where to write the copy (-: stdout)."
+)
+@click.option(
+    "--contents",
+    is_flag=True,
+    help="Also replace file contents, resource contents, terminal output, prompt text and what "
+    "tool calls carry (content, rawInput, rawOutput) with their size and a tag.",
+)
+def redact(recording: str, output: str, contents: bool) -> None:
+    """Write a copy of RECORDING that is safe to attach to a bug report.
+
+    \b
+    Replaced by "[redacted:<tag>]" (the same value gets the same tag in the copy):
+    the values of env and headers entries, authenticate / auth/login parameters,
+    any field whose name looks like a token, key, secret, password, credential,
+    cookie or authorization, secret-looking flags of the agent command, and in
+    every string (stored findings too) API-key shapes and NAME=value secrets.
+    A line that is no record is replaced by its size.
+    Everything else stays byte for byte; frames that changed list the paths
+    (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
+    """
+    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.redact import redact_stream
+
+    to_stdout = output == "-"
+    same = Path(output).exists() and Path(output).resolve() == Path(recording).resolve()
+    if same and not to_stdout:
+        raise click.UsageError("the copy would overwrite the recording; give another -o")
+    next(iter(open_recording(recording)))  # says clearly if it is no transcript
+    from acp_proxy.files import open_output
+
+    try:
+        with (
+            open(recording, "rb") as source,
+            os.fdopen(open_output(output, dash=True), "wb") as out,
+        ):
+            records, changed = redact_stream(source, out, contents=contents)
+    except OSError as exc:
+        raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
+    if to_stdout:
+        _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
+        return
+    with _output("never") as emit:
+        emit(f"{output}: {records} records, {changed} redacted")
+
+
+def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=description,
+    )
+
+
+@click.command()
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "junit", "sarif"]),
+    default="text",
+    show_default=True,
+    help="text: FILE:LINE: seq SEQ: LEVEL RULE: MESSAGE lines; json: one object per finding; "
+    "junit: JUnit XML (a suite per recording, a test case per rule); sarif: SARIF 2.1.0.",
+)
+@click.option(
+    "--by-rule",
+    is_flag=True,
+    help="text: after the summary line (stderr), a line per rule broken: RULE: N LEVEL.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail too (exit 1), such as what the shipped schemas do not define yet.",
+)
+def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool) -> None:
+    """Re-run the validator over recorded sessions and print the findings.
+
+    Stored findings are ignored and recomputed; a file with several sessions
+    appended is validated session by session. As text, a line per finding,
+    and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
+    error-level finding (with --strict: no warning either), 1 at least one, 2 a file
+    that cannot be read.
+    """
+    from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
+    from acp_proxy.readers.ci import Checked, junit, sarif
+
+    if by_rule and fmt != "text":
+        raise click.UsageError("--by-rule has no effect with --format " + fmt)
+    errors = 0
+    failing = ("error", "warning") if strict else ("error",)
+    unreadable = False
+    checked: list[Checked] = []
+    levels: dict[str, int] = {}
+    rules: dict[str, tuple[int, str]] = {}
+    with _output("never") as emit:
+        for path in recordings:
+            item = Checked(path)
+            checked.append(item)
+            try:
+                for line, finding in validate_recording(path):
+                    errors += finding.level in failing
+                    levels[finding.level] = levels.get(finding.level, 0) + 1
+                    rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
+                    if fmt in ("junit", "sarif"):
+                        item.findings.append((line, finding))
+                    else:
+                        emit(finding_line(path, line, finding, fmt))
+            except RecordingError as exc:
+                _complain(exc)
+                item.unreadable = str(exc)
+                unreadable = True
+        if fmt == "junit":
+            emit(junit(checked))
+        elif fmt == "sarif":
+            emit(sarif(checked).decode())
+    if fmt == "text" and not all(item.unreadable for item in checked):
+        # on stderr, as a compiler's count: stdout is the findings, a line each
+        _say(_validated(checked, levels))
+        for rule, (count, level) in sorted(rules.items(), key=lambda r: (-r[1][0], r[0])):
+            if by_rule:
+                _say(f"  {rule}: {count} {level}")
+    sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _validated(checked: list[Any], levels: dict[str, int]) -> str:
+    """``validate``'s summary line: files, errors, warnings, info."""
+    files = len(checked)
+    line = f"{files} file{'s' if files != 1 else ''}"
+    unreadable = sum(1 for item in checked if item.unreadable)
+    if unreadable:
+        line += f" ({unreadable} unreadable)"
+    counts = [(levels.get(level, 0), level) for level in ("error", "warning", "info")]
+    words = {"error": "errors", "warning": "warnings", "info": "info"}
+    said = ", ".join(f"{n} {words[level] if n != 1 else level}" for n, level in counts)
+    return f"{line}: {said}"
+
+
+def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    from acp_proxy.readers.catalog import parse_age
+
+    try:
+        return None if value is None else parse_age(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
+    from acp_proxy.transcript.names import default_record_dir
+
+    return paths or (str(default_record_dir()),)
+
+
+@click.command(name="ls")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@_json_option("text: a line per session; json: an object per session, for tools.")
+@click.option(
+    "--since", callback=_age, metavar="AGE", help="Only sessions started in the last AGE (2d, 12h)."
+)
+@click.option("--until", callback=_age, metavar="AGE", help="Only sessions started before AGE ago.")
+@click.option(
+    "--agent", metavar="NAME", help="Only sessions whose agent name or command contains NAME."
+)
+@click.option("--with-findings", is_flag=True, help="Only sessions with errors or warnings.")
+@click.option(
+    "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
+)
+@click.option(
+    "--dry-run", is_flag=True, help="With --prune: say what would be removed, remove nothing."
+)
+@click.option(
+    "--keep-days",
+    type=_Seconds(high=100_000.0),
+    envvar=_env("KEEP_DAYS"),
+    metavar="N",
+    help="With --prune: remove recordings older than N days.",
+)
+@click.option(
+    "--keep-size",
+    callback=_size,
+    envvar=_env("KEEP_SIZE"),
+    metavar="SIZE",
+    help="With --prune: remove the oldest until the rest fit SIZE (500M, 2G).",
+)
+def list_recordings(
+    paths: tuple[str, ...],
+    fmt: str,
+    legacy_json: bool,
+    since: Any,
+    until: Any,
+    agent: str | None,
+    with_findings: bool,
+    prune: bool,
+    dry_run: bool,
+    keep_days: float | None,
+    keep_size: int | None,
+) -> None:
+    """The recorded sessions, newest first: start, agent, protocol version, duration, prompt
+    turns, frames, findings by level, size, path. Default: the recordings directory.
+
+    A session's summary is read once and kept in a small index in the user's cache
+    directory ($XDG_CACHE_HOME or ~/.cache, acp-proxy/), read again when the file changes.
+    """
+    as_json = _json_wanted(fmt, legacy_json)
+    from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
+    from acp_proxy.readers.catalog import prune as prune_directory
+
+    targets = _targets(paths)
+    if not prune:
+        _only_with("without --prune", "keep_days", "keep_size", "dry_run")
+    if prune:
+        if keep_days is None and keep_size is None:
+            raise click.UsageError("--prune needs --keep-days or --keep-size")
+        done = "would remove" if dry_run else "removed"
+        for target in targets:
+            if Path(target).is_dir():
+                for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
+                    _say(f"acp-proxy: {done} {removed}")
+    files, problems = recordings_in(targets)
+    sessions, unreadable = list_sessions(files)
+    for problem in [*problems, *unreadable]:
+        _say(f"acp-proxy: {problem}")
+    shown = select(sessions, since, until, agent, with_findings)
+    with _output("never") as emit:
+        for line in (dumps(s.as_json()).decode() for s in shown) if as_json else table(shown):
+            emit(line)
+    sys.exit(2 if problems and not sessions else 0)
+
+
+@click.command()
+@click.argument("path", required=False, metavar="[DIR|FILE]")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.option(
+    "--request-timeout",
+    type=_Seconds(high=3600.0, open_low=True),
+    default=10.0,
+    show_default=True,
+    envvar=_env("REQUEST_TIMEOUT"),
+    help="Seconds a connection has to send its request before it is closed.",
+)
+@click.option("--parent", type=int, hidden=True, help="Stop when this process is gone.")
+def inspect(
+    path: str | None, port: int, open_browser: bool, request_timeout: float, parent: int | None
+) -> None:
+    """Serve the report page on 127.0.0.1, live: the sessions of DIR (default: the recordings
+    directory), newest first, each growing as it is recorded. Every URL carries a token; the
+    URL is printed on stderr (--open gives the browser a private file that leads to it, never
+    the token itself)."""
+    import signal
+    import threading
+
+    from acp_proxy.readers.inspect import Inspector, redirect_file, serve
+    from acp_proxy.transcript.names import default_record_dir
+
+    target = Path(path) if path else default_record_dir()
+    if not target.exists():
+        raise _Unreadable(f"{target}: no such file or directory")
+    inspector = Inspector(target)
+    ready = threading.Event()
+    server = threading.Thread(
+        target=serve,
+        args=(target, port, parent, ready, inspector, request_timeout),
+        daemon=True,
+    )
+    server.start()
+    ready.wait(10)
+    url = inspector.url("/session/" + target.name) if target.is_file() else inspector.url()
+    _say(f"acp-proxy inspect: {url}")
+    # (stopped as by Ctrl-C, so that what it made is removed: run --inspect terminates it)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with contextlib.ExitStack() as cleanup:
+        if open_browser:
+            import webbrowser
+
+            try:
+                page = cleanup.enter_context(redirect_file(url))
+            except OSError as exc:
+                _say(f"acp-proxy inspect: cannot make the page to open: {exc.strerror or exc}")
+            else:
+                webbrowser.open(page.as_uri())
+        while server.is_alive():  # (Ctrl-C: exit 130, as every command; the stack cleans up)
+            server.join(0.5)
+
+
+@click.command()
+@click.argument("pattern")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@click.option("--method", metavar="GLOB", help="Only frames whose method matches.")
+@click.option("--rule", metavar="GLOB", help="Only frames with a finding of a matching rule.")
+@click.option(
+    "--from", "side", type=click.Choice(["client", "agent"]), help="Only frames sent by that side."
+)
+@click.option("--session", metavar="ID", help="Only frames of that session.")
+@click.option("-i", "--ignore-case", is_flag=True, help="Match PATTERN without regard to case.")
+@click.option("-l", "files_only", is_flag=True, help="Print only the names of files with a match.")
+@_json_option("text: PATH:LINE: seq SEQ: SUMMARY lines; json: an object per match.")
+def search(
+    pattern: str,
+    paths: tuple[str, ...],
+    method: str | None,
+    rule: str | None,
+    side: str | None,
+    session: str | None,
+    ignore_case: bool,
+    files_only: bool,
+    fmt: str,
+    legacy_json: bool,
+) -> None:
+    """The frames across recordings whose method, update variant, rule or text matches
+    PATTERN (a regular expression), grep-style: PATH:LINE: seq SEQ: METHOD SUMMARY. Default: the
+    recordings directory. Exit 0 when something matched, 1 when nothing did, 2 on error.
+    """
+    as_json = _json_wanted(fmt, legacy_json)
+    if files_only and as_json:
+        raise click.UsageError("--format json has no effect with -l (it prints file names)")
+    import re
+
+    from acp_proxy.readers.catalog import Hit, recordings_in
+    from acp_proxy.readers.catalog import search as find
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="PATTERN") from None
+    files, problems = recordings_in(_targets(paths))
+    for problem in problems:
+        _say(f"acp-proxy: {problem}")
+    matched, named = False, set()
+    with _output("never") as emit:
+        for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
+            if not isinstance(hit, Hit):
+                _say(f"acp-proxy: {hit}")
+                continue
+            matched = True
+            # (a newline in a file name, a rule or a finding makes no line of its own)
+            if files_only:
+                if hit.path not in named:
+                    named.add(hit.path)
+                    emit(visible(hit.path))
+            elif as_json:
+                emit(dumps(hit.as_json()).decode())
+            else:
+                seq = "-" if hit.seq is None else hit.seq
+                rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
+                emit(visible(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}"))
+    sys.exit(0 if matched else 2 if problems and not files else 1)
+
+
+def _complain(exc: RecordingError) -> None:
+    _say(f"acp-proxy: {exc}")
+
+
+def _filter_options(func: Any) -> Any:
+    func = _color_option("Colour findings and directions")(func)
+    func = click.option(
+        "--violations", is_flag=True, help="Only frames with findings, and standalone findings."
+    )(func)
+    func = click.option("--session", metavar="ID", help="Only frames of this session.")(func)
+    func = click.option(
+        "--method",
+        metavar="PATTERN",
+        help="Only frames of methods matching this glob (a response matches its request's).",
+    )(func)
+    func = click.option(
+        "--from",
+        "side",
+        type=click.Choice(["client", "agent"]),
+        help="Only frames sent by this side.",
+    )(func)
+    return func
+
+
+@click.command()
+@click.argument("recording", metavar="RECORDING")
+@click.option(
+    "--conversation",
+    is_flag=True,
+    help="Show the session as a client would render it, turn by turn.",
+)
+@_json_option("json: the conversation's reconstructed state (implies --conversation).")
+@click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Recompute the findings with today's rules (as validate does) instead of showing the "
+    "ones stored in the recording.",
+)
+@click.option(
+    "--seq",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
+)
+@_filter_options
+def show(
+    recording: str,
+    conversation: bool,
+    fmt: str,
+    legacy_json: bool,
+    revalidate: bool,
+    seq: int | None,
+    side: str | None,
+    method: str | None,
+    session: str | None,
+    violations: bool,
+    color: str,
+) -> None:
+    """Show a recording as a timeline (default) or as the conversation.
+
+    \b
+    The timeline has a line per frame: time since the start, seq, direction,
+    request / response / notify, the method and a summary; findings right
+    under their frame, as stored in the recording (--revalidate: recomputed).
+    """
+    as_json = _json_wanted(fmt, legacy_json)
+    import orjson
+
+    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.conversation import Conversation
+    from acp_proxy.readers.summary import TimelineFilter
+    from acp_proxy.readers.text import Timeline
+
+    if seq is not None:
+        if conversation or as_json:
+            raise click.UsageError("--seq shows one frame: not with --conversation or --json")
+        _only_with("with --seq", "side", "method", "session", "violations")
+        _show_frame(recording, seq, revalidate, color)
+        return
+    if conversation or as_json:
+        from acp_proxy.readers.text import conversation_lines
+
+        # the whole file is read before anything is shown: a streamed turn's chunks are
+        # taken in runs, known by their bytes (annotate_lines)
+        items = annotate_lines(open_lines(recording), validate=False, run=RUN)
+        connections = Conversation.per_connection(items)
+        if as_json:
+            document = Conversation.document(connections, session)
+            with _output("never") as emit:
+                emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
+            return
+        with _output(color) as emit:
+            for line in conversation_lines(connections, session):
+                emit(line)
+        return
+    only = TimelineFilter(side, method, session, violations)
+    # A regular file is read to its end without waiting: lines go out in blocks. From a
+    # pipe, each line goes out as soon as it is read. A streamed turn's chunks are known
+    # by their bytes (annotate_lines).
+    lines = open_lines(recording)
+    live = not Path(recording).is_file()
+    with _output(color, live=live) as emit:
+        timeline = Timeline(emit, only, _colored(color))
+        timeline.feed(annotate_lines(lines, stored=not revalidate, run=1 if live else RUN))
+
+
+def _show_frame(recording: str, seq: int, revalidate: bool, color: str) -> None:
+    """``show --seq N``: frame N of each connection, whole; exit 1 if there is none."""
+    import orjson
+
+    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.transcript.records import FrameRecord
+
+    found = False
+    with _output(color) as emit:
+        for item in annotate(open_recording(recording), stored=not revalidate):
+            record = item.record
+            if not isinstance(record, FrameRecord) or record.seq != seq:
+                continue
+            found = True
+            arrow = "client → agent" if record.side == "client" else "agent → client"
+            where = f"{recording}:{record.line}: seq {seq}, {arrow}, {record.t}"
+            emit(click.style(visible(f"{where}, connection {item.connection}"), bold=True))
+            frame = record.frame
+            if frame.is_json:
+                body = dumps(frame.value, option=orjson.OPT_INDENT_2).decode()
+            elif frame.utf8:
+                body = "(not JSON) " + visible(frame.raw.decode())
+            else:
+                body = f"(not UTF-8, {len(frame.raw)} bytes) {frame.raw.hex(' ')}"
+            for line in body.splitlines():
+                emit(line)
+            for finding in item.findings:
+                said = f"  {finding.level} {finding.rule}: {finding.message} ({finding.spec})"
+                emit(click.style(visible(said), fg="red" if finding.level == "error" else "yellow"))
+    if not found:
+        _say(f"acp-proxy: {recording} has no frame with seq {seq}")
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("path", metavar="PATH")
+@_filter_options
+@click.option(
+    "--revalidate",
+    is_flag=True,
+    help="Recompute the findings with today's rules instead of showing the recorded ones.",
+)
+@click.option(
+    "--interval",
+    type=_Seconds(low=0.01, high=3600.0),
+    default=0.2,
+    show_default=True,
+    help="Seconds between checks for new records.",
+)
+def follow(
+    path: str,
+    side: str | None,
+    method: str | None,
+    session: str | None,
+    violations: bool,
+    color: str,
+    revalidate: bool,
+    interval: float,
+) -> None:
+    """Show a recording live, as frames are appended (tail -f for ACP).
+
+    PATH may be a recording, or a directory: then the newest recording in it is
+    followed, and each new one as new sessions start. Ctrl-C stops.
+    """
+    from acp_proxy.readers.annotate import annotate
+    from acp_proxy.readers.follow import follow_records
+    from acp_proxy.readers.summary import TimelineFilter
+    from acp_proxy.readers.text import Timeline
+
+    target = Path(path)
+    if not target.exists():
+        raise _Unreadable(f"cannot follow {path}: No such file or directory")
+    only = TimelineFilter(side, method, session, violations)
+
+    try:
+        with _output(color, live=True) as emit:
+            timeline = Timeline(emit, only, _colored(color))
+
+            def switched(current: Path) -> None:
+                emit(click.style(visible(f"==> following {current}"), bold=True))
+
+            records = follow_records(target, switched, interval)
+            timeline.feed(annotate(records, stored=not revalidate))
+    except OSError as exc:
+        raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
+
+
+def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    from acp_proxy.readers.diff import LAYERS
+
+    if value is None:
+        return LAYERS
+    chosen = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [part for part in chosen if part not in LAYERS]
+    if unknown or not chosen:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or value!r}: choose from {', '.join(LAYERS)}"
+        )
+    return chosen
+
+
+@click.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@_format_option("text: grouped by layer and turn; json: one document, for tools.")
+@click.option(
+    "--only",
+    "only",
+    callback=_layers,
+    metavar="LAYERS",
+    help="Compare only these layers (comma-separated): handshake, conversation, wire, "
+    "findings, timing.",
+)
+@_connection_options(" (the same number on both sides)")
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="A field to leave out, as replay --ignore takes it: params.update.content.text "
+    "(repeatable).",
+)
+@click.option("--meta", is_flag=True, help="Compare _meta too (left out by default).")
+@click.option(
+    "--slower",
+    type=_Seconds(low=1.0, high=1000.0, open_low=True),
+    default=1.5,
+    show_default=True,
+    help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
+)
+@_color_option("Colour the layers' headings")
+def diff(
+    a: str,
+    b: str,
+    fmt: str,
+    only: tuple[str, ...],
+    connection: int | None,
+    session_id: str | None,
+    ignore: tuple[str, ...],
+    meta: bool,
+    slower: float,
+    color: str,
+) -> None:
+    """What changed between two recorded sessions, A and B: the handshake, the conversation,
+    the wire, the findings and the timing. Ids and times are normalised first, so two runs of
+    one scenario compare equal.
+
+    Exit status, as diff(1): 0 no layer differs, 1 they differ, 2 a file cannot be read.
+    """
+    import orjson
+
+    from acp_proxy.readers.diff import compare, lines, load
+
+    sides = []
+    numbers = [_connection(path, connection, session_id) for path in (a, b)]
+    session = numbers[0] if numbers[0] == numbers[1] else numbers
+    for path, number in zip((a, b), numbers, strict=True):
+        try:
+            sides.append(load(path, number, ignore, meta))
+        except ValueError as exc:
+            raise _Unreadable(str(exc)) from None
+    found = compare(sides[0], sides[1], only, slower)
+    with _output(color) as emit:
+        if fmt == "json":
+            document = {
+                "a": a,
+                "b": b,
+                "session": session,
+                "sessions": {"a": sides[0].connections, "b": sides[1].connections},
+                "identical": not found,
+                "differences": [d.as_json() for d in found],
+            }
+            emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
+        else:
+            for line in lines(found, (sides[0].connections, sides[1].connections)):
+                styled = line.endswith(":") and not line.startswith(" ")
+                emit(click.style(visible(line), bold=True) if styled else visible(line))
+    sys.exit(1 if found else 0)
+
+
+@click.command()
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@_format_option("How to print the figures.")
+def stats(recordings: tuple[str, ...], fmt: str) -> None:
+    """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
+    import orjson
+
+    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.stats import Stats
+
+    figures = Stats()
+    for path in recordings:
+        figures.feed(annotate_lines(open_lines(path), run=RUN))  # (see show --conversation)
+    with _output("never") as emit:
+        if fmt == "json":
+            emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+        else:
+            for line in figures.lines():
+                emit(line)
+
+
+@click.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="How to print the catalog.",
+)
+@click.argument("rule", required=False, metavar="[RULE]")
+def rules(fmt: str, rule: str | None) -> None:
+    """Print the catalog of rules the validator checks, and the schemas it checks against
+    (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule
+    explained: its level, versions, source, what it flags, and an example of a frame that
+    breaks it."""
+    from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
+
+    if rule is None:
+        lines = catalog_lines(fmt)
+    else:
+        if _given("fmt"):
+            raise click.UsageError("--format is for the catalog, not one RULE")
+        explained = explain_lines(rule)
+        if explained is None:
+            import difflib
+
+            close = difflib.get_close_matches(rule, list(RULES), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise click.BadParameter(
+                visible(f"{rule!r} is no rule{hint}; `acp-proxy rules` lists them"),
+                param_hint="RULE",
+            )
+        lines = explained
+    with _output("never") as emit:
+        for line in lines:
+            emit(line)
