@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,43 @@ if TYPE_CHECKING:
     from acp_proxy.drive.probe import ProbeResult
 
 
+def _protocol_option(func: Any) -> Any:
+    """``--protocol 1|2``: what the client asks for (probe and chat alike)."""
+    return click.option(
+        "--protocol",
+        type=click.Choice(["1", "2"]),
+        default="1",
+        show_default=True,
+        help="The ACP version to ask for (1: what shipping agents speak).",
+    )(func)
+
+
+def _recording_options(func: Any) -> Any:
+    """``--record PATH``, ``--no-record``, ``--grace``: the session recorded and ended as by
+    run (probe and chat alike)."""
+    for option in reversed(
+        (
+            click.option(
+                "--record",
+                metavar="PATH",
+                envvar=_env("RECORD"),
+                help="Where the session is recorded, as for run. Default: the recordings "
+                "directory.",
+            ),
+            click.option("--no-record", is_flag=True, help="Do not record the session."),
+            click.option(
+                "--grace",
+                type=_Seconds(high=60.0),
+                default=2.0,
+                show_default=True,
+                help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
+            ),
+        )
+    ):
+        func = option(func)
+    return func
+
+
 def _probe_checks(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -42,13 +79,7 @@ def _probe_checks(
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
-@click.option(
-    "--protocol",
-    type=click.Choice(["1", "2"]),
-    default="1",
-    show_default=True,
-    help="The ACP version to ask for (1: what shipping agents speak).",
-)
+@_protocol_option
 @click.option(
     "--prompt",
     "prompt_text",
@@ -101,20 +132,7 @@ def _probe_checks(
     show_default=True,
     help="text: a line per check; json: one document; junit: a test case per check.",
 )
-@click.option(
-    "--record",
-    metavar="PATH",
-    envvar=_env("RECORD"),
-    help="Where the session is recorded, as for run. Default: the recordings directory.",
-)
-@click.option("--no-record", is_flag=True, help="Do not record the session.")
-@click.option(
-    "--grace",
-    type=_Seconds(high=60.0),
-    default=2.0,
-    show_default=True,
-    help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
-)
+@_recording_options
 @_color_option("Colour the checks' statuses")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
 def probe(
@@ -216,13 +234,7 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
-@click.option(
-    "--protocol",
-    type=click.Choice(["1", "2"]),
-    default="1",
-    show_default=True,
-    help="The ACP version to ask for (1: what shipping agents speak).",
-)
+@_protocol_option
 @click.option(
     "--cwd",
     type=click.Path(exists=True, file_okay=False, resolve_path=True),
@@ -251,20 +263,7 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
     is_flag=True,
     help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
 )
-@click.option(
-    "--record",
-    metavar="PATH",
-    envvar=_env("RECORD"),
-    help="Where the session is recorded, as for run. Default: the recordings directory.",
-)
-@click.option("--no-record", is_flag=True, help="Do not record the session.")
-@click.option(
-    "--grace",
-    type=_Seconds(high=60.0),
-    default=2.0,
-    show_default=True,
-    help="Seconds the agent gets to exit at the end, before SIGTERM, then SIGKILL.",
-)
+@_recording_options
 @_color_option("Colour the conversation")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
 def chat(
