@@ -62,6 +62,7 @@ module's own docstring says what it is for and what it promises.
     core/visible.py          visible, dumps: wire strings made safe to show
     core/version.py          VERSION
     transcript/records.py    the record types and writers, parse_record
+    transcript/heads.py      PlainHeads, plain_frame_head: the readers' fast path
     transcript/reading.py    open_recording, open_lines, RecordingError
     transcript/names.py      default_record_dir, recording_name
     transcript/redact.py     Redactor, redact_stream

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,28 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_PROXY_")}
     env.update(extra)
     return env
+
+
+def acp(
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    cwd: str | Path | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``acp-proxy ARGS`` (``python -m acp_proxy``) to its end, its output captured as
+    bytes: ``input`` on its stdin (else nothing: /dev/null), the environment
+    :func:`clean_env` plus ``env``; a process that hangs fails the test after ``timeout``."""
+    stdin = subprocess.DEVNULL if input is None else None
+    return subprocess.run(
+        [*PROXY, *args],
+        input=input,
+        stdin=stdin,
+        capture_output=True,
+        env=clean_env(**(env or {})),
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture

@@ -15,18 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, clean_env
-
-
-def run(*args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*PROXY, *args],
-        capture_output=True,
-        env=clean_env(**env),
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-
+from conftest import PROXY, RECORDINGS, acp, clean_env
 
 # --- a file that is no recording ---------------------------------------------------------
 
@@ -54,7 +43,7 @@ def test_json_lines_that_are_no_recording_are_exit_2_and_say_so(command, tmp_pat
         options = {"report": ["-o", str(tmp_path / "out.html")],
                    "redact": ["-o", str(tmp_path / "out.jsonl")],
                    "diff": [str(RECORDINGS / "clean.jsonl")]}.get(command, [])  # fmt: skip
-        proc = run(command, str(path), *options)
+        proc = acp(command, str(path), *options)
         lines = proc.stderr.decode().strip().splitlines()
         assert proc.returncode == 2, (command, name, proc.stderr)
         assert len(lines) == 1, lines
@@ -96,7 +85,7 @@ def test_path_colon_n_is_the_line_of_the_file_in_validate_and_search():
     recording = RECORDINGS / "misbehaving.jsonl"
     lines = recording.read_bytes().splitlines()
     for command in (["validate"], ["search", "session/prompt"]):
-        proc = run(*command, str(recording))
+        proc = acp(*command, str(recording))
         out = proc.stdout.decode().splitlines()
         assert out, (command, proc.stderr)
         for text in out:
@@ -126,19 +115,19 @@ def test_options_that_would_do_nothing_are_usage_errors(tmp_path):
         (["search", "-l", "--format", "json", "x", recording], "--format json"),
         (["validate", "--by-rule", "--format", "sarif", recording], "--by-rule"),
     ):
-        proc = run(*args)
+        proc = acp(*args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert f"{option} has no effect".encode() in proc.stderr and proc.stdout == b""
-    assert run("ls", str(tmp_path), ACP_PROXY_KEEP_DAYS="3").returncode == 0
+    assert acp("ls", str(tmp_path), env={"ACP_PROXY_KEEP_DAYS": "3"}).returncode == 0
 
 
 def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
     old = tmp_path / "20200101T000000.000000Z-agent.jsonl"
     old.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
-    dry = run("ls", "--prune", "--keep-days", "1", "--dry-run", str(tmp_path))
+    dry = acp("ls", "--prune", "--keep-days", "1", "--dry-run", str(tmp_path))
     assert dry.returncode == 0, dry.stderr
     assert f"would remove {old}".encode() in dry.stderr and old.exists()
-    wet = run("ls", "--prune", "--keep-days", "1", str(tmp_path))
+    wet = acp("ls", "--prune", "--keep-days", "1", str(tmp_path))
     assert f"removed {old}".encode() in wet.stderr and not old.exists()
 
 
@@ -294,15 +283,15 @@ def test_no_color_and_color_when_on_every_command_that_colours(tmp_path):
         assert SGR not in on_a_terminal([*PROXY, *command[:1], "--color", "never", *command[1:]])
         forced = [*PROXY, *command[:1], "--color", "always", *command[1:]]
         assert SGR in on_a_terminal(forced, NO_COLOR="1"), command
-    piped = run("show", "--color", "always", recording)
-    assert SGR.encode() in piped.stdout and SGR.encode() not in run("show", recording).stdout
+    piped = acp("show", "--color", "always", recording)
+    assert SGR.encode() in piped.stdout and SGR.encode() not in acp("show", recording).stdout
 
 
 def test_a_summary_is_plain_text_and_only_the_terminal_colours_it(tmp_path):
     """An error response is red on a terminal, but ``search --json`` (and any summary a tool
     reads) carries no terminal colour."""
     path = str(with_an_error_response(tmp_path / "error.jsonl"))
-    found = run("search", "--json", "boom", path)
+    found = acp("search", "--json", "boom", path)
     assert found.returncode == 0, found.stderr
     assert orjson.loads(found.stdout)["summary"] == "#0 initialize error -32603: boom"
     assert b"\\u001b" not in found.stdout and b"\x1b" not in found.stdout
@@ -318,7 +307,7 @@ def test_the_demo_next_steps_run_as_printed_without_the_venv_on_path(tmp_path):
     the executable so that they run as printed, and name report and inspect."""
     record = tmp_path / "demo.jsonl"
     bare = {"PATH": "/usr/bin:/bin"}
-    proc = run("demo", "--scenario", "clean", "--delay", "0", "--record", str(record), **bare)
+    proc = acp("demo", "--scenario", "clean", "--delay", "0", "--record", str(record), env=bare)
     assert proc.returncode == 0, proc.stderr
     steps = {
         line.split()[-2]: line.strip()
@@ -361,7 +350,7 @@ def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
 
 def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     recording = str(RECORDINGS / "misbehaving.jsonl")
-    proc = run("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
+    proc = acp("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
     findings = proc.stdout.decode().splitlines()
     assert proc.returncode == 1 and all(line.startswith(recording) for line in findings)
     errors = sum(" error " in line for line in findings)
@@ -371,7 +360,7 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     by_rule = dict(line.strip().split(": ", 1) for line in said[1:])
     missing = sum("message-id-missing" in line for line in findings)
     assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
-    assert run("validate", "--by-rule", "--format", "json", recording).returncode == 2
+    assert acp("validate", "--by-rule", "--format", "json", recording).returncode == 2
 
 
 # --- one frame, one rule ---------------------------------------------------------------------
@@ -379,7 +368,7 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
 
 def test_show_seq_prints_one_frame_whole_with_its_findings():
     recording = RECORDINGS / "misbehaving.jsonl"
-    proc = run("show", "--seq", "52", str(recording))
+    proc = acp("show", "--seq", "52", str(recording))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     line = next(
@@ -388,7 +377,7 @@ def test_show_seq_prints_one_frame_whole_with_its_findings():
     assert out.startswith(f"{recording}:{line}: seq 52, agent → client")
     assert '\n  "method": "session/update",\n' in out  # pretty JSON, whole
     assert "error usage-fields:" in out and "error usage-cost-fields:" in out
-    missing = run("show", "--seq", "9999", str(recording))
+    missing = acp("show", "--seq", "9999", str(recording))
     assert missing.returncode == 1 and b"no frame with seq 9999" in missing.stderr
 
 
@@ -396,14 +385,14 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     from acp_proxy.core.rules import EXAMPLES, RULES
     from acp_proxy.readers.annotate import validate_recording
 
-    proc = run("rules", "usage-cost-fields")
+    proc = acp("rules", "usage-cost-fields")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode().splitlines()
     rule = RULES["usage-cost-fields"]
     assert out[0] == f"usage-cost-fields: {rule.level}, ACP versions: {rule.scope}"
     assert out[1] == f"source: {rule.spec}" and out[2] == rule.description
     assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
-    unknown = run("rules", "usage-cost")
+    unknown = acp("rules", "usage-cost")
     assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr
     assert len(EXAMPLES) >= 20 and set(EXAMPLES) <= set(RULES)
     for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
@@ -433,12 +422,12 @@ def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
         (RECORDINGS / "clean.jsonl").read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes()
     )
     v1 = str(RECORDINGS / "v1.jsonl")
-    by_index = run("diff", "--connection", "2", str(two), str(two))
+    by_index = acp("diff", "--connection", "2", str(two), str(two))
     assert by_index.returncode == 0 and by_index.stderr == b"", by_index.stderr
-    old = run("diff", "--session", "2", "--format", "json", str(two), str(two))
+    old = acp("diff", "--session", "2", "--format", "json", str(two), str(two))
     assert b"--session 2 is deprecated: use --connection 2" in old.stderr
     assert old.stderr.count(b"deprecated") == 1
-    new = run("diff", "--connection", "2", "--format", "json", str(two), str(two))
+    new = acp("diff", "--connection", "2", "--format", "json", str(two), str(two))
     assert orjson.loads(old.stdout)["differences"] == orjson.loads(new.stdout)["differences"]
     session = orjson.loads(next(
         line for line in (RECORDINGS / "v1.jsonl").read_bytes().splitlines() if b'"sessionId"' in line
@@ -447,14 +436,14 @@ def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
     clean_only.write_bytes(
         (RECORDINGS / "clean.jsonl").read_bytes().replace(session.encode(), b"s_other")
     )
-    picked = run("diff", "--session", session, str(clean_only), str(clean_only))
+    picked = acp("diff", "--session", session, str(clean_only), str(clean_only))
     assert picked.returncode == 2 and f"has no session {session}".encode() in picked.stderr
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_bytes(clean_only.read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes())
-    by_id = run("diff", "--session", session, "--format", "json", str(mixed), v1)
+    by_id = acp("diff", "--session", session, "--format", "json", str(mixed), v1)
     assert by_id.returncode == 0, (by_id.stdout[:500], by_id.stderr)
     assert orjson.loads(by_id.stdout)["session"] == [2, 1]
-    replayed = run("replay", "--session", session, str(mixed))
+    replayed = acp("replay", "--session", session, str(mixed))
     assert b"no session" not in replayed.stderr and b"has several sessions" in replayed.stderr
 
 
@@ -463,14 +452,14 @@ def test_json_is_format_json_everywhere_and_the_old_spelling_says_so(tmp_path):
         (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
     recordings = str(tmp_path)
     for command in (["ls", recordings], ["search", "initialize", recordings]):
-        new = run(*command[:1], "--format", "json", *command[1:])
+        new = acp(*command[:1], "--format", "json", *command[1:])
         assert new.returncode == 0 and new.stderr == b"", (command, new.stderr)
         orjson.loads(new.stdout.splitlines()[0])
-        old = run(*command[:1], "--json", *command[1:])
+        old = acp(*command[:1], "--json", *command[1:])
         assert old.stdout == new.stdout or command[0] == "ls"  # (ls: from its index the 2nd time)
         assert b"--json is deprecated: use --format json" in old.stderr
-    shown = run("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
-    before = run("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
+    shown = acp("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
+    before = acp("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
     assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
     assert orjson.loads(shown.stdout) == orjson.loads(before.stdout)
 
@@ -479,7 +468,7 @@ def test_every_command_help_ends_with_examples():
     from acp_proxy.cli import cli
 
     for name in cli.commands:
-        proc = run(name, "--help")
+        proc = acp(name, "--help")
         lines = proc.stdout.decode().rstrip().splitlines()
         start = max(i for i, line in enumerate(lines) if line.strip() == "Examples:")
         examples = [line.strip() for line in lines[start + 1 :]]

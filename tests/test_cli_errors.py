@@ -4,11 +4,10 @@ directory where a file is expected."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, RECORDINGS, clean_env
+from conftest import RECORDINGS, acp
 
 READERS = {
     "validate": [],
@@ -18,12 +17,6 @@ READERS = {
     "replay": [],
     "redact": ["-o", "{tmp}/out.jsonl"],
 }
-
-
-def run(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*PROXY, *args], capture_output=True, env=clean_env(), timeout=60, stdin=subprocess.DEVNULL
-    )
 
 
 def bad_inputs(tmp: Path) -> dict[str, tuple[Path, bytes]]:
@@ -44,7 +37,7 @@ def test_bad_recordings_are_exit_2_with_one_line(command, tmp_path):
     """Exit 2 and one line naming the file and what is wrong with it."""
     options = [o.format(tmp=tmp_path) for o in READERS[command]]
     for what, (path, said) in bad_inputs(tmp_path).items():
-        proc = run(command, *options, str(path))
+        proc = acp(command, *options, str(path))
         assert proc.returncode == 2, (command, what, proc.stderr)
         lines = proc.stderr.decode().strip().splitlines()
         assert len(lines) == 1 and said.decode() in lines[0], (command, what, lines)
@@ -55,7 +48,7 @@ def test_bad_recordings_are_exit_2_with_one_line(command, tmp_path):
 @pytest.mark.parametrize("command", [*sorted(READERS), "run", "follow", "rules", "demo"])
 def test_an_unknown_option_is_exit_2_and_says_which(command):
     """A usage error: exit 2, the option named, no traceback."""
-    proc = run(command, "--no-such-option")
+    proc = acp(command, "--no-such-option")
     assert proc.returncode == 2
     assert b"No such option '--no-such-option'" in proc.stderr
     assert b"Traceback" not in proc.stderr and proc.stdout == b""
@@ -65,7 +58,7 @@ def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
     """report and redact say which output they cannot write (exit 1)."""
     recording = RECORDINGS / "clean.jsonl"
     for command in ("report", "redact"):
-        proc = run(command, str(recording), "-o", str(tmp_path))
+        proc = acp(command, str(recording), "-o", str(tmp_path))
         assert proc.returncode == 1, proc.stderr
         assert f"cannot write {tmp_path}".encode() in proc.stderr
         assert b"Traceback" not in proc.stderr

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, acp, clean_env
 
 from acp_proxy.core.visible import visible, visible_json
 
@@ -159,7 +159,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
     clean(log, tty=False)  # the proxy's own log
     assert "\\x1b]52" in log  # (it did log the hostile strings: escaped)
     for reader in READERS:
-        piped = subprocess.run([*PROXY, *reader, str(record)], capture_output=True, env=clean_env())
+        piped = acp(*reader, str(record))
         assert piped.returncode in (0, 1), (reader, piped.stderr)
         clean(piped.stdout.decode(), tty=False)
         clean(piped.stderr.decode(), tty=False)
@@ -173,7 +173,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
         ["diff", str(record), str(other)],
         ["diff", "--format", "json", str(record), str(other)],
     ):
-        piped = subprocess.run([*PROXY, *args], capture_output=True, env=clean_env())
+        piped = acp(*args)
         assert piped.returncode == 1
         clean(piped.stdout.decode(), tty=False)
         clean(through_a_pty([*PROXY, *args]), tty=True)
@@ -181,7 +181,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
     assert "session started" in followed
     clean(followed, tty=True)
     # what users look for is still there, made visible
-    text = subprocess.run([*PROXY, "show", str(record)], capture_output=True).stdout.decode()
+    text = acp("show", str(record)).stdout.decode()
     assert "\\x1b]52;c;aGk=\\x07" in text and "\\u202eevil" in text
 
 
@@ -272,12 +272,12 @@ def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Pat
         (["redact", str(recording), "-o", str(planted("copy.jsonl"))], tmp_path / "copy.jsonl"),
     ]
     for args, link in writers:
-        proc = subprocess.run([*PROXY, *args], capture_output=True, env=clean_env())
+        proc = acp(*args)
         assert proc.returncode != 0 and "symbolic link" in proc.stderr.decode(), proc.stderr
         assert target.read_text() == "precious"
         assert "Traceback" not in proc.stderr.decode()
         link.unlink()
-        proc = subprocess.run([*PROXY, *args], capture_output=True, env=clean_env())
+        proc = acp(*args)
         assert proc.returncode == 0, proc.stderr
         assert stat.S_IMODE(link.stat().st_mode) == 0o600, args
     # the log file
@@ -297,7 +297,7 @@ def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Pat
 def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: Path):
     recording = tmp_path / "a{{DATA}}.jsonl"
     recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
-    proc = subprocess.run([*PROXY, "report", str(recording)], capture_output=True, env=clean_env())
+    proc = acp("report", str(recording))
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "a{{DATA}}.html").read_text()
     assert page.count('id="report-data"') == 1
@@ -350,7 +350,7 @@ def test_a_recorded_gap_longer_than_a_day_waits_a_day():
 
 def test_readers_refuse_a_character_device_and_a_line_too_long(tmp_path: Path):
     for reader in (["validate"], ["show"], ["stats"]):
-        proc = subprocess.run([*PROXY, *reader, "/dev/zero"], capture_output=True, timeout=30)
+        proc = acp(*reader, "/dev/zero", timeout=30)
         assert proc.returncode == 2 and "character device" in proc.stderr.decode()
     long = tmp_path / "long.jsonl"
     long.write_bytes(b"x" * 5_000_000)
@@ -584,10 +584,6 @@ def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path)
 _START = b'{"kind":"start","t":"2026-01-01T00:00:00.000000Z","format":"acp-proxy/1","version":"0.1.0","argv":["a"],"pid":1}\n'
 
 
-def _acp(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), timeout=60)
-
-
 def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
     """A finding quoting U+FFFE or U+FFFF made XML that parsers reject;
     and 31 failures in one test case were counted ``tests="2" failures="38"``."""
@@ -598,7 +594,7 @@ def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
         + b'"text":"bad \xef\xbf\xbe \xef\xbf\xbf \\u0001 line"}\n'
     )
     recordings = [str(bad), str(RECORDINGS / "misbehaving.jsonl"), str(RECORDINGS / "clean.jsonl")]
-    proc = _acp("validate", "--format", "junit", *recordings)
+    proc = acp("validate", "--format", "junit", *recordings)
     assert proc.returncode == 1, proc.stderr
     root = ET.fromstring(proc.stdout)  # a real parser (expat)
     assert "\\ufffe" in proc.stdout.decode() and "\\uffff" in proc.stdout.decode()
@@ -610,7 +606,7 @@ def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
         assert int(suite.get("tests", "-1")) == len(suite.findall("testcase"))
     replayed = tmp_path / "replay.xml"
     agent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
-    _acp("replay", "--as", "client", "--timeout", "2", "--junit", str(replayed),
+    acp("replay", "--as", "client", "--timeout", "2", "--junit", str(replayed),
          str(RECORDINGS / "clean.jsonl"), "--", *agent)  # fmt: skip
     root = ET.fromstring(replayed.read_bytes())
     cases = list(root.iter("testcase"))
@@ -622,7 +618,7 @@ def test_a_sarif_location_is_a_uri(tmp_path: Path):
     """``a#1.jsonl`` was written as it is: a URI whose fragment is ``1.jsonl``."""
     name = tmp_path / "a#1 %41.jsonl"
     name.write_bytes((RECORDINGS / "misbehaving.jsonl").read_bytes())
-    document = orjson.loads(_acp("validate", "--format", "sarif", str(name)).stdout)
+    document = orjson.loads(acp("validate", "--format", "sarif", str(name)).stdout)
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
             for r in document["runs"][0]["results"]}  # fmt: skip
     (uri,) = uris
@@ -649,7 +645,7 @@ def test_a_newline_in_an_agent_name_a_file_name_or_a_finding_forges_no_line(tmp_
     )
     for args in (["ls", str(tmp_path)], ["search", "FORGED", str(tmp_path)],
                  ["search", "-l", "FORGED", str(tmp_path)], ["search", "r", str(tmp_path)]):  # fmt: skip
-        proc = _acp(*args)
+        proc = acp(*args)
         lines = proc.stdout.decode().splitlines()
         if args[0] == "ls":  # (its header, then a line per session)
             assert lines[0].startswith("START (UTC)")

@@ -36,7 +36,7 @@ runs of the rules on them (:class:`ChunkRules`: only what follows state), and wh
 tells the wire model (the turn's count). The validator lends it its rules; the observer
 asks it about a line nobody parsed; the reader of recordings
 (:mod:`acp_proxy.readers.annotate`) asks it about the frame in a record line, whose layout
-around the frame is the transcript's to know (:class:`~acp_proxy.transcript.records.PlainHeads`).
+around the frame is the transcript's to know (:class:`~acp_proxy.transcript.heads.PlainHeads`).
 Views see frames.
 
 Pure code: bytes in, booleans out.

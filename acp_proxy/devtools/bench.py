@@ -18,7 +18,7 @@ Workloads:
   that parses every line, as an editor does;
 - **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times;
 - **start**: how long after a setup is launched its agent begins, and its first line
-  reaches the client (five launches per run);
+  reaches the client (``--launches`` launches per run, five by default);
 - **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
   proxy's peak memory; and one way, to an agent that answers with a short line;
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
@@ -633,7 +633,7 @@ class _Bench:
             self.fresh()
             return start(setup, self.workdir)
 
-        for setup, runs in self.rounds(launch, self.args.repeat * 5).items():
+        for setup, runs in self.rounds(launch, self.args.repeat * self.args.launches).items():
             print(
                 f"{setup:<11}{_spread([r[0] for r in runs], 1e3, '{:,.0f}'):>22}"
                 f"{_spread([r[1] for r in runs], 1e3, '{:,.0f}'):>22}"
@@ -789,6 +789,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending", type=int, default=100_000, help="pending: requests left")
     parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
+    parser.add_argument("--launches", type=int, default=5, help="start: launches per run")
     parser.add_argument("--hostile-kb", type=int, default=480, help="hostile: search's message")
     parser.add_argument("--hostile-chunks", type=int, default=32_000, help="hostile: diff's")
     parser.add_argument(

@@ -24,12 +24,12 @@ from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
 from acp_proxy.readers.items import Annotated, Repeated, Taken, View
+from acp_proxy.transcript.heads import PlainHeads
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
     EndRecord,
     FrameRecord,
-    PlainHeads,
     Record,
     StartRecord,
     StderrRecord,

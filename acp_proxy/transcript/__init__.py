@@ -1,6 +1,7 @@
 """The ``acp-proxy/1`` transcript format, both ways; imports only ``core``.
 
-``records`` (the record types, the writers, ``parse_record`` that never raises), ``reading``
-(lines and records from files, ``open_recording``, ``RecordingError``), ``redact`` (secrets to
-tags, for ``run --redact`` and ``redact``).
+``records`` (the record types, the writers, ``parse_record`` that never raises: pure),
+``heads`` (the readers' fast path over plain frame records: pure), ``reading`` (lines and
+records from files, the longest line a reader holds, ``open_recording``, ``RecordingError``),
+``redact`` (secrets to tags, for ``run --redact`` and ``redact``).
 """

@@ -1,10 +1,15 @@
 """Recordings read from files: their numbered lines and records, or one clear error.
 
+The only I/O of ``transcript``. :func:`iter_lines` splits a stream into lines as the relay
+splits the wire, in blocks, holding a block and the longest line; :func:`iter_records` and
+:func:`read_records` parse them (:func:`~acp_proxy.transcript.records.parse_record`). How
+long a line a reader may hold depends on where it runs (:func:`record_limit`:
+``$ACP_PROXY_MAX_RECORD``, else the memory available, from ``/proc/meminfo``).
+
 A reader refuses what is not a recording (a character device, a file whose first line is not
 a record, a file of JSON lines with no start record among its first :data:`START_WITHIN` lines:
-an application's log, a raw JSON-RPC capture) and a line longer than it may hold
-(:func:`~acp_proxy.transcript.records.record_limit`), with :class:`RecordingError`, never a
-traceback.
+an application's log, a raw JSON-RPC capture) and a line longer than it may hold, with
+:class:`RecordingError`, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,20 +17,30 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
+from acp_proxy.core.framing import Framer
 from acp_proxy.transcript.records import (
     Record,
-    RecordTooLarge,
     StartRecord,
     UnreadableLine,
-    iter_lines,
     parse_record,
-    record_limit,
 )
 
-__all__ = ["START_WITHIN", "RecordingError", "open_lines", "open_recording"]
+__all__ = [
+    "START_WITHIN",
+    "RecordTooLarge",
+    "RecordingError",
+    "iter_lines",
+    "iter_records",
+    "open_lines",
+    "open_recording",
+    "read_records",
+    "record_limit",
+]
 
 #: A recording's start record is among its first lines (a session starts with one): past
 #: this many lines without one, the file is something else.
@@ -124,3 +139,99 @@ def _bare_message(line: bytes) -> bool:
     except orjson.JSONDecodeError:
         return False
     return type(value) is dict and value.get("jsonrpc") == "2.0" and "kind" not in value
+
+
+# --- lines and records of a stream ------------------------------------------
+
+
+#: How much of a file is read at once: splitting a block into lines costs far less a line
+#: than reading the lines one by one.
+_BLOCK = 1 << 20
+
+
+class RecordTooLarge(ValueError):
+    """A line longer than a reader may hold (:func:`record_limit`)."""
+
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"line {line} is longer than {limit:,} bytes")
+        self.line = line
+        self.limit = limit
+
+
+def record_limit() -> int:
+    """The longest line a reader holds: ``$ACP_PROXY_MAX_RECORD`` bytes, else a quarter of
+    the memory available now (a record's parse holds its line and its strings), at least
+    64 MiB. Past it a reader stops with an error that names the line, instead of being
+    killed for memory (``/dev/zero`` has no line end)."""
+    configured = os.environ.get("ACP_PROXY_MAX_RECORD", "")
+    if configured.isdigit():
+        return int(configured)
+    available = 4 << 30
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for entry in meminfo:
+                if entry.startswith(b"MemAvailable:"):
+                    available = int(entry.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(64 << 20, available // 4)
+
+
+def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
+    and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
+    memory held is a block and the longest line. A line longer than ``limit`` raises
+    :class:`RecordTooLarge` (naming it) once the lines before it are given, and before more
+    of it is read."""
+    framer = Framer()
+    count = 0
+    # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
+    read = getattr(stream, "read1", stream.read)
+    while block := read(_BLOCK):
+        lines = framer.lines(block)
+        if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
+            lines[0] = bytes(lines[0])
+        if limit is not None:
+            long = _longer(lines, limit, len(block))
+            if long is not None:
+                yield from lines[:long]
+                raise RecordTooLarge(count + long + 1, limit)
+        count += len(lines)
+        yield from lines
+        if limit is not None and framer.buffered > limit:
+            raise RecordTooLarge(count + 1, limit)
+    last = framer.close()
+    if last is not None:
+        if limit is not None and len(last) > limit:
+            raise RecordTooLarge(count + 1, limit)
+        yield last
+
+
+def _longer(lines: list[bytes], limit: int, block: int) -> int | None:
+    """The index of the first of ``lines`` (split from a ``block`` of bytes) longer than
+    ``limit``, if any. Only the first can be longer than the block (it may have begun in
+    the blocks before), so under a limit no smaller than the block only it is looked at."""
+    if not lines:
+        return None
+    if limit >= block:
+        return 0 if len(lines[0]) > limit else None
+    if max(map(len, lines)) <= limit:
+        return None
+    return next(i for i, line in enumerate(lines) if len(line) > limit)
+
+
+def iter_records(stream: BinaryIO) -> Iterator[Record]:
+    """Read records one line at a time, in constant memory per line."""
+    for number, line in enumerate(iter_lines(stream), start=1):
+        if not line or line.isspace():
+            continue
+        record = parse_record(number, line)
+        if record is not None:
+            yield record
+
+
+def read_records(path: str | Path) -> Iterator[Record]:
+    """Stream the records of a transcript file. Raises OSError if it cannot be opened."""
+    with open(path, "rb") as stream:
+        yield from iter_records(stream)

@@ -18,27 +18,40 @@ relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its be
 A frame record is read as the relay read the frame: its message may be as deep as orjson
 reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
 escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
-keys they do not know. This module is pure: records are bytes in and out; the
-only I/O is :func:`read_records`, which streams a file line by line.
+keys they do not know.
+
+This module holds the record types, their writers and :func:`parse_record`, and is pure:
+records are bytes in and out; nothing here reads a file or the environment. Reading files,
+and how long a line a reader may hold, live in :mod:`acp_proxy.transcript.reading`; the
+readers' fast path over plain frame records in :mod:`acp_proxy.transcript.heads`. The names
+that moved there are still found here (:func:`__getattr__`), loaded when asked for.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from acp_proxy.core.framing import UNPARSED, Frame, Framer, oversized_frame, parse_frame
+from acp_proxy.core.framing import UNPARSED, Frame, oversized_frame, parse_frame
 from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
+
+if TYPE_CHECKING:  # their homes now; found here at run time through __getattr__
+    from acp_proxy.transcript.heads import PlainHeads, plain_frame_head
+    from acp_proxy.transcript.reading import (
+        RecordTooLarge,
+        iter_lines,
+        iter_records,
+        read_records,
+        record_limit,
+    )
 
 __all__ = [
     "FORMAT",
@@ -68,6 +81,26 @@ __all__ = [
     "stderr_record",
     "violation_record",
 ]
+
+#: Names that lived here and have moved (see :func:`__getattr__`).
+_IN_HEADS = ("PlainHeads", "plain_frame_head")
+_IN_READING = ("RecordTooLarge", "iter_lines", "iter_records", "read_records", "record_limit")
+
+
+def __getattr__(name: str) -> Any:
+    """A name that has moved to :mod:`~acp_proxy.transcript.heads` or
+    :mod:`~acp_proxy.transcript.reading`, from there, so that importing it from here still
+    works; loaded only when asked for (those modules import this one)."""
+    if name in _IN_HEADS:
+        from acp_proxy.transcript import heads  # noqa: PLC0415
+
+        return getattr(heads, name)
+    if name in _IN_READING:
+        from acp_proxy.transcript import reading  # noqa: PLC0415
+
+        return getattr(reading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The value of ``format`` in every ``start`` record this version writes.
 FORMAT = "acp-proxy/1"
@@ -517,171 +550,3 @@ def _plain_frame(number: int, line: bytes, record: dict[str, Any]) -> FrameRecor
     while end and line[end - 1] in _WHITESPACE:
         end -= 1
     return FrameRecord(number, seq, t, side, Frame(line[start : end - 1], record["msg"]), [])
-
-
-#: How much of a file is read at once: splitting a block into lines costs far less a line
-#: than reading the lines one by one.
-_BLOCK = 1 << 20
-
-
-class RecordTooLarge(ValueError):
-    """A line longer than a reader may hold (:func:`record_limit`)."""
-
-    def __init__(self, line: int, limit: int) -> None:
-        super().__init__(f"line {line} is longer than {limit:,} bytes")
-        self.line = line
-        self.limit = limit
-
-
-def record_limit() -> int:
-    """The longest line a reader holds: ``$ACP_PROXY_MAX_RECORD`` bytes, else a quarter of
-    the memory available now (a record's parse holds its line and its strings), at least
-    64 MiB. Past it a reader stops with an error that names the line, instead of being
-    killed for memory (``/dev/zero`` has no line end)."""
-    configured = os.environ.get("ACP_PROXY_MAX_RECORD", "")
-    if configured.isdigit():
-        return int(configured)
-    available = 4 << 30
-    try:
-        with open("/proc/meminfo", "rb") as meminfo:
-            for entry in meminfo:
-                if entry.startswith(b"MemAvailable:"):
-                    available = int(entry.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    return max(64 << 20, available // 4)
-
-
-def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
-    """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
-    and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
-    memory held is a block and the longest line. A line longer than ``limit`` raises
-    :class:`RecordTooLarge` (naming it) once the lines before it are given, and before more
-    of it is read."""
-    framer = Framer()
-    count = 0
-    # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
-    read = getattr(stream, "read1", stream.read)
-    while block := read(_BLOCK):
-        lines = framer.lines(block)
-        if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
-            lines[0] = bytes(lines[0])
-        if limit is not None:
-            long = _longer(lines, limit, len(block))
-            if long is not None:
-                yield from lines[:long]
-                raise RecordTooLarge(count + long + 1, limit)
-        count += len(lines)
-        yield from lines
-        if limit is not None and framer.buffered > limit:
-            raise RecordTooLarge(count + 1, limit)
-    last = framer.close()
-    if last is not None:
-        if limit is not None and len(last) > limit:
-            raise RecordTooLarge(count + 1, limit)
-        yield last
-
-
-def _longer(lines: list[bytes], limit: int, block: int) -> int | None:
-    """The index of the first of ``lines`` (split from a ``block`` of bytes) longer than
-    ``limit``, if any. Only the first can be longer than the block (it may have begun in
-    the blocks before), so under a limit no smaller than the block only it is looked at."""
-    if not lines:
-        return None
-    if limit >= block:
-        return 0 if len(lines[0]) > limit else None
-    if max(map(len, lines)) <= limit:
-        return None
-    return next(i for i, line in enumerate(lines) if len(line) > limit)
-
-
-def iter_records(stream: BinaryIO) -> Iterator[Record]:
-    """Read records one line at a time, in constant memory per line."""
-    for number, line in enumerate(iter_lines(stream), start=1):
-        if not line or line.isspace():
-            continue
-        record = parse_record(number, line)
-        if record is not None:
-            yield record
-
-
-#: The head of a frame record as the recorder writes a plain one (:data:`PLAIN_HEAD`, read
-#: back: no findings, a JSON message), up to the ``msg`` value: seq (a JSON integer), t (a
-#: string with nothing to unescape), from.
-_PLAIN_HEAD_PATTERN = re.compile(
-    rb'\{"kind":"frame","seq":(0|[1-9][0-9]{0,17}),"t":"([ !#-\[\]-~]*)",'
-    rb'"from":"(agent|client)","msg":'
-)
-
-
-def plain_frame_head(line: bytes) -> tuple[int, str, str, bytes] | None:
-    """seq, t, from and the message's bytes of a line (without its ``\\n``) laid out as
-    :func:`plain_frame_record` writes it: that head, then the message, then ``}``. None
-    for any other line. The message is not parsed: the line is a record of these
-    values if, and only if, those bytes are one JSON value."""
-    head = _PLAIN_HEAD_PATTERN.match(line)
-    if head is None or line[-1] != 0x7D:  # }
-        return None
-    seq, t, side = head.groups()
-    return int(seq), t.decode("ascii"), _SIDE_NAMES[side], line[head.end() : -1]
-
-
-_SIDE_NAMES = {b"agent": "agent", b"client": "client"}
-
-
-class PlainHeads:
-    """:func:`plain_frame_head` for the lines of a file in order. The records of a
-    streamed turn follow one another: the next seq, the same time (the frames of one read
-    share it) and the same side. So the head of the line after a plain frame record is
-    guessed (as :func:`plain_frame_record` would write it) and compared whole, which costs
-    a fraction of matching it."""
-
-    __slots__ = ("_guess",)
-
-    def __init__(self) -> None:
-        #: The guessed head, and the seq, t, side and stamp it says.
-        self._guess: tuple[bytes, int, str, str, bytes] | None = None
-
-    def read(self, line: bytes) -> tuple[int, str, str, bytes] | None:
-        """:func:`plain_frame_head` of ``line``."""
-        guess = self._guess
-        if guess is not None and line.startswith(guess[0]) and line[-1] == 0x7D:  # }
-            head, seq, t, side, stamp = guess
-            self._guess = _next_head(seq, t, side, stamp)
-            return seq, t, side, line[len(head) : -1]
-        found = plain_frame_head(line)
-        if found is None:
-            self._guess = None
-            return None
-        seq, t, side, _ = found
-        # (what the head's pattern accepts needs no escaping: there is a stamp)
-        found_stamp = frame_stamp(t, side)
-        self._guess = None if found_stamp is None else _next_head(seq, t, side, found_stamp)
-        return found
-
-    def expected(self) -> tuple[int, str, str, bytes] | None:
-        """The seq, t and side the next line's head is guessed to say, and their stamp
-        (:func:`frame_stamp`); None without a guess. For a reader that compares many
-        lines at once, and says how many it took (:meth:`skip`)."""
-        guess = self._guess
-        return None if guess is None else guess[1:]
-
-    def skip(self, count: int) -> None:
-        """``count`` lines were taken as the guess said, each the next plain frame record."""
-        guess = self._guess
-        if guess is not None and count:
-            _, seq, t, side, stamp = guess
-            self._guess = _next_head(seq + count - 1, t, side, stamp)
-
-
-def _next_head(seq: int, t: str, side: str, stamp: bytes) -> tuple[bytes, int, str, str, bytes]:
-    """The guess of :class:`PlainHeads` after the plain frame record ``seq``."""
-    head = PLAIN_HEAD % (seq + 1, stamp)
-    return head, seq + 1, t, side, stamp
-
-
-def read_records(path: str | Path) -> Iterator[Record]:
-    """Stream the records of a transcript file. Raises OSError if it cannot be opened."""
-    with open(path, "rb") as stream:
-        yield from iter_records(stream)

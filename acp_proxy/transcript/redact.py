@@ -64,6 +64,7 @@ import orjson
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import value_spans
 from acp_proxy.core.wire import Kind, Message, WireModel
+from acp_proxy.transcript.heads import plain_frame_head
 from acp_proxy.transcript.records import (
     FrameRecord,
     StartRecord,
@@ -71,7 +72,6 @@ from acp_proxy.transcript.records import (
     UnreadableLine,
     frame_record,
     parse_record,
-    plain_frame_head,
     stderr_record,
 )
 

@@ -5,13 +5,12 @@ beside a broken twin that is still flagged."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import acp
 from exchanges import A, C, Frames, S, findings, note, ok, req, setup, upd
 
 from acp_proxy.core.framing import parse_frame
@@ -278,10 +277,6 @@ def recording(path: Path, frames: Frames) -> Path:
             out.write(frame_record(seq, f"2026-01-01T00:00:{seq:02d}.000000Z", side, frame))
         out.write(end_record("2026-01-01T00:01:00.000000Z", 0, "client closed stdin"))
     return path
-
-
-def acp(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env())
 
 
 def test_show_and_the_conversation_name_the_next_hops_method(tmp_path: Path):

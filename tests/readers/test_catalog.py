@@ -18,16 +18,12 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, clean_env
+from conftest import PROXY, README, RECORDINGS, acp, clean_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.devtools.demo import run_demo
 from acp_proxy.transcript.names import recording_name
-
-
-def acp(*args: str, **extra: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(**extra), timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -226,10 +222,10 @@ def test_search_l_stops_reading_a_file_at_its_first_match(directory, tmp_path):
         + b'"}\n'
     )
     limit = {"ACP_PROXY_MAX_RECORD": "1500000"}
-    files = acp("search", "-l", "session/prompt", str(path), **limit)
+    files = acp("search", "-l", "session/prompt", str(path), env=limit)
     assert files.returncode == 0 and files.stdout.decode().splitlines() == [str(path)]
     assert files.stderr == b""
-    every = acp("search", "session/prompt", str(path), **limit)
+    every = acp("search", "session/prompt", str(path), env=limit)
     assert b"ACP_PROXY_MAX_RECORD" in every.stderr
 
 

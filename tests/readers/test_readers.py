@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, clean_env
+from conftest import PROXY, RECORDINGS, acp, clean_env
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -29,12 +29,6 @@ MISBEHAVING_RULES = {
     "message-id-missing", "terminal-data-not-base64", "usage-fields", "usage-cost-fields",
     "stop-reason-unknown", "idle-without-running",
 }  # fmt: skip
-
-
-def acp(*args: str, **kwargs):
-    return subprocess.run(
-        [*PROXY, *args], capture_output=True, env=clean_env(), timeout=60, **kwargs
-    )
 
 
 def test_the_golden_recordings_are_there():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, clean_env
+from conftest import RECORDINGS, acp
 from test_inspect import DevTools
 
 from acp_proxy.core.framing import parse_frame
@@ -25,10 +25,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = '</script><img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
 
 browser = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-
-
-def acp(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), timeout=120)
 
 
 def chromium(url: str, *extra: str, tmp: Path) -> str:

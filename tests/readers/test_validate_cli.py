@@ -8,7 +8,7 @@ from importlib import resources
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, acp, clean_env
 
 from acp_proxy import __version__
 from acp_proxy.core.framing import parse_frame
@@ -29,10 +29,6 @@ def write_session(path, frames, end=True, mode="wb"):
             out.write(frame_record(seq, T, side, parse_frame(raw)))
         if end:
             out.write(end_record(T, 0, "client closed stdin"))
-
-
-def acp(*args, **kwargs):
-    return subprocess.run([*PROXY, *args], capture_output=True, env=clean_env(), **kwargs)
 
 
 INFO = {"name": "test", "version": "1"}
@@ -159,8 +155,8 @@ def test_truncated_last_line_is_reported_not_fatal(tmp_path):
         out.write(b'{"kind":"frame","seq":4,"t":"')
     proc = acp("validate", str(path))
     assert proc.returncode == 1
-    out = proc.stdout.decode()
-    assert "not-json" in out and "unreadable-record: line 5" in out
+    said = proc.stdout.decode()
+    assert "not-json" in said and "unreadable-record: line 5" in said
 
 
 def test_unreadable_files_exit_2(tmp_path):
