@@ -195,10 +195,9 @@ class _Builder(View):
             return
         self.conversation.again(run)
         turn = self._turn(message)
-        entry = turn.wire[-1]  # the chunk they repeat was the turn's last frame
-        for seq, _, _, _, _ in run.frames:
-            turn.wire.append(entry)
-            turn.seqs.append(seq)
+        frames = run.frames
+        turn.wire += [turn.wire[-1]] * len(frames)  # the chunk they repeat: the turn's last
+        turn.seqs += [frame[0] for frame in frames]
 
     def finish(self) -> Session:
         """The session, with what the user saw in each turn as the conversation model has
@@ -230,15 +229,16 @@ class _Builder(View):
         """A turn's agent text, tool calls and plan: of ``entities`` (each with the seq it
         was first addressed at in the turn), their changes before ``end``."""
         plan: tuple[int, Any] | None = None
-        text: list[tuple[int, str]] = []
+        messages = [entity for entity, _ in entities if entity.type == EntityType.AGENT_MESSAGE]
+        if len(messages) == 1:  # (a streamed turn: one message of many blocks)
+            turn.text, turn.text_seqs = self._pieces(messages[0]), list(messages[0].block_seqs)
+        elif messages:  # the messages' pieces in the order they came
+            text = sorted(
+                (pair for message in messages for pair in self._seqs_pieces(message)),
+                key=itemgetter(0),
+            )
+            turn.text_seqs, turn.text = [seq for seq, _ in text], [piece for _, piece in text]
         for entity, start in entities:
-            if entity.type == EntityType.AGENT_MESSAGE:
-                piece = self._piece
-                text += [
-                    (seq, piece(b))
-                    for seq, b in zip(entity.block_seqs, entity.content, strict=True)
-                ]
-                continue
             changes = [
                 (seq, name, value)
                 for seq, name, value in entity.changes
@@ -256,9 +256,6 @@ class _Builder(View):
                     entries = self._value(value, path) if name == "entries" else None
                     if isinstance(entries, list) and (plan is None or seq > plan[0]):
                         plan = (seq, entries)
-        text.sort(key=itemgetter(0))  # the messages' pieces in the order they came
-        turn.text_seqs = [seq for seq, _ in text]
-        turn.text = [piece for _, piece in text]
         if plan is not None:
             turn.plan_seq = plan[0]
             turn.plan = [
@@ -280,14 +277,21 @@ class _Builder(View):
                     tool.status_seqs.append(at)
         return tool
 
-    def _piece(self, block: Any) -> str:
-        """The text of a message's content block, normalized (a plain text block the short
-        way: a streamed message is a block a chunk)."""
-        if type(block) is dict and block.get("type") == "text":
-            text = block.get("text")
+    def _pieces(self, message: Entity) -> list[str]:
+        """The texts of a message's content blocks, a piece a block, normalized (a plain
+        text block the short way: a streamed message is a block a chunk)."""
+        blank, pieces = self._text_ignored, []
+        for block in message.content:
+            text = block.get("text") if type(block) is dict and block.get("type") == "text" else 0
             if type(text) is str:
-                return "" if self._text_ignored else "<time>" if is_time(text) else text
-        return _text(self._value(block, "params.update.content"))
+                pieces.append("" if blank else "<time>" if is_time(text) else text)
+            else:
+                pieces.append(_text(self._value(block, "params.update.content")))
+        return pieces
+
+    def _seqs_pieces(self, message: Entity) -> Iterator[tuple[int, str]]:
+        """:meth:`_pieces`, each with the seq of the frame that brought it."""
+        return zip(message.block_seqs, self._pieces(message), strict=True)
 
     @functools.cached_property
     def _text_ignored(self) -> bool:
@@ -340,7 +344,6 @@ class _Builder(View):
             self.session.errors.append((method, code, message.seq))
 
     def _message(self, message: Message, turn: _Turn) -> None:
-        value = self.norm.message(message.value) if message.frame.is_json else None
         method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
         variant = message.variant
@@ -352,13 +355,14 @@ class _Builder(View):
         turn.seqs.append(message.seq)
         if isinstance(message, ResponseMessage):
             self._response(message, method)
-        if not isinstance(value, dict):
+        if not message.frame.is_json or not isinstance(message.value, dict):
             return
-        value = self._clean(value)
-        if message.method in ("initialize", "proxy/initialize", "session/new"):
-            self._handshake(message, value)
-        if message.method == "session/request_permission":
-            self._permission(message, value, turn)
+        if message.method in _READ:  # the rest is the wire model's and the conversation's
+            value = self._clean(self.norm.message(message.value))
+            if message.method == "session/request_permission":
+                self._permission(message, value, turn)
+            else:
+                self._handshake(message, value)
         closed = message.closed
         if closed is not None and not closed.void:
             turn.duration, turn.end_seq = closed.duration, message.seq
@@ -391,6 +395,10 @@ class _Builder(View):
                     turn.permissions[index] = (t, chosen, s)
                     break
 
+
+#: The methods whose messages diff reads itself (normalized): the handshake's, and the
+#: permission requests (with their outcome).
+_READ = frozenset({"initialize", "proxy/initialize", "session/new", "session/request_permission"})
 
 #: What a frame without a method is called in the wire layer (a response, by the method it
 #: answers when known: ``session/new response``).
