@@ -18,6 +18,10 @@ end is the wire model's to say (:mod:`acp_proxy.core.wire`): this module only ke
 what the user saw in each. The session's settings (its mode, title, commands and config
 options: :data:`~acp_proxy.readers.summary.SETTINGS`, v1's and v2's) are kept where they
 changed and as they are now. Unknown update variants are listed, not dropped.
+
+For a reader that compares turns (``diff``), as data, not a second builder: each entity keeps
+the seq of the frame behind each content block and its fields' changes (a tool call's status
+sequence), and each turn the entities it addressed.
 """
 
 from __future__ import annotations
