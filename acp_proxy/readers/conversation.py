@@ -459,14 +459,20 @@ class Conversation:
     def _apply(self, entity: Entity, variant: str, update: dict[str, Any], seq: int) -> None:
         """An entity update applied (:data:`_APPLY`), with the seqs of the content blocks it
         brought and the fields it changed (:func:`_changed`)."""
-        block = update.get("content")
-        text = _plain_text(block) if self.joined and variant in MESSAGE_CHUNKS else None
-        content, count, status = entity.content, len(entity.content), entity.fields.get("status")
-        if text is not None:
+        content = entity.content
+        count = len(content)
+        if variant in _CHANGING:
+            status = entity.fields.get("status")
+            _APPLY[variant](entity, update)
+            _changed(entity, variant, update, seq, status)
+        elif (
+            self.joined
+            and variant in MESSAGE_CHUNKS
+            and ((text := _plain_text(update.get("content"))) is not None)
+        ):
             _append_joined(entity, text)
         else:
             _APPLY[variant](entity, update)
-        _changed(entity, variant, update, seq, status)
         if entity.content is not content:  # replaced
             entity.block_seqs = [seq] * len(entity.content)
         elif len(content) > count:
@@ -516,6 +522,10 @@ class Conversation:
         if "summary" in update:
             summary = update["summary"]
             entity.content = list(summary) if isinstance(summary, list) else []
+
+
+#: The entity updates that change fields (:attr:`Entity.changes`).
+_CHANGING = frozenset({"tool_call_update", "plan_update"})
 
 
 def _changed(entity: Entity, variant: str, update: dict[str, Any], seq: int, status: Any) -> None:
