@@ -18,6 +18,10 @@ end is the wire model's to say (:mod:`acp_proxy.core.wire`): this module only ke
 what the user saw in each. The session's settings (its mode, title, commands and config
 options: :data:`~acp_proxy.readers.summary.SETTINGS`, v1's and v2's) are kept where they
 changed and as they are now. Unknown update variants are listed, not dropped.
+
+For a reader that compares turns (``diff``), as data, not a second builder: each entity keeps
+the seq of the frame behind each content block and its fields' changes (a tool call's status
+sequence), and each turn the entities it addressed.
 """
 
 from __future__ import annotations
@@ -72,6 +76,11 @@ class Entity:
     output: bytearray = field(default_factory=bytearray)
     #: The seqs of the frames that addressed it (for the report to highlight them).
     seqs: list[int] = field(default_factory=list)
+    #: The seq of the frame that brought each block of ``content`` (messages, tool calls).
+    block_seqs: list[int] = field(default_factory=list)
+    #: The fields as they changed (tool calls and plans): (seq, name, value) for each field
+    #: an update set (a tool call's ``status`` as it defaulted to pending, too).
+    changes: list[tuple[int, str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """For ``show --conversation --json``."""
@@ -134,6 +143,9 @@ class Turn:
     wire: WireTurn
     #: Entity keys first seen in this turn, in order.
     entities: list[tuple[str, str]] = field(default_factory=list)
+    #: Entity keys addressed in this turn (first seen in it or before), in order, with the
+    #: seq of the first frame in it that did.
+    addressed: dict[tuple[str, str], int] = field(default_factory=dict)
     #: States reported, in order (running, requires_action, idle, ...).
     states: list[str] = field(default_factory=list)
     #: The prompt's response: its messageId.
@@ -351,8 +363,10 @@ class Conversation:
                 seqs.append(seq)
                 _append_joined(entity, text)
             return
+        block_seqs = entity.block_seqs
         for seq, _, text, _, _ in repeated.frames:
             seqs.append(seq)
+            block_seqs.append(seq)
             repeat = block.copy()
             repeat["text"] = text
             content.append(repeat)
@@ -387,6 +401,10 @@ class Conversation:
                 if message.closed is turn.wire:  # v1: the response ends the turn
                     turn.states.append("idle")
 
+    def turn(self, wire_turn: WireTurn) -> Turn | None:
+        """What the user saw of a turn of the wire model, if any of it was seen here."""
+        return self._turns.get(wire_turn)
+
     def _turn(self, view: SessionView, wire_turn: WireTurn) -> Turn:
         turn = self._turns.get(wire_turn)
         if turn is None:
@@ -397,16 +415,16 @@ class Conversation:
     def _entity(self, view: SessionView, kind: str, entity_id: str, seq: int) -> Entity:
         key = (kind, entity_id)
         entity = view.entities.get(key)
+        turn = view.current
         if entity is None:
             entity = view.entities[key] = Entity(kind, entity_id)
-            turn = view.current
             (turn.entities if turn is not None else view.background).append(key)
+        if turn is not None and key not in turn.addressed:
+            turn.addressed[key] = seq
         entity.seqs.append(seq)
         return entity
 
-    def _update(  # noqa: PLR0912 - a branch per kind of update
-        self, view: SessionView, update: dict[str, Any], message: Message
-    ) -> None:
+    def _update(self, view: SessionView, update: dict[str, Any], message: Message) -> None:
         # The wire model's variant; a sessionUpdate that is no string is listed as unknown.
         variant = message.variant or preview(update.get("sessionUpdate"))
         if variant == "state_update":
@@ -426,20 +444,39 @@ class Conversation:
         elif variant == "plan":  # v1: one plan per session, replaced whole
             entity = self._entity(view, EntityType.PLAN, V1_PLAN, message.seq)
             entity.fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            entity.changes += [(message.seq, k, v) for k, v in entity.fields.items()]
             view.last_key = ("plan", V1_PLAN)
         else:
             # v1 creates a tool call with tool_call, then patches it
             variant = "tool_call_update" if variant == "tool_call" else variant
             addressed = self._addressed(view, variant, update, message.seq)
             if addressed is not None:
+                self._apply(addressed, variant, update, message.seq)
                 block = update.get("content")
-                text = _plain_text(block) if self.joined and variant in MESSAGE_CHUNKS else None
-                if text is not None:
-                    _append_joined(addressed, text)
-                else:
-                    _APPLY[variant](addressed, update)
                 if variant in MESSAGE_CHUNKS and type(block) is dict:
                     self._chunk = (addressed, block)
+
+    def _apply(self, entity: Entity, variant: str, update: dict[str, Any], seq: int) -> None:
+        """An entity update applied (:data:`_APPLY`), with the seqs of the content blocks it
+        brought and the fields it changed (:func:`_changed`)."""
+        content = entity.content
+        count = len(content)
+        if variant in _CHANGING:
+            status = entity.fields.get("status")
+            _APPLY[variant](entity, update)
+            _changed(entity, variant, update, seq, status)
+        elif (
+            self.joined
+            and variant in MESSAGE_CHUNKS
+            and ((text := _plain_text(update.get("content"))) is not None)
+        ):
+            _append_joined(entity, text)
+        else:
+            _APPLY[variant](entity, update)
+        if entity.content is not content:  # replaced
+            entity.block_seqs = [seq] * len(entity.content)
+        elif len(content) > count:
+            entity.block_seqs += [seq] * (len(content) - count)
 
     def _addressed(
         self, view: SessionView, variant: str, update: dict[str, Any], seq: int
@@ -485,6 +522,23 @@ class Conversation:
         if "summary" in update:
             summary = update["summary"]
             entity.content = list(summary) if isinstance(summary, list) else []
+
+
+#: The entity updates that change fields (:attr:`Entity.changes`).
+_CHANGING = frozenset({"tool_call_update", "plan_update"})
+
+
+def _changed(entity: Entity, variant: str, update: dict[str, Any], seq: int, status: Any) -> None:
+    """What an update changed in a tool call's or a plan's fields, as :attr:`Entity.changes`
+    (``status``, the status before it)."""
+    fields, changes = entity.fields, entity.changes
+    if variant == "tool_call_update":
+        skip = ("sessionUpdate", "toolCallId", "content")
+        changes += [(seq, k, fields.get(k)) for k in update if k not in skip]
+        if "status" not in update and fields.get("status") != status:  # (it defaulted)
+            changes.append((seq, "status", fields.get("status")))
+    elif variant == "plan_update" and isinstance(update.get("plan"), dict):
+        changes += [(seq, k, v) for k, v in fields.items()]
 
 
 def _replace_message(entity: Entity, update: dict[str, Any]) -> None:

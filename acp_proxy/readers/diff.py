@@ -15,7 +15,9 @@ skipped), so two runs of one scenario compare equal. Then layer by layer:
 2. *conversation*: turns aligned in order (by the prompt's text where the counts differ);
    per turn the prompt, the tool calls (title, kind, status sequence), the agent's text (a
    short word-level excerpt of the change), the plan, permission requests and their outcome,
-   the stop reason;
+   the stop reason. What the user saw is the conversation model's
+   (:class:`~acp_proxy.readers.conversation.Conversation`, its entity rules: the entities
+   each turn addressed), read through the normalizer;
 3. *wire*: per turn, the sequence of (direction, method, update variant) aligned by a longest
    common subsequence, so one inserted update is one insertion; error responses;
 4. *findings*: rules fired on one side only, by rule and turn;
@@ -31,17 +33,22 @@ differences out; the file reading is :func:`load`.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from operator import itemgetter
 from typing import Any
 
 from acp_proxy.core.jsontext import preview
+from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
+from acp_proxy.core.wire import Turn as WireTurn
 from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
+from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity
 from acp_proxy.transcript.reading import open_lines, open_recording
 
 __all__ = ["LAYERS", "Difference", "Session", "compare", "load"]
@@ -152,18 +159,19 @@ def load(
     if seen < number:
         raise ValueError(f"{path} has {seen} session(s), not {number}")
     builder.session.connections = seen
-    return builder.session
+    return builder.finish()
 
 
 class _Builder(View):
-    """A session boiled down, an annotated record at a time."""
+    """A session boiled down, an annotated record at a time: the wire's frames, findings and
+    timings here; what the user saw, from the conversation model (:meth:`finish`)."""
 
     def __init__(self, ignore: Sequence[str], meta: bool) -> None:
         self.session = Session()
         self.ignore, self.meta = tuple(ignore), meta
         self.norm = Normalizer()
-        self._turns: dict[Any, _Turn] = {}
-        self._first: dict[Any, float] = {}
+        self.conversation = Conversation()
+        self._turns: dict[WireTurn, _Turn] = {}
 
     def add(self, item: Annotated) -> None:
         message = item.message
@@ -173,34 +181,131 @@ class _Builder(View):
             seqs.append(finding.seq)
         if message is None:
             return
+        self.conversation.observe(message)
         for element in message.messages:
             self._message(element, self._turn(element))
 
     def add_run(self, run: Repeated) -> None:
         """Frames that each repeat the chunk before them but for its text: the same wire
-        entry, in the same turn, and (an agent message's) its text, as :meth:`add` would
-        make of each, without parsing or normalizing them (a streamed turn of 200,000 chunks
-        took seconds to). What normalizing would change in them is only their text: a text
-        that is a time (``<time>``), or an ignored text."""
+        entry, in the same turn, as :meth:`add` would make of each, without parsing or
+        normalizing them (a streamed turn of 200,000 chunks took seconds to); the
+        conversation model takes them as such (:meth:`Conversation.again`)."""
         message = run.template.message
         if message is None:
             return
+        self.conversation.again(run)
         turn = self._turn(message)
-        entry = turn.wire[-1]  # the chunk they repeat was the turn's last frame
-        agent_text = message.variant == "agent_message_chunk" and not self._ignored_text
-        for seq, _, text, _, _ in run.frames:
-            turn.wire.append(entry)
-            turn.seqs.append(seq)
-            if agent_text:
-                turn.text.append("<time>" if is_time(text) else text)
-                turn.text_seqs.append(seq)
-            elif message.variant == "agent_message_chunk":
-                turn.text.append("")
-                turn.text_seqs.append(seq)
+        frames = run.frames
+        turn.wire += [turn.wire[-1]] * len(frames)  # the chunk they repeat: the turn's last
+        turn.seqs += [frame[0] for frame in frames]
 
-    @property
-    def _ignored_text(self) -> bool:
-        return ignored("params.update.content.text", self.ignore)
+    def finish(self) -> Session:
+        """The session, with what the user saw in each turn as the conversation model has
+        it: the entities it addressed, read through this side's normalizer; before the
+        first prompt, the entities seen before it."""
+        turns = self.session.turns
+        first = turns[1].seq if len(turns) > 1 else None
+        before = [
+            (view.entities[key], view.entities[key].seqs[0])
+            for view in self.conversation.sessions.values()
+            for key in view.background
+            if first is None or view.entities[key].seqs[0] < first
+        ]
+        self._seen(turns[0], sorted(before, key=lambda pair: pair[1]), first)
+        for wire_turn, turn in self._turns.items():
+            seen = self.conversation.turn(wire_turn)
+            view = self.conversation.sessions.get(wire_turn.session)
+            if seen is not None and view is not None:
+                turn.prompt = _text(self._value(seen.prompt, "params.prompt"))
+                addressed = [(view.entities[key], seq) for key, seq in seen.addressed.items()]
+                end = wire_turn.end_seq + 1 if wire_turn.end_seq is not None else None
+                self._seen(turn, addressed, end)
+            if wire_turn.stop_reason is not None:
+                turn.stop_reason, turn.stop_seq = wire_turn.stop_reason, wire_turn.end_seq
+            turn.first_chunk, turn.first_seq = wire_turn.first_output, wire_turn.first_output_seq
+        return self.session
+
+    def _seen(self, turn: _Turn, entities: list[tuple[Entity, int]], end: int | None) -> None:
+        """A turn's agent text, tool calls and plan: of ``entities`` (each with the seq it
+        was first addressed at in the turn), their changes before ``end``."""
+        plan: tuple[int, Any] | None = None
+        messages = [entity for entity, _ in entities if entity.type == EntityType.AGENT_MESSAGE]
+        if len(messages) == 1:  # (a streamed turn: one message of many blocks)
+            turn.text, turn.text_seqs = self._pieces(messages[0]), list(messages[0].block_seqs)
+        elif messages:  # the messages' pieces in the order they came
+            text = sorted(
+                (pair for message in messages for pair in self._seqs_pieces(message)),
+                key=itemgetter(0),
+            )
+            turn.text_seqs, turn.text = [seq for seq, _ in text], [piece for _, piece in text]
+        for entity, start in entities:
+            changes = [
+                (seq, name, value)
+                for seq, name, value in entity.changes
+                if seq >= start and (end is None or seq < end)
+            ]
+            if entity.type == EntityType.TOOL_CALL:
+                turn.tools[entity.id] = self._tool(changes, start)
+            elif entity.type == EntityType.PLAN:
+                path = (
+                    "params.update.entries"
+                    if entity.id == V1_PLAN
+                    else "params.update.plan.entries"
+                )
+                for seq, name, value in changes:
+                    entries = self._value(value, path) if name == "entries" else None
+                    if isinstance(entries, list) and (plan is None or seq > plan[0]):
+                        plan = (seq, entries)
+        if plan is not None:
+            turn.plan_seq = plan[0]
+            turn.plan = [
+                (e.get("content"), e.get("status")) for e in plan[1] if isinstance(e, dict)
+            ]
+
+    def _tool(self, changes: list[tuple[int, str, Any]], seq: int) -> _Tool:
+        """A tool call as a turn changed it: its last title and kind, its statuses."""
+        tool = _Tool(seq=seq)
+        for at, name, value in changes:
+            if name == "title":
+                tool.title, tool.title_seq = self._value(value, "params.update.title"), at
+            elif name == "kind":
+                tool.kind, tool.kind_seq = self._value(value, "params.update.kind"), at
+            elif name == "status":
+                status = self._value(value, "params.update.status")
+                if status is not None and (not tool.statuses or tool.statuses[-1] != status):
+                    tool.statuses.append(status)
+                    tool.status_seqs.append(at)
+        return tool
+
+    def _pieces(self, message: Entity) -> list[str]:
+        """The texts of a message's content blocks, a piece a block, normalized (a plain
+        text block the short way: a streamed message is a block a chunk)."""
+        blank, pieces = self._text_ignored, []
+        for block in message.content:
+            text = block.get("text") if type(block) is dict and block.get("type") == "text" else 0
+            if type(text) is str:
+                pieces.append("" if blank else "<time>" if is_time(text) else text)
+            else:
+                pieces.append(_text(self._value(block, "params.update.content")))
+        return pieces
+
+    def _seqs_pieces(self, message: Entity) -> Iterator[tuple[int, str]]:
+        """:meth:`_pieces`, each with the seq of the frame that brought it."""
+        return zip(message.block_seqs, self._pieces(message), strict=True)
+
+    @functools.cached_property
+    def _text_ignored(self) -> bool:
+        return any(
+            ignored(path, self.ignore)
+            for path in ("params.update.content.text", "params.update.content.type")
+        )
+
+    def _value(self, value: Any, path: str) -> Any:
+        """A value of the conversation model as diff compares it: normalized, with
+        ``_meta`` and the ignored paths left out (``path``: where it was on the wire)."""
+        if ignored(path, self.ignore):
+            return None
+        return self._clean(self.norm.value(value, path.rsplit(".", 1)[-1]), path)
 
     def _number(self, turn: _Turn) -> int:
         return self.session.turns.index(turn)
@@ -239,7 +344,6 @@ class _Builder(View):
             self.session.errors.append((method, code, message.seq))
 
     def _message(self, message: Message, turn: _Turn) -> None:
-        value = self.norm.message(message.value) if message.frame.is_json else None
         method = message.method or f"({_UNNAMED.get(message.kind, message.kind)})"
         update = message.update or {}
         variant = message.variant
@@ -251,27 +355,17 @@ class _Builder(View):
         turn.seqs.append(message.seq)
         if isinstance(message, ResponseMessage):
             self._response(message, method)
-        if not isinstance(value, dict):
+        if not message.frame.is_json or not isinstance(message.value, dict):
             return
-        value = self._clean(value)
-        if message.method in ("initialize", "proxy/initialize", "session/new"):
-            self._handshake(message, value)
-        params = _object(value, "params")
-        if message.method == "session/prompt" and message.kind is Kind.REQUEST:
-            turn.prompt = _text(params.get("prompt"))
-        elif message.method == "session/prompt" and message.kind is Kind.RESPONSE:
-            result = value.get("result")
-            if isinstance(result, dict) and "stopReason" in result:
-                turn.stop_reason, turn.stop_seq = result["stopReason"], message.seq
-        elif message.method == "session/request_permission":
-            self._permission(message, value, turn)
-        elif message.method == "session/update":
-            self._update(message, params.get("update"), turn)
+        if message.method in _READ:  # the rest is the wire model's and the conversation's
+            value = self._clean(self.norm.message(message.value))
+            if message.method == "session/request_permission":
+                self._permission(message, value, turn)
+            else:
+                self._handshake(message, value)
         closed = message.closed
         if closed is not None and not closed.void:
             turn.duration, turn.end_seq = closed.duration, message.seq
-            if closed.stop_reason is not None and turn.stop_reason is None:
-                turn.stop_reason, turn.stop_seq = closed.stop_reason, message.seq
 
     def _handshake(self, message: Message, value: dict[str, Any]) -> None:
         part = "params" if message.kind is Kind.REQUEST else "result"
@@ -301,44 +395,10 @@ class _Builder(View):
                     turn.permissions[index] = (t, chosen, s)
                     break
 
-    def _tool(self, message: Message, update: dict[str, Any], variant: str, turn: _Turn) -> None:
-        call = update.get("toolCallId")
-        if isinstance(call, (dict, list)):  # no id: as its JSON text
-            call = preview(call)
-        tool = turn.tools.setdefault(call, _Tool(seq=message.seq))
-        if "title" in update:
-            tool.title, tool.title_seq = update["title"], message.seq
-        if "kind" in update:
-            tool.kind, tool.kind_seq = update["kind"], message.seq
-        status = update.get("status", "pending" if variant == "tool_call" else None)
-        if status is not None and (not tool.statuses or tool.statuses[-1] != status):
-            tool.statuses.append(status)
-            tool.status_seqs.append(message.seq)
 
-    def _update(self, message: Message, update: Any, turn: _Turn) -> None:
-        if not isinstance(update, dict):
-            return
-        variant = update.get("sessionUpdate")
-        if variant in ("agent_message_chunk", "agent_message"):
-            if variant == "agent_message":
-                turn.text.clear()
-                turn.text_seqs.clear()
-            turn.text.append(_text(update.get("content")))
-            turn.text_seqs.append(message.seq)
-            wire_turn = message.turn  # its first agent output is the wire model's
-            if wire_turn is not None and wire_turn.first_output_seq == message.seq:
-                turn.first_chunk, turn.first_seq = wire_turn.first_output, message.seq
-        elif variant in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
-            self._tool(message, update, variant, turn)
-        elif variant in ("plan", "plan_update"):
-            plan = update.get("plan") if variant == "plan_update" else update
-            entries = plan.get("entries") if isinstance(plan, dict) else None
-            if isinstance(entries, list):
-                turn.plan = [
-                    (e.get("content"), e.get("status")) for e in entries if isinstance(e, dict)
-                ]
-                turn.plan_seq = message.seq
-
+#: The methods whose messages diff reads itself (normalized): the handshake's, and the
+#: permission requests (with their outcome).
+_READ = frozenset({"initialize", "proxy/initialize", "session/new", "session/request_permission"})
 
 #: What a frame without a method is called in the wire layer (a response, by the method it
 #: answers when known: ``session/new response``).
@@ -349,12 +409,6 @@ def _object(value: Any, name: str) -> dict[str, Any]:
     """``value[name]`` when ``value`` is an object and that is one too, else empty."""
     found = value.get(name) if isinstance(value, dict) else None
     return found if isinstance(found, dict) else {}
-
-
-def _seconds(start: str, end: str) -> float | None:
-    from acp_proxy.core.wire import seconds_between  # noqa: PLC0415 - one place
-
-    return seconds_between(start, end)
 
 
 def _text(content: Any) -> str:

@@ -396,3 +396,39 @@ def test_the_live_view_draws_what_the_conversation_view_draws_as_it_streams():
             assert line in shown.splitlines(), line
     assert shown.count("tool t1") == 3  # pending, its new title, completed
     assert click.unstyle("".join(screens[True])) == "Hello\n\\x1b[2Jthere\n"
+
+
+def test_each_block_and_field_change_keeps_its_seq_and_each_turn_what_it_addressed():
+    """What a reader comparing turns needs (diff), as data: the frame that brought each content
+    block (a whole message's blocks share its), each field a tool call's update set (its status
+    as it defaulted to pending too), and the entities each turn addressed, first seen in it or
+    before, with the seq of the turn's first frame that did."""
+
+    def update(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return ("agent", {"jsonrpc": "2.0", "method": "session/update",
+                          "params": {"sessionId": S, "update": body}})  # fmt: skip
+
+    frames = [
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "Read"}),
+        update({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text("A")}),
+        ("client", {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                    "params": {"sessionId": S, "prompt": [text("go")]}}),  # 3
+        update({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text("B")}),
+        update({"sessionUpdate": "agent_message", "messageId": "n",
+                "content": [text("C"), text("D")]}),  # 5
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"}),
+    ]  # fmt: skip
+    model = Conversation()
+    for seq, (side, message) in enumerate(frames, 1):
+        model.feed(side, parse_frame(orjson.dumps(message)), seq, T)
+    view = model.sessions[S]
+    m, n = view.entities[("agent message", "m")], view.entities[("agent message", "n")]
+    assert (m.block_seqs, n.block_seqs) == ([2, 4], [5, 5])
+    tool = view.entities[("tool call", "t")]
+    assert tool.changes == [(1, "title", "Read"), (1, "status", "pending"),
+                            (6, "status", "completed")]  # fmt: skip
+    (turn,) = view.turns
+    assert turn.entities == [("agent message", "n")]
+    assert list(turn.addressed.items()) == [
+        (("agent message", "m"), 4), (("agent message", "n"), 5), (("tool call", "t"), 6)
+    ]  # fmt: skip

@@ -293,6 +293,37 @@ def test_a_streamed_turn_read_the_short_way_boils_down_as_read_in_full(tmp_path)
     assert "<time>" in "".join(load(str(path)).turns[-1].text)
 
 
+def test_what_the_user_saw_is_the_conversation_models_a_whole_message_replaces_its_own(tmp_path):
+    """The conversation layer reads the turn from the conversation model, by its entity rules:
+    a whole ``agent_message`` replaces its own message's content, not the turn's other
+    messages (so a change in the one before it shows, named at its chunk)."""
+
+    def recording(path: Path, first: str) -> Path:
+        def add(records: list[dict[str, Any]]) -> None:
+            chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+                     "content": {"type": "text", "text": first}}  # fmt: skip
+            whole = {"sessionUpdate": "agent_message", "messageId": "n",
+                     "content": [{"type": "text", "text": "two"}]}  # fmt: skip
+            at = next(
+                i
+                for i, r in enumerate(records)
+                if r.get("msg", {}).get("result", {}).get("stopReason")
+            )
+            records[at:at] = [
+                {"kind": "frame", "t": records[at]["t"], "from": "agent",
+                 "msg": {"jsonrpc": "2.0", "method": "session/update",
+                         "params": {"sessionId": "s", "update": update}}}
+                for update in (chunk, whole)
+            ]  # fmt: skip
+
+        return edited(streamed(path, 0), path, add)
+
+    a, b = recording(tmp_path / "a.jsonl", "one "), recording(tmp_path / "b.jsonl", "ONE ")
+    [text] = as_json(a, b, "--only", "conversation")["differences"]
+    assert (text["what"], text["a"], text["b"]) == ("agent text", "one two", "ONE two")
+    assert text["a_seq"] == text["b_seq"] == 6  # the chunk, not the whole message after it
+
+
 def test_two_long_streamed_turns_diff_as_one_insertion_or_one_shorter_run(tmp_path):
     """20,000 chunks against the same with an update inserted in the middle: one insertion
     (not a cascade); against 19,900 chunks: the run of chunks shown as a run, 100 short. At
