@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -12,6 +13,13 @@ from typing import Any
 
 import orjson
 import pytest
+
+# Started in the background by a shell without job control (nohup, `cmd &` in a script), the
+# tests run with SIGINT ignored, and every process they start inherits that: the tests that
+# stop a command with Ctrl-C would wait for it forever. A handler, unlike SIG_IGN, is reset
+# to the default in each child at exec, so the commands hear Ctrl-C as on a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 HERE = Path(__file__).parent
 #: The repository: its README and its recordings/, which the tests read.
