@@ -16,6 +16,7 @@ import click
 from acp_proxy.clihelp import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
+    _cannot_write,
     _color_option,
     _colored,
     _deprecated,
@@ -313,7 +314,7 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     try:
         size = write_report(recording, out, revalidate=revalidate, against=against)
     except OSError as exc:
-        raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
+        _cannot_write(out, exc)
     if out == "-":
         _say(f"acp-proxy report: {size:,} bytes written to standard output")
         return
@@ -362,7 +363,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
         ):
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
-        raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
+        _cannot_write(output, exc)
     if to_stdout:
         _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
         return
