@@ -121,3 +121,14 @@ def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
         assert proc.returncode == 1, proc.stderr
         assert f"cannot write {tmp_path}".encode() in proc.stderr
         assert b"Traceback" not in proc.stderr
+
+
+def test_a_search_rule_glob_that_matches_no_rule_is_a_usage_error_naming_close_ones():
+    """`search --rule` takes globs of the catalog's rules; one that matches none could only
+    ever find nothing: exit 2, the close rules named (as `rules RULE`)."""
+    proc = acp("search", "--rule", "message-id-missng", "x", str(RECORDINGS))
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert b"matches no rule" in proc.stderr and b"message-id-missing" in proc.stderr
+    assert acp("search", "--rule", "bogus-rule", "x", str(RECORDINGS)).returncode == 2
+    found = acp("search", "--rule", "message-id-*", ".", str(RECORDINGS))
+    assert found.returncode == 0 and b"[message-id-missing]" in found.stdout, found.stderr
