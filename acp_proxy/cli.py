@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import click
 
 from acp_proxy import __version__
-from acp_proxy.clihelp import EXIT_INTERRUPTED, _settle, _Unreadable
+from acp_proxy.clihelp import EXIT_INTERRUPTED, _say, _settle, _Unreadable
 from acp_proxy.devtools import commands as devtools_commands
 from acp_proxy.drive import commands as drive_commands
 from acp_proxy.live import commands as live_commands
@@ -40,15 +40,60 @@ def _interrupted() -> NoReturn:
     os._exit(EXIT_INTERRUPTED)
 
 
+class _Usage(click.UsageError):
+    """A usage error in one line, as every other error of acp-proxy (exit 2):
+    ``acp-proxy show: no such option '--bogus' (acp-proxy show --help)``."""
+
+    def __init__(self, message: str, command: str) -> None:
+        super().__init__(message)
+        self.command = command
+
+    def show(self, file: Any = None) -> None:
+        _say(f"{self.command}: {self.message} ({self.command} --help)")
+
+
+def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
+    """``exc`` said in one line by the command it is about (its context's, else
+    ``command``); click's own sentence starts lowercase, its end without the stop."""
+    if isinstance(exc, _Usage) or type(exc).__name__ == "NoArgsIsHelpError":
+        return exc  # (bare `acp-proxy`: its help)
+    if exc.ctx is not None:
+        names, ctx = [], exc.ctx
+        while ctx.parent is not None:
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        command = " ".join(["acp-proxy", *reversed(names)])
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    if message[:2].istitle():  # "No such option", "Invalid value", "Missing argument"
+        message = message[0].lower() + message[1:]
+    return _Usage(message, command)
+
+
 class _Group(click.Group):
     """Commands whose recordings cannot be read end with one line, never a traceback;
-    Ctrl-C stops any of them quietly (exit 130, no ``Aborted!``)."""
+    so do usage errors (exit 2); Ctrl-C stops any of them quietly (exit 130, no
+    ``Aborted!``)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc, "acp-proxy") from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             _interrupted()
+        except click.UsageError as exc:
+            command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+            raise _one_line(exc, command) from None
         except Exception as exc:
             # A RecordingError can only come from its module, once it is loaded.
             reading = sys.modules.get("acp_proxy.transcript.reading")

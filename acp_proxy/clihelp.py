@@ -192,6 +192,14 @@ def _deprecated(old: str, new: str) -> None:
 _SAID: set[str] = set()
 
 
+def _cannot_write(path: str, exc: OSError) -> NoReturn:
+    """A file that could not be written: one line, exit 1; but stdout (``-o -``) closed by
+    its reader (``| head``) is no error: it goes on to the quiet exit of a closed stdout."""
+    if path == "-" and isinstance(exc, BrokenPipeError):
+        raise exc
+    raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}")) from None
+
+
 class _Unreadable(click.ClickException):
     """A recording that cannot be read: exit status 2, one clear line."""
 

@@ -76,6 +76,25 @@ def test_report_and_redact_write_dash_to_stdout(tmp_path):
     assert not (tmp_path / "-").exists()
 
 
+@pytest.mark.parametrize(
+    "args", [["show"], ["stats"], ["report", "-o", "-"], ["redact", "-o", "-"]], ids=lambda a: a[0]
+)
+def test_a_closed_stdout_is_quiet_for_dash_writers_as_for_the_others(args):
+    """``-o - | head -1``: a stdout its reader closed is no error to report; the writers of
+    ``-o -`` end as ``show`` does, saying nothing."""
+    read, write = os.pipe()
+    os.close(read)  # every write gets EPIPE, however short the output
+    try:
+        proc = subprocess.run(
+            [*PROXY, *args, str(RECORDINGS / "clean.jsonl")],
+            stdout=write, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=clean_env(),
+            timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.stderr == b"" and proc.returncode == 1, proc.stderr
+
+
 # --- PATH:N is the line -----------------------------------------------------------------------
 
 

@@ -45,13 +45,72 @@ def test_bad_recordings_are_exit_2_with_one_line(command, tmp_path):
         assert proc.stdout == b""
 
 
-@pytest.mark.parametrize("command", [*sorted(READERS), "run", "follow", "rules", "demo"])
+#: Every command of the group.
+COMMANDS = sorted(
+    [
+        "validate",
+        "show",
+        "stats",
+        "report",
+        "replay",
+        "redact",
+        "run",
+        "follow",
+        "rules",
+        "demo",
+        "ls",
+        "inspect",
+        "search",
+        "diff",
+        "probe",
+        "chat",
+    ]
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_an_unknown_option_is_exit_2_and_says_which(command):
     """A usage error: exit 2, the option named, no traceback."""
     proc = acp(command, "--no-such-option")
     assert proc.returncode == 2
-    assert b"No such option '--no-such-option'" in proc.stderr
+    assert b"no such option '--no-such-option'" in proc.stderr
     assert b"Traceback" not in proc.stderr and proc.stdout == b""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--bogus"],
+        ["bogus"],
+        *([command, "--bogus"] for command in COMMANDS),
+        ["show"],
+        ["show", "--color", "x", "r.jsonl"],
+        ["diff", "a.jsonl"],
+        ["run", "--grace", "soon", "--", "true"],
+        ["replay", "--as", "agent", "r.jsonl", "--", "agent"],
+    ],
+    ids=" ".join,
+)
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(args):
+    """As every other error of acp-proxy: one line on stderr, exit 2, the command it is
+    about first and where its help is (click's own four lines are not kept)."""
+    proc = acp(*args)
+    command = (
+        "acp-proxy" if args[0].startswith("-") or args[0] == "bogus" else f"acp-proxy {args[0]}"
+    )
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{command}: ") and lines[0].endswith(f"({command} --help)"), lines
+
+
+def test_usage_keeps_help_version_and_the_bare_group_help():
+    """What is no usage error stays as it was: --help, --version, and `acp-proxy` alone
+    (its help, exit 2)."""
+    assert acp("show", "--help").stdout.startswith(b"Usage: ")
+    assert acp("--version").stdout.startswith(b"acp-proxy, version ")
+    bare = acp()
+    assert bare.returncode == 2 and b"Commands:" in bare.stdout + bare.stderr
 
 
 def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
@@ -62,3 +121,14 @@ def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
         assert proc.returncode == 1, proc.stderr
         assert f"cannot write {tmp_path}".encode() in proc.stderr
         assert b"Traceback" not in proc.stderr
+
+
+def test_a_search_rule_glob_that_matches_no_rule_is_a_usage_error_naming_close_ones():
+    """`search --rule` takes globs of the catalog's rules; one that matches none could only
+    ever find nothing: exit 2, the close rules named (as `rules RULE`)."""
+    proc = acp("search", "--rule", "message-id-missng", "x", str(RECORDINGS))
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert b"matches no rule" in proc.stderr and b"message-id-missing" in proc.stderr
+    assert acp("search", "--rule", "bogus-rule", "x", str(RECORDINGS)).returncode == 2
+    found = acp("search", "--rule", "message-id-*", ".", str(RECORDINGS))
+    assert found.returncode == 0 and b"[message-id-missing]" in found.stdout, found.stderr

@@ -16,6 +16,7 @@ import click
 from acp_proxy.clihelp import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
+    _cannot_write,
     _color_option,
     _colored,
     _deprecated,
@@ -313,7 +314,7 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     try:
         size = write_report(recording, out, revalidate=revalidate, against=against)
     except OSError as exc:
-        raise click.ClickException(visible(f"cannot write {out}: {exc.strerror}")) from None
+        _cannot_write(out, exc)
     if out == "-":
         _say(f"acp-proxy report: {size:,} bytes written to standard output")
         return
@@ -362,7 +363,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
         ):
             records, changed = redact_stream(source, out, contents=contents)
     except OSError as exc:
-        raise click.ClickException(visible(f"cannot write {output}: {exc.strerror}")) from None
+        _cannot_write(output, exc)
     if to_stdout:
         _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
         return
@@ -652,6 +653,8 @@ def search(
         re.compile(pattern)
     except re.error as exc:
         raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="PATTERN") from None
+    if rule is not None:
+        _known_rule(rule)
     files, problems = recordings_in(_targets(paths))
     for problem in problems:
         _say(f"acp-proxy: {problem}")
@@ -674,6 +677,24 @@ def search(
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
                 emit(visible(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}"))
     sys.exit(0 if matched else 2 if problems and not files else 1)
+
+
+def _known_rule(glob: str) -> None:
+    """A ``--rule`` GLOB that matches no rule of the catalog is a usage error naming the
+    close ones (as ``rules RULE``): it could only ever match nothing."""
+    import difflib
+    import fnmatch
+
+    from acp_proxy.core.rules import RULES
+
+    if any(fnmatch.fnmatchcase(name, glob) for name in RULES):
+        return
+    close = difflib.get_close_matches(glob, list(RULES), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise click.BadParameter(
+        visible(f"{glob!r} matches no rule{hint}; `acp-proxy rules` lists them"),
+        param_hint="'--rule'",
+    )
 
 
 def _complain(exc: RecordingError) -> None:

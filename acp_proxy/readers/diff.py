@@ -790,7 +790,9 @@ def _timing(
             return
         low, high = min(x, y), max(x, y)
         if high - low >= TIMING_FLOOR and (low == 0 or high / low >= slower):
-            ratio = round(y / x, 2) if x > 0 else None
+            # from the unrounded figures, to four significant digits: B's 0.001 s against
+            # A's 0.649 is 0.001541, never 0.0
+            ratio = float(f"{y / x:.4g}") if x > 0 else None
             found.append(Difference("timing", what, round(x, 3), round(y, 3), *seqs, turn, ratio))
 
     for method in sorted(set(a.latencies) & set(b.latencies)):
@@ -838,11 +840,13 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
 
 
 def _times(item: Difference) -> str:
-    """A timing's ratio, in words: ``  (B 3.0x slower)``."""
+    """A timing's ratio, in words: ``  (B 3.0x slower)``, ``  (B 649x faster)``; nothing
+    where A's figure is 0 (no ratio) or B's is too (``ratio`` 0: no factor says it)."""
     ratio = item.ratio
-    if ratio is None or ratio == 1:
+    if not ratio or ratio == 1:
         return ""
-    return f"   (B {ratio:.1f}x slower)" if ratio > 1 else f"   (B {1 / ratio:.1f}x faster)"
+    factor, how = (ratio, "slower") if ratio > 1 else (1 / ratio, "faster")
+    return f"   (B {factor:.0f}x {how})" if factor >= 100 else f"   (B {factor:.1f}x {how})"
 
 
 def _seq(seq: int | None) -> str:

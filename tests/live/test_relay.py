@@ -198,7 +198,7 @@ def test_no_agent_command_is_a_usage_error(run_proxy):
     """`acp-proxy run` with no command says what is missing."""
     proc = subprocess.run([*PROXY, "run"], capture_output=True, env=clean_env())
     assert proc.returncode == 2
-    assert b"Missing argument" in proc.stderr
+    assert b"missing argument" in proc.stderr
     assert proc.stdout == b""
 
 
@@ -208,7 +208,7 @@ def test_malformed_option_is_a_clear_error():
         [*PROXY, "run", "--grace", "soon", "--", "true"], capture_output=True, env=clean_env()
     )
     assert proc.returncode == 2
-    assert b"Invalid value for '--grace'" in proc.stderr
+    assert b"invalid value for '--grace'" in proc.stderr
     assert b"Traceback" not in proc.stderr
 
 

@@ -405,7 +405,29 @@ def test_a_difference_names_the_frames_where_the_two_part_and_a_timing_its_ratio
     timing = [d for d in as_json(a, slow)["differences"] if d["layer"] == "timing"]
     assert all(d["a_seq"] and d["b_seq"] for d in timing)  # (a median: the response that took it)
     said = diff("--only", "timing", str(a), str(slow)).stdout.decode()
-    assert f"(A:{idle[0]} B:{idle[1]})" in said and f"(B {took['ratio']:.1f}x slower)" in said
+    factor = f"{took['ratio']:.1f}" if took["ratio"] < 100 else f"{took['ratio']:.0f}"  # 127x
+    assert f"(A:{idle[0]} B:{idle[1]})" in said and f"(B {factor}x slower)" in said
+
+
+def test_a_timing_far_faster_has_its_ratio_from_the_unrounded_figures():
+    """The shipped pair: B's prompt latency rounds to 0.001 s against A's 0.649. The ratio
+    is B's over A's unrounded (never 0.0, never a division by zero) and said as a factor."""
+    from conftest import RECORDINGS
+
+    a, b = RECORDINGS / "v1.jsonl", RECORDINGS / "clean.jsonl"
+    timing = [d for d in as_json(a, b, "--only", "timing")["differences"]]
+    assert timing, "the shipped pair differs in timing"
+    for item in timing:
+        ratio = item["ratio"]
+        assert ratio is not None and ratio > 0, item
+        # B's figure, rounded to 3 places, is A's times the ratio within that rounding
+        assert abs(item["a"] * ratio - item["b"]) <= 0.0005 + 0.0005 * ratio, item
+    for options in ((), ("--only", "timing")):
+        proc = diff(*options, str(a), str(b))
+        said = proc.stdout.decode()
+        assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+        slowest = min(timing, key=lambda item: item["ratio"])
+        assert f"(B {1 / slowest['ratio']:.0f}x faster)" in said, said
 
 
 def test_an_error_response_without_a_code_is_said_so(tmp_path):
