@@ -141,11 +141,13 @@ class _ChatServices(Services):
 
 
 class _Chat:
-    """One chat over one client."""
+    """One chat over one client (:attr:`client`, set once started: what the agent did
+    before that, its findings too, is already the chat's)."""
+
+    client: Client
 
     def __init__(
         self,
-        client: Client,
         services: _ChatServices,
         options: Options,
         interactive: bool,
@@ -154,7 +156,6 @@ class _Chat:
         colour: bool,
         err_colour: bool,
     ) -> None:
-        self.client = client
         self.services = services
         self.options = options
         self.timeout = options.timeout
@@ -681,29 +682,26 @@ def chat(
     start."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     lines = stdin or sys.stdin
-    holder: list[_Chat] = []
+    notes: list[_Chat] = []  # (the services are made before the chat they tell)
 
     def say(line: str) -> None:
-        if holder:
-            holder[0].notes.put(f"  {line}")
-
-    def found(finding: Violation) -> None:
-        if holder:
-            holder[0].found(finding)
+        if notes:
+            notes[0].notes.put(f"  {line}")
 
     services = _ChatServices(
         options.cwd, interactive, permissions=options.permissions,
         allow_terminal=options.allow_terminal, say=say,
     )  # fmt: skip
+    session = _Chat(services, options, interactive, out, err, colour, err_colour)
+    notes.append(session)
     if interactive:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401, PLC0415 - line editing and history for input()
-    client = Client.start(
+    # the chat takes findings from the first frame on (a banner before initialize too)
+    client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
-        grace=options.grace, on_finding=found,
+        grace=options.grace, on_finding=session.found,
     )  # fmt: skip
-    session = _Chat(client, services, options, interactive, out, err, colour, err_colour)
-    holder.append(session)
 
     def interrupted(signum: int, frame: Any) -> None:
         session.interrupts += 1

@@ -63,6 +63,14 @@ def test_piped_a_finding_at_error_level_is_exit_1_and_said_on_stderr(tmp_path):
     assert "error prompt-result-message-id" in run.stderr
 
 
+@pytest.mark.parametrize("run_number", range(3))  # (a race: lost in about half the runs)
+def test_piped_a_finding_before_initialize_counts_and_is_said(tmp_path, run_number):
+    banner = ["sh", "-c", f"echo hello; exec {sys.executable} -m acp_proxy.devtools.example_agent"]
+    run = chat(tmp_path, banner, "hi\n")
+    assert run.returncode == 1, run.stderr
+    assert 'error not-json: the agent sent a line that is not JSON: "hello" (seq 1)' in run.stderr
+
+
 def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
     assert run.returncode == 1
