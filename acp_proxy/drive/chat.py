@@ -168,7 +168,11 @@ class _Chat:
         self.session: str | None = None
         self.setup: dict[str, Any] = {}
         self.failed = False
+        #: Ctrl-Cs typed (only ever counted up: the signal handler's), and those taken.
         self.interrupts = 0
+        self._taken = 0
+        #: Whether the last turn was cancelled by a Ctrl-C (so another one quits).
+        self.ctrl_c_cancelled = False
         #: Lines for the user from other threads (findings, what the services did).
         self.notes: queue.Queue[str] = queue.Queue()
         #: Findings shown, by rule.
@@ -257,12 +261,12 @@ class _Chat:
         cancelled = False
         while not done():
             self.drain()
-            if self.interrupts:
-                if not turn or not self.interactive or cancelled:
+            if self.interrupted():
+                if not turn or not self.interactive or cancelled or self.interrupted() > 1:
                     raise _Quit(EXIT_INTERRUPTED)
-                cancelled = True
+                self._taken += 1  # (one at a time: a Ctrl-C while the cancel goes counts)
+                cancelled = self.ctrl_c_cancelled = True
                 self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
-                self.interrupts = 0
                 deadline = time.monotonic() + self.timeout
             left = deadline - time.monotonic()
             if left <= 0:
@@ -280,6 +284,10 @@ class _Chat:
             self.take(event)
             deadline = time.monotonic() + self.timeout
         self.drain()
+
+    def interrupted(self) -> int:
+        """Ctrl-Cs typed and not yet taken."""
+        return self.interrupts - self._taken
 
     def call(self, method: str, params: Any, what: str | None = None) -> dict[str, Any] | None:
         """A request and its response: the result, or None (the error said)."""
@@ -484,6 +492,9 @@ class _Chat:
         quitting = False
         while True:
             self.settle()
+            if self.interrupted() and self.ctrl_c_cancelled:  # Ctrl-C twice in one turn
+                raise _Quit(EXIT_INTERRUPTED)
+            self._taken = self.interrupts
             with _sigint(signal.default_int_handler):
                 try:
                     line = input("> ")
@@ -497,8 +508,7 @@ class _Chat:
                     quitting = True
                     self.say("  (Ctrl-C again, Ctrl-D or /quit ends the chat)")
                     continue
-            quitting = False
-            self.interrupts = 0
+            quitting = self.ctrl_c_cancelled = False
             if not line.strip():
                 continue
             if line.startswith("/") and not line.startswith("//"):

@@ -220,6 +220,23 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     assert any(f.get("method") == "session/set_mode" for f in sent)
 
 
+def test_on_a_terminal_ctrl_c_twice_in_a_turn_quits(tmp_path):
+    record = tmp_path / "rec.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *agent], tmp_path)
+    term.until(b"> ")
+    term.type(b"hello\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"This is")
+    term.type(b"\x03")
+    time.sleep(0.05)
+    term.type(b"\x03")
+    assert term.close(30) == 130, term.seen.decode("utf-8", "replace")[-2000:]
+    assert f"recording: {record}".encode() in term.seen
+    assert orjson.loads(record.read_bytes().splitlines()[-1])["kind"] == "end"
+
+
 @pytest.mark.parametrize(("keys", "status"), [(b"\x04", 0), (b"\x03", 130)])
 def test_on_a_terminal_ctrl_d_quits_and_ctrl_c_twice_stops(tmp_path, keys, status):
     term = Terminal([*PROXY, "chat", "--record", str(tmp_path / "rec.jsonl"), "--", *EXAMPLE],
