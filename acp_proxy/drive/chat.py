@@ -141,11 +141,13 @@ class _ChatServices(Services):
 
 
 class _Chat:
-    """One chat over one client."""
+    """One chat over one client (:attr:`client`, set once started: what the agent did
+    before that, its findings too, is already the chat's)."""
+
+    client: Client
 
     def __init__(
         self,
-        client: Client,
         services: _ChatServices,
         options: Options,
         interactive: bool,
@@ -154,7 +156,6 @@ class _Chat:
         colour: bool,
         err_colour: bool,
     ) -> None:
-        self.client = client
         self.services = services
         self.options = options
         self.timeout = options.timeout
@@ -167,7 +168,11 @@ class _Chat:
         self.session: str | None = None
         self.setup: dict[str, Any] = {}
         self.failed = False
+        #: Ctrl-Cs typed (only ever counted up: the signal handler's), and those taken.
         self.interrupts = 0
+        self._taken = 0
+        #: Whether the last turn was cancelled by a Ctrl-C (so another one quits).
+        self.ctrl_c_cancelled = False
         #: Lines for the user from other threads (findings, what the services did).
         self.notes: queue.Queue[str] = queue.Queue()
         #: Findings shown, by rule.
@@ -256,12 +261,12 @@ class _Chat:
         cancelled = False
         while not done():
             self.drain()
-            if self.interrupts:
-                if not turn or not self.interactive or cancelled:
+            if self.interrupted():
+                if not turn or not self.interactive or cancelled or self.interrupted() > 1:
                     raise _Quit(EXIT_INTERRUPTED)
-                cancelled = True
+                self._taken += 1  # (one at a time: a Ctrl-C while the cancel goes counts)
+                cancelled = self.ctrl_c_cancelled = True
                 self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
-                self.interrupts = 0
                 deadline = time.monotonic() + self.timeout
             left = deadline - time.monotonic()
             if left <= 0:
@@ -279,6 +284,10 @@ class _Chat:
             self.take(event)
             deadline = time.monotonic() + self.timeout
         self.drain()
+
+    def interrupted(self) -> int:
+        """Ctrl-Cs typed and not yet taken."""
+        return self.interrupts - self._taken
 
     def call(self, method: str, params: Any, what: str | None = None) -> dict[str, Any] | None:
         """A request and its response: the result, or None (the error said)."""
@@ -483,6 +492,9 @@ class _Chat:
         quitting = False
         while True:
             self.settle()
+            if self.interrupted() and self.ctrl_c_cancelled:  # Ctrl-C twice in one turn
+                raise _Quit(EXIT_INTERRUPTED)
+            self._taken = self.interrupts
             with _sigint(signal.default_int_handler):
                 try:
                     line = input("> ")
@@ -496,8 +508,7 @@ class _Chat:
                     quitting = True
                     self.say("  (Ctrl-C again, Ctrl-D or /quit ends the chat)")
                     continue
-            quitting = False
-            self.interrupts = 0
+            quitting = self.ctrl_c_cancelled = False
             if not line.strip():
                 continue
             if line.startswith("/") and not line.startswith("//"):
@@ -681,29 +692,26 @@ def chat(
     start."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     lines = stdin or sys.stdin
-    holder: list[_Chat] = []
+    notes: list[_Chat] = []  # (the services are made before the chat they tell)
 
     def say(line: str) -> None:
-        if holder:
-            holder[0].notes.put(f"  {line}")
-
-    def found(finding: Violation) -> None:
-        if holder:
-            holder[0].found(finding)
+        if notes:
+            notes[0].notes.put(f"  {line}")
 
     services = _ChatServices(
         options.cwd, interactive, permissions=options.permissions,
         allow_terminal=options.allow_terminal, say=say,
     )  # fmt: skip
+    session = _Chat(services, options, interactive, out, err, colour, err_colour)
+    notes.append(session)
     if interactive:
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401, PLC0415 - line editing and history for input()
-    client = Client.start(
+    # the chat takes findings from the first frame on (a banner before initialize too)
+    client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
-        grace=options.grace, on_finding=found,
+        grace=options.grace, on_finding=session.found,
     )  # fmt: skip
-    session = _Chat(client, services, options, interactive, out, err, colour, err_colour)
-    holder.append(session)
 
     def interrupted(signum: int, frame: Any) -> None:
         session.interrupts += 1

@@ -63,6 +63,14 @@ def test_piped_a_finding_at_error_level_is_exit_1_and_said_on_stderr(tmp_path):
     assert "error prompt-result-message-id" in run.stderr
 
 
+@pytest.mark.parametrize("run_number", range(3))  # (a race: lost in about half the runs)
+def test_piped_a_finding_before_initialize_counts_and_is_said(tmp_path, run_number):
+    banner = ["sh", "-c", f"echo hello; exec {sys.executable} -m acp_proxy.devtools.example_agent"]
+    run = chat(tmp_path, banner, "hi\n")
+    assert run.returncode == 1, run.stderr
+    assert 'error not-json: the agent sent a line that is not JSON: "hello" (seq 1)' in run.stderr
+
+
 def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
     assert run.returncode == 1
@@ -210,6 +218,23 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     assert answers[0]["result"]["outcome"] == {"outcome": "selected", "optionId": "allow"}  # type: ignore[index]
     assert any(f.get("method") == "fs/read_text_file" for f in sent)
     assert any(f.get("method") == "session/set_mode" for f in sent)
+
+
+def test_on_a_terminal_ctrl_c_twice_in_a_turn_quits(tmp_path):
+    record = tmp_path / "rec.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *agent], tmp_path)
+    term.until(b"> ")
+    term.type(b"hello\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"This is")
+    term.type(b"\x03")
+    time.sleep(0.05)
+    term.type(b"\x03")
+    assert term.close(30) == 130, term.seen.decode("utf-8", "replace")[-2000:]
+    assert f"recording: {record}".encode() in term.seen
+    assert orjson.loads(record.read_bytes().splitlines()[-1])["kind"] == "end"
 
 
 @pytest.mark.parametrize(("keys", "status"), [(b"\x04", 0), (b"\x03", 130)])
