@@ -85,6 +85,9 @@ _SHOWN_PER_RULE = 3
 #: The permission option kinds the user answers with a letter.
 _KEYS = {"allow_once": "y", "allow_always": "a", "reject_once": "n"}
 
+#: The words each letter also answers to.
+_WORDS = {"yes": "y", "always": "a", "no": "n"}
+
 
 @dataclass(frozen=True, slots=True)
 class Options:
@@ -465,7 +468,7 @@ class _Chat:
                 self.interrupts += 1
                 break
             typed = answer.strip().lower()
-            chosen = keys.get(typed) or keys.get(typed[:1])  # (y, yes; n, no)
+            chosen = keys.get(_WORDS.get(typed, typed))  # the whole line: y, yes; n, no
             if chosen is not None and "optionId" in chosen:
                 outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
                 break
@@ -543,8 +546,8 @@ class _Chat:
         elif name == "/new":
             if self.new_session():
                 self.say(f"  session {self.session}")
-        elif name == "/cancel":
-            self.cancel("session/cancel sent")
+        elif name == "/cancel":  # (at the prompt: a turn runs only until it ends)
+            self.say("  no turn to cancel (Ctrl-C cancels a running turn)")
         elif name == "/mode" and len(args) == 1:
             self.set_mode(args[0])
         elif name == "/model" and len(args) == 1:
@@ -620,8 +623,22 @@ class _Chat:
         if mode not in modes:
             self.say(f"  no mode {mode!r} (the session's: {', '.join(modes)})", False)
             return
+        shown = self._mode_updates()
         if self.call("session/set_mode", {"sessionId": self.session, "modeId": mode}) is not None:
-            self.say(f"  mode {mode} set")
+            self.settle()  # (the agent's current_mode_update, if it sends one, says it)
+            if self._mode_updates() == shown:
+                self.say(f"  mode {mode} set")
+
+    def _mode_updates(self) -> int:
+        """How many current_mode_updates the session's view has had."""
+        view = self.stream.model.sessions.get(self.session or "")
+        if view is None:
+            return 0
+        lists = [view.background_settings, *(t.settings for t in view.turns)]
+        return sum(
+            1 for changes in lists for _, update in changes
+            if update.get("sessionUpdate") == "current_mode_update"
+        )  # fmt: skip
 
     def set_model(self, model: str) -> None:
         option = self.config_option_of("model")

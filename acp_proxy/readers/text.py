@@ -285,7 +285,7 @@ def _entity_lines(entity: Entity) -> list[str]:
         title = entity.fields.get("title") or entity.fields.get("name") or ""
         tool_kind = entity.fields.get("kind")
         head = f"  tool {entity.id} {title!r}" + (f" ({tool_kind})" if tool_kind else "")
-        lines = [visible(head) + ": " + click.style(visible(status), fg=color)]
+        lines = [visible(head) + ": " + _coloured(visible(status), color)]
         text = visible(_full_text(entity.content))
         if text:
             lines.append(f"      {text[:200]}")
@@ -342,10 +342,15 @@ def _ending(turn: Turn, opened: datetime | None) -> list[str]:
         took = f" after {(ended_at - opened).total_seconds():.2f}s" if ended_at and opened else ""
         reason = turn.stop_reason or "no stop reason"
         color = {"end_turn": "green", "cancelled": "yellow", "error": "red"}.get(reason)
-        lines.append("  ended: " + click.style(visible(str(reason)), fg=color) + took)
+        lines.append("  ended: " + _coloured(visible(str(reason)), color) + took)
         if isinstance(turn.error, dict):
             lines.append(visible(f"    {error_summary(turn.error)}"))
     return lines
+
+
+def _coloured(text: str, color: str | None) -> str:
+    """``text`` in ``color``; as it is without one (no lone reset code)."""
+    return text if color is None else click.style(text, fg=color)
 
 
 def _setting_line(update: dict[str, Any]) -> str:
