@@ -397,7 +397,8 @@ class ExampleAgent:
         update(session_id, {"sessionUpdate": "tool_call", **tool})
         answer = yield self._ask_permission(session_id, tool)
         outcome = (answer or {}).get("result", {}).get("outcome", {})
-        done = "completed" if outcome.get("outcome") == "selected" else "failed"
+        allowed = outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
+        done = "completed" if allowed else "failed"  # (rejected: the tool's work is not done)
         if done == "completed" and (self._client_caps.get("fs") or {}).get("readTextFile"):
             read = {"sessionId": session_id, "path": f"{cwd}/README.md", "limit": 20}
             yield self._request("fs/read_text_file", read)
