@@ -112,7 +112,8 @@ def _probe_checks(
     multiple=True,
     metavar="CHECK",
     callback=_probe_checks,
-    help="Run only this check (repeatable).",
+    help="Run only this check (repeatable); what it needs runs too, unreported "
+    "(permission: a prompt turn).",
 )
 @click.option(
     "--skip",
@@ -170,6 +171,8 @@ def probe(
         raise click.UsageError("probe needs the agent to run: -- AGENT [ARGS]...")
     if record is not None and no_record:
         raise click.UsageError("--record and --no-record contradict each other")
+    if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
+        raise click.UsageError("--only and --skip leave no check to run")
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
 
     configure("warning", "console", _open_log(None))

@@ -88,7 +88,8 @@ CHECKS = (
     Check(
         "permission",
         "Tool Calls (Requesting Permission)",
-        "permission requests, answered by --permissions, are followed through to the turn's end",
+        "permission requests, answered by --permissions, are followed through to the turn's "
+        "end (--only permission runs a prompt turn, unreported)",
     ),
     Check(
         "session-load",
@@ -745,7 +746,7 @@ def probe(
             run.run("handshake", run.handshake, needed=True)
             run.run("authenticate", run.authenticate, needed=options.auth is not None)
             run.run("session-new", run.session_new, needed=bool(sessions))
-            run.run("prompt", run.prompt, needed="session-load" in wanted)
+            run.run("prompt", run.prompt, needed=bool(wanted & {"session-load", "permission"}))
             run.run("cancel", run.cancel)
             run.run("permission", run.permission)
             run.run("session-load", run.session_load)
@@ -793,7 +794,7 @@ def text_lines(result: ProbeResult, style: Callable[[str, str], str]) -> list[st
             )
     counts = result.counts()
     lines.append(
-        f"{len(result.outcomes)} checks: {counts[PASS]} passed, {counts[FAIL]} failed, "
+        f"{_plural(len(result.outcomes), 'check')}: {counts[PASS]} passed, {counts[FAIL]} failed, "
         f"{counts[SKIP]} skipped; the agent ended with {result.ended}"
     )
     if result.recording is not None:

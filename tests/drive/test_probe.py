@@ -257,3 +257,16 @@ def test_ctrl_c_stops_the_probe_quietly(tmp_path):
     assert proc.returncode == 130
     assert out == b"" and b"Traceback" not in err
     assert orjson.loads(record.read_bytes().splitlines()[-1])["kind"] == "end"
+
+
+def test_a_selection_that_leaves_no_check_is_a_usage_error(tmp_path):
+    run = probe(tmp_path, EXAMPLE, "--only", "cancel", "--skip", "cancel")
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.strip().count("\n") == 0 and "no check" in run.stderr
+
+
+def test_only_permission_runs_the_turn_it_needs(tmp_path):
+    """--only permission: a prompt turn runs (unreported) for permission to watch."""
+    run = probe(tmp_path, EXAMPLE, "--only", "permission")
+    assert "no turn ran" not in run.stdout, run.stdout
+    assert "1 check:" in run.stdout and "prompt" not in run.stdout.split("\n")[1]
