@@ -142,6 +142,8 @@ CANCEL_PROMPT = (
 #: on working from one whose end crossed the cancel: what it had made before it read the
 #: cancel still comes out after it (opencode against a quick model: 3 chunks in 10 ms).
 WENT_ON = 5
+#: ... and over more than this many seconds after the cancel (not a burst already written).
+WENT_ON_SECONDS = 0.3
 
 #: Seconds the probe listens after a turn's end for what should not come.
 SETTLE = 0.5
@@ -251,6 +253,9 @@ class _Turn:
     permissions: list[Event] = field(default_factory=list)
     after: list[Event] = field(default_factory=list)
     cancelled_at: int | None = None
+    #: When the cancel was sent, and how long after it the turn's work still came (seconds).
+    cancelled_time: float | None = None
+    went_on_for: float = 0.0
     #: Updates of the turn's work after session/cancel was sent.
     went_on: list[Event] = field(default_factory=list)
 
@@ -444,7 +449,9 @@ class _Probe:
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
             stop = _shown(str(turn.stop))
-            if len(turn.went_on) < WENT_ON:  # its end may have crossed the cancel
+            # Its end may have crossed the cancel: what it wrote before it read the cancel
+            # arrives after it, at once (a burst in the pipe, on a loaded machine: 33 chunks).
+            if len(turn.went_on) < WENT_ON or turn.went_on_for < WENT_ON_SECONDS:
                 raise _Stop(SKIP, f"the turn ended {stop} soon after session/cancel (its end "
                             "may have crossed the cancel: too short a turn to tell)")  # fmt: skip
             raise _Stop(
@@ -602,6 +609,7 @@ class _Probe:
             under_way = event.method in ("session/update", "session/request_permission")
             if cancel and under_way and turn.cancelled_at is None and not turn.ended:
                 turn.cancelled_at = self.client.seq  # what the agent wrote before it
+                turn.cancelled_time = time.monotonic()
                 self.client.notify("session/cancel", {"sessionId": session})
         if turn.permissions:
             self.permission_turns.append(turn)
@@ -644,6 +652,8 @@ class _Probe:
         cancelled, seq = turn.cancelled_at, event.seq
         if working and cancelled is not None and seq is not None and seq > cancelled:
             turn.went_on.append(event)
+            if turn.cancelled_time is not None:
+                turn.went_on_for = time.monotonic() - turn.cancelled_time
         update = event.params.get("update") if isinstance(event.params, dict) else None
         state = update.get("state") if isinstance(update, dict) else None
         if self.protocol == 2 and event.update == "state_update" and state == "idle":
