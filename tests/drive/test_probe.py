@@ -53,6 +53,9 @@ def test_the_example_agent_passes_every_check_it_can(tmp_path, protocol):
     }
     assert status == 0 and failed == {}, failed
     skips = {name for name, check in found.items() if check["status"] == "skip"}
+    # (on a loaded machine the turn may end before the agent reads the cancel: said so)
+    if "crossed the cancel" in found["cancel"]["reason"]:
+        skips.discard("cancel")
     if protocol == "1":
         assert skips == V1_SKIPS
     else:
