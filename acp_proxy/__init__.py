@@ -26,8 +26,8 @@ How the data flows
                                                          │                          │
                                                          └──────────▶ Recorder (JSONL), live log
 
-    recording ─▶ transcript.reading ─▶ readers.annotate ─▶ the same WireModel and Validator
-                         ─▶ the views: Conversation / Timeline / Stats / Report / Replay
+    recording ─▶ readers.annotate.read ─▶ the same WireModel and Validator ─▶ items
+                 ─▶ a Chain of addons: Conversation / Timeline / Stats / Report / Replay...
 
 A pump writes each chunk on unchanged and hands it to the framer and the observer in one callback,
 so a frame is recorded before the answer to it can be read. The wire model says once what each
@@ -74,8 +74,8 @@ module's own docstring says what it is for and what it promises.
     live/recorder.py         Recorder: the transcript file, opened safely
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
     live/commands.py         run: a session assembled, the agent started first
-    readers/annotate.py      annotate, annotate_lines, plain: findings attached, by connection
-    readers/items.py         Annotated, Repeated, View: the items readers read (no validator)
+    readers/annotate.py      read, annotate, located: the one way into a file, findings attached
+    readers/items.py         Annotated, Repeated, Addon, Chain: items, and what reads them
     readers/conversation.py  Conversation: what the user saw
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
     readers/text.py          Timeline, render_conversation, LiveConversation (as it happens)
@@ -98,9 +98,11 @@ module's own docstring says what it is for and what it promises.
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 
-A new view subclasses ``readers.annotate.View`` and writes ``add(item)``: a run of streamed
+Every reader of a file is an addon (``readers.items.Addon``) fed ``read(path)``'s items;
+``Chain(a, b)`` feeds several in one pass. A new one writes ``add(item)``: a run of streamed
 chunks known by their bytes (``core.chunks.Shortcut``) reaches it frame by frame unless it
-overrides ``add_run``.
+overrides ``add_run``, where the run's aggregates (``run.count``, ``run.wire_bytes``,
+``run.texts``, ``run.seqs``, ``run.last_t``) make it a line or two.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import RULES
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.validator import Validator, Violation
-from acp_proxy.readers.annotate import annotate, annotate_lines, validate_lines
+from acp_proxy.readers.annotate import annotate, located, read
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.report import document as report_document
 from acp_proxy.readers.report import todays_findings
@@ -180,12 +180,12 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
     lines = [start_record(T0, ["agent"], 1)]
     lines += [frame_record(r.seq, r.t, r.side, r.frame) for r in records[1:]]
     numbered = list(enumerate((line.rstrip(b"\n") for line in lines), 1))
-    assert list(validate_lines(numbered)) == offline
+    assert [f for _, f in located(read(numbered, run=256))] == offline
     # and show's short way shows the same timeline, recomputed or stored findings
     for stored in (True, False):
         long_way = timeline(annotate(records, stored=stored))
         for run in (1, 256):  # repeated chunks one by one, or together
-            assert timeline(annotate_lines(numbered, stored=stored, run=run)) == long_way
+            assert timeline(read(numbered, stored=stored, run=run)) == long_way
     stats = Stats()
     for item in annotated:
         stats.add(item)
@@ -195,7 +195,7 @@ def views(frames: Frames, live: list[Violation] | None) -> None:
 
 
 def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None:
-    """stats, show --conversation and report read the lines the short way (annotate_lines,
+    """stats, show --conversation and report read the lines the short way (read(),
     repeated chunks taken in runs or one by one) and make what reading every record makes
     (the report with its stored findings, and with today's)."""
     stats = Stats()
@@ -206,12 +206,12 @@ def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None
     pages = [report_document("r", annotate(records, stored=True), now) for now in (None, today)]
     for run in (1, 2, 256):
         for now, page in zip((None, today), pages, strict=True):
-            short_way = annotate_lines(numbered, stored=True, run=run)
+            short_way = read(numbered, stored=True, run=run)
             assert report_document("r", short_way, now) == page
         short = Stats()
-        short.feed(annotate_lines(numbered, run=run))
+        short.feed(read(numbered, run=run))
         assert short.as_json() == stats.as_json()
-        items = annotate_lines(numbered, validate=False, run=run)
+        items = read(numbered, validate=False, run=run)
         assert seen(Conversation.per_connection(items)) == conversation
 
 

@@ -402,7 +402,7 @@ def test_show_seq_prints_one_frame_whole_with_its_findings():
 
 def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     from acp_proxy.core.rules import EXAMPLES, RULES
-    from acp_proxy.readers.annotate import validate_recording
+    from acp_proxy.readers.annotate import located, read
 
     proc = acp("rules", "usage-cost-fields")
     assert proc.returncode == 0, proc.stderr
@@ -426,7 +426,7 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
                 record["text"] = frame
             records.append(record)
         path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-        at = {(finding.rule, finding.seq) for _, finding in validate_recording(str(path))}
+        at = {(finding.rule, finding.seq) for _, finding in located(read(str(path)))}
         assert (rule_id, len(frames)) in at, (rule_id, at)
 
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import orjson
 
-from acp_proxy.readers.annotate import annotate, open_recording
+from acp_proxy.readers.annotate import read
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.text import conversation_lines
 
@@ -258,7 +258,7 @@ def report_lines(path: Path, status: int) -> Iterator[str]:
         lines = sum(1 for _ in stream)
     yield f"The proxy exited with status {status}. What the editor would show:"
     yield ""
-    connections = Conversation.per_connection(annotate(open_recording(str(path)), validate=False))
+    connections = Conversation.per_connection(read(path, validate=False))
     yield from conversation_lines(connections)
     yield f"Transcript: {path} ({lines} records, {size} bytes)."
     yield "See it as a page, live in the browser, frame by frame; check it, measure it, query it:"

@@ -1,4 +1,6 @@
-"""Re-run the validator over a recording, as ``validate``, ``show`` and ``stats`` do.
+"""Re-run the validator over a recording: :func:`read`, the one way every reader reads a
+file (its items to a chain of addons, :mod:`acp_proxy.readers.items`), and
+:func:`annotate`, the same for records already read.
 
 Streams: records are read one at a time and only the validator's own state is
 kept, so a multi-GB recording is checked in constant memory. A file holding
@@ -12,6 +14,7 @@ the file, so they are carried over as recorded.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,7 +26,7 @@ from acp_proxy.core.jsontext import DEPTH, deeper, shallow, shown
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
-from acp_proxy.readers.items import Annotated, Repeated, Taken, View
+from acp_proxy.readers.items import Addon, Annotated, Chain, Repeated, Taken, View
 from acp_proxy.transcript.heads import PlainHeads
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
@@ -40,20 +43,20 @@ from acp_proxy.transcript.records import (
 __all__ = [
     "RUN",
     "UNREADABLE_RULE",
+    "Addon",
     "Annotated",
+    "Chain",
     "RecordingError",
     "Repeated",
     "View",
     "annotate",
-    "annotate_lines",
     "connection_of",
     "finding_line",
+    "located",
     "open_lines",
     "open_recording",
     "plain",
-    "validate_lines",
-    "validate_recording",
-    "validate_records",
+    "read",
 ]
 
 #: The pseudo-rule reported for a line that is not a record.
@@ -112,7 +115,7 @@ def _string(value: Any) -> str:
 
 
 def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:
-    """The items of :func:`annotate_lines` as :func:`annotate` gives them: a
+    """The items of :func:`read` as :func:`annotate` gives them: a
     :class:`Repeated` made its frames (:meth:`Repeated.items`)."""
     for item in items:
         if type(item) is Repeated:
@@ -314,74 +317,56 @@ def annotate(
         yield from annotator.finish(0, "")
 
 
-def validate_records(records: Iterable[Record]) -> Iterator[Violation]:
-    """Yield the findings of every session in ``records``, in order."""
-    for item in annotate(records):
-        yield from item.findings
-
-
-def validate_recording(path: str) -> Iterator[tuple[int, Violation]]:
-    """:func:`validate_records` of :func:`open_recording`, the short way, each finding with
-    the line of the file it was found at (:func:`locate_lines`). Raises
-    :class:`RecordingError` as :func:`open_recording`."""
-    return locate_lines(open_lines(path))
-
-
 #: Frames the readers take the short way at most in one run from a file (a run's texts and
-#: lines are held together): :func:`validate_lines`, and :func:`annotate_lines` as the
-#: commands call it.
+#: lines are held together).
 RUN = 256
 
-
-def validate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[Violation]:
-    """The findings of the records in ``lines`` (numbered, without their ``\\n``), as
-    :func:`validate_records` finds them, the short way: a frame record that repeats the one
-    before but for its text (the bulk of a streamed turn) is known by its bytes, neither
-    parsed nor checked again (see :class:`~acp_proxy.core.chunks.Shortcut`)."""
-    for _, finding in locate_lines(lines):
-        yield finding
+#: What :func:`read` reads: a recording's path, or its numbered lines (without their ``\n``).
+Source = str | os.PathLike[str] | Iterable[tuple[int, bytes]]
 
 
-def locate_lines(lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, Violation]]:
-    """:func:`validate_lines`, each finding with the line (1-based) of the record it was
-    found at: a frame's own line; for what the end of a connection finds, the line of its
-    end record, of the start record after it, or the line after the last."""
-    annotator = _Annotator(validate=True, stored=False, short=True)
-    last = 0
-    for item in annotator.runs(lines, RUN):
-        if isinstance(item, list):
-            last += len(item)  # one line each, after the one read last
-            continue
-        number, line = item
-        last = number
-        record = parse_record(number, line)
-        if record is not None:
-            for annotated in annotator.feed(record):
-                for finding in annotated.findings:
-                    yield annotated.record.line, finding
-    if annotator.wire is not None:
-        for annotated in annotator.finish(last + 1, ""):
-            for finding in annotated.findings:
-                yield annotated.record.line, finding
-
-
-def annotate_lines(
-    lines: Iterable[tuple[int, bytes]],
+def read(
+    source: Source,
     validate: bool = True,
     stored: bool = False,
-    run: int = 1,
+    run: int | None = None,
 ) -> Iterator[Annotated | Repeated]:
-    """:func:`annotate` of the records in ``lines`` (numbered, without their ``\\n``),
-    the short way: frame records that repeat the message chunk before them but for their
-    text come as a :class:`Repeated`, neither parsed nor checked (as :func:`validate_lines`
-    says; with ``validate=False`` or ``stored=True``, whatever findings they had were stored
-    on the frame record, and a plain one has none). Up to ``run`` of them in one (more than
-    one only when ``lines`` never waits: from a pipe, each comes as soon as it is read)."""
+    """The one way into a recording: its items, as :func:`annotate` gives them, the short
+    way. Frame records that repeat the message chunk before them but for their text (the
+    bulk of a streamed turn) come as a :class:`Repeated`, known by their bytes, neither
+    parsed nor checked again (see :class:`~acp_proxy.core.chunks.Shortcut`; an
+    :class:`~acp_proxy.readers.items.Addon` gets them frame by frame unless it takes runs).
+
+    ``source``: a path (opened with :func:`open_lines`, which raises
+    :class:`RecordingError`) or numbered lines. ``validate=False`` skips the rules;
+    ``stored=True`` gives the findings stored in the recording instead of recomputing them
+    (with either, a repeated chunk's were stored on its record, and a plain one has none).
+    ``run``: at most this many frames in one :class:`Repeated`; by default as many as
+    :data:`RUN` from a regular file, and one otherwise (from a pipe, or lines that may wait,
+    each frame comes as soon as it is read).
+
+    What the end of a connection finds without its end record comes on a made-up end
+    record at the line of the start record after it, or the line after the last."""
+    if isinstance(source, str | os.PathLike):
+        path = os.fspath(source)
+        if run is None:
+            run = RUN if os.path.isfile(path) else 1
+        lines: Iterable[tuple[int, bytes]] = open_lines(path)
+    else:
+        lines = source
+    return _read(lines, validate, stored, 1 if run is None else run)
+
+
+def _read(
+    lines: Iterable[tuple[int, bytes]], validate: bool, stored: bool, run: int
+) -> Iterator[Annotated | Repeated]:
     annotator = _Annotator(validate, stored, short=True)
     last: Annotated | None = None  # the frame a run repeats: the last one read in full
+    number = 0  # the last line read
     for item in annotator.runs(lines, run):
         if isinstance(item, list):
             assert last is not None  # (only a frame read in full starts a run)
+            number += len(item)  # one line each, after the one read last
             yield Repeated(item, last)
             continue
         number, line = item
@@ -392,14 +377,25 @@ def annotate_lines(
                     last = annotated
                 yield annotated
     if annotator.wire is not None:
-        yield from annotator.finish(0, "")
+        yield from annotator.finish(number + 1, "")
+
+
+def located(items: Iterable[Annotated | Repeated]) -> Iterator[tuple[int, Violation]]:
+    """Each finding of ``items`` (:func:`read`'s or :func:`annotate`'s) with the line
+    (1-based) of the record it is on: a frame's own line; for what the end of a connection
+    finds, its end record's, or where :func:`read` says."""
+    for item in items:
+        if type(item) is Annotated:
+            line = item.record.line
+            for finding in item.findings:
+                yield line, finding
 
 
 def connection_of(path: str, session: str) -> int | None:
     """The connection (1, 2, ...: a ``start`` record each) of a recording where ACP session
     ``session`` first appears; None if it appears in none. Raises :class:`RecordingError`
     as :func:`open_lines`."""
-    for item in annotate_lines(open_lines(path), validate=False, run=RUN):
+    for item in read(path, validate=False):
         if type(item) is Annotated and item.message is not None and item.message.session == session:
             return item.connection
     return None

@@ -39,10 +39,10 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
-from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
-from acp_proxy.transcript.reading import RecordingError, open_lines
+from acp_proxy.transcript.reading import RecordingError
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
 __all__ = [
@@ -318,11 +318,11 @@ def _from_index(entry: Any, path: str) -> list[SessionSummary] | None:
 def summarize(path: Path) -> list[SessionSummary]:
     """One pass over a recording: a summary per session (connection)."""
     summaries = _Summaries(str(path), path.stat().st_size)
-    summaries.feed(annotate_lines(open_lines(str(path)), run=RUN))
+    summaries.feed(read(path))
     return list(summaries.sessions.values())
 
 
-class _Summaries(View):
+class _Summaries(Addon):
     """The summaries of :func:`summarize`, an item at a time."""
 
     def __init__(self, path: str, size: int) -> None:
@@ -343,8 +343,8 @@ class _Summaries(View):
         """Streamed chunks: frames, and their times; nothing else a summary counts (no
         findings, no turn ends, no results)."""
         summary = self._summary(run.template.connection)
-        summary.frames += len(run.frames)
-        last = max(frame[1] for frame in run.frames)
+        summary.frames += run.count
+        last = run.last_t
         summary.end = last if summary.end is None or last > summary.end else summary.end
 
 
@@ -673,7 +673,7 @@ def search(
 
 def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:
     """:func:`search` in one recording."""
-    for item in annotate_lines(open_lines(path), run=RUN):
+    for item in read(path):
         for candidate in _candidates(regex, only, item):
             hit = _match(regex, path, candidate, only)
             if hit is not None:
@@ -695,8 +695,7 @@ def _candidates(
         return ()
     if regex.search(message.method or "") or regex.search(message.variant or ""):
         return item.items()
-    raw = Repeated.raw
-    hits = [i for i, frame in enumerate(item.frames) if regex.search(_text(raw(frame)))]
+    hits = [i for i, raw in enumerate(item.raws()) if regex.search(_text(raw))]
     return (item.item(i) for i in hits)
 
 

@@ -412,7 +412,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
     error-level finding (with --strict: no warning either), 1 at least one, 2 a file
     that cannot be read.
     """
-    from acp_proxy.readers.annotate import RecordingError, finding_line, validate_recording
+    from acp_proxy.readers.annotate import RecordingError, finding_line, located, read
     from acp_proxy.readers.ci import Checked, junit, sarif
 
     if by_rule and fmt != "text":
@@ -428,7 +428,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             item = Checked(path)
             checked.append(item)
             try:
-                for line, finding in validate_recording(path):
+                for line, finding in located(read(path)):
                     errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
@@ -765,7 +765,7 @@ def show(
     as_json = _json_wanted(fmt, legacy_json)
     import orjson
 
-    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.annotate import read
     from acp_proxy.readers.conversation import Conversation
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
@@ -779,10 +779,8 @@ def show(
     if conversation or as_json:
         from acp_proxy.readers.text import conversation_lines
 
-        # the whole file is read before anything is shown: a streamed turn's chunks are
-        # taken in runs, known by their bytes (annotate_lines)
-        items = annotate_lines(open_lines(recording), validate=False, run=RUN)
-        connections = Conversation.per_connection(items)
+        # the whole file is read before anything is shown
+        connections = Conversation.per_connection(read(recording, validate=False))
         if as_json:
             document = Conversation.document(connections, session)
             with _output("never") as emit:
@@ -794,25 +792,22 @@ def show(
         return
     only = TimelineFilter(side, method, session, violations)
     # A regular file is read to its end without waiting: lines go out in blocks. From a
-    # pipe, each line goes out as soon as it is read. A streamed turn's chunks are known
-    # by their bytes (annotate_lines).
-    lines = open_lines(recording)
-    live = not Path(recording).is_file()
-    with _output(color, live=live) as emit:
-        timeline = Timeline(emit, only, _colored(color))
-        timeline.feed(annotate_lines(lines, stored=not revalidate, run=1 if live else RUN))
+    # pipe, each line goes out as soon as it is read (read() says which).
+    items = read(recording, stored=not revalidate)
+    with _output(color, live=not Path(recording).is_file()) as emit:
+        Timeline(emit, only, _colored(color)).feed(items)
 
 
 def _show_frame(recording: str, seq: int, revalidate: bool, color: str) -> None:
     """``show --seq N``: frame N of each connection, whole; exit 1 if there is none."""
     import orjson
 
-    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.readers.annotate import plain, read
     from acp_proxy.transcript.records import FrameRecord
 
     found = False
     with _output(color) as emit:
-        for item in annotate(open_recording(recording), stored=not revalidate):
+        for item in plain(read(recording, stored=not revalidate)):
             record = item.record
             if not isinstance(record, FrameRecord) or record.seq != seq:
                 continue
@@ -867,8 +862,8 @@ def follow(
     PATH may be a recording, or a directory: then the newest recording in it is
     followed, and each new one as new sessions start. Ctrl-C stops.
     """
-    from acp_proxy.readers.annotate import annotate
-    from acp_proxy.readers.follow import follow_records
+    from acp_proxy.readers.annotate import read
+    from acp_proxy.readers.follow import follow_lines
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
 
@@ -884,8 +879,8 @@ def follow(
             def switched(current: Path) -> None:
                 emit(click.style(visible(f"==> following {current}"), bold=True))
 
-            records = follow_records(target, switched, interval)
-            timeline.feed(annotate(records, stored=not revalidate))
+            lines = follow_lines(target, switched, interval)
+            timeline.feed(read(lines, stored=not revalidate))
     except OSError as exc:
         raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
 
@@ -990,12 +985,12 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
 
-    from acp_proxy.readers.annotate import RUN, annotate_lines, open_lines
+    from acp_proxy.readers.annotate import read
     from acp_proxy.readers.stats import Stats
 
     figures = Stats()
     for path in recordings:
-        figures.feed(annotate_lines(open_lines(path), run=RUN))  # (see show --conversation)
+        figures.feed(read(path))
     with _output("never") as emit:
         if fmt == "json":
             emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())

@@ -47,7 +47,7 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.items import Annotated, Repeated, View
+from acp_proxy.readers.items import Addon, Annotated, Repeated
 from acp_proxy.readers.summary import SETTINGS
 from acp_proxy.transcript.records import StartRecord
 
@@ -260,7 +260,7 @@ class SessionView:
         }
 
 
-class _Connections(View):
+class _Connections(Addon):
     """:meth:`Conversation.per_connection`, an item at a time."""
 
     def __init__(self) -> None:
@@ -304,8 +304,8 @@ class Conversation:
 
     @staticmethod
     def per_connection(items: Iterable[Annotated | Repeated]) -> list[Connection]:
-        """One conversation per connection of a recording (``annotate`` or
-        ``annotate_lines`` output)."""
+        """One conversation per connection of a recording (the items of
+        :func:`~acp_proxy.readers.annotate.read` or ``annotate``)."""
         connections = _Connections()
         connections.feed(items)
         return connections.connections
@@ -359,12 +359,12 @@ class Conversation:
         entity, block = self._chunk
         seqs, content = entity.seqs, entity.content
         if self.joined and _plain_text(block) is not None:
-            for seq, _, text, _, _ in repeated.frames:
+            for seq, text in zip(repeated.seqs, repeated.texts, strict=True):
                 seqs.append(seq)
                 _append_joined(entity, text)
             return
         block_seqs = entity.block_seqs
-        for seq, _, text, _, _ in repeated.frames:
+        for seq, text in zip(repeated.seqs, repeated.texts, strict=True):
             seqs.append(seq)
             block_seqs.append(seq)
             repeat = block.copy()

@@ -46,10 +46,9 @@ from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate, annotate_lines
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated, plain, read
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity
-from acp_proxy.transcript.reading import open_lines, open_recording
 
 __all__ = ["LAYERS", "Difference", "Session", "compare", "load"]
 
@@ -151,7 +150,7 @@ def load(
     taken in runs (``short``; :meth:`_Builder.add_run`), not each parsed and normalized."""
     builder = _Builder(ignore, meta)
     seen = 0
-    items = annotate_lines(open_lines(path), run=RUN) if short else annotate(open_recording(path))
+    items = read(path) if short else plain(read(path))
     for item in items:
         seen = max(seen, item.connection)
         if item.connection == number:
@@ -162,7 +161,7 @@ def load(
     return builder.finish()
 
 
-class _Builder(View):
+class _Builder(Addon):
     """A session boiled down, an annotated record at a time: the wire's frames, findings and
     timings here; what the user saw, from the conversation model (:meth:`finish`)."""
 
@@ -195,9 +194,8 @@ class _Builder(View):
             return
         self.conversation.again(run)
         turn = self._turn(message)
-        frames = run.frames
-        turn.wire += [turn.wire[-1]] * len(frames)  # the chunk they repeat: the turn's last
-        turn.seqs += [frame[0] for frame in frames]
+        turn.wire += [turn.wire[-1]] * run.count  # the chunk they repeat: the turn's last
+        turn.seqs += run.seqs
 
     def finish(self) -> Session:
         """The session, with what the user saw in each turn as the conversation model has

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from acp_proxy.transcript.records import Record, parse_record
 
-__all__ = ["LineSplitter", "follow_records", "newest_recording"]
+__all__ = ["LineSplitter", "follow_lines", "follow_records", "newest_recording"]
 
 
 class LineSplitter:
@@ -60,7 +60,21 @@ def follow_records(
     interval: float = 0.2,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[Record]:
-    """Yield records from ``path`` as they are appended, forever.
+    """The records of :func:`follow_lines`, parsed."""
+    for number, line in follow_lines(path, on_switch, interval, sleep):
+        record = parse_record(number, line)
+        if record is not None:
+            yield record
+
+
+def follow_lines(
+    path: Path,
+    on_switch: Callable[[Path], None],
+    interval: float = 0.2,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[tuple[int, bytes]]:
+    """Yield the numbered lines (not blank, without their ``\\n``) of ``path`` as they are
+    appended, forever: what :func:`~acp_proxy.readers.annotate.read` reads.
 
     If ``path`` is a directory, follow its newest recording, and move on to
     each new recording that appears in it (a new session). ``on_switch`` is
@@ -91,9 +105,7 @@ def follow_records(
                     for line in lines.feed(data):
                         number += 1
                         if line.strip():
-                            record = parse_record(number, line)
-                            if record is not None:
-                                yield record
+                            yield number, line
                     continue
                 if directory is not None:
                     # (never a FIFO or a device named *.jsonl: opening one would wait for good)

@@ -1,6 +1,7 @@
 """The items the readers read recordings as: an :class:`Annotated` record (its message
 and findings, its connection), a :class:`Repeated` run of streamed chunks taken the
-short way, and the :class:`View` protocol that reads them.
+short way; the :class:`Addon` that reads them, and the :class:`Chain` of addons fed in
+one pass (mitmproxy's pattern, offline: every reader of a file is an addon of a chain).
 
 Apart from the annotator (:mod:`acp_proxy.readers.annotate`), which makes them and runs
 the validator: a view that only reads items (the conversation model) imports no
@@ -17,7 +18,7 @@ from acp_proxy.core.findings import Violation
 from acp_proxy.core.wire import Message
 from acp_proxy.transcript.records import FrameRecord, Record, parse_record
 
-__all__ = ["Annotated", "Repeated", "Taken", "View"]
+__all__ = ["Addon", "Annotated", "Chain", "Repeated", "Taken", "View", "takes_runs"]
 
 
 @dataclass(slots=True)
@@ -44,18 +45,21 @@ class Annotated:
 
 
 #: A frame record taken the short way: the frame's seq, t, text, size and the record's line.
+#: Read only here: an addon reads a run by :class:`Repeated`'s names.
 Taken = tuple[int, str, str, int, bytes]
 
 
 @dataclass(slots=True)
 class Repeated:
-    """Frame records known by their bytes (:func:`annotate_lines`), one after the other:
-    each is the frame before it (a message chunk) around another text, and nothing else
-    changed; no findings. The agent sent them (only an agent streams chunks), in one read:
-    they share their time. :meth:`items` makes them what :func:`annotate` gives."""
+    """Frame records known by their bytes (the short way of
+    :func:`~acp_proxy.readers.annotate.read`), one after the other: each is the frame before
+    it (a message chunk) around another text, and nothing else changed; no findings. The
+    agent sent them (only an agent streams chunks), in one read. An addon reads a run by its
+    aggregates (:attr:`count`, :attr:`texts`, :attr:`seqs`, :attr:`times`, :attr:`sizes`,
+    :attr:`wire_bytes`, :attr:`last_t`, :meth:`raws`); :meth:`items` makes them what
+    :func:`~acp_proxy.readers.annotate.annotate` gives."""
 
-    #: Each frame's seq, t, text, size (``len(record.frame.raw)``) and record line (see
-    #: :meth:`raw`).
+    #: Each frame's seq, t, text, size and record line (:data:`Taken`; read by the names below).
     frames: list[Taken]
     #: The message chunk they repeat: the frame read in full before them.
     template: Annotated
@@ -65,11 +69,45 @@ class Repeated:
         """The connection they belong to (the chunk they repeat belongs to it)."""
         return self.template.connection
 
-    @staticmethod
-    def raw(frame: Taken) -> bytes:
-        """A frame's bytes (``record.frame.raw``): its record's line ends with them and ``}``."""
-        line, size = frame[4], frame[3]
-        return line[len(line) - 1 - size : -1]
+    @property
+    def count(self) -> int:
+        """How many frames."""
+        return len(self.frames)
+
+    @property
+    def seqs(self) -> list[int]:
+        """Each frame's seq."""
+        return [frame[0] for frame in self.frames]
+
+    @property
+    def times(self) -> list[str]:
+        """Each frame's time, as recorded."""
+        return [frame[1] for frame in self.frames]
+
+    @property
+    def texts(self) -> list[str]:
+        """Each frame's text: what it says around the template's prefix and suffix."""
+        return [frame[2] for frame in self.frames]
+
+    @property
+    def sizes(self) -> list[int]:
+        """Each frame's size in bytes (``len(record.frame.raw)``, without its newline)."""
+        return [frame[3] for frame in self.frames]
+
+    @property
+    def wire_bytes(self) -> int:
+        """Their bytes on the wire, each frame's newline included."""
+        return sum(frame[3] for frame in self.frames) + len(self.frames)
+
+    @property
+    def last_t(self) -> str:
+        """The latest of their times."""
+        return max(frame[1] for frame in self.frames)
+
+    def raws(self) -> Iterator[bytes]:
+        """Each frame's bytes (``record.frame.raw``): its record's line ends with them and ``}``."""
+        for _, _, _, size, line in self.frames:
+            yield line[len(line) - 1 - size : -1]
 
     def items(self) -> Iterator[Annotated]:
         """Each frame as :func:`annotate` gives it (:meth:`item`)."""
@@ -95,14 +133,18 @@ class Repeated:
         return Annotated(record, [], message, template.connection)
 
 
-class View:
-    """What reads recordings item by item (``stats``, or a view of your own): give it the
-    items of :func:`annotate` or :func:`annotate_lines` with :meth:`take` (or all of them
-    with :meth:`feed`), and it sees each frame at its :meth:`add`. A run of streamed chunks
-    taken the short way goes to :meth:`add_run`, which by default hands each of its frames
-    to :meth:`add` as :func:`annotate` would have made it: a view that knows nothing of
-    the short way is right on a streamed turn. Only a view that wants the speed overrides
-    :meth:`add_run`."""
+class Addon:
+    """What reads a recording item by item (``stats``, the timeline, the conversation, the
+    report, the catalog, diff's and replay's builders, or an addon of your own): fed the
+    items of :func:`~acp_proxy.readers.annotate.read` (:meth:`feed`, or one at a time with
+    :meth:`take`), it sees each record at its :meth:`add`.
+
+    A run of streamed chunks taken the short way reaches :meth:`add` frame by frame, each
+    as :func:`~acp_proxy.readers.annotate.annotate` makes it, unless the addon asks for
+    runs by overriding :meth:`add_run`: an addon that knows nothing of the short way is
+    right on a streamed turn, and one that wants the speed reads the run's aggregates
+    (``run.count``, ``run.wire_bytes``, ``run.texts``...) in a line or two.
+    """
 
     def add(self, item: Annotated) -> None:
         """One annotated record."""
@@ -114,7 +156,7 @@ class View:
             self.add(item)
 
     def take(self, item: Annotated | Repeated) -> None:
-        """One item of :func:`annotate` or :func:`annotate_lines`."""
+        """One item of :func:`~acp_proxy.readers.annotate.read`."""
         if type(item) is Repeated:
             self.add_run(item)
         else:
@@ -126,3 +168,35 @@ class View:
         take = self.take
         for item in items:
             take(item)
+
+
+#: The name addons had before they were addons (the Python API keeps it).
+View = Addon
+
+
+def takes_runs(addon: Addon) -> bool:
+    """Whether ``addon`` asked for runs (it overrides :meth:`Addon.add_run`)."""
+    return type(addon).add_run is not Addon.add_run
+
+
+class Chain(Addon):
+    """Addons fed together, in one pass over a recording, each item to each in order. A
+    run goes whole to the addons that take runs, and is made frames once for the rest."""
+
+    def __init__(self, *addons: Addon) -> None:
+        self.addons = addons
+        self._adds = [addon.add for addon in addons]
+        self._runs = [addon.add_run for addon in addons if takes_runs(addon)]
+        self._frames = [addon.add for addon in addons if not takes_runs(addon)]
+
+    def add(self, item: Annotated) -> None:
+        for add in self._adds:
+            add(item)
+
+    def add_run(self, run: Repeated) -> None:
+        for add_run in self._runs:
+            add_run(run)
+        if self._frames:
+            for item in run.items():
+                for add in self._frames:
+                    add(item)

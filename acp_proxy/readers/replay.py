@@ -62,7 +62,7 @@ from acp_proxy.core.wire import (
     seconds_between,
     update_variant,
 )
-from acp_proxy.readers.annotate import RUN, Annotated, Repeated, View, annotate_lines, open_lines
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
 from acp_proxy.readers.compare import (
     MISSING as _MISSING,
 )
@@ -154,7 +154,7 @@ def load_script(path: str, session: int = 1) -> Script:
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
     steps = _Steps()
     count = 0
-    for item in annotate_lines(open_lines(path), validate=False, run=RUN):
+    for item in read(path, validate=False):
         count = max(count, item.connection)
         if item.connection == session:
             steps.take(item)
@@ -163,7 +163,7 @@ def load_script(path: str, session: int = 1) -> Script:
     return Script(steps.steps, session, count)
 
 
-class _Steps(View):
+class _Steps(Addon):
     """The steps of :func:`load_script`, an item at a time."""
 
     def __init__(self) -> None:
@@ -176,9 +176,10 @@ class _Steps(View):
 
     def add_run(self, run: Repeated) -> None:
         """Streamed chunks: their bytes, with the message of the chunk they repeat."""
-        message, raw = run.template.message, Repeated.raw
+        message = run.template.message
         if message is not None:
-            self.steps += [Step(f[0], f[1], Side.AGENT, message, raw(f)) for f in run.frames]
+            frames = zip(run.seqs, run.times, run.raws(), strict=True)
+            self.steps += [Step(seq, t, Side.AGENT, message, raw) for seq, t, raw in frames]
 
 
 # --- comparing -----------------------------------------------------------------------

@@ -32,16 +32,7 @@ from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
 from acp_proxy.files import open_output
-from acp_proxy.readers.annotate import (
-    RUN,
-    Annotated,
-    Repeated,
-    View,
-    annotate,
-    annotate_lines,
-    open_lines,
-    open_recording,
-)
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
 from acp_proxy.readers.conversation import Conversation, SessionView, TextRun
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.summary import chunk_summary, frame_summary, joined_summary, repeated_summary
@@ -278,15 +269,18 @@ Today = dict[tuple[int, int | None], list[Violation]]
 
 def build_document(path: str, revalidate: bool = False) -> dict[str, Any]:
     """Everything the page shows, as one JSON-able document. A streamed turn's repeated
-    chunks are taken in runs, known by their bytes (``annotate_lines``)."""
-    today = todays_findings(annotate(open_recording(path))) if revalidate else None
-    return document(path, annotate_lines(open_lines(path), stored=True, run=RUN), today)
+    chunks are taken in runs, known by their bytes (:func:`~acp_proxy.readers.annotate.read`)."""
+    today = todays_findings(read(path)) if revalidate else None
+    return document(path, read(path, stored=True), today)
 
 
-def todays_findings(items: Iterable[Annotated]) -> Today:
-    """The findings of ``annotate`` (recomputed), by connection and seq."""
+def todays_findings(items: Iterable[Annotated | Repeated]) -> Today:
+    """The findings of :func:`~acp_proxy.readers.annotate.read` (recomputed), by
+    connection and seq (a run of repeated chunks has none)."""
     today: Today = {}
     for item in items:
+        if type(item) is not Annotated:
+            continue
         record = item.record
         seq = record.seq if isinstance(record, FrameRecord) else None
         today.setdefault((item.connection, seq), []).extend(item.findings)
@@ -297,7 +291,7 @@ def document(
     path: str, items: Iterable[Annotated | Repeated], today: Today | None = None
 ) -> dict[str, Any]:
     """The document of a recording's records, annotated with their stored findings
-    (``annotate`` or ``annotate_lines`` with ``stored=True``), and today's if recomputed."""
+    (:func:`~acp_proxy.readers.annotate.read` with ``stored=True``), and today's if recomputed."""
     view = _Sections(today)
     view.feed(items)
     sections = view.sections
@@ -312,7 +306,7 @@ def document(
     }
 
 
-class _Sections(View):
+class _Sections(Addon):
     """The sections of :func:`document`, an item at a time."""
 
     def __init__(self, today: Today | None) -> None:
@@ -426,10 +420,10 @@ def _repeated(section: _Section, item: Repeated, today: Today | None) -> None:
     section.stats.add_run(item)
     section.conversation.again(item)
     side, message, head = section.chunk
-    for taken in item.frames:
-        frame = (taken[0], taken[1], side, Repeated.raw(taken))
-        summary = repeated_summary(head, taken[2])
-        _frame_row(section, frame, message, summary, [], today, len(head))
+    frames = zip(item.seqs, item.times, item.raws(), item.texts, strict=True)
+    for seq, t, raw, text in frames:
+        summary = repeated_summary(head, text)
+        _frame_row(section, (seq, t, side, raw), message, summary, [], today, len(head))
 
 
 def _mark_loose(section: _Section, today: list[Violation]) -> None:

@@ -11,7 +11,7 @@ from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
 from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
-from acp_proxy.readers.annotate import Annotated, Repeated, View
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord, StartRecord
 
 __all__ = ["Stats", "percentile"]
@@ -36,7 +36,7 @@ class _Turn:
 
 
 @dataclass
-class Stats(View):
+class Stats(Addon):
     """Accumulates figures over any number of recordings.
 
     Requests, responses and turns are the wire model's: a prompt turn runs
@@ -94,9 +94,9 @@ class Stats(View):
         if self._last is None:
             raise ValueError("a repeated frame without a message chunk before it")
         side, message = self._last
-        count = len(repeated.frames)
+        count = repeated.count
         self.frames[side] += count
-        self.bytes[side] += sum(frame[3] for frame in repeated.frames) + count
+        self.bytes[side] += repeated.wire_bytes
         if message.method is not None:
             self.methods[message.method] += count
         if message.update is not None:

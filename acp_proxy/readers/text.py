@@ -20,7 +20,7 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Side, WireModel
-from acp_proxy.readers.annotate import Annotated, Repeated, View
+from acp_proxy.readers.annotate import Addon, Annotated, Repeated
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView, Turn
 from acp_proxy.readers.summary import (
     TimelineFilter,
@@ -72,10 +72,10 @@ def _red_outcome(summary: str, message: ResponseMessage) -> str:
     return summary[: len(summary) - len(outcome)] + click.style(outcome, fg="red")
 
 
-class Timeline(View):
+class Timeline(Addon):
     """Turns annotated records into timeline lines, one frame per line, each handed to
-    ``emit`` as it is made (a :class:`~acp_proxy.readers.annotate.View`: feed it the items
-    of ``annotate`` or ``annotate_lines``)."""
+    ``emit`` as it is made (an :class:`~acp_proxy.readers.items.Addon`: feed it the items
+    of :func:`~acp_proxy.readers.annotate.read` or ``annotate``)."""
 
     def __init__(
         self,
@@ -166,7 +166,7 @@ class Timeline(View):
         if is_text_chunk(message):
             head, words = chunk_summary(message)
             body = joined_summary(head, words)
-            # what a Repeated of it needs (annotate.annotate_lines)
+            # what a Repeated of it needs (annotate.read)
             self._chunk = (f"{arrow}  {kind:<8} ", head, record.side, method, session)
         else:
             body = frame_summary(message)
@@ -183,19 +183,19 @@ class Timeline(View):
 
     def _repeated(self, item: Repeated) -> list[str]:
         """The message chunk before, around other texts (:class:`Repeated`)."""
-        if self._chunk is None:  # annotate_lines repeats text chunks only
+        if self._chunk is None:  # read() repeats text chunks only
             raise ValueError("a repeated frame without a message chunk before it")
         start, head, side, method, session = self._chunk
         last = self._last_seq
         if self._narrowed and not self._wanted(side, method, session, []):
-            self._last_seq = max([last, *(frame[0] for frame in item.frames)])
+            self._last_seq = max([last, *item.seqs])
             return []
         lines: list[str] = []
         add = lines.append
         when_t, when = self._when
         # What follows the seq column: the text, or none (the line _frame would print)
         quoted, bare = f"  {start}{head} ", f"  {start}{head.rstrip()}"
-        for seq, t, text, _, _ in item.frames:
+        for seq, t, text in zip(item.seqs, item.times, item.texts, strict=True):
             if seq != last + 1:  # not the next in sequence: a gap, or one out of order
                 self._last_seq = last
                 lines += self._gap(seq)

@@ -46,9 +46,8 @@ from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.readers.annotate import (
     annotate,
-    annotate_lines,
-    validate_lines,
-    validate_records,
+    located,
+    read,
 )
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.stats import Stats
@@ -1040,7 +1039,7 @@ def test_example_agent_session_is_clean(version, tmp_path):
     from conftest import PROXY, clean_env
 
     from acp_proxy.devtools.demo import DemoClient
-    from acp_proxy.readers.annotate import validate_records
+    from acp_proxy.readers.annotate import annotate, located
     from acp_proxy.transcript.records import read_records
 
     record = tmp_path / "t.jsonl"
@@ -1068,7 +1067,7 @@ def test_example_agent_session_is_clean(version, tmp_path):
         assert client.close() == 0
         assert proc.stderr is not None
         log = proc.stderr.read().decode()
-    assert list(validate_records(read_records(record))) == []
+    assert [f for _, f in located(annotate(read_records(record)))] == []
     assert "rule=" not in log
 
 
@@ -1368,7 +1367,7 @@ _CANCELLED_STREAM: list[bytes | str] = [
 def test_readers_know_repeated_chunk_records_by_their_bytes(
     version: int, chunks: list[bytes | str]
 ) -> None:
-    """validate's short way (validate_lines) takes a frame record that repeats the one before
+    """validate's short way (read) takes a frame record that repeats the one before
     but for its text without parsing it; it finds what reading every record in full finds:
     on the lines the recorder writes, with the turn cancelled or ended between chunks (later
     chunks are flagged: they repeat a frame whose findings they must not skip), and on lines
@@ -1412,14 +1411,14 @@ def test_readers_know_repeated_chunk_records_by_their_bytes(
         )
     numbered = list(enumerate(lines, start=1))
     records = [r for r in (parse_record(number, line) for number, line in numbered) if r]
-    long_way = list(validate_records(records))
-    assert list(validate_lines(numbered)) == long_way
+    long_way = [f for _, f in located(annotate(records))]
+    assert [f for _, f in located(read(numbered, run=256))] == long_way
     # show's short way shows what reading every record shows, whatever the view
     for only in (None, TimelineFilter(side=A), TimelineFilter(violations_only=True)):
         for stored in (True, False):
             shown = timeline(annotate(records, stored=stored), only)
             for run in (1, 2, 256):  # repeated chunks one by one, in twos, or together
-                assert timeline(annotate_lines(numbered, stored=stored, run=run), only) == shown
+                assert timeline(read(numbered, stored=stored, run=run), only) == shown
     readers_agree(records, numbered)
 
 
@@ -1520,5 +1519,5 @@ def test_validate_reads_a_streamed_turn_without_parsing_its_chunks(monkeypatch) 
     monkeypatch.setattr(acp_proxy.readers.annotate, "parse_record", counting)
     frames, lines = streamed_turn_lines(200)
     lines.append(frame_record(len(frames) + 201, T0, A, parse_frame(orjson.dumps(idle()[1])))[:-1])
-    assert list(validate_lines(enumerate(lines, start=1))) == []
+    assert [f for _, f in located(read(enumerate(lines, start=1), run=256))] == []
     assert len(parsed) < len(frames) + 2 + 5

@@ -440,7 +440,7 @@ def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it
 
     import acp_proxy.transcript.records
     from acp_proxy.readers import annotate, catalog
-    from acp_proxy.readers.annotate import annotate_lines, open_lines, plain
+    from acp_proxy.readers.annotate import open_lines, plain, read
     from acp_proxy.readers.summary import TimelineFilter
 
     texts = [f"word {n} " for n in range(1_000)]
@@ -451,7 +451,7 @@ def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it
     def every_record(pattern: str, session: str | None = None) -> list[Any]:
         """The hits reading every record in full."""
         regex, filters = catalog.Pattern(pattern), TimelineFilter(session=session)
-        items = plain(annotate_lines(open_lines(str(path)), run=256))
+        items = plain(read(open_lines(str(path)), run=256))
         return [h for h in (catalog._match(regex, str(path), i, filters) for i in items) if h]
 
     expected = {
@@ -459,7 +459,7 @@ def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it
     }
     expected["session"] = every_record("word", session="other")
     reference = catalog.SessionSummary(str(path), 1, size=path.stat().st_size)
-    for item in plain(annotate_lines(open_lines(str(path)), run=256)):
+    for item in plain(read(open_lines(str(path)), run=256)):
         catalog._add(reference, item)
     parsed = 0
     parse_record = acp_proxy.transcript.records.parse_record

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.core.framing import parse_frame
-from acp_proxy.readers.annotate import validate_records
+from acp_proxy.readers.annotate import annotate, located
 from acp_proxy.transcript.records import (
     FrameRecord,
     end_record,
@@ -46,12 +46,12 @@ def test_the_golden_recordings_are_there():
 @pytest.mark.parametrize("name", ["clean.jsonl", "cancelled.jsonl", "v1.jsonl", "v1-tour.jsonl"])
 def test_clean_recordings_validate_clean(name):
     """The clean recordings break no rule."""
-    assert list(validate_records(read_records(RECORDINGS / name))) == []
+    assert [f for _, f in located(annotate(read_records(RECORDINGS / name)))] == []
 
 
 def test_the_misbehaving_recording_breaks_exactly_the_expected_rules():
     """validate finds exactly the rules the misbehaving agent breaks on purpose."""
-    found = {f.rule for f in validate_records(read_records(RECORDINGS / "misbehaving.jsonl"))}
+    found = {f.rule for _, f in located(annotate(read_records(RECORDINGS / "misbehaving.jsonl")))}
     assert found == MISBEHAVING_RULES
 
 
@@ -518,7 +518,7 @@ def test_the_readers_never_load_the_logging_machinery(tmp_path):
 
 def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(tmp_path):
     """A new view (frames per method and update variant, and each chunk's seq and text),
-    written plainly as a readers.annotate.View with only its add(): fed the items the
+    written plainly as a readers.items.Addon with only its add(): fed the items the
     readers read the short way, it counts what the long way counts, on a recorded
     1,000-chunk streamed turn (where the short way takes runs); so does plain()."""
     import sys
@@ -527,14 +527,14 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
     from acp_proxy.devtools.bench import pending_stream
     from acp_proxy.readers.annotate import (
         RUN,
+        Addon,
         Annotated,
         Repeated,
-        View,
         annotate,
-        annotate_lines,
         open_lines,
         open_recording,
         plain,
+        read,
     )
 
     record, script = tmp_path / "stream.jsonl", tmp_path / "agent.py"
@@ -548,7 +548,7 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
     agent = [sys.executable, str(script)]
     pending_stream([*PROXY, "run", "--record", str(record), "--", *agent], 1000)
 
-    class PerMethod(View):
+    class PerMethod(Addon):
         def __init__(self) -> None:
             self.counts: Counter[str] = Counter()
             self.texts: list[tuple[int, str]] = []
@@ -562,7 +562,7 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
             if message.variant == "agent_message_chunk":
                 self.texts.append((message.seq, message.params["update"]["content"]["text"]))
 
-    short = list(annotate_lines(open_lines(str(record)), run=RUN))
+    short = list(read(open_lines(str(record)), run=RUN))
     assert any(type(item) is Repeated and len(item.frames) > 1 for item in short)  # runs
     long_way, short_way, through_plain = PerMethod(), PerMethod(), PerMethod()
     long_way.feed(annotate(open_recording(str(record))))
