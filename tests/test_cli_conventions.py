@@ -116,6 +116,21 @@ def test_path_colon_n_is_the_line_of_the_file_in_validate_and_search():
                 assert orjson.loads(lines[int(number) - 1])["seq"] == int(seq), text
 
 
+def test_a_finding_of_a_connections_end_has_one_line_in_validate_and_search(tmp_path):
+    """What the end of a connection without its end record finds (a turn still running) is
+    at the line after the last in validate and in search alike (search said line 0)."""
+    cut = tmp_path / "cut.jsonl"
+    lines = (RECORDINGS / "cancelled.jsonl").read_bytes().splitlines()
+    kept = [line for line in lines if b'"stopReason"' not in line][:-1]  # no end, no stop
+    cut.write_bytes(b"\n".join(kept) + b"\n")
+    said = []
+    for command in (["validate"], ["search", "still running"]):
+        out = acp(*command, str(cut)).stdout.decode().splitlines()
+        said += [text for text in out if "still running" in text]
+    assert len(said) == 2, said
+    assert {text.split(": seq ")[0] for text in said} == {f"{cut}:{len(kept) + 1}"}
+
+
 # --- an option that does nothing is an error ---------------------------------------------------
 
 
