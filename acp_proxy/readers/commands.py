@@ -990,6 +990,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
 
     figures = Stats()
     for path in recordings:
+        figures.recording = path
         figures.feed(read(path))
     with _output("never") as emit:
         if fmt == "json":

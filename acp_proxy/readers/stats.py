@@ -33,6 +33,8 @@ class _Turn:
     stop_reason: str | None = None
     #: Still open when the recordings end (a session cut during the turn).
     unfinished: bool = False
+    #: The recording it is in (:attr:`Stats.recording` as it was read).
+    recording: str | None = None
 
 
 @dataclass
@@ -55,6 +57,9 @@ class Stats(Addon):
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
+    #: The recording being read, if the reader names it (``stats`` over several files: each
+    #: turn says which it is in).
+    recording: str | None = None
     #: The prompt turns begun and not ended, in order.
     _open: dict[Turn, None] = field(default_factory=dict)
     #: The side and message of the frame counted last, if a :class:`Repeated` may repeat it
@@ -134,6 +139,7 @@ class Stats(Addon):
                     closed.first_output,
                     seconds_between(prompt.t, message.t),
                     closed.stop_reason,
+                    recording=self.recording,
                 )
             )
 
@@ -141,7 +147,13 @@ class Stats(Addon):
         """The connection's prompt turns begun and not ended (nor rejected before any
         work)."""
         return [
-            _Turn(turn.session, turn.prompt.seq, turn.first_output, unfinished=True)
+            _Turn(
+                turn.session,
+                turn.prompt.seq,
+                turn.first_output,
+                unfinished=True,
+                recording=self.recording,
+            )
             for turn in self._open
             if turn.prompt is not None and not turn.void and not turn.ended
         ]
@@ -171,6 +183,7 @@ class Stats(Addon):
                     "duration": turn.duration,
                     "stop_reason": turn.stop_reason,
                     "unfinished": turn.unfinished,
+                    **({} if turn.recording is None else {"recording": turn.recording}),
                 }
                 for turn in [*self.turns, *self._unfinished()]
             ],
@@ -204,16 +217,16 @@ class Stats(Addon):
         ]
         # As wide as the longest session id (agents use UUIDs), at least 20.
         width = max([20, *(len(str(turn["session"])) for turn in data["turns"])])
-        out.append(
-            f"  {'session':<{width}} {'seq':>6} {'first chunk':>12} {'duration':>10}  stop reason"
-        )
+        # Over several recordings, each turn says which it is in (seqs repeat across files).
+        several = len({turn.get("recording") for turn in data["turns"]}) > 1
+        head = f"  {'session':<{width}} {'seq':>6} {'first chunk':>12} {'duration':>10}"
+        out.append(f"{head}  {'stop reason':<12}  recording" if several else f"{head}  stop reason")
         for turn in data["turns"]:
             first = "-" if turn["first_chunk"] is None else f"{turn['first_chunk']:.3f}s"
             took = "-" if turn["duration"] is None else f"{turn['duration']:.3f}s"
             reason = "unfinished" if turn["unfinished"] else turn["stop_reason"] or "-"
-            out.append(
-                f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} {took:>10}  {reason}"
-            )
+            row = f"  {turn['session']:<{width}} {turn['seq']:>6} {first:>12} {took:>10}  "
+            out.append(f"{row}{reason:<12}  {turn['recording']}" if several else row + reason)
         out += ["", "findings:"]
         out += [f"  {count:>8}  {rule}" for rule, count in data["findings"].items()] or ["  none"]
         out += ["", "unstable features (parts of ACP that may still change):"]

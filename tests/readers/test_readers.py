@@ -678,3 +678,17 @@ def test_no_python_on_screen(tmp_path):
                str(tmp_path / "demo.jsonl"))  # fmt: skip
     said = demo.stdout.decode() + demo.stderr.decode()
     assert "accepted, no messageId" in said and not re.search(r"\bNone\b", said), said
+
+
+def test_stats_over_several_recordings_says_which_each_turn_is_in():
+    """Seqs and session ids repeat across files: over several recordings each turn names its
+    recording (text: a column, only then; json: always)."""
+    clean, cancelled = str(RECORDINGS / "clean.jsonl"), str(RECORDINGS / "cancelled.jsonl")
+    text = acp("stats", clean, cancelled).stdout.decode().splitlines()
+    turns = text[text.index("prompt turns:") + 1 : text.index("findings:") - 1]
+    assert turns[0].split()[-1] == "recording"
+    assert [row.split()[-1] for row in turns[1:]] == [clean, cancelled]
+    alone = acp("stats", clean).stdout.decode().splitlines()
+    assert alone[alone.index("prompt turns:") + 1].split()[-2:] == ["stop", "reason"]
+    document = orjson.loads(acp("stats", "--format", "json", clean, cancelled).stdout)
+    assert [turn["recording"] for turn in document["turns"]] == [clean, cancelled]
