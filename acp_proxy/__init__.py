@@ -6,8 +6,9 @@ here; everything else is internal and may change. They are loaded on first use, 
 
 - replay a recording: :class:`AgentReplay` (the recording as the agent), :func:`drive_agent`
   (the recording as the client, against a live agent), :func:`load_script`;
-- read one: :func:`open_recording`, :func:`annotate` (records with their findings),
-  :class:`Conversation`, :class:`Stats`;
+- read one: :func:`read` (a file's items, with their findings) into an :class:`Addon` of
+  your own, a :class:`Chain` of them, :class:`Conversation` or :class:`Stats`;
+  :func:`open_recording` and :func:`annotate` (records already read);
 - check traffic: :class:`Validator`, :class:`Violation`, :class:`WireModel`,
   :func:`parse_frame`;
 - share one: :class:`Redactor`; show a wire string safely: :func:`visible`.
@@ -118,6 +119,9 @@ _PUBLIC = {
     "drive_agent": "acp_proxy.readers.replay",
     "load_script": "acp_proxy.readers.replay",
     "open_recording": "acp_proxy.transcript.reading",
+    "read": "acp_proxy.readers.annotate",
+    "Addon": "acp_proxy.readers.items",
+    "Chain": "acp_proxy.readers.items",
     "annotate": "acp_proxy.readers.annotate",
     "Conversation": "acp_proxy.readers.conversation",
     "Stats": "acp_proxy.readers.stats",
