@@ -377,3 +377,26 @@ def test_a_second_pass_leaves_every_tag_alone(tmp_path: Path):
                            check=True, capture_output=True, env=clean_env())  # fmt: skip
         assert again.read_bytes() == once.read_bytes(), options
         assert b"sk-ant-xyz" not in once.read_bytes() and b"dXNlcjpwdw" not in once.read_bytes()
+
+
+def test_a_frame_the_redaction_cannot_read_is_kept_as_its_size_never_its_bytes(monkeypatch):
+    """Redaction never raises: a frame it fails on (here, its splicer breaks) is stored as a
+    line saying its size, never as it crossed the wire; the next frame is redacted as before."""
+    from acp_proxy.transcript import redact
+
+    secret = "sk-ant-api03-" + "Q" * 40
+    raw = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "x/y", "params": {"apiKey": secret}})
+    model, redactor = WireModel(), Redactor()
+    message = model.feed("client", parse_frame(raw), 1, "t")
+
+    def broken(raw: bytes) -> Any:
+        raise RecursionError("nested past what the splicer follows")
+
+    monkeypatch.setattr(redact, "value_spans", broken)
+    stored, hidden = redactor.frame(message)
+    assert hidden == ["(frame)"] and secret.encode() not in stored.raw
+    assert b"%d bytes" % len(raw) in stored.raw
+    monkeypatch.undo()
+    again, hidden = redactor.frame(model.feed("client", parse_frame(raw), 2, "t"))
+    assert hidden == ["params.apiKey"], hidden
+    assert secret.encode() not in again.raw and b'"method":"x/y"' in again.raw
