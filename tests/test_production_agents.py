@@ -16,6 +16,7 @@ skip when npm is not installed or the registry cannot be reached.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import itertools
 import os
@@ -65,15 +66,53 @@ ANSWER_TIMEOUT = 90
 @pytest.fixture(scope="module")
 def npm_bin() -> Path:
     """The pinned packages' executables, installed once per package list: the prefix is cached
-    (keyed by the list) in the user's cache directory, so only a changed pin installs again."""
+    (keyed by the list) in the user's cache directory, so only a changed pin installs again.
+    One install at a time (a lock beside the prefix: two test runs at once once left a tree
+    with files missing), and a cached tree is used only while every file the install left is
+    still there (its manifest); else it is installed again."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed")
     key = hashlib.sha256(orjson.dumps(sorted(PACKAGES.values()))).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     prefix = cache / "acp-proxy-tests" / f"npm-{key}"
-    if (prefix / "installed").exists():
-        return prefix / "node_modules" / ".bin"
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f"npm-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _whole(prefix):
+            shutil.rmtree(prefix, ignore_errors=True)
+            _install(npm, prefix)
+    return prefix / "node_modules" / ".bin"
+
+
+#: The files an install left, one relative path a line (written last: its presence says the
+#: install finished).
+MANIFEST = "installed"
+
+
+def _whole(prefix: Path) -> bool:
+    """Whether a cached install finished and still has every file it left."""
+    try:
+        listed = (prefix / MANIFEST).read_text().splitlines()
+    except OSError:
+        return False
+    return bool(listed) and all((prefix / name).exists() for name in listed)
+
+
+def _install(npm: str, prefix: Path) -> None:
+    prefix.mkdir(parents=True)
+    command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
+    try:
+        proc = subprocess.run(
+            [*command, *PACKAGES.values()], capture_output=True, timeout=600, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install did not finish in 10 minutes (no registry?)")
+    if proc.returncode != 0:
+        pytest.skip(f"npm install failed: {proc.stderr.decode(errors='replace')[-300:]}")
+    modules = prefix / "node_modules"
+    files = [str(path.relative_to(prefix)) for path in modules.rglob("*") if path.is_file()]
+    (prefix / MANIFEST).write_text("\n".join(sorted(files)) + "\n")
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
     try:
