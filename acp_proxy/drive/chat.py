@@ -42,7 +42,16 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Turn
-from acp_proxy.drive.words import error_words, gone_words
+from acp_proxy.drive.words import (
+    agent_info,
+    capabilities,
+    command_words,
+    ended_words,
+    error_words,
+    gone_words,
+    shown,
+    stderr_words,
+)
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -50,7 +59,6 @@ from acp_proxy.live.client import (
     Pending,
     Services,
     TimedOut,
-    exit_words,
     initialize_params,
 )
 from acp_proxy.log import Logger
@@ -151,6 +159,7 @@ class _Chat:
 
     def __init__(
         self,
+        argv: Sequence[str],
         services: _ChatServices,
         options: Options,
         interactive: bool,
@@ -159,6 +168,7 @@ class _Chat:
         colour: bool,
         err_colour: bool,
     ) -> None:
+        self.argv = list(argv)
         self.services = services
         self.options = options
         self.timeout = options.timeout
@@ -182,6 +192,8 @@ class _Chat:
         self._rules: dict[str, int] = {}
         #: The agent's responses to our requests, by id.
         self._replies: dict[int, Event] = {}
+        #: The agent gone, once said (the chat's last line need not say how it ended again).
+        self.gone: AgentGone | None = None
 
     # --- output -------------------------------------------------------------------------
 
@@ -337,7 +349,8 @@ class _Chat:
                 raise _Quit(EXIT_FAILED)
         else:
             self.open_session(self.options.session)
-        who = " ".join(part for part in self.agent_info() if part) or "the agent"
+        named = " ".join(part for part in agent_info(self.init, self.protocol) if part)
+        who = shown(named) if named else command_words(self.argv)
         self.say(
             f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
             f"in {self.options.cwd}"
@@ -347,20 +360,6 @@ class _Chat:
                 else ""
             )
         )
-
-    def agent_info(self) -> tuple[str | None, str | None]:
-        info = self.init.get("agentInfo" if self.protocol == 1 else "info")
-        if not isinstance(info, dict):
-            return None, None
-        name, version = info.get("name"), info.get("version")
-        return (
-            name if isinstance(name, str) else None,
-            version if isinstance(version, str) else None,
-        )
-
-    def capabilities(self) -> dict[str, Any]:
-        caps = self.init.get("agentCapabilities" if self.protocol == 1 else "capabilities")
-        return caps if isinstance(caps, dict) else {}
 
     def session_params(self) -> dict[str, Any]:
         return {"cwd": str(self.options.cwd), "mcpServers": []}
@@ -380,7 +379,7 @@ class _Chat:
     def open_session(self, session: str) -> None:
         """``--session``: loaded (its conversation replayed) where the agent can, else
         resumed."""
-        caps = self.capabilities()
+        caps = capabilities(self.init, self.protocol)
         params = {"sessionId": session, **self.session_params()}
         if self.protocol == 1 and caps.get("loadSession") is True:
             method = "session/load"
@@ -719,7 +718,7 @@ def chat(
         options.cwd, interactive, permissions=options.permissions,
         allow_terminal=options.allow_terminal, say=say,
     )  # fmt: skip
-    session = _Chat(services, options, interactive, out, err, colour, err_colour)
+    session = _Chat(argv, services, options, interactive, out, err, colour, err_colour)
     notes.append(session)
     if interactive:
         with contextlib.suppress(ImportError):
@@ -743,8 +742,12 @@ def chat(
     session.drain()
     if status == 0 and session.failed:
         status = EXIT_FAILED
-    where = f"; recording: {client.recording}" if client.recording is not None else ""
-    session.say(f"acp-proxy chat: the agent ended with {exit_words(ended.returncode)}{where}")
+    said = session.gone is not None and session.gone.returncode == ended.returncode
+    words = [] if said else [f"the agent {ended_words(ended.returncode)}"]
+    if client.recording is not None:
+        words.append(f"recording: {client.recording}")
+    if words:
+        session.say("acp-proxy chat: " + "; ".join(words))
     return status
 
 
@@ -761,13 +764,12 @@ def _converse(session: _Chat, lines: TextIO) -> int:
         return stop.status
     except AgentGone as exc:
         session.say(f"acp-proxy chat: {gone_words(exc)}", False)
+        session.gone = exc
         return EXIT_FAILED
     except TimedOut as exc:
-        words = f"acp-proxy chat: {exc} (--timeout); the agent ({exit_words(client.returncode)})"
-        words += " is stopped"
-        tail = client.stderr_tail(5)
-        if tail:
-            words += "; its stderr ended: " + " | ".join(tail)
-        session.say(words, False)
+        returncode = client.returncode
+        how = "is stopped" if returncode is None else ended_words(returncode)
+        tail = stderr_words(client.stderr_tail())
+        session.say(f"acp-proxy chat: {exc} (--timeout); the agent {how}{tail}", False)
         return EXIT_FAILED
     return 0

@@ -20,6 +20,8 @@ import orjson
 import pytest
 from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
 
+from acp_proxy.drive.words import command_words
+
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
 REPLY = "This is the example agent that ships with acp-proxy."
@@ -76,16 +78,59 @@ def test_piped_a_finding_before_initialize_counts_and_is_said(tmp_path, run_numb
 def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
     assert run.returncode == 1
-    gone = [line for line in run.stderr.splitlines() if "exited" in line]
-    assert len(gone) == 1 and "exit status 3" in gone[0] and "its stderr ended:" in gone[0]
+    gone = [line for line in run.stderr.splitlines() if "status 3" in line]
+    assert gone == [
+        "acp-proxy chat: the agent exited with status 3; its stderr ended: probe agent: "
+        "cannot find my model, giving up"
+    ]
+    assert run.stderr.splitlines()[-1] == f"acp-proxy chat: recording: {tmp_path / 'rec.jsonl'}"
     assert "Traceback" not in run.stderr and run.stdout == ""
 
 
 def test_an_agent_that_hangs_is_bounded_by_the_timeout(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "hello\n", "--timeout", "1")
     assert run.returncode == 1
-    assert "no response to initialize within 1s (--timeout)" in run.stderr
+    assert "no response to initialize within 1s (--timeout); the agent is stopped" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_an_agent_killed_at_the_end_is_said_in_english(tmp_path):
+    """An agent that ignores its stdin's end is signalled; the last line says so."""
+    agent = ["sh", "-c", "echo starting >&2; exec sleep 60"]
+    run = chat(tmp_path, agent, "hello\n", "--timeout", "0.5", "--grace", "0.2")
+    assert run.returncode == 1
+    lines = run.stderr.splitlines()
+    assert lines[0] == (
+        "acp-proxy chat: no response to initialize within 0.5s (--timeout); the agent is "
+        "stopped; its stderr ended: starting"
+    )
+    assert lines[-1].startswith("acp-proxy chat: the agent ended (killed by SIGTERM); recording: ")
+
+
+#: An agent that gives no agentInfo, and ends each turn at once.
+NAMELESS = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    result = {"initialize": {"protocolVersion": 1}, "session/new": {"sessionId": "s1"},
+              "session/prompt": {"stopReason": "end_turn"}}.get(request.get("method"))
+    if result is not None:
+        print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}), flush=True)
+""",
+]
+
+
+def test_an_agent_that_gives_no_name_is_named_by_its_command(tmp_path):
+    run = chat(tmp_path, NAMELESS, "hello\n")
+    assert run.returncode == 0, run.stderr
+    header = run.stderr.splitlines()[0]
+    assert header == (
+        f"acp-proxy chat: {command_words(NAMELESS)}, protocol 1, session s1 in {tmp_path}"
+    )
+    assert header.startswith(f"acp-proxy chat: {sys.executable} -c ") and "…" in header
 
 
 def test_session_resumes_where_the_agent_can_and_says_why_not(tmp_path):

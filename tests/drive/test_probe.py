@@ -132,9 +132,40 @@ def test_an_agent_that_exits_at_once_fails_with_its_status_and_stderr(tmp_path):
     status, found, _ = checks(tmp_path, [*PROBE_AGENT, "exit-now"])
     assert status == 1
     reason = found["handshake"]["reason"]
-    assert "exit status 3" in reason
+    assert reason.startswith("the agent exited with status 3; its stderr ended: ")
     assert "cannot find my model, giving up" in reason
     assert found["prompt"]["status"] == "skip"
+
+
+#: An agent that crashes at once with a traceback whose last line is long.
+CRASHING = [
+    sys.executable,
+    "-c",
+    "import sys; sys.exit('Traceback (most recent call last):\\nImportError: cannot import "
+    "name ' + 'x' * 400 + ' from agent_sdk (/opt/agent/lib/python3.12/agent_sdk.py)')",
+]
+
+
+def test_a_crashing_agents_traceback_is_shown_to_its_end(tmp_path):
+    """The last lines of its stderr, fuller than a short field: a long one cut in the
+    middle, so the error's start and its end (the file) are both there."""
+    run = probe(tmp_path, CRASHING, "--only", "handshake")
+    assert run.returncode == 1
+    handshake = next(line for line in run.stdout.splitlines() if "handshake" in line)
+    assert "the agent exited with status 1; its stderr ended: Traceback" in handshake
+    assert "ImportError: cannot import name xxx" in handshake and "…" in handshake
+    assert handshake.endswith("from agent_sdk (/opt/agent/lib/python3.12/agent_sdk.py)")
+
+
+def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_checked(
+    tmp_path,
+):
+    run = probe(tmp_path, ["false"])
+    assert run.returncode == 1
+    lines = run.stdout.splitlines()
+    assert lines[0] == "acp-proxy probe: false, protocol 1"
+    assert "  skip  stdout             the agent wrote nothing on stdout" in lines
+    assert "; false exited with status 1" in lines[-2]
 
 
 def test_a_command_the_agent_asks_for_runs_only_with_allow_terminal(tmp_path):
