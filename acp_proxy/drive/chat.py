@@ -424,7 +424,9 @@ class _Chat:
         elif wire is not None and wire.error is not None:
             self.failed = True
             if not self.interactive:
-                self.say(f"the turn ended with an error: {wire.error!r}", False)
+                error = wire.error
+                words = error_words({"error": error}) if isinstance(error, dict) else repr(error)
+                self.say(f"the turn ended with an error: {words}", False)
 
     # --- permission requests ---------------------------------------------------------------
 

@@ -461,6 +461,7 @@ class _Probe:
 
     def permission(self) -> str:
         if not self.prompted:
+            self.needs_session()  # (what stopped the turns, if anything did)
             raise _Stop(SKIP, "no turn ran (prompt and cancel were not checked)")
         if not self.permission_requests:
             raise _Stop(SKIP, "the agent asked for no permission during the turns")

@@ -123,6 +123,38 @@ for line in sys.stdin:
 ]
 
 
+#: A v2 agent whose turn ends idle with an error.
+IDLE_WITH_AN_ERROR = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+def send(message):
+    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+def update(body):
+    send({"method": "session/update", "params": {"sessionId": "s1", "update": body}})
+for line in sys.stdin:
+    request = json.loads(line)
+    method, ident = request.get("method"), request.get("id")
+    if method == "initialize":
+        send({"id": ident, "result": {"protocolVersion": 2}})
+    elif method == "session/new":
+        send({"id": ident, "result": {"sessionId": "s1"}})
+    elif method == "session/prompt":
+        update({"sessionUpdate": "state_update", "state": "running"})
+        send({"id": ident, "result": {"messageId": "m1"}})
+        update({"sessionUpdate": "state_update", "state": "idle",
+                "error": {"code": -32603, "message": "model overloaded"}})
+""",
+]
+
+
+def test_a_v2_turn_that_ends_with_an_error_says_it_in_words(tmp_path):
+    run = chat(tmp_path, IDLE_WITH_AN_ERROR, "hello\n", "--protocol", "2")
+    assert run.returncode == 1
+    assert "the turn ended with an error: error -32603: model overloaded\n" in run.stderr
+
+
 def test_an_agent_that_gives_no_name_is_named_by_its_command(tmp_path):
     run = chat(tmp_path, NAMELESS, "hello\n")
     assert run.returncode == 0, run.stderr

@@ -125,6 +125,7 @@ def test_an_agent_that_hangs_at_initialize_is_bounded(tmp_path):
     assert found["handshake"]["status"] == "fail"
     assert "no response to initialize within 1s" in found["handshake"]["reason"]
     assert found["session-new"]["status"] == "skip"
+    assert found["permission"]["reason"] == "the handshake failed"  # as the others say
     assert document["recording"] is not None
 
 
