@@ -73,10 +73,12 @@ _agent_argument = click.argument(
 )
 
 
-def _agent_given(name: str, command: tuple[str, ...], record: str | None, no_record: bool) -> None:
-    """The usage errors probe and chat share: no AGENT, or contradicting recording options."""
+def _agent_given(command: tuple[str, ...], record: str | None, no_record: bool) -> None:
+    """The usage errors probe and chat share: no AGENT (said as ``run`` says it, and not
+    ending in a full stop, which the one-line form drops), or contradicting recording
+    options."""
     if not command:
-        raise click.UsageError(f"{name} needs the agent to run: -- AGENT [ARGS]...")
+        raise click.UsageError("missing argument '-- AGENT [ARGS]...'")
     if record is not None and no_record:
         raise click.UsageError("--record and --no-record contradict each other")
 
@@ -198,7 +200,7 @@ def probe(
             for line in probing.list_lines():
                 emit(line)
         return
-    _agent_given("probe", command, record, no_record)
+    _agent_given(command, record, no_record)
     if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
         raise click.UsageError("--only and --skip leave no check to run")
     configure("warning", "console", _open_log(None))
@@ -313,7 +315,7 @@ def chat(
     Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
     or the agent cannot start; 130 Ctrl-C.
     """
-    _agent_given("chat", command, record, no_record)
+    _agent_given(command, record, no_record)
     interactive = sys.stdin.isatty()
     if interactive:
         _only_with("when stdin is not a terminal (on one, you are asked)", "permissions")

@@ -208,7 +208,10 @@ def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
 
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
-    assert run.returncode == 2 and "-- AGENT" in run.stderr
+    assert run.returncode == 2
+    assert run.stderr == (
+        "acp-proxy chat: missing argument '-- AGENT [ARGS]...' (acp-proxy chat --help)\n"
+    )
     run = chat(tmp_path, ["no-such-agent-here"], "")
     assert run.returncode == 2 and "not found" in run.stderr
 

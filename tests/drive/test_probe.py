@@ -231,7 +231,7 @@ def test_the_list_names_each_checks_spec_page():
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ([], "probe needs the agent to run"),
+        ([], "acp-proxy probe: missing argument '-- AGENT [ARGS]...' (acp-proxy probe --help)"),
         (["--", "/nonexistent/agent"], "agent command not found: /nonexistent/agent"),
         (["--only", "bogus", "--", "true"], "no check 'bogus'"),
         (["--list", "--", "true"], "--list takes no AGENT"),
