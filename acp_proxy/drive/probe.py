@@ -306,6 +306,8 @@ class _Probe:
         self.permission_turns: list[_Turn] = []
         #: Whether an event of the agent's was taken (it wrote on stdout).
         self.heard = False
+        #: The first check that failed unreported (not asked for, needed), and why.
+        self.unreported: str | None = None
 
     # --- running a check ------------------------------------------------------------------
 
@@ -324,6 +326,8 @@ class _Probe:
         seqs = (first, last) if last >= first else None
         if wanted:
             self.outcomes.append(Outcome(check, status, reason, seqs))
+        elif status == FAIL and self.unreported is None:
+            self.unreported = f"{name}, run for the checks asked for, failed: {reason}"
 
     def _outcome(self, body: Callable[[], str], always: bool) -> tuple[str, str]:
         if self.gone is not None and not always:
@@ -692,7 +696,8 @@ class _Probe:
                 f"(first at seq {first.seq}: {visible(first.message)})",
             )
         if not self.wrote():
-            raise _Stop(SKIP, "the agent wrote nothing on stdout")
+            why = f" ({self.unreported})" if self.unreported else ""
+            raise _Stop(SKIP, f"the agent wrote nothing on stdout{why}")
         return "every line is a JSON-RPC message"
 
     def wrote(self) -> bool:

@@ -136,6 +136,12 @@ def test_an_agent_that_exits_at_once_fails_with_its_status_and_stderr(tmp_path):
     assert reason.startswith("the agent exited with status 3; its stderr ended: ")
     assert "cannot find my model, giving up" in reason
     assert found["prompt"]["status"] == "skip"
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "exit-now"], "--only", "stdout")
+    assert found["stdout"]["reason"] == (  # what stopped it, though handshake is not asked for
+        "the agent wrote nothing on stdout (handshake, run for the checks asked for, failed: "
+        "the agent exited with status 3; its stderr ended: probe agent: cannot find my model, "
+        "giving up)"
+    )
 
 
 #: An agent that crashes at once with a traceback whose last line is long.
