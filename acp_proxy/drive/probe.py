@@ -3,7 +3,8 @@
 acp-proxy plays the client (:class:`~acp_proxy.live.client.Client`: the agent started,
 relayed, validated and recorded as ``run`` does) and runs the checks of :data:`CHECKS` in
 their order. Each ends ``pass``, ``fail`` (why, and the findings it caused) or ``skip`` (why:
-not advertised, not asked for, or what it needs failed first).
+not advertised, not asked for, what it needs failed first, or nothing to check: ``stdout``
+of an agent that wrote nothing there).
 
 - Every validator finding at error level fails the check during whose frames it happened
   (a check knows the ``seq`` range it spans); a line on stdout that is not a message (the
@@ -11,7 +12,8 @@ not advertised, not asked for, or what it needs failed first).
   ``permission``. Warnings are listed with their check and fail nothing.
 - Every wait has a bound (``timeout``, per step: a response, or a turn's end); an agent that
   hangs, crashes or exits fails the check it was in, with its exit status and the last
-  lines of its stderr, and the checks after it are skipped.
+  lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`: a long one cut in its
+  middle), and the checks after it are skipped.
 - Safe by default: the services answer ``fs`` only inside a scratch directory, permission
   requests by the policy, and run no command unless ``allow_terminal``.
 
