@@ -77,6 +77,9 @@ HELP = (
     ("/help", "this list"),
 )
 
+#: Each command's usage, by its name.
+_USAGES = {usage.split()[0]: usage for usage, _ in HELP}
+
 #: Exit statuses: a turn failed or a finding was an error; stopped by Ctrl-C.
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -557,8 +560,10 @@ class _Chat:
             self.set_config(args[0], args[1])
         elif name[1:] in self.agent_commands():
             self.turn(line)  # the agent's own command: a prompt
+        elif name in _USAGES:  # one of ours, with the wrong arguments
+            self.say(f"  usage: {_USAGES[name]}", False)
         else:
-            self.say(f"  {name}: not a command, or not so (/help lists them)", False)
+            self.say(f"  {name}: not a command (/help lists them)", False)
         return False
 
     def help(self) -> None:

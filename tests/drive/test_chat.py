@@ -339,6 +339,19 @@ def test_on_a_terminal_ctrl_d_quits_and_ctrl_c_twice_stops(tmp_path, keys, statu
     assert orjson.loads(last)["kind"] == "end"
 
 
+def test_on_a_terminal_a_command_used_wrong_says_its_usage(tmp_path):
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *EXAMPLE], tmp_path)
+    term.until(b"> ")
+    term.type(b"/config model\r")
+    term.until(b"  usage: /config ID VALUE\r\n")
+    term.until(b"> ")
+    term.type(b"/bogus\r")
+    term.until(b"  /bogus: not a command (/help lists them)\r\n")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0
+
+
 def test_on_a_terminal_permissions_is_a_usage_error(tmp_path):
     """On a terminal the user is asked: --permissions would do nothing."""
     term = Terminal([*PROXY, "chat", "--permissions", "allow", "--", *EXAMPLE], tmp_path)
