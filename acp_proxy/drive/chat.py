@@ -42,16 +42,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Turn
-from acp_proxy.drive.words import (
-    agent_info,
-    capabilities,
-    command_words,
-    ended_words,
-    error_words,
-    gone_words,
-    shown,
-    stderr_words,
-)
+from acp_proxy.drive import words
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -314,7 +305,7 @@ class _Chat:
         reply = self._replies.pop(pending.id).value
         result = reply.get("result")
         if "error" in reply or not isinstance(result, dict):
-            self.say(f"{method} failed: {error_words(reply)}", dim=False)
+            self.say(f"{method} failed: {words.error_words(reply)}", dim=False)
             return None
         return result
 
@@ -352,8 +343,7 @@ class _Chat:
                 raise _Quit(EXIT_FAILED)
         else:
             self.open_session(self.options.session)
-        named = " ".join(part for part in agent_info(self.init, self.protocol) if part)
-        who = shown(named) if named else command_words(self.argv)
+        who = words.agent_words(words.agent_info(self.init, self.protocol), self.argv)
         self.say(
             f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
             f"in {self.options.cwd}"
@@ -382,7 +372,7 @@ class _Chat:
     def open_session(self, session: str) -> None:
         """``--session``: loaded (its conversation replayed) where the agent can, else
         resumed."""
-        caps = capabilities(self.init, self.protocol)
+        caps = words.capabilities(self.init, self.protocol)
         params = {"sessionId": session, **self.session_params()}
         if self.protocol == 1 and caps.get("loadSession") is True:
             method = "session/load"
@@ -423,13 +413,15 @@ class _Chat:
         if "error" in reply:
             self.failed = True
             if not self.interactive:
-                self.say(f"the prompt failed: {error_words(reply)}", False)
+                self.say(f"the prompt failed: {words.error_words(reply)}", False)
         elif wire is not None and wire.error is not None:
             self.failed = True
             if not self.interactive:
                 error = wire.error
-                words = error_words({"error": error}) if isinstance(error, dict) else repr(error)
-                self.say(f"the turn ended with an error: {words}", False)
+                said = repr(error)
+                if isinstance(error, dict):
+                    said = words.error_words({"error": error})
+                self.say(f"the turn ended with an error: {said}", False)
 
     # --- permission requests ---------------------------------------------------------------
 
@@ -750,11 +742,11 @@ def chat(
     if status == 0 and session.failed:
         status = EXIT_FAILED
     said = session.gone is not None and session.gone.returncode == ended.returncode
-    words = [] if said else [f"the agent {ended_words(ended.returncode)}"]
+    parts = [] if said else [f"the agent {words.ended_words(ended.returncode)}"]
     if client.recording is not None:
-        words.append(f"recording: {client.recording}")
-    if words:
-        session.say("acp-proxy chat: " + "; ".join(words))
+        parts.append(f"recording: {client.recording}")
+    if parts:
+        session.say("acp-proxy chat: " + "; ".join(parts))
     return status
 
 
@@ -770,13 +762,13 @@ def _converse(session: _Chat, lines: TextIO) -> int:
     except _Quit as stop:
         return stop.status
     except AgentGone as exc:
-        session.say(f"acp-proxy chat: {gone_words(exc)}", False)
+        session.say(f"acp-proxy chat: {words.gone_words(exc)}", False)
         session.gone = exc
         return EXIT_FAILED
     except TimedOut as exc:
         returncode = client.returncode
-        how = "is stopped" if returncode is None else ended_words(returncode)
-        tail = stderr_words(client.stderr_tail())
+        how = "is stopped" if returncode is None else words.ended_words(returncode)
+        tail = words.stderr_words(client.stderr_tail())
         session.say(f"acp-proxy chat: {exc} (--timeout); the agent {how}{tail}", False)
         return EXIT_FAILED
     return 0

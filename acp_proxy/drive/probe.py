@@ -35,8 +35,8 @@ from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.drive.words import (
     agent_info,
+    agent_words,
     capabilities,
-    command_words,
     ended_words,
     error_words,
     gone_words,
@@ -224,8 +224,7 @@ class ProbeResult:
     @property
     def who(self) -> str:
         """The agent, for a person: the name and version it gave, else the command."""
-        named = " ".join(x for x in (self.name, self.version) if x)
-        return shown(named) if named else command_words(self.argv)
+        return agent_words((self.name, self.version), self.argv)
 
     @property
     def failed(self) -> bool:

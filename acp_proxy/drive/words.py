@@ -15,6 +15,7 @@ __all__ = [
     "LINE",
     "SHOWN",
     "agent_info",
+    "agent_words",
     "capabilities",
     "command_words",
     "ended_words",
@@ -83,6 +84,13 @@ def stderr_words(lines: Sequence[str], show: Callable[[str], str] = shown_line) 
 def command_words(argv: Sequence[str], limit: int = SHOWN) -> str:
     """The command the user gave, as a shell would read it: escaped, cut in the middle."""
     return shown_line(shlex.join(argv), limit)
+
+
+def agent_words(info: tuple[str | None, str | None], argv: Sequence[str]) -> str:
+    """The agent, for a person: the name and version it gave (:func:`agent_info`), else
+    the command the user gave."""
+    named = " ".join(part for part in info if part)
+    return shown(named) if named else command_words(argv)
 
 
 def agent_info(init: dict[str, Any], protocol: int) -> tuple[str | None, str | None]:
