@@ -41,6 +41,7 @@ from acp_proxy.drive.words import (
     error_words,
     gone_words,
     shown,
+    shown_line,
 )
 from acp_proxy.live.client import (
     AgentGone,
@@ -280,7 +281,7 @@ class _Turn:
 def _result(reply: Reply, method: str) -> dict[str, Any]:
     """A successful reply's result object, or the check fails."""
     if reply.error is not None or "result" not in reply.value:
-        raise _Stop(FAIL, f"{method} answered with {shown(reply.error_words())}")
+        raise _Stop(FAIL, f"{method} answered with {shown_line(reply.error_words())}")
     result = reply.result
     if not isinstance(result, dict):
         raise _Stop(FAIL, f"{method} answered with a result that is not an object")
@@ -416,7 +417,8 @@ class _Probe:
         if reply.error is not None and reply.error.get("code") == -32000:
             raise _Stop(
                 FAIL,
-                f"session/new needs authentication (--auth METHOD): {shown(reply.error_words())}",
+                "session/new needs authentication (--auth METHOD): "
+                + shown_line(reply.error_words()),
             )
         result = _result(reply, "session/new")
         session = result.get("sessionId")
@@ -439,7 +441,7 @@ class _Probe:
         self.prompted = True
         if turn.cancelled_at is None:
             if turn.error is not None:
-                raise _Stop(FAIL, f"the prompt failed: {shown(turn.error)}")
+                raise _Stop(FAIL, f"the prompt failed: {shown_line(turn.error)}")
             raise _Stop(
                 SKIP, f"the turn ended ({shown(str(turn.stop))}) before it could be cancelled"
             )
@@ -447,7 +449,7 @@ class _Probe:
             self.nothing_after(turn, "the cancelled turn")
             return "the prompt was answered -32800 (Request Cancelled)"
         if turn.error is not None:
-            raise _Stop(FAIL, f"the cancelled prompt was answered with {shown(turn.error)}, "
+            raise _Stop(FAIL, f"the cancelled prompt was answered with {shown_line(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
             stop = shown(str(turn.stop))
@@ -663,7 +665,7 @@ class _Probe:
 
     def ended_well(self, turn: _Turn, what: str) -> None:
         if turn.error is not None:
-            raise _Stop(FAIL, f"the prompt was answered with {shown(turn.error)}")
+            raise _Stop(FAIL, f"the prompt was answered with {shown_line(turn.error)}")
         if turn.stop not in STOP_REASONS:
             raise _Stop(FAIL, f"{what} ended with stop reason {shown(repr(turn.stop))}, "
                         "not one of ACP's")  # fmt: skip

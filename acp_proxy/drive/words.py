@@ -27,7 +27,8 @@ __all__ = [
 
 #: The longest a short string of the agent's (an id, a version, a stop reason) is shown.
 SHOWN = 80
-#: The longest a line of the agent's stderr is shown (a traceback's last line matters).
+#: The longest a line of the agent's stderr, or an error message of its, is shown (a
+#: traceback's last line matters).
 LINE = 300
 #: How many of the last lines of its stderr are shown of an agent that is gone.
 TAIL = 5
@@ -40,8 +41,8 @@ def shown(text: str, limit: int = SHOWN) -> str:
 
 
 def shown_line(text: str, limit: int = LINE) -> str:
-    """A line of the agent's (of its stderr): escaped, and a longer one cut in the middle
-    (an ellipsis there), so that both its start and its end are shown."""
+    """A line of the agent's (of its stderr, an error message): escaped, and a longer one
+    cut in the middle (an ellipsis there), so that both its start and its end are shown."""
     text = visible(text)
     if len(text) <= limit:
         return text

@@ -164,6 +164,27 @@ def test_a_crashing_agents_traceback_is_shown_to_its_end(tmp_path):
     assert handshake.endswith("from agent_sdk (/opt/agent/lib/python3.12/agent_sdk.py)")
 
 
+#: An agent that answers every request with an error whose message is long.
+LONG_ERROR = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    message = "Internal error: " + "x" * 400 + " (raised at agent.py:42)"
+    error = {"code": -32603, "message": message}
+    print(json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}), flush=True)
+""",
+]
+
+
+def test_an_error_message_is_shown_to_its_end(tmp_path):
+    _, found, _ = checks(tmp_path, LONG_ERROR, "--only", "handshake")
+    reason = found["handshake"]["reason"]
+    assert reason.startswith("initialize answered with error -32603: Internal error: xxx")
+    assert reason.endswith("xxx (raised at agent.py:42)") and "…" in reason
+
+
 def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_checked(
     tmp_path,
 ):
