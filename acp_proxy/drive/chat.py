@@ -42,7 +42,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Turn
-from acp_proxy.drive.words import error_words, gone_words
+from acp_proxy.drive import words
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -50,7 +50,6 @@ from acp_proxy.live.client import (
     Pending,
     Services,
     TimedOut,
-    exit_words,
     initialize_params,
 )
 from acp_proxy.log import Logger
@@ -68,6 +67,9 @@ HELP = (
     ("/quit", "end the chat (as Ctrl-D does)"),
     ("/help", "this list"),
 )
+
+#: Each command's usage, by its name.
+_USAGES = {usage.split()[0]: usage for usage, _ in HELP}
 
 #: Exit statuses: a turn failed or a finding was an error; stopped by Ctrl-C.
 EXIT_FAILED = 1
@@ -151,6 +153,7 @@ class _Chat:
 
     def __init__(
         self,
+        argv: Sequence[str],
         services: _ChatServices,
         options: Options,
         interactive: bool,
@@ -159,6 +162,7 @@ class _Chat:
         colour: bool,
         err_colour: bool,
     ) -> None:
+        self.argv = list(argv)
         self.services = services
         self.options = options
         self.timeout = options.timeout
@@ -182,6 +186,8 @@ class _Chat:
         self._rules: dict[str, int] = {}
         #: The agent's responses to our requests, by id.
         self._replies: dict[int, Event] = {}
+        #: The agent gone, once said (the chat's last line need not say how it ended again).
+        self.gone: AgentGone | None = None
 
     # --- output -------------------------------------------------------------------------
 
@@ -299,7 +305,7 @@ class _Chat:
         reply = self._replies.pop(pending.id).value
         result = reply.get("result")
         if "error" in reply or not isinstance(result, dict):
-            self.say(f"{method} failed: {error_words(reply)}", dim=False)
+            self.say(f"{method} failed: {words.error_words(reply)}", dim=False)
             return None
         return result
 
@@ -337,7 +343,7 @@ class _Chat:
                 raise _Quit(EXIT_FAILED)
         else:
             self.open_session(self.options.session)
-        who = " ".join(part for part in self.agent_info() if part) or "the agent"
+        who = words.agent_words(words.agent_info(self.init, self.protocol), self.argv)
         self.say(
             f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
             f"in {self.options.cwd}"
@@ -347,20 +353,6 @@ class _Chat:
                 else ""
             )
         )
-
-    def agent_info(self) -> tuple[str | None, str | None]:
-        info = self.init.get("agentInfo" if self.protocol == 1 else "info")
-        if not isinstance(info, dict):
-            return None, None
-        name, version = info.get("name"), info.get("version")
-        return (
-            name if isinstance(name, str) else None,
-            version if isinstance(version, str) else None,
-        )
-
-    def capabilities(self) -> dict[str, Any]:
-        caps = self.init.get("agentCapabilities" if self.protocol == 1 else "capabilities")
-        return caps if isinstance(caps, dict) else {}
 
     def session_params(self) -> dict[str, Any]:
         return {"cwd": str(self.options.cwd), "mcpServers": []}
@@ -380,7 +372,7 @@ class _Chat:
     def open_session(self, session: str) -> None:
         """``--session``: loaded (its conversation replayed) where the agent can, else
         resumed."""
-        caps = self.capabilities()
+        caps = words.capabilities(self.init, self.protocol)
         params = {"sessionId": session, **self.session_params()}
         if self.protocol == 1 and caps.get("loadSession") is True:
             method = "session/load"
@@ -421,11 +413,15 @@ class _Chat:
         if "error" in reply:
             self.failed = True
             if not self.interactive:
-                self.say(f"the prompt failed: {error_words(reply)}", False)
+                self.say(f"the prompt failed: {words.error_words(reply)}", False)
         elif wire is not None and wire.error is not None:
             self.failed = True
             if not self.interactive:
-                self.say(f"the turn ended with an error: {wire.error!r}", False)
+                error = wire.error
+                said = repr(error)
+                if isinstance(error, dict):
+                    said = words.error_words({"error": error})
+                self.say(f"the turn ended with an error: {said}", False)
 
     # --- permission requests ---------------------------------------------------------------
 
@@ -556,8 +552,10 @@ class _Chat:
             self.set_config(args[0], args[1])
         elif name[1:] in self.agent_commands():
             self.turn(line)  # the agent's own command: a prompt
+        elif name in _USAGES:  # one of ours, with the wrong arguments
+            self.say(f"  usage: {_USAGES[name]}", False)
         else:
-            self.say(f"  {name}: not a command, or not so (/help lists them)", False)
+            self.say(f"  {name}: not a command (/help lists them)", False)
         return False
 
     def help(self) -> None:
@@ -719,7 +717,7 @@ def chat(
         options.cwd, interactive, permissions=options.permissions,
         allow_terminal=options.allow_terminal, say=say,
     )  # fmt: skip
-    session = _Chat(services, options, interactive, out, err, colour, err_colour)
+    session = _Chat(argv, services, options, interactive, out, err, colour, err_colour)
     notes.append(session)
     if interactive:
         with contextlib.suppress(ImportError):
@@ -743,8 +741,12 @@ def chat(
     session.drain()
     if status == 0 and session.failed:
         status = EXIT_FAILED
-    where = f"; recording: {client.recording}" if client.recording is not None else ""
-    session.say(f"acp-proxy chat: the agent ended with {exit_words(ended.returncode)}{where}")
+    said = session.gone is not None and session.gone.returncode == ended.returncode
+    parts = [] if said else [f"the agent {words.ended_words(ended.returncode)}"]
+    if client.recording is not None:
+        parts.append(f"recording: {client.recording}")
+    if parts:
+        session.say("acp-proxy chat: " + "; ".join(parts))
     return status
 
 
@@ -760,14 +762,13 @@ def _converse(session: _Chat, lines: TextIO) -> int:
     except _Quit as stop:
         return stop.status
     except AgentGone as exc:
-        session.say(f"acp-proxy chat: {gone_words(exc)}", False)
+        session.say(f"acp-proxy chat: {words.gone_words(exc)}", False)
+        session.gone = exc
         return EXIT_FAILED
     except TimedOut as exc:
-        words = f"acp-proxy chat: {exc} (--timeout); the agent ({exit_words(client.returncode)})"
-        words += " is stopped"
-        tail = client.stderr_tail(5)
-        if tail:
-            words += "; its stderr ended: " + " | ".join(tail)
-        session.say(words, False)
+        returncode = client.returncode
+        how = "is stopped" if returncode is None else words.ended_words(returncode)
+        tail = words.stderr_words(client.stderr_tail())
+        session.say(f"acp-proxy chat: {exc} (--timeout); the agent {how}{tail}", False)
         return EXIT_FAILED
     return 0

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +65,37 @@ def _recording_options(func: Any) -> Any:
     ):
         func = option(func)
     return func
+
+
+#: ``-- AGENT [ARGS]...``: the agent to start (probe and chat alike).
+_agent_argument = click.argument(
+    "command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]..."
+)
+
+
+def _agent_given(command: tuple[str, ...], record: str | None, no_record: bool) -> None:
+    """The usage errors probe and chat share: no AGENT (said as ``run`` says it, and not
+    ending in a full stop, which the one-line form drops), or contradicting recording
+    options."""
+    if not command:
+        raise click.UsageError("missing argument '-- AGENT [ARGS]...'")
+    if record is not None and no_record:
+        raise click.UsageError("--record and --no-record contradict each other")
+
+
+@contextlib.contextmanager
+def _starting(name: str, command: tuple[str, ...]) -> Iterator[None]:
+    """An agent that cannot start: one line, exit 2 (probe and chat alike)."""
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
+
+    try:
+        yield
+    except AgentNotFound:
+        _say(f"acp-proxy {name}: agent command not found: {command[0]}")
+        _exit(2)
+    except AgentNotExecutable as exc:
+        _say(f"acp-proxy {name}: agent command cannot be executed: {exc}")
+        _exit(2)
 
 
 def _probe_checks(
@@ -135,7 +168,7 @@ def _probe_checks(
 )
 @_recording_options
 @_color_option("Colour the checks' statuses")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
+@_agent_argument
 def probe(
     protocol: str,
     prompt_text: str | None,
@@ -167,14 +200,9 @@ def probe(
             for line in probing.list_lines():
                 emit(line)
         return
-    if not command:
-        raise click.UsageError("probe needs the agent to run: -- AGENT [ARGS]...")
-    if record is not None and no_record:
-        raise click.UsageError("--record and --no-record contradict each other")
+    _agent_given(command, record, no_record)
     if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
         raise click.UsageError("--only and --skip leave no check to run")
-    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
-
     configure("warning", "console", _open_log(None))
     options = probing.Options(
         protocol=int(protocol),
@@ -195,15 +223,11 @@ def probe(
             "(in the probe's scratch directory)"
         )
     try:
-        result = probing.probe(
-            list(command), options, get_logger(), say=lambda line: _say(f"acp-proxy probe: {line}")
-        )
-    except AgentNotFound:
-        _say(f"acp-proxy probe: agent command not found: {command[0]}")
-        sys.exit(2)
-    except AgentNotExecutable as exc:
-        _say(f"acp-proxy probe: agent command cannot be executed: {exc}")
-        sys.exit(2)
+        with _starting("probe", command):
+            result = probing.probe(
+                list(command), options, get_logger(),
+                say=lambda line: _say(f"acp-proxy probe: {line}"),
+            )  # fmt: skip
     except KeyboardInterrupt:
         _exit(130)
     _probe_output(result, fmt, color)
@@ -268,7 +292,7 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
 )
 @_recording_options
 @_color_option("Colour the conversation")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]...")
+@_agent_argument
 def chat(
     protocol: str,
     cwd: str | None,
@@ -291,15 +315,11 @@ def chat(
     Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
     or the agent cannot start; 130 Ctrl-C.
     """
-    if not command:
-        raise click.UsageError("chat needs the agent to run: -- AGENT [ARGS]...")
-    if record is not None and no_record:
-        raise click.UsageError("--record and --no-record contradict each other")
+    _agent_given(command, record, no_record)
     interactive = sys.stdin.isatty()
     if interactive:
         _only_with("when stdin is not a terminal (on one, you are asked)", "permissions")
     from acp_proxy.drive import chat as chatting
-    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
 
     configure("warning", "console", _open_log(None))
     options = chatting.Options(
@@ -315,7 +335,7 @@ def chat(
     )
     if allow_terminal:
         _say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
-    try:
+    with _starting("chat", command):
         status = chatting.chat(
             list(command),
             options,
@@ -324,10 +344,4 @@ def chat(
             colour=_colored(color),
             err_colour=_colored(color, sys.stderr),
         )
-    except AgentNotFound:
-        _say(f"acp-proxy chat: agent command not found: {command[0]}")
-        _exit(2)
-    except AgentNotExecutable as exc:
-        _say(f"acp-proxy chat: agent command cannot be executed: {exc}")
-        _exit(2)
     _exit(status)

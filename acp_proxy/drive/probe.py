@@ -3,7 +3,8 @@
 acp-proxy plays the client (:class:`~acp_proxy.live.client.Client`: the agent started,
 relayed, validated and recorded as ``run`` does) and runs the checks of :data:`CHECKS` in
 their order. Each ends ``pass``, ``fail`` (why, and the findings it caused) or ``skip`` (why:
-not advertised, not asked for, or what it needs failed first).
+not advertised, not asked for, what it needs failed first, or nothing to check: ``stdout``
+of an agent that wrote nothing there).
 
 - Every validator finding at error level fails the check during whose frames it happened
   (a check knows the ``seq`` range it spans); a line on stdout that is not a message (the
@@ -11,7 +12,8 @@ not advertised, not asked for, or what it needs failed first).
   ``permission``. Warnings are listed with their check and fail nothing.
 - Every wait has a bound (``timeout``, per step: a response, or a turn's end); an agent that
   hangs, crashes or exits fails the check it was in, with its exit status and the last
-  lines of its stderr, and the checks after it are skipped.
+  lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`: a long one cut in its
+  middle), and the checks after it are skipped.
 - Safe by default: the services answer ``fs`` only inside a scratch directory, permission
   requests by the policy, and run no command unless ``allow_terminal``.
 
@@ -31,7 +33,16 @@ from typing import Any
 from acp_proxy.core.protocol import SESSION_UPDATES, STOP_REASONS, Kind
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.drive.words import error_words, gone_words
+from acp_proxy.drive.words import (
+    agent_info,
+    agent_words,
+    capabilities,
+    ended_words,
+    error_words,
+    gone_words,
+    shown,
+    shown_line,
+)
 from acp_proxy.live.client import (
     AgentGone,
     Client,
@@ -206,8 +217,15 @@ class ProbeResult:
     recording: Path | None
     name: str | None = None
     version: str | None = None
-    #: The agent's exit status at the end, in words.
+    #: The agent's exit status at the end, in words (``exit status 0``), and as a number
+    #: (negative: the signal that ended it; None: it did not end).
     ended: str = ""
+    returncode: int | None = None
+
+    @property
+    def who(self) -> str:
+        """The agent, for a person: the name and version it gave, else the command."""
+        return agent_words((self.name, self.version), self.argv)
 
     @property
     def failed(self) -> bool:
@@ -260,20 +278,10 @@ class _Turn:
     went_on: list[Event] = field(default_factory=list)
 
 
-#: The longest a string of the agent's is shown in a reason.
-SHOWN = 80
-
-
-def _shown(text: str) -> str:
-    """A string of the agent's for a reason: escaped, and cut at :data:`SHOWN`."""
-    shown = visible(text)
-    return shown if len(shown) <= SHOWN else shown[: SHOWN - 1] + "…"
-
-
 def _result(reply: Reply, method: str) -> dict[str, Any]:
     """A successful reply's result object, or the check fails."""
     if reply.error is not None or "result" not in reply.value:
-        raise _Stop(FAIL, f"{method} answered with {_shown(reply.error_words())}")
+        raise _Stop(FAIL, f"{method} answered with {shown_line(reply.error_words())}")
     result = reply.result
     if not isinstance(result, dict):
         raise _Stop(FAIL, f"{method} answered with a result that is not an object")
@@ -298,6 +306,10 @@ class _Probe:
         self.handshake_failed = False
         self.permission_requests: list[Event] = []
         self.permission_turns: list[_Turn] = []
+        #: Whether an event of the agent's was taken (it wrote on stdout).
+        self.heard = False
+        #: The first check that failed unreported (not asked for, needed), and why.
+        self.unreported: str | None = None
 
     # --- running a check ------------------------------------------------------------------
 
@@ -316,6 +328,8 @@ class _Probe:
         seqs = (first, last) if last >= first else None
         if wanted:
             self.outcomes.append(Outcome(check, status, reason, seqs))
+        elif status == FAIL and self.unreported is None:
+            self.unreported = f"{name}, run for the checks asked for, failed: {reason}"
 
     def _outcome(self, body: Callable[[], str], always: bool) -> tuple[str, str]:
         if self.gone is not None and not always:
@@ -328,7 +342,7 @@ class _Probe:
             return FAIL, f"{exc} (--timeout)"
         except AgentGone as exc:
             self.gone = exc
-            return FAIL, gone_words(exc, _shown)
+            return FAIL, gone_words(exc)
         except Exception as exc:  # a bug of the probe's: said on its check, not a traceback
             return FAIL, f"acp-proxy probe failed here (a bug; please report it): {exc!r}"
 
@@ -359,7 +373,7 @@ class _Probe:
             self.handshake_failed = True
             raise _Stop(
                 FAIL,
-                f"answered protocolVersion {_shown(repr(version))}; the probe asked for "
+                f"answered protocolVersion {shown(repr(version))}; the probe asked for "
                 f"{asked} (an agent answers that one or an older one it supports: 1 or 2)",
             )
         self.protocol = version
@@ -368,24 +382,13 @@ class _Probe:
             isinstance(m, dict) and isinstance(m.get("id"), str) for m in methods
         ):
             raise _Stop(FAIL, "authMethods is not a list of methods with string ids")
-        info = [part for part in self.agent_info() if part]
+        info = [part for part in agent_info(self.init, self.protocol) if part]
         said = f"protocol {version}" + (f" (asked {asked})" if version != asked else "")
         if info:
-            said += f", {_shown(' '.join(info))}"
+            said += f", {shown(' '.join(info))}"
         if methods:
-            said += f", auth methods: {_shown(', '.join(m['id'] for m in methods))}"
+            said += f", auth methods: {shown(', '.join(m['id'] for m in methods))}"
         return said
-
-    def agent_info(self) -> tuple[str | None, str | None]:
-        """The name and version the agent gave."""
-        info = self.init.get("agentInfo" if self.protocol == 1 else "info")
-        if not isinstance(info, dict):
-            return None, None
-        name, version = info.get("name"), info.get("version")
-        return (
-            name if isinstance(name, str) else None,
-            version if isinstance(version, str) else None,
-        )
 
     def authenticate(self) -> str:
         if self.handshake_failed:
@@ -397,13 +400,13 @@ class _Probe:
         if method is None:
             why = "no --auth METHOD given"
             if offered:
-                why += f" (the agent offers {_shown(', '.join(map(str, offered)))})"
+                why += f" (the agent offers {shown(', '.join(map(str, offered)))})"
             raise _Stop(SKIP, why)
         if method not in offered:
-            raise _Stop(FAIL, f"{_shown(method)} is not among the agent's authMethods")
+            raise _Stop(FAIL, f"{shown(method)} is not among the agent's authMethods")
         name = "authenticate" if self.protocol == 1 else "auth/login"
         self.call(name, {"methodId": method})
-        return f"{name} {_shown(method)} succeeded"
+        return f"{name} {shown(method)} succeeded"
 
     def session_new(self) -> str:
         if self.handshake_failed:
@@ -414,14 +417,15 @@ class _Probe:
         if reply.error is not None and reply.error.get("code") == -32000:
             raise _Stop(
                 FAIL,
-                f"session/new needs authentication (--auth METHOD): {_shown(reply.error_words())}",
+                "session/new needs authentication (--auth METHOD): "
+                + shown_line(reply.error_words()),
             )
         result = _result(reply, "session/new")
         session = result.get("sessionId")
         if not isinstance(session, str) or not session:
             raise _Stop(FAIL, "session/new answered without a sessionId")
         self.session, self.new_result = session, result
-        return f"session {_shown(session)}"
+        return f"session {shown(session)}"
 
     def prompt(self) -> str:
         session = self.needs_session()
@@ -429,7 +433,7 @@ class _Probe:
         self.prompted = True
         self.ended_well(turn, "the turn")
         updates = sum(1 for e in turn.events if e.method == "session/update")
-        return f"ended {_shown(str(turn.stop))} after {_plural(updates, 'update')}"
+        return f"ended {shown(str(turn.stop))} after {_plural(updates, 'update')}"
 
     def cancel(self) -> str:
         session = self.needs_session()
@@ -437,18 +441,18 @@ class _Probe:
         self.prompted = True
         if turn.cancelled_at is None:
             if turn.error is not None:
-                raise _Stop(FAIL, f"the prompt failed: {_shown(turn.error)}")
+                raise _Stop(FAIL, f"the prompt failed: {shown_line(turn.error)}")
             raise _Stop(
-                SKIP, f"the turn ended ({_shown(str(turn.stop))}) before it could be cancelled"
+                SKIP, f"the turn ended ({shown(str(turn.stop))}) before it could be cancelled"
             )
         if turn.error is not None and self.protocol == 2 and turn.error.startswith("error -32800"):
             self.nothing_after(turn, "the cancelled turn")
             return "the prompt was answered -32800 (Request Cancelled)"
         if turn.error is not None:
-            raise _Stop(FAIL, f"the cancelled prompt was answered with {_shown(turn.error)}, "
+            raise _Stop(FAIL, f"the cancelled prompt was answered with {shown_line(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
-            stop = _shown(str(turn.stop))
+            stop = shown(str(turn.stop))
             # Its end may have crossed the cancel: what it wrote before it read the cancel
             # arrives after it, at once (a burst in the pipe, on a loaded machine: 33 chunks).
             if len(turn.went_on) < WENT_ON or turn.went_on_for < WENT_ON_SECONDS:
@@ -464,6 +468,7 @@ class _Probe:
 
     def permission(self) -> str:
         if not self.prompted:
+            self.needs_session()  # (what stopped the turns, if anything did)
             raise _Stop(SKIP, "no turn ran (prompt and cancel were not checked)")
         if not self.permission_requests:
             raise _Stop(SKIP, "the agent asked for no permission during the turns")
@@ -477,7 +482,7 @@ class _Probe:
         session = self.needs_session()
         if self.protocol != 1:
             raise _Stop(SKIP, "v2 has no session/load (session/resume replays)")
-        if self.capabilities().get("loadSession") is not True:
+        if capabilities(self.init, self.protocol).get("loadSession") is not True:
             raise _Stop(SKIP, "not advertised (agentCapabilities.loadSession)")
         pending = self.client.request(
             "session/load", {"sessionId": session, "cwd": self.sandbox, "mcpServers": []}
@@ -518,7 +523,7 @@ class _Probe:
         forked = result.get("sessionId")
         if not isinstance(forked, str) or forked == session:
             raise _Stop(FAIL, "session/fork answered without a new sessionId")
-        return f"forked as {_shown(forked)}"
+        return f"forked as {shown(forked)}"
 
     def set_mode(self) -> str:
         session = self.needs_session()
@@ -529,7 +534,7 @@ class _Probe:
         if not isinstance(current, str):
             raise _Stop(FAIL, "the session's modes have no currentModeId")
         self.call("session/set_mode", {"sessionId": session, "modeId": current})
-        return f"mode {_shown(current)} set"
+        return f"mode {shown(current)} set"
 
     def set_config_option(self) -> str:
         session = self.needs_session()
@@ -545,7 +550,7 @@ class _Probe:
         if isinstance(option["currentValue"], bool):
             params["type"] = "boolean"
         self.call("session/set_config_option", params)
-        return f"{_shown(option[key])} set to its current value"
+        return f"{shown(option[key])} set to its current value"
 
     def session_close(self) -> str:
         session = self.needs_session()
@@ -556,14 +561,10 @@ class _Probe:
 
     # --- what the checks share --------------------------------------------------------------
 
-    def capabilities(self) -> dict[str, Any]:
-        caps = self.init.get("agentCapabilities" if self.protocol == 1 else "capabilities")
-        return caps if isinstance(caps, dict) else {}
-
     def advertised(self, method: str) -> bool:
         """Whether the agent advertised ``session/<method>``: v1 in sessionCapabilities, v2
         by its session capabilities (list, resume and close are the baseline)."""
-        caps = self.capabilities()
+        caps = capabilities(self.init, self.protocol)
         if self.protocol == 1:
             session = caps.get("sessionCapabilities")
             return isinstance(session, dict) and session.get(method) is not None
@@ -586,6 +587,7 @@ class _Probe:
                 return
 
     def note(self, event: Event) -> None:
+        self.heard = True
         if event.method == "session/request_permission":
             self.permission_requests.append(event)
 
@@ -663,16 +665,16 @@ class _Probe:
 
     def ended_well(self, turn: _Turn, what: str) -> None:
         if turn.error is not None:
-            raise _Stop(FAIL, f"the prompt was answered with {_shown(turn.error)}")
+            raise _Stop(FAIL, f"the prompt was answered with {shown_line(turn.error)}")
         if turn.stop not in STOP_REASONS:
-            raise _Stop(FAIL, f"{what} ended with stop reason {_shown(repr(turn.stop))}, "
+            raise _Stop(FAIL, f"{what} ended with stop reason {shown(repr(turn.stop))}, "
                         "not one of ACP's")  # fmt: skip
         if turn.foreign:
             first = turn.foreign[0]
             raise _Stop(
                 FAIL,
                 f"{_plural(len(turn.foreign), 'update')} of the turn name another session "
-                f"({_shown(repr(first.session))}, not {_shown(turn.session)}; first at seq "
+                f"({shown(repr(first.session))}, not {shown(turn.session)}; first at seq "
                 f"{first.seq})",
             )
         self.nothing_after(turn, what)
@@ -683,7 +685,7 @@ class _Probe:
             raise _Stop(
                 FAIL,
                 f"{_plural(len(turn.after), 'update')} after the end of {what} (first: "
-                f"{_shown(str(first.update))} at seq {first.seq})",
+                f"{shown(str(first.update))} at seq {first.seq})",
             )
 
     def stdout(self) -> str:
@@ -696,7 +698,21 @@ class _Probe:
                 f"not a clean JSON-RPC message on stdout: {_plural(len(noise), 'line')} "
                 f"(first at seq {first.seq}: {visible(first.message)})",
             )
+        if not self.wrote():
+            why = f" ({self.unreported})" if self.unreported else ""
+            raise _Stop(SKIP, f"the agent wrote nothing on stdout{why}")
         return "every line is a JSON-RPC message"
+
+    def wrote(self) -> bool:
+        """Whether the agent wrote anything on stdout: an event the probe took, one left in
+        the queue (the client closed: then the queue ends), or a flood's dropped ones."""
+        if self.heard or self.client.dropped:
+            return True
+        try:
+            self.client.next_event(0)
+        except (TimedOut, AgentGone):
+            return False
+        return True
 
 
 def _attribute(outcomes: list[Outcome], findings: Sequence[Violation]) -> None:
@@ -774,8 +790,9 @@ def probe(
             run.protocol,
             run.outcomes,
             client.recording,
-            *run.agent_info(),
+            *agent_info(run.init, run.protocol),
             ended=exit_words(ended.returncode),
+            returncode=ended.returncode,
         )
     finally:
         shutil.rmtree(sandbox, ignore_errors=True)
@@ -789,8 +806,7 @@ _COLOURS = {PASS: "green", FAIL: "red", SKIP: "yellow"}
 def text_lines(result: ProbeResult, style: Callable[[str, str], str]) -> list[str]:
     """The report: a line per check (and one per finding), a summary, the recording.
     ``style(text, colour)`` colours a word (or leaves it)."""
-    who = " ".join(x for x in (result.name, result.version) if x) or "the agent"
-    lines = [f"acp-proxy probe: {_shown(who)}, protocol {result.protocol}"]
+    lines = [f"acp-proxy probe: {result.who}, protocol {result.protocol}"]
     width = max((len(o.check.name) for o in result.outcomes), default=0)
     for outcome in result.outcomes:
         status = style(f"{outcome.status:<4}", _COLOURS[outcome.status])
@@ -805,7 +821,7 @@ def text_lines(result: ProbeResult, style: Callable[[str, str], str]) -> list[st
     counts = result.counts()
     lines.append(
         f"{_plural(len(result.outcomes), 'check')}: {counts[PASS]} passed, {counts[FAIL]} failed, "
-        f"{counts[SKIP]} skipped; the agent ended with {result.ended}"
+        f"{counts[SKIP]} skipped; {result.who} {ended_words(result.returncode)}"
     )
     if result.recording is not None:
         lines.append(f"recording: {visible(str(result.recording))}")

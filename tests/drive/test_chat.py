@@ -20,6 +20,8 @@ import orjson
 import pytest
 from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
 
+from acp_proxy.drive.words import command_words
+
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
 REPLY = "This is the example agent that ships with acp-proxy."
@@ -76,16 +78,91 @@ def test_piped_a_finding_before_initialize_counts_and_is_said(tmp_path, run_numb
 def test_an_agent_that_exits_is_one_line_with_its_status_and_stderr(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "exit-now"], "hello\n")
     assert run.returncode == 1
-    gone = [line for line in run.stderr.splitlines() if "exited" in line]
-    assert len(gone) == 1 and "exit status 3" in gone[0] and "its stderr ended:" in gone[0]
+    gone = [line for line in run.stderr.splitlines() if "status 3" in line]
+    assert gone == [
+        "acp-proxy chat: the agent exited with status 3; its stderr ended: probe agent: "
+        "cannot find my model, giving up"
+    ]
+    assert run.stderr.splitlines()[-1] == f"acp-proxy chat: recording: {tmp_path / 'rec.jsonl'}"
     assert "Traceback" not in run.stderr and run.stdout == ""
 
 
 def test_an_agent_that_hangs_is_bounded_by_the_timeout(tmp_path):
     run = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "hello\n", "--timeout", "1")
     assert run.returncode == 1
-    assert "no response to initialize within 1s (--timeout)" in run.stderr
+    assert "no response to initialize within 1s (--timeout); the agent is stopped" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_an_agent_killed_at_the_end_is_said_in_english(tmp_path):
+    """An agent that ignores its stdin's end is signalled; the last line says so."""
+    agent = ["sh", "-c", "echo starting >&2; exec sleep 60"]
+    run = chat(tmp_path, agent, "hello\n", "--timeout", "0.5", "--grace", "0.2")
+    assert run.returncode == 1
+    lines = run.stderr.splitlines()
+    assert lines[0] == (
+        "acp-proxy chat: no response to initialize within 0.5s (--timeout); the agent is "
+        "stopped; its stderr ended: starting"
+    )
+    assert lines[-1].startswith("acp-proxy chat: the agent ended (killed by SIGTERM); recording: ")
+
+
+#: An agent that gives no agentInfo, and ends each turn at once.
+NAMELESS = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    result = {"initialize": {"protocolVersion": 1}, "session/new": {"sessionId": "s1"},
+              "session/prompt": {"stopReason": "end_turn"}}.get(request.get("method"))
+    if result is not None:
+        print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}), flush=True)
+""",
+]
+
+
+#: A v2 agent whose turn ends idle with an error.
+IDLE_WITH_AN_ERROR = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+def send(message):
+    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+def update(body):
+    send({"method": "session/update", "params": {"sessionId": "s1", "update": body}})
+for line in sys.stdin:
+    request = json.loads(line)
+    method, ident = request.get("method"), request.get("id")
+    if method == "initialize":
+        send({"id": ident, "result": {"protocolVersion": 2}})
+    elif method == "session/new":
+        send({"id": ident, "result": {"sessionId": "s1"}})
+    elif method == "session/prompt":
+        update({"sessionUpdate": "state_update", "state": "running"})
+        send({"id": ident, "result": {"messageId": "m1"}})
+        update({"sessionUpdate": "state_update", "state": "idle",
+                "error": {"code": -32603, "message": "model overloaded"}})
+""",
+]
+
+
+def test_a_v2_turn_that_ends_with_an_error_says_it_in_words(tmp_path):
+    run = chat(tmp_path, IDLE_WITH_AN_ERROR, "hello\n", "--protocol", "2")
+    assert run.returncode == 1
+    assert "the turn ended with an error: error -32603: model overloaded\n" in run.stderr
+
+
+def test_an_agent_that_gives_no_name_is_named_by_its_command(tmp_path):
+    run = chat(tmp_path, NAMELESS, "hello\n")
+    assert run.returncode == 0, run.stderr
+    header = run.stderr.splitlines()[0]
+    assert header == (
+        f"acp-proxy chat: {command_words(NAMELESS)}, protocol 1, session s1 in {tmp_path}"
+    )
+    assert header.startswith(f"acp-proxy chat: {sys.executable} -c ") and "…" in header
 
 
 def test_session_resumes_where_the_agent_can_and_says_why_not(tmp_path):
@@ -131,7 +208,10 @@ def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
 
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
-    assert run.returncode == 2 and "-- AGENT" in run.stderr
+    assert run.returncode == 2
+    assert run.stderr == (
+        "acp-proxy chat: missing argument '-- AGENT [ARGS]...' (acp-proxy chat --help)\n"
+    )
     run = chat(tmp_path, ["no-such-agent-here"], "")
     assert run.returncode == 2 and "not found" in run.stderr
 
@@ -257,6 +337,19 @@ def test_on_a_terminal_ctrl_d_quits_and_ctrl_c_twice_stops(tmp_path, keys, statu
     assert f"recording: {tmp_path / 'rec.jsonl'}".encode() in term.seen
     last = (tmp_path / "rec.jsonl").read_bytes().splitlines()[-1]
     assert orjson.loads(last)["kind"] == "end"
+
+
+def test_on_a_terminal_a_command_used_wrong_says_its_usage(tmp_path):
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *EXAMPLE], tmp_path)
+    term.until(b"> ")
+    term.type(b"/config model\r")
+    term.until(b"  usage: /config ID VALUE\r\n")
+    term.until(b"> ")
+    term.type(b"/bogus\r")
+    term.until(b"  /bogus: not a command (/help lists them)\r\n")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0
 
 
 def test_on_a_terminal_permissions_is_a_usage_error(tmp_path):

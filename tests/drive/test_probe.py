@@ -125,6 +125,7 @@ def test_an_agent_that_hangs_at_initialize_is_bounded(tmp_path):
     assert found["handshake"]["status"] == "fail"
     assert "no response to initialize within 1s" in found["handshake"]["reason"]
     assert found["session-new"]["status"] == "skip"
+    assert found["permission"]["reason"] == "the handshake failed"  # as the others say
     assert document["recording"] is not None
 
 
@@ -132,9 +133,67 @@ def test_an_agent_that_exits_at_once_fails_with_its_status_and_stderr(tmp_path):
     status, found, _ = checks(tmp_path, [*PROBE_AGENT, "exit-now"])
     assert status == 1
     reason = found["handshake"]["reason"]
-    assert "exit status 3" in reason
+    assert reason.startswith("the agent exited with status 3; its stderr ended: ")
     assert "cannot find my model, giving up" in reason
     assert found["prompt"]["status"] == "skip"
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "exit-now"], "--only", "stdout")
+    assert found["stdout"]["reason"] == (  # what stopped it, though handshake is not asked for
+        "the agent wrote nothing on stdout (handshake, run for the checks asked for, failed: "
+        "the agent exited with status 3; its stderr ended: probe agent: cannot find my model, "
+        "giving up)"
+    )
+
+
+#: An agent that crashes at once with a traceback whose last line is long.
+CRASHING = [
+    sys.executable,
+    "-c",
+    "import sys; sys.exit('Traceback (most recent call last):\\nImportError: cannot import "
+    "name ' + 'x' * 400 + ' from agent_sdk (/opt/agent/lib/python3.12/agent_sdk.py)')",
+]
+
+
+def test_a_crashing_agents_traceback_is_shown_to_its_end(tmp_path):
+    """The last lines of its stderr, fuller than a short field: a long one cut in the
+    middle, so the error's start and its end (the file) are both there."""
+    run = probe(tmp_path, CRASHING, "--only", "handshake")
+    assert run.returncode == 1
+    handshake = next(line for line in run.stdout.splitlines() if "handshake" in line)
+    assert "the agent exited with status 1; its stderr ended: Traceback" in handshake
+    assert "ImportError: cannot import name xxx" in handshake and "…" in handshake
+    assert handshake.endswith("from agent_sdk (/opt/agent/lib/python3.12/agent_sdk.py)")
+
+
+#: An agent that answers every request with an error whose message is long.
+LONG_ERROR = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+for line in sys.stdin:
+    message = "Internal error: " + "x" * 400 + " (raised at agent.py:42)"
+    error = {"code": -32603, "message": message}
+    print(json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}), flush=True)
+""",
+]
+
+
+def test_an_error_message_is_shown_to_its_end(tmp_path):
+    _, found, _ = checks(tmp_path, LONG_ERROR, "--only", "handshake")
+    reason = found["handshake"]["reason"]
+    assert reason.startswith("initialize answered with error -32603: Internal error: xxx")
+    assert reason.endswith("xxx (raised at agent.py:42)") and "…" in reason
+
+
+def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_checked(
+    tmp_path,
+):
+    run = probe(tmp_path, ["false"])
+    assert run.returncode == 1
+    lines = run.stdout.splitlines()
+    assert lines[0] == "acp-proxy probe: false, protocol 1"
+    assert "  skip  stdout             the agent wrote nothing on stdout" in lines
+    assert "; false exited with status 1" in lines[-2]
 
 
 def test_a_command_the_agent_asks_for_runs_only_with_allow_terminal(tmp_path):
@@ -199,7 +258,7 @@ def test_the_list_names_each_checks_spec_page():
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ([], "probe needs the agent to run"),
+        ([], "acp-proxy probe: missing argument '-- AGENT [ARGS]...' (acp-proxy probe --help)"),
         (["--", "/nonexistent/agent"], "agent command not found: /nonexistent/agent"),
         (["--only", "bogus", "--", "true"], "no check 'bogus'"),
         (["--list", "--", "true"], "--list takes no AGENT"),
