@@ -93,7 +93,7 @@ module's own docstring says what it is for and what it promises.
     readers/commands.py      show, validate, stats, diff, ls, search, report, replay...: options
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
-    drive/words.py           error_words, gone_words: what probe and chat say of an agent
+    drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
     drive/commands.py        probe, chat: their options
     devtools/                example_agent.py, demo.py, bench.py, commands.py (demo)
 
