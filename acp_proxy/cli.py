@@ -63,7 +63,9 @@ def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
             names.append(ctx.info_name or "")
             ctx = ctx.parent
         command = " ".join(["acp-proxy", *reversed(names)])
-    message = " ".join(exc.format_message().split()).removesuffix(".")
+    message = " ".join(exc.format_message().split())
+    if not message.endswith(".."):  # a sentence's stop, not an ellipsis ("[ARGS]...")
+        message = message.removesuffix(".")
     if message[:2].istitle():  # "No such option", "Invalid value", "Missing argument"
         message = message[0].lower() + message[1:]
     return _Usage(message, command)

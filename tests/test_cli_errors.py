@@ -132,3 +132,12 @@ def test_a_search_rule_glob_that_matches_no_rule_is_a_usage_error_naming_close_o
     assert acp("search", "--rule", "bogus-rule", "x", str(RECORDINGS)).returncode == 2
     found = acp("search", "--rule", "message-id-*", ".", str(RECORDINGS))
     assert found.returncode == 0 and b"[message-id-missing]" in found.stdout, found.stderr
+
+
+def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
+    """The one-line form drops the stop that ends click's sentence, not the last dot of
+    ``[ARGS]...`` (it said ``[ARGS]..``)."""
+    missing = acp("replay", "--as", "client", str(RECORDINGS / "clean.jsonl")).stderr.decode()
+    assert "-- AGENT [ARGS]... (acp-proxy replay --help)" in missing, missing
+    unknown = acp("show", "--bogus").stderr.decode()
+    assert "no such option '--bogus' (" in unknown, unknown
