@@ -26,7 +26,7 @@ from acp_proxy.core.jsontext import DEPTH, deeper, shallow, shown
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
-from acp_proxy.readers.items import Addon, Annotated, Chain, Repeated, Taken, View
+from acp_proxy.readers.items import Addon, Annotated, Chain, Repeated, Taken
 from acp_proxy.transcript.heads import PlainHeads
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
@@ -48,7 +48,6 @@ __all__ = [
     "Chain",
     "RecordingError",
     "Repeated",
-    "View",
     "annotate",
     "connection_of",
     "finding_line",

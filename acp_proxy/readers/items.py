@@ -18,7 +18,7 @@ from acp_proxy.core.findings import Violation
 from acp_proxy.core.wire import Message
 from acp_proxy.transcript.records import FrameRecord, Record, parse_record
 
-__all__ = ["Addon", "Annotated", "Chain", "Repeated", "Taken", "View", "takes_runs"]
+__all__ = ["Addon", "Annotated", "Chain", "Repeated", "Taken", "takes_runs"]
 
 
 @dataclass(slots=True)
@@ -168,10 +168,6 @@ class Addon:
         take = self.take
         for item in items:
             take(item)
-
-
-#: The name addons had before they were addons (the Python API keeps it).
-View = Addon
 
 
 def takes_runs(addon: Addon) -> bool:

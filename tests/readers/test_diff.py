@@ -279,7 +279,7 @@ def streamed(
 
 
 def test_a_streamed_turn_read_the_short_way_boils_down_as_read_in_full(tmp_path):
-    """load() takes a streamed turn's repeated chunks in runs (its View.add_run) and gets the
+    """load() takes a streamed turn's repeated chunks in runs (its Addon.add_run) and gets the
     session reading every frame gets: wire, seqs, text (a time written <time>), with and
     without the text ignored."""
     from acp_proxy.readers.diff import load
