@@ -24,14 +24,18 @@ How the data flows
                                                     ▼
                                    Observer: seq, t ─▶ WireModel ─▶ Validator ─▶ findings
                                                          │                          │
-                                                         └──────────▶ Recorder (JSONL), live log
+                                                         ▼                          ▼
+            each frame and its findings, to the addons in order: LiveLog (the live log)
+                 ─▶ Save (Recorder: JSONL) ─▶ LogFindings ─▶ Notify (--notify-client)
 
     recording ─▶ transcript.reading ─▶ readers.annotate ─▶ the same WireModel and Validator
                          ─▶ the views: Conversation / Timeline / Stats / Report / Replay
 
 A pump writes each chunk on unchanged and hands it to the framer and the observer in one callback,
-so a frame is recorded before the answer to it can be read. The wire model says once what each
-frame is; the validator keeps rule state on top; readers feed recordings through the same model.
+so a frame is recorded before the answer to it can be read; what is done with a frame is its
+addons' (``live/addons.py``: each implements the hooks it cares about). The wire model says once
+what each frame is; the validator keeps rule state on top; readers feed recordings through the
+same model.
 
 Where things are
 ----------------
@@ -70,7 +74,8 @@ module's own docstring says what it is for and what it promises.
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
-    live/observer.py         Observer: each frame stamped, checked, recorded, logged
+    live/observer.py         Observer: each frame stamped and checked, handed to the addons
+    live/addons.py           Addon; Save, LiveLog, LogFindings, Notify: what a session is made of
     live/recorder.py         Recorder: the transcript file, opened safely
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
     live/commands.py         run: a session assembled, the agent started first
