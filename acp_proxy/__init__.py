@@ -19,7 +19,7 @@ How the data flows
 
     stdin ─▶ pump(client→agent) ─┬─▶ agent stdin
                                  └─▶ Framer ─┐
-    agent stdout ─▶ pump(agent→client) ─┬─▶ stdout (+ a notice from the observer, at a line start)
+    agent stdout ─▶ pump(agent→client) ─┬─▶ stdout (+ a notice from an addon, at a line start)
                                         └─▶ Framer ─┤
                                                     ▼
                                    Observer: seq, t ─▶ WireModel ─▶ Validator ─▶ findings
