@@ -194,16 +194,16 @@ def test_the_client_chain_logs_no_findings(tmp_path):
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
     services = Services(sandbox)
-    with capture_logs() as logs:
-        with Client.start(
-            [*SCRIPTED_AGENT, "emit", str(emitted)],
-            services,
-            get_logger(),
-            record=str(tmp_path / "rec.jsonl"),
-        ) as client:
-            assert client.next_event(10).method == "_wrong"
-    assert [type(addon) for addon in client.observer.addons][:2] == [LiveLog, Save]
-    assert not any(isinstance(addon, LogFindings) for addon in client.observer.addons)
+    log = get_logger()  # (configured first, so capture_logs is not undone by it)
+    with capture_logs() as logs, Client.start(
+        [*SCRIPTED_AGENT, "emit", str(emitted)],
+        services,
+        log,
+        record=str(tmp_path / "rec.jsonl"),
+    ) as client:
+        assert client.next_event(10).method == "_wrong"
     assert "jsonrpc-version" in {finding.rule for finding in client.findings}
     assert not [entry for entry in logs if entry.get("rule")]
+    assert [type(addon) for addon in client.observer.addons][:2] == [LiveLog, Save]
+    assert not any(isinstance(addon, LogFindings) for addon in client.observer.addons)
     assert b'"rule":"jsonrpc-version"' in (tmp_path / "rec.jsonl").read_bytes()
