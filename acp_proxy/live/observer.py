@@ -136,20 +136,16 @@ class Observer:
         """Each hook's list of the addons that implement it, resolved once per chain (not
         looked up per frame); the plain frames' hook, bound for the hot path."""
         live = self.addons
-        hooks: dict[str, list[tuple[Addon, Callable[..., object]]]] = {
-            hook: [(addon, getattr(addon, hook)) for addon in live if _implements(addon, hook)]
-            for hook in ("frame", "plain", "read_done", "stderr", "end")
-        }
-        self._frames = hooks["frame"]
-        self._plains = hooks["plain"]
-        self._reads = hooks["read_done"]
-        self._stderrs = hooks["stderr"]
-        self._ends = hooks["end"]
+        self._frames = [(a, a.frame) for a in live if _implements(a, "frame")]
+        self._plains = [(a, a.plain) for a in live if _implements(a, "plain")]
+        self._reads = [(a, a.read_done) for a in live if _implements(a, "read_done")]
+        self._stderrs = [(a, a.stderr) for a in live if _implements(a, "stderr")]
+        self._ends = [(a, a.end) for a in live if _implements(a, "end")]
         #: Whether an addon needs every frame parsed and looked at (none plain).
         self._parses = any(addon.parses for addon in live)
         plain: _PlainHook = _nothing
         if len(self._plains) == 1:
-            plain = self._plains[0][1]  # type: ignore[assignment]
+            plain = self._plains[0][1]
         elif self._plains:
             plain = self._each_plain
         self._plain_hook = plain
@@ -282,7 +278,7 @@ class Observer:
                 self._drop(addon, exc)
                 continue
             if added:
-                notices += added  # type: ignore[operator]
+                notices += added
         return notices
 
     def _read_done(self, side: Side, seqs: range) -> None:

@@ -80,7 +80,15 @@ class Explodes(Addon):
         self.calls += 1
         raise RuntimeError("addon bug")
 
-    def frame(self, *args: object) -> bytes | None:  # type: ignore[override]
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
         self.calls += 1
         raise RuntimeError("addon bug")
 
@@ -195,12 +203,15 @@ def test_the_client_chain_logs_no_findings(tmp_path):
     sandbox.mkdir()
     services = Services(sandbox)
     log = get_logger()  # (configured first, so capture_logs is not undone by it)
-    with capture_logs() as logs, Client.start(
-        [*SCRIPTED_AGENT, "emit", str(emitted)],
-        services,
-        log,
-        record=str(tmp_path / "rec.jsonl"),
-    ) as client:
+    with (
+        capture_logs() as logs,
+        Client.start(
+            [*SCRIPTED_AGENT, "emit", str(emitted)],
+            services,
+            log,
+            record=str(tmp_path / "rec.jsonl"),
+        ) as client,
+    ):
         assert client.next_event(10).method == "_wrong"
     assert "jsonrpc-version" in {finding.rule for finding in client.findings}
     assert not [entry for entry in logs if entry.get("rule")]
