@@ -12,14 +12,17 @@ shows them) and the notifier, plus one that numbers the agent's frames.
 
 The hooks (all do nothing by default):
 
-- :meth:`Addon.frame`: a frame that needs looking at (one with findings, a notice, one
-  that is not plain; every frame when an addon of the chain :attr:`~Addon.parses`), parsed,
-  with the wire model's message and the validator's findings; what it returns is added to
-  the client's stream (a live-only notice);
+- :meth:`Addon.frame`: a frame that needs looking at, parsed, with the wire model's message
+  and the validator's findings: one with findings or a notice; any other that is not plain
+  (not JSON, unfinished, big) when an addon takes plain frames; every frame when an addon
+  of the chain :attr:`~Addon.parses`. What it returns is added to the client's stream (a
+  live-only notice);
 - :meth:`Addon.plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
-  notice; or a streamed chunk known by its bytes and never parsed), with the record a
-  transcript keeps of it; nobody parses it. An addon that implements it sees every frame:
-  the plain ones here, the others in :meth:`Addon.frame`;
+  notice; or a streamed chunk known by its bytes, never parsed). An addon that implements
+  it sees every frame: the plain ones here, the others in :meth:`Addon.frame`;
+- :meth:`Addon.plain_records`: the records of the plain frames, made once for the chain
+  from the read's stamp and handed over joined in a list (the recorder's fast path): before
+  any other frame is looked at, and at the end of each read;
 - :meth:`Addon.read_done`: once per read, after its frames;
 - :meth:`Addon.stderr`: what the agent wrote to stderr (``b""``: its end);
 - :meth:`Addon.end`: the validator's last findings, when the connection ends;
@@ -103,9 +106,14 @@ class Addon:
         off) and findings. Returns what to add to the client's stream, if anything."""
         return None
 
-    def plain(self, side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
-        """A plain frame, as its bytes (``raw``, without its newline), and ``record``: what
-        a transcript keeps of it (``frame_record``'s line, byte for byte)."""
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        """A plain frame, as its bytes (``raw``, without its newline)."""
+
+    def plain_records(self, records: list[bytes]) -> None:
+        """The transcript records of the plain frames since the last call, in order (each
+        what ``frame_record`` writes for it, byte for byte, made once for the chain): before
+        any other frame is looked at, and at the end of each read. ``records`` is the
+        observer's, emptied after the call: copy what is kept."""
 
     def read_done(self, side: Side, seqs: range) -> None:
         """The read of frames ``seqs`` from ``side`` is observed."""
@@ -175,9 +183,9 @@ class Save(Addon):
     """The transcript (``--record``; :class:`~acp_proxy.live.recorder.Recorder`): every
     frame, its findings, the agent's stderr, the end.
 
-    Plain records are gathered and go to the recorder joined, as one piece, before any other
-    record and at the end of each read (a few small records cost less to copy once than to
-    hand the kernel one by one); a big frame's bytes are written in pieces, never copied.
+    The plain frames' records go to the recorder joined, as one piece (a few small records
+    cost less to copy once than to hand the kernel one by one); a big frame's bytes are
+    written in pieces, never copied.
     With ``redactor`` (``--redact``), secrets are replaced in the transcript, never on the
     wire: every frame is parsed to be redacted, and so are the findings that quote it.
 
@@ -201,25 +209,15 @@ class Save(Addon):
         self.parses = redactor is not None
         #: Whether the agent's stderr is recorded (off after it failed once).
         self.record_stderr = record_stderr
-        #: The plain records of this read, not yet written.
-        self._batch: list[bytes] = []
         self._stderr = bytearray()
         #: Whether the redaction failed on a frame (said once).
         self._dropped = False
 
-    def plain(self, side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
-        self._batch.append(record)
+    def plain_records(self, records: list[bytes]) -> None:
+        self.recorder.write(b"".join(records))
 
     def read_done(self, side: Side, seqs: range) -> None:
-        self._write_batch()
         self.recorder.flush()
-
-    def _write_batch(self) -> None:
-        """The plain records gathered so far, to the recorder as one piece."""
-        batch = self._batch
-        if batch:
-            self.recorder.write(b"".join(batch))
-            batch.clear()
 
     def frame(
         self,
@@ -231,8 +229,7 @@ class Save(Addon):
         t: str,
     ) -> bytes | None:
         """Recorded (redacted, with its findings, in pieces when big; a notice only by its
-        findings), after the plain records before it."""
-        self._write_batch()
+        findings)."""
         recorder = self.recorder
         if message is not None and message.is_notice:
             for finding in findings:
@@ -314,9 +311,8 @@ class Save(Addon):
             self.recorder.write(violation_record(t, finding.seq, self._stored(finding)))
 
     def done(self, exit_status: int | None, reason: str) -> None:
-        """What is left written, then the ``end`` record; the file closed. Never raises."""
+        """The ``end`` record; the file closed. Never raises."""
         try:
-            self._write_batch()
             self.recorder.close(exit_status, reason)
         except Exception as exc:
             with contextlib.suppress(Exception):

@@ -69,8 +69,8 @@ class FrameValidator(Protocol):
 #: No findings (shared: never changed).
 _NONE: list[Violation] = []
 
-#: A plain frame's hook: side, seq, t, raw, record.
-_PlainHook = Callable[[Side, int, str, bytes, bytes], None]
+#: A plain frame's hook: side, seq, t, raw.
+_PlainHook = Callable[[Side, int, str, bytes], None]
 
 
 def _plain(frame: Frame) -> bool:
@@ -82,10 +82,6 @@ def _plain(frame: Frame) -> bool:
 def _implements(addon: Addon, hook: str) -> bool:
     """Whether ``addon`` has a hook of its own (the base's do nothing)."""
     return getattr(type(addon), hook) is not getattr(Addon, hook)
-
-
-def _nothing(side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
-    """The plain hook of a chain that has none."""
 
 
 class Observer:
@@ -133,30 +129,26 @@ class Observer:
         self._bind()
 
     def _bind(self) -> None:
-        """Each hook's list of the addons that implement it, resolved once per chain (not
-        looked up per frame); the plain frames' hook, bound for the hot path."""
+        """Each hook's list of the addons that implement it, bound once per chain (not
+        looked up per frame), and whether one of them parses every frame."""
         live = self.addons
         self._frames = [(a, a.frame) for a in live if _implements(a, "frame")]
         self._plains = [(a, a.plain) for a in live if _implements(a, "plain")]
+        self._records = [(a, a.plain_records) for a in live if _implements(a, "plain_records")]
         self._reads = [(a, a.read_done) for a in live if _implements(a, "read_done")]
         self._stderrs = [(a, a.stderr) for a in live if _implements(a, "stderr")]
         self._ends = [(a, a.end) for a in live if _implements(a, "end")]
         #: Whether an addon needs every frame parsed and looked at (none plain).
         self._parses = any(addon.parses for addon in live)
-        plain: _PlainHook = _nothing
-        if len(self._plains) == 1:
-            plain = self._plains[0][1]
-        elif self._plains:
-            plain = self._each_plain
-        self._plain_hook = plain
         #: Whether the chain changed since the current read's way was decided.
         self._stale = True
 
-    def _each_plain(self, side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
-        """The plain hook of a chain with several: each, in order, guarded."""
+    def _each_plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        """A plain frame to each addon's plain hook, in order, guarded (only addons that
+        see every frame have one: the recorder's way is :meth:`_plain_records`)."""
         for addon, hook in self._plains:
             try:
-                hook(side, seq, t, raw, record)
+                hook(side, seq, t, raw)
             except Exception as exc:
                 self._drop(addon, exc)
 
@@ -198,29 +190,40 @@ class Observer:
                 )
             return b""
 
-    def _way(self, t: str, side: Side) -> tuple[_PlainHook, bytes | None, bool, bool]:
-        """How the frames of a read go: the plain hook, the stamp their records start with
-        (what :func:`frame_record` would write for it, byte for byte; None: no frame is
-        plain, because no addon takes plain frames, one parses every frame, or the time
-        needs escaping), whether a frame with nothing to say is passed over at once (no
-        addon sees every frame), whether a chunk known by its bytes skips parsing."""
+    def _way(self, t: str, side: Side) -> tuple[bytes, bool, _PlainHook | None, bool, bool]:
+        """How the frames of a read go: the stamp a plain frame's record starts with (what
+        :func:`frame_record` would write for it, byte for byte); whether plain frames'
+        records are kept (an addon has :meth:`~Addon.plain_records`), and the hook that
+        sees each (None: no addon has :meth:`~Addon.plain`); whether a frame with nothing
+        to say is passed over at once (no addon takes plain frames); whether a chunk known
+        by its bytes skips parsing. No frame is plain when an addon parses every frame, or
+        when records are kept and the time needs escaping (then each is written whole)."""
         self._stale = False
-        plain, parses = self._plain_hook, self._parses
-        stamp = None
-        if self._plains and not parses:
-            stamp = frame_stamp(t, side)
-            parses = stamp is None  # then frame_record writes each frame, as it is
-        idle = not self._plains and not parses
-        return plain, stamp, idle, not parses and self.validator is not None
+        parses, keep = self._parses, bool(self._records)
+        each = self._each_plain if self._plains else None
+        stamp = b""
+        if keep and not parses:
+            found = frame_stamp(t, side)
+            if found is None:
+                parses = True
+            else:
+                stamp = found
+        if parses:
+            keep, each = False, None
+        idle = not keep and each is None and not parses
+        return stamp, keep, each, idle, not parses and self.validator is not None
 
-    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
+    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:  # noqa: PLR0912 - the hot path, in one piece
         """:meth:`observe`, unguarded. A plain frame (JSON, no finding, not a notice) goes
-        to the addons' plain hook only, with its record made from a stamp made once per
-        read (:meth:`_way`); a line the validator knows by its bytes (a streamed chunk
-        around another text) is not even parsed. Any other frame is :meth:`_frame`'s."""
+        to the addons' plain hooks only: its record, made from a stamp made once per read
+        (:meth:`_way`), joins the read's others, handed over together before any other
+        frame is looked at and at the end of the read (:meth:`_plain_records`). A line the
+        validator knows by its bytes (a streamed chunk around another text) is not even
+        parsed. Any other frame is :meth:`_frame`'s."""
         notices = b""
         t = format_time()  # the frames of one chunk arrived together
-        plain, stamp, idle, quick = self._way(t, side)
+        stamp, keep, each, idle, quick = self._way(t, side)
+        batch: list[bytes] = []
         seq = first = self.seq
         try:
             for item in frames:
@@ -228,36 +231,43 @@ class Observer:
                 if isinstance(item, Frame):
                     frame = item
                 elif quick and len(item) < WRITE_IN_PIECES and self._known(side, item):
-                    if stamp is not None:
-                        record = plain_frame_record(seq, stamp, item)
-                        try:
-                            plain(side, seq, t, item, record)
-                        except Exception as exc:
-                            self._plain_failed(exc)
-                            plain, stamp, idle, quick = self._way(t, side)
+                    if keep:
+                        batch.append(plain_frame_record(seq, stamp, item))
+                    if each is not None:
+                        each(side, seq, t, item)
                     continue
                 else:
                     frame = parse_frame(item)
                 message, findings = self._check(side, frame, seq, t)
                 if not findings and (message is None or not message.is_notice):
-                    if stamp is not None and _plain(frame):
-                        record = plain_frame_record(seq, stamp, frame.raw)
-                        try:
-                            plain(side, seq, t, frame.raw, record)
-                        except Exception as exc:
-                            self._plain_failed(exc)
-                            plain, stamp, idle, quick = self._way(t, side)
+                    if (keep or each is not None) and _plain(frame):
+                        if keep:
+                            batch.append(plain_frame_record(seq, stamp, frame.raw))
+                        if each is not None:
+                            each(side, seq, t, frame.raw)
                         continue
                     if idle:
                         continue
                 self.seq = seq
+                self._plain_records(batch)
                 notices += self._frame(side, frame, message, findings, seq, t)
                 if self._stale:  # an addon was dropped
-                    plain, stamp, idle, quick = self._way(t, side)
+                    stamp, keep, each, idle, quick = self._way(t, side)
         finally:  # even if observing a frame failed: what was read before it is recorded
             self.seq = seq
+            self._plain_records(batch)
             self._read_done(side, range(first + 1, seq + 1))
         return notices
+
+    def _plain_records(self, batch: list[bytes]) -> None:
+        """The plain records gathered so far, to the addons that keep them."""
+        if batch:
+            for addon, hook in self._records:
+                try:
+                    hook(batch)
+                except Exception as exc:
+                    self._drop(addon, exc)
+            batch.clear()
 
     def _frame(
         self,
@@ -287,10 +297,6 @@ class Observer:
                 hook(side, seqs)
             except Exception as exc:
                 self._drop(addon, exc)
-
-    def _plain_failed(self, exc: Exception) -> None:
-        """The one addon with a plain hook raised (several are guarded one by one)."""
-        self._drop(self._plains[0][0], exc)
 
     def _drop(self, addon: Addon, exc: Exception) -> None:
         """An addon failed (a bug): said once, and the chain goes on without it."""

@@ -54,7 +54,7 @@ class Watcher(Addon):
         self.calls.append((self.tag, "frame", str(seq), *(f.rule for f in findings)))
         return None
 
-    def plain(self, side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
         self.calls.append((self.tag, "plain", str(seq)))
 
     def read_done(self, side: Side, seqs: range) -> None:
@@ -76,7 +76,7 @@ class Explodes(Addon):
         self.calls = 0
         self.done_with: str | None = None
 
-    def plain(self, side: Side, seq: int, t: str, raw: bytes, record: bytes) -> None:
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
         self.calls += 1
         raise RuntimeError("addon bug")
 
