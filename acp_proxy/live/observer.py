@@ -139,7 +139,11 @@ class Observer:
         self._stderrs = [(a, a.stderr) for a in live if _implements(a, "stderr")]
         self._ends = [(a, a.end) for a in live if _implements(a, "end")]
         #: Whether an addon needs every frame parsed and looked at (none plain).
-        self._parses = any(addon.parses for addon in live)
+        parses = any(addon.parses for addon in live)
+        keep = bool(self._records) and not parses
+        each = self._each_plain if self._plains and not parses else None
+        #: How plain frames go (see :meth:`_way`), for any read.
+        self._mode = (keep, each, not keep and each is None and not parses, parses)
         #: Whether the chain changed since the current read's way was decided.
         self._stale = True
 
@@ -199,21 +203,16 @@ class Observer:
         by its bytes skips parsing. No frame is plain when an addon parses every frame, or
         when records are kept and the time needs escaping (then each is written whole)."""
         self._stale = False
-        parses, keep = self._parses, bool(self._records)
-        each = self._each_plain if self._plains else None
+        keep, each, idle, parses = self._mode
         stamp = b""
-        if keep and not parses:
+        if keep:
             found = frame_stamp(t, side)
-            if found is None:
-                parses = True
-            else:
-                stamp = found
-        if parses:
-            keep, each = False, None
-        idle = not keep and each is None and not parses
+            if found is None:  # every frame looked at, as when an addon parses them
+                return stamp, False, None, False, False
+            stamp = found
         return stamp, keep, each, idle, not parses and self.validator is not None
 
-    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:  # noqa: PLR0912 - the hot path, in one piece
+    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:  # noqa: C901, PLR0912 - the hot path, in one piece
         """:meth:`observe`, unguarded. A plain frame (JSON, no finding, not a notice) goes
         to the addons' plain hooks only: its record, made from a stamp made once per read
         (:meth:`_way`), joins the read's others, handed over together before any other
@@ -249,25 +248,30 @@ class Observer:
                     if idle:
                         continue
                 self.seq = seq
-                self._plain_records(batch)
+                if batch:
+                    self._plain_records(batch)
                 notices += self._frame(side, frame, message, findings, seq, t)
                 if self._stale:  # an addon was dropped
                     stamp, keep, each, idle, quick = self._way(t, side)
         finally:  # even if observing a frame failed: what was read before it is recorded
             self.seq = seq
-            self._plain_records(batch)
-            self._read_done(side, range(first + 1, seq + 1))
+            if batch:
+                self._plain_records(batch)
+            for addon, hook in self._reads:
+                try:
+                    hook(side, range(first + 1, seq + 1))
+                except Exception as exc:
+                    self._drop(addon, exc)
         return notices
 
     def _plain_records(self, batch: list[bytes]) -> None:
         """The plain records gathered so far, to the addons that keep them."""
-        if batch:
-            for addon, hook in self._records:
-                try:
-                    hook(batch)
-                except Exception as exc:
-                    self._drop(addon, exc)
-            batch.clear()
+        for addon, hook in self._records:
+            try:
+                hook(batch)
+            except Exception as exc:
+                self._drop(addon, exc)
+        batch.clear()
 
     def _frame(
         self,
@@ -290,13 +294,6 @@ class Observer:
             if added:
                 notices += added
         return notices
-
-    def _read_done(self, side: Side, seqs: range) -> None:
-        for addon, hook in self._reads:
-            try:
-                hook(side, seqs)
-            except Exception as exc:
-                self._drop(addon, exc)
 
     def _drop(self, addon: Addon, exc: Exception) -> None:
         """An addon failed (a bug): said once, and the chain goes on without it."""
