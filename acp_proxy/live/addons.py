@@ -2,7 +2,8 @@
 
 The :class:`~acp_proxy.live.observer.Observer` stamps, parses and checks each frame once;
 what is done with it is the chain's: a list of :class:`Addon`, each implementing only the
-hooks it cares about, called in the chain's order. ``run``'s chain (``live/commands.py``)::
+hooks it cares about, called in the chain's order. ``run``'s chain (:func:`run_addons`, which
+``live/commands.py`` hands its observer)::
 
     LiveLog (debug lines, notices) ─▶ Save (the transcript, --redact)
         ─▶ LogFindings (findings, throttled; the totals) ─▶ Notify (--notify-client)

@@ -9,7 +9,9 @@ and each frame with its ``seq``, the wire model and the validator (which see eve
 once), and the streamed-chunk shortcut (:meth:`Shortcut.repeat`: a chunk known by its bytes
 is not even parsed, when no addon needs it parsed). What is done with a frame is its chain's
 (:mod:`acp_proxy.live.addons`): recording, the live log, the findings log, the notices,
-each an addon with only the hooks it cares about, called in the chain's order.
+each an addon with only the hooks it cares about, called in the chain's order. The busy
+stream's path stays one loop: a plain frame's transcript record is made here, once, from the
+read's stamp, and the read's records reach the recorder together (:meth:`Addon.plain_records`).
 
 Observation never hurts the relay: :meth:`Observer.observe` does not raise. An addon that
 raises is logged once and dropped from the chain, the others go on; if the validator fails,
