@@ -105,12 +105,16 @@ class Observer:
         ``recorder`` (``redactor``, ``--redact``: secrets replaced in the transcript, never on
         the wire; ``record_stderr`` False, ``--no-stderr``: the agent's stderr is not
         recorded), logs to ``log``, and with ``notify_client`` tells the client of each new
-        finding in a live-only notice."""
+        finding in a live-only notice (:func:`~acp_proxy.live.addons.run_addons`)."""
         self.recorder = recorder
         self.validator = validator
         #: The one wire model of this connection (the validator's, when there is one).
         self.wire = validator.wire if validator is not None else WireModel()
         self._log = log
+        if addons is not None and (notify_client or redactor is not None or not record_stderr):
+            raise TypeError(
+                "notify_client, redactor and record_stderr make run's chain: not with addons"
+            )
         if addons is None:
             addons = run_addons(
                 recorder,

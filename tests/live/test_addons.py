@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import SCRIPTED_AGENT
 from structlog.testing import capture_logs
 
@@ -218,3 +219,12 @@ def test_the_client_chain_logs_no_findings(tmp_path):
     assert [type(addon) for addon in client.observer.addons][:2] == [LiveLog, Save]
     assert not any(isinstance(addon, LogFindings) for addon in client.observer.addons)
     assert b'"rule":"jsonrpc-version"' in (tmp_path / "rec.jsonl").read_bytes()
+
+
+def test_an_explicit_chain_takes_no_options_of_runs():
+    """notify_client, redactor and record_stderr assemble run's chain: with addons= they would
+    be ignored, so they are refused."""
+    log = get_logger()
+    with pytest.raises(TypeError, match="not with addons"):
+        Observer(Recorder(None, log), log, Validator(), redactor=Redactor(), addons=[])
+    assert Observer(Recorder(None, log), log, Validator(), addons=[]).addons == []
