@@ -20,19 +20,23 @@ How the data flows
 
     stdin ─▶ pump(client→agent) ─┬─▶ agent stdin
                                  └─▶ Framer ─┐
-    agent stdout ─▶ pump(agent→client) ─┬─▶ stdout (+ a notice from the observer, at a line start)
+    agent stdout ─▶ pump(agent→client) ─┬─▶ stdout (+ a notice from an addon, at a line start)
                                         └─▶ Framer ─┤
                                                     ▼
                                    Observer: seq, t ─▶ WireModel ─▶ Validator ─▶ findings
                                                          │                          │
-                                                         └──────────▶ Recorder (JSONL), live log
+                                                         ▼                          ▼
+            each frame and its findings, to the addons in order: LiveLog (the live log)
+                 ─▶ Save (Recorder: JSONL) ─▶ LogFindings ─▶ Notify (--notify-client)
 
     recording ─▶ readers.annotate.read ─▶ the same WireModel and Validator ─▶ items
                  ─▶ a Chain of addons: Conversation / Timeline / Stats / Report / Replay...
 
 A pump writes each chunk on unchanged and hands it to the framer and the observer in one callback,
-so a frame is recorded before the answer to it can be read. The wire model says once what each
-frame is; the validator keeps rule state on top; readers feed recordings through the same model.
+so a frame is recorded before the answer to it can be read; what is done with a frame is its
+addons' (``live/addons.py``: each implements the hooks it cares about). The wire model says once
+what each frame is; the validator keeps rule state on top; readers feed recordings through the
+same model.
 
 Where things are
 ----------------
@@ -71,7 +75,8 @@ module's own docstring says what it is for and what it promises.
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
-    live/observer.py         Observer: each frame stamped, checked, recorded, logged
+    live/observer.py         Observer: each frame stamped and checked, handed to the addons
+    live/addons.py           Addon; Save, LiveLog, LogFindings, Notify: what a session is made of
     live/recorder.py         Recorder: the transcript file, opened safely
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
     live/commands.py         run: a session assembled, the agent started first

@@ -2,7 +2,8 @@
 
 The agent is started, relayed, validated and recorded exactly as ``run`` does it
 (:func:`~acp_proxy.live.spawn.start_agent`, :func:`~acp_proxy.live.relay.relay`, the
-:class:`~acp_proxy.live.observer.Observer` with its recorder and validator): the client's side
+:class:`~acp_proxy.live.observer.Observer` with its validator and ``run``'s addons, less the
+findings log and the notifier, plus one that numbers the agent's frames): the client's side
 of the relay is a pair of pipes whose other ends are here, so every frame crosses the same
 pumps and lands in the same recording, in the same format, as in ``run``.
 
@@ -26,7 +27,6 @@ terminal's Ctrl-C reaches the front-end (as ``KeyboardInterrupt``), never the ag
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import itertools
@@ -35,7 +35,7 @@ import queue
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,11 +43,12 @@ from typing import Any
 import orjson
 
 from acp_proxy.core.framing import Frame, Framer
-from acp_proxy.core.protocol import Kind, Side
+from acp_proxy.core.protocol import Kind
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
 from acp_proxy.files import open_output
+from acp_proxy.live.addons import Addon, LiveLog, NumberAgentFrames, Save
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.pipes import CHUNK, FdSink
@@ -517,25 +518,6 @@ class _Collecting(Validator):
         return findings
 
 
-class _Numbering(Observer):
-    """The observer ``run`` uses, noting the ``seq`` of each frame the agent wrote, so each
-    :class:`Event` has its own. Findings are not logged: the front-end shows them."""
-
-    def _log_findings(self, side: Side | None, findings: list[Violation]) -> None:
-        return
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.agent_seqs: collections.deque[int] = collections.deque()
-
-    def observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
-        before = self.seq
-        notices = super().observe(side, frames)
-        if side is Side.AGENT:
-            self.agent_seqs.extend(range(before + 1, self.seq + 1))
-        return notices
-
-
 #: What is queued even when the queue is full: what a front-end waits for or must answer.
 _KEPT = frozenset({Kind.REQUEST, Kind.RESPONSE})
 
@@ -599,7 +581,14 @@ class Client:
             Recorder(None, log) if no_record else session_recorder(record, log, agent.argv, pid)
         )
         self.validator = _Collecting(on_finding)
-        self.observer = _Numbering(self.recorder, log, self.validator)
+        #: The seq of each frame the agent wrote, for its event (see :meth:`_dispatch`).
+        self._numbering = NumberAgentFrames()
+        # run's chain less the findings log (the front-end shows the findings) and notices
+        addons: list[Addon] = [LiveLog(log)]
+        if self.recorder.active:
+            addons.append(Save(self.recorder, log))
+        addons.append(self._numbering)
+        self.observer = Observer(self.recorder, log, self.validator, addons=addons)
         self._recorded = self.recorder.active
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
@@ -832,7 +821,7 @@ class Client:
                 self._dispatch(frame)
 
     def _dispatch(self, frame: Frame) -> None:
-        seqs = self.observer.agent_seqs
+        seqs = self._numbering.seqs
         seq = seqs.popleft() if seqs else None
         value = frame.value if frame.is_json else None
         event = Event(value, bytes(frame.raw), seq, frame.is_json, frame.terminated)

@@ -159,6 +159,7 @@ def run(
         sys.exit(EXIT_NOT_EXECUTABLE)
 
     from acp_proxy.core.validator import Validator
+    from acp_proxy.live.addons import run_addons
     from acp_proxy.live.observer import Observer
     from acp_proxy.live.recorder import Recorder, session_recorder
     from acp_proxy.live.relay import run_relay
@@ -177,14 +178,17 @@ def run(
     recorder = (
         Recorder(None, log) if no_record else session_recorder(record, log, recorded_argv, pid)
     )
-    observer = Observer(
+    validator = Validator()
+    # The session's parts: the live log, the transcript, the findings log, the notices.
+    addons = run_addons(
         recorder,
         log,
-        Validator(),
-        notify_client=notify_client,
+        validator,
         redactor=redactor,
         record_stderr=not no_stderr,
+        notify_client=notify_client,
     )
+    observer = Observer(recorder, log, validator, addons=addons)
     if record is None and (keep_days is not None or keep_size is not None):
         _prune(log, keep_days, keep_size)
     inspector = None

@@ -1,0 +1,478 @@
+"""The parts of a live session, as addons of the observer's chain (mitmproxy's pattern).
+
+The :class:`~acp_proxy.live.observer.Observer` stamps, parses and checks each frame once;
+what is done with it is the chain's: a list of :class:`Addon`, each implementing only the
+hooks it cares about, called in the chain's order. ``run``'s chain (:func:`run_addons`, which
+``live/commands.py`` hands its observer)::
+
+    LiveLog (debug lines, notices) ─▶ Save (the transcript, --redact)
+        ─▶ LogFindings (findings, throttled; the totals) ─▶ Notify (--notify-client)
+
+and the client core's (``live/client.py``) is the same less the findings log (the front-end
+shows them) and the notifier, plus one that numbers the agent's frames.
+
+The hooks (all do nothing by default):
+
+- :meth:`Addon.frame`: a frame that needs looking at, parsed, with the wire model's message
+  and the validator's findings: one with findings or a notice; any other that is not plain
+  (not JSON, unfinished, big) when an addon takes plain frames; every frame when an addon
+  of the chain :attr:`~Addon.parses`. What it returns is added to the client's stream (a
+  live-only notice);
+- :meth:`Addon.plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
+  notice; or a streamed chunk known by its bytes, never parsed). An addon that implements
+  it sees every frame: the plain ones here, the others in :meth:`Addon.frame`;
+- :meth:`Addon.plain_records`: the records of the plain frames, made once for the chain
+  from the read's stamp and handed over joined in a list (the recorder's fast path): before
+  any other frame is looked at, and at the end of each read;
+- :meth:`Addon.read_done`: once per read, after its frames;
+- :meth:`Addon.stderr`: what the agent wrote to stderr (``b""``: its end);
+- :meth:`Addon.end`: the validator's last findings, when the connection ends;
+- :meth:`Addon.done`: the connection is over (after every addon's ``end``); an addon
+  dropped from the chain is still told, so it lets go of what it holds.
+
+An addon that raises is said once in the log and dropped from the chain; the relay and the
+other addons go on (observation never hurts the relay).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from acp_proxy.core.framing import Frame, oversized_frame
+from acp_proxy.core.protocol import Side
+from acp_proxy.core.wire import Message
+from acp_proxy.live.recorder import Recorder
+from acp_proxy.log import Logger
+from acp_proxy.transcript.records import (
+    frame_record_parts,
+    stderr_record,
+    violation_record,
+)
+from acp_proxy.transcript.redact import Redactor
+
+if TYPE_CHECKING:  # the validator is loaded only when a session is validated
+    from acp_proxy.core.validator import Violation
+    from acp_proxy.live.observer import FrameValidator
+
+__all__ = [
+    "LOG_REPEATS",
+    "STDERR_PIECE",
+    "WRITE_IN_PIECES",
+    "Addon",
+    "LiveLog",
+    "LogFindings",
+    "Notify",
+    "NumberAgentFrames",
+    "Save",
+    "describe",
+    "run_addons",
+    "violation_notice",
+]
+
+#: The longest piece of a stderr line stored in one record.
+STDERR_PIECE = 64 * 1024
+
+#: A finding of one rule in one session is logged this many times; the rest are counted,
+#: and said at the end of the connection (the transcript keeps every one).
+LOG_REPEATS = 3
+
+#: Frames at least this long are written to the transcript in pieces (never plain).
+WRITE_IN_PIECES = 1 << 16
+
+
+class Addon:
+    """A part of a session: it implements the hooks it cares about (see the module)."""
+
+    #: What the log calls it if it fails.
+    name = "an addon"
+    #: Whether it needs every frame parsed and handed to :meth:`frame`, plain ones too (the
+    #: debug log does; the recorder only to redact): then no frame takes the plain way.
+    parses = False
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        """A frame that needs looking at: its wire model message (None if the wire model is
+        off) and findings. Returns what to add to the client's stream, if anything."""
+        return None
+
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        """A plain frame, as its bytes (``raw``, without its newline)."""
+
+    def plain_records(self, records: list[bytes]) -> None:
+        """The transcript records of the plain frames since the last call, in order (each
+        what ``frame_record`` writes for it, byte for byte, made once for the chain): before
+        any other frame is looked at, and at the end of each read. ``records`` is the
+        observer's, emptied after the call: copy what is kept."""
+
+    def read_done(self, side: Side, seqs: range) -> None:
+        """The read of frames ``seqs`` from ``side`` is observed."""
+
+    def stderr(self, data: bytes, t: str) -> None:
+        """The agent wrote ``data`` to stderr (``b""``: it closed it)."""
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        """The connection ended: the validator's last findings."""
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        """The connection is over: the agent's exit status (None: unknown) and why."""
+
+
+def describe(frame: Frame) -> dict[str, Any]:
+    """A few fields that identify a frame in the live log."""
+    value = frame.value
+    info: dict[str, Any] = {"bytes": len(frame.raw)}
+    if not frame.is_json:
+        info["kind"] = "not JSON"
+    elif isinstance(value, dict):
+        for key in ("id", "method"):
+            if key in value:
+                info[key] = value[key]
+        params = value.get("params")
+        if isinstance(params, dict) and isinstance(params.get("update"), dict):
+            info["update"] = params["update"].get("sessionUpdate")
+    return info
+
+
+class LiveLog(Addon):
+    """The live log of frames: each at debug level (then every frame is parsed, to be
+    described), and the agent's notices (``sessionUpdate: notice``) at info."""
+
+    name = "the live log"
+
+    def __init__(self, log: Logger) -> None:
+        self.log = log
+        #: Whether each frame is logged (the log is at debug level).
+        self.debug = self.parses = log.is_enabled_for(logging.DEBUG)
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        if self.debug:
+            self.log.debug("frame", seq=seq, **{"from": side}, **describe(frame))
+        if message is not None and message.is_notice:
+            update = frame.value["params"]["update"]
+            self.log.info(
+                "notice",
+                seq=seq,
+                **{"from": side},
+                severity=update.get("severity"),
+                title=update.get("title"),
+                description=update.get("description"),
+            )
+        return None
+
+
+class Save(Addon):
+    """The transcript (``--record``; :class:`~acp_proxy.live.recorder.Recorder`): every
+    frame, its findings, the agent's stderr, the end.
+
+    The plain frames' records go to the recorder joined, as one piece (a few small records
+    cost less to copy once than to hand the kernel one by one); a big frame's bytes are
+    written in pieces, never copied.
+    With ``redactor`` (``--redact``), secrets are replaced in the transcript, never on the
+    wire: every frame is parsed to be redacted, and so are the findings that quote it.
+
+    A session that records nothing (``--no-record``, or a file that could not be opened)
+    leaves it out of its chain: then a plain frame costs nothing but its check."""
+
+    name = "the recorder"
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        log: Logger,
+        *,
+        redactor: Redactor | None = None,
+        record_stderr: bool = True,
+    ) -> None:
+        """``record_stderr`` False (``--no-stderr``): the agent's stderr is not recorded."""
+        self.recorder = recorder
+        self.log = log
+        self.redactor = redactor
+        self.parses = redactor is not None
+        #: Whether the agent's stderr is recorded (off after it failed once).
+        self.record_stderr = record_stderr
+        self._stderr = bytearray()
+        #: Whether the redaction failed on a frame (said once).
+        self._dropped = False
+
+    def plain_records(self, records: list[bytes]) -> None:
+        self.recorder.write(b"".join(records))
+
+    def read_done(self, side: Side, seqs: range) -> None:
+        self.recorder.flush()
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        """Recorded (redacted, with its findings, in pieces when big; a notice only by its
+        findings)."""
+        recorder = self.recorder
+        if message is not None and message.is_notice:
+            for finding in findings:
+                recorder.write(violation_record(t, seq, self._stored(finding)))
+        elif recorder.active:
+            stored, hidden = frame, list[str]()
+            if self.redactor is not None:
+                stored, hidden = self._redacted(frame, message, seq)
+                if frame.oversized and stored is not frame:  # still only its beginning
+                    stored = oversized_frame(stored.raw, frame.oversized, frame.terminated)
+            found = [self._stored(f) for f in findings]
+            parts = frame_record_parts(seq, t, side, stored, found, hidden)
+            if len(stored.raw) < WRITE_IN_PIECES:
+                recorder.write(b"".join(parts))
+            else:  # a big frame's bytes go to the file as they are, never copied
+                recorder.write(*parts)
+        return None
+
+    def _redacted(self, frame: Frame, message: Message | None, seq: int) -> tuple[Frame, list[str]]:
+        """The frame as ``--redact`` records it: a frame at a time, never raising (a frame
+        the redaction cannot read is recorded as its size, said once in the log)."""
+        redactor = self.redactor
+        assert redactor is not None
+        stored, hidden = (
+            redactor.frame(message) if message is not None else redactor.bare_frame(frame)
+        )
+        if hidden == ["(frame)"] and not self._dropped:
+            self._dropped = True
+            self.log.warning(
+                "the redaction could not read a frame: its size is recorded, not its bytes",
+                seq=seq,
+            )
+        return stored, hidden
+
+    def _stored(self, finding: Violation) -> dict[str, Any]:
+        """A finding as it is recorded (redacted with ``--redact``: it may quote the frame)."""
+        found = finding.as_dict()
+        if self.redactor is None:
+            return found
+        redacted = self.redactor.finding(found)
+        return redacted if isinstance(redacted, dict) else found
+
+    def stderr(self, data: bytes, t: str) -> None:
+        """A record per line (``b""``: the end). A line longer than :data:`STDERR_PIECE`
+        is recorded in pieces of that size, so memory stays bounded; an unfinished last
+        line is recorded at the end. A failure stops stderr's recording only, said once."""
+        if not self.record_stderr or not self.recorder.active:
+            return
+        try:
+            pending = self._stderr
+            if data:
+                pending += data
+                end = pending.rfind(b"\n")
+                if end >= 0:
+                    complete = bytes(pending[:end])
+                    del pending[: end + 1]
+                    for line in complete.split(b"\n"):
+                        self._stderr_line(t, line)
+                while len(pending) >= STDERR_PIECE:
+                    self._stderr_line(t, bytes(pending[:STDERR_PIECE]))
+                    del pending[:STDERR_PIECE]
+            elif pending:
+                self._stderr_line(t, bytes(pending))
+                pending.clear()
+            self.recorder.flush()
+        except Exception as exc:
+            self.record_stderr = False
+            with contextlib.suppress(Exception):
+                self.log.error("recording the agent's stderr failed", error=repr(exc))
+
+    def _stderr_line(self, t: str, line: bytes) -> None:
+        if self.redactor is not None:  # API-key shaped strings, secret-named fields
+            line = self.redactor.text(line)
+        for start in range(0, len(line) or 1, STDERR_PIECE):
+            self.recorder.write(stderr_record(t, line[start : start + STDERR_PIECE]))
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        for finding in findings:
+            self.recorder.write(violation_record(t, finding.seq, self._stored(finding)))
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        """The ``end`` record; the file closed. Never raises."""
+        try:
+            self.recorder.close(exit_status, reason)
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self.log.error("could not finish the transcript", error=repr(exc))
+
+
+#: The log method of a finding's level.
+_LOG_BY_LEVEL = {"error": "error", "warning": "warning", "info": "info"}
+
+
+class LogFindings(Addon):
+    """A log line per finding, up to :data:`LOG_REPEATS` of a rule in a session (the rest
+    are counted); at the end, how many were not logged, and how many findings in all."""
+
+    name = "the findings log"
+
+    def __init__(self, log: Logger) -> None:
+        self.log = log
+        #: Findings so far by (session, rule), for the log's repeats; and by level.
+        self._seen: dict[tuple[str | None, str], int] = {}
+        self._levels: dict[str, int] = {}
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        if findings:
+            self._log(side, findings)
+        return None
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        self._log(None, findings)
+        for (session, rule), count in self._seen.items():
+            if count > LOG_REPEATS:
+                self.log.warning(
+                    f"{count - LOG_REPEATS} more findings of {rule} not logged",
+                    rule=rule,
+                    session=session,
+                    total=count,
+                )
+        if self._levels:
+            levels = self._levels
+            problems = levels.get("error", 0) or levels.get("warning", 0)
+            getattr(self.log, "warning" if problems else "info")(
+                "findings in all",
+                errors=levels.get("error", 0),
+                warnings=levels.get("warning", 0),
+                info=levels.get("info", 0),
+            )
+
+    def _log(self, side: Side | None, findings: list[Violation]) -> None:
+        seen, levels = self._seen, self._levels
+        for finding in findings:
+            levels[finding.level] = levels.get(finding.level, 0) + 1
+            key = (finding.session, finding.rule)
+            count = seen[key] = seen.get(key, 0) + 1
+            if count > LOG_REPEATS:
+                continue
+            more = (
+                {"repeats": "further ones are counted, not logged"} if count == LOG_REPEATS else {}
+            )
+            method = _LOG_BY_LEVEL.get(finding.level, "warning")
+            getattr(self.log, method)(
+                finding.message,
+                rule=finding.rule,
+                seq=finding.seq,
+                **({"from": side} if side else {}),
+                **more,
+            )
+
+
+def violation_notice(session_id: str, finding: Violation) -> bytes:
+    """The live-only notice that tells the user in their editor about a finding."""
+    update = {
+        "sessionUpdate": "notice",
+        "severity": "warning",
+        "title": f"ACP violation: {finding.rule}",
+        "description": f"{finding.message} (frame {finding.seq}; spec: {finding.spec})",
+        "_meta": {"acp-proxy": {"rule": finding.rule, "level": finding.level, "seq": finding.seq}},
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }
+    return orjson.dumps(message) + b"\n"
+
+
+class Notify(Addon):
+    """``--notify-client``: a live-only notice to the client for a new finding, one per
+    (session, rule), in a v2 session the client opened (info findings: none)."""
+
+    name = "the notifier"
+
+    def __init__(self, validator: FrameValidator, log: Logger) -> None:
+        self.validator = validator
+        self.log = log
+        self._notified: set[tuple[str, str]] = set()
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        if not findings or self.validator.version != 2:
+            return None
+        known = self.validator.sessions
+        notices = b""
+        for finding in findings:
+            session = finding.session
+            if finding.level == "info":
+                continue  # worth knowing, not worth interrupting the user for
+            if session is None or session not in known or (session, finding.rule) in self._notified:
+                continue
+            self._notified.add((session, finding.rule))
+            notices += violation_notice(session, finding)
+            self.log.info("told the client about a violation", rule=finding.rule, session=session)
+        return notices
+
+
+class NumberAgentFrames(Addon):
+    """The ``seq`` of each frame the agent wrote, in order, for whoever reads its frames
+    again (the client core gives each of its events its own)."""
+
+    name = "the agent frames' numbering"
+
+    def __init__(self) -> None:
+        self.seqs: deque[int] = deque()
+
+    def read_done(self, side: Side, seqs: range) -> None:
+        if side is Side.AGENT:
+            self.seqs.extend(seqs)
+
+
+def run_addons(
+    recorder: Recorder,
+    log: Logger,
+    validator: FrameValidator | None,
+    *,
+    redactor: Redactor | None = None,
+    record_stderr: bool = True,
+    notify_client: bool = False,
+) -> list[Addon]:
+    """``run``'s chain, in the order each frame reaches it: the live log; the transcript
+    when there is one (``--redact``: ``redactor``; ``--no-stderr``: ``record_stderr``
+    False); the findings log; with ``--notify-client`` (and a validator), the notices."""
+    addons: list[Addon] = [LiveLog(log)]
+    if recorder.active:
+        addons.append(Save(recorder, log, redactor=redactor, record_stderr=record_stderr))
+    addons.append(LogFindings(log))
+    if notify_client and validator is not None:
+        addons.append(Notify(validator, log))
+    return addons

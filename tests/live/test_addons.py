@@ -1,0 +1,230 @@
+"""The observer's chain of addons: each sees what it asks for, in the chain's order, and one
+that fails is dropped without taking the others (or the relay) with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import SCRIPTED_AGENT
+from structlog.testing import capture_logs
+
+from acp_proxy.core.framing import Frame, Framer
+from acp_proxy.core.protocol import Side
+from acp_proxy.core.validator import Validator, Violation
+from acp_proxy.core.wire import Message
+from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, run_addons
+from acp_proxy.live.client import Client, Services
+from acp_proxy.live.observer import Observer
+from acp_proxy.live.recorder import Recorder
+from acp_proxy.log import get_logger
+from acp_proxy.transcript.redact import Redactor
+
+
+def line(message: dict) -> bytes:
+    return orjson.dumps(message) + b"\n"
+
+
+def records(path: Path) -> list[dict]:
+    return [orjson.loads(raw) for raw in path.read_bytes().splitlines()]
+
+
+PLAIN = {"jsonrpc": "2.0", "method": "_plain"}
+#: A frame with a finding (jsonrpc-version).
+WRONG = {"jsonrpc": "1.0", "method": "_wrong"}
+
+
+class Watcher(Addon):
+    """Notes every hook it is called with, by seq, in ``calls`` (shared, to see the order)."""
+
+    name = "the watcher"
+
+    def __init__(self, calls: list[tuple[str, ...]], tag: str = "w") -> None:
+        self.calls, self.tag = calls, tag
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        self.calls.append((self.tag, "frame", str(seq), *(f.rule for f in findings)))
+        return None
+
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        self.calls.append((self.tag, "plain", str(seq)))
+
+    def read_done(self, side: Side, seqs: range) -> None:
+        self.calls.append((self.tag, "read", f"{seqs.start}-{seqs.stop - 1}"))
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        self.calls.append((self.tag, "end"))
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        self.calls.append((self.tag, "done", reason))
+
+
+class Explodes(Addon):
+    """Raises on its first frame, of any kind; counts what it is called with after."""
+
+    name = "the exploding addon"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.done_with: str | None = None
+
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        self.calls += 1
+        raise RuntimeError("addon bug")
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        self.calls += 1
+        raise RuntimeError("addon bug")
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        self.done_with = reason
+
+
+def test_an_addon_that_raises_is_dropped_and_said_once_while_recording_goes_on(tmp_path):
+    path = tmp_path / "t.jsonl"
+    log = get_logger()
+    recorder = Recorder(path, log, ["agent"], 1)
+    exploding = Explodes()
+    chain = [exploding, *run_addons(recorder, log, Validator())]
+    observer = Observer(recorder, log, Validator(), addons=chain)
+    with capture_logs() as logs:
+        for message in (PLAIN, WRONG, PLAIN, WRONG):
+            observer.observe(Side.CLIENT, Framer().lines(line(message)))
+        observer.finish(0, "done")
+    failures = [entry for entry in logs if "exploding" in entry["event"]]
+    assert [entry["event"] for entry in failures] == [
+        "the exploding addon failed; the session goes on without it"
+    ]
+    assert "addon bug" in failures[0]["error"]
+    assert exploding.calls == 1 and exploding not in observer.addons
+    assert exploding.done_with == "done"  # a dropped addon is still told the end
+    found = records(path)
+    assert [r["seq"] for r in found if r["kind"] == "frame"] == [1, 2, 3, 4]
+    assert found[-1]["kind"] == "end"
+    # the findings log went on too
+    assert [entry["seq"] for entry in logs if entry.get("rule") == "jsonrpc-version"] == [2, 4]
+
+
+def test_a_custom_addon_sees_every_frame_with_its_findings_known_chunks_as_plain(tmp_path):
+    """An addon with a plain hook sees each frame once: plain ones (a streamed chunk known
+    by its bytes, never parsed, among them) there, the others with their findings."""
+    from exchanges import CLEAN_CHUNK, setup, turn
+
+    calls: list[tuple[str, ...]] = []
+    log = get_logger()
+    recorder = Recorder(tmp_path / "t.jsonl", log, ["agent"], 1)
+    chain = [*run_addons(recorder, log, Validator()), Watcher(calls)]
+    observer = Observer(recorder, log, Validator(), addons=chain)
+    observer._debug = False  # as under `run` at its default log level
+    framer = Framer()
+    for side, message in [*setup(2), *turn()[:4]]:
+        observer.observe(Side(side), framer.lines(line(message)))
+    before = observer.seq
+    chunks = [CLEAN_CHUNK.replace(b'"ab"', b'"word %d "' % n) + b"\n" for n in range(20)]
+    observer.observe(Side.AGENT, framer.lines(b"".join([*chunks, line(WRONG)])))
+    observer.finish(0, "done")
+    seen = [call for call in calls if call[1] in ("plain", "frame")]
+    assert [int(call[2]) for call in seen] == list(range(1, observer.seq + 1))
+    last = [call[1:] for call in seen if int(call[2]) > before]
+    assert last[:-1] == [("plain", str(seq)) for seq in range(before + 1, before + 21)]
+    assert last[-1] == ("frame", str(before + 21), "jsonrpc-version")
+    assert calls[-3:] == [
+        ("w", "read", f"{before + 1}-{before + 21}"),
+        ("w", "end"),
+        ("w", "done", "done"),
+    ]
+
+
+def test_the_chain_order_is_the_order_hooks_run_in(tmp_path):
+    calls: list[tuple[str, ...]] = []
+    log = get_logger()
+    recorder = Recorder(None, log)
+    for order in (("a", "b"), ("b", "a")):
+        calls.clear()
+        chain = [Watcher(calls, tag) for tag in order]
+        observer = Observer(recorder, log, Validator(), addons=chain)
+        observer.observe(Side.CLIENT, Framer().lines(line(PLAIN) + line(WRONG)))
+        observer.finish(0, "done")
+        first, second = order
+        assert [call[0] for call in calls] == [first, second] * 5
+        assert [call[1] for call in calls[::2]] == ["plain", "frame", "read", "end", "done"]
+
+
+def test_redacting_still_redacts_the_findings_that_quote_a_frame(tmp_path):
+    """--redact: the frame and its finding are recorded with the secret replaced."""
+    path = tmp_path / "t.jsonl"
+    log = get_logger()
+    recorder = Recorder(path, log, ["agent"], 1)
+    validator = Validator()
+    observer = Observer(
+        recorder, log, validator, addons=run_addons(recorder, log, validator, redactor=Redactor())
+    )
+    secret = "sk-ant-api03-" + "x" * 40
+    bad = {"jsonrpc": secret, "method": "_wrong"}
+    with capture_logs():
+        observer.observe(Side.CLIENT, Framer().lines(line(bad)))
+        observer.finish(0, "done")
+    data = path.read_bytes()
+    assert secret.encode() not in data and b"sk-ant-api03-xxxxxxxx" not in data
+    frame = next(r for r in records(path) if r["kind"] == "frame")
+    assert frame["violations"] and frame["redacted"]
+    # without --redact, the finding does quote it (what the redaction is for)
+    plain = tmp_path / "plain.jsonl"
+    recorder = Recorder(plain, log, ["agent"], 1)
+    observer = Observer(recorder, log, Validator())
+    with capture_logs():
+        observer.observe(Side.CLIENT, Framer().lines(line(bad)))
+        observer.finish(0, "done")
+    assert secret.encode() in plain.read_bytes()
+
+
+def test_the_client_chain_logs_no_findings(tmp_path):
+    """The client core's front-end shows the findings: its chain leaves the findings log
+    out (run's has it), and still records and keeps each one."""
+    emitted = tmp_path / "emit.jsonl"
+    emitted.write_bytes(line(WRONG))
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    services = Services(sandbox)
+    log = get_logger()  # (configured first, so capture_logs is not undone by it)
+    with (
+        capture_logs() as logs,
+        Client.start(
+            [*SCRIPTED_AGENT, "emit", str(emitted)],
+            services,
+            log,
+            record=str(tmp_path / "rec.jsonl"),
+        ) as client,
+    ):
+        assert client.next_event(10).method == "_wrong"
+    assert "jsonrpc-version" in {finding.rule for finding in client.findings}
+    assert not [entry for entry in logs if entry.get("rule")]
+    assert [type(addon) for addon in client.observer.addons][:2] == [LiveLog, Save]
+    assert not any(isinstance(addon, LogFindings) for addon in client.observer.addons)
+    assert b'"rule":"jsonrpc-version"' in (tmp_path / "rec.jsonl").read_bytes()
+
+
+def test_an_explicit_chain_takes_no_options_of_runs():
+    """notify_client, redactor and record_stderr assemble run's chain: with addons= they would
+    be ignored, so they are refused."""
+    log = get_logger()
+    with pytest.raises(TypeError, match="not with addons"):
+        Observer(Recorder(None, log), log, Validator(), redactor=Redactor(), addons=[])
+    assert Observer(Recorder(None, log), log, Validator(), addons=[]).addons == []
