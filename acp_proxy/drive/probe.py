@@ -716,7 +716,9 @@ class _Probe:
 
 
 def _attribute(outcomes: list[Outcome], findings: Sequence[Violation]) -> None:
-    """Each finding (warning or error) to its check; an error fails a check that passed."""
+    """Each finding (warning or error) to its check; an error fails a check that passed, or
+    one that skipped after its traffic began (the cancel check of a turn that ended before
+    the cancel: what the agent got wrong in it is wrong, whether the cancel crossed or not)."""
     by_name = {o.check.name: o for o in outcomes}
     spanned = [o for o in outcomes if o.seqs is not None]
     for finding in findings:
@@ -736,7 +738,8 @@ def _attribute(outcomes: list[Outcome], findings: Sequence[Violation]) -> None:
         if target is None:
             continue
         target.findings.append(finding)
-        if finding.level == "error" and target.status == PASS:
+        ran = target.status == SKIP and target.seqs is not None
+        if finding.level == "error" and (target.status == PASS or ran):
             target.status = FAIL
             target.reason = f"{finding.rule} at seq {finding.seq}: {visible(finding.message)}"
 

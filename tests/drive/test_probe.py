@@ -335,3 +335,23 @@ def test_only_permission_runs_the_turn_it_needs(tmp_path):
     run = probe(tmp_path, EXAMPLE, "--only", "permission")
     assert "no turn ran" not in run.stdout, run.stdout
     assert "1 check:" in run.stdout and "prompt" not in run.stdout.split("\n")[1]
+
+
+def test_an_error_during_a_check_that_skipped_after_its_traffic_began_fails_it():
+    """A check that ran frames and then skipped (the cancel check of a turn that ended before
+    the cancel could land) fails on an error finding among them, as one that passed does: on
+    a loaded machine the misbehaving agent's cancel check skipped and hid its findings. A
+    check that skipped before any traffic keeps its skip."""
+    from acp_proxy.core.findings import Violation
+    from acp_proxy.drive.probe import CHECKS, FAIL, SKIP, Outcome, _attribute
+
+    by_name = {check.name: check for check in CHECKS}
+    ran = Outcome(by_name["cancel"], SKIP, "the turn ended before it could be cancelled", (5, 9))
+    idle = Outcome(by_name["session-fork"], SKIP, "not advertised")
+    error = Violation("prompt-result-message-id", "error", "no messageId", "spec", 8)
+    warning = Violation("stop-reason-unknown", "warning", "unknown", "spec", 9)
+    _attribute([ran, idle], [warning])
+    assert ran.status == SKIP and ran.findings == [warning]
+    _attribute([ran, idle], [error])
+    assert ran.status == FAIL and ran.reason.startswith("prompt-result-message-id at seq 8")
+    assert idle.status == SKIP and idle.findings == []
