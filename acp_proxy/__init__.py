@@ -71,17 +71,17 @@ module's own docstring says what it is for and what it promises.
     transcript/reading.py    open_recording, open_lines, RecordingError
     transcript/names.py      default_record_dir, recording_name
     transcript/redact.py     Redactor, redact_stream
+    transcript/items.py      Annotated, Repeated, Addon, Chain: items, and what reads them
     live/spawn.py            start_agent, signal_group: the agent process
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
-    live/addons.py           Addon; Save, LiveLog, LogFindings, Notify: what a session is made of
+    live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
     live/commands.py         run: a session assembled, the agent started first
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
-    readers/items.py         Annotated, Repeated, Addon, Chain: items, and what reads them
     readers/conversation.py  Conversation: what the user saw
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
     readers/text.py          Timeline, render_conversation, LiveConversation (as it happens)
@@ -104,11 +104,13 @@ module's own docstring says what it is for and what it promises.
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 
-Every reader of a file is an addon (``readers.items.Addon``) fed ``read(path)``'s items;
-``Chain(a, b)`` feeds several in one pass. A new one writes ``add(item)``: a run of streamed
-chunks known by their bytes (``core.chunks.Shortcut``) reaches it frame by frame unless it
-overrides ``add_run``, where the run's aggregates (``run.count``, ``run.wire_bytes``,
-``run.texts``, ``run.seqs``, ``run.last_t``) make it a line or two.
+Every reader of a file is an addon (``transcript.items.Addon``) fed ``read(path)``'s items;
+``Chain(a, b)`` feeds several in one pass, and ``live.addons.Readers(a, b)`` feeds the same
+readers live, from the observer's chain, each frame as it crosses. A new one writes
+``add(item)``: a run of streamed chunks known by their bytes (``core.chunks.Shortcut``)
+reaches it frame by frame unless it overrides ``add_run``, where the run's aggregates
+(``run.count``, ``run.wire_bytes``, ``run.texts``, ``run.seqs``, ``run.last_t``) make it a
+line or two.
 """
 
 from __future__ import annotations
@@ -125,8 +127,8 @@ _PUBLIC = {
     "load_script": "acp_proxy.readers.replay",
     "open_recording": "acp_proxy.transcript.reading",
     "read": "acp_proxy.readers.annotate",
-    "Addon": "acp_proxy.readers.items",
-    "Chain": "acp_proxy.readers.items",
+    "Addon": "acp_proxy.transcript.items",
+    "Chain": "acp_proxy.transcript.items",
     "annotate": "acp_proxy.readers.annotate",
     "Conversation": "acp_proxy.readers.conversation",
     "Stats": "acp_proxy.readers.stats",

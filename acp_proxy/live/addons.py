@@ -39,16 +39,27 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from acp_proxy.core.framing import Frame, oversized_frame
 from acp_proxy.core.protocol import Side
+from acp_proxy.core.times import format_time
+from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import Logger
+from acp_proxy.transcript.items import Addon as ItemAddon
+from acp_proxy.transcript.items import Annotated, Chain
 from acp_proxy.transcript.records import (
+    FORMAT,
+    EndRecord,
+    FrameRecord,
+    Record,
+    StartRecord,
+    StderrRecord,
     frame_record_parts,
     stderr_record,
     violation_record,
@@ -68,6 +79,7 @@ __all__ = [
     "LogFindings",
     "Notify",
     "NumberAgentFrames",
+    "Readers",
     "Save",
     "describe",
     "run_addons",
@@ -455,6 +467,63 @@ class NumberAgentFrames(Addon):
     def read_done(self, side: Side, seqs: range) -> None:
         if side is Side.AGENT:
             self.seqs.extend(seqs)
+
+
+class Readers(Addon):
+    """The readers of recordings, fed live (mitmproxy's pattern: one set of readers for a
+    file and for the wire): each frame, as it crosses, made the item
+    :func:`~acp_proxy.readers.annotate.read` would give for its record
+    (:class:`~acp_proxy.transcript.items.Annotated`: the record, the wire model's message, the
+    findings), then the agent's stderr lines and the end. ``Readers(Stats())`` in a chain is
+    the ``stats`` of the session so far, at any time; each reader gets every frame, parsed
+    (this addon :attr:`parses`: the plain way is off while it is in the chain)."""
+
+    name = "the live readers"
+    parses = True
+
+    def __init__(self, *readers: ItemAddon, argv: Sequence[str] = ()) -> None:
+        self.chain = Chain(*readers)
+        self.argv = list(argv)
+        #: The line each item would have in the recording (the start record is line 1).
+        self.line = 0
+        self._found: list[Violation] = []
+        self._stderr = bytearray()
+
+    def _add(self, record: Record, findings: list[Violation], message: Message | None) -> None:
+        if self.line == 0:
+            self.line = 1
+            start = StartRecord(1, format_time(), self.argv, None, FORMAT, VERSION)
+            self.chain.add(Annotated(start, [], None, 1, opens=True))
+        self.line += 1
+        self.chain.add(Annotated(record, findings, message, 1))
+
+    def frame(
+        self,
+        side: Side,
+        frame: Frame,
+        message: Message | None,
+        findings: list[Violation],
+        seq: int,
+        t: str,
+    ) -> bytes | None:
+        stored = [finding.as_dict() for finding in findings]
+        self._add(FrameRecord(self.line + 1, seq, t, str(side), frame, stored), findings, message)
+        return None
+
+    def stderr(self, data: bytes, t: str) -> None:
+        pending = self._stderr
+        pending += data
+        if not data:  # the end: an unfinished last line too
+            pending += b"\n" if pending else b""
+        while (end := pending.find(b"\n")) >= 0:
+            self._add(StderrRecord(self.line + 1, t, bytes(pending[:end])), [], None)
+            del pending[: end + 1]
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        self._found = findings
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        self._add(EndRecord(self.line + 1, format_time(), exit_status, reason), self._found, None)
 
 
 def run_addons(

@@ -1,5 +1,5 @@
 """Re-run the validator over a recording: :func:`read`, the one way every reader reads a
-file (its items to a chain of addons, :mod:`acp_proxy.readers.items`), and
+file (its items to a chain of addons, :mod:`acp_proxy.transcript.items`), and
 :func:`annotate`, the same for records already read.
 
 Streams: records are read one at a time and only the validator's own state is
@@ -26,8 +26,8 @@ from acp_proxy.core.jsontext import DEPTH, deeper, shallow, shown
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
-from acp_proxy.readers.items import Addon, Annotated, Chain, Repeated, Taken
 from acp_proxy.transcript.heads import PlainHeads
+from acp_proxy.transcript.items import Addon, Annotated, Chain, Repeated, Taken
 from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
@@ -334,7 +334,7 @@ def read(
     way. Frame records that repeat the message chunk before them but for their text (the
     bulk of a streamed turn) come as a :class:`Repeated`, known by their bytes, neither
     parsed nor checked again (see :class:`~acp_proxy.core.chunks.Shortcut`; an
-    :class:`~acp_proxy.readers.items.Addon` gets them frame by frame unless it takes runs).
+    :class:`~acp_proxy.transcript.items.Addon` gets them frame by frame unless it takes runs).
 
     ``source``: a path (opened with :func:`open_lines`, which raises
     :class:`RecordingError`) or numbered lines. ``validate=False`` skips the rules;

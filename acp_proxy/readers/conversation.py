@@ -47,8 +47,8 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.items import Addon, Annotated, Repeated
 from acp_proxy.readers.summary import SETTINGS
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import StartRecord
 
 #: A connection's start record (None if the file lacks one) and its conversation.

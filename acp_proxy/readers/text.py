@@ -74,7 +74,7 @@ def _red_outcome(summary: str, message: ResponseMessage) -> str:
 
 class Timeline(Addon):
     """Turns annotated records into timeline lines, one frame per line, each handed to
-    ``emit`` as it is made (an :class:`~acp_proxy.readers.items.Addon`: feed it the items
+    ``emit`` as it is made (an :class:`~acp_proxy.transcript.items.Addon`: feed it the items
     of :func:`~acp_proxy.readers.annotate.read` or ``annotate``)."""
 
     def __init__(

@@ -228,3 +228,63 @@ def test_an_explicit_chain_takes_no_options_of_runs():
     with pytest.raises(TypeError, match="not with addons"):
         Observer(Recorder(None, log), log, Validator(), redactor=Redactor(), addons=[])
     assert Observer(Recorder(None, log), log, Validator(), addons=[]).addons == []
+
+
+def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp_path):
+    """One set of readers, live and offline: Stats and the conversation fed live from the
+    chain (Readers) make what they make of the session's recording read afterwards; each
+    frame reaches them parsed, with its findings, then the agent's stderr and the end."""
+    from exchanges import CLEAN_CHUNK, setup, turn
+
+    from acp_proxy.live.addons import Readers
+    from acp_proxy.readers.annotate import read
+    from acp_proxy.readers.conversation import Conversation
+    from acp_proxy.readers.stats import Stats
+    from acp_proxy.transcript.items import Addon as ItemAddon
+    from acp_proxy.transcript.items import Annotated
+
+    class Kinds(ItemAddon):
+        def __init__(self) -> None:
+            self.kinds: list[str] = []
+
+        def add(self, item: Annotated) -> None:
+            self.kinds.append(type(item.record).__name__)
+
+    log = get_logger()
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, log, ["agent"], 1)
+    live_stats, kinds = Stats(), Kinds()
+    live_conversation = Conversation()
+
+    class Conversing(ItemAddon):
+        def add(self, item: Annotated) -> None:
+            if item.message is not None:
+                live_conversation.observe(item.message)
+
+    readers = Readers(live_stats, kinds, Conversing(), argv=["agent"])
+    observer = Observer(
+        recorder, log, Validator(), addons=[*run_addons(recorder, log, None), readers]
+    )
+    framer = Framer()
+    for side, message in [*setup(2), *turn()[:4]]:
+        observer.observe(Side(side), framer.lines(line(message)))
+    chunks = [CLEAN_CHUNK.replace(b'"ab"', b'"word %d "' % n) + b"\n" for n in range(20)]
+    observer.observe(Side.AGENT, framer.lines(b"".join([*chunks, line(WRONG)])))
+    for side, message in turn()[4:]:
+        observer.observe(Side(side), framer.lines(line(message)))
+    observer.stderr(b"warming up\nhalf a li")
+    observer.stderr(b"ne\n")
+    observer.stderr(b"")
+    observer.finish(0, "done")
+    offline = Stats()
+    offline.feed(read(path))
+    assert live_stats.as_json() == offline.as_json()
+    assert live_stats.findings["jsonrpc-version"] == 1 and live_stats.as_json()["turns"]
+    (connection,) = Conversation.per_connection(read(path, validate=False))
+    assert live_conversation.sessions.keys() == connection[1].sessions.keys()
+    for key, view in connection[1].sessions.items():
+        assert live_conversation.sessions[key].as_json() == view.as_json()
+    assert kinds.kinds[0] == "StartRecord" and kinds.kinds[-1] == "EndRecord"
+    assert kinds.kinds.count("StderrRecord") == 2 and kinds.kinds.count("FrameRecord") == (
+        observer.seq
+    )

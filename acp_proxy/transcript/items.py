@@ -1,7 +1,9 @@
 """The items the readers read recordings as: an :class:`Annotated` record (its message
 and findings, its connection), a :class:`Repeated` run of streamed chunks taken the
 short way; the :class:`Addon` that reads them, and the :class:`Chain` of addons fed in
-one pass (mitmproxy's pattern, offline: every reader of a file is an addon of a chain).
+one pass (mitmproxy's pattern: every reader is an addon of a chain). The annotator
+(:func:`acp_proxy.readers.annotate.read`) makes them from a file; the live chain's
+:class:`~acp_proxy.live.addons.Readers` makes the same from the wire, as it crosses.
 
 Apart from the annotator (:mod:`acp_proxy.readers.annotate`), which makes them and runs
 the validator: a view that only reads items (the conversation model) imports no
