@@ -380,7 +380,10 @@ class _Session:
             done, _ = await asyncio.wait({self.exited}, timeout=self.grace)
             if done:
                 return
-            self.log.warning("agent did not exit; signalling its process group", signal=sig.name)
+            # SIGTERM is the proxy doing its job (info: `run` says it, probe and chat, which
+            # say how the agent ended, do not); an agent that needs SIGKILL is a warning.
+            say = self.log.info if sig is signal.SIGTERM else self.log.warning
+            say("agent did not exit; signalling its process group", signal=sig.name)
             signal_group(self.proc.pid, sig)
         await self.exited
 

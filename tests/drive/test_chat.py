@@ -105,6 +105,7 @@ def test_an_agent_killed_at_the_end_is_said_in_english(tmp_path):
         "stopped; its stderr ended: starting"
     )
     assert lines[-1].startswith("acp-proxy chat: the agent ended (killed by SIGTERM); recording: ")
+    assert "signalling its process group" not in run.stderr  # the proxy's work, said above
 
 
 #: An agent that gives no agentInfo, and ends each turn at once.
