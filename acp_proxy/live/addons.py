@@ -40,6 +40,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -81,6 +82,7 @@ __all__ = [
     "NumberAgentFrames",
     "Readers",
     "Save",
+    "Seen",
     "describe",
     "run_addons",
     "violation_notice",
@@ -97,6 +99,20 @@ LOG_REPEATS = 3
 WRITE_IN_PIECES = 1 << 16
 
 
+@dataclass(slots=True)
+class Seen:
+    """A frame that needs looking at, as the chain's :meth:`Addon.frame` gets it: what was
+    read, from which side, with the wire model's message (None if the wire model is off) and
+    the validator's findings. Shared by the chain: read it, do not change it."""
+
+    side: Side
+    frame: Frame
+    message: Message | None
+    findings: list[Violation]
+    seq: int
+    t: str
+
+
 class Addon:
     """A part of a session: it implements the hooks it cares about (see the module)."""
 
@@ -106,17 +122,9 @@ class Addon:
     #: debug log does; the recorder only to redact): then no frame takes the plain way.
     parses = False
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
-        """A frame that needs looking at: its wire model message (None if the wire model is
-        off) and findings. Returns what to add to the client's stream, if anything."""
+    def frame(self, seen: Seen) -> bytes | None:
+        """A frame that needs looking at (:class:`Seen`). Returns what to add to the
+        client's stream, if anything."""
         return None
 
     def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
@@ -168,23 +176,15 @@ class LiveLog(Addon):
         #: Whether each frame is logged (the log is at debug level).
         self.debug = self.parses = log.is_enabled_for(logging.DEBUG)
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
+    def frame(self, seen: Seen) -> bytes | None:
         if self.debug:
-            self.log.debug("frame", seq=seq, **{"from": side}, **describe(frame))
-        if message is not None and message.is_notice:
-            update = frame.value["params"]["update"]
+            self.log.debug("frame", seq=seen.seq, **{"from": seen.side}, **describe(seen.frame))
+        if seen.message is not None and seen.message.is_notice:
+            update = seen.frame.value["params"]["update"]
             self.log.info(
                 "notice",
-                seq=seq,
-                **{"from": side},
+                seq=seen.seq,
+                **{"from": seen.side},
                 severity=update.get("severity"),
                 title=update.get("title"),
                 description=update.get("description"),
@@ -232,29 +232,23 @@ class Save(Addon):
     def read_done(self, side: Side, seqs: range) -> None:
         self.recorder.flush()
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
+    def frame(self, seen: Seen) -> bytes | None:
         """Recorded (redacted, with its findings, in pieces when big; a notice only by its
         findings)."""
         recorder = self.recorder
-        if message is not None and message.is_notice:
-            for finding in findings:
-                recorder.write(violation_record(t, seq, self._stored(finding)))
+        if seen.message is not None and seen.message.is_notice:
+            for finding in seen.findings:
+                recorder.write(violation_record(seen.t, seen.seq, self._stored(finding)))
         elif recorder.active:
-            stored, hidden = frame, list[str]()
+            stored, hidden = seen.frame, list[str]()
             if self.redactor is not None:
-                stored, hidden = self._redacted(frame, message, seq)
-                if frame.oversized and stored is not frame:  # still only its beginning
-                    stored = oversized_frame(stored.raw, frame.oversized, frame.terminated)
-            found = [self._stored(f) for f in findings]
-            parts = frame_record_parts(seq, t, side, stored, found, hidden)
+                stored, hidden = self._redacted(seen.frame, seen.message, seen.seq)
+                if seen.frame.oversized and stored is not seen.frame:  # still only its beginning
+                    stored = oversized_frame(
+                        stored.raw, seen.frame.oversized, seen.frame.terminated
+                    )
+            found = [self._stored(f) for f in seen.findings]
+            parts = frame_record_parts(seen.seq, seen.t, seen.side, stored, found, hidden)
             if len(stored.raw) < WRITE_IN_PIECES:
                 recorder.write(b"".join(parts))
             else:  # a big frame's bytes go to the file as they are, never copied
@@ -348,17 +342,9 @@ class LogFindings(Addon):
         self._seen: dict[tuple[str | None, str], int] = {}
         self._levels: dict[str, int] = {}
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
-        if findings:
-            self._log(side, findings)
+    def frame(self, seen: Seen) -> bytes | None:
+        if seen.findings:
+            self._log(seen.side, seen.findings)
         return None
 
     def end(self, findings: list[Violation], t: str) -> None:
@@ -430,20 +416,12 @@ class Notify(Addon):
         self.log = log
         self._notified: set[tuple[str, str]] = set()
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
-        if not findings or self.validator.version != 2:
+    def frame(self, seen: Seen) -> bytes | None:
+        if not seen.findings or self.validator.version != 2:
             return None
         known = self.validator.sessions
         notices = b""
-        for finding in findings:
+        for finding in seen.findings:
             session = finding.session
             if finding.level == "info":
                 continue  # worth knowing, not worth interrupting the user for
@@ -497,17 +475,13 @@ class Readers(Addon):
         self.line += 1
         self.chain.add(Annotated(record, findings, message, 1))
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
-        stored = [finding.as_dict() for finding in findings]
-        self._add(FrameRecord(self.line + 1, seq, t, str(side), frame, stored), findings, message)
+    def frame(self, seen: Seen) -> bytes | None:
+        stored = [finding.as_dict() for finding in seen.findings]
+        self._add(
+            FrameRecord(self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored),
+            seen.findings,
+            seen.message,
+        )
         return None
 
     def stderr(self, data: bytes, t: str) -> None:

@@ -35,6 +35,7 @@ from acp_proxy.live.addons import (
     WRITE_IN_PIECES,
     Addon,
     LiveLog,
+    Seen,
     describe,
     run_addons,
 )
@@ -291,9 +292,10 @@ class Observer:
         """A frame that needs looking at, to each addon's frame hook; what they add to the
         client's stream."""
         notices = b""
+        seen = Seen(side, frame, message, findings, seq, t)
         for addon, hook in self._frames:
             try:
-                added = hook(side, frame, message, findings, seq, t)
+                added = hook(seen)
             except Exception as exc:
                 self._drop(addon, exc)
                 continue

@@ -10,11 +10,10 @@ import pytest
 from conftest import SCRIPTED_AGENT
 from structlog.testing import capture_logs
 
-from acp_proxy.core.framing import Frame, Framer
+from acp_proxy.core.framing import Framer
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.validator import Validator, Violation
-from acp_proxy.core.wire import Message
-from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, run_addons
+from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, Seen, run_addons
 from acp_proxy.live.client import Client, Services
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
@@ -43,16 +42,8 @@ class Watcher(Addon):
     def __init__(self, calls: list[tuple[str, ...]], tag: str = "w") -> None:
         self.calls, self.tag = calls, tag
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
-        self.calls.append((self.tag, "frame", str(seq), *(f.rule for f in findings)))
+    def frame(self, seen: Seen) -> bytes | None:
+        self.calls.append((self.tag, "frame", str(seen.seq), *(f.rule for f in seen.findings)))
         return None
 
     def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
@@ -81,15 +72,7 @@ class Explodes(Addon):
         self.calls += 1
         raise RuntimeError("addon bug")
 
-    def frame(
-        self,
-        side: Side,
-        frame: Frame,
-        message: Message | None,
-        findings: list[Violation],
-        seq: int,
-        t: str,
-    ) -> bytes | None:
+    def frame(self, seen: Seen) -> bytes | None:
         self.calls += 1
         raise RuntimeError("addon bug")
 
