@@ -9,12 +9,15 @@ hooks it cares about, called in the chain's order. ``run``'s chain (:func:`run_a
         ─▶ LogFindings (findings, throttled; the totals) ─▶ Notify (--notify-client)
 
 and the client core's (``live/client.py``) is the same less the findings log (the front-end
-shows them) and the notifier, plus one that numbers the agent's frames.
+shows them) and the notifier, plus one that numbers the agent's frames. :class:`Readers`
+puts the readers of recordings (``Stats``, the conversation, any
+:class:`~acp_proxy.transcript.items.Addon`) in a live chain: the same readers, fed the wire.
 
 The hooks (all do nothing by default):
 
-- :meth:`Addon.frame`: a frame that needs looking at, parsed, with the wire model's message
-  and the validator's findings: one with findings or a notice; any other that is not plain
+- :meth:`Addon.frame`: a frame that needs looking at (:class:`Seen`), parsed, with the wire
+  model's message and the validator's findings: one with findings or a notice; any other
+  that is not plain
   (not JSON, unfinished, big) when an addon takes plain frames; every frame when an addon
   of the chain :attr:`~Addon.parses`. What it returns is added to the client's stream (a
   live-only notice);
