@@ -18,8 +18,8 @@ The hooks (all do nothing by default):
 - :meth:`Addon.frame`: a frame that needs looking at (:class:`Seen`), parsed, with the wire
   model's message and the validator's findings: one with findings or a notice; any other
   that is not plain (not JSON, unfinished, big) when an addon takes plain frames; every
-  frame when an addon of the chain :attr:`~Addon.parses`. What it returns is added to the client's stream (a
-  live-only notice);
+  frame when an addon of the chain :attr:`~Addon.parses`. What it returns is added to the
+  client's stream (a live-only notice);
 - :meth:`Addon.plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
   notice; or a streamed chunk known by its bytes, never parsed). An addon that implements
   it sees every frame: the plain ones here, the others in :meth:`Addon.frame`;
