@@ -289,13 +289,22 @@ def session_tour(client: Client) -> dict[str, Any]:
     return answers
 
 
+#: No known defect.
+_NONE: frozenset[str] = frozenset()
+
+#: Gemini CLI's session/load, once it has saved the session (a matter of timing: else it
+#: answers -32603, no saved session yet), answers and then replays the conversation.
+GEMINI_LOAD = frozenset({"load-replay-after-response"})
+
+
 def recorded_tour(
-    agent: list[str], env: dict[str, str], cwd: Path, record: Path
+    agent: list[str], env: dict[str, str], cwd: Path, record: Path, known: frozenset[str] = _NONE
 ) -> tuple[Client, dict[str, Any], list[dict[str, Any]]]:
     """The tour through `acp-proxy run --record`, and what must hold of every agent: the
-    client got exactly the recorded bytes; no error-level finding, live or offline; the same
-    findings both ways, and both ways for streamed chunks. The client, what each method
-    answered, and every finding (offline)."""
+    client got exactly the recorded bytes; no error-level finding, live or offline, but of
+    the ``known`` rules (a real defect of the agent's that may show); the same findings both
+    ways, and both ways for streamed chunks. The client, what each method answered, and
+    every finding (offline)."""
     client = Client([*PROXY, "run", "--record", str(record), "--", *agent], env, cwd)
     try:
         answers = session_tour(client)
@@ -305,11 +314,12 @@ def recorded_tour(
     assert b"".join(client.received) == agent_bytes(record)
     live = [v for r in records for v in r.get("violations", ())]
     live += [r for r in records if r["kind"] == "violation"]
-    assert [v for v in live if v["level"] == "error"] == []
+    errors = {v["rule"] for v in live if v["level"] == "error"}
+    assert errors <= known, errors
     proc = subprocess.run(
         [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
     )
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == (1 if errors else 0), proc.stdout
     offline = [orjson.loads(line) for line in proc.stdout.splitlines()]
     assert sorted((f["rule"], f["seq"]) for f in offline) == sorted(
         [(v["rule"], r["seq"]) for r in records for v in r.get("violations", ())]
@@ -433,7 +443,8 @@ def test_codex_acp(npm_bin: Path, workspace: Path, tmp_path: Path):
 def test_gemini_cli(npm_bin: Path, workspace: Path, tmp_path: Path):
     """Gemini CLI 0.61.0 (`gemini --acp`) against a stand-in for the Gemini API: its
     read_file tool, a second turn, set_mode, and a session/load it answers with an error
-    (it has no saved session for the project yet: an error response, not a finding)."""
+    (it has no saved session for the project yet: an error response, not a finding) or, once
+    it has saved it, with a replay after the answer (GEMINI_LOAD, its one error)."""
     for port in stand_in("fake_gemini.py", str(workspace / "hello.txt")):
         env = agent_env(
             npm_bin,
@@ -443,11 +454,12 @@ def test_gemini_cli(npm_bin: Path, workspace: Path, tmp_path: Path):
         )
         record = tmp_path / "gemini.jsonl"
         agent = [str(npm_bin / "gemini"), "--acp"]
-        client, answers, offline = recorded_tour(agent, env, workspace, record)
+        client, answers, offline = recorded_tour(agent, env, workspace, record, GEMINI_LOAD)
     ok(answers, "prompt 1", "prompt 2", "session/set_mode")
     assert "session/load" in answers
     assert "tool_call" in variants(client)
-    assert [f for f in offline if f["level"] != "info" and f["rule"] != NEWER] == []
+    shown = [f for f in offline if f["level"] != "info" and f["rule"] not in (NEWER, *GEMINI_LOAD)]
+    assert shown == []
     assert newer(offline) == {"session/new result: models"}
 
 
@@ -631,7 +643,8 @@ def test_probe_checks_the_production_agents(
     the prompt turn pass; what is skipped says why; the recording validates with no error.
     No check fails but one, a real defect the probe reports: Gemini CLI advertises
     loadSession, yet answers session/load of the session it has just served with -32603
-    (as in its test above: it has no saved session for the project yet)."""
+    (as in its test above: it has no saved session for the project yet), or, once it has
+    saved it, answers and then replays the conversation (load-replay-after-response)."""
     record = tmp_path / "probe.jsonl"
     with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
         proc = subprocess.run(
@@ -648,5 +661,11 @@ def test_probe_checks_the_production_agents(
     for check in ("handshake", "session-new", "prompt"):
         assert found[check]["status"] == "pass", found[check]
     assert all(c["reason"] for c in found.values())
-    validate = subprocess.run([*PROXY, "validate", str(record)], capture_output=True, env=env)
-    assert validate.returncode == 0, validate.stdout
+    validate = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
+    )
+    errors = {f["rule"] for f in map(orjson.loads, validate.stdout.splitlines())
+              if f["level"] == "error"}  # fmt: skip
+    # Gemini's load (GEMINI_LOAD): the error that fails its check, the only one it may hold.
+    assert errors <= (GEMINI_LOAD if name == "gemini" else _NONE), errors
+    assert validate.returncode == (1 if errors else 0), validate.stdout
