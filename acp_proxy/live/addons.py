@@ -151,6 +151,32 @@ class Addon:
         """The connection is over: the agent's exit status (None: unknown) and why."""
 
 
+class StderrLines:
+    """The agent's stderr as lines: each complete one, and a line longer than
+    :data:`STDERR_PIECE` in pieces of that size as it comes, so what is held stays bounded;
+    an unfinished last line at the end (``b""``)."""
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The lines (without ``\\n``) and pieces ``data`` completes."""
+        pending, out = self._pending, []
+        if data:
+            pending += data
+            end = pending.rfind(b"\n")
+            if end >= 0:
+                out = bytes(pending[:end]).split(b"\n")
+                del pending[: end + 1]
+            while len(pending) >= STDERR_PIECE:
+                out.append(bytes(pending[:STDERR_PIECE]))
+                del pending[:STDERR_PIECE]
+        elif pending:
+            out.append(bytes(pending))
+            pending.clear()
+        return out
+
+
 def describe(frame: Frame) -> dict[str, Any]:
     """A few fields that identify a frame in the live log."""
     value = frame.value
@@ -224,7 +250,7 @@ class Save(Addon):
         self.parses = redactor is not None
         #: Whether the agent's stderr is recorded (off after it failed once).
         self.record_stderr = record_stderr
-        self._stderr = bytearray()
+        self._stderr = StderrLines()
         #: Whether the redaction failed on a frame (said once).
         self._dropped = False
 
@@ -288,21 +314,8 @@ class Save(Addon):
         if not self.record_stderr or not self.recorder.active:
             return
         try:
-            pending = self._stderr
-            if data:
-                pending += data
-                end = pending.rfind(b"\n")
-                if end >= 0:
-                    complete = bytes(pending[:end])
-                    del pending[: end + 1]
-                    for line in complete.split(b"\n"):
-                        self._stderr_line(t, line)
-                while len(pending) >= STDERR_PIECE:
-                    self._stderr_line(t, bytes(pending[:STDERR_PIECE]))
-                    del pending[:STDERR_PIECE]
-            elif pending:
-                self._stderr_line(t, bytes(pending))
-                pending.clear()
+            for line in self._stderr.feed(data):
+                self._stderr_line(t, line)
             self.recorder.flush()
         except Exception as exc:
             self.record_stderr = False
@@ -467,7 +480,7 @@ class Readers(Addon):
         #: The line each item would have in the recording (the start record is line 1).
         self.line = 0
         self._found: list[Violation] = []
-        self._stderr = bytearray()
+        self._stderr = StderrLines()
 
     def _add(self, record: Record, findings: list[Violation], message: Message | None) -> None:
         if self.line == 0:
@@ -487,13 +500,10 @@ class Readers(Addon):
         return None
 
     def stderr(self, data: bytes, t: str) -> None:
-        pending = self._stderr
-        pending += data
-        if not data:  # the end: an unfinished last line too
-            pending += b"\n" if pending else b""
-        while (end := pending.find(b"\n")) >= 0:
-            self._add(StderrRecord(self.line + 1, t, bytes(pending[:end])), [], None)
-            del pending[: end + 1]
+        for line in self._stderr.feed(data):  # as Save records them
+            for start in range(0, len(line) or 1, STDERR_PIECE):
+                piece = line[start : start + STDERR_PIECE]
+                self._add(StderrRecord(self.line + 1, t, piece), [], None)
 
     def end(self, findings: list[Violation], t: str) -> None:
         self._found = findings

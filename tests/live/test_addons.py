@@ -271,3 +271,36 @@ def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp
     assert kinds.kinds.count("StderrRecord") == 2 and kinds.kinds.count("FrameRecord") == (
         observer.seq
     )
+
+
+def test_the_live_readers_get_the_agents_stderr_as_the_recording_holds_it(tmp_path):
+    """A long stderr line with no newline reaches the live readers in the pieces Save records
+    (each at most STDERR_PIECE, held no longer), then its unfinished end."""
+    from acp_proxy.live.addons import STDERR_PIECE, Readers
+    from acp_proxy.readers.annotate import read
+    from acp_proxy.transcript.items import Addon as ItemAddon
+    from acp_proxy.transcript.items import Annotated
+    from acp_proxy.transcript.records import StderrRecord
+
+    class Lines(ItemAddon):
+        def __init__(self) -> None:
+            self.lines: list[bytes] = []
+
+        def add(self, item: Annotated) -> None:
+            if isinstance(item.record, StderrRecord):
+                self.lines.append(item.record.data)
+
+    log = get_logger()
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, log, ["agent"], 1)
+    live, offline = Lines(), Lines()
+    observer = Observer(recorder, log, Validator(), addons=[Save(recorder, log), Readers(live)])
+    for _ in range(5):
+        observer.stderr(b"x" * 50_000)
+    observer.stderr(b"y\nlast")
+    observer.stderr(b"")
+    observer.finish(0, "done")
+    offline.feed(read(path))
+    assert live.lines == offline.lines
+    assert max(map(len, live.lines)) <= STDERR_PIECE and live.lines[-1] == b"last"
+    assert b"".join(live.lines) == b"x" * 250_000 + b"ylast"
