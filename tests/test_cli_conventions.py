@@ -508,3 +508,14 @@ def test_every_command_help_ends_with_examples():
         examples = [line.strip() for line in lines[start + 1 :]]
         assert 2 <= len(examples) <= 3, (name, examples)
         assert all(line.startswith(f"acp-proxy {name}") for line in examples), (name, examples)
+
+
+def test_dash_is_standard_input_for_the_readers():
+    """``-`` names standard input, as for grep and jq: a recording piped in reads as the
+    file does."""
+    recording = RECORDINGS / "misbehaving.jsonl"
+    for command in (["validate"], ["stats"], ["show", "--color", "never"]):
+        piped = acp(*command, "-", input=recording.read_bytes())
+        direct = acp(*command, str(recording))
+        assert piped.returncode == direct.returncode, piped.stderr
+        assert piped.stdout == direct.stdout.replace(str(recording).encode(), b"-"), command

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -71,15 +72,18 @@ def open_recording(path: str) -> Iterator[Record]:
 
 def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     """The numbered lines of a recording that are not blank, once its first is known to
-    be a record. Raises :class:`RecordingError` as :func:`open_recording` (on opening, or
-    when the first line is read)."""
+    be a record. ``-`` is standard input (as for grep and jq). Raises
+    :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
+    read)."""
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed by the generator
+        source = sys.stdin.fileno() if path == "-" else path  # (stdin's fd stays open)
+        stream = open(source, "rb", closefd=path != "-")  # noqa: SIM115 - closed by the generator
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
     if stat.S_ISCHR(os.fstat(stream.fileno()).st_mode):  # /dev/zero, a terminal
         stream.close()
-        raise RecordingError(f"{path} is a character device, not a recording")
+        what = "standard input is a terminal" if path == "-" else f"{path} is a character device"
+        raise RecordingError(f"{what}, not a recording")
     limit = record_limit()
 
     def lines() -> Iterator[tuple[int, bytes]]:
