@@ -113,6 +113,7 @@ def main() -> None:
                 _answered.notify_all()
         elif method == "initialize":
             if BUG == "hang-init":
+                os.write(2, b"probe agent: waiting for the model server\n")
                 continue
             version = 99 if BUG == "wrong-version" else 1
             send({"id": ident, "result": {

@@ -11,9 +11,9 @@ of an agent that wrote nothing there).
   transport's findings) counts against ``stdout``, a permission rule against
   ``permission``. Warnings are listed with their check and fail nothing.
 - Every wait has a bound (``timeout``, per step: a response, or a turn's end); an agent that
-  hangs, crashes or exits fails the check it was in, with its exit status and the last
-  lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`: a long one cut in its
-  middle), and the checks after it are skipped.
+  hangs, crashes or exits fails the check it was in, with its exit status (or that it is
+  still running) and the last lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`:
+  a long one cut in its middle), and the checks after it are skipped.
 - Safe by default: the services answer ``fs`` only inside a scratch directory, permission
   requests by the policy, and run no command unless ``allow_terminal``.
 
@@ -42,6 +42,7 @@ from acp_proxy.drive.words import (
     gone_words,
     shown,
     shown_line,
+    stderr_words,
 )
 from acp_proxy.live.client import (
     AgentGone,
@@ -338,8 +339,10 @@ class _Probe:
             return PASS, body()
         except _Stop as stop:
             return stop.status, stop.reason
-        except TimedOut as exc:
-            return FAIL, f"{exc} (--timeout)"
+        except TimedOut as exc:  # said with what the agent is doing and last wrote on stderr
+            how = ended_words(self.client.returncode)
+            tail = stderr_words(self.client.stderr_tail())
+            return FAIL, f"{exc} (--timeout); the agent {how}{tail}"
         except AgentGone as exc:
             self.gone = exc
             return FAIL, gone_words(exc)

@@ -588,15 +588,18 @@ class Pattern:
     def __init__(self, pattern: str, ignore_case: bool = False) -> None:
         self.regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         self._pieces = _literal_pieces(self.regex)
+        # the flags as plain booleans (a flag enum's `&` costs a few calls per text searched)
+        self._ignore_case = bool(self.regex.flags & re.IGNORECASE)
+        self._dotall = bool(self.regex.flags & re.DOTALL)
 
     def search(self, text: str) -> bool:
         """Whether ``text`` holds a match."""
         pieces = self._pieces
-        if pieces is None or (self.regex.flags & re.IGNORECASE and not text.isascii()):
+        if pieces is None or (self._ignore_case and not text.isascii()):
             return self.regex.search(text) is not None
-        if self.regex.flags & re.IGNORECASE:
+        if self._ignore_case:
             text = text.lower()
-        if self.regex.flags & re.DOTALL or "\n" not in text:
+        if self._dotall or "\n" not in text:
             return _in_order(pieces, text)
         return any(_in_order(pieces, line) for line in text.split("\n"))  # . is no \n
 

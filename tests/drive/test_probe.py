@@ -123,7 +123,11 @@ def test_an_agent_that_hangs_at_initialize_is_bounded(tmp_path):
     status, found, document = checks(tmp_path, [*PROBE_AGENT, "hang-init"], "--timeout", "1")
     assert status == 1
     assert found["handshake"]["status"] == "fail"
-    assert "no response to initialize within 1s" in found["handshake"]["reason"]
+    reason = found["handshake"]["reason"]
+    assert reason.startswith("no response to initialize within 1s (--timeout); ")
+    assert reason.endswith(
+        "the agent is still running; its stderr ended: probe agent: waiting for the model server"
+    )
     assert found["session-new"]["status"] == "skip"
     assert found["permission"]["reason"] == "the handshake failed"  # as the others say
     assert document["recording"] is not None
