@@ -60,6 +60,7 @@ module's own docstring says what it is for and what it promises.
     core/lifecycle.py        TRANSITIONS, step: the v2 prompt lifecycle as a (state, event) table
     core/findings.py         Violation: a finding, as data
     core/rules.py            RULES: the catalog
+    core/examples.py         EXAMPLES: for a rule, frames that break it (rules RULE)
     core/schema.py           schema_for: the official schemas compiled into checks
     core/unstable.py         surface_for: what only the unstable schemas define
     core/validator.py        Validator, Violation; the v1 rules composed in (validator_v1.py)
