@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 import select
+import shlex
 import sys
 from typing import Any, Protocol, TextIO, cast
 
@@ -125,9 +126,15 @@ def _escape(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _visible_repr(value: Any) -> Any:
-    """A value the console renderer will repr: its repr, escaped, when it holds a string."""
+    """A value that is not a string, as the console line shows it: a number as it is; a
+    list of strings (an argv) as a shell would read it, and another list or a mapping as
+    JSON, not Python's repr; anything else its repr; each escaped."""
     if isinstance(value, (int, float, bool)) or value is None:
         return value
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return visible(shlex.join(value))
+    if isinstance(value, (list, tuple, dict)):
+        return _dumps(value)
     return visible(repr(value))
 
 

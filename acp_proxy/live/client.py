@@ -775,6 +775,7 @@ class Client:
                 stdin_fd=self._relay_in,
                 stdout_fd=self._relay_out,
                 stderr=self._stderr_data,
+                agent_eof=self._agent_closed_stdout,
             )
         except Exception as exc:  # a bug: the agent is stopped, the front-end told
             self.agent.kill()
@@ -783,21 +784,29 @@ class Client:
             self._state.result = RelayResult(self.agent.process.poll(), f"relay failed: {exc!r}")
         finally:
             loop.remove_reader(self._from_relay)
-            self._readable()  # what the relay wrote last
-            for frame in self._framer.feed(b""):
-                self._dispatch(frame)
+            self._agent_closed_stdout()
             for fd in (self._relay_in, self._relay_out, self._from_relay):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._close_stdin()
-            gone = self.gone()
-            with self._pending_lock:
-                self._ended = True
-                for pending in self._pending.values():
-                    if not pending.done():
-                        pending._future.set_exception(gone)
-                self._pending.clear()
-            self._events.put(_GONE)
+
+    def _agent_closed_stdout(self) -> None:
+        """Nothing more can come from the agent (its stdout closed, or the relay ended):
+        what the relay wrote last is read, every request waiting fails, and the front-end
+        learns it at its next event (the agent may still run: closing stops it). Once."""
+        if self._ended:
+            return
+        self._readable()
+        for frame in self._framer.feed(b""):
+            self._dispatch(frame)
+        gone = self.gone()
+        with self._pending_lock:
+            self._ended = True
+            for pending in self._pending.values():
+                if not pending.done():
+                    pending._future.set_exception(gone)
+            self._pending.clear()
+        self._events.put(_GONE)
 
     def _stderr_data(self, data: bytes) -> None:
         self._stderr += data

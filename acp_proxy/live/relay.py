@@ -267,13 +267,17 @@ async def relay(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
     stderr: Callable[[bytes], None] | None = None,
+    agent_eof: Callable[[], None] | None = None,
 ) -> RelayResult:
     """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.live.spawn.start_agent`)
     until the session ends. ``stderr``: where the agent's stderr goes besides the transcript
-    (default: to ours, byte for byte; the client core keeps it, to show it escaped)."""
+    (default: to ours, byte for byte; the client core keeps it, to show it escaped).
+    ``agent_eof``: called once the agent closed its stdout and all it wrote has gone out
+    (the client core: nothing more can answer it, though the agent may still run)."""
     proc = agent.process
     log.info("agent started", pid=proc.pid, argv=agent.argv)
     session = _Session(agent, observer, log, grace, stderr or _to_our_stderr)
+    session.agent_eof = agent_eof
     try:
         await session.open(stdin_fd, stdout_fd)
         await session.until_exit()
@@ -319,6 +323,7 @@ class _Session:
         self.tasks: list[asyncio.Task[Any]] = []
         self.stopping: asyncio.Task[None] | None = None
         self.draining: asyncio.Task[None] | None = None
+        self.agent_eof: Callable[[], None] | None = None
 
     async def open(self, stdin_fd: int, stdout_fd: int) -> None:
         """Signals passed on to the agent; the client's pipes opened; the pumps started."""
@@ -355,6 +360,8 @@ class _Session:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             if self.c2a in done and self.c2a.result() == "eof":
                 pending |= self.stop_agent("client closed stdin")
+            if self.a2c in done and self.a2c.result() == "eof" and self.agent_eof is not None:
+                self.tasks.append(asyncio.create_task(self._told_eof(self.agent_eof)))
             if self.a2c in done and self.a2c.result() == "broken" and self.draining is None:
                 # Nobody can read what the agent writes any more, but its pipe must
                 # still be read to its end: until it closes, the process's wait()
@@ -363,6 +370,14 @@ class _Session:
                 self.tasks.append(self.draining)
                 pending |= self.stop_agent("client closed stdout")
         self.reason = self.reason or "agent exited"
+
+    async def _told_eof(self, agent_eof: Callable[[], None]) -> None:
+        """``agent_eof`` called once what the agent wrote has left for the client."""
+        if self.client_out is not None:
+            with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+                await asyncio.wait_for(self.client_out.drain(), timeout=self.grace)
+        with contextlib.suppress(Exception):  # the caller's: never the relay's failure
+            agent_eof()
 
     def stop_agent(self, why: str) -> set[asyncio.Future[Any]]:
         """Start stopping the agent, once (see :meth:`_stop_agent`); the task to wait on."""

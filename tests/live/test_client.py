@@ -151,6 +151,26 @@ def test_an_agent_that_exits_at_once_is_gone_with_its_status_and_stderr(tmp_path
     assert records(client.recording)[-1]["exit"] == 3
 
 
+def test_an_agent_that_closes_its_stdout_is_gone_at_once_though_it_runs(tmp_path):
+    """Nothing can answer once the agent's stdout is closed: a request waiting fails then,
+    not at its timeout, with what it wrote first and its stderr; closing stops it."""
+    code = (
+        'import os, sys, time; os.write(1, b\'{"jsonrpc":"2.0","method":"_hello"}\\n\');'
+        " os.write(2, b'closing my stdout\\n'); os.close(1); time.sleep(60)"
+    )
+    with start(tmp_path, [sys.executable, "-c", code]) as client:
+        with pytest.raises(AgentGone) as gone:
+            client.call("initialize", initialize_params(1, client.services), 30)
+        assert client.returncode is None  # still running: gone is its stdout
+        assert client.next_event(1).method == "_hello"
+        with pytest.raises(AgentGone):
+            client.next_event(1)
+    assert gone.value.returncode is None
+    assert gone.value.stderr == ["closing my stdout"]
+    assert "closed its output" in str(gone.value)
+    assert records(client.recording)[-1]["kind"] == "end"
+
+
 def test_stdout_noise_is_an_event_of_its_own(tmp_path):
     with start(tmp_path, [*PROBE_AGENT, "banner"]) as client:
         client.call("initialize", initialize_params(1, client.services), 10)
