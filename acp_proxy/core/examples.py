@@ -148,7 +148,218 @@ _V2: dict[str, Example] = {
 
 # --- v1: frames on a v1 connection -------------------------------------------------------
 
-_V1: dict[str, Example] = {}
+#: What a v1 editor usually advertises: it reads and writes files and runs terminals.
+_CLIENT_V1 = '{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}'
+
+
+def _init_v1(client: str = _CLIENT_V1, agent: str = "", auth: str = "[]") -> Example:
+    """A v1 initialize and its result: the client advertising ``client``; the agent its
+    prompt capabilities and the capabilities ``agent`` (``,"loadSession":true``), and the
+    auth methods ``auth``."""
+    return (
+        ("client", '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
+         f'"clientCapabilities":{client},"clientInfo":{{"name":"editor","version":"1"}}}}}}'),
+        ("agent", '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,'
+         f'"agentCapabilities":{{"promptCapabilities":{{}}{agent}}},'
+         f'"agentInfo":{{"name":"agent","version":"1"}},"authMethods":{auth}}}}}'),
+    )  # fmt: skip
+
+
+def _call_v1(side: str, id_: int, method: str, params: str) -> tuple[str, str]:
+    """A request of ``side``."""
+    return (side, f'{{"jsonrpc":"2.0","id":{id_},"method":"{method}","params":{params}}}')
+
+
+def _ok_v1(side: str, id_: int, result: str = "{}") -> tuple[str, str]:
+    """A result ``side`` sends."""
+    return (side, f'{{"jsonrpc":"2.0","id":{id_},"result":{result}}}')
+
+
+def _session_v1(client: str = _CLIENT_V1, agent: str = "", result: str = "") -> Example:
+    """initialize as :func:`_init_v1`, and session/new (the same as on v2) answered with
+    session s1 and the fields ``result`` (``,"modes":...``)."""
+    new = _ok_v1("agent", 1, f'{{"sessionId":"s1"{result}}}')
+    return (*_init_v1(client, agent), ("client", _NEW), new)
+
+
+_INIT_V1 = _init_v1()
+_SESSION_V1 = _session_v1()
+#: A v1 session whose prompt (the same session/prompt 2 as on v2) is running: what the
+#: agent does during a turn comes after it.
+_RUNNING_V1 = (*_SESSION_V1, ("client", _PROMPT))
+_CHUNK_V1 = _update('{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hi"}}')
+_END_TURN_V1 = _ok_v1("agent", 2, '{"stopReason":"end_turn"}')
+_CANCEL_V1 = ("client", '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}')
+_CANCELLED_V1 = _ok_v1("agent", 2, '{"stopReason":"cancelled"}')
+_NEW_2_V1 = _NEW.replace('"id":1', '"id":2')
+_MODES_V1 = (',"modes":{"currentModeId":"ask","availableModes":'
+             '[{"id":"ask","name":"Ask"},{"id":"code","name":"Code"}]}')  # fmt: skip
+_MODEL_V1 = ('{"id":"model","name":"Model","type":"select","currentValue":"fast","options":'
+             '[{"value":"fast","name":"Fast"},{"value":"smart","name":"Smart"}]}')  # fmt: skip
+_READ_V1 = '{"sessionId":"s1","path":"/w/README.md"}'
+_CREATE_V1 = _call_v1(
+    "agent", 0, "terminal/create", '{"sessionId":"s1","command":"npm","args":["test"]}'
+)
+_CREATED_V1 = _ok_v1("client", 0, '{"terminalId":"term_1"}')
+_TERMINAL_V1 = '{"sessionId":"s1","terminalId":"term_1"}'
+_LISTING_V1 = ',"sessionCapabilities":{"list":{},"delete":{}}'
+_LISTED_V1 = '{"sessions":[{"sessionId":"s1","cwd":"/w"}]'
+_LOAD_V1 = '{"sessionId":"s1","cwd":"/w","mcpServers":[]}'
+_HTTP_MCP_V1 = '[{"type":"http","name":"docs","url":"https://mcp.example.com/mcp","headers":[]}]'
+_PERMISSION_V1 = (
+    '{"sessionId":"s1","toolCall":{"toolCallId":"t1"},'
+    '"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}'
+)
+_SET_MODEL_V1 = '{"sessionId":"s1","configId":"model","value":"gpt-4"}'
+_ELICIT_V1 = (
+    '{"sessionId":"s1","mode":"form","message":"Which branch?",'
+    '"requestedSchema":{"type":"object","properties":{"branch":{"type":"string"}}}}'
+)
+
+
+def _tool_call_v1(status: str) -> tuple[str, str]:
+    """The agent announces tool call t1 (reading a file) with ``status``."""
+    return _update('{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read README.md",'
+                   f'"kind":"read","status":"{status}"}}')  # fmt: skip
+
+
+#: v1 rules with a v1 example.
+_V1: dict[str, Example] = {
+    "batch": (*_INIT_V1, ("client", f"[{_NEW},{_NEW_2_V1}]")),
+    "capability-fs": (
+        *_session_v1(client="{}"),
+        ("client", _PROMPT),
+        _call_v1("agent", 0, "fs/read_text_file", _READ_V1),
+    ),
+    "capability-terminal": (
+        *_session_v1(client='{"fs":{"readTextFile":true,"writeTextFile":true}}'),
+        ("client", _PROMPT),
+        _CREATE_V1,
+    ),
+    "capability-config-boolean": _session_v1(
+        result=',"configOptions":[{"id":"fast","name":"Fast mode","type":"boolean",'
+        '"currentValue":false}]'
+    ),
+    "capability-notices": (
+        *_RUNNING_V1,
+        _update('{"sessionUpdate":"notice","severity":"warning","title":"Rate limited"}'),
+    ),
+    "capability-compaction": (
+        *_RUNNING_V1,
+        _update('{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}'),
+    ),
+    "capability-session": (*_INIT_V1, _call_v1("client", 1, "session/load", _LOAD_V1)),
+    "capability-additional-directories": (
+        *_INIT_V1,
+        ("client", _NEW.replace("[]", '[],"additionalDirectories":["/lib"]')),
+    ),
+    "capability-mcp-transport": (
+        *_INIT_V1,
+        ("client", _NEW.replace("[]", _HTTP_MCP_V1)),
+    ),
+    "path-not-absolute": (*_INIT_V1, ("client", _NEW.replace('"/w"', '"w"'))),
+    "prompt-overlap": (*_RUNNING_V1, ("client", _PROMPT.replace('"id":2', '"id":3'))),
+    "cancel-answered-with-error": (
+        *_RUNNING_V1,
+        _CHUNK_V1,
+        _CANCEL_V1,
+        ("agent", '{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Aborted"}}'),
+    ),
+    "cancelled-without-cancel": (*_RUNNING_V1, _CHUNK_V1, _CANCELLED_V1),
+    "update-after-cancelled": (*_RUNNING_V1, _CANCEL_V1, _CANCELLED_V1, _CHUNK_V1),
+    "line-not-1-based": (
+        *_RUNNING_V1,
+        _call_v1("agent", 0, "fs/read_text_file", _READ_V1.replace("}", ',"line":0,"limit":40}')),
+    ),
+    "auth-method-duplicate": _init_v1(
+        auth='[{"id":"api-key","name":"API key"},{"id":"api-key","name":"API key (env)"}]'
+    ),
+    "mode-current-unknown": _session_v1(result=_MODES_V1.replace('Id":"ask"', 'Id":"architect"')),
+    "config-current-unknown": _session_v1(
+        result=',"configOptions":[' + _MODEL_V1.replace('Value":"fast"', 'Value":"gpt-4"') + "]"
+    ),
+    "initialize-again": (*_SESSION_V1, ("client", _INIT_V1[0][1].replace('"id":0', '"id":2'))),
+    "cancel-request-unknown": (  # the client cancels the agent's request, not one of its own
+        *_RUNNING_V1,
+        _call_v1("agent", 5, "session/request_permission", _PERMISSION_V1),
+        ("client", '{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}'),
+    ),
+    "cancel-request-error-code": (
+        *_RUNNING_V1,
+        _call_v1("agent", 0, "fs/read_text_file", _READ_V1),
+        ("agent", '{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":0}}'),
+        ("client", '{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"Internal error"}}'),
+    ),
+    "list-cursor-unknown": (  # the client decoded the cursor and moved its offset on
+        *_init_v1(agent=_LISTING_V1),
+        _call_v1("client", 1, "session/list", "{}"),
+        _ok_v1("agent", 1, _LISTED_V1 + ',"nextCursor":"eyJvZmZzZXQiOjF9"}'),
+        _call_v1("client", 2, "session/list", '{"cursor":"eyJvZmZzZXQiOjJ9"}'),
+    ),
+    "deleted-session-listed": (
+        *_init_v1(agent=_LISTING_V1),
+        _call_v1("client", 1, "session/delete", '{"sessionId":"s1"}'),
+        _ok_v1("agent", 1),
+        _call_v1("client", 2, "session/list", "{}"),
+        _ok_v1("agent", 2, _LISTED_V1 + "}"),
+    ),
+    "prompt-end-turn-open-tools": (*_RUNNING_V1, _tool_call_v1("in_progress"), _END_TURN_V1),
+    "tool-call-unknown": (
+        *_RUNNING_V1,
+        _update('{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}'),
+    ),
+    "terminal-unknown": (*_RUNNING_V1, _call_v1("agent", 0, "terminal/output", _TERMINAL_V1)),
+    "terminal-released": (
+        *_RUNNING_V1,
+        _CREATE_V1,
+        _CREATED_V1,
+        _call_v1("agent", 1, "terminal/release", _TERMINAL_V1),
+        _ok_v1("client", 1),
+        _call_v1("agent", 2, "terminal/output", _TERMINAL_V1),
+    ),
+    # found at the end of the connection, at the terminal/create response
+    "terminal-unreleased": (*_RUNNING_V1, _CREATE_V1, _CREATED_V1),
+    "load-replay-after-response": (
+        *_init_v1(agent=',"loadSession":true'),
+        _call_v1("client", 1, "session/load", _LOAD_V1),
+        _ok_v1("agent", 1),
+        _update('{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"}}'),
+    ),
+    "resume-replayed-history": (
+        *_init_v1(agent=',"sessionCapabilities":{"resume":{}}'),
+        _call_v1("client", 1, "session/resume", '{"sessionId":"s1","cwd":"/w"}'),
+        _CHUNK_V1,
+    ),
+    "mode-unknown": (
+        *_session_v1(result=_MODES_V1),
+        _call_v1("client", 2, "session/set_mode", '{"sessionId":"s1","modeId":"architect"}'),
+    ),
+    "config-value-unknown": (
+        *_session_v1(result=f',"configOptions":[{_MODEL_V1}]'),
+        _call_v1("client", 2, "session/set_config_option", _SET_MODEL_V1),
+    ),
+    "capability-elicitation": (
+        *_RUNNING_V1,
+        _call_v1("agent", 0, "elicitation/create", _ELICIT_V1),
+    ),
+    "session-id-reused": (
+        *_SESSION_V1,
+        ("client", _NEW_2_V1),
+        _ok_v1("agent", 2, '{"sessionId":"s1"}'),
+    ),
+    "tool-call-duplicate": (*_RUNNING_V1, _tool_call_v1("pending"), _tool_call_v1("completed")),
+    "auth-terminal-method": (
+        *_init_v1(
+            client=_CLIENT_V1[:-1] + ',"auth":{"terminal":true}}',
+            auth='[{"id":"login","name":"Log in","type":"terminal","args":["--login"]}]',
+        ),
+        _call_v1("client", 1, "authenticate", '{"methodId":"login"}'),
+    ),
+    "auth-method-unknown": (
+        *_init_v1(auth='[{"id":"api-key","name":"API key"},{"id":"oauth","name":"Log in"}]'),
+        _call_v1("client", 1, "authenticate", '{"methodId":"github"}'),
+    ),
+}
 
 #: For a rule of v1 no frame of a recording can break, why not (``rules RULE`` says it).
 _V1_NO_EXAMPLE: dict[str, str] = {}
