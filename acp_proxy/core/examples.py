@@ -361,6 +361,14 @@ _V1_NO_EXAMPLE: dict[str, str] = {}
 
 #: For a rule of v2 or of every version no frame of a recording can break, why not.
 _V2_NO_EXAMPLE: dict[str, str] = {
+    "not-utf8": (
+        "none shown: a line that is not UTF-8 cannot be printed as text (a recording holds its "
+        "bytes in base64)"
+    ),
+    "oversized-frame": (
+        "none shown: the line is longer than the proxy observes (64 MiB unless "
+        "ACP_PROXY_MAX_FRAME says less), and a recording keeps only its beginning"
+    ),
     "validator-error": "none: it reports a failure of the validator itself, not of a frame",
     "compaction-unfinished": (
         "none at a frame: it is found when the connection ends with a compaction still "
