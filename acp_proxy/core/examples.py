@@ -46,6 +46,8 @@ def _update(update: str) -> tuple[str, str]:
             f'"update":{update}}}}}')  # fmt: skip
 
 
+# What the examples below add to a turn: a cancel, a permission request (two options), states,
+# an error, a tool call; a resume; a session/new with a system prompt.
 _CANCEL = ("client", '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}')
 _ASK = (
     "agent",
