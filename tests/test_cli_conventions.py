@@ -432,16 +432,18 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     assert len(EXAMPLES) >= 20 and set(EXAMPLES) <= set(RULES)
     for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
         path = tmp_path / f"{rule_id}.jsonl"
-        records = [{"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1",
-                    "version": "0.1.0", "argv": ["agent"], "pid": 1}]  # fmt: skip
+        start = {"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1",
+                 "version": "0.1.0", "argv": ["agent"], "pid": 1}  # fmt: skip
+        records = [orjson.dumps(start)]
         for seq, (side, frame) in enumerate(frames, 1):
             record = {"kind": "frame", "seq": seq, "t": "2026-12-01T10:00:01.000000Z", "from": side}
             try:
-                record["msg"] = orjson.loads(frame)
+                orjson.loads(frame)
             except orjson.JSONDecodeError:
-                record["text"] = frame
-            records.append(record)
-        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+                records.append(orjson.dumps({**record, "text": frame}))
+            else:  # msg is the frame's own bytes, spliced in as the proxy records them (a \r too)
+                records.append(orjson.dumps(record)[:-1] + b',"msg":' + frame.encode() + b"}")
+        path.write_bytes(b"".join(r + b"\n" for r in records))
         at = {(finding.rule, finding.seq) for _, finding in located(read(str(path)))}
         assert (rule_id, len(frames)) in at, (rule_id, at)
 

@@ -46,6 +46,31 @@ def _update(update: str) -> tuple[str, str]:
             f'"update":{update}}}}}')  # fmt: skip
 
 
+# What the examples below add to a turn: a cancel, a permission request (two options), states,
+# an error, a tool call; a resume; a session/new with a system prompt.
+_CANCEL = ("client", '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}')
+_ASK = (
+    "agent",
+    '{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s1","title":"Run ls?","options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}',  # noqa: E501
+)
+_REQUIRES_ACTION = _update('{"sessionUpdate":"state_update","state":"requires_action"}')
+_RUNNING = _update('{"sessionUpdate":"state_update","state":"running"}')
+_ERROR = '{"code":-32603,"message":"model overloaded"}'
+_TOOL = '{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"Read","status":"pending"}'
+_RESUME = (
+    '{"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":"s1","cwd":"/w"}}'
+)
+_SYSTEM_PROMPT = _NEW.replace(
+    "[]}", '[],"systemPrompt":{"mode":"append","content":[{"type":"text","text":"Be terse."}]}}'
+)
+
+
+def _compaction(compaction_id: str, status: str) -> tuple[str, str]:
+    """An agent's compaction_update of session s1."""
+    return _update(f'{{"sessionUpdate":"compaction_update","compactionId":"{compaction_id}",'
+                   f'"status":"{status}"}}')  # fmt: skip
+
+
 #: v2 rules, and rules of every version, with a v2 example.
 _V2: dict[str, Example] = {
     "not-json": (("agent", "example agent: loading model..."),),
@@ -142,6 +167,189 @@ _V2: dict[str, Example] = {
     "usage-cost-fields": (
         *_TURN,
         _update('{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":1}}'),
+    ),
+    "lone-surrogate": (
+        *_TURN,
+        _update(
+            '{"sessionUpdate":"agent_message_chunk","messageId":"m2","content":{"type":"text","text":"cut \\ud83d"}}'  # noqa: E501
+        ),
+    ),
+    "crlf-line-ending": (_INIT[0], (_INIT[1][0], _INIT[1][1] + "\r")),
+    "blank-line": (*_INIT, ("agent", "")),
+    "schema-lenient": (
+        *_TURN,
+        _update(
+            '{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","_meta":"x"}'
+        ),
+    ),
+    "schema-reserved": (*_TURN, _update(_TOOL.replace('"pending"', '"queued"'))),
+    "not-in-schema": (
+        *_TURN,
+        _update(_TOOL.replace('"pending"', '"completed","durationMs":120')),
+    ),
+    "unstable-feature": (
+        *_SESSION,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":2,"method":"session/fork","params":{"sessionId":"s1","cwd":"/w","mcpServers":[]}}',
+        ),
+    ),
+    "mcp-legacy-method": (
+        *_SESSION,
+        ("agent", '{"jsonrpc":"2.0","id":0,"method":"mcp/connect","params":{"serverId":"srv1"}}'),
+    ),
+    "initialize-protocol-version": (
+        _INIT[0],
+        ("agent", _INIT[1][1].replace('"protocolVersion":2', '"protocolVersion":"2"')),
+    ),
+    "initialize-version-higher": (
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}',
+        ),
+        _INIT[1],
+    ),
+    "resume-without-state": (
+        *_INIT,
+        ("client", _RESUME),
+        ("agent", '{"jsonrpc":"2.0","id":1,"result":{}}'),
+    ),
+    "prompt-capability": (
+        *_SESSION,
+        (
+            "client",
+            _PROMPT.replace(
+                '{"type":"text","text":"hi"}',
+                '{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}',
+            ),
+        ),
+    ),
+    "prompt-message-id-reused": (
+        *_TURN,
+        _update('{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}'),
+        ("client", _PROMPT.replace('"id":2', '"id":3')),
+        _RUNNING,
+        ("agent", '{"jsonrpc":"2.0","id":3,"result":{"messageId":"m1"}}'),
+    ),
+    "cancelled-prompt-error": (
+        *_TURN[:-1],
+        _CANCEL,
+        ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
+    ),
+    "state-missing": (*_TURN, _update('{"sessionUpdate":"state_update","stopReason":"end_turn"}')),
+    "error-beside-stop-reason": (
+        *_TURN,
+        _update(
+            f'{{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","error":{_ERROR}}}'
+        ),
+    ),
+    "error-field-malformed": (
+        *_TURN,
+        _update(
+            '{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":"model overloaded"}'  # noqa: E501
+        ),
+    ),
+    "idle-without-running": (
+        *_SESSION,
+        ("client", _PROMPT),
+        *_TURN[-2:],
+        _update('{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}'),
+    ),
+    "turn-still-running": (*_SESSION, ("client", _PROMPT), *_TURN[-2:], _RUNNING),
+    "cancel-ended-with-error": (
+        *_TURN,
+        _CANCEL,
+        _update(
+            f'{{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":{_ERROR}}}'
+        ),
+    ),
+    "cancel-ended-without-cancelled": (
+        *_TURN,
+        _CANCEL,
+        _update('{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}'),
+    ),
+    "update-after-cancelled-idle": (
+        *_TURN,
+        _update(_TOOL),
+        _CANCEL,
+        _update('{"sessionUpdate":"state_update","state":"idle","stopReason":"cancelled"}'),
+        _update(_TOOL.replace('"pending"', '"completed"')),
+    ),
+    "error-idle-unfinished-tools": (
+        *_TURN,
+        _update(_TOOL),
+        _update(
+            f'{{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":{_ERROR}}}'
+        ),
+    ),
+    "permission-without-requires-action": (
+        *_TURN,
+        _ASK,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}',
+        ),
+    ),
+    "permission-not-cancelled": (
+        *_TURN,
+        _REQUIRES_ACTION,
+        _ASK,
+        _CANCEL,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}',
+        ),
+    ),
+    "permission-option-unknown": (
+        *_TURN,
+        _REQUIRES_ACTION,
+        _ASK,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yes"}}}',
+        ),
+    ),
+    "permission-unanswered": (*_TURN, _REQUIRES_ACTION, _ASK),
+    "notice-field-type": (
+        *_TURN,
+        _update(
+            '{"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":{"text":"retry in 30s"}}'  # noqa: E501
+        ),
+    ),
+    "notice-during-replay": (
+        *_INIT,
+        ("client", _RESUME.replace('"/w"', '"/w","replayFrom":{"type":"start"}')),
+        _update('{"sessionUpdate":"notice","severity":"info","title":"Resumed"}'),
+    ),
+    "compaction-field-missing": (
+        *_TURN,
+        _update('{"sessionUpdate":"compaction_update","compactionId":"c1"}'),
+    ),
+    "compaction-status-unknown": (*_TURN, _compaction("c1", "paused")),
+    "compaction-id-reused": (
+        *_TURN,
+        _compaction("c1", "in_progress"),
+        _compaction("c1", "completed"),
+        _compaction("c1", "in_progress"),
+    ),
+    "compaction-chunk-outside-progress": (
+        *_TURN,
+        _compaction("c1", "in_progress"),
+        _compaction("c1", "completed"),
+        _update(
+            '{"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"Summary"}}'
+        ),
+    ),
+    "capability-system-prompt": (*_INIT, ("client", _SYSTEM_PROMPT)),
+    "system-prompt-empty": (
+        _INIT[0],
+        (
+            "agent",
+            _INIT[1][1].replace(
+                '"capabilities":{}', '"capabilities":{"session":{"systemPrompt":{}}}'
+            ),
+        ),
+        ("client", _SYSTEM_PROMPT.replace('[{"type":"text","text":"Be terse."}]', "[]")),
     ),
 }
 
@@ -365,7 +573,21 @@ _V1: dict[str, Example] = {
 _V1_NO_EXAMPLE: dict[str, str] = {}
 
 #: For a rule of v2 or of every version no frame of a recording can break, why not.
-_V2_NO_EXAMPLE: dict[str, str] = {}
+_V2_NO_EXAMPLE: dict[str, str] = {
+    "not-utf8": (
+        "none shown: a line that is not UTF-8 cannot be printed as text (a recording holds its "
+        "bytes in base64)"
+    ),
+    "oversized-frame": (
+        "none shown: the line is longer than the proxy observes (64 MiB unless "
+        "ACP_PROXY_MAX_FRAME says less), and a recording keeps only its beginning"
+    ),
+    "validator-error": "none: it reports a failure of the validator itself, not of a frame",
+    "compaction-unfinished": (
+        "none at a frame: it is found when the connection ends with a compaction still "
+        "in_progress, and names no frame"
+    ),
+}
 
 #: For a rule, frames of a connection whose last breaks it (those before it are what it
 #: needs: a handshake, a session, a turn).
