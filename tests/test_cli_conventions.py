@@ -416,7 +416,7 @@ def test_show_seq_prints_one_frame_whole_with_its_findings():
 
 
 def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
-    from acp_proxy.core.examples import EXAMPLES
+    from acp_proxy.core.examples import EXAMPLES, NO_EXAMPLE
     from acp_proxy.core.rules import RULES
     from acp_proxy.readers.annotate import located, read
 
@@ -429,7 +429,10 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
     unknown = acp("rules", "usage-cost")
     assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr
-    assert len(EXAMPLES) >= 20 and set(EXAMPLES) <= set(RULES)
+    assert set(EXAMPLES) <= set(RULES) and not set(EXAMPLES) & set(NO_EXAMPLE)
+    assert set(EXAMPLES) | set(NO_EXAMPLE) == set(RULES)  # each rule shown, or why not
+    why = acp("rules", "validator-error").stdout.decode().splitlines()[-1]
+    assert why == f"example: {NO_EXAMPLE['validator-error']}"
     for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
         path = tmp_path / f"{rule_id}.jsonl"
         start = {"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1",
