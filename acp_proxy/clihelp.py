@@ -119,9 +119,25 @@ def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
                 raise click.UsageError(f"{option} has no effect {needed}")
 
 
+def _not_stdout(why: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """An option naming a file that ``-`` (standard output, as elsewhere) cannot be:
+    ``--record -`` or ``--log-file -`` would write into what stdout carries."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value == "-":
+            raise click.BadParameter(f"'-' would be standard output, {why}")
+        return value
+
+    return check
+
+
 def _env(name: str) -> str:
     return f"ACP_PROXY_{name}"
 
+
+#: What ``--record -`` is told (a recording is a file: stdout is the protocol's, or the
+#: command's own output).
+NOT_A_RECORDING_PLACE = "which a recording never goes to: name a file or a directory"
 
 #: What ``--color`` takes: auto (on a terminal, unless NO_COLOR is set), always, never.
 COLOR_WHEN = ("auto", "always", "never")
@@ -176,6 +192,7 @@ def _logging_options(func: Any) -> Any:
         "--log-file",
         type=click.Path(dir_okay=False),
         envvar=_env("LOG_FILE"),
+        callback=_not_stdout("which logs never go to: leave --log-file out to log to stderr"),
         help="Append logs to this file instead of stderr.",
     )(func)
     return func

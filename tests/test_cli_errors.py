@@ -141,3 +141,41 @@ def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
     assert "-- AGENT [ARGS]... (acp-proxy replay --help)" in missing, missing
     unknown = acp("show", "--bogus").stderr.decode()
     assert "no such option '--bogus' (" in unknown, unknown
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--record", "-", "--", "true"], "'-' would be standard output"),
+        (["run", "--log-file", "-", "--", "true"], "logs never go to"),
+        (["probe", "--record", "-", "--", "true"], "'-' would be standard output"),
+        (["chat", "--record", "-", "--", "true"], "'-' would be standard output"),
+        (["demo", "--record", "-"], "'-' would be standard output"),
+        (["replay", "--as", "client", "--record", "-", "r.jsonl", "--", "a"], "standard output"),
+        (["run", "--no-record", "--record", "x.jsonl", "--", "true"], "--record has no effect"),
+        (["run", "--no-record", "--redact", "--", "true"], "--redact has no effect"),
+        (["run", "--no-record", "--no-stderr", "--", "true"], "--no-stderr has no effect"),
+        (["run", "--record", "out/", "--keep-days", "3", "--", "true"], "--keep-days has no"),
+        (["run", "--record", "out/", "--keep-size", "1G", "--", "true"], "--keep-size has no"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_stdout_is_never_a_file_and_options_that_would_do_nothing_are_refused(
+    args, said, tmp_path
+):
+    """``-`` is standard output, which carries the protocol (run, replay) or the command's
+    own output: never where a recording or the log goes, as a file named ``-`` or on it.
+    An option the others make do nothing is a usage error; nothing is started."""
+    proc = acp(*args, cwd=tmp_path)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert len(lines) == 1 and said in lines[0], lines
+    assert list(tmp_path.iterdir()) == []  # no file named '-', no recording
+
+
+def test_options_set_in_the_environment_are_for_the_commands_they_fit(tmp_path):
+    """What the environment sets is not a usage error where it does nothing: an editor
+    config's ACP_PROXY_REDACT stays harmless beside a command line's --no-record."""
+    env = {"ACP_PROXY_REDACT": "1", "ACP_PROXY_KEEP_DAYS": "3"}
+    proc = acp("run", "--no-record", "--", "true", env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import _color_option, _output, _say, _Seconds
+from acp_proxy.clihelp import (
+    NOT_A_RECORDING_PLACE,
+    _color_option,
+    _not_stdout,
+    _output,
+    _say,
+    _Seconds,
+)
 from acp_proxy.core.visible import visible
 
 
@@ -17,6 +24,7 @@ from acp_proxy.core.visible import visible
     "--record",
     metavar="FILE",
     type=click.Path(dir_okay=False),
+    callback=_not_stdout(NOT_A_RECORDING_PLACE),
     help="Where to write the demo's transcript. Default: a new file in the recordings directory.",
 )
 @click.option(

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy.clihelp import (
+    NOT_A_RECORDING_PLACE,
     _color_option,
     _colored,
     _env,
     _exit,
+    _not_stdout,
     _only_with,
     _open_log,
     _output,
@@ -50,6 +52,7 @@ def _recording_options(func: Any) -> Any:
                 "--record",
                 metavar="PATH",
                 envvar=_env("RECORD"),
+                callback=_not_stdout(NOT_A_RECORDING_PLACE),
                 help="Where the session is recorded, as for run. Default: the recordings "
                 "directory.",
             ),

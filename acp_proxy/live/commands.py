@@ -15,10 +15,13 @@ from acp_proxy.clihelp import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
     EXIT_PROXY_FAILED,
+    NOT_A_RECORDING_PLACE,
     _colored,
     _env,
     _exit,
     _logging_options,
+    _not_stdout,
+    _only_with,
     _open_log,
     _prune,
     _say,
@@ -56,12 +59,22 @@ def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
         return None
 
 
+def _no_effect(record: str | None, no_record: bool) -> None:
+    """``run``'s options that would do nothing, given on the command line: usage errors."""
+    if no_record:  # options that shape the recording, where there is none
+        _only_with("with --no-record", "record", "redact", "no_stderr")
+    if record is not None:
+        _only_with("with --record (it tidies the default recordings directory)",
+                   "keep_days", "keep_size")  # fmt: skip
+
+
 @click.command(context_settings={"allow_interspersed_args": False})
 @click.option(
     "--record",
     "record",
     metavar="PATH",
     envvar=_env("RECORD"),
+    callback=_not_stdout(NOT_A_RECORDING_PLACE),
     help="Directory (or path ending in /) for a new file per session, or a file to append to. "
     "Default: $ACP_PROXY_RECORD_DIR, else $XDG_STATE_HOME/acp-proxy/recordings, "
     "else ~/.local/state/acp-proxy/recordings.",
@@ -147,6 +160,7 @@ def run(
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
 
+    _no_effect(record, no_record)
     argv = list(command)
     # The agent first: its start overlaps the proxy's (what it writes waits in its pipe).
     try:

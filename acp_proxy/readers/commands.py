@@ -16,6 +16,7 @@ import click
 from acp_proxy.clihelp import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
+    NOT_A_RECORDING_PLACE,
     _cannot_write,
     _color_option,
     _colored,
@@ -23,6 +24,7 @@ from acp_proxy.clihelp import (
     _env,
     _given,
     _logging_options,
+    _not_stdout,
     _only_with,
     _open_log,
     _output,
@@ -151,6 +153,7 @@ def _connection(path: str, connection: int | None, session_id: str | None) -> in
 @click.option(
     "--record",
     metavar="PATH",
+    callback=_not_stdout(NOT_A_RECORDING_PLACE),
     help="As the client: record the new session there (as `run --record` does).",
 )
 @click.option(
