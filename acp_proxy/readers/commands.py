@@ -93,7 +93,7 @@ def _connection(path: str, connection: int | None, session_id: str | None) -> in
     return number
 
 
-@click.command(context_settings={"allow_interspersed_args": False})
+@click.command()  # options after RECORDING too; after `--`, the agent's command is its own
 @click.option(
     "--as",
     "role",

@@ -743,10 +743,15 @@ def drive_agent(
     replay = ClientReplay(script, ignore, skip_updates)
     result = ClientResult(replay.divergences)
     with subprocess.Popen(
-        [*command, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ
+        [*command, "--", *agent],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ,
     ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         stdin, inbox = proc.stdin, _lines(proc.stdout)
+        logs = _Passed(proc.stderr)
         try:
             _send(stdin, replay.start())
             while not replay.done:
@@ -761,6 +766,9 @@ def drive_agent(
                 _send(stdin, replay.receive(line))
         except BrokenPipeError:
             replay.agent_closed()
+        except KeyboardInterrupt:  # what the proxy says of the session cut short is noise now
+            logs.passing = False
+            raise
         finally:
             with contextlib.suppress(BrokenPipeError):
                 stdin.close()
@@ -769,7 +777,27 @@ def drive_agent(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 result.proxy_status = proc.wait()
+            logs.thread.join(timeout=5)
     return result
+
+
+class _Passed:
+    """The proxy's stderr (its log, the agent's stderr) passed on to ours as it comes, by a
+    thread, until :attr:`passing` is turned off (Ctrl-C: the user stopped the replay, and
+    the findings of a session cut short are not the agent's)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.passing = True
+        self.thread = threading.Thread(target=self._pass, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pass(self, stream: IO[bytes]) -> None:
+        ours = sys.stderr.buffer
+        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+            if self.passing:
+                with contextlib.suppress(OSError, ValueError):
+                    ours.write(chunk)
+                    ours.flush()
 
 
 def _lines(stream: IO[bytes]) -> queue.Queue[bytes | None]:

@@ -3,6 +3,7 @@ through real processes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -217,6 +218,39 @@ def test_as_client_the_example_agent_passes(recording, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr.decode()
     assert len(frames(new)) == len(frames(recording))
+
+
+def test_options_after_the_recording_are_options_and_after_dashes_the_agents(recording, tmp_path):
+    """As with show and git: an option after RECORDING is replay's own (it was taken for the
+    agent's command); after `--`, every word is the agent's, its options too."""
+    new = tmp_path / "new.jsonl"
+    argv = [*PROXY, "replay", "--as", "client", str(recording), "--record", str(new),
+            "--timeout", "30", "--", *EXAMPLE_AGENT]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, timeout=120, env=clean_env())
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(frames(new)) == len(frames(recording))
+    request = client_lines(recording)[0] + b"\n"
+    fast = subprocess.run([*PROXY, "replay", str(recording), "--speed", "0"], input=request,
+                          capture_output=True, timeout=60, env=clean_env())  # fmt: skip
+    assert fast.returncode == 1 and b"the client stopped early" in fast.stderr, fast.stderr
+
+
+def test_ctrl_c_stops_a_client_replay_quietly(recording):
+    """Ctrl-C (SIGINT to the terminal's process group) mid-session: exit 130, and no
+    findings of the session it cut short (a turn still running is the user's doing)."""
+    import signal
+
+    slow = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "1"]
+    with subprocess.Popen(
+        [*PROXY, "replay", "--as", "client", str(recording), "--", *slow],
+        stderr=subprocess.PIPE, env=clean_env(), start_new_session=True,
+    ) as proc:  # fmt: skip
+        time.sleep(3)  # the prompt turn is under way (a chunk a second)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr.decode()
+    assert b"turn-still-running" not in stderr and b"findings in all" not in stderr, stderr
+    assert b"Traceback" not in stderr
 
 
 def test_as_client_a_misbehaving_agent_fails_with_the_frame_named(recording):
