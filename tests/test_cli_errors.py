@@ -160,9 +160,7 @@ def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else "",
 )
-def test_stdout_is_never_a_file_and_options_that_would_do_nothing_are_refused(
-    args, said, tmp_path
-):
+def test_stdout_is_never_a_file_and_options_that_would_do_nothing_are_refused(args, said, tmp_path):
     """``-`` is standard output, which carries the protocol (run, replay) or the command's
     own output: never where a recording or the log goes, as a file named ``-`` or on it.
     An option the others make do nothing is a usage error; nothing is started."""
