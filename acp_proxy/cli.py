@@ -228,6 +228,37 @@ _EXAMPLES = {
 for _name, _lines in _EXAMPLES.items():
     cli.commands[_name].epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in _lines)
 
+#: Each command in a few words, for the group's list (its docstring's first sentence is
+#: cut there at the terminal's width).
+_SHORT = {
+    "run": "Relay an agent's stdio, recording and validating it.",
+    "probe": "Check an agent without an editor.",
+    "chat": "Talk to an agent from a terminal or a script.",
+    "demo": "Try the proxy on the example agent.",
+    "show": "A recording as a timeline or as the conversation.",
+    "follow": "Show a recording live as it grows (tail -f).",
+    "report": "A recording as one self-contained HTML page.",
+    "inspect": "Serve the sessions' pages on 127.0.0.1, live.",
+    "validate": "Check recorded sessions again; exit 1 on an error.",
+    "rules": "The rules the validator checks, or one explained.",
+    "stats": "Figures: traffic, methods, latency, turns.",
+    "diff": "What changed between two recorded sessions.",
+    "ls": "The recorded sessions, newest first.",
+    "search": "Frames across recordings matching a pattern.",
+    "redact": "A copy of a recording safe to share.",
+    "replay": "Play a recording as the agent, or as the client.",
+}
+for _name, _short in _SHORT.items():
+    cli.commands[_name].short_help = _short
+cli.epilog = (
+    "\b\nExamples:\n"
+    "  acp-proxy run -- my-agent --acp     (as the agent command in the editor)\n"
+    "  acp-proxy probe -- my-agent --acp\n"
+    "  acp-proxy ls                        (the recorded sessions, newest first)\n"
+    "  acp-proxy report session.jsonl\n"
+    "\nacp-proxy COMMAND --help says more about each."
+)
+
 
 def main() -> None:
     """Entry point: the click group, plus a quiet exit when stdout is closed early.

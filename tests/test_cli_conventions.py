@@ -514,6 +514,12 @@ def test_every_command_help_ends_with_examples():
         examples = [line.strip() for line in lines[start + 1 :]]
         assert 2 <= len(examples) <= 3, (name, examples)
         assert all(line.startswith(f"acp-proxy {name}") for line in examples), (name, examples)
+    group = acp("--help").stdout.decode()
+    listed = group[group.index("Commands:") : group.index("Examples:")].splitlines()[1:]
+    assert {line.split()[0] for line in listed if line.strip()} == set(cli.commands)
+    assert not [line for line in listed if line.endswith("...")], listed  # none cut short
+    examples = group[group.index("Examples:") :].splitlines()[1:]
+    assert sum(line.strip().startswith("acp-proxy ") for line in examples) >= 3, examples
 
 
 def test_dash_is_standard_input_for_the_readers():
