@@ -64,6 +64,11 @@ def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
             ctx = ctx.parent
         command = " ".join(["acp-proxy", *reversed(names)])
     message = " ".join(exc.format_message().split())
+    param = getattr(exc, "param", None)
+    if exc.ctx is not None and isinstance(param, click.Option) and param.name:
+        source = exc.ctx.get_parameter_source(param.name)
+        if source == click.core.ParameterSource.ENVIRONMENT and param.envvar:
+            message += f" (set by ${param.envvar})"  # not on the command line: say where
     if not message.endswith(".."):  # a sentence's stop, not an ellipsis ("[ARGS]...")
         message = message.removesuffix(".")
     if message[:2].istitle():  # "No such option", "Invalid value", "Missing argument"

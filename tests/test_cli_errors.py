@@ -177,3 +177,13 @@ def test_options_set_in_the_environment_are_for_the_commands_they_fit(tmp_path):
     env = {"ACP_PROXY_REDACT": "1", "ACP_PROXY_KEEP_DAYS": "3"}
     proc = acp("run", "--no-record", "--", "true", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_bad_value_from_the_environment_names_the_variable(tmp_path):
+    """A malformed value set in the environment (an editor's config) says where it is set."""
+    proc = acp("run", "--", "true", env={"ACP_PROXY_GRACE": "soon"}, cwd=tmp_path)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert "invalid value for '--grace'" in lines[0] and "(set by $ACP_PROXY_GRACE)" in lines[0]
+    given = acp("run", "--grace", "soon", "--", "true", cwd=tmp_path)
+    assert b"set by" not in given.stderr
