@@ -49,6 +49,7 @@ __all__ = [
     "Hit",
     "Pattern",
     "SessionSummary",
+    "Unlisted",
     "index_path",
     "list_sessions",
     "parse_age",
@@ -201,14 +202,46 @@ def select(
     return sorted(kept, key=lambda s: (s.start or "", s.path), reverse=True)
 
 
+@dataclass
+class Unlisted:
+    """A file that could not be listed or searched, and the line that says why: ``unreadable``
+    when it could not be read (a session may be in it), else it is no recording; ``empty``: it
+    holds nothing yet (a session starting writes its start record next)."""
+
+    path: Path
+    message: str
+    unreadable: bool
+    empty: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _unlisted(path: Path, exc: RecordingError) -> Unlisted:
+    message = str(exc)
+    # (the reader words every failure to read, as opposed to what it read, so)
+    unreadable = message.startswith(f"cannot read {path}:")
+    empty = False
+    if not unreadable and str(path) != "-":
+        with contextlib.suppress(OSError):
+            empty = path.stat().st_size == 0
+    return Unlisted(path, message, unreadable, empty)
+
+
+#: What ``search`` names standard input (``-``) by, as grep does.
+STDIN_NAME = "(standard input)"
+
+
 def recordings_in(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
-    """The recordings named (files) or held (directories, not recursively); and what could
-    not be looked at, each said in a line."""
+    """The recordings named (files; ``-``: standard input) or held (directories, not
+    recursively); and what could not be looked at, each said in a line."""
     found: list[Path] = []
     problems: list[str] = []
     for target in targets:
         path = Path(target)
-        if path.is_dir():
+        if target == "-":
+            found.append(path)
+        elif path.is_dir():
             try:
                 found += sorted(p for p in path.iterdir() if p.suffix == ".jsonl" and p.is_file())
             except OSError as exc:
@@ -220,11 +253,11 @@ def recordings_in(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
     return found, problems
 
 
-def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str]]:
+def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unlisted]]:
     """Every session of the recordings, from each directory's index where the file has not
-    changed; and the files that could not be read, each said in a line."""
+    changed; and the files that could not be read or are no recording."""
     sessions: list[SessionSummary] = []
-    problems: list[str] = []
+    problems: list[Unlisted] = []
     by_dir: dict[Path, list[Path]] = {}
     for path in paths:
         by_dir.setdefault(path.parent, []).append(path)
@@ -235,7 +268,7 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str
             try:
                 info = path.stat()
             except OSError as exc:
-                problems.append(f"cannot read {path}: {exc.strerror}")
+                problems.append(Unlisted(path, f"cannot read {path}: {exc.strerror}", True))
                 continue
             entry = index.get(path.name)
             found_in_index = (
@@ -251,7 +284,7 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[str
                 try:
                     found = summarize(path)
                 except RecordingError as exc:
-                    problems.append(str(exc))
+                    problems.append(_unlisted(path, exc))
                     continue
                 index[path.name] = {
                     "size": info.st_size,
@@ -657,11 +690,12 @@ def search(
     session: str | None = None,
     ignore_case: bool = False,
     first: bool = False,
-) -> Iterator[Hit | str]:
+) -> Iterator[Hit | Unlisted]:
     """The frames across recordings whose method, update variant, rule or text matches
-    ``pattern`` (a regular expression), narrowed as ``show`` narrows; a line for each file
-    that cannot be read (a ``str``). ``first``: only each file's first (``search -l``: the
-    rest of a file that matched is not read)."""
+    ``pattern`` (a regular expression), narrowed as ``show`` narrows; each file that cannot
+    be read or is no recording (an :class:`Unlisted`). ``-`` is standard input, its hits
+    named :data:`STDIN_NAME`. ``first``: only each file's first (``search -l``: the rest of
+    a file that matched is not read)."""
     regex = Pattern(pattern, ignore_case)
     only = TimelineFilter(side, method, session, rule=rule)
     for path in paths:
@@ -671,14 +705,15 @@ def search(
                 if first:
                     break
         except RecordingError as exc:
-            yield str(exc)
+            yield _unlisted(path, exc)
 
 
 def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:
     """:func:`search` in one recording."""
+    name = STDIN_NAME if path == "-" else path
     for item in read(path):
         for candidate in _candidates(regex, only, item):
-            hit = _match(regex, path, candidate, only)
+            hit = _match(regex, name, candidate, only)
             if hit is not None:
                 yield hit
 

@@ -479,9 +479,32 @@ def _age(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
 
 
 def _targets(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """What ``ls`` and ``search`` look at: the paths given, else the recordings directory;
+    none when that directory is not made yet (no session was recorded: no recordings, no
+    error). A directory the user names that does not exist stays an error."""
     from acp_proxy.transcript.names import default_record_dir
 
-    return paths or (str(default_record_dir()),)
+    if paths:
+        return paths
+    default = default_record_dir()
+    return (str(default),) if os.path.lexists(default) else ()
+
+
+def _unlisted(problems: list[Any], targets: tuple[str, ...]) -> bool:
+    """Say each file ``ls`` or ``search`` could not take; whether one fails the command (exit
+    2, as grep's unreadable file, even when others matched): a file named that cannot be
+    read or is no recording, and any file that cannot be read (a session may be in it). A
+    file found in a directory that is no recording is said and does not fail it; an empty
+    one there is not even said (a session starting writes its start record next)."""
+    named = {Path(t) for t in targets if t == "-" or not Path(t).is_dir()}
+    failed = False
+    for problem in problems:
+        if problem.path in named or problem.unreadable:
+            failed = True
+        elif problem.empty:
+            continue
+        _say(f"acp-proxy: {problem}")
+    return failed
 
 
 @click.command(name="ls")
@@ -537,8 +560,13 @@ def list_recordings(
     as_json = _json_wanted(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
     from acp_proxy.readers.catalog import prune as prune_directory
+    from acp_proxy.transcript.names import default_record_dir
 
+    if "-" in paths:  # (ls lists files: their size, their time, an index of them)
+        raise click.UsageError("ls lists recordings on disk, not standard input (show - reads it)")
     targets = _targets(paths)
+    if not targets:
+        _say(f"acp-proxy: no recordings yet in {default_record_dir()}")
     if not prune:
         _only_with("without --prune", "keep_days", "keep_size", "dry_run")
     if prune:
@@ -550,14 +578,15 @@ def list_recordings(
                 for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
                     _say(f"acp-proxy: {done} {removed}")
     files, problems = recordings_in(targets)
-    sessions, unreadable = list_sessions(files)
-    for problem in [*problems, *unreadable]:
+    for problem in problems:
         _say(f"acp-proxy: {problem}")
+    sessions, unlisted = list_sessions(files)
+    failed = _unlisted(unlisted, targets)
     shown = select(sessions, since, until, agent, with_findings)
     with _output("never") as emit:
         for line in (dumps(s.as_json()).decode() for s in shown) if as_json else table(shown):
             emit(line)
-    sys.exit(2 if problems and not sessions else 0)
+    sys.exit(2 if problems or failed else 0)
 
 
 @click.command()
@@ -649,7 +678,7 @@ def search(
         raise click.UsageError("--format json has no effect with -l (it prints file names)")
     import re
 
-    from acp_proxy.readers.catalog import Hit, recordings_in
+    from acp_proxy.readers.catalog import Unlisted, recordings_in
     from acp_proxy.readers.catalog import search as find
 
     try:
@@ -658,14 +687,15 @@ def search(
         raise click.BadParameter(f"{pattern!r}: {exc}", param_hint="PATTERN") from None
     if rule is not None:
         _known_rule(rule)
-    files, problems = recordings_in(_targets(paths))
+    targets = _targets(paths)
+    files, problems = recordings_in(targets)
     for problem in problems:
         _say(f"acp-proxy: {problem}")
-    matched, named = False, set()
+    matched, named, failed = False, set(), False
     with _output("never") as emit:
         for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
-            if not isinstance(hit, Hit):
-                _say(f"acp-proxy: {hit}")
+            if isinstance(hit, Unlisted):
+                failed = _unlisted([hit], targets) or failed
                 continue
             matched = True
             # (a newline in a file name, a rule or a finding makes no line of its own)
@@ -679,7 +709,7 @@ def search(
                 seq = "-" if hit.seq is None else hit.seq
                 rules = f"  [{', '.join(hit.rules)}]" if hit.rules else ""
                 emit(visible(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}"))
-    sys.exit(0 if matched else 2 if problems and not files else 1)
+    sys.exit(2 if problems or failed else 0 if matched else 1)
 
 
 def _known_rule(glob: str) -> None:

@@ -250,7 +250,7 @@ def _listing(inspector: Inspector) -> bytes:
         ]
         text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)
         rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')
-    said = "".join(f"<p class=dim>{html.escape(visible(p))}</p>" for p in problems)
+    said = "".join(f"<p class=dim>{html.escape(visible(str(p)))}</p>" for p in problems)
     # JSON in a script element: its text is never HTML-decoded, so escaped as report's data is
     config = embed({"events": events}).decode()
     return f"""<!doctype html>
