@@ -618,6 +618,8 @@ def inspect(
     target = Path(path) if path else default_record_dir()
     if not target.exists():
         raise _Unreadable(f"{target}: no such file or directory")
+    if not target.is_dir():
+        _inspectable(target)
     inspector = Inspector(target)
     ready = threading.Event()
     server = threading.Thread(
@@ -643,6 +645,22 @@ def inspect(
                 webbrowser.open(page.as_uri())
         while server.is_alive():  # (Ctrl-C: exit 130, as every command; the stack cleans up)
             server.join(0.5)
+
+
+def _inspectable(target: Path) -> None:
+    """A file to inspect is refused before anything is served unless it is a recording (one
+    line, exit 2); an empty one the recorder holds is one about to be written (served: it
+    grows as it is recorded)."""
+    from acp_proxy.readers.annotate import RecordingError, open_recording
+    from acp_proxy.readers.catalog import being_written
+
+    try:
+        with contextlib.suppress(OSError):
+            if target.stat().st_size == 0 and being_written(target):
+                return
+        next(iter(open_recording(str(target))), None)
+    except RecordingError as exc:
+        raise _Unreadable(str(exc)) from None
 
 
 @click.command()
