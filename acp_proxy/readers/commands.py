@@ -821,14 +821,23 @@ def show(
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
 
+    # (each option named as the user wrote it)
+    as_typed = "--json" if legacy_json else "--format json"
+    view = "--conversation" if conversation else as_typed
     if seq is not None:
         if conversation or as_json:
-            raise click.UsageError("--seq shows one frame: not with --conversation or --json")
+            raise click.UsageError(f"--seq shows one frame: not with {view}")
         _only_with("with --seq", "side", "method", "session", "violations")
         _show_frame(recording, seq, revalidate, color)
         return
     if conversation or as_json:
         from acp_proxy.readers.text import conversation_lines
+
+        # The conversation is the session's state, as a client renders it: no frames to keep
+        # by side or method, no findings (so none to recompute); --session picks one.
+        _only_with(f"with {view}", "side", "method", "violations", "revalidate")
+        if as_json:
+            _only_with(f"with {as_typed}", "color", "no_color")
 
         # the whole file is read before anything is shown
         connections = Conversation.per_connection(read(recording, validate=False))
@@ -1002,6 +1011,10 @@ def diff(
 
     from acp_proxy.readers.diff import compare, lines, load
 
+    if fmt == "json":
+        _only_with("with --format json", "color", "no_color")
+    if "timing" not in only:
+        _only_with("without timing in --only", "slower")
     sides = []
     numbers = [_connection(path, connection, session_id) for path in (a, b)]
     session = numbers[0] if numbers[0] == numbers[1] else numbers
