@@ -139,7 +139,8 @@ def _env(name: str) -> str:
 #: command's own output).
 NOT_A_RECORDING_PLACE = "which a recording never goes to: name a file or a directory"
 
-#: What ``--color`` takes: auto (on a terminal, unless NO_COLOR is set), always, never.
+#: What ``--color`` takes: auto (on a terminal, unless NO_COLOR is set or TERM is dumb),
+#: always, never.
 COLOR_WHEN = ("auto", "always", "never")
 
 
@@ -163,8 +164,8 @@ def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[.
             show_default=True,
             envvar=_env("COLOR"),
             metavar="WHEN",
-            help=f"{description}: auto (only on a terminal, and not when NO_COLOR is set), "
-            "always or never.",
+            help=f"{description}: auto (only on a terminal, not when NO_COLOR is set or "
+            "TERM=dumb), always or never.",
         )(func)
 
     return add
@@ -259,14 +260,17 @@ def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
 
 def _colored(color: str, stream: Any = None) -> bool:
     """Whether ``stream`` (stdout by default) is coloured: as ``--color`` says; ``auto``
-    only on a terminal, and not when ``NO_COLOR`` is set (no-color.org)."""
+    only on a terminal, not when ``NO_COLOR`` is set (no-color.org), and not on a terminal
+    that says it shows none (``TERM=dumb``, as git and ripgrep)."""
     ctx = click.get_current_context(silent=True)
     if color == "never" or (ctx is not None and ctx.meta.get("acp_proxy.no_color")):
         return False
     if color == "always":
         return True
     stream = sys.stdout if stream is None else stream
-    return not os.environ.get("NO_COLOR") and bool(getattr(stream, "isatty", bool)())
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", bool)())
 
 
 #: Lines written at once by :func:`_output`.
