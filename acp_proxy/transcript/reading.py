@@ -125,9 +125,8 @@ def _after_start(path: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tupl
 
 def _no_start(path: str, lines: list[tuple[int, bytes]]) -> str:
     """The one line for a file of JSON lines that holds no session: what it seems to be."""
-    message = (
-        f"{path} is not an acp-proxy recording: no start record in the first {len(lines)} lines"
-    )
+    first = "the first line" if len(lines) == 1 else f"the first {len(lines)} lines"
+    message = f"{path} is not an acp-proxy recording: no start record in {first}"
     if all(_bare_message(line) for _, line in lines):
         message += (
             " (they are bare JSON-RPC messages, a raw capture: record the session with "
