@@ -563,7 +563,7 @@ def list_recordings(
     from acp_proxy.transcript.names import default_record_dir
 
     if "-" in paths:  # (ls lists files: their size, their time, an index of them)
-        raise click.UsageError("ls lists recordings on disk, not standard input (show - reads it)")
+        raise click.UsageError("- (standard input) is no file to list (show - reads it)")
     targets = _targets(paths)
     if not targets:
         _say(f"acp-proxy: no recordings yet in {default_record_dir()}")
