@@ -86,7 +86,11 @@ def turn(request_id: object, session: str) -> None:
         text = (read.get("result") or {}).get("content", "")  # type: ignore[attr-defined]
         ask("fs/write_text_file", {"sessionId": session, "path": ARG + ".written",
                                    "content": f"read: {text}"})  # fmt: skip
-    words = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
+    if BUG == "endless":  # one chunk, then the turn never ends
+        update(named, {"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": "Hello "}})  # fmt: skip
+        threading.Event().wait()
+    words: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
     if BUG == "slow-stream":
         words = ("word",) * 20
     for word in words:
@@ -94,8 +98,6 @@ def turn(request_id: object, session: str) -> None:
             break
         update(named, {"sessionUpdate": "agent_message_chunk",
                        "content": {"type": "text", "text": word + " "}})  # fmt: skip
-        if BUG == "endless":
-            threading.Event().wait()  # the turn never ends
         time.sleep(0.5 if BUG == "slow-stream" else 0.1)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
     if BUG == "bad-stop":
