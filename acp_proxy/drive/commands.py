@@ -127,7 +127,8 @@ def _probe_checks(
     type=_Seconds(open_low=True, high=3600.0),
     default=30.0,
     show_default=True,
-    help="Seconds each step may take (a response, a turn).",
+    help="Seconds each step may take: a response, or a whole turn (then it is cancelled, "
+    "and its answer waited for as long again).",
 )
 @click.option(
     "--permissions",

@@ -10,10 +10,14 @@ of an agent that wrote nothing there).
   (a check knows the ``seq`` range it spans); a line on stdout that is not a message (the
   transport's findings) counts against ``stdout``, a permission rule against
   ``permission``. Warnings are listed with their check and fail nothing.
-- Every wait has a bound (``timeout``, per step: a response, or a turn's end); an agent that
+- Every wait has a bound (``timeout``, per step: a response, or a whole turn); an agent that
   hangs, crashes or exits fails the check it was in, with its exit status (or that it is
   still running) and the last lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`:
-  a long one cut in its middle), and the checks after it are skipped.
+  a long one cut in its middle), and the checks after it are skipped. A turn not ended in
+  time is cancelled and its answer waited for as long again: no prompt is sent to a session
+  whose prompt is unanswered (the next turn gets a new session).
+- What the probe refused or did for a check (a file outside the sandbox, a new session) is a
+  note on it: the agent's asking is no fault of its.
 - Safe by default: the services answer ``fs`` only inside a scratch directory, permission
   requests by the policy, and run no command unless ``allow_terminal``.
 
