@@ -14,6 +14,10 @@ Usage: python probe_agent.py [BUG [ARG]]
   terminal MARKER     asks for a terminal running `touch MARKER` during the turn
   fs PATH             reads PATH, then writes PATH + ".written", during the turn
   error-prompt        answers session/prompt with a JSON-RPC error
+  slow-stream         a turn streams a chunk every 0.5 s for 10 s (honouring session/cancel)
+  endless             a turn never ends: one chunk, then nothing (session/cancel ignored)
+  bad-stop            ends a turn with a stop reason full of control characters
+  auth                offers the auth methods "oauth" and "api-key"
 """
 
 from __future__ import annotations
@@ -82,13 +86,22 @@ def turn(request_id: object, session: str) -> None:
         text = (read.get("result") or {}).get("content", "")  # type: ignore[attr-defined]
         ask("fs/write_text_file", {"sessionId": session, "path": ARG + ".written",
                                    "content": f"read: {text}"})  # fmt: skip
-    for word in ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly."):
+    if BUG == "endless":  # one chunk, then the turn never ends
+        update(named, {"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": "Hello "}})  # fmt: skip
+        threading.Event().wait()
+    words: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
+    if BUG == "slow-stream":
+        words = ("word",) * 20
+    for word in words:
         if session in _cancelled and BUG != "ignore-cancel":
             break
         update(named, {"sessionUpdate": "agent_message_chunk",
                        "content": {"type": "text", "text": word + " "}})  # fmt: skip
-        time.sleep(0.1)
+        time.sleep(0.5 if BUG == "slow-stream" else 0.1)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
+    if BUG == "bad-stop":
+        stop = "end_turn\x1b[31mRED\x07\nFAKE: line\r\u202eevil"
     _cancelled.discard(session)
     send({"id": request_id, "result": {"stopReason": stop}})
     if BUG == "late-update":
@@ -120,7 +133,8 @@ def main() -> None:
                 "protocolVersion": version,
                 "agentCapabilities": {"loadSession": False},
                 "agentInfo": {"name": "probe-agent", "version": "1.0"},
-                "authMethods": [],
+                "authMethods": [{"id": "oauth", "name": "OAuth"},
+                                {"id": "api-key", "name": "API key"}] if BUG == "auth" else [],
             }})  # fmt: skip
         elif method == "session/new":
             sessions += 1

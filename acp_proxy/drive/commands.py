@@ -109,7 +109,7 @@ def _probe_checks(
     for name in value:
         if name not in CHECK_NAMES:
             raise click.BadParameter(
-                f"no check {visible(name)!r} (one of: {', '.join(CHECK_NAMES)}; see probe --list)"
+                f'no check "{visible(name)}" (one of: {", ".join(CHECK_NAMES)}; see probe --list)'
             )
     return value
 
@@ -127,7 +127,8 @@ def _probe_checks(
     type=_Seconds(open_low=True, high=3600.0),
     default=30.0,
     show_default=True,
-    help="Seconds each step may take (a response, a turn).",
+    help="Seconds each step may take: a response, or a whole turn (then it is cancelled, "
+    "and its answer waited for as long again).",
 )
 @click.option(
     "--permissions",
@@ -197,13 +198,11 @@ def probe(
     from acp_proxy.drive import probe as probing
 
     if list_checks:
-        if command:
-            raise click.UsageError("--list takes no AGENT")
-        with _output("never") as emit:
-            for line in probing.list_lines():
-                emit(line)
+        _probe_list(command, fmt)
         return
     _agent_given(command, record, no_record)
+    if prompt_text is not None and not prompt_text.strip():
+        raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
     if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
         raise click.UsageError("--only and --skip leave no check to run")
     configure("warning", "console", _open_log(None))
@@ -235,6 +234,33 @@ def probe(
         _exit(130)
     _probe_output(result, fmt, color)
     _exit(1 if result.failed else 0)
+
+
+#: probe's options that do nothing with --list (all but --format).
+_PROBE_RUN_OPTIONS = (
+    "protocol", "prompt_text", "timeout", "permissions", "allow_terminal", "auth", "only",
+    "skip", "record", "no_record", "grace", "color", "no_color",
+)  # fmt: skip
+
+
+def _probe_list(command: tuple[str, ...], fmt: str) -> None:
+    """``probe --list``: the checks, as text or JSON; an option that would do nothing
+    with it (it runs no agent) is a usage error."""
+    from acp_proxy.drive import probe as probing
+
+    if command:
+        raise click.UsageError("--list takes no AGENT")
+    _only_with("with --list", *_PROBE_RUN_OPTIONS)
+    if fmt == "junit":
+        raise click.UsageError("--format junit has no effect with --list (text or json)")
+    with _output("never") as emit:
+        if fmt == "json":
+            import orjson
+
+            emit(dumps(probing.list_json(), option=orjson.OPT_INDENT_2).decode())
+            return
+        for line in probing.list_lines():
+            emit(line)
 
 
 def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:

@@ -10,10 +10,14 @@ of an agent that wrote nothing there).
   (a check knows the ``seq`` range it spans); a line on stdout that is not a message (the
   transport's findings) counts against ``stdout``, a permission rule against
   ``permission``. Warnings are listed with their check and fail nothing.
-- Every wait has a bound (``timeout``, per step: a response, or a turn's end); an agent that
+- Every wait has a bound (``timeout``, per step: a response, or a whole turn); an agent that
   hangs, crashes or exits fails the check it was in, with its exit status (or that it is
   still running) and the last lines of its stderr (:func:`~acp_proxy.drive.words.gone_words`:
-  a long one cut in its middle), and the checks after it are skipped.
+  a long one cut in its middle), and the checks after it are skipped. A turn not ended in
+  time is cancelled and its answer waited for as long again: no prompt is sent to a session
+  whose prompt is unanswered (the next turn gets a new session).
+- What the probe refused or did for a check (a file outside the sandbox, a new session) is a
+  note on it: the agent's asking is no fault of its.
 - Safe by default: the services answer ``fs`` only inside a scratch directory, permission
   requests by the policy, and run no command unless ``allow_terminal``.
 
@@ -32,7 +36,7 @@ from typing import Any
 
 from acp_proxy.core.protocol import SESSION_UPDATES, STOP_REASONS, Kind
 from acp_proxy.core.validator import Violation
-from acp_proxy.core.visible import visible
+from acp_proxy.core.visible import dumps, visible
 from acp_proxy.drive.words import (
     agent_info,
     agent_words,
@@ -196,6 +200,9 @@ class Outcome:
     #: The frames it spans (seq, first and last), if it sent or saw any.
     seqs: tuple[int, int] | None = None
     findings: list[Violation] = field(default_factory=list)
+    #: What the probe did or refused during it that is no fault of the agent's (a file
+    #: outside the sandbox refused, a new session for a turn), escaped.
+    notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +212,7 @@ class Outcome:
             "spec": self.check.spec,
             "seqs": list(self.seqs) if self.seqs else None,
             "findings": [{**f.as_dict(), "seq": f.seq} for f in self.findings],
+            "notes": self.notes,
         }
 
 
@@ -279,6 +287,36 @@ class _Turn:
     went_on: list[Event] = field(default_factory=list)
 
 
+class _Services(Services):
+    """The services as the probe needs them. A permission request answered ``cancelled`` by
+    ``--permissions cancel`` cancels its turn first (session/cancel before the answer): in
+    ACP that answer is a client's that cancelled the turn. What is refused is kept, with the
+    ``seq`` it came at, as a note for the check it happened in."""
+
+    def __init__(self, sandbox: Path, **options: Any) -> None:
+        super().__init__(sandbox, **options)
+        self.client: Client | None = None
+        #: (seq, line): notes for the checks, by the frame they came after.
+        self.notes: list[tuple[int, str]] = []
+
+    def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = params.get("sessionId")
+        was = self.is_cancelled(session)
+        outcome = super().request_permission(params)
+        cancelling = self.permissions == "cancel" and not was and isinstance(session, str)
+        if cancelling and self.client is not None:  # (the answer is sent after this returns)
+            self.client.notify("session/cancel", {"sessionId": session})
+        return outcome
+
+    def said(self, line: str, loud: bool = True) -> None:
+        super().said(line, loud)
+        if loud and line.startswith("refused ") and self.client is not None:
+            self.note(line)
+
+    def note(self, line: str) -> None:
+        self.notes.append((self.client.seq if self.client else 0, shown_line(line)))
+
+
 def _result(reply: Reply, method: str) -> dict[str, Any]:
     """A successful reply's result object, or the check fails."""
     if reply.error is not None or "result" not in reply.value:
@@ -292,8 +330,11 @@ def _result(reply: Reply, method: str) -> dict[str, Any]:
 class _Probe:
     """One probe run: the checks in order over one client."""
 
-    def __init__(self, client: Client, options: Options, sandbox: Path) -> None:
+    def __init__(
+        self, client: Client, options: Options, sandbox: Path, services: _Services
+    ) -> None:
         self.client = client
+        self.services = services
         self.options = options
         self.timeout = options.timeout
         self.sandbox = str(sandbox)
@@ -306,7 +347,12 @@ class _Probe:
         self.gone: AgentGone | None = None
         self.handshake_failed = False
         self.permission_requests: list[Event] = []
-        self.permission_turns: list[_Turn] = []
+        #: Every turn begun, with the check it was begun for.
+        self.turns: list[tuple[str, _Turn]] = []
+        #: Sessions whose prompt was never answered (not even after session/cancel): no
+        #: other prompt goes to them, and their updates are the old turn's, not foreign.
+        self.busy: set[str] = set()
+        self.current = ""
         #: Whether an event of the agent's was taken (it wrote on stdout).
         self.heard = False
         #: The first check that failed unreported (not asked for, needed), and why.
@@ -324,6 +370,7 @@ class _Probe:
         if not wanted and not needed:
             return
         first = self.client.seq + 1
+        self.current = name
         status, reason = self._outcome(body, always)
         last = self.client.seq
         seqs = (first, last) if last >= first else None
@@ -347,7 +394,8 @@ class _Probe:
             self.gone = exc
             return FAIL, gone_words(exc)
         except Exception as exc:  # a bug of the probe's: said on its check, not a traceback
-            return FAIL, f"acp-proxy probe failed here (a bug; please report it): {exc!r}"
+            bug = visible(f"{type(exc).__name__}: {exc}")
+            return FAIL, f"acp-proxy probe failed here (a bug; please report it): {bug}"
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
         return _result(self.client.call(method, params, self.timeout), method)
@@ -374,10 +422,11 @@ class _Probe:
         version = result.get("protocolVersion")
         if type(version) is not int or version not in (1, 2) or version > asked:
             self.handshake_failed = True
+            may = " or ".join(str(v) for v in range(1, asked + 1))
             raise _Stop(
                 FAIL,
-                f"answered protocolVersion {shown(repr(version))}; the probe asked for "
-                f"{asked} (an agent answers that one or an older one it supports: 1 or 2)",
+                f"answered protocolVersion {_wire(version)}; the probe asked for {asked}, so "
+                f"the agent may answer {may}",
             )
         self.protocol = version
         methods = result.get("authMethods") or []
@@ -406,7 +455,10 @@ class _Probe:
                 why += f" (the agent offers {shown(', '.join(map(str, offered)))})"
             raise _Stop(SKIP, why)
         if method not in offered:
-            raise _Stop(FAIL, f"{shown(method)} is not among the agent's authMethods")
+            those = f"it offers: {', '.join(map(str, offered))}" if offered else "it offers none"
+            raise _Stop(
+                FAIL, f"{shown(method)} is not among the agent's authMethods ({shown(those)})"
+            )
         name = "authenticate" if self.protocol == 1 else "auth/login"
         self.call(name, {"methodId": method})
         return f"{name} {shown(method)} succeeded"
@@ -431,22 +483,22 @@ class _Probe:
         return f"session {shown(session)}"
 
     def prompt(self) -> str:
-        session = self.needs_session()
+        session = self.turn_session()
         turn = self.turn(session, self.options.prompt)
         self.prompted = True
         self.ended_well(turn, "the turn")
         updates = sum(1 for e in turn.events if e.method == "session/update")
-        return f"ended {shown(str(turn.stop))} after {_plural(updates, 'update')}"
+        return f"ended {_stop_words(turn.stop)} after {_plural(updates, 'update')}"
 
     def cancel(self) -> str:
-        session = self.needs_session()
+        session = self.turn_session()
         turn = self.turn(session, CANCEL_PROMPT, cancel=True)
         self.prompted = True
         if turn.cancelled_at is None:
             if turn.error is not None:
                 raise _Stop(FAIL, f"the prompt failed: {shown_line(turn.error)}")
             raise _Stop(
-                SKIP, f"the turn ended ({shown(str(turn.stop))}) before it could be cancelled"
+                SKIP, f"the turn ended ({_stop_words(turn.stop)}) before it could be cancelled"
             )
         if turn.error is not None and self.protocol == 2 and turn.error.startswith("error -32800"):
             self.nothing_after(turn, "the cancelled turn")
@@ -455,7 +507,7 @@ class _Probe:
             raise _Stop(FAIL, f"the cancelled prompt was answered with {shown_line(turn.error)}, "
                         "not stop reason cancelled")  # fmt: skip
         if turn.stop != "cancelled":
-            stop = shown(str(turn.stop))
+            stop = _stop_words(turn.stop)
             # Its end may have crossed the cancel: what it wrote before it read the cancel
             # arrives after it, at once (a burst in the pipe, on a loaded machine: 33 chunks).
             if len(turn.went_on) < WENT_ON or turn.went_on_for < WENT_ON_SECONDS:
@@ -470,16 +522,32 @@ class _Probe:
         return "the turn ended cancelled"
 
     def permission(self) -> str:
-        if not self.prompted:
+        if not self.turns:
             self.needs_session()  # (what stopped the turns, if anything did)
             raise _Stop(SKIP, "no turn ran (prompt and cancel were not checked)")
+        if not any(turn.ended for _, turn in self.turns):
+            names = list(dict.fromkeys(name for name, _ in self.turns))
+            checks = "check" if len(names) == 1 else "checks"
+            raise _Stop(SKIP, f"no turn ended (the {' and '.join(names)} {checks} failed)")
         if not self.permission_requests:
             raise _Stop(SKIP, "the agent asked for no permission during the turns")
-        unended = [t for t in self.permission_turns if not t.ended]
-        if unended:
-            raise _Stop(FAIL, "a turn that asked for permission did not end")
+        asked = [turn for _, turn in self.turns if turn.permissions]
+        ended = [turn for turn in asked if turn.ended]
+        if not ended:
+            raise _Stop(SKIP, "no turn that asked for permission ended")
         count = _plural(len(self.permission_requests), "request")
-        return f"{count} answered by --permissions {self.options.permissions}"
+        said = f"{count} answered by --permissions {self.options.permissions}"
+        if self.options.permissions != "cancel":
+            return said
+        for turn in ended:  # the answer cancelled: the probe cancelled the turn
+            stopped = turn.stop == "cancelled" or (
+                self.protocol == 2 and (turn.error or "").startswith("error -32800")
+            )
+            if not stopped:
+                how = shown_line(turn.error) if turn.error else _stop_words(turn.stop)
+                raise _Stop(FAIL, f"{said}, with session/cancel; the turn ended {how}, not "
+                            "cancelled")  # fmt: skip
+        return f"{said}, with session/cancel; the turns ended cancelled"
 
     def session_load(self) -> str:
         session = self.needs_session()
@@ -581,9 +649,12 @@ class _Probe:
         deadline = time.monotonic() + self.timeout
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimedOut(f"response to {what}", self.timeout)
-            event = self.client.next_event(left)
+            try:
+                if left <= 0:
+                    raise TimedOut(f"response to {what}", self.timeout)
+                event = self.client.next_event(left)
+            except TimedOut:  # said with the bound the user set, not the time left
+                raise TimedOut(f"response to {what}", self.timeout) from None
             self.note(event)
             yield event
             if event.kind is Kind.RESPONSE and event.value.get("id") == pending.id:
@@ -594,12 +665,37 @@ class _Probe:
         if event.method == "session/request_permission":
             self.permission_requests.append(event)
 
+    def turn_session(self) -> str:
+        """The session for a turn: the probe's, unless a prompt of its was never answered
+        (two prompts never run at once in a session): then a new one, else the check
+        skips."""
+        session = self.needs_session()
+        if session not in self.busy:
+            return session
+        why = f"session {shown(session)}'s prompt was never answered"
+        try:
+            reply = self.client.call(
+                "session/new", {"cwd": self.sandbox, "mcpServers": []}, self.timeout
+            )
+        except TimedOut:
+            raise _Stop(SKIP, f"{why}, and session/new for another was not answered within "
+                        f"{self.timeout:g}s (--timeout)") from None  # fmt: skip
+        result = reply.result if reply.error is None else None
+        new = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(result, dict) or not isinstance(new, str) or not new:
+            raise _Stop(SKIP, f"{why}, and session/new for another failed")
+        self.services.note(f"{why}: this turn ran in a new session, {new}")
+        self.session, self.new_result = new, result
+        return new
+
     def turn(self, session: str, text: str, cancel: bool = False) -> _Turn:
         """A prompt turn, to its end (v1: the prompt's response; v2: the idle), then
         :data:`SETTLE` seconds of listening for what comes after it; with ``cancel``,
-        ``session/cancel`` as soon as the turn shows it is under way."""
+        ``session/cancel`` as soon as the turn shows it is under way. The turn, whole,
+        takes at most the timeout (:meth:`overdue`)."""
         prompt = {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
         turn = _Turn(session, self.client.request("session/prompt", prompt))
+        self.turns.append((self.current, turn))
         deadline = time.monotonic() + self.timeout
         while not turn.ended:
             left = deadline - time.monotonic()
@@ -607,17 +703,14 @@ class _Probe:
                 if left <= 0:
                     raise TimedOut("end of the turn", self.timeout)
                 event = self.client.next_event(left)
-            except TimedOut:  # the agent is asked to stop the turn; the check fails
-                self.client.notify("session/cancel", {"sessionId": session})
-                raise
+            except TimedOut:
+                raise self.overdue(turn) from None
             self.take(turn, event)
             under_way = event.method in ("session/update", "session/request_permission")
             if cancel and under_way and turn.cancelled_at is None and not turn.ended:
                 turn.cancelled_at = self.client.seq  # what the agent wrote before it
                 turn.cancelled_time = time.monotonic()
                 self.client.notify("session/cancel", {"sessionId": session})
-        if turn.permissions:
-            self.permission_turns.append(turn)
         settle = time.monotonic() + min(SETTLE, self.timeout)
         while (left := settle - time.monotonic()) > 0:
             try:
@@ -629,6 +722,31 @@ class _Probe:
                 if event.update not in SESSION_UPDATES:
                     turn.after.append(event)
         return turn
+
+    def overdue(self, turn: _Turn) -> _Stop:
+        """A turn that did not end within the timeout: the agent is asked to stop it
+        (session/cancel), and its prompt's answer waited for as long again, so that no
+        later prompt overlaps it (unanswered: its session is :attr:`busy`); the check
+        fails."""
+        self.client.notify("session/cancel", {"sessionId": turn.session})
+        deadline = time.monotonic() + self.timeout
+        while turn.response is None and (left := deadline - time.monotonic()) > 0:
+            try:
+                event = self.client.next_event(left)
+            except TimedOut:
+                break
+            self.take(turn, event)
+        said = f"the turn did not end within {self.timeout:g}s (--timeout)"
+        if turn.response is None:
+            self.busy.add(turn.session)
+            how = ended_words(self.client.returncode)
+            tail = stderr_words(self.client.stderr_tail())
+            return _Stop(FAIL, f"{said}; its prompt was not answered within "
+                         f"{self.timeout:g}s of session/cancel; the agent {how}{tail}")  # fmt: skip
+        if turn.error is not None:
+            return _Stop(FAIL, f"{said}; after session/cancel it was answered with "
+                         f"{shown_line(turn.error)}")  # fmt: skip
+        return _Stop(FAIL, f"{said}; after session/cancel it ended {_stop_words(turn.stop)}")
 
     def take(self, turn: _Turn, event: Event) -> None:
         """One event of a turn."""
@@ -651,7 +769,8 @@ class _Probe:
         if event.method != "session/update":
             return
         if event.session != turn.session:
-            turn.foreign.append(event)
+            if event.session not in self.busy:  # (else: what an abandoned turn still sends)
+                turn.foreign.append(event)
             return
         working = event.update not in SESSION_UPDATES and event.update != "state_update"
         cancelled, seq = turn.cancelled_at, event.seq
@@ -670,14 +789,14 @@ class _Probe:
         if turn.error is not None:
             raise _Stop(FAIL, f"the prompt was answered with {shown_line(turn.error)}")
         if turn.stop not in STOP_REASONS:
-            raise _Stop(FAIL, f"{what} ended with stop reason {shown(repr(turn.stop))}, "
+            raise _Stop(FAIL, f"{what} ended with stop reason {_wire(turn.stop)}, "
                         "not one of ACP's")  # fmt: skip
         if turn.foreign:
             first = turn.foreign[0]
             raise _Stop(
                 FAIL,
                 f"{_plural(len(turn.foreign), 'update')} of the turn name another session "
-                f"({shown(repr(first.session))}, not {shown(turn.session)}; first at seq "
+                f"({_wire(first.session)}, not {shown(turn.session)}; first at seq "
                 f"{first.seq})",
             )
         self.nothing_after(turn, what)
@@ -747,6 +866,29 @@ def _attribute(outcomes: list[Outcome], findings: Sequence[Violation]) -> None:
             target.reason = f"{finding.rule} at seq {finding.seq}: {visible(finding.message)}"
 
 
+def _annotate(outcomes: list[Outcome], notes: Sequence[tuple[int, str]]) -> None:
+    """Each note to the check during whose frames it came (else the last that had any):
+    said, failing nothing."""
+    spanned = [o for o in outcomes if o.seqs is not None]
+    for seq, line in notes:
+        target = next((o for o in spanned if _within(o, seq)), spanned[-1] if spanned else None)
+        if target is not None:
+            target.notes.append(line)
+
+
+def _wire(value: Any) -> str:
+    """A value of the agent's in a sentence: a string escaped in double quotes, else its
+    JSON (never a Python repr)."""
+    if isinstance(value, str):
+        return f'"{shown(value)}"'
+    return shown(dumps(value).decode())
+
+
+def _stop_words(stop: Any) -> str:
+    """A stop reason: one of ACP's as it is, else quoted (:func:`_wire`)."""
+    return stop if isinstance(stop, str) and stop in STOP_REASONS else _wire(stop)
+
+
 def _within(outcome: Outcome, seq: int) -> bool:
     return outcome.seqs is not None and outcome.seqs[0] <= seq <= outcome.seqs[1]
 
@@ -762,7 +904,7 @@ def probe(
     start."""
     sandbox = Path(tempfile.mkdtemp(prefix="acp-proxy-probe-"))
     try:
-        services = Services(
+        services = _Services(
             sandbox, permissions=options.permissions, allow_terminal=options.allow_terminal,
             say=say,
         )  # fmt: skip
@@ -770,8 +912,9 @@ def probe(
             argv, services, log, record=options.record, no_record=options.no_record,
             grace=options.grace,
         )  # fmt: skip
+        services.client = client
         with client:
-            run = _Probe(client, options, sandbox)
+            run = _Probe(client, options, sandbox, services)
             wanted = set(CHECK_NAMES) if not options.only else set(options.only)
             wanted -= set(options.skip)
             sessions = wanted - {"handshake", "authenticate", "stdout"}
@@ -791,6 +934,7 @@ def probe(
         ended = client.close()
         run.run("stdout", run.stdout, always=True)
         _attribute(run.outcomes, client.findings)
+        _annotate(run.outcomes, services.notes)
         return ProbeResult(
             list(argv),
             run.protocol,
@@ -824,6 +968,8 @@ def text_lines(result: ProbeResult, style: Callable[[str, str], str]) -> list[st
                 f"({times.lstrip(', ')}{' ' if times else ''}seq {finding.seq}): "
                 f"{visible(finding.message)}"
             )
+        for note in outcome.notes:
+            lines.append(f"  {'':4}  {'':<{width}}    note: {note}")
     counts = result.counts()
     lines.append(
         f"{_plural(len(result.outcomes), 'check')}: {counts[PASS]} passed, {counts[FAIL]} failed, "
@@ -853,6 +999,7 @@ def junit_cases(result: ProbeResult) -> list[tuple[str, str, str, str]]:
         detail = "\n".join(
             [outcome.reason, f"spec: {outcome.check.spec}"]
             + [f"{f.level} {f.rule} (seq {f.seq}): {f.message}" for f in outcome.findings]
+            + [f"note: {note}" for note in outcome.notes]
             + ([f"recording: {result.recording}"] if result.recording else [])
         )
         cases.append((outcome.check.name, outcome.status, outcome.reason, detail))
@@ -863,3 +1010,8 @@ def list_lines() -> list[str]:
     """``probe --list``: each check, what it checks, and the spec page it comes from."""
     width = max(len(c.name) for c in CHECKS)
     return [f"{c.name:<{width}}  {c.what} ({c.spec})" for c in CHECKS]
+
+
+def list_json() -> list[dict[str, str]]:
+    """``probe --list --format json``: an object per check."""
+    return [{"name": c.name, "spec": c.spec, "description": c.what} for c in CHECKS]

@@ -259,13 +259,26 @@ def test_the_list_names_each_checks_spec_page():
     )
 
 
+def test_the_list_in_json_has_an_object_per_check():
+    run = subprocess.run([*PROXY, "probe", "--list", "--format", "json"], capture_output=True)
+    assert run.returncode == 0
+    listed = orjson.loads(run.stdout)
+    assert [c["name"] for c in listed][:2] == ["handshake", "authenticate"] and len(listed) == 14
+    assert listed[0] == {**listed[0], "spec": "Initialization"} and listed[0]["description"]
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
         ([], "acp-proxy probe: missing argument '-- AGENT [ARGS]...' (acp-proxy probe --help)"),
         (["--", "/nonexistent/agent"], "agent command not found: /nonexistent/agent"),
-        (["--only", "bogus", "--", "true"], "no check 'bogus'"),
+        (["--only", "bogus", "--", "true"], 'no check "bogus"'),
         (["--list", "--", "true"], "--list takes no AGENT"),
+        (["--list", "--timeout", "3"], "--timeout has no effect with --list"),
+        (["--list", "--only", "prompt"], "--only has no effect with --list"),
+        (["--list", "--color", "always"], "--color has no effect with --list"),
+        (["--list", "--format", "junit"], "--format junit has no effect with --list"),
+        (["--prompt", "", "--", "true"], "--prompt is empty"),
         (["--timeout", "0", "--", "true"], "out of range"),
         (["--record", "x.jsonl", "--no-record", "--", "true"], "contradict each other"),
     ],
@@ -274,7 +287,7 @@ def test_a_probe_that_cannot_run_exits_2_with_one_line(args, says):
     run = subprocess.run([*PROXY, "probe", *args], capture_output=True, text=True)
     assert run.returncode == 2
     assert says in run.stderr
-    assert "Traceback" not in run.stderr
+    assert "Traceback" not in run.stderr and run.stderr.strip().count("\n") == 0
 
 
 def _on_a_terminal(tmp_path: Path, env: dict[str, str]) -> bytes:
@@ -359,3 +372,101 @@ def test_an_error_during_a_check_that_skipped_after_its_traffic_began_fails_it()
     _attribute([ran, idle], [error])
     assert ran.status == FAIL and ran.reason.startswith("prompt-result-message-id at seq 8")
     assert idle.status == SKIP and idle.findings == []
+
+
+def _frames(path: Path) -> list[dict[str, Any]]:
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return [line for line in lines if line["kind"] == "frame"]
+
+
+def test_a_timed_out_turn_is_cancelled_and_waited_for(tmp_path):
+    """A turn still streaming at --timeout: the probe says the bound it set, cancels, and
+    waits for the prompt's answer before the next turn, so no prompt overlaps another and
+    the agent is not blamed for what the probe did."""
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "slow-stream"], "--timeout", "3")
+    reason = found["prompt"]["reason"]
+    assert found["prompt"]["status"] == "fail"
+    assert reason.startswith("the turn did not end within 3s (--timeout); "), reason
+    assert "after session/cancel it ended cancelled" in reason
+    rules = {f["rule"] for c in found.values() for f in c["findings"]}
+    assert not rules & {"prompt-overlap", "cancelled-without-cancel"}, found
+    assert found["cancel"]["status"] == "pass", found["cancel"]
+
+
+def test_a_turn_that_never_ends_leaves_its_session_to_it(tmp_path):
+    """Its prompt never answered, the next turn runs in a new session; the permission check
+    says why it has nothing to check."""
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "endless"], "--timeout", "1")
+    assert found["prompt"]["reason"].startswith("the turn did not end within 1s (--timeout); ")
+    assert "its prompt was not answered within 1s of session/cancel" in found["prompt"]["reason"]
+    assert found["cancel"]["status"] == "fail"
+    rules = {f["rule"] for c in found.values() for f in c["findings"]}
+    assert not rules & {"prompt-overlap", "cancelled-without-cancel"}, found
+    prompts = [
+        f["msg"]["params"]["sessionId"]
+        for f in _frames(tmp_path / "rec.jsonl")
+        if f["msg"].get("method") == "session/prompt"
+    ]
+    assert len(prompts) == 2 and len(set(prompts)) == 2
+    assert found["permission"]["status"] == "skip"
+    assert found["permission"]["reason"] == "no turn ended (the prompt and cancel checks failed)"
+
+
+def test_permissions_cancel_cancels_the_turn(tmp_path):
+    """The answer cancelled is a cancelled turn's: session/cancel goes before it, and the
+    turn must end cancelled."""
+    status, found, _ = checks(tmp_path, PROBE_AGENT, "--permissions", "cancel")
+    assert status == 0, found
+    assert found["prompt"]["reason"].startswith("ended cancelled"), found["prompt"]
+    assert "ended cancelled" in found["permission"]["reason"]
+    frames = _frames(tmp_path / "rec.jsonl")
+    sent = [f["msg"] for f in frames if f["from"] == "client"]
+    cancel = next(i for i, m in enumerate(sent) if m.get("method") == "session/cancel")
+    answer = next(i for i, m in enumerate(sent) if m.get("id") == 100 and "result" in m)
+    assert cancel < answer and sent[answer]["result"]["outcome"] == {"outcome": "cancelled"}
+
+
+def test_a_refused_file_access_is_noted_on_its_check(tmp_path):
+    """The refusal is the probe's safety, not the agent's bug: a note, not a failure."""
+    evil = tmp_path / "evil"
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "fs", str(evil)], "--only", "prompt")
+    assert status == 0 and found["prompt"]["status"] == "pass"
+    assert found["prompt"]["notes"] == [
+        f"refused fs/read_text_file outside the sandbox: {evil}",
+        f"refused fs/write_text_file outside the sandbox: {evil}.written",
+    ]
+    run = probe(tmp_path, [*PROBE_AGENT, "fs", str(evil)], "--only", "prompt")
+    assert f"note: refused fs/write_text_file outside the sandbox: {evil}.written" in run.stdout
+    run = probe(tmp_path, [*PROBE_AGENT, "fs", str(evil)], "--only", "prompt", "--format", "junit")
+    assert f"refused fs/read_text_file outside the sandbox: {evil}" in run.stdout
+    assert not evil.exists()
+
+
+def test_the_protocol_versions_an_agent_may_answer(tmp_path):
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "wrong-version"])
+    assert found["handshake"]["reason"] == (
+        "answered protocolVersion 99; the probe asked for 1, so the agent may answer 1"
+    )
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "wrong-version"], "--protocol", "2")
+    assert found["handshake"]["reason"].endswith("asked for 2, so the agent may answer 1 or 2")
+
+
+def test_a_wire_string_is_escaped_and_quoted_not_a_repr(tmp_path):
+    from acp_proxy.drive.words import shown
+
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "bad-stop"], "--only", "prompt")
+    stop = shown("end_turn\x1b[31mRED\x07\nFAKE: line\r\u202eevil")
+    assert found["prompt"]["reason"] == (
+        f'the turn ended with stop reason "{stop}", not one of ACP\'s'
+    )
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "bad-stop"], "--only", "cancel")
+    assert f'ended "{stop}"' in found["cancel"]["reason"], found["cancel"]
+
+
+def test_an_auth_method_not_offered_names_those_offered(tmp_path):
+    _, found, _ = checks(tmp_path, [*PROBE_AGENT, "auth"], "--auth", "bogus")
+    assert found["authenticate"]["reason"] == (
+        "bogus is not among the agent's authMethods (it offers: oauth, api-key)"
+    )
+    _, found, _ = checks(tmp_path, PROBE_AGENT, "--auth", "bogus", "--only", "authenticate")
+    assert found["authenticate"]["reason"].endswith("(it offers none)")
