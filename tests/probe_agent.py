@@ -14,6 +14,10 @@ Usage: python probe_agent.py [BUG [ARG]]
   terminal MARKER     asks for a terminal running `touch MARKER` during the turn
   fs PATH             reads PATH, then writes PATH + ".written", during the turn
   error-prompt        answers session/prompt with a JSON-RPC error
+  text-controls       its reply holds a tab, a line feed, a CR, an ESC, a bidi override, a BEL
+  finding-chunks      each chunk of its reply carries a field of the wrong type (a finding)
+  stop REASON         ends each turn with stopReason REASON
+  updates-first       streams twenty thought chunks before its permission request
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ def turn(request_id: object, session: str) -> None:
     named = "nobody" if BUG == "other-session" else session
     call = f"call_{next(_calls)}"
     tool = {"toolCallId": call, "title": "Look around", "kind": "read", "status": "pending"}
+    if BUG == "updates-first":
+        for step in range(20):
+            update(session, {"sessionUpdate": "agent_thought_chunk",
+                             "content": {"type": "text", "text": f"step {step} "}})  # fmt: skip
     update(named, {"sessionUpdate": "tool_call", **tool})
     ask("session/request_permission", {
         "sessionId": session,
@@ -82,13 +90,20 @@ def turn(request_id: object, session: str) -> None:
         text = (read.get("result") or {}).get("content", "")  # type: ignore[attr-defined]
         ask("fs/write_text_file", {"sessionId": session, "path": ARG + ".written",
                                    "content": f"read: {text}"})  # fmt: skip
-    for word in ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly."):
+    words: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
+    if BUG == "text-controls":
+        words = ("a\tb\nc\rd\x1b[31me\u202ef\x07",)
+    for word in words:
         if session in _cancelled and BUG != "ignore-cancel":
             break
-        update(named, {"sessionUpdate": "agent_message_chunk",
-                       "content": {"type": "text", "text": word + " "}})  # fmt: skip
+        content: dict[str, object] = {"type": "text", "text": word + " "}
+        if BUG == "finding-chunks":
+            content["annotations"] = "not an object"
+        update(named, {"sessionUpdate": "agent_message_chunk", "content": content})
         time.sleep(0.1)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
+    if BUG == "stop":
+        stop = ARG
     _cancelled.discard(session)
     send({"id": request_id, "result": {"stopReason": stop}})
     if BUG == "late-update":
