@@ -18,6 +18,7 @@ Usage: python probe_agent.py [BUG [ARG]]
   finding-chunks      each chunk of its reply carries a field of the wrong type (a finding)
   stop REASON         ends each turn with stopReason REASON
   updates-first       streams twenty thought chunks before its permission request
+  later-update        sends a session/update a second after the turn's response
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ _answered = threading.Condition(_lock)
 _cancelled: set[str] = set()
 _ids = iter(range(100, 10_000))
 _calls = iter(range(1, 10_000))
+
+#: A turn's reply, a chunk a word; and what each chunk carries that it should not.
+WORDS: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
+if BUG == "text-controls":
+    WORDS = ("a\tb\nc\rd\x1b[31me\u202ef\x07",)
+WRONG: dict[str, object] = {"annotations": "not an object"} if BUG == "finding-chunks" else {}
 
 
 def send(message: dict[str, object]) -> None:
@@ -63,10 +70,9 @@ def turn(request_id: object, session: str) -> None:
     named = "nobody" if BUG == "other-session" else session
     call = f"call_{next(_calls)}"
     tool = {"toolCallId": call, "title": "Look around", "kind": "read", "status": "pending"}
-    if BUG == "updates-first":
-        for step in range(20):
-            update(session, {"sessionUpdate": "agent_thought_chunk",
-                             "content": {"type": "text", "text": f"step {step} "}})  # fmt: skip
+    for step in range(20 if BUG == "updates-first" else 0):
+        update(session, {"sessionUpdate": "agent_thought_chunk",
+                         "content": {"type": "text", "text": f"step {step} "}})  # fmt: skip
     update(named, {"sessionUpdate": "tool_call", **tool})
     ask("session/request_permission", {
         "sessionId": session,
@@ -90,23 +96,19 @@ def turn(request_id: object, session: str) -> None:
         text = (read.get("result") or {}).get("content", "")  # type: ignore[attr-defined]
         ask("fs/write_text_file", {"sessionId": session, "path": ARG + ".written",
                                    "content": f"read: {text}"})  # fmt: skip
-    words: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
-    if BUG == "text-controls":
-        words = ("a\tb\nc\rd\x1b[31me\u202ef\x07",)
-    for word in words:
+    for word in WORDS:
         if session in _cancelled and BUG != "ignore-cancel":
             break
-        content: dict[str, object] = {"type": "text", "text": word + " "}
-        if BUG == "finding-chunks":
-            content["annotations"] = "not an object"
+        content = {"type": "text", "text": word + " ", **WRONG}
         update(named, {"sessionUpdate": "agent_message_chunk", "content": content})
         time.sleep(0.1)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
-    if BUG == "stop":
-        stop = ARG
+    stop = ARG if BUG == "stop" else stop
     _cancelled.discard(session)
     send({"id": request_id, "result": {"stopReason": stop}})
-    if BUG == "late-update":
+    if BUG == "later-update":
+        time.sleep(1)
+    if BUG in ("late-update", "later-update"):
         update(session, {"sessionUpdate": "agent_message_chunk",
                          "content": {"type": "text", "text": "one more thing"}})  # fmt: skip
 

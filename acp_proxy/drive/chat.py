@@ -326,19 +326,55 @@ class _Chat:
         """Message text after its turn ended: on a line of its own, marked late and dimmed
         (on a terminal); piped, a line on stderr, out of the reply on stdout."""
         self.stream.close_line()
-        self._capture = []
+        outer, self._capture = self._capture, []
         try:
             self.stream.feed("agent", frame, seq or self.client.seq, format_time())
             self.stream.close_line()
         finally:
             text = click.unstyle("".join(self._capture)).strip()
-            self._capture = None
+            self._capture = outer
         if not text:
             return
         if self.interactive:
             self._write(click.style(f"  (late) {text}", dim=True) + "\n")
         else:
             self.say(f"late text from the agent, after its turn ended: {text}")
+
+    @contextlib.contextmanager
+    def idle(self) -> Any:
+        """While the prompt waits for a line (on a terminal): what the agent sends, and the
+        findings, drawn as they come (by a thread: the main one is in ``input``), above
+        the prompt line, drawn again after them with what was typed so far."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._idle, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def _idle(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            shown: list[str] = []
+            self._capture = shown
+            try:
+                event = self.client.next_event(_TICK)
+                self.take(event)
+                self.stream.close_line()
+            except TimedOut:
+                pass
+            except AgentGone:  # (the main thread says it, once the line is typed)
+                return
+            finally:
+                self._capture = None
+            if not shown and self.notes.empty():
+                continue
+            self._write("\r\x1b[K" + "".join(shown))
+            self._notes()
+            edit = sys.modules.get("readline")
+            typed = edit.get_line_buffer() if edit is not None else ""
+            self._write("> " + typed)
 
     def wait(self, done: Callable[[], bool], what: str, turn: bool = False) -> None:
         """Take the agent's frames until ``done()``, each within the timeout. In a
@@ -646,7 +682,8 @@ class _Chat:
             self._taken = self.interrupts
             with _sigint(signal.default_int_handler):
                 try:
-                    line = input("> ")
+                    with self.idle():
+                        line = input("> ")
                 except EOFError:
                     self._write("\n")
                     return

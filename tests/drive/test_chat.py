@@ -505,3 +505,21 @@ def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_af
     term.type(b"\x04")
     term.until(b"ended: ")
     assert term.close(30) == 0, plain(term.seen)[-2000:]
+
+
+def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_again(tmp_path):
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *PROBE_AGENT, "later-update"], tmp_path)
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"ab")
+    shown = term.until(b"one more thing")
+    shown = term.until(b"> ab")
+    term.type(b"\x15/quit\r")
+    assert term.close() == 0
+    # the prompt line cleared (\r, then ESC [ K), the late text, the prompt again as typed
+    assert b"> ab\r\x1b[K" in shown
+    assert "> ab\r  (late) agent: one more thing\n> ab" in plain(shown), plain(shown)
