@@ -9,11 +9,17 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   (:class:`~acp_proxy.readers.text.LiveConversation`); permission requests asked inline;
   Ctrl-C during a turn sends ``session/cancel`` and the chat goes on (a second one quits, as
   Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
-  process group of its own: the terminal's SIGINT reaches the chat, never the agent.
+  process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
+  is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
+  chat ends once the turn has).
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
-  message text on stdout; permission requests answered by the policy.
+  message text on stdout (tabs and line feeds as written); permission requests answered by
+  the policy; a turn that ended otherwise than ``end_turn`` said on stderr.
+- Only the chat's session is shown (another's updates: their findings say it); message
+  text after its turn ended is late: apart, marked (piped: on stderr).
 - Findings (warnings and errors), what the services refused, and errors are lines on
-  stderr (dimmed on a terminal), as they happen.
+  stderr (dimmed on a terminal; each of the chat's own starting ``acp-proxy chat:``), as
+  they happen.
 - Every wait has a bound (``timeout``: a response, or in a turn the agent's next message; a
   turn past it is cancelled, then given up); an agent that cannot go on is one line with its
   exit status and the last lines of its stderr.
@@ -910,8 +916,9 @@ def chat(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed, a
-    finding was an error, or the agent is gone; 130: stopped by Ctrl-C). Raises
+    """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed (an
+    error, a refusal, cut off by ``--timeout``), a finding was an error, or the agent is
+    gone; 130: stopped by Ctrl-C). Raises
     :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
     start."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
