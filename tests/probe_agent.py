@@ -18,6 +18,11 @@ Usage: python probe_agent.py [BUG [ARG]]
   endless             a turn never ends: one chunk, then nothing (session/cancel ignored)
   bad-stop            ends a turn with a stop reason full of control characters
   auth                offers the auth methods "oauth" and "api-key"
+  text-controls       its reply holds a tab, a line feed, a CR, an ESC, a bidi override, a BEL
+  finding-chunks      each chunk of its reply carries a field of the wrong type (a finding)
+  stop REASON         ends each turn with stopReason REASON
+  updates-first       streams twenty thought chunks before its permission request
+  later-update        sends a session/update a second after the turn's response
 """
 
 from __future__ import annotations
@@ -37,6 +42,18 @@ _answered = threading.Condition(_lock)
 _cancelled: set[str] = set()
 _ids = iter(range(100, 10_000))
 _calls = iter(range(1, 10_000))
+
+#: A turn's reply, a chunk a word; and what each chunk carries that it should not.
+WORDS: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
+if BUG == "text-controls":
+    WORDS = ("a\tb\nc\rd\x1b[31me\u202ef\x07",)
+if BUG == "slow-stream":
+    WORDS = ("word",) * 20
+#: Seconds between the chunks of a reply.
+PAUSE = 0.5 if BUG == "slow-stream" else 0.1
+#: The stop reason of a turn where it is the bug.
+STOP = "end_turn\x1b[31mRED\x07\nFAKE: line\r\u202eevil" if BUG == "bad-stop" else None
+WRONG: dict[str, object] = {"annotations": "not an object"} if BUG == "finding-chunks" else {}
 
 
 def send(message: dict[str, object]) -> None:
@@ -63,6 +80,9 @@ def turn(request_id: object, session: str) -> None:
     named = "nobody" if BUG == "other-session" else session
     call = f"call_{next(_calls)}"
     tool = {"toolCallId": call, "title": "Look around", "kind": "read", "status": "pending"}
+    for step in range(20 if BUG == "updates-first" else 0):
+        update(session, {"sessionUpdate": "agent_thought_chunk",
+                         "content": {"type": "text", "text": f"step {step} "}})  # fmt: skip
     update(named, {"sessionUpdate": "tool_call", **tool})
     ask("session/request_permission", {
         "sessionId": session,
@@ -90,21 +110,19 @@ def turn(request_id: object, session: str) -> None:
         update(named, {"sessionUpdate": "agent_message_chunk",
                        "content": {"type": "text", "text": "Hello "}})  # fmt: skip
         threading.Event().wait()
-    words: tuple[str, ...] = ("Hello", "from", "the", "probe", "agent.", "It", "streams", "slowly.")
-    if BUG == "slow-stream":
-        words = ("word",) * 20
-    for word in words:
+    for word in WORDS:
         if session in _cancelled and BUG != "ignore-cancel":
             break
-        update(named, {"sessionUpdate": "agent_message_chunk",
-                       "content": {"type": "text", "text": word + " "}})  # fmt: skip
-        time.sleep(0.5 if BUG == "slow-stream" else 0.1)
+        content = {"type": "text", "text": word + " ", **WRONG}
+        update(named, {"sessionUpdate": "agent_message_chunk", "content": content})
+        time.sleep(PAUSE)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
-    if BUG == "bad-stop":
-        stop = "end_turn\x1b[31mRED\x07\nFAKE: line\r\u202eevil"
+    stop = ARG if BUG == "stop" else STOP or stop
     _cancelled.discard(session)
     send({"id": request_id, "result": {"stopReason": stop}})
-    if BUG == "late-update":
+    if BUG == "later-update":
+        time.sleep(1)
+    if BUG in ("late-update", "later-update"):
         update(session, {"sessionUpdate": "agent_message_chunk",
                          "content": {"type": "text", "text": "one more thing"}})  # fmt: skip
 

@@ -34,6 +34,10 @@ _UNSAFE = re.compile(
 _UNSAFE_LINE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
 )
+#: The same, but for the tab too (a text shown as the agent wrote it, as less and git do).
+_UNSAFE_TEXT = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
+)
 #: In UTF-8 JSON text, what orjson leaves as itself: DEL, C1 (C2 80-9F) and the format
 #: characters (E2 80 8B-8F, A8-AE; E2 81 A6-A9; EF BB BF).
 _UNSAFE_JSON = re.compile(
@@ -46,10 +50,11 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def visible(text: str, lines: bool = False) -> str:
+def visible(text: str, lines: bool = False, tabs: bool = False) -> str:
     """``text`` with every control and invisible format character escaped. A line feed is
-    escaped too unless ``lines`` (a text of several lines, each shown on its own)."""
-    pattern = _UNSAFE if lines else _UNSAFE_LINE
+    escaped too unless ``lines`` (a text of several lines, each shown on its own); a tab
+    too unless ``tabs`` as well (a text shown as it was written)."""
+    pattern = (_UNSAFE_TEXT if tabs else _UNSAFE) if lines else _UNSAFE_LINE
     if pattern.search(text) is None:  # the common case: nothing to do
         return text
     return pattern.sub(_escape, text)

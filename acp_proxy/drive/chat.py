@@ -9,11 +9,17 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   (:class:`~acp_proxy.readers.text.LiveConversation`); permission requests asked inline;
   Ctrl-C during a turn sends ``session/cancel`` and the chat goes on (a second one quits, as
   Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
-  process group of its own: the terminal's SIGINT reaches the chat, never the agent.
+  process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
+  is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
+  chat ends once the turn has).
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
-  message text on stdout; permission requests answered by the policy.
+  message text on stdout (tabs and line feeds as written); permission requests answered by
+  the policy; a turn that ended otherwise than ``end_turn`` said on stderr.
+- Only the chat's session is shown (another's updates: their findings say it); message
+  text after its turn ended is late: apart, marked (piped: on stderr).
 - Findings (warnings and errors), what the services refused, and errors are lines on
-  stderr (dimmed on a terminal), as they happen.
+  stderr (dimmed on a terminal; each of the chat's own starting ``acp-proxy chat:``), as
+  they happen.
 - Every wait has a bound (``timeout``: a response, or in a turn the agent's next message; a
   turn past it is cancelled, then given up); an agent that cannot go on is one line with its
   exit status and the last lines of its stderr.
@@ -27,6 +33,7 @@ import contextlib
 import queue
 import signal
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -89,6 +96,17 @@ _KEYS = {"allow_once": "y", "allow_always": "a", "reject_once": "n"}
 
 #: The words each letter also answers to.
 _WORDS = {"yes": "y", "always": "a", "no": "n"}
+
+#: What every line the chat writes on stderr on its own starts with.
+_PREFIX = "acp-proxy chat: "
+
+#: The updates that stream a message's text (after a turn ended: late).
+_TEXT_UPDATES = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "agent_message", "agent_thought"}
+)
+
+#: The stop reasons that end a turn that failed (a cancel is one, unless the user's).
+_FAILED_REASONS = frozenset({"refusal", "cancelled"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,17 +206,38 @@ class _Chat:
         self._replies: dict[int, Event] = {}
         #: The agent gone, once said (the chat's last line need not say how it ended again).
         self.gone: AgentGone | None = None
+        #: The session whose updates are the chat's (None: any, while /new opens one).
+        self.listening: str | None = None
+        #: Whether a turn runs; whether one has ended (what streams after it is late).
+        self.in_turn = False
+        self.turned = False
+        #: Who cut the running turn short with a cancel (``--timeout``, ``Ctrl-C``), if any.
+        self.cut_by: str | None = None
+        #: What the conversation view writes, while it is taken aside (late text).
+        self._capture: list[str] | None = None
+        #: The terminal's settings before a turn made it quiet (restored for a question).
+        self._cooked: list[Any] | None = None
+        self._out_tty = _isatty(out)
 
     # --- output -------------------------------------------------------------------------
 
     def _write(self, piece: str) -> None:
+        if self._capture is not None:
+            self._capture.append(piece)
+            return
         with contextlib.suppress(OSError, ValueError):
             self._out.write(piece if self._colour else click.unstyle(piece))
             self._out.flush()
 
     def say(self, line: str, dim: bool = True) -> None:
-        """A line for the user on stderr (escaped here; dimmed on a terminal)."""
-        self.stream.close_line()
+        """A line for the user on stderr (escaped here; dimmed on a terminal), said as the
+        chat's own (:data:`_PREFIX`) unless it is part of the conversation drawn on a
+        terminal (indented). Piped, stdout's line is left open: stdout holds only the
+        agent's text."""
+        if self.interactive or self._out_tty:
+            self.stream.close_line()
+        if not line.startswith(_PREFIX) and not (self.interactive and line.startswith(" ")):
+            line = _PREFIX + line.lstrip()
         text = visible(line)
         if self._err_colour and dim:
             text = click.style(text, dim=True)
@@ -223,19 +262,36 @@ class _Chat:
         self.notes.put(f"  ⚑ {finding.level} {finding.rule}: {finding.message}{where}")
 
     def drain(self) -> None:
-        """Show what other threads queued; ask the user what the agent asked."""
+        """Show what other threads queued; ask the user what the agent asked, once what
+        the agent sent before its question is drawn (the client core queues a request's
+        frame, and all before it, before the services see it)."""
+        self._notes()
+        while True:
+            try:
+                ask = self.services.asks.get_nowait()
+            except queue.Empty:
+                break
+            self.take_queued(until=ask.params)
+            self._notes()
+            self.ask(ask)
+
+    def _notes(self) -> None:
         while True:
             try:
                 line = self.notes.get_nowait()
             except queue.Empty:
                 break
             self.say(line)
-        while True:
-            try:
-                ask = self.services.asks.get_nowait()
-            except queue.Empty:
-                break
-            self.ask(ask)
+
+    def take_queued(self, until: object = None) -> None:
+        """Take the agent's frames already queued, without waiting: all of them, or up to
+        the request whose params are ``until``."""
+        with contextlib.suppress(TimedOut, AgentGone):  # (gone: the next wait says it)
+            while True:
+                event = self.client.next_event(0)
+                self.take(event)
+                if until is not None and event.params is until:
+                    return
 
     # --- the wire -----------------------------------------------------------------------
 
@@ -254,14 +310,77 @@ class _Chat:
         return self.stream.feed("client", frame, self.client.seq, format_time()).turn
 
     def take(self, event: Event) -> None:
-        """One frame of the agent's, shown."""
+        """One frame of the agent's, shown. An update naming another session than the
+        chat's is not (its finding says it); message text after a turn ended is shown
+        apart, as late (:meth:`late`)."""
         value = event.value if event.is_json else UNPARSED
         frame = Frame(event.raw, value, None if event.is_json else "not JSON", event.terminated)
+        session = event.session if event.method == "session/update" else None
+        if session is not None and self.listening is not None and session != self.listening:
+            return
+        late = self.turned and not self.in_turn and event.update in _TEXT_UPDATES
+        if session is not None and late:
+            self.late(frame, event.seq)
+            return
         self.stream.feed("agent", frame, event.seq or self.client.seq, format_time())
         if isinstance(event.value, dict) and "method" not in event.value:
             request_id = event.value.get("id")
             if type(request_id) is int:
                 self._replies[request_id] = event
+
+    def late(self, frame: Frame, seq: int | None) -> None:
+        """Message text after its turn ended: on a line of its own, marked late and dimmed
+        (on a terminal); piped, a line on stderr, out of the reply on stdout."""
+        self.stream.close_line()
+        outer, self._capture = self._capture, []
+        try:
+            self.stream.feed("agent", frame, seq or self.client.seq, format_time())
+            self.stream.close_line()
+        finally:
+            text = click.unstyle("".join(self._capture)).strip()
+            self._capture = outer
+        if not text:
+            return
+        if self.interactive:
+            self._write(click.style(f"  (late) {text}", dim=True) + "\n")
+        else:
+            self.say(f"late text from the agent, after its turn ended: {text}")
+
+    @contextlib.contextmanager
+    def idle(self) -> Any:
+        """While the prompt waits for a line (on a terminal): what the agent sends, and the
+        findings, drawn as they come (by a thread: the main one is in ``input``), above
+        the prompt line, drawn again after them with what was typed so far."""
+        stop = threading.Event()
+        thread = threading.Thread(target=self._idle, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def _idle(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            shown: list[str] = []
+            self._capture = shown
+            try:
+                event = self.client.next_event(_TICK)
+                self.take(event)
+                self.stream.close_line()
+            except TimedOut:
+                pass
+            except AgentGone:  # (the main thread says it, once the line is typed)
+                return
+            finally:
+                self._capture = None
+            if not shown and self.notes.empty():
+                continue
+            self._write("\r\x1b[K" + "".join(shown))
+            self._notes()
+            edit = sys.modules.get("readline")
+            typed = edit.get_line_buffer() if edit is not None else ""
+            self._write("> " + typed)
 
     def wait(self, done: Callable[[], bool], what: str, turn: bool = False) -> None:
         """Take the agent's frames until ``done()``, each within the timeout. In a
@@ -275,12 +394,14 @@ class _Chat:
                     raise _Quit(EXIT_INTERRUPTED)
                 self._taken += 1  # (one at a time: a Ctrl-C while the cancel goes counts)
                 cancelled = self.ctrl_c_cancelled = True
+                self.cut_by = "Ctrl-C"
                 self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
                 deadline = time.monotonic() + self.timeout
             left = deadline - time.monotonic()
             if left <= 0:
                 if turn and not cancelled:
                     cancelled = True
+                    self.cut_by = "--timeout"
                     self.cancel(f"no message from the agent within {self.timeout:g}s "
                                 "(--timeout): session/cancel sent")  # fmt: skip
                     deadline = time.monotonic() + self.timeout
@@ -359,7 +480,11 @@ class _Chat:
 
     def new_session(self) -> bool:
         """session/new: whether a session was opened (if not, why was said)."""
-        result = self.call("session/new", self.session_params())
+        self.listening = None  # (its id is not known yet)
+        try:
+            result = self.call("session/new", self.session_params())
+        finally:
+            self.listening = self.session
         if result is None:
             return False
         session = result.get("sessionId")
@@ -367,6 +492,7 @@ class _Chat:
             self.say("session/new answered without a sessionId", False)
             return False
         self.session, self.setup = session, result
+        self.listening, self.turned = session, False
         return True
 
     def open_session(self, session: str) -> None:
@@ -386,6 +512,7 @@ class _Chat:
             )
             raise _Quit(EXIT_FAILED)
         self.stream.echo_user = True  # the conversation replayed: the user's part too
+        self.listening = session
         try:
             result = self.call(method, params)
         finally:
@@ -399,6 +526,8 @@ class _Chat:
     def turn(self, text: str) -> None:
         """One prompt turn, to its end (the prompt's response, and v2's idle)."""
         assert self.session is not None
+        self.take_queued()  # what the agent sent since the last turn (late), before this one
+        self.cut_by = None
         params = {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}
         pending = self.client.request("session/prompt", params)
         message = {"jsonrpc": "2.0", "id": pending.id, "method": "session/prompt"}
@@ -407,7 +536,13 @@ class _Chat:
         def ended() -> bool:
             return pending.id in self._replies and (wire is None or wire.ended)
 
-        self.wait(ended, "end of the turn", turn=True)
+        self.in_turn = True
+        try:
+            with self.quiet_terminal():
+                self.wait(ended, "end of the turn", turn=True)
+        finally:
+            self.in_turn = False
+        self.turned = True
         self.stream.close_line()
         reply = self._replies.pop(pending.id).value
         if "error" in reply:
@@ -422,6 +557,63 @@ class _Chat:
                 if isinstance(error, dict):
                     said = words.error_words({"error": error})
                 self.say(f"the turn ended with an error: {said}", False)
+        else:
+            result = reply.get("result")
+            reason = wire.stop_reason if wire is not None else None
+            if reason is None and isinstance(result, dict):
+                reason = result.get("stopReason")
+            self.ended(reason if isinstance(reason, str) else None)
+
+    def ended(self, reason: str | None) -> None:
+        """How a turn ended, if not as it should (end_turn): said on stderr when piped (a
+        terminal has the conversation's own ``ended:`` line). A refusal, and a cancel not
+        the user's (``--timeout``'s), is a failed turn; ``max_tokens`` and
+        ``max_turn_requests`` are not."""
+        if reason is None or reason == "end_turn":
+            return
+        if reason in _FAILED_REASONS and self.cut_by != "Ctrl-C":
+            self.failed = True
+        if not self.interactive:
+            how = f" ({self.cut_by})" if reason == "cancelled" and self.cut_by else ""
+            self.say(f"ended: {reason}{how}", reason not in _FAILED_REASONS)
+
+    @contextlib.contextmanager
+    def quiet_terminal(self) -> Any:
+        """On a terminal, while a turn streams: what is typed is not echoed into the reply,
+        and is kept, unread, for the prompt after it (a Ctrl-D too: the chat ends once the
+        turn has); Ctrl-C still signals. The settings are restored on every way out."""
+        fd = _terminal(sys.stdin) if self.interactive else None
+        try:
+            cooked = termios.tcgetattr(fd) if fd is not None else None
+        except termios.error:
+            cooked = None
+        if fd is None or cooked is None:
+            yield
+            return
+        quiet = termios.tcgetattr(fd)
+        quiet[3] &= ~(termios.ECHO | termios.ICANON)
+        quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 1, 0
+        self._cooked = cooked
+        try:
+            _set_terminal(fd, quiet)
+            yield
+        finally:
+            self._cooked = None
+            _set_terminal(fd, cooked)
+
+    @contextlib.contextmanager
+    def cooked_terminal(self) -> Any:
+        """The terminal as it was before the turn, for a question asked in it."""
+        cooked, fd = self._cooked, _terminal(sys.stdin)
+        if cooked is None or fd is None:
+            yield
+            return
+        quiet = termios.tcgetattr(fd)
+        try:
+            _set_terminal(fd, cooked)
+            yield
+        finally:
+            _set_terminal(fd, quiet)
 
     # --- permission requests ---------------------------------------------------------------
 
@@ -476,7 +668,7 @@ class _Chat:
     def read(self, prompt: str) -> str | None:
         """A line from the user (Ctrl-C reaches us as KeyboardInterrupt here): None at
         Ctrl-D, and at Ctrl-C."""
-        with _sigint(signal.default_int_handler):
+        with self.cooked_terminal(), _sigint(signal.default_int_handler):
             try:
                 return input(prompt)
             except EOFError:
@@ -496,7 +688,8 @@ class _Chat:
             self._taken = self.interrupts
             with _sigint(signal.default_int_handler):
                 try:
-                    line = input("> ")
+                    with self.idle():
+                        line = input("> ")
                 except EOFError:
                     self._write("\n")
                     return
@@ -683,6 +876,28 @@ def _sigint(handler: Any) -> Any:
         signal.signal(signal.SIGINT, before)
 
 
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _terminal(stream: TextIO) -> int | None:
+    """``stream``'s file descriptor, if it is a terminal."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fd if _isatty(stream) else None
+
+
+def _set_terminal(fd: int, settings: list[Any]) -> None:
+    """A terminal's settings, at once (what was typed is kept)."""
+    with contextlib.suppress(termios.error, OSError):
+        termios.tcsetattr(fd, termios.TCSANOW, settings)
+
+
 def _advertised(caps: dict[str, Any], method: str) -> bool:
     """Whether a v1 agent advertised ``session/<method>`` (in sessionCapabilities)."""
     session = caps.get("sessionCapabilities")
@@ -701,8 +916,9 @@ def chat(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed, a
-    finding was an error, or the agent is gone; 130: stopped by Ctrl-C). Raises
+    """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed (an
+    error, a refusal, cut off by ``--timeout``), a finding was an error, or the agent is
+    gone; 130: stopped by Ctrl-C). Raises
     :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
     start."""
     out, err = stdout or sys.stdout, stderr or sys.stderr

@@ -505,7 +505,7 @@ class LiveConversation:
         start = 0 if fresh else shown
         self._blocks[key] = (entity.content, len(entity.content))
         pieces = [_block_text(block) for block in entity.content[start:]]
-        text = visible("".join(pieces), lines=True)
+        text = visible("".join(pieces), lines=True, tabs=True)
         if not text and not fresh:
             return
         thought = entity.type == EntityType.AGENT_THOUGHT
