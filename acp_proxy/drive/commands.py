@@ -341,8 +341,9 @@ def chat(
     text is written, on stdout.
 
     \b
-    Exit status: 0; 1 a turn failed, a finding was an error, or the agent is gone; 2 usage,
-    or the agent cannot start; 130 Ctrl-C.
+    Exit status: 0; 1 a turn failed (an error, a refusal, or cut off by --timeout), a
+    finding was an error, or the agent is gone; 2 usage, or the agent cannot start;
+    130 Ctrl-C.
     """
     _agent_given(command, record, no_record)
     interactive = sys.stdin.isatty()
