@@ -36,6 +36,7 @@ request goes out with the agent's live request id.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import shlex
@@ -222,9 +223,63 @@ def client_action(message: Message) -> bool:
     )
 
 
+def unvouched(step: Step) -> str | None:
+    """Why a client might read an agent frame otherwise than the replay does, which then
+    cannot vouch for it acting on nothing (fail closed: it is withheld as an action is);
+    None when it reads the frame as any client would. A frame cut at the proxy's cap (its
+    rest unknown); one that is not JSON but holds a ``{`` (a lenient parser, or the line
+    it becomes on the wire, may hold a message); bytes that are not the message their
+    record holds (a record with ``msg`` twice); a ``method`` key twice in one object
+    (parsers differ on which counts). A streamed chunk known by its bytes is its kind's."""
+    if step.raw is not None:
+        return None
+    frame = step.message.frame
+    raw = frame.raw
+    if frame.oversized:
+        return "cut at the proxy's frame cap, its rest unknown"
+    if not frame.is_json:
+        return None if b"{" not in raw else "not JSON, but holding a '{' a client may read"
+    if parse_frame(raw).value != frame.value:
+        return "its bytes are not the message its record holds"
+    if raw.count(b'"method"') > len(step.message.messages) and _key_twice(raw):
+        return "an object with a key twice, which clients may read either way"
+    return None
+
+
+def _key_twice(raw: bytes) -> bool:
+    """Whether an object of the JSON text ``raw`` has a key twice."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({key for key, _ in items}) < len(items):
+            raise _Twice
+        return dict(items)
+
+    try:
+        json.loads(raw, object_pairs_hook=pairs)
+    except _Twice:
+        return True
+    except (ValueError, RecursionError):
+        return True  # (it parsed as JSON for orjson: a parser that cannot is no vouching)
+    return False
+
+
+class _Twice(Exception):
+    """A key met twice in one object."""
+
+
+def _acts(step: Step) -> bool:
+    """Whether the replay withholds an agent frame unless allowed: it asks the client to act
+    (:func:`client_action`), or the replay cannot vouch that it does not (:func:`unvouched`)."""
+    return step.side is Side.AGENT and (client_action(step.message) or unvouched(step) is not None)
+
+
 def action_summary(step: Step) -> str:
     """An action in a line: ``seq 9 fs/write_text_file /home/u/.bashrc``, ``seq 11
-    terminal/create sh -c 'curl … | sh'`` (wire strings: escape before showing)."""
+    terminal/create sh -c 'curl … | sh'`` (wire strings: escape before showing); a frame
+    withheld as one, with why (:func:`unvouched`)."""
+    why = unvouched(step)
+    if why is not None:
+        return f"seq {step.seq} a frame {why}"
     parts = []
     for message in step.message.messages:
         params = message.params
@@ -273,10 +328,8 @@ class AgentReplay:
         self.match = match
         self.speed = speed
         self._next = 0
-        #: The agent frames that ask the client to act (:func:`client_action`).
-        self.actions = [
-            s for s in script.steps if s.side is Side.AGENT and client_action(s.message)
-        ]
+        #: The agent frames that ask the client to act, or may (:func:`_acts`).
+        self.actions = [s for s in script.steps if _acts(s)]
         #: Unless allowed, the indexes of the steps the replay plays itself: the actions
         #: (never sent) and the recorded client answers to them (never awaited).
         self._own: set[int] = set() if allow_actions else _withheld(script.steps)
@@ -427,7 +480,7 @@ def _withheld(steps: list[Step]) -> set[int]:
     for index, step in enumerate(steps):
         message = step.message
         if step.side is Side.AGENT:
-            if client_action(message):
+            if _acts(step):
                 own.add(index)
                 requests.update(m.request for m in message.messages if m.kind is Kind.REQUEST)
         elif (
