@@ -4,10 +4,12 @@ directory where a file is expected."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import RECORDINGS, acp
+from conftest import PROXY, RECORDINGS, acp
 
 READERS = {
     "validate": [],
@@ -187,3 +189,15 @@ def test_a_bad_value_from_the_environment_names_the_variable(tmp_path):
     assert "invalid value for '--grace'" in lines[0] and "(set by $ACP_PROXY_GRACE)" in lines[0]
     given = acp("run", "--grace", "soon", "--", "true", cwd=tmp_path)
     assert b"set by" not in given.stderr
+
+
+def test_a_character_device_is_named_for_what_it_is():
+    """/dev/zero as a recording, named or on standard input: a character device (a terminal
+    on stdin is said as a terminal), one line, exit 2."""
+    for args, stdin, said in (
+        (["show", "/dev/zero"], None, b"/dev/zero is a character device, not a recording"),
+        (["show", "-"], "/dev/zero", b"standard input is a character device, not a recording"),
+    ):
+        with open(stdin or os.devnull, "rb") as source:
+            proc = subprocess.run([*PROXY, *args], stdin=source, capture_output=True, timeout=60)
+        assert proc.returncode == 2 and proc.stderr.strip().endswith(said), proc.stderr

@@ -81,8 +81,10 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
     if stat.S_ISCHR(os.fstat(stream.fileno()).st_mode):  # /dev/zero, a terminal
+        name = "standard input" if path == "-" else path
+        kind = "a terminal" if os.isatty(stream.fileno()) else "a character device"
+        what = f"{name} is {kind}"
         stream.close()
-        what = "standard input is a terminal" if path == "-" else f"{path} is a character device"
         raise RecordingError(f"{what}, not a recording")
     limit = record_limit()
 
