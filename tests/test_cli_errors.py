@@ -201,3 +201,17 @@ def test_a_character_device_is_named_for_what_it_is():
         with open(stdin or os.devnull, "rb") as source:
             proc = subprocess.run([*PROXY, *args], stdin=source, capture_output=True, timeout=60)
         assert proc.returncode == 2 and proc.stderr.strip().endswith(said), proc.stderr
+
+
+def test_a_terminal_on_standard_input_is_said_as_one():
+    """``show -`` typed at a prompt, nothing piped: it says so at once, never waits."""
+    import pty
+
+    parent, child = pty.openpty()
+    try:
+        proc = subprocess.run([*PROXY, "show", "-"], stdin=child, capture_output=True, timeout=60)
+    finally:
+        os.close(parent)
+        os.close(child)
+    said = b"standard input is a terminal, not a recording"
+    assert proc.returncode == 2 and proc.stderr.strip().endswith(said), proc.stderr
