@@ -486,7 +486,7 @@ def test_on_a_terminal_a_permission_is_asked_after_what_came_before_it(tmp_path,
 
 
 def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_after(tmp_path):
-    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.15"]
     term = Terminal([*PROXY, "chat", "--no-record", "--", *agent], tmp_path)
     term.until(b"> ")
     term.type(b"hello\r")
