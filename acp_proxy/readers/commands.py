@@ -908,7 +908,7 @@ def follow(
                 stdin = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
                 lines = follow_stream(stdin)
             else:
-                lines = follow_lines(target, switched, interval, on_refused=refused)
+                lines = follow_lines(target, switched, interval, on_refused=refused, check=True)
             timeline.feed(read(lines, stored=not revalidate))
     except BrokenPipeError:
         raise  # stdout closed by its reader (| head): the quiet exit of cli.main

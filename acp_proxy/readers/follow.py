@@ -79,6 +79,7 @@ def follow_lines(
     interval: float = 0.2,
     sleep: Callable[[float], None] = time.sleep,
     on_refused: Callable[[RecordingError], None] | None = None,
+    check: bool = False,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield the numbered lines (not blank, without their ``\\n``) of ``path`` as they are
     appended, forever: what :func:`~acp_proxy.readers.annotate.read` reads.
@@ -87,11 +88,11 @@ def follow_lines(
     each new recording that appears in it (a new session). ``on_switch`` is
     called with each file as following it begins.
 
-    A file whose first lines show it is no recording (as the other readers tell, see
-    :func:`~acp_proxy.transcript.reading.open_lines`; or what is there so far holds lines
-    but no start record) raises :class:`RecordingError`; in a directory, ``on_refused`` is
-    told and the next new recording is waited for. An empty file is waited on: a recording
-    being written gets its start record first.
+    With ``check``, a file whose first lines show it is no recording (as the other readers
+    tell, see :func:`~acp_proxy.transcript.reading.open_lines`; or what is there so far
+    holds lines but no start record) raises :class:`RecordingError`; in a directory,
+    ``on_refused`` is told and the next new recording is waited for. An empty file is waited
+    on: a recording being written gets its start record first.
     """
     directory = path if path.is_dir() else None
     known: set[Path] = set(directory.glob("*.jsonl")) if directory else set()
@@ -112,7 +113,9 @@ def follow_lines(
         following = current
         try:
             with opened as stream:
-                current = yield from _one_file(stream, following, directory, known, interval, sleep)
+                current = yield from _one_file(
+                    stream, following, directory, known, interval, sleep, check
+                )
         except RecordingError as exc:
             if on_refused is None or directory is None:
                 raise
@@ -128,11 +131,12 @@ def _one_file(
     known: set[Path],
     interval: float,
     sleep: Callable[[float], None],
+    check: bool,
 ) -> Generator[tuple[int, bytes], None, Path]:
     """The lines of one followed file as they come, until there is another to follow (a new
     recording in ``directory``, added to ``known``; or ``path`` recreated): returned."""
     lines = LineSplitter()
-    check = _Check(str(path))
+    checked = _Check(str(path), started=not check)
     number = 0
     while True:
         data = stream.read(1 << 16)
@@ -140,9 +144,9 @@ def _one_file(
             for line in lines.feed(data):
                 number += 1
                 if line.strip():
-                    yield from check.feed(number, line)
+                    yield from checked.feed(number, line)
             continue
-        check.at_end(lines.pending)
+        checked.at_end(lines.pending)
         if directory is not None:
             # (never a FIFO or a device named *.jsonl: opening one would wait for good)
             fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
@@ -179,9 +183,10 @@ class _Check:
 
     __slots__ = ("held", "name")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, started: bool = False) -> None:
         self.name = name
-        self.held: list[tuple[int, bytes]] | None = []  # None: a start record was seen
+        #: The lines held; None: a start record was seen (or nothing is checked)
+        self.held: list[tuple[int, bytes]] | None = None if started else []
 
     def feed(self, number: int, line: bytes) -> list[tuple[int, bytes]]:
         """What may be shown now that ``line`` came."""
