@@ -288,7 +288,8 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
     "-o",
     "--output",
     metavar="OUT.html",
-    help="Where to write the page (-: stdout). Default: the recording's path with .html.",
+    help="Where to write the page (-: stdout). Default: the recording's path with .html "
+    "(from stdin, RECORDING -, -o is needed).",
 )
 @click.option(
     "--revalidate",
@@ -353,7 +354,9 @@ def redact(recording: str, output: str, contents: bool) -> None:
     every string (stored findings too) API-key shapes and NAME=value secrets.
     A line that is no record is replaced by its size.
     Everything else stays byte for byte; frames that changed list the paths
-    (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
+    (`"redacted": [...]`). RECORDING - is standard input. The copy is written
+    whole or not at all (an error or Ctrl-C leaves none).
+    Exit status: 0 written, 2 unreadable recording.
     """
     import itertools
 
