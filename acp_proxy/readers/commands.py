@@ -291,7 +291,8 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
     "-o",
     "--output",
     metavar="OUT.html",
-    help="Where to write the page (-: stdout). Default: the recording's path with .html.",
+    help="Where to write the page (-: stdout). Default: the recording's path with .html "
+    "(from stdin, RECORDING -, -o is needed).",
 )
 @click.option(
     "--revalidate",
@@ -309,20 +310,29 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
     findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
     so it can be attached to a bug report.
     """
+    from acp_proxy.files import whole
     from acp_proxy.readers.report import write_report
 
+    if recording == "-" and output is None:
+        raise click.UsageError(
+            "standard input has no name to make the page's from: give -o OUT.html, or -o - "
+            "for standard output"
+        )
     out = output or str(Path(recording).with_suffix(".html"))
     if out != "-" and Path(out).resolve() == Path(recording).resolve():
         raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
     try:
-        size = write_report(recording, out, revalidate=revalidate, against=against)
+        with contextlib.ExitStack() as stack:
+            # the page whole or not at all (files.whole): Ctrl-C leaves no half of it
+            target = out if out == "-" else stack.enter_context(whole(out))
+            size = write_report(recording, target, revalidate=revalidate, against=against)
     except OSError as exc:
         _cannot_write(out, exc)
     if out == "-":
         _say(f"acp-proxy report: {size:,} bytes written to standard output")
         return
     with _output("never") as emit:
-        emit(f"{out} ({size:,} bytes)")
+        emit(visible(f"{out} ({size:,} bytes)"))
 
 
 @click.command()
@@ -347,31 +357,40 @@ def redact(recording: str, output: str, contents: bool) -> None:
     every string (stored findings too) API-key shapes and NAME=value secrets.
     A line that is no record is replaced by its size.
     Everything else stays byte for byte; frames that changed list the paths
-    (`"redacted": [...]`). Exit status: 0 written, 2 unreadable recording.
+    (`"redacted": [...]`). RECORDING - is standard input. The copy is written
+    whole or not at all (an error or Ctrl-C leaves none).
+    Exit status: 0 written, 2 unreadable recording.
     """
-    from acp_proxy.readers.annotate import open_recording
-    from acp_proxy.transcript.redact import redact_stream
+    import itertools
+
+    from acp_proxy.files import open_output, whole
+    from acp_proxy.transcript.reading import open_lines
+    from acp_proxy.transcript.redact import redact_lines
 
     to_stdout = output == "-"
-    same = Path(output).exists() and Path(output).resolve() == Path(recording).resolve()
+    same = (
+        recording != "-"
+        and Path(output).exists()
+        and Path(output).resolve() == Path(recording).resolve()
+    )
     if same and not to_stdout:
         raise click.UsageError("the copy would overwrite the recording; give another -o")
-    next(iter(open_recording(recording)))  # says clearly if it is no transcript
-    from acp_proxy.files import open_output
-
+    lines = open_lines(recording)  # (- is standard input)
+    first = next(lines)  # says clearly if it is no transcript, before anything is written
     try:
-        with (
-            open(recording, "rb") as source,
-            os.fdopen(open_output(output, dash=True), "wb") as out,
-        ):
-            records, changed = redact_stream(source, out, contents=contents)
+        with contextlib.ExitStack() as stack:
+            # the copy whole or not at all (files.whole): Ctrl-C leaves no half of it that
+            # reads as a shorter recording; closed (flushed) before it is renamed into place
+            target = output if to_stdout else stack.enter_context(whole(output))
+            out = stack.enter_context(os.fdopen(open_output(target, dash=True), "wb"))
+            records, changed = redact_lines(itertools.chain([first], lines), out, contents)
     except OSError as exc:
         _cannot_write(output, exc)
     if to_stdout:
         _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
         return
     with _output("never") as emit:
-        emit(f"{output}: {records} records, {changed} redacted")
+        emit(visible(f"{output}: {records} records, {changed} redacted"))
 
 
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -920,17 +939,26 @@ def follow(
     """Show a recording live, as frames are appended (tail -f for ACP).
 
     PATH may be a recording, or a directory: then the newest recording in it is
-    followed, and each new one as new sessions start. Ctrl-C stops.
+    followed, and each new one as new sessions start; or - for standard input,
+    shown as it arrives, to its end. Ctrl-C stops. Exit status: 2 when PATH is
+    no recording (an empty file is waited on: a recording being written).
     """
     from acp_proxy.readers.annotate import read
-    from acp_proxy.readers.follow import follow_lines
+    from acp_proxy.readers.follow import follow_lines, follow_stream
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
+    from acp_proxy.transcript.reading import RecordingError
 
     target = Path(path)
-    if not target.exists():
-        raise _Unreadable(f"cannot follow {path}: No such file or directory")
+    if path == "-":
+        if sys.stdin.isatty():  # (as the other readers: nothing to follow there)
+            raise _Unreadable("standard input is a terminal, not a recording")
+    elif not target.exists():
+        raise _Unreadable(visible(f"cannot follow {path}: No such file or directory"))
     only = TimelineFilter(side, method, session, violations)
+
+    def refused(exc: RecordingError) -> None:
+        _say(f"acp-proxy: {exc}; waiting for the next recording")
 
     try:
         with _output(color, live=True) as emit:
@@ -939,10 +967,18 @@ def follow(
             def switched(current: Path) -> None:
                 emit(click.style(visible(f"==> following {current}"), bold=True))
 
-            lines = follow_lines(target, switched, interval)
+            if path == "-":
+                stdin = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
+                lines = follow_stream(stdin)
+            else:
+                lines = follow_lines(target, switched, interval, on_refused=refused, check=True)
             timeline.feed(read(lines, stored=not revalidate))
+    except BrokenPipeError:
+        raise  # stdout closed by its reader (| head): the quiet exit of cli.main
     except OSError as exc:
-        raise _Unreadable(f"cannot follow {path}: {exc.strerror}") from None
+        raise _Unreadable(visible(f"cannot follow {path}: {exc.strerror}")) from None
+    except RecordingError as exc:
+        raise _Unreadable(str(exc)) from None
 
 
 def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from acp_proxy.transcript.records import Record, parse_record
+from acp_proxy.transcript.reading import START_WITHIN, RecordingError, _no_start
+from acp_proxy.transcript.records import Record, StartRecord, UnreadableLine, parse_record
 
-__all__ = ["LineSplitter", "follow_lines", "follow_records", "newest_recording"]
+__all__ = ["LineSplitter", "follow_lines", "follow_records", "follow_stream", "newest_recording"]
 
 
 class LineSplitter:
@@ -45,6 +46,11 @@ class LineSplitter:
         self._tail += data[cut + 1 :]
         return block.split(b"\n")[:-1]
 
+    @property
+    def pending(self) -> bytes:
+        """The start of a line not finished yet."""
+        return bytes(self._tail)
+
 
 def newest_recording(directory: Path) -> Path | None:
     """The most recently modified ``*.jsonl`` in ``directory``."""
@@ -72,6 +78,8 @@ def follow_lines(
     on_switch: Callable[[Path], None],
     interval: float = 0.2,
     sleep: Callable[[float], None] = time.sleep,
+    on_refused: Callable[[RecordingError], None] | None = None,
+    check: bool = False,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield the numbered lines (not blank, without their ``\\n``) of ``path`` as they are
     appended, forever: what :func:`~acp_proxy.readers.annotate.read` reads.
@@ -79,6 +87,12 @@ def follow_lines(
     If ``path`` is a directory, follow its newest recording, and move on to
     each new recording that appears in it (a new session). ``on_switch`` is
     called with each file as following it begins.
+
+    With ``check``, a file whose first lines show it is no recording (as the other readers
+    tell, see :func:`~acp_proxy.transcript.reading.open_lines`; or what is there so far
+    holds lines but no start record) raises :class:`RecordingError`; in a directory,
+    ``on_refused`` is told and the next new recording is waited for. An empty file is waited
+    on: a recording being written gets its start record first.
     """
     directory = path if path.is_dir() else None
     known: set[Path] = set(directory.glob("*.jsonl")) if directory else set()
@@ -87,8 +101,9 @@ def follow_lines(
         while current is None:  # an empty directory: wait for the first session
             sleep(interval)
             assert directory is not None
-            current = newest_recording(directory)
-            known = set(directory.glob("*.jsonl"))
+            current = _fresh(directory, known)
+            if current is not None:
+                known.add(current)
         opened = _open(current, regular=directory is not None)
         if opened is None:  # no longer a regular file (a FIFO in its place): the next one
             known.add(current)
@@ -96,27 +111,119 @@ def follow_lines(
             continue
         on_switch(current)
         following = current
-        with opened as stream:
-            lines = LineSplitter()
-            number = 0
-            while True:
-                data = stream.read(1 << 16)
-                if data:
-                    for line in lines.feed(data):
-                        number += 1
-                        if line.strip():
-                            yield number, line
-                    continue
-                if directory is not None:
-                    # (never a FIFO or a device named *.jsonl: opening one would wait for good)
-                    fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
-                    if fresh:
-                        known |= fresh
-                        current = max(fresh, key=lambda p: (p.stat().st_mtime_ns, p.name))
-                        break
-                elif _replaced(following, stream.fileno()):
-                    break  # the file was rotated or recreated: start over
-                sleep(interval)
+        try:
+            with opened as stream:
+                current = yield from _one_file(
+                    stream, following, directory, known, interval, sleep, check
+                )
+        except RecordingError as exc:
+            if on_refused is None or directory is None:
+                raise
+            on_refused(exc)
+            known.add(following)
+            current = None
+
+
+def _one_file(
+    stream: BinaryIO,
+    path: Path,
+    directory: Path | None,
+    known: set[Path],
+    interval: float,
+    sleep: Callable[[float], None],
+    check: bool,
+) -> Generator[tuple[int, bytes], None, Path]:
+    """The lines of one followed file as they come, until there is another to follow (a new
+    recording in ``directory``, added to ``known``; or ``path`` recreated): returned."""
+    lines = LineSplitter()
+    checked = _Check(str(path), started=not check)
+    number = 0
+    while True:
+        data = stream.read(1 << 16)
+        if data:
+            for line in lines.feed(data):
+                number += 1
+                if line.strip():
+                    yield from checked.feed(number, line)
+            continue
+        checked.at_end(lines.pending)
+        if directory is not None:
+            # (never a FIFO or a device named *.jsonl: opening one would wait for good)
+            fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
+            if fresh:
+                known |= fresh
+                return max(fresh, key=lambda p: (p.stat().st_mtime_ns, p.name))
+        elif _replaced(path, stream.fileno()):
+            return path  # the file was rotated or recreated: start over
+        sleep(interval)
+
+
+def follow_stream(stream: BinaryIO, name: str = "-") -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of a stream (standard input: ``follow -``) as they arrive, to its
+    end; checked as :func:`follow_lines` checks a file's."""
+    lines = LineSplitter()
+    check = _Check(name)
+    number = 0
+    read = getattr(stream, "read1", stream.read)  # what is there: a line as soon as it is in
+    while data := read(1 << 16):
+        for line in lines.feed(data):
+            number += 1
+            if line.strip():
+                yield from check.feed(number, line)
+    tail = lines.pending
+    if tail.strip():  # the last line, without its line feed
+        yield from check.feed(number + 1, tail)
+    check.at_end(b"", ended=True)
+
+
+class _Check:
+    """The first lines of a followed file, held until one is a start record: what is no
+    recording is said (:class:`RecordingError`, the words of the other readers) before any
+    of it is shown."""
+
+    __slots__ = ("held", "name")
+
+    def __init__(self, name: str, started: bool = False) -> None:
+        self.name = name
+        #: The lines held; None: a start record was seen (or nothing is checked)
+        self.held: list[tuple[int, bytes]] | None = None if started else []
+
+    def feed(self, number: int, line: bytes) -> list[tuple[int, bytes]]:
+        """What may be shown now that ``line`` came."""
+        held = self.held
+        if held is None:
+            return [(number, line)]
+        record = parse_record(number, line)
+        if not held and isinstance(record, UnreadableLine):
+            raise RecordingError(f"{self.name} is not an acp-proxy transcript")
+        held.append((number, line))
+        if isinstance(record, StartRecord):
+            self.held = None
+            return held
+        if len(held) >= START_WITHIN:
+            raise RecordingError(_no_start(self.name, held))
+        return []
+
+    def at_end(self, pending: bytes, ended: bool = False) -> None:
+        """All there is has been read (for now, unless ``ended``): lines and no start record
+        is no recording (one is written first); nothing yet, or the start of a first line
+        that may be a record, is waited on."""
+        held = self.held
+        if held is None:
+            return
+        if held:
+            raise RecordingError(_no_start(self.name, held))
+        if pending.lstrip()[:1] not in (b"", b"{"):
+            raise RecordingError(f"{self.name} is not an acp-proxy transcript")
+        if ended:
+            raise RecordingError(f"{self.name} is empty: not an acp-proxy transcript")
+
+
+def _fresh(directory: Path, known: set[Path]) -> Path | None:
+    """The newest recording in ``directory`` that is not in ``known`` (the ones found when
+    following began, and those refused: a new session is waited for)."""
+    fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
+    return max(fresh, key=lambda p: (p.stat().st_mtime_ns, p.name)) if fresh else None
 
 
 def _open(path: Path, regular: bool) -> BinaryIO | None:

@@ -55,7 +55,7 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -75,7 +75,7 @@ from acp_proxy.transcript.records import (
     stderr_record,
 )
 
-__all__ = ["Redactor", "redact_stream"]
+__all__ = ["Redactor", "redact_lines", "redact_stream"]
 
 Path = tuple[str | int, ...]
 
@@ -754,12 +754,24 @@ def _resources(value: Any) -> Iterator[tuple[Path, dict[str, Any]]]:
 
 def redact_stream(source: BinaryIO, out: BinaryIO, contents: bool = False) -> tuple[int, int]:
     """Copy a transcript, redacted; return (records, records changed)."""
+    lines = ((n, line[:-1] if line.endswith(b"\n") else line) for n, line in enumerate(source, 1))
+    return redact_lines(lines, out, contents)
+
+
+def redact_lines(
+    lines: Iterable[tuple[int, bytes]], out: BinaryIO, contents: bool = False
+) -> tuple[int, int]:
+    """Copy the numbered lines of a transcript (without their ``\\n``, as
+    :func:`~acp_proxy.transcript.reading.open_lines` gives them), redacted; a line missing
+    from the numbering was blank and is written blank. Return (records, records changed)."""
     redactor = Redactor(contents)
     wire = WireModel()
-    records = changed = 0
-    for number, line in enumerate(source, 1):
+    records = changed = last = 0
+    for number, body in lines:
+        if number > last + 1:
+            out.write(b"\n" * (number - last - 1))
+        last = number
         records += 1
-        body = line[:-1] if line.endswith(b"\n") else line
         try:
             copy = _redacted_line(redactor, number, body, wire)
             if isinstance(copy, WireModel):
