@@ -107,7 +107,7 @@ def test_a_frame_the_replay_cannot_vouch_for_is_withheld_as_an_action(tmp_path):
     twice) is withheld and listed, as an action is; a plain log line still goes out."""
     write = '{"jsonrpc":"2.0","id":900,"method":"fs/write_text_file","params":{"path":"/x"}}'
     update = '"method":"session/update","params":{"sessionId":"s1","update":{}}'
-    hostile = {
+    hostile: dict[int, dict[str, Any]] = {
         3: {"oversized": 1, "text": write},  # never parsed: its rest unknown
         4: {"text": "x\n" + write},  # two lines on the wire, the second an action
         5: {"text": write[:-1] + ',"n":NaN}'},  # JSON to Node and to Python's json
