@@ -285,6 +285,15 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
         _say(f"  {action_summary(step)}")
 
 
+def _same_file(output: str, recording: str) -> bool:
+    """Whether writing ``output`` would replace ``recording``: the same path, or the same
+    file under another name (a symlink, a hard link)."""
+    try:
+        return os.path.samefile(output, recording)
+    except OSError:  # (one of them does not exist yet)
+        return Path(output).resolve() == Path(recording).resolve()
+
+
 @click.command()
 @click.argument("recording", metavar="RECORDING")
 @click.option(
@@ -319,7 +328,7 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
             "for standard output"
         )
     out = output or str(Path(recording).with_suffix(".html"))
-    if out != "-" and Path(out).resolve() == Path(recording).resolve():
+    if out != "-" and recording != "-" and _same_file(out, recording):
         raise click.UsageError("the output would overwrite the recording; give -o OUT.html")
     try:
         with contextlib.ExitStack() as stack:
@@ -368,12 +377,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
     from acp_proxy.transcript.redact import redact_lines
 
     to_stdout = output == "-"
-    same = (
-        recording != "-"
-        and Path(output).exists()
-        and Path(output).resolve() == Path(recording).resolve()
-    )
-    if same and not to_stdout:
+    if recording != "-" and not to_stdout and _same_file(output, recording):
         raise click.UsageError("the copy would overwrite the recording; give another -o")
     lines = open_lines(recording)  # (- is standard input)
     first = next(lines)  # says clearly if it is no transcript, before anything is written

@@ -326,3 +326,20 @@ def test_follow_a_directory_skips_what_is_no_recording(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 130
     assert os.path.exists(newer)
+
+
+def test_a_copy_never_replaces_its_recording_under_another_name(tmp_path):
+    """``-o`` naming the recording by a hard link (or the page's default name being one) is
+    refused, as its own name is: nothing is written, the recording is whole."""
+    recording = tmp_path / "c.jsonl"
+    recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    os.link(recording, tmp_path / "c2.jsonl")
+    os.link(recording, tmp_path / "c.html")
+    for args in (
+        ["redact", str(recording), "-o", str(tmp_path / "c2.jsonl")],
+        ["report", str(recording), "-o", str(tmp_path / "c.html")],
+        ["report", str(recording)],
+    ):
+        proc = acp(*args)
+        assert proc.returncode == 2 and b"would overwrite the recording" in proc.stderr, args
+    assert recording.read_bytes() == (RECORDINGS / "clean.jsonl").read_bytes()
