@@ -71,7 +71,7 @@ def test_redact_reads_standard_input_for_dash(tmp_path: Path) -> None:
     bad = acp("redact", "-", "-o", "x.jsonl", input=b'{"level":"info"}\n', cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.decode().splitlines() == [
-        "acp-proxy: - is not an acp-proxy recording: no start record in the first 1 lines"
+        "acp-proxy: - is not an acp-proxy recording: no start record in the first line"
     ]
     assert not (tmp_path / "x.jsonl").exists()
 
@@ -229,7 +229,7 @@ def test_a_failed_report_leaves_the_older_page_whole(tmp_path: Path) -> None:
 NOT_RECORDINGS = {
     "app-log": (
         b'{"level":"info","msg":"started"}\n',
-        "is not an acp-proxy recording: no start record in the first 1 lines",
+        "is not an acp-proxy recording: no start record in the first line",
     ),
     "raw-capture": (
         b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n',
@@ -328,7 +328,7 @@ def test_follow_a_directory_skips_what_is_no_recording(tmp_path: Path) -> None:
     assert os.path.exists(newer)
 
 
-def test_a_copy_never_replaces_its_recording_under_another_name(tmp_path):
+def test_a_copy_never_replaces_its_recording_under_another_name(tmp_path: Path) -> None:
     """``-o`` naming the recording by a hard link (or the page's default name being one) is
     refused, as its own name is: nothing is written, the recording is whole."""
     recording = tmp_path / "c.jsonl"
