@@ -479,6 +479,17 @@ def _record(
     return None  # a kind from a later format: ignored, as the format promises
 
 
+def _not_json_words(line: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why a line is no JSON, in words (not the parser's: ``line 1 column 2 (char 1)``)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return f"not UTF-8 text (byte {bad.start + 1})"
+    if exc.pos >= len(line.rstrip()):
+        return "cut short, its end missing"
+    return f"not JSON from byte {exc.pos + 1}"
+
+
 def parse_record(number: int, line: bytes) -> Record | None:
     """One line (with or without its ``\\n``) as a typed record; None for a kind this
     version does not know. Never raises: a line that does not fit is an
@@ -487,7 +498,9 @@ def parse_record(number: int, line: bytes) -> Record | None:
         record = orjson.loads(line) if len(line) < LONG_FRAME else loads_long(line)
     except orjson.JSONDecodeError as exc:
         apart = _frame_apart(number, line)
-        return UnreadableLine(number, f"not a JSON record ({exc})") if apart is None else apart
+        if apart is not None:
+            return apart
+        return UnreadableLine(number, f"not a JSON record: {_not_json_words(line, exc)}")
     if type(record) is not dict:
         return UnreadableLine(number, "not a JSON object")
     kind = record.get("kind")

@@ -317,3 +317,17 @@ def test_a_command_line_that_is_not_utf8_is_recorded_escaped():
 
     record = parse_record(1, start_record(T, ["agent", os.fsdecode(b"caf\xe9"), "é"], 42))
     assert isinstance(record, StartRecord) and record.argv == ["agent", "caf\\xe9", "é"]
+
+
+def test_a_line_that_is_no_json_says_why_in_words():
+    """Why a record is unreadable, as a person reads it: cut short, not UTF-8, not JSON from
+    a byte; never the parser's own words (``line 1 column 2 (char 1)``)."""
+    for line, why in (
+        (b'{"kind":"frame","seq":1', "cut short, its end missing"),
+        (b"\xff\xfe{}", "not UTF-8 text (byte 1)"),
+        (b"{x}", "not JSON from byte 2"),
+    ):
+        record = parse_record(7, line)
+        assert isinstance(record, UnreadableLine) and record.line == 7
+        assert record.reason == f"not a JSON record: {why}", record.reason
+        assert "column" not in record.reason and "char" not in record.reason
