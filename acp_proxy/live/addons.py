@@ -151,10 +151,17 @@ class Addon:
         """The connection is over: the agent's exit status (None: unknown) and why."""
 
 
+#: A long stderr line's piece ends at its last whitespace within this many bytes of its
+#: end, if there is one: a secret (which holds none) is then never cut in two.
+STDERR_CUT_WINDOW = 4 * 1024
+_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
+
+
 class StderrLines:
     """The agent's stderr as lines: each complete one, and a line longer than
-    :data:`STDERR_PIECE` in pieces of that size as it comes, so what is held stays bounded;
-    an unfinished last line at the end (``b""``)."""
+    :data:`STDERR_PIECE` in pieces of at most that size as it comes (cut after whitespace
+    near the end, see :data:`STDERR_CUT_WINDOW`), so what is held stays bounded; an
+    unfinished last line at the end (``b""``). The recorder and the live readers cut alike."""
 
     def __init__(self) -> None:
         self._pending = bytearray()
@@ -169,12 +176,21 @@ class StderrLines:
                 out = bytes(pending[:end]).split(b"\n")
                 del pending[: end + 1]
             while len(pending) >= STDERR_PIECE:
-                out.append(bytes(pending[:STDERR_PIECE]))
-                del pending[:STDERR_PIECE]
+                cut = _piece_end(pending)
+                out.append(bytes(pending[:cut]))
+                del pending[:cut]
         elif pending:
             out.append(bytes(pending))
             pending.clear()
         return out
+
+
+def _piece_end(pending: bytearray) -> int:
+    """Where a long line's next piece ends: just past its last whitespace in the piece's
+    last :data:`STDERR_CUT_WINDOW` bytes, else at :data:`STDERR_PIECE`."""
+    low = STDERR_PIECE - STDERR_CUT_WINDOW
+    last = max(pending.rfind(space, low, STDERR_PIECE) for space in _WHITESPACE)
+    return last + 1 if last >= 0 else STDERR_PIECE
 
 
 def describe(frame: Frame) -> dict[str, Any]:
