@@ -647,16 +647,22 @@ class Redactor:
             duplicates = frame.raw.count(b":") != members and members != _raw_members(frame.raw)
             if not found and not keys and not duplicates:
                 return frame, []
-            return self._spliced(frame, found, keys, duplicates)
+            return self._spliced(frame, method, found, keys, duplicates)
         except Exception:  # (RecursionError: nested deeper than the splicer follows)
             return _dropped(frame), ["(frame)"]
 
     def _spliced(
-        self, frame: Frame, found: dict[Path, str], keys: dict[Path, str], duplicates: bool
+        self,
+        frame: Frame,
+        method: str | None,
+        found: dict[Path, str],
+        keys: dict[Path, str],
+        duplicates: bool,
     ) -> tuple[Frame, list[str]]:
         """The frame with each value of ``found`` and key of ``keys`` replaced at its span.
         With duplicate keys (the parsed value holds the last of each), every earlier
-        occurrence is hidden whole: nothing looked at what it holds."""
+        occurrence is hidden whole (nothing looked at what it holds), but for the protocol's
+        own short strings (:meth:`_plain_duplicate`)."""
         raw = frame.raw
         spans: dict[Path, list[tuple[int, int]]] = {}
         for path, span in value_spans(raw):
@@ -674,7 +680,7 @@ class Redactor:
             for path, places in spans.items():
                 for start, end in places[:-1]:
                     value = _loads(raw[start:end])
-                    if not _done(value):
+                    if not _done(value) and not self._plain_duplicate(path, value, method):
                         edits.append((start, end, orjson.dumps(self.tag(value)), path))
         edits.sort(key=lambda edit: (edit[0], -edit[1]))
         kept: list[tuple[int, int, bytes, Path]] = []
@@ -689,6 +695,20 @@ class Redactor:
         pieces.append(raw[at:])
         shown = sorted({_show(_keys_hidden(path, keys)) for _, _, _, path in kept})
         return parse_frame(b"".join(pieces), frame.terminated), shown
+
+    def _plain_duplicate(self, path: Path, value: Any, method: str | None) -> bool:
+        """An earlier occurrence of a duplicate key that is the protocol's (``"type":"text"``
+        before ``"type":"image"``), where no name around makes every value a secret."""
+        if not (path and path[-1] in _STRUCTURAL and isinstance(value, str)):
+            return False
+        if len(value) >= _SHORTEST_KEY or self.string(value) != value:
+            return False
+        if method in _AUTH_METHODS and path[0] == "params":
+            return False
+        return not any(
+            isinstance(name, str) and (name in ("env", "headers", "args") or secret_name(name))
+            for name in path[:-1]
+        )
 
     def finding(self, finding: Any) -> Any:
         """A stored finding with every string of it redacted (:meth:`quoted`). Never raises:

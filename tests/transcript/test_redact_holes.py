@@ -81,6 +81,12 @@ def test_every_occurrence_of_a_duplicate_key_is_hidden() -> None:
         stored, paths = frame(redactor, raw, "client")
         assert secret not in stored and paths, raw
         orjson.loads(stored)
+    protocol = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"type":"text","type":"image"}}'
+    assert frame(redactor, protocol, "client") == (protocol, [])  # the protocol's: kept
+    hidden = (
+        b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"env":{"type":"SECRETENV5","type":"a"}}}'
+    )
+    assert b"SECRETENV5" not in frame(redactor, hidden, "client")[0]
     unique = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"text":"a \\"k\\": b","k":"y"}}'
     assert frame(redactor, unique, "client") == (unique, [])
 
