@@ -20,8 +20,12 @@ the wire model) and picks the values to hide:
   strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens...), the value of
   a secret-named ``NAME=value`` or ``"name": "value"``, and of an ``Authorization:`` or
   ``Cookie:`` header;
-- in what is not JSON (frames that are not JSON or not UTF-8, and the agent's stderr): the
-  same, and ``name: value`` with a secret-looking name;
+- in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
+  agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
+  cut before its closing quote: to the end);
+- object keys shaped like a key (``{"ghp_…": 1}``): the key becomes a tag (its path lists
+  the tag); with duplicate keys (JSON keeps the last), every earlier occurrence is hidden
+  whole, but for the protocol's own short strings (``"type":"text"``);
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
   output, the prompt's text (and its echo in user messages), and what tool calls carry
   (``content``, ``rawInput``, ``rawOutput``, their ``_meta``): how agents read files with
@@ -34,7 +38,9 @@ that value's tag. Every other record's strings are redacted as strings; a line t
 record (the truncated last line of a crash) is replaced, whole, by a line that says its
 size, never copied.
 
-A value already redacted (``[redacted:…]``) is left as it is: a second pass changes nothing.
+A string that is one of the redaction's tags, whole, is left as it is (one that only starts
+like one is not), and so is a line that stands for an unreadable one: a second pass changes
+nothing.
 
 Each hidden value becomes ``"[redacted:<tag>]"`` (contents: ``"[redacted:<size> bytes:
 <tag>]"``), where the tag is an HMAC of the value under a key drawn once per
