@@ -28,8 +28,8 @@ the wire model) and picks the values to hide:
   whole, but for the protocol's own short strings (``"type":"text"``);
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
   output, the prompt's text (and its echo in user messages), and what tool calls carry
-  (``content``, ``rawInput``, ``rawOutput``, their ``_meta``): how agents read files with
-  their own tools.
+  (``content``, ``rawInput``, ``rawOutput``, their ``_meta``; a permission request's tool
+  call too): how agents read files with their own tools.
 
 Stored findings (a frame's ``violations``, ``violation`` records) quote frames: every
 string of theirs is redacted as a string is, and any piece of a value hidden so far in
