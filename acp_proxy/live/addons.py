@@ -154,7 +154,10 @@ class Addon:
 #: A long stderr line's piece ends at its last whitespace within this many bytes of its
 #: end, if there is one: a secret (which holds none) is then never cut in two.
 STDERR_CUT_WINDOW = 4 * 1024
-_WHITESPACE = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
+_WHITESPACE = frozenset(b" \t\r\x0b\x0c")
+#: What comes before a secret and a space (``token: X``, ``Authorization: Bearer X``): no
+#: piece is cut there, or the secret would stand alone in the next one, unrecognised.
+_BEFORE_SECRET = (b":", b"=", b"bearer", b"basic", b"token", b"digest", b"negotiate")
 
 
 class StderrLines:
@@ -186,11 +189,15 @@ class StderrLines:
 
 
 def _piece_end(pending: bytearray) -> int:
-    """Where a long line's next piece ends: just past its last whitespace in the piece's
-    last :data:`STDERR_CUT_WINDOW` bytes, else at :data:`STDERR_PIECE`."""
+    """Where a long line's next piece ends: just past the last whitespace that ends a word
+    in the piece's last :data:`STDERR_CUT_WINDOW` bytes (not one a secret may follow:
+    :data:`_BEFORE_SECRET`), else at :data:`STDERR_PIECE`. One pass over those bytes."""
     low = STDERR_PIECE - STDERR_CUT_WINDOW
-    last = max(pending.rfind(space, low, STDERR_PIECE) for space in _WHITESPACE)
-    return last + 1 if last >= 0 else STDERR_PIECE
+    for at in range(STDERR_PIECE - 1, low, -1):
+        word_end = pending[at] in _WHITESPACE and pending[at - 1] not in _WHITESPACE
+        if word_end and not pending[max(0, at - 9) : at].lower().endswith(_BEFORE_SECRET):
+            return at + 1
+    return STDERR_PIECE
 
 
 def describe(frame: Frame) -> dict[str, Any]:

@@ -132,6 +132,10 @@ def test_a_secret_across_a_stderr_piece_boundary_is_cut_whole() -> None:
     assert b"".join(pieces) == line and all(len(p) <= STDERR_PIECE for p in pieces)
     redactor = Redactor()
     assert all(b"_SPLIT_ACROSS" not in redactor.text(piece) for piece in pieces)
+    for before in (b"Authorization: Bearer", b"password:", b"--token"):  # not cut after these
+        line = b"x" * 65400 + b" " + before + b" " + b"y" * 200 + b" SECRETAFTERNAME"
+        head = StderrLines().feed(line)[0]
+        assert not head.endswith(before + b" "), before
     solid = StderrLines().feed(b"y" * (STDERR_PIECE + 10))  # no whitespace: cut at the size
     assert [len(p) for p in solid] == [STDERR_PIECE]
 
