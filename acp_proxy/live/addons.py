@@ -151,10 +151,20 @@ class Addon:
         """The connection is over: the agent's exit status (None: unknown) and why."""
 
 
+#: A long stderr line's piece ends at its last whitespace within this many bytes of its
+#: end, if there is one: a secret (which holds none) is then never cut in two.
+STDERR_CUT_WINDOW = 4 * 1024
+_WHITESPACE = frozenset(b" \t\r\x0b\x0c")
+#: What comes before a secret and a space (``token: X``, ``Authorization: Bearer X``): no
+#: piece is cut there, or the secret would stand alone in the next one, unrecognised.
+_BEFORE_SECRET = (b":", b"=", b"bearer", b"basic", b"token", b"digest", b"negotiate")
+
+
 class StderrLines:
     """The agent's stderr as lines: each complete one, and a line longer than
-    :data:`STDERR_PIECE` in pieces of that size as it comes, so what is held stays bounded;
-    an unfinished last line at the end (``b""``)."""
+    :data:`STDERR_PIECE` in pieces of at most that size as it comes (cut after whitespace
+    near the end, see :data:`STDERR_CUT_WINDOW`), so what is held stays bounded; an
+    unfinished last line at the end (``b""``). The recorder and the live readers cut alike."""
 
     def __init__(self) -> None:
         self._pending = bytearray()
@@ -169,12 +179,25 @@ class StderrLines:
                 out = bytes(pending[:end]).split(b"\n")
                 del pending[: end + 1]
             while len(pending) >= STDERR_PIECE:
-                out.append(bytes(pending[:STDERR_PIECE]))
-                del pending[:STDERR_PIECE]
+                cut = _piece_end(pending)
+                out.append(bytes(pending[:cut]))
+                del pending[:cut]
         elif pending:
             out.append(bytes(pending))
             pending.clear()
         return out
+
+
+def _piece_end(pending: bytearray) -> int:
+    """Where a long line's next piece ends: just past the last whitespace that ends a word
+    in the piece's last :data:`STDERR_CUT_WINDOW` bytes (not one a secret may follow:
+    :data:`_BEFORE_SECRET`), else at :data:`STDERR_PIECE`. One pass over those bytes."""
+    low = STDERR_PIECE - STDERR_CUT_WINDOW
+    for at in range(STDERR_PIECE - 1, low, -1):
+        word_end = pending[at] in _WHITESPACE and pending[at - 1] not in _WHITESPACE
+        if word_end and not pending[max(0, at - 9) : at].lower().endswith(_BEFORE_SECRET):
+            return at + 1
+    return STDERR_PIECE
 
 
 def describe(frame: Frame) -> dict[str, Any]:

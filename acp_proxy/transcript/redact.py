@@ -20,12 +20,16 @@ the wire model) and picks the values to hide:
   strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens...), the value of
   a secret-named ``NAME=value`` or ``"name": "value"``, and of an ``Authorization:`` or
   ``Cookie:`` header;
-- in what is not JSON (frames that are not JSON or not UTF-8, and the agent's stderr): the
-  same, and ``name: value`` with a secret-looking name;
+- in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
+  agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
+  cut before its closing quote: to the end);
+- object keys shaped like a key (``{"ghp_…": 1}``): the key becomes a tag (its path lists
+  the tag); with duplicate keys (JSON keeps the last), every earlier occurrence is hidden
+  whole, but for the protocol's own short strings (``"type":"text"``);
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
   output, the prompt's text (and its echo in user messages), and what tool calls carry
-  (``content``, ``rawInput``, ``rawOutput``, their ``_meta``): how agents read files with
-  their own tools.
+  (``content``, ``rawInput``, ``rawOutput``, their ``_meta``; a permission request's tool
+  call too): how agents read files with their own tools.
 
 Stored findings (a frame's ``violations``, ``violation`` records) quote frames: every
 string of theirs is redacted as a string is, and any piece of a value hidden so far in
@@ -34,7 +38,9 @@ that value's tag. Every other record's strings are redacted as strings; a line t
 record (the truncated last line of a crash) is replaced, whole, by a line that says its
 size, never copied.
 
-A value already redacted (``[redacted:…]``) is left as it is: a second pass changes nothing.
+A string that is one of the redaction's tags, whole, is left as it is (one that only starts
+like one is not), and so is a line that stands for an unreadable one: a second pass changes
+nothing.
 
 Each hidden value becomes ``"[redacted:<tag>]"`` (contents: ``"[redacted:<size> bytes:
 <tag>]"``), where the tag is an HMAC of the value under a key drawn once per
@@ -61,7 +67,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
 
-from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.framing import Frame, oversized_frame, parse_frame
 from acp_proxy.core.jsontext import value_spans
 from acp_proxy.core.wire import Kind, Message, WireModel
 from acp_proxy.transcript.heads import plain_frame_head
@@ -124,15 +130,23 @@ _HEADER = re.compile(r"^([A-Za-z0-9_-]+):\s*(.+)$", re.DOTALL)
 #: What a redaction puts in: never redacted again (in a URL, where brackets would not do).
 _DONE = "[redacted:"
 _URL_DONE = "redacted-"
+#: The tags a redaction makes, whole: only a string that is one is left alone (one that only
+#: starts like a tag may carry anything after it).
+_TAG = re.compile(r"\[redacted:(?:[0-9]+ bytes:)?[0-9a-f]{10}\]")
+_URL_TAG = re.compile(r"redacted-[0-9a-f]{10}")
 #: API-key shaped strings, in any text (each from a word's start: :func:`_word_start`).
 _KEY_SHAPES = re.compile(
     r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    r"|Bearer [A-Za-z0-9._~+/=\-]{8,}"
+    r"|glpat-[A-Za-z0-9_\-]{20,}|Bearer [A-Za-z0-9._~+/=\-]{8,}"
 )
 _BEARER = "Bearer "
+#: Key shapes no word ends with: found wherever they start (``x%3Dsk-ant-…``, ``\\nghp_…``).
+#: The others (a bare ``sk-``, ``Bearer``) from a word's start only (not ``disk-…``).
+_DISTINCT = ("sk-ant-", "sk-proj-", "gh", "github_pat_", "xox", "AKIA", "AIza", "glpat-", "eyJ")
+_HEX = frozenset("0123456789abcdefABCDEF")
 #: No key shape is shorter (``sk-`` and 12 more).
 _SHORTEST_KEY = 15
 #: Where a field's name may be: found from a secret word in it (``token``, ``KEY``...), its
@@ -141,8 +155,9 @@ _SECRET_PIECE = re.compile(r"token|key|secret|pass|auth|cookie|credential|bearer
 _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _SEPARATOR = re.compile(r"\s*[:=]\s*")
-#: A field's value: a JSON string, or a word.
-_VALUE = re.compile(r'"(?:[^"\\]|\\.)*"|[^\s,;&"}]+')
+#: A field's value: a JSON string (to its end, if the text is cut before its closing quote),
+#: or a word.
+_VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]+')
 #: What makes a field's name look secret in text that is not JSON.
 _SECRETISH = re.compile(r"token|key|secret|passw|authoriz|cookie|credential", re.IGNORECASE)
 #: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
@@ -165,6 +180,7 @@ _KEY_HINTS = (
     "AIza",
     "xox",
     "eyJ",
+    "glpat-",
     "Bearer ",
 )
 _FIELD_HINTS = ("token", "key", "secret", "pass", "auth", "cookie", "credential", "bearer")
@@ -195,8 +211,12 @@ _FRAME_KEYS = frozenset(
 
 
 def _done(value: Any) -> bool:
-    """Already a redaction's output."""
-    return isinstance(value, str) and value.startswith(_DONE)
+    """Already a redaction's output: one of its tags, whole."""
+    return isinstance(value, str) and value.startswith(_DONE) and _TAG.fullmatch(value) is not None
+
+
+def _url_done(value: str) -> bool:
+    return _URL_TAG.fullmatch(value) is not None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -315,10 +335,19 @@ class Redactor:
         return self._targets(message.value, message.method, message.kind)
 
     def _targets(self, value: Any, method: str | None, kind: Kind | None) -> dict[Path, str]:
+        return self._plan(value, method, kind)[0]
+
+    def _plan(
+        self, value: Any, method: str | None, kind: Kind | None
+    ) -> tuple[dict[Path, str], dict[Path, str], int]:
+        """The values to hide (path: replacement), the object keys to hide (the member's
+        path: its key's replacement), and how many object members the value has (fewer than
+        its text: it has duplicate keys)."""
         found: dict[Path, str] = {}
+        keys: dict[Path, str] = {}
+        members = self._walk(value, found, keys)
         if not isinstance(value, dict):
-            return found
-        self._walk(value, found)
+            return found, keys, members
         params = value.get("params")
         if method in _AUTH_METHODS and kind is Kind.REQUEST and isinstance(params, dict):
             for name, item in params.items():
@@ -326,12 +355,14 @@ class Redactor:
                     found[("params", name)] = self.tag(item)
         if self.contents:
             self._contents(str(method), kind, value, found)
-        return found
+        return found, keys, members
 
-    def _walk(self, value: Any, found: dict[Path, str]) -> None:
-        """Secret-named fields, entries, command lines, URLs, and secrets in any string
-        (no recursion: a frame may be nested as deep as the parser goes)."""
+    def _walk(self, value: Any, found: dict[Path, str], keys: dict[Path, str]) -> int:
+        """Secret-named fields, entries, command lines, URLs, and secrets in any string, and
+        in object keys (no recursion: a frame may be nested as deep as the parser goes).
+        Returns how many object members there are."""
         stack: list[tuple[Path, Any]] = [((), value)]
+        members = 0
         while stack:
             path, item = stack.pop()
             if isinstance(item, str):
@@ -341,8 +372,16 @@ class Redactor:
             elif isinstance(item, list):
                 stack += [((*path, index), child) for index, child in enumerate(item)]
             elif isinstance(item, dict):
+                members += len(item)
                 for name, child in item.items():
-                    self._field(name, child, (*path, name), found, stack)
+                    here = (*path, name)
+                    if len(name) >= _SHORTEST_KEY:
+                        hidden = self.string(name)
+                        if hidden != name:
+                            keys[here] = hidden
+                    if not self._field(name, child, here, found, stack):
+                        members += _members(child)
+        return members
 
     def _field(
         self,
@@ -351,23 +390,27 @@ class Redactor:
         here: Path,
         found: dict[Path, str],
         stack: list[tuple[Path, Any]],
-    ) -> None:
+    ) -> bool:
+        """One member of an object: hidden, or its value walked; False when not walked
+        (its members, if any, not counted)."""
         if item is None or _done(item):
-            return
+            return True
         if name in _STRUCTURAL and isinstance(item, str) and len(item) < _SHORTEST_KEY:
-            return
+            return True
         if secret_name(name):
             found[here] = self.tag(item)
         elif name in ("env", "headers"):
             self._entries(item, here, found)
         elif name == "args" and isinstance(item, list):
-            self._args(item, here, found, stack)
+            return self._args(item, here, found, stack)
         elif name in ("url", "uri") and isinstance(item, str):
             hidden = self.string(self.url(item))
             if hidden != item:
                 found[here] = hidden
         else:
             stack.append((here, item))
+            return True
+        return False
 
     def _entries(self, value: Any, path: Path, found: dict[Path, str]) -> None:
         """``env`` / ``headers``: a list of ``{name, value}`` or an object of values."""
@@ -383,15 +426,17 @@ class Redactor:
 
     def _args(
         self, args: list[Any], path: Path, found: dict[Path, str], stack: list[tuple[Path, Any]]
-    ) -> None:
-        """A command line's arguments (an MCP server's, a terminal's): as :meth:`argv`."""
+    ) -> bool:
+        """A command line's arguments (an MCP server's, a terminal's): as :meth:`argv`.
+        True when they are walked as any list instead (they are not all strings)."""
         if not all(isinstance(arg, str) for arg in args):
             stack.append((path, args))
-            return
+            return True
         hidden, _ = self.argv(args)
         for index, (before, after) in enumerate(zip(args, hidden, strict=True)):
             if before != after:
                 found[(*path, index)] = after
+        return True
 
     def url(self, url: str) -> str:
         """A URL with its credentials and secret-named query parameters hidden."""
@@ -404,11 +449,11 @@ class Redactor:
         netloc = parts.netloc
         if "@" in netloc:
             credentials, _, host = netloc.rpartition("@")
-            if not credentials.startswith(_URL_DONE):
+            if not _url_done(credentials):
                 netloc = f"{self._url_tag(credentials)}@{host}"
         query = "&".join(
             f"{name}={self._url_tag(unquote(value))}"
-            if sep and secret_name(unquote(name)) and not value.startswith(_URL_DONE)
+            if sep and secret_name(unquote(name)) and not _url_done(value)
             else f"{name}{sep}{value}"
             for name, sep, value in (item.partition("=") for item in parts.query.split("&"))
         ) if parts.query else ""  # fmt: skip
@@ -431,7 +476,7 @@ class Redactor:
         """A JSON string (a tool call's command, a message): API-key shaped strings, an
         authorization header's credentials, and the value of a secret-named ``NAME=value``
         or ``"name": "value"`` hidden (not ``name: value``, which is how prose reads)."""
-        if not text or text.startswith(_DONE):
+        if not text or _done(text):
             return text
         if len(text) >= _LONG and _BASE64.fullmatch(text) is not None:
             return text
@@ -441,7 +486,7 @@ class Redactor:
         """Headers, fields and key shapes in ``text``; in time linear in its length."""
 
         def header(match: re.Match[str]) -> str:
-            if _DONE in match.group(3):
+            if _done(match.group(3)):
                 return match.group(0)
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
@@ -478,12 +523,13 @@ class Redactor:
             found = _VALUE.match(text, sep.end())
             if found is None:
                 continue
-            value = found.group()
-            inner = value[1:-1] if value.startswith('"') else value
-            if inner.startswith((_DONE, _URL_DONE)):
+            inner = found.group("inner")
+            quote = "" if inner is None else '"'
+            inner = found.group() if inner is None else inner
+            if _done(inner) or _url_done(inner):
                 continue
-            quote = '"' if value.startswith('"') else ""
-            out += [text[start : sep.end()], quote, self.tag(inner), quote]
+            close = quote if found.group("close") is not None or not quote else ""
+            out += [text[start : sep.end()], quote, self.tag(inner), close]
             start = at = found.end()
         return "".join(out) + text[start:] if out else text
 
@@ -493,7 +539,7 @@ class Redactor:
 
         def key(match: re.Match[str]) -> str:
             found, begin = match.group(), match.start()
-            if begin and (text[begin - 1].isalnum() or text[begin - 1] == "_"):
+            if not found.startswith(_DISTINCT) and not _word_start(text, begin):
                 return found  # (inside a word: "disk-…")
             if found.startswith(_BEARER):
                 return _BEARER + self.tag(found[len(_BEARER) :])
@@ -527,6 +573,9 @@ class Redactor:
             fields.append((("params", "content"), params.get("content")))
         if method == "session/prompt":
             self._texts(params.get("prompt"), ("params", "prompt"), found)
+        call = params.get("toolCall") if method == "session/request_permission" else None
+        if isinstance(call, dict):  # the tool call asked about: what a tool_call carries
+            self._tool_call(call, ("params", "toolCall"), found)
         update = params.get("update") if method == "session/update" else None
         if not isinstance(update, dict):
             return fields
@@ -597,21 +646,75 @@ class Redactor:
                 hidden = self.text(frame.raw)
                 if hidden == frame.raw:
                     return frame, []
+                if frame.oversized:  # (its start, not JSON: still a line of its size)
+                    return oversized_frame(hidden, frame.oversized, frame.terminated), ["(text)"]
                 return parse_frame(hidden, frame.terminated), ["(text)"]
-            found = self._targets(frame.value, method, kind)
-            if not found:
+            found, keys, members = self._plan(frame.value, method, kind)
+            duplicates = frame.raw.count(b":") != members and members != _raw_members(frame.raw)
+            if not found and not keys and not duplicates:
                 return frame, []
-            spans = dict(value_spans(frame.raw))
+            return self._spliced(frame, method, found, keys, duplicates)
         except Exception:  # (RecursionError: nested deeper than the splicer follows)
             return _dropped(frame), ["(frame)"]
-        edits = sorted(
-            ((spans[path], text, path) for path, text in found.items() if path in spans),
-            reverse=True,
-        )
+
+    def _spliced(
+        self,
+        frame: Frame,
+        method: str | None,
+        found: dict[Path, str],
+        keys: dict[Path, str],
+        duplicates: bool,
+    ) -> tuple[Frame, list[str]]:
+        """The frame with each value of ``found`` and key of ``keys`` replaced at its span.
+        With duplicate keys (the parsed value holds the last of each), every earlier
+        occurrence is hidden whole (nothing looked at what it holds), but for the protocol's
+        own short strings (:meth:`_plain_duplicate`)."""
         raw = frame.raw
-        for (start, end), text, _ in edits:
-            raw = raw[:start] + orjson.dumps(text) + raw[end:]
-        return parse_frame(raw, frame.terminated), sorted(_show(path) for _, _, path in edits)
+        spans: dict[Path, list[tuple[int, int]]] = {}
+        for path, span in value_spans(raw):
+            spans.setdefault(path, []).append(span)
+        #: (start, end, replacement, path): the last span of a path is the parsed value's.
+        edits: list[tuple[int, int, bytes, Path]] = [
+            (*spans[path][-1], orjson.dumps(text), path)
+            for path, text in found.items()
+            if path in spans
+        ]
+        for path, key in keys.items():
+            for start, _ in spans.get(path, ()):
+                edits.append((*_key_span(raw, start), orjson.dumps(key), path))
+        if duplicates:
+            for path, places in spans.items():
+                for start, end in places[:-1]:
+                    value = _loads(raw[start:end])
+                    if not _done(value) and not self._plain_duplicate(path, value, method):
+                        edits.append((start, end, orjson.dumps(self.tag(value)), path))
+        edits.sort(key=lambda edit: (edit[0], -edit[1]))
+        kept: list[tuple[int, int, bytes, Path]] = []
+        for edit in edits:  # one inside another (a key in a value hidden whole): the outer
+            if not kept or edit[0] >= kept[-1][1]:
+                kept.append(edit)
+        pieces: list[bytes] = []
+        at = 0
+        for start, end, text, _ in kept:
+            pieces += [raw[at:start], text]
+            at = end
+        pieces.append(raw[at:])
+        shown = sorted({_show(_keys_hidden(path, keys)) for _, _, _, path in kept})
+        return parse_frame(b"".join(pieces), frame.terminated), shown
+
+    def _plain_duplicate(self, path: Path, value: Any, method: str | None) -> bool:
+        """An earlier occurrence of a duplicate key that is the protocol's (``"type":"text"``
+        before ``"type":"image"``), where no name around makes every value a secret."""
+        if not (path and path[-1] in _STRUCTURAL and isinstance(value, str)):
+            return False
+        if len(value) >= _SHORTEST_KEY or self.string(value) != value:
+            return False
+        if method in _AUTH_METHODS and path[0] == "params":
+            return False
+        return not any(
+            isinstance(name, str) and (name in ("env", "headers", "args") or secret_name(name))
+            for name in path[:-1]
+        )
 
     def finding(self, finding: Any) -> Any:
         """A stored finding with every string of it redacted (:meth:`quoted`). Never raises:
@@ -662,7 +765,10 @@ class Redactor:
                 return self.tag(value)
             return strings(value)
         if isinstance(value, dict):
-            return {key: self._clean(item, strings, str(key)) for key, item in value.items()}
+            return {
+                self.string(str(key)): self._clean(item, strings, str(key))
+                for key, item in value.items()
+            }
         if isinstance(value, list):
             return [self._clean(item, strings) for item in value]
         if name is not None and secret_name(name) and value is not None:
@@ -719,6 +825,19 @@ class Redactor:
         return f"{header.group(1)}: {self.tag(header.group(2))}"
 
 
+def _word_start(text: str, at: int) -> bool:
+    """Whether a word starts at ``at``: after no letter, digit or ``_``, or after an escape
+    (``\\n``, ``%3D``), as text that quotes JSON or a URL has them."""
+    if not at:
+        return True
+    before = text[at - 1]
+    if not (before.isalnum() or before == "_"):
+        return True
+    if at >= 2 and text[at - 2] == "\\":
+        return True
+    return at >= 3 and text[at - 3] == "%" and before in _HEX and text[at - 2] in _HEX
+
+
 def _common(text: str, at: int, form: str) -> int:
     """How many characters of ``text`` from ``at`` are the start of ``form``."""
     length = 0
@@ -727,6 +846,65 @@ def _common(text: str, at: int, form: str) -> int:
             break
         length += 1
     return length
+
+
+#: The end of an object member's name (a quote, then its colon); and of one that is no
+#: member's but an escaped quote's in a string (an odd run of backslashes before it).
+_NAME_END = re.compile(rb'"[ \t\r\n]*:')
+_ESCAPED_NAME_END = re.compile(rb'(?<!\\)\\(?:\\\\)*"[ \t\r\n]*:')
+
+
+def _raw_members(raw: bytes) -> int:
+    """At least how many object members a JSON text has, as written (a duplicate key
+    counted each time): a quote and a colon after a member's name, never inside a string
+    (where a quote is escaped); a string that starts with a colon counts too (more, never
+    fewer: a frame with as many members parsed has no duplicate keys). Its colons are such a
+    count too, and a faster one: this is for when they are more."""
+    return len(_NAME_END.findall(raw)) - len(_ESCAPED_NAME_END.findall(raw))
+
+
+def _members(value: Any) -> int:
+    """How many object members a value holds, at any depth (no recursion)."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return count
+
+
+def _key_span(raw: bytes, value_start: int) -> tuple[int, int]:
+    """Where the name of the member whose value starts at ``value_start`` lies: back over
+    the colon to its closing quote, then to the first quote before it that no odd run of
+    backslashes escapes (its opening quote: in a name every other quote is escaped)."""
+    end = raw.rindex(b'"', 0, value_start) + 1
+    start = end - 1
+    while True:
+        start = raw.rindex(b'"', 0, start)
+        slashes = 0
+        while raw[start - 1 - slashes] == 0x5C:
+            slashes += 1
+        if slashes % 2 == 0:
+            return start, end
+
+
+def _loads(raw: bytes) -> Any:
+    """A piece of a frame's JSON as a value; its text when orjson cannot read it (a lone
+    surrogate, a depth past orjson's)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", "surrogateescape")
+
+
+def _keys_hidden(path: Path, keys: dict[Path, str]) -> Path:
+    """A path as listed: each hidden key of it as its tag."""
+    if not keys:
+        return path
+    return tuple(keys.get(path[: i + 1], part) for i, part in enumerate(path))
 
 
 def _dropped(frame: Frame) -> Frame:
@@ -785,13 +963,19 @@ def redact_lines(
     return records, changed
 
 
+#: What stands for a line that was no record, or could not be read.
+_PLACEHOLDER = re.compile(
+    rb"\[redacted: line [0-9]+, [0-9]+ bytes, (?:is no record|could not be read)\]"
+)
+
+
 def _redacted_line(
     redactor: Redactor, number: int, body: bytes, wire: WireModel
 ) -> bytes | WireModel | None:
     """One line of a transcript, redacted; None: as it is; a wire model: a start record
     (a new connection begins), for :func:`_redacted_start`."""
-    if not body or body.isspace():
-        return None
+    if not body or body.isspace() or _PLACEHOLDER.fullmatch(body) is not None:
+        return None  # (a line a redaction wrote for an unreadable one: as it is)
     record = parse_record(number, body)
     if isinstance(record, UnreadableLine):  # a truncated record: never copied
         return b"[redacted: line %d, %d bytes, is no record]\n" % (number, len(body))
