@@ -212,6 +212,10 @@ class Validator:
         #: Rule state of the pending requests that rules follow.
         self._notes: dict[Request, _Pending] = {}
         self._sessions: dict[str, _Session] = {}
+        #: Ids a pending session/new or session/fork vouched for (an update came before its
+        #: answer), with the seq of the first such update: once no such request is pending,
+        #: those no answer named were never created.
+        self._vouched: dict[str, int | None] = {}
         self._found: list[Violation] = []
         self._seq: int | None = None
         self._session_id: str | None = None
@@ -720,8 +724,10 @@ class Validator:
         ):
             # "Updates may arrive before or after this response" (session/new):
             # the id is not known yet, so a pending session/new vouches for it; so does
-            # a pending session/fork, whose new session's history may come first.
+            # a pending session/fork, whose new session's history may come first; until
+            # the answers come (_after_new_session).
             self._sessions[session_id] = _Session(session_id)
+            self._vouched[session_id] = self._seq
             return
         self._flag(
             "unknown-session",
@@ -897,8 +903,20 @@ class Validator:
         self, message: ResponseMessage, request: Request, note: _Pending
     ) -> None:
         session_id = message.result.get("sessionId")
-        if isinstance(session_id, str):
+        if isinstance(session_id, str) and not message.is_error:
             self._sessions.setdefault(session_id, _Session(session_id))
+            self._vouched.pop(session_id, None)
+        pending = self.wire.pending
+        if self._vouched and not (pending.any("session/new") or pending.any("session/fork")):
+            for never, seq in self._vouched.items():  # no answer named it: never created
+                self._sessions.pop(never, None)
+                self._flag(
+                    "unknown-session",
+                    f"session/update names session {_show(never)}, which no session/new or "
+                    "session/fork answer created",
+                    where=(seq, never),
+                )
+            self._vouched.clear()
 
     def _after_resume(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
         session = self._session(request.session)

@@ -283,6 +283,19 @@ def test_unknown_session():
         (A, ok(1, {"sessionId": S})),
     ]
     assert rules(early) == []
+    # ...but a pending session/new vouches only for the session its answer names: an
+    # update naming another is an unknown session, found once the answer has come
+    vouched: Frames = [
+        *setup(),
+        (C, req(5, "session/new", {"cwd": "/", "mcpServers": []})),
+        upd({"sessionUpdate": "_x"}, session="bogus"),  # seq 6
+        upd({"sessionUpdate": "available_commands_update", "availableCommands": []}, "s2"),
+        (A, ok(5, {"sessionId": "s2"})),
+        upd({"sessionUpdate": "_x"}, session="bogus"),  # seq 9
+        upd({"sessionUpdate": "_x"}, session="s2"),
+    ]
+    found = [(f.rule, f.seq, f.session) for f in findings(vouched)]
+    assert found == [("unknown-session", 6, "bogus"), ("unknown-session", 9, "bogus")], found
 
 
 def test_resume_without_state():
