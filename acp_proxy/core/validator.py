@@ -655,6 +655,7 @@ class Validator:
         table = methods_for(self.version)
         info = table.get(method) or UNSTABLE_METHODS.get(method)
         if info is None:
+            self._structured(message, value)
             if method in LEGACY_MCP_METHODS:
                 self._legacy_mcp(method)
             elif not method.startswith(("_", "$/")) and not self._schema_defines(method):
@@ -680,6 +681,17 @@ class Validator:
             session.tools = {}
             session.cancelled_tools = frozenset()
         self._dispatch(message, session)
+
+    def _structured(self, message: Message, value: dict[str, Any]) -> None:
+        """JSON-RPC 2.0: params, "if present, MUST be provided as a Structured value" (for
+        a method no schema checks: a known method's params are the schema's)."""
+        params = value.get("params", {})
+        if not isinstance(params, (dict, list)):
+            self._flag(
+                "invalid-message",
+                f"the {message.side}'s {message.method} has params {_show(params)}: JSON-RPC "
+                "2.0 params are an object or an array",
+            )
 
     def _dispatch(self, message: Message, session: _Session | None) -> None:
         """The method's own rules: common and v2 here, v1 in :class:`V1Rules`."""

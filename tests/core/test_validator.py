@@ -160,6 +160,16 @@ def test_invalid_message():
     check("invalid-message", [(C, req(0, "_x")), (A, both)], [(C, req(0, "_x")), (A, ok(0, {}))])
     assert "invalid-message" in rules([(C, {"jsonrpc": "2.0", "id": 1})])
     assert "invalid-message" in rules([(C, 42)])
+    # "params ... MUST be provided as a Structured value" (JSON-RPC 2.0, 4.2), an extension
+    # method's too (a known method's params are the schema's to check)
+    for params in ("x", 5, None):
+        bad = [
+            (C, {"jsonrpc": "2.0", "id": 9, "method": "_x/foo", "params": params}),
+            (A, ok(9, {})),
+        ]
+        assert rules(bad) == ["invalid-message"], params
+    for structured in ({}, [1], {"a": 1}):
+        assert rules([(C, req(9, "_x/foo", structured)), (A, ok(9, {}))]) == [], structured
 
 
 def test_invalid_id():
