@@ -310,6 +310,55 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
         print(f"\n  a new frame on the open page after {took:.2f} s")
 
 
+def test_a_live_page_waits_while_the_reader_types_and_gives_the_field_back(tmp_path):
+    """The recording grows while the reader types in the search field: the page does not
+    load again under their keys (it waits until they stop), and after it has, the field
+    has the focus, its text and its caret back."""
+    from test_report import CHROMIUM
+
+    from acp_proxy.core.framing import parse_frame
+    from acp_proxy.transcript.records import frame_record
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    recording = tmp_path / "growing.jsonl"
+    recording.write_bytes(b"".join(lines[:-1]))
+    rows = sum(1 for line in lines if line.startswith(b'{"kind":"frame"'))
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    browser = DevTools(CHROMIUM, tmp_path / "profile")
+    try:
+        _, body, _ = get(url)
+        link = re.search(r'href="(http://[^"]+/session/growing\.jsonl\?token=[^"]+)"', body)
+        assert link is not None
+        browser.open(link.group(1).replace("&amp;", "&"))
+        browser.until("document.body.dataset.ready === '1'")
+        browser.js(
+            "(() => { window.typing = 1; const q = document.getElementById('f-q'); q.focus();"
+            " q.value = 'session'; q.setSelectionRange(3, 3);"
+            " q.dispatchEvent(new Event('input', { bubbles: true })); })()"
+        )
+        frame = frame_record(rows + 1, "2026-11-29T21:05:05.000000Z", "agent",
+                             parse_frame(b'{"jsonrpc":"2.0","method":"_x"}'))  # fmt: skip
+        with open(recording, "ab") as out:
+            out.write(frame)
+        for _ in range(12):  # a key every 0.25 s for 3 s: no load under the reader's keys
+            browser.js("document.getElementById('f-q').dispatchEvent(new KeyboardEvent("
+                       "'keydown', { key: 'Shift', bubbles: true })) || 1")  # fmt: skip
+            time.sleep(0.25)
+            assert browser.js("window.typing") == 1
+        count = "document.getElementById('f-count').textContent"
+        browser.until(
+            f"document.body.dataset.ready === '1' && !window.typing"
+            f" && {count}.endsWith('of {rows + 1} rows')"
+        )
+        field = "(() => { const f = document.activeElement; return [f.id, f.value, f.selectionStart]; })()"
+        assert browser.js(field) == ["f-q", "session", 3]
+    finally:
+        browser.close()
+        stop(proc)
+
+
 def test_the_lists_configuration_is_json_its_script_can_read(served):
     """The list's configuration sits in a script element, whose text is never HTML-decoded:
     JSON escaped as the report's data is (\\u003c, never &quot;), so the page can parse it and
