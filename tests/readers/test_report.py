@@ -477,6 +477,34 @@ def test_at_1280x800_the_frame_list_stays_in_view_and_nothing_is_cut_off(tmp_pat
 
 
 @browser
+def test_long_unbroken_wire_strings_never_widen_the_page(tmp_path):
+    """A 2,000-character method (a filter's option) and a 3,000-character word in the
+    prompt (the conversation, the JSON tree): the page is no wider than the window, and
+    what holds them wraps inside its box."""
+    word = "A" * 3000
+    lines = (
+        (RECORDINGS / "clean.jsonl")
+        .read_bytes()
+        .replace(b"Summarize the project README.", word.encode())
+        .splitlines(keepends=True)
+    )
+    method = "_" + "m" * 2000
+    request = frame_record(999, "2026-11-29T21:04:47.000000Z", "client", parse_frame(
+        orjson.dumps({"jsonrpc": "2.0", "method": method})))  # fmt: skip
+    recording = tmp_path / "long.jsonl"
+    recording.write_bytes(b"".join([*lines[:-1], request, lines[-1]]))
+    page = laptop(tmp_path, report_of(recording, tmp_path).as_uri() + "#turn=1")
+    try:
+        assert page.js("document.documentElement.scrollWidth <= innerWidth")
+        wide = page.js("""[...document.querySelectorAll(".entity, .tree, .filters select")]
+          .filter((b) => b.scrollWidth > b.clientWidth + 1).map((b) => b.className || b.id)""")
+        assert wide == [], wide
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+@browser
 def test_a_clicked_frame_or_turn_is_in_the_url_and_that_url_opens_it(tmp_path):
     """Clicking a frame writes its seq into the URL (#seq=40), clicking a turn its number
     (#turn=2); a page opened at such a URL selects that frame (a turn: its first frame, and
