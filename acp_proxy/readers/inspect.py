@@ -232,6 +232,13 @@ def _digest(signature: Any) -> str:
     return hashlib.blake2b(repr(signature).encode(), digest_size=8).hexdigest()
 
 
+#: The list's column names.
+_HEAD = "<thead><tr>" + "".join(
+    f"<th>{name}</th>" for name in
+    ("start (UTC)", "agent", "ACP", "turns, frames", "findings", "state", "recording")
+) + "</tr></thead>"  # fmt: skip
+
+
 def _listing(inspector: Inspector) -> bytes:
     """The sessions of the directory, newest first, each linked to its page."""
     events = inspector.events()  # (before the sessions are read: see Inspector.events)
@@ -241,12 +248,12 @@ def _listing(inspector: Inspector) -> bytes:
         name = Path(summary.path).name
         link = html.escape(inspector.url(f"/session/{quote(name)}"), quote=True)
         cells = [
-            (summary.start or "-")[:19],
+            (summary.start or "-")[:19].replace("T", " "),
             summary.agent or "-",
             f"v{summary.protocol}" if summary.protocol else "-",
             f"{summary.turns_text}, {summary.frames:,} frames",
             summary.findings_text,
-            "" if summary.state == "ended" else summary.state,
+            summary.state,
         ]
         text = "".join(f"<td>{html.escape(visible(c))}</td>" for c in cells)
         rows.append(f'<tr>{text}<td><a href="{link}">{html.escape(visible(name))}</a></td></tr>')
@@ -257,11 +264,12 @@ def _listing(inspector: Inspector) -> bytes:
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <title>acp-proxy inspect</title>
-<style>body{{font:14px system-ui,sans-serif;margin:1.5em}}td{{padding:2px 10px}}
+<style>body{{font:14px system-ui,sans-serif;margin:1.5em}}td,th{{padding:2px 10px}}
+th{{text-align:left;font-weight:600;color:#555}}td:first-child{{white-space:nowrap}}
 .dim{{color:#777}}</style>
 </head><body><h1>acp-proxy inspect · {html.escape(visible(str(inspector.root)))}</h1>
-<div id="listing"><table id="sessions">{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}
-</table>{said}</div>
+<div id="listing"><table id="sessions">{_HEAD if rows else ""}<tbody>
+{"".join(rows) or "<tr><td>no recordings yet</td></tr>"}</tbody></table>{said}</div>
 <script type="application/json" id="live-config">{config}</script>
 <script>
   "use strict";

@@ -428,7 +428,7 @@ def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
     proc, url = started([*PROXY, "inspect", str(tmp_path)])
     browser = DevTools(CHROMIUM, tmp_path / "profile")
     row = (
-        "[...document.querySelectorAll('#sessions tr')].map((r) => r.textContent)"
+        "[...document.querySelectorAll('#sessions tbody tr')].map((r) => r.textContent)"
         ".find((t) => t.includes('{}')) || ''"
     )
     try:
@@ -452,7 +452,10 @@ def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
         writer.flush()
         browser.until(f"!({row.format('growing.jsonl')}).includes('no end')")
         assert total in str(browser.js(row.format("growing.jsonl")))
-        assert browser.js("document.querySelectorAll('#sessions tr').length") == 2
+        assert browser.js("document.querySelectorAll('#sessions tbody tr').length") == 2
+        assert "ended" in str(browser.js(row.format("growing.jsonl")))
+        heads = "[...document.querySelectorAll('#sessions th')].map((h) => h.textContent)"
+        assert browser.js(f"{heads}[0]") == "start (UTC)"
     finally:
         writer.close()
         browser.close()
