@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import select
 import signal
 import sys
 import termios
@@ -649,6 +650,9 @@ class _Chat:
         choices = "  ".join(f"[{key}] {visible(str(o.get('name') or o.get('optionId')))}"
                             for key, o in keys.items())  # fmt: skip
         self._write(f"    {choices}\n")
+        if self._drop_type_ahead():  # never an answer the user typed before the question
+            self._write(click.style("    (what was typed before this question is dropped)",
+                                    dim=True) + "\n")  # fmt: skip
         outcome: dict[str, Any] = {"outcome": "cancelled"}
         while keys:
             answer = self.read(f"    {'/'.join(keys)}? ")
@@ -665,6 +669,19 @@ class _Chat:
         self.services.said(f"permission asked; answered {outcome.get('optionId', 'cancelled')}",
                            False)  # fmt: skip
 
+    def _drop_type_ahead(self) -> bool:
+        """On a terminal, what was typed and not yet read is dropped (a line typed ahead
+        in a turn must never answer the question asked next); whether there was any."""
+        fd = _terminal(sys.stdin) if self.interactive else None
+        if fd is None:
+            return False
+        try:
+            waiting = bool(select.select([fd], [], [], 0)[0])
+            termios.tcflush(fd, termios.TCIFLUSH)
+        except (OSError, termios.error, ValueError):
+            return False
+        return waiting
+
     def read(self, prompt: str) -> str | None:
         """A line from the user (Ctrl-C reaches us as KeyboardInterrupt here): None at
         Ctrl-D, and at Ctrl-C."""
@@ -672,6 +689,7 @@ class _Chat:
             try:
                 return input(prompt)
             except EOFError:
+                self._write("\n")
                 return None
             except KeyboardInterrupt:
                 self._write("\n")

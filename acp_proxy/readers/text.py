@@ -277,7 +277,10 @@ def _entity_lines(entity: Entity) -> list[str]:
         role = _ROLE[EntityType(kind)]
         color = {"user": "cyan", "agent": None, "thought": None}[role]
         text = visible(_full_text(entity.content)) or "(empty)"
-        label = click.style(f"{role}:", fg=color, bold=role != "thought", dim=role == "thought")
+        thought = role == "thought"  # (None, not False: click's dim=False undoes the bold)
+        label = click.style(
+            f"{role}:", fg=color, bold=None if thought else True, dim=thought or None
+        )
         return [f"  {label} {text}"]
     if kind == EntityType.TOOL_CALL:
         status = str(entity.fields.get("status", "pending"))

@@ -507,6 +507,37 @@ def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_af
     assert term.close(30) == 0, plain(term.seen)[-2000:]
 
 
+def test_on_a_terminal_what_was_typed_ahead_never_answers_a_permission(tmp_path):
+    """A `y` typed ahead during a turn (meant for later) is dropped when the next turn's
+    permission question is asked: only a key typed after the question answers it."""
+    record = tmp_path / "rec.jsonl"
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *PROBE_AGENT], tmp_path)
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"Hello")
+    term.type(b"again\ry\r")  # the next prompt, and a `y` typed ahead of its question
+    term.until(b"typed before this question is dropped")
+    term.until(b"y/n? ")
+    time.sleep(0.5)
+    term.type(b"n\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0, plain(term.seen)[-2000:]
+    answers = [
+        r["msg"]["result"]["outcome"]
+        for r in map(orjson.loads, record.read_bytes().splitlines())
+        if r.get("from") == "client" and "result" in r.get("msg", {})
+        and "outcome" in r["msg"]["result"]
+    ]  # fmt: skip
+    assert answers == [
+        {"outcome": "selected", "optionId": "yes"},
+        {"outcome": "selected", "optionId": "no"},
+    ], answers
+
+
 def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_again(tmp_path):
     term = Terminal([*PROXY, "chat", "--no-record", "--", *PROBE_AGENT, "later-update"], tmp_path)
     term.until(b"> ")
