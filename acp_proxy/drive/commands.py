@@ -311,8 +311,8 @@ def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:
     type=click.Choice(["allow", "reject"]),
     default="reject",
     show_default=True,
-    help="How permission requests are answered when stdin is not a terminal (on one, "
-    "you are asked).",
+    help="How permission requests are answered when stdin or stdout is not a terminal "
+    "(on one, you are asked).",
 )
 @click.option(
     "--allow-terminal",
@@ -346,9 +346,11 @@ def chat(
     130 Ctrl-C.
     """
     _agent_given(command, record, no_record)
-    interactive = sys.stdin.isatty()
+    # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
+    # the agent's text only, as when piped, and the lines typed are the prompts.
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
-        _only_with("when stdin is not a terminal (on one, you are asked)", "permissions")
+        _only_with("on a terminal (there, you are asked)", "permissions")
     from acp_proxy.drive import chat as chatting
 
     configure("warning", "console", _open_log(None))

@@ -507,6 +507,29 @@ def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_af
     assert term.close(30) == 0, plain(term.seen)[-2000:]
 
 
+def test_typed_at_a_terminal_with_stdout_redirected_the_file_gets_only_the_text(tmp_path):
+    """`acp-proxy chat -- AGENT > replies.txt` typed at a terminal: the lines typed are the
+    prompts, and the file holds the agent's text only (no prompt, no question drawn into
+    it), as when piped; permissions by --permissions."""
+    parent, child = pty.openpty()
+    out = tmp_path / "replies.txt"
+    with open(out, "wb") as replies:
+        proc = subprocess.Popen(
+            [*PROXY, "chat", "--no-record", "--permissions", "allow", "--", *PROBE_AGENT],
+            stdin=child, stdout=replies, stderr=subprocess.PIPE, cwd=tmp_path,
+        )  # fmt: skip
+    os.close(child)
+    try:
+        os.write(parent, b"hi\n")
+        time.sleep(3)
+        os.write(parent, b"\x04")  # Ctrl-D: the end of the prompts
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        os.close(parent)
+    assert proc.returncode == 0, stderr.decode()
+    assert out.read_text() == "Hello from the probe agent. It streams slowly. \n"
+
+
 def test_on_a_terminal_what_was_typed_ahead_never_answers_a_permission(tmp_path):
     """A `y` typed ahead during a turn (meant for later) is dropped when the next turn's
     permission question is asked: only a key typed after the question answers it."""
