@@ -377,10 +377,13 @@ class _Chat:
                 self._capture = None
             if not shown and self.notes.empty():
                 continue
-            self._write("\r\x1b[K" + "".join(shown))
-            self._notes()
             edit = sys.modules.get("readline")
             typed = edit.get_line_buffer() if edit is not None else ""
+            # the prompt line cleared: by ESC [ K, or where colour is off (so is ESC: a
+            # dumb terminal), written over with spaces
+            clear = "\x1b[K" if self._colour else " " * (2 + len(typed)) + "\r"
+            self._write("\r" + clear + "".join(shown))
+            self._notes()
             self._write("> " + typed)
 
     def wait(self, done: Callable[[], bool], what: str, turn: bool = False) -> None:

@@ -574,7 +574,7 @@ def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_
     shown = term.until(b"> ab")
     term.type(b"\x15/quit\r")
     assert term.close() == 0
-    # back to the prompt line's start (no ESC [ K to clear it: TERM=dumb here), the late
-    # text over it, the prompt again as typed
-    assert b"> ab\r  " in shown and b"\x1b[K" not in shown
-    assert "> ab\r  (late) agent: one more thing\n> ab" in plain(shown), plain(shown)
+    # back to the prompt line's start, cleared with spaces (no ESC [ K: TERM=dumb here),
+    # the late text, the prompt again as typed
+    assert b"> ab\r    \r  (late)" in shown and b"\x1b[K" not in shown
+    assert "> ab\r    \r  (late) agent: one more thing\n> ab" in plain(shown), plain(shown)
