@@ -108,7 +108,7 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
         parse_frame(b'{"jsonrpc":"2.0","method":"_plain","params":{"a":[1, 2]}}'),
         parse_frame(b"not json"),
         parse_frame(b'{"jsonrpc":"1.0","method":"_finding"}'),
-        parse_frame(b'{"jsonrpc":"2.0","method":"_big","params":"' + b"x" * 70_000 + b'"}'),
+        parse_frame(b'{"jsonrpc":"2.0","method":"_big","params":{"x":"' + b"x" * 70_000 + b'"}}'),
         parse_frame(b'{"jsonrpc":"2.0","method":"_last"}', terminated=False),
     ]
     observer.observe(Side.CLIENT, chunk)
