@@ -276,8 +276,7 @@ async def relay(
     (the client core: nothing more can answer it, though the agent may still run)."""
     proc = agent.process
     log.info("agent started", pid=proc.pid, argv=agent.argv)
-    session = _Session(agent, observer, log, grace, stderr or _to_our_stderr)
-    session.agent_eof = agent_eof
+    session = _Session(agent, observer, log, grace, stderr or _to_our_stderr, agent_eof)
     try:
         await session.open(stdin_fd, stdout_fd)
         await session.until_exit()
@@ -302,6 +301,7 @@ class _Session:
         log: Logger,
         grace: float,
         stderr: Callable[[bytes], None],
+        agent_eof: Callable[[], None] | None = None,
     ) -> None:
         self.proc = agent.process
         self.pass_stderr = stderr
@@ -323,7 +323,7 @@ class _Session:
         self.tasks: list[asyncio.Task[Any]] = []
         self.stopping: asyncio.Task[None] | None = None
         self.draining: asyncio.Task[None] | None = None
-        self.agent_eof: Callable[[], None] | None = None
+        self.agent_eof = agent_eof
 
     async def open(self, stdin_fd: int, stdout_fd: int) -> None:
         """Signals passed on to the agent; the client's pipes opened; the pumps started."""

@@ -247,6 +247,27 @@ class DevTools:
         self.proc.wait(10)
 
 
+@contextlib.contextmanager
+def growing_page(tmp_path: Path, chromium: str) -> Iterator[tuple[Path, int, DevTools]]:
+    """clean.jsonl without its end record (still being written), served by `inspect` and
+    its page open in Chromium: (the recording, its frame count, the browser)."""
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    recording = tmp_path / "growing.jsonl"
+    recording.write_bytes(b"".join(lines[:-1]))
+    rows = sum(1 for line in lines if line.startswith(b'{"kind":"frame"'))
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    browser = DevTools(chromium, tmp_path / "profile")
+    try:
+        _, body, _ = get(url)
+        link = re.search(r'href="(http://[^"]+/session/growing\.jsonl\?token=[^"]+)"', body)
+        assert link is not None
+        browser.open(link.group(1).replace("&amp;", "&"))
+        yield recording, rows, browser
+    finally:
+        browser.close()
+        stop(proc)
+
+
 def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_readers_place(
     tmp_path, capsys
 ):
@@ -261,17 +282,7 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
-    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
-    recording = tmp_path / "growing.jsonl"
-    recording.write_bytes(b"".join(lines[:-1]))  # no end record: still being written
-    rows = sum(1 for line in lines if line.startswith(b'{"kind":"frame"'))
-    proc, url = started([*PROXY, "inspect", str(tmp_path)])
-    browser = DevTools(CHROMIUM, tmp_path / "profile")
-    try:
-        _, body, _ = get(url)
-        link = re.search(r'href="(http://[^"]+/session/growing\.jsonl\?token=[^"]+)"', body)
-        assert link is not None
-        browser.open(link.group(1).replace("&amp;", "&"))
+    with growing_page(tmp_path, CHROMIUM) as (recording, rows, browser):
         count = (
             "document.getElementById('f-count') && document.getElementById('f-count').textContent"
         )
@@ -303,9 +314,6 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
         assert browser.js("document.querySelector('.seqview').scrollTop") == 300
         assert browser.js("document.querySelector('.seqview .row.sel').dataset.seq") == seq
         assert browser.js("document.getElementById('errors').textContent") == ""
-    finally:
-        browser.close()
-        stop(proc)
     with capsys.disabled():
         print(f"\n  a new frame on the open page after {took:.2f} s")
 
@@ -321,17 +329,7 @@ def test_a_live_page_waits_while_the_reader_types_and_gives_the_field_back(tmp_p
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
-    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
-    recording = tmp_path / "growing.jsonl"
-    recording.write_bytes(b"".join(lines[:-1]))
-    rows = sum(1 for line in lines if line.startswith(b'{"kind":"frame"'))
-    proc, url = started([*PROXY, "inspect", str(tmp_path)])
-    browser = DevTools(CHROMIUM, tmp_path / "profile")
-    try:
-        _, body, _ = get(url)
-        link = re.search(r'href="(http://[^"]+/session/growing\.jsonl\?token=[^"]+)"', body)
-        assert link is not None
-        browser.open(link.group(1).replace("&amp;", "&"))
+    with growing_page(tmp_path, CHROMIUM) as (recording, rows, browser):
         browser.until("document.body.dataset.ready === '1'")
         browser.js(
             "(() => { window.typing = 1; const q = document.getElementById('f-q'); q.focus();"
@@ -354,9 +352,6 @@ def test_a_live_page_waits_while_the_reader_types_and_gives_the_field_back(tmp_p
         )
         field = "(() => { const f = document.activeElement; return [f.id, f.value, f.selectionStart]; })()"
         assert browser.js(field) == ["f-q", "session", 3]
-    finally:
-        browser.close()
-        stop(proc)
 
 
 def test_the_lists_configuration_is_json_its_script_can_read(served):
