@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from acp_proxy.core.framing import Frame, parse_frame
+from acp_proxy.core.framing import MAX_FRAME, Frame, parse_frame
 from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow, value_spans
 from acp_proxy.core.wire import (
     Kind,
@@ -853,12 +853,19 @@ class _Passed:
                     ours.flush()
 
 
-def _lines(stream: IO[bytes]) -> queue.Queue[bytes | None]:
-    """The lines of a stream as a thread reads them; None at its end."""
+def _lines(stream: IO[bytes], cap: int = MAX_FRAME) -> queue.Queue[bytes | None]:
+    """The lines of a stream as a thread reads them; None at its end. A line longer than
+    ``cap`` is its beginning (the rest read and dropped), as the relay observes one: a
+    client that never ends a line cannot grow the replay without bound."""
     inbox: queue.Queue[bytes | None] = queue.Queue()
 
     def read() -> None:
-        for line in stream:
+        while line := stream.readline(cap + 1):
+            if len(line) > cap:
+                rest = line[-1:]
+                while rest and not rest.endswith(b"\n"):
+                    rest = stream.readline(cap)
+                line = line[:cap]
             inbox.put(line)
         inbox.put(None)
 

@@ -514,3 +514,15 @@ def test_the_client_replay_claims_a_streamed_turn_in_constant_work_per_frame(tmp
     for raw in agent[2:-1]:
         replay.receive(raw + b"\n")
     assert replay.done and replay.divergences == []
+
+
+def test_a_client_line_past_the_cap_is_its_beginning_never_held_whole():
+    """A client that never ends its line (`replay REC < /dev/zero` took 24 GB): a line past
+    the cap is taken in its beginning, the rest read and dropped, as the relay observes."""
+    import io
+
+    from acp_proxy.readers.replay import _lines
+
+    inbox = _lines(io.BytesIO(b"a" * 10 + b"\nok\n" + b"\0" * 1000), cap=4)
+    got = [inbox.get(timeout=10) for _ in range(4)]
+    assert got == [b"aaaa", b"ok\n", b"\0" * 4, None]
