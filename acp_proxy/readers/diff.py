@@ -831,10 +831,17 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
             indent = "    " if item.turn is not None else "  "
             where = f"A:{_seq(item.a_seq)} B:{_seq(item.b_seq)}"
             yield f"{indent}{item.what} ({where})"
-            yield f"{indent}  A: {preview(item.a, 100)}   B: {preview(item.b, 100)}{_times(item)}"
+            shown = _shown(item.a, item.a_seq), _shown(item.b, item.b_seq)
+            yield f"{indent}  A: {shown[0]}   B: {shown[1]}{_times(item)}"
     a, b = sessions
     if a > 1 or b > 1:
         yield f"(A has {a} session(s), B {b}: --session N picks another)"
+
+
+def _shown(value: Any, seq: int | None) -> str:
+    """A side's value: ``(absent)`` where that side has none (no value, no frame), so a value
+    removed is not read as a value changed to ``null``."""
+    return "(absent)" if value is None and seq is None else preview(value, 100)
 
 
 def _times(item: Difference) -> str:

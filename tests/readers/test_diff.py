@@ -200,6 +200,26 @@ def test_meta_is_left_out_unless_asked(pair, tmp_path):
     assert [d["what"] for d in shown] == ["agent._meta.build added"]
 
 
+def test_a_value_removed_is_not_shown_as_null(pair, tmp_path):
+    a, b = pair
+
+    def initialize(records):
+        return next(
+            r["msg"]["params"] for r in records if r.get("msg", {}).get("method") == "initialize"
+        )
+
+    def removed(records):
+        del initialize(records)["capabilities"]
+
+    def nulled(records):
+        initialize(records)["capabilities"] = None
+
+    gone = diff("--only", "handshake", str(a), str(edited(b, tmp_path / "gone.jsonl", removed)))
+    assert "client.capabilities removed (A:1 B:-)\n    A: {}   B: (absent)" in gone.stdout.decode()
+    null = diff("--only", "handshake", str(a), str(edited(b, tmp_path / "null.jsonl", nulled)))
+    assert "client.capabilities changed (A:1 B:1)\n    A: {}   B: null" in null.stdout.decode()
+
+
 def test_unreadable_input_exits_2_with_one_line(pair, tmp_path):
     a, _ = pair
     proc = diff(str(a), str(tmp_path / "missing.jsonl"))
