@@ -46,6 +46,7 @@ import click
 import orjson
 
 from acp_proxy.core.framing import UNPARSED, Frame
+from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import format_time
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
@@ -641,15 +642,9 @@ class _Chat:
             if key is None or key in keys:
                 key = str(len(keys) + 1)
             keys[key] = option
-        tool = params.get("toolCall")
-        if not isinstance(tool, dict):
-            subject = params.get("subject")
-            tool = subject.get("toolCall") if isinstance(subject, dict) else None
-        title = params.get("title")
-        if not isinstance(title, str) and isinstance(tool, dict):
-            title = tool.get("title") or tool.get("toolCallId")
         self.stream.close_line()
-        self._write(click.style(visible(f"  permission: {title or 'asked'}"), fg="yellow") + "\n")
+        what = visible(self._asked_about(params))
+        self._write(click.style(f"  permission: {what}", fg="yellow") + "\n")
         choices = "  ".join(f"[{key}] {visible(str(o.get('name') or o.get('optionId')))}"
                             for key, o in keys.items())  # fmt: skip
         self._write(f"    {choices}\n")
@@ -671,6 +666,29 @@ class _Chat:
         ask.answered.set()
         self.services.said(f"permission asked; answered {outcome.get('optionId', 'cancelled')}",
                            False)  # fmt: skip
+
+    def _asked_about(self, params: dict[str, Any]) -> str:
+        """What a permission request is about, in words: its title, else its tool call's
+        (the request's fields patched over the call the session already showed, as a v1
+        request names it by ``toolCallId`` alone), with the call's kind; else its id."""
+        tool = params.get("toolCall")
+        if not isinstance(tool, dict):
+            subject = params.get("subject")
+            tool = subject.get("toolCall") if isinstance(subject, dict) else None
+        tool = tool if isinstance(tool, dict) else {}
+        view = self.stream.model.sessions.get(params.get("sessionId") or self.session or "")
+        call_id = tool.get("toolCallId")
+        known = None
+        if view is not None and isinstance(call_id, str):
+            known = view.entities.get((EntityType.TOOL_CALL, call_id))
+        fields = {**(known.fields if known is not None else {}), **tool}
+        title = params.get("title")
+        if not isinstance(title, str) or not title:
+            title = fields.get("title")
+        kind = fields.get("kind")
+        if not isinstance(title, str) or not title:
+            return f"tool call {call_id}" if isinstance(call_id, str) else "asked"
+        return f"{title} ({kind})" if isinstance(kind, str) and kind != "other" else title
 
     def _drop_type_ahead(self) -> bool:
         """On a terminal, what was typed and not yet read is dropped (a line typed ahead

@@ -481,8 +481,9 @@ def test_on_a_terminal_a_permission_is_asked_after_what_came_before_it(tmp_path,
     term.until(b"> ")
     term.type(b"/quit\r")
     assert term.close() == 0
-    asked = shown.index("permission: call_1")
-    assert -1 < shown.find("step 19") < asked and -1 < shown.find("call_1") < asked, shown
+    # (the request names the call by its id alone: the title is the call's, shown before it)
+    asked = shown.index("permission: Look around (read)")
+    assert -1 < shown.find("step 19") < asked and -1 < shown.find("Look around") < asked, shown
 
 
 def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_after(tmp_path):
