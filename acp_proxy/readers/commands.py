@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -454,7 +454,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             item = Checked(path)
             checked.append(item)
             try:
-                for line, finding in located(read(path)):
+                for line, finding in located(_schemas_noted(path, read(path))):
                     errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
@@ -477,6 +477,28 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             if by_rule:
                 _say(f"  {rule}: {count} {level}")
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _schemas_noted(path: str, items: Iterable[Any]) -> Iterator[Any]:
+    """``items`` as they are; a session recorded against other schemas than the shipped ones
+    said on stderr at its start record (its live findings were made against those: today's
+    may differ, as a newer schema's variant is no longer a warning)."""
+    from acp_proxy.core.schema import schema_sources
+    from acp_proxy.transcript.records import StartRecord
+
+    shipped = schema_sources().as_dict()
+    for item in items:
+        record = getattr(item, "record", None)
+        if type(record) is StartRecord and record.schemas:
+            said = record.schemas
+            names = [n for n in shipped if n != "from" and said.get(n) != shipped[n]]
+            if names:
+                then = ", ".join(f"{n} {said.get(n, '?')}" for n in names)
+                now = ", ".join(f"{n} {shipped[n]}" for n in names)
+                where = f"{path}:{record.line}"
+                said_now = f"checked against {now} (the stored findings may differ)"
+                _say(visible(f"acp-proxy: {where}: recorded against schema {then}; {said_now}"))
+        yield item
 
 
 def _validated(checked: list[Any], levels: dict[str, int]) -> str:

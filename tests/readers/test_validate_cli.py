@@ -490,6 +490,26 @@ def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
     assert f'"schemas":"{shown}"' in page.read_text()
 
 
+def test_a_recording_checked_against_other_schemas_says_so(tmp_path):
+    """A session recorded against other schemas than the shipped ones: validate says which,
+    once, at its start record's line; the shipped recordings (today's) say nothing."""
+    shipped = schema_sources().as_dict()
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    start = orjson.loads(lines[0])
+    start["schemas"] = {**shipped, "v1": "1.28.0"}
+    older = tmp_path / "older.jsonl"
+    older.write_bytes(orjson.dumps(start) + b"\n" + b"".join(lines[1:]))
+    proc = acp("validate", str(older))
+    assert proc.returncode == 0
+    said = [line for line in proc.stderr.decode().splitlines() if "recorded against" in line]
+    assert said == [
+        f"acp-proxy: {older}:1: recorded against schema v1 1.28.0; checked against "
+        f"v1 {shipped['v1']} (the stored findings may differ)"
+    ]
+    today = acp("validate", str(RECORDINGS / "clean.jsonl"))
+    assert b"recorded against" not in today.stderr
+
+
 def test_shipped_recordings_keep_their_exit_status_strict_or_not():
     """The shipped recordings: the clean ones have no finding at all (so --strict passes them
     too), the misbehaving one fails either way."""
