@@ -12,8 +12,10 @@ interpreted per frame: a message costs a few dictionary look-ups per level.
   write them: branches that each fix one property to a ``const`` (``type``,
   ``sessionUpdate``, ``outcome``...) become a table from that value to the
   branch; a branch guarded by ``not`` is the catch-all for values the version
-  does not know; branches that are only ``const`` strings are an enum; any
-  other union tries its branches in order and reports the closest one.
+  does not know; a branch without the property is the untagged one (a v1 stdio
+  MCP server, an ``agent`` auth method), for a value without it or naming its
+  title; branches that are only ``const`` strings are an enum; any other union
+  tries its branches in order and reports the closest one.
 - **Known, unknown, broken.** The shipped schemas are a snapshot of a protocol that
   grows, so what they do not define where ACP extends is *unknown* (a warning that
   names the schema's tag: a newer schema may define it), never an error: a
@@ -752,6 +754,8 @@ class Schema:
         table: dict[Any, Checker] = {}
         catch_all: Checker | None = None
         rest: list[Checker] = []
+        #: The untagged branches' titles: the tag values they are (``stdio``, ``agent``).
+        untagged = {b["title"] for b in branches if isinstance(b.get("title"), str)}
         for branch in branches:
             prop = branch.get("properties", {}).get(tag, {})
             if "const" in prop:
@@ -790,11 +794,14 @@ class Schema:
                     return found
                 unknown = Defect(tag, f"{_show(kind)} {note}", where, reserved=True, unknown=True)
                 return [unknown, *(found or ())]
-            if fallback is not None:
-                return fallback(value)
+            if fallback is not None and kind in untagged:
+                # an untagged branch, named by its title (the SDKs' untagged variant reads
+                # ``{"type": "stdio", ...}`` as stdio): its fields, the tag aside
+                return fallback({k: v for k, v in value.items() if k != tag})
             if kind.startswith("_"):
                 return None
-            # a variant of a later schema: its other properties are its own
+            # a variant of a later schema (an untagged branch would not take it: an MCP
+            # transport "ws" is no stdio server lacking a command): its properties are its own
             return _one(Defect(tag, f"{_show(kind)} {note}", where, unknown=True))
 
         self._dispatch[check] = (tag, table)

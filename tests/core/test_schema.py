@@ -338,6 +338,35 @@ def test_extension_values_are_never_flagged():
     assert v1_block is not None and [(d.unknown, d.hard) for d in v1_block] == [(True, False)]
 
 
+def test_a_union_with_an_untagged_branch_knows_its_name_and_not_a_later_variant():
+    """v1's MCP servers and auth methods: tagged branches, and one untagged (stdio, agent). A
+    value naming the untagged one (``"type": "stdio"``, as clients send) is that branch; a
+    later variant (a transport ``ws``) is one warning on its tag, never the untagged branch's
+    missing fields as errors."""
+    server = schema_for(1).definition("McpServer")
+    stdio = {"name": "m", "command": "/bin/m", "args": [], "env": []}
+    assert server(stdio) is None and server({**stdio, "type": "stdio"}) is None
+    broken = server({"type": "stdio", "name": "m"})  # still a stdio server: its fields missing
+    assert broken is not None and {(d.path, d.hard) for d in broken} == {
+        ("command", True),
+        ("args", True),
+        ("env", True),
+    }
+    later = server({"type": "ws", "name": "m", "url": "ws://x", "headers": []})
+    assert later is not None and [(d.path, d.unknown, d.hard) for d in later] == [
+        ("type", True, False)
+    ]
+    assert later[0].problem.startswith('"ws" is not in ACP v1 schema')
+    assert server({"type": "_ws", "name": "m"}) is None  # an extension's fields are its own
+    method = schema_for(1).definition("AuthMethod")
+    assert (
+        method({"id": "a", "name": "A"}) is None
+        and method({"id": "a", "name": "A", "type": "agent"}) is None
+    )
+    oauth = method({"id": "a", "name": "A", "type": "oauth", "url": "https://x"})
+    assert oauth is not None and [(d.path, d.unknown) for d in oauth] == [("type", True)]
+
+
 def test_integer_formats_are_ranges():
     """uint16 protocol versions and int64 ids are range-checked; fractional is not an integer."""
     version = schema_for(1).definition("ProtocolVersion")
