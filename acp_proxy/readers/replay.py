@@ -229,8 +229,9 @@ def unvouched(step: Step) -> str | None:
     None when it reads the frame as any client would. A frame cut at the proxy's cap (its
     rest unknown); one that is not JSON but holds a ``{`` (a lenient parser, or the line
     it becomes on the wire, may hold a message); bytes that are not the message their
-    record holds (a record with ``msg`` twice); a ``method`` key twice in one object
-    (parsers differ on which counts). A streamed chunk known by its bytes is its kind's."""
+    record holds (a record with ``msg`` twice); a batch holding a batch; a ``method`` key
+    twice in one object, however spelled (parsers differ on which counts). A streamed
+    chunk known by its bytes is its kind's."""
     if step.raw is not None:
         return None
     frame = step.message.frame
@@ -241,7 +242,11 @@ def unvouched(step: Step) -> str | None:
         return None if b"{" not in raw else "not JSON, but holding a '{' a client may read"
     if parse_frame(raw).value != frame.value:
         return "its bytes are not the message its record holds"
-    if raw.count(b'"method"') > len(step.message.messages) and _key_twice(raw):
+    if type(frame.value) is list and any(type(item) is not dict for item in frame.value):
+        return "a batch holding what is no message (a nested batch a client may flatten)"
+    # a key spelled with escapes (me\u0074hod) is the same key to a parser
+    twice = raw.count(b'"method"') > len(step.message.messages) or b"\\u" in raw
+    if twice and _key_twice(raw):
         return "an object with a key twice, which clients may read either way"
     return None
 

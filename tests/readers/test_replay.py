@@ -104,19 +104,25 @@ def test_client_actions_are_withheld_unless_allowed_and_the_replay_goes_on(tmp_p
 def test_a_frame_the_replay_cannot_vouch_for_is_withheld_as_an_action(tmp_path):
     """Fail closed: an agent frame a client might read otherwise than the replay (cut at the
     cap, not JSON but holding a message, bytes not the record's message, a method key
-    twice) is withheld and listed, as an action is; a plain log line still goes out."""
+    twice however spelled, a nested batch) is withheld and listed, as an action is; a plain log line still goes out."""
     write = '{"jsonrpc":"2.0","id":900,"method":"fs/write_text_file","params":{"path":"/x"}}'
     update = '"method":"session/update","params":{"sessionId":"s1","update":{}}'
+    escaped = update.replace("method", "me\\u0074hod", 1)
     hostile: dict[int, dict[str, Any]] = {
         3: {"oversized": 1, "text": write},  # never parsed: its rest unknown
         4: {"text": "x\n" + write},  # two lines on the wire, the second an action
         5: {"text": write[:-1] + ',"n":NaN}'},  # JSON to Node and to Python's json
         7: {"msg": '{"jsonrpc":"2.0","method":"fs/write_text_file",' + update + "}"},
+        # the same key to a parser, spelled with an escape (orjson keeps the last)
+        8: {"msg": '{"jsonrpc":"2.0","method":"fs/write_text_file",' + escaped + "}"},
+        9: {"msg": "[[" + write + "]]"},  # a batch in a batch: a lenient client flattens it
     }
     lines = [b'{"kind":"start","t":"2026-12-01T10:00:00.000000Z","format":"acp-proxy/1",'
              b'"version":"0.1.0","argv":["agent"],"pid":1}']  # fmt: skip
-    for seq in range(1, 9):
-        head = f'{{"kind":"frame","seq":{seq},"t":"2026-12-01T10:00:0{seq}.000000Z","from":"agent"'
+    for seq in range(1, 11):
+        head = (
+            f'{{"kind":"frame","seq":{seq},"t":"2026-12-01T10:00:{seq:02}.000000Z","from":"agent"'
+        )
         body = hostile.get(seq)
         if seq == 6:  # a record whose msg is there twice: the first one's bytes are sent
             line = head + ',"msg":' + write + ',"msg":{"jsonrpc":"2.0",' + update + "}}"
@@ -130,11 +136,11 @@ def test_a_frame_the_replay_cannot_vouch_for_is_withheld_as_an_action(tmp_path):
     path = tmp_path / "hostile.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     fake = AgentReplay(load_script(str(path)), speed=0)
-    assert {step.seq for step in fake.actions} == {3, 4, 5, 6, 7}
+    assert {step.seq for step in fake.actions} == {3, 4, 5, 6, 7, 8, 9}
     sent = [emit.data for emit in fake.start()]
-    assert sent == [b"loading model..."] * 3  # seqs 1, 2 and 8, not the rest
+    assert sent == [b"loading model..."] * 3  # seqs 1, 2 and 10, not the rest
     allowed = AgentReplay(load_script(str(path)), speed=0, allow_actions=True)
-    assert len(allowed.start()) == 8
+    assert len(allowed.start()) == 10
 
 
 def test_a_client_with_its_own_ids_gets_its_own_ids_back(recording):
