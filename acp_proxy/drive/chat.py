@@ -59,6 +59,7 @@ from acp_proxy.live.client import (
     Pending,
     Services,
     TimedOut,
+    config_option_params,
     initialize_params,
 )
 from acp_proxy.log import Logger
@@ -892,12 +893,13 @@ class _Chat:
             known = ", ".join(self.config_options()) or "none"
             self.say(f"  no config option {config!r} (the session's: {known})", False)
             return
-        params: dict[str, Any] = {"sessionId": self.session, "configId": config, "value": value}
+        typed: str | bool = value
         if option.get("type") == "boolean":
             if value not in ("true", "false"):
                 self.say(f"  {config} takes true or false", False)
                 return
-            params.update(type="boolean", value=value == "true")
+            typed = value == "true"
+        params = config_option_params(self.protocol, self.session or "", config, typed)
         if self.call("session/set_config_option", params) is not None:
             self.say(f"  {config} set to {value}")
 

@@ -56,6 +56,8 @@ from acp_proxy.live.client import (
     Reply,
     Services,
     TimedOut,
+    auth_method_id,
+    config_option_params,
     exit_words,
     initialize_params,
 )
@@ -430,16 +432,16 @@ class _Probe:
             )
         self.protocol = version
         methods = result.get("authMethods") or []
-        if not isinstance(methods, list) or not all(
-            isinstance(m, dict) and isinstance(m.get("id"), str) for m in methods
-        ):
-            raise _Stop(FAIL, "authMethods is not a list of methods with string ids")
+        ids = [auth_method_id(m, version) for m in methods] if isinstance(methods, list) else None
+        if ids is None or not all(isinstance(i, str) for i in ids):
+            key = "id" if version == 1 else "methodId"
+            raise _Stop(FAIL, f"authMethods is not a list of methods with string {key}s")
         info = [part for part in agent_info(self.init, self.protocol) if part]
         said = f"protocol {version}" + (f" (asked {asked})" if version != asked else "")
         if info:
             said += f", {shown(' '.join(info))}"
         if methods:
-            said += f", auth methods: {shown(', '.join(m['id'] for m in methods))}"
+            said += f", auth methods: {shown(', '.join(map(str, ids)))}"
         return said
 
     def authenticate(self) -> str:
@@ -447,7 +449,7 @@ class _Probe:
             raise _Stop(SKIP, "the handshake failed")
         methods = self.init.get("authMethods")
         listed = methods if isinstance(methods, list) else []
-        offered = [m.get("id") for m in listed if isinstance(m, dict)]
+        offered = [auth_method_id(m, self.protocol) for m in listed if isinstance(m, dict)]
         method = self.options.auth
         if method is None:
             why = "no --auth METHOD given"
@@ -616,10 +618,7 @@ class _Probe:
         option = next((o for o in options if isinstance(o, dict) and "currentValue" in o), None)
         if option is None or not isinstance(option.get(key), str):
             raise _Stop(SKIP, "no config option with a current value")
-        params: dict[str, Any] = {"sessionId": session, "configId": option[key]}
-        params["value"] = option["currentValue"]
-        if isinstance(option["currentValue"], bool):
-            params["type"] = "boolean"
+        params = config_option_params(self.protocol, session, option[key], option["currentValue"])
         self.call("session/set_config_option", params)
         return f"{shown(option[key])} set to its current value"
 

@@ -238,6 +238,22 @@ def initialize_params(protocol: int, services: Services) -> dict[str, Any]:
     return {"protocolVersion": protocol, "info": CLIENT_INFO, "capabilities": {}}
 
 
+def auth_method_id(method: Any, protocol: int) -> Any:
+    """An ``authMethods`` entry's id: ``id`` in v1, ``methodId`` in v2 (None if not there)."""
+    return method.get("id" if protocol == 1 else "methodId") if isinstance(method, dict) else None
+
+
+def config_option_params(protocol: int, session: str, config: str, value: Any) -> dict[str, Any]:
+    """``session/set_config_option``'s params: a boolean's ``type`` is ``boolean``; a value
+    id's is ``id`` in v2 (required there), absent in v1 (its default there)."""
+    params: dict[str, Any] = {"sessionId": session, "configId": config, "value": value}
+    if isinstance(value, bool):
+        params["type"] = "boolean"
+    elif protocol != 1:
+        params["type"] = "id"
+    return params
+
+
 class Services:
     """How the client answers the agent's requests (each call in a worker thread; a
     refusal is a :class:`ServiceError`). Safe by default: files only inside ``sandbox``,

@@ -189,6 +189,48 @@ def test_an_error_message_is_shown_to_its_end(tmp_path):
     assert reason.endswith("xxx (raised at agent.py:42)") and "…" in reason
 
 
+#: A v2 agent with what v2 spells otherwise than v1: its auth methods' ``methodId`` and a
+#: select config option, set only with ``"type": "id"`` (which v2 requires).
+V2_AGENT = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+def send(m):
+    print(json.dumps({"jsonrpc": "2.0", **m}), flush=True)
+option = {"configId": "mode", "name": "Mode", "type": "select", "currentValue": "auto",
+          "options": [{"value": "auto", "name": "Auto"}]}
+for line in sys.stdin:
+    m = json.loads(line)
+    method, ident, p = m.get("method"), m.get("id"), m.get("params") or {}
+    if method == "initialize":
+        send({"id": ident, "result": {"protocolVersion": 2, "info": {"name": "v2", "version": "1"},
+              "capabilities": {},
+              "authMethods": [{"type": "agent", "methodId": "api-key", "name": "API key"}]}})
+    elif method == "auth/login" and p.get("methodId") == "api-key":
+        send({"id": ident, "result": {}})
+    elif method == "session/new":
+        send({"id": ident, "result": {"sessionId": "s1", "configOptions": [option]}})
+    elif method == "session/set_config_option" and p.get("type") == "id":
+        send({"id": ident, "result": {"configOptions": [{**option, "currentValue": p["value"]}]}})
+    elif ident is not None and method:
+        send({"id": ident, "error": {"code": -32602, "message": "Invalid params"}})
+""",
+]
+
+
+def test_a_v2_agent_is_spoken_to_in_v2_auth_method_ids_and_config_value_types(tmp_path):
+    only = ("handshake", "authenticate", "session-new", "set-config-option")
+    options = [x for name in only for x in ("--only", name)]
+    status, found, _ = checks(tmp_path, V2_AGENT, "--protocol", "2", "--auth", "api-key", *options)
+    assert status == 0 and statuses(found) == dict.fromkeys(only, "pass"), found
+    assert found["handshake"]["reason"].endswith("auth methods: api-key")
+    validate = subprocess.run(
+        [*PROXY, "validate", str(tmp_path / "rec.jsonl")], capture_output=True
+    )
+    assert (validate.returncode, validate.stdout) == (0, b"")
+
+
 def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_checked(
     tmp_path,
 ):
