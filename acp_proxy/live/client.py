@@ -84,6 +84,10 @@ READ_LIMIT = 8 * 1024 * 1024
 #: (:attr:`Client.dropped`); requests and responses are always kept.
 MAX_EVENTS = 10_000
 
+#: Seconds :meth:`Client.close` waits at most for answers to the agent's requests under way
+#: (a file read, say) to go out before it closes the agent's stdin.
+ANSWERS_GRACE = 2.0
+
 #: Findings kept for the front-end at most (each is recorded all the same).
 MAX_FINDINGS = 10_000
 
@@ -613,6 +617,9 @@ class Client:
         self._ended = False
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
+        #: How many of the agent's requests are being answered (``close`` lets them finish).
+        self._serving = 0
+        self._served = threading.Condition()
         self._events: queue.Queue[Any] = queue.Queue()
         #: Notifications of a flood left out of the full queue (see :data:`MAX_EVENTS`).
         self.dropped = 0
@@ -734,6 +741,8 @@ class Client:
         grace, SIGKILL), kill what runs for it, and finish the recording. Idempotent."""
         if self._finished is not None:
             return self._finished
+        with self._served:  # answers under way go out first (a file read said as done is)
+            self._served.wait_for(lambda: self._serving == 0, ANSWERS_GRACE)
         self._closed = True
         loop = self._state.loop
         if loop is not None and not loop.is_closed():
@@ -862,7 +871,17 @@ class Client:
                 pending._future.set_result(Reply(pending.method, value, seq))
         self._events.put(event)
         if kind is Kind.REQUEST:
-            threading.Thread(target=self._serve, args=(value,), daemon=True).start()
+            with self._served:
+                self._serving += 1
+            threading.Thread(target=self._answer, args=(value,), daemon=True).start()
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        try:
+            self._serve(request)
+        finally:
+            with self._served:
+                self._serving -= 1
+                self._served.notify_all()
 
     def _serve(self, request: dict[str, Any]) -> None:
         """Answer one of the agent's requests (in a worker thread: a service may block)."""

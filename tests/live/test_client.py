@@ -4,6 +4,7 @@ acp-proxy as their client (:mod:`acp_proxy.live.client`)."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -113,6 +114,37 @@ def test_files_outside_the_sandbox_are_refused(tmp_path):
     written = tmp_path / "sandbox" / "notes.txt.written"
     assert written.read_text() == "read: line one\n"
     assert oct(written.stat().st_mode & 0o777) == "0o600"
+
+
+class SlowReads(Services):
+    def read_text_file(self, params: dict) -> str:
+        time.sleep(0.5)
+        return super().read_text_file(params)
+
+
+def test_closing_lets_an_answer_under_way_go_out_first(tmp_path):
+    """The client closes while a file read for the agent is under way: the answer is sent
+    (and recorded) before the agent's stdin closes, never said as done and then lost."""
+    (tmp_path / "sandbox").mkdir()
+    inside = tmp_path / "sandbox" / "notes.txt"
+    inside.write_text("line one\n")
+    services = SlowReads(tmp_path / "sandbox")
+    argv = [*PROBE_AGENT, "fs", str(inside)]
+    client = Client.start(argv, services, get_logger(), record=str(tmp_path / "rec.jsonl"))
+    with client:
+        client.call("initialize", initialize_params(1, services), 10)
+        session = client.call("session/new", {"cwd": str(inside.parent), "mcpServers": []}, 10)
+        params = {
+            "sessionId": session.result["sessionId"],
+            "prompt": [{"type": "text", "text": "hi"}],
+        }
+        client.request("session/prompt", params)
+        while (event := client.next_event(10)).method != "fs/read_text_file":
+            pass
+    read = event.value["id"]
+    answers = [r["msg"] for r in records(client.recording)
+               if r.get("from") == "client" and r["msg"].get("id") == read]  # fmt: skip
+    assert answers == [{"jsonrpc": "2.0", "id": read, "result": {"content": "line one\n"}}]
 
 
 def test_no_command_runs_unless_the_terminal_is_allowed(tmp_path):
