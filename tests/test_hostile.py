@@ -730,6 +730,24 @@ def test_the_index_lives_in_the_users_cache_made_private_and_a_malformed_one_is_
         assert again["errors"] == session["errors"] and not again["from_index"]
 
 
+def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Path):
+    """A FIFO named ``x.jsonl`` (another user's, in a shared directory) held ``validate
+    dir/*.jsonl`` for good in open(): with no writer it reads as empty (exit 2, one line);
+    with one, as what it writes."""
+    planted = tmp_path / "x.jsonl"
+    os.mkfifo(planted)
+    for reader in (["validate"], ["show"], ["stats"], ["report", "-o", str(tmp_path / "p.html")],
+                   ["redact", "-o", str(tmp_path / "r.jsonl")], ["replay"]):  # fmt: skip
+        proc = acp(*reader, str(planted), timeout=30)
+        assert proc.returncode == 2, reader
+        assert proc.stderr.decode().splitlines() == [f"acp-proxy: {planted} is empty: not an "
+                                                     "acp-proxy transcript"], reader  # fmt: skip
+    with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
+        time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)
+        proc = acp("validate", str(planted), timeout=30)
+    assert proc.returncode == 1 and b"idle-without-running" in proc.stdout
+
+
 def test_follow_dir_skips_a_fifo_named_like_a_recording(tmp_path: Path):
     """A FIFO named ``*.jsonl`` appearing in the directory was opened, and follow waited on it
     for good: the next session was never shown."""

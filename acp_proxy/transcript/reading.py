@@ -70,13 +70,24 @@ def open_recording(path: str) -> Iterator[Record]:
     return records()
 
 
+def _open_fd(path: str) -> int:
+    """``path`` opened for reading. A named pipe is opened without waiting for a writer (one
+    planted as ``x.jsonl`` in a shared directory would hold ``validate dir/*.jsonl`` for
+    good): with none, it reads as empty; with one, as it writes."""
+    fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
+    if fifo:
+        os.set_blocking(fd, True)
+    return fd
+
+
 def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     """The numbered lines of a recording that are not blank, once its first is known to
     be a record. ``-`` is standard input (as for grep and jq). Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
     read)."""
     try:
-        source = sys.stdin.fileno() if path == "-" else path  # (stdin's fd stays open)
+        source = sys.stdin.fileno() if path == "-" else _open_fd(path)
         stream = open(source, "rb", closefd=path != "-")  # noqa: SIM115 - closed by the generator
     except OSError as exc:
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
