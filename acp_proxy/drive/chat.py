@@ -644,8 +644,10 @@ class _Chat:
                 key = str(len(keys) + 1)
             keys[key] = option
         self.stream.close_line()
-        what = visible(self._asked_about(params))
-        self._write(click.style(f"  permission: {what}", fg="yellow") + "\n")
+        what, details = self._asked_about(params)
+        self._write(click.style(f"  permission: {visible(what)}", fg="yellow") + "\n")
+        for detail in details:
+            self._write(f"    {visible(detail)}\n")
         choices = "  ".join(f"[{key}] {visible(str(o.get('name') or o.get('optionId')))}"
                             for key, o in keys.items())  # fmt: skip
         self._write(f"    {choices}\n")
@@ -668,10 +670,11 @@ class _Chat:
         self.services.said(f"permission asked; answered {outcome.get('optionId', 'cancelled')}",
                            False)  # fmt: skip
 
-    def _asked_about(self, params: dict[str, Any]) -> str:
-        """What a permission request is about, in words: its title, else its tool call's
-        (the request's fields patched over the call the session already showed, as a v1
-        request names it by ``toolCallId`` alone), with the call's kind; else its id."""
+    def _asked_about(self, params: dict[str, Any]) -> tuple[str, list[str]]:
+        """What a permission request is about: its title, else its tool call's (the
+        request's fields patched over the call the session already showed, as a v1 request
+        names it by ``toolCallId`` alone), with the call's kind, else its id; and what it
+        touches: the command it runs, the paths it names (a few)."""
         tool = params.get("toolCall")
         if not isinstance(tool, dict):
             subject = params.get("subject")
@@ -688,8 +691,10 @@ class _Chat:
             title = fields.get("title")
         kind = fields.get("kind")
         if not isinstance(title, str) or not title:
-            return f"tool call {call_id}" if isinstance(call_id, str) else "asked"
-        return f"{title} ({kind})" if isinstance(kind, str) and kind != "other" else title
+            title = f"tool call {call_id}" if isinstance(call_id, str) else "asked"
+        elif isinstance(kind, str) and kind != "other":
+            title = f"{title} ({kind})"
+        return title, _touches(fields)
 
     def _drop_type_ahead(self) -> bool:
         """On a terminal, what was typed and not yet read is dropped (a line typed ahead
@@ -1029,3 +1034,24 @@ def _converse(session: _Chat, lines: TextIO) -> int:
         session.say(f"acp-proxy chat: {exc} (--timeout); the agent {how}{tail}", False)
         return EXIT_FAILED
     return 0
+
+
+def _touches(fields: dict[str, Any]) -> list[str]:
+    """What a tool call asked permission for touches, a line each: the command its input
+    names (``command``, a string or a list), the paths of its locations (at most three)."""
+    said: list[str] = []
+    raw = fields.get("rawInput")
+    command = raw.get("command") if isinstance(raw, dict) else None
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        command = " ".join(command)
+    if isinstance(command, str) and command:
+        said.append(f"command: {command[:200]}")
+    locations = fields.get("locations")
+    if not isinstance(locations, list):
+        locations = []
+    found = [loc.get("path") for loc in locations if isinstance(loc, dict)]
+    paths = [path for path in found if isinstance(path, str)]
+    said += [f"path: {path}" for path in paths[:3]]
+    if len(paths) > 3:
+        said.append(f"(and {len(paths) - 3} more paths)")
+    return said

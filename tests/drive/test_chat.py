@@ -276,7 +276,8 @@ def test_on_a_terminal_a_permission_is_asked_ctrl_c_cancels_and_quit_quits(tmp_p
     term = Terminal([*PROXY, "chat", "--record", str(record), "--", *agent], tmp_path)
     term.until(b"> ")
     term.type(b"summarize the readme\r")
-    term.until(b"permission: Read README.md")
+    term.until(b"permission: Read README.md (read)")
+    term.until(f"path: {tmp_path}/README.md".encode())  # what it touches, before the question
     term.until(b"y/n? ")
     term.type(b"y\r")
     term.until(b"completed")  # the tool call ran: the agent read the file, inside --cwd
@@ -579,3 +580,16 @@ def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_
     # the late text, the prompt again as typed
     assert b"> ab\r    \r  (late)" in shown and b"\x1b[K" not in shown
     assert "> ab\r    \r  (late) agent: one more thing\n> ab" in plain(shown), plain(shown)
+
+
+def test_a_permission_says_the_command_and_the_paths_it_touches():
+    from acp_proxy.drive.chat import _touches
+
+    fields = {
+        "rawInput": {"command": ["rm", "-rf", "build"]},
+        "locations": [{"path": f"/w/{n}"} for n in range(5)] + [{"path": 7}, "x"],
+    }
+    assert _touches(fields) == [
+        "command: rm -rf build", "path: /w/0", "path: /w/1", "path: /w/2", "(and 2 more paths)"
+    ]  # fmt: skip
+    assert _touches({"rawInput": "ls", "locations": None}) == []
