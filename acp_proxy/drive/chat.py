@@ -88,6 +88,10 @@ EXIT_INTERRUPTED = 130
 #: How often waits look at Ctrl-C and at questions for the user, in seconds.
 _TICK = 0.1
 
+#: Seconds after a Ctrl-C cancelled a turn in which the next Ctrl-C quits, though the turn
+#: ended between the two (the cancel said "Ctrl-C again quits").
+_AGAIN = 3.0
+
 #: Seconds at most that what the agent sent between turns is taken for, before a prompt.
 _SETTLE = 0.5
 
@@ -201,6 +205,8 @@ class _Chat:
         self._taken = 0
         #: Whether the last turn was cancelled by a Ctrl-C (so another one quits).
         self.ctrl_c_cancelled = False
+        #: When a Ctrl-C cancelled the turn last (monotonic seconds).
+        self.ctrl_c_at = 0.0
         #: Lines for the user from other threads (findings, what the services did).
         self.notes: queue.Queue[str] = queue.Queue()
         #: Findings shown, by rule.
@@ -400,6 +406,7 @@ class _Chat:
                     raise _Quit(EXIT_INTERRUPTED)
                 self._taken += 1  # (one at a time: a Ctrl-C while the cancel goes counts)
                 cancelled = self.ctrl_c_cancelled = True
+                self.ctrl_c_at = time.monotonic()
                 self.cut_by = "Ctrl-C"
                 self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
                 deadline = time.monotonic() + self.timeout
@@ -740,7 +747,8 @@ class _Chat:
                     return
                 except KeyboardInterrupt:
                     self._write("\n")
-                    if quitting:
+                    again = self.ctrl_c_cancelled and time.monotonic() - self.ctrl_c_at < _AGAIN
+                    if quitting or again:
                         raise _Quit(EXIT_INTERRUPTED) from None
                     quitting = True
                     self.say("  (Ctrl-C again, Ctrl-D or /quit ends the chat)")

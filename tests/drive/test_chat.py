@@ -593,3 +593,22 @@ def test_a_permission_says_the_command_and_the_paths_it_touches():
         "command: rm -rf build", "path: /w/0", "path: /w/1", "path: /w/2", "(and 2 more paths)"
     ]  # fmt: skip
     assert _touches({"rawInput": "ls", "locations": None}) == []
+
+
+def test_on_a_terminal_ctrl_c_again_quits_though_the_turn_ended_between(tmp_path):
+    """The cancel says "Ctrl-C again quits": so it does at the prompt just after, even when
+    the turn ended before the second Ctrl-C."""
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *agent], tmp_path)
+    term.until(b"> ")
+    term.type(b"hello\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"This is")
+    term.type(b"\x03")
+    term.until(b"Ctrl-C again quits")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"\x03")
+    assert term.close() == 130
+    assert b"Ctrl-C again, Ctrl-D or /quit" not in term.seen
