@@ -271,17 +271,19 @@ def _full_text(content: list[Any]) -> str:
     return text_of(content, limit=10_000)
 
 
+def _role_label(role: str) -> str:
+    """``user:`` (cyan), ``agent:`` bold, ``thought:`` dim: the label of a message."""
+    thought = role == "thought"  # (None, not False: click's dim=False undoes the bold)
+    color = "cyan" if role == "user" else None
+    return click.style(f"{role}:", fg=color, bold=None if thought else True, dim=thought or None)
+
+
 def _entity_lines(entity: Entity) -> list[str]:
     kind = entity.type
     if kind in _ROLE:
         role = _ROLE[EntityType(kind)]
-        color = {"user": "cyan", "agent": None, "thought": None}[role]
         text = visible(_full_text(entity.content)) or "(empty)"
-        thought = role == "thought"  # (None, not False: click's dim=False undoes the bold)
-        label = click.style(
-            f"{role}:", fg=color, bold=None if thought else True, dim=thought or None
-        )
-        return [f"  {label} {text}"]
+        return [f"  {_role_label(role)} {text}"]
     if kind == EntityType.TOOL_CALL:
         status = str(entity.fields.get("status", "pending"))
         color = {"completed": "green", "failed": "red", "cancelled": "yellow"}.get(status)
@@ -518,8 +520,7 @@ class LiveConversation:
                 self._open = key
             else:
                 role = _ROLE[EntityType(entity.type)]
-                label = click.style(f"{role}:", bold=not thought, dim=thought)
-                self.write(f"  {label} ")
+                self.write(f"  {_role_label(role)} ")
                 self._open = key
         if text:
             self.write(click.style(text, dim=True) if thought else text)

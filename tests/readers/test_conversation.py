@@ -432,3 +432,13 @@ def test_each_block_and_field_change_keeps_its_seq_and_each_turn_what_it_address
     assert list(turn.addressed.items()) == [
         (("agent message", "m"), 4), (("agent message", "n"), 5), (("tool call", "t"), 6)
     ]  # fmt: skip
+
+
+def test_a_message_label_is_styled_once_not_switched_on_and_off():
+    """``agent:`` is bold (click's ``dim=False`` ended the bold at once: two escapes for
+    nothing); ``thought:`` dim; ``user:`` cyan and bold."""
+    from acp_proxy.readers.text import _role_label
+
+    assert _role_label("agent") == "\x1b[1magent:\x1b[0m"
+    assert _role_label("thought") == "\x1b[2mthought:\x1b[0m"
+    assert _role_label("user") == "\x1b[36m\x1b[1muser:\x1b[0m"
