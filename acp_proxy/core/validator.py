@@ -54,6 +54,7 @@ from acp_proxy.core.protocol import (
     NOTIFICATION,
     PROMPT_CONTENT_CAPABILITY,
     REQUEST_CANCELLED,
+    SCHEMA_VERSIONS,
     SESSION_OPENERS,
     STATES,
     STOP_REASONS,
@@ -494,8 +495,15 @@ class Validator:
     # --- shapes: the official schema of the negotiated version ----------------------
 
     def _schema_version(self) -> int:
-        """The schema to check against: negotiated, else asked for; v1 when unknown."""
-        version = self.wire.version
+        """The schema to check against: negotiated, else asked for; a version no schema is
+        shipped for, the one the client asked for if there is one (an agent answering 99 to
+        a v1 client is checked as the v1 it must speak), else the latest (v1 when unknown)."""
+        wire = self.wire
+        version = wire.version
+        if version in SCHEMA_VERSIONS:
+            return version
+        if wire.requested in SCHEMA_VERSIONS:
+            return wire.requested
         return 2 if version is not None and version >= 2 else 1
 
     def _current_schema(self) -> Schema:

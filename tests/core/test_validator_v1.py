@@ -666,6 +666,15 @@ def test_initialize_version_higher():
     assert found[0].level == Level.WARNING
 
 
+def test_an_answer_in_a_version_no_schema_is_shipped_for_is_checked_as_the_one_asked():
+    """An agent answering protocolVersion 99 to a v1 client, in v1's shapes: the answer is
+    suspect (initialize-version-higher) and nothing else; it was checked against the v2
+    schema (v1 fields "not in schema", v2's info "missing")."""
+    ask_v1, answer = setup(1)[:2]
+    higher = (A, ok(0, {**answer[1]["result"], "protocolVersion": 99}))
+    assert rules([ask_v1, higher]) == ["initialize-version-higher"]
+
+
 def test_initialize_again():
     """initialize: "This method is called once at the beginning of the connection" (v1
     schema, ClientRequest)."""
