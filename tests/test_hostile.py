@@ -742,6 +742,11 @@ def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Pa
         assert proc.returncode == 2, reader
         assert proc.stderr.decode().splitlines() == [f"acp-proxy: {planted} is empty: not an "
                                                      "acp-proxy transcript"], reader  # fmt: skip
+    for lister in (["ls"], ["search", "x"]):  # (they skip what is not a regular file)
+        proc = acp(*lister, str(planted), timeout=30)
+        assert (proc.returncode, proc.stderr.decode()) == (
+            2, f"acp-proxy: {planted}: not a regular file\n"
+        ), lister  # fmt: skip
     with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
         time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)
         proc = acp("validate", str(planted), timeout=30)
