@@ -33,6 +33,7 @@ import itertools
 import os
 import queue
 import signal
+import stat
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -83,6 +84,10 @@ READ_LIMIT = 8 * 1024 * 1024
 #: notifications (recorded and validated all the same) dropped from the queue and counted
 #: (:attr:`Client.dropped`); requests and responses are always kept.
 MAX_EVENTS = 10_000
+
+#: Seconds an agent that closed its stdout has to exit before it is said gone as running
+#: (then its exit status and the end of its stderr are known).
+EXIT_WAIT = 0.5
 
 #: Seconds :meth:`Client.close` waits at most for answers to the agent's requests under way
 #: (a file read, say) to go out before it closes the agent's stdin.
@@ -375,7 +380,11 @@ class Services:
     def read_text_file(self, params: dict[str, Any]) -> str:
         real = self._inside("fs/read_text_file", params)
         try:
-            with open(real, "rb") as file:
+            # (not waiting on a named pipe's writer; a pipe or a device is no text file)
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with open(fd, "rb") as file:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ServiceError(INVALID_PARAMS, f"{params['path']} is not a regular file")
                 data = file.read(READ_LIMIT + 1)
         except OSError as exc:
             raise ServiceError(INTERNAL_ERROR, f"cannot read: {exc.strerror}") from None
@@ -800,7 +809,7 @@ class Client:
                 stdin_fd=self._relay_in,
                 stdout_fd=self._relay_out,
                 stderr=self._stderr_data,
-                agent_eof=self._agent_closed_stdout,
+                agent_eof=self._agent_stdout_closed,
             )
         except Exception as exc:  # a bug: the agent is stopped, the front-end told
             self.agent.kill()
@@ -814,6 +823,23 @@ class Client:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._close_stdin()
+
+    def _agent_stdout_closed(self) -> None:
+        """The agent's stdout closed. One that exits with it is said when the relay ends
+        (its exit status known, its stderr read to the end); one that runs on without it, at
+        once after :data:`EXIT_WAIT` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + EXIT_WAIT
+
+        def check() -> None:
+            if self._ended or self.agent.process.poll() is not None:
+                return  # (exited: the relay's end says it)
+            if loop.time() >= deadline:
+                self._agent_closed_stdout()
+            else:
+                loop.call_later(0.02, check)
+
+        check()
 
     def _agent_closed_stdout(self) -> None:
         """Nothing more can come from the agent (its stdout closed, or the relay ended):

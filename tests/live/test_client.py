@@ -3,6 +3,7 @@ acp-proxy as their client (:mod:`acp_proxy.live.client`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -145,6 +146,19 @@ def test_closing_lets_an_answer_under_way_go_out_first(tmp_path):
     answers = [r["msg"] for r in records(client.recording)
                if r.get("from") == "client" and r["msg"].get("id") == read]  # fmt: skip
     assert answers == [{"jsonrpc": "2.0", "id": read, "result": {"content": "line one\n"}}]
+
+
+def test_a_named_pipe_in_the_sandbox_is_refused_not_waited_on(tmp_path):
+    """An agent asking to read a FIFO inside the sandbox gets an error at once; the worker
+    waited in open() for a writer for good."""
+    (tmp_path / "sandbox").mkdir()
+    pipe = tmp_path / "sandbox" / "pipe.txt"
+    os.mkfifo(pipe)
+    with start(tmp_path, [*PROBE_AGENT, "fs", str(pipe)]) as client:
+        prompt_turn(client)
+    errors = [r["msg"]["error"]["message"] for r in records(client.recording)
+              if r.get("from") == "client" and "error" in r["msg"]]  # fmt: skip
+    assert errors[0] == f"{pipe} is not a regular file"
 
 
 def test_no_command_runs_unless_the_terminal_is_allowed(tmp_path):
