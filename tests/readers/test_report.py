@@ -616,3 +616,44 @@ def test_the_time_pictures_say_their_scale(tmp_path):
         "p50 to p95max0 to max",
         "the turnto the first chunka tool calla permission wait",
     ]
+
+
+#: The longest run of text the page lays out at once (the page's CHUNK).
+CHUNK = 65536
+
+
+@browser
+def test_megabytes_in_one_frame_are_laid_out_in_pieces(tmp_path):
+    """One 8 MB message in one frame: "show all" (it froze the page 2 s) and the frame's
+    bytes (28 s) go in pieces of at most 64 KiB, each laid out only when in view
+    (content-visibility); the text is all there, exactly (the pieces' text is the text)."""
+    text = "".join(f"line {i:07d} lorem ipsum dolor sit amet\n" for i in range(200_000))
+    text = text[:8_000_000] + "x" * 200_000  # (and a long run without a line's end)
+    update = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+              "content": {"type": "text", "text": text}}  # fmt: skip
+    message = {"jsonrpc": "2.0", "method": "session/update",
+               "params": {"sessionId": "s", "update": update}}  # fmt: skip
+    path = tmp_path / "huge.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "agent", parse_frame(orjson.dumps(message))))
+        out.write(end_record(T, 0, "done"))
+    page = laptop(tmp_path, report_of(path, tmp_path).as_uri())
+    pieces = """((box) => [...box.querySelectorAll('.chunk')].map((c) =>
+      [c.textContent.length, getComputedStyle(c).contentVisibility]))"""
+    try:
+        page.js("document.querySelector('.conversation button.more').click()")
+        shown = "document.querySelector('.conversation .entity pre')"
+        assert page.js(f"{shown}.textContent") == text
+        chunks = page.js(f"{pieces}({shown})")
+        assert isinstance(chunks, list) and len(chunks) > 100
+        assert all(size <= CHUNK and style == "auto" for size, style in chunks)
+        page.js("document.querySelector('.seqview .row[data-seq=\"1\"]').click()")
+        raw = "document.querySelector('.detail pre.raw')"
+        assert page.js(f"{raw}.textContent") == orjson.dumps(message).decode()
+        chunks = page.js(f"{pieces}({raw})")
+        assert isinstance(chunks, list) and len(chunks) > 100
+        assert all(size <= CHUNK and style == "auto" for size, style in chunks)
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
