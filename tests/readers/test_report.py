@@ -657,3 +657,50 @@ def test_megabytes_in_one_frame_are_laid_out_in_pieces(tmp_path):
         assert page.js("document.body.dataset.errors") == "0"
     finally:
         page.close()
+
+
+def press(page: DevTools, key: str) -> None:
+    """A key pressed and let go, as a keyboard sends it."""
+    codes = {"ArrowDown": 40, "ArrowUp": 38, "End": 35, "Home": 36, "Enter": 13, "j": 74, "k": 75}
+    for kind in ("keyDown", "keyUp"):
+        page.call("Input.dispatchKeyEvent", type=kind, key=key, windowsVirtualKeyCode=codes[key],
+                  code=key if len(key) > 1 else f"Key{key.upper()}",
+                  **({"text": key} if len(key) == 1 and kind == "keyDown" else {}))  # fmt: skip
+
+
+@browser
+def test_the_frame_list_is_a_listbox_a_keyboard_moves_in(tmp_path):
+    """The frame list takes the focus (a tab stop, role listbox, its rows options): ↓ and
+    ↑ (j and k), Home and End select a frame as a click does, its detail shown and its seq in
+    the URL; the selected row is the list's active descendant and in view."""
+    page = laptop(tmp_path, report_of(RECORDINGS / "v1-tour.jsonl", tmp_path).as_uri())
+    selected = (
+        "document.querySelector('.row.sel') && document.querySelector('.row.sel').dataset.seq"
+    )
+    try:
+        assert page.js("document.querySelector('.seqview').tabIndex") == 0
+        assert page.js("document.querySelector('.seqview').getAttribute('role')") == "listbox"
+        assert page.js("document.querySelector('.seqview .row').getAttribute('role')") == "option"
+        page.js("document.querySelector('.seqview').focus()")
+        press(page, "ArrowDown")
+        assert page.js(selected) == "1" and page.js("location.hash") == "#seq=1"
+        press(page, "ArrowDown")
+        press(page, "j")
+        assert page.js(selected) == "3" and page.js("location.hash") == "#seq=3"
+        assert page.js("document.querySelector('.detail h3').textContent.startsWith('Frame 3 ')")
+        press(page, "k")
+        assert page.js(selected) == "2"
+        active = "document.querySelector('.seqview').getAttribute('aria-activedescendant')"
+        assert page.js(f"document.getElementById({active}).dataset.seq") == "2"
+        assert page.js("document.querySelector('.row.sel').getAttribute('aria-selected')") == "true"
+        press(page, "End")
+        last = page.js("[...document.querySelectorAll('.seqview .row')].pop().dataset.seq")
+        assert page.js(selected) == last and page.js("location.hash") == f"#seq={last}"
+        assert page.js("""(() => { const r = document.querySelector('.row.sel').getBoundingClientRect(),
+          b = document.querySelector('.seqview').getBoundingClientRect();
+          return r.top >= b.top && r.bottom <= b.bottom; })()""")
+        press(page, "Home")
+        assert page.js(selected) == "1" and page.js("document.activeElement.className") == "seqview"
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
