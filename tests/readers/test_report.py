@@ -704,3 +704,33 @@ def test_the_frame_list_is_a_listbox_a_keyboard_moves_in(tmp_path):
         assert page.js("document.body.dataset.errors") == "0"
     finally:
         page.close()
+
+
+@browser
+def test_the_conversation_item_a_person_narrows_to_is_said_and_in_the_url(tmp_path):
+    """A click on a conversation item shows only its frames: the filters say so (its name,
+    a button to undo it) and the URL has it (#item=TYPE:ID), so that URL opens the page
+    narrowed the same; the button shows every frame again."""
+    report = report_of(RECORDINGS / "clean.jsonl", tmp_path).as_uri()
+    count = "document.getElementById('f-count').textContent"
+    tool = "[...document.querySelectorAll('.entity')].find((e) => e.textContent.includes('Read README.md'))"
+    page = laptop(tmp_path, report)
+    try:
+        everything = page.js(count)
+        page.js(f"{tool}.click()")
+        narrowed, url = page.js(count), page.js("location.href")
+        assert narrowed != everything and "item=tool+call%3A" in str(url)
+        assert page.js("document.getElementById('f-item').hidden") is False
+        assert "Read README.md" in str(page.js("document.getElementById('f-item').textContent"))
+    finally:
+        page.close()
+    page = laptop(tmp_path, str(url))
+    try:
+        assert page.js(count) == narrowed and page.js(f"{tool}.classList.contains('sel')")
+        assert "Read README.md" in str(page.js("document.getElementById('f-item').textContent"))
+        page.js("document.getElementById('f-item-clear').click()")
+        assert page.js(count) == everything and "item=" not in str(page.js("location.hash"))
+        assert page.js("document.getElementById('f-item').hidden") is True
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
