@@ -734,3 +734,73 @@ def test_the_conversation_item_a_person_narrows_to_is_said_and_in_the_url(tmp_pa
         assert page.js("document.body.dataset.errors") == "0"
     finally:
         page.close()
+
+
+#: Pairs of things drawn in one picture that overprint: two texts, or a text and a bar.
+OVERPRINTS = """[...document.querySelectorAll('.box svg')].flatMap((picture) => {
+  const boxes = (sel) => [...picture.querySelectorAll(sel)].map((n) => [n, n.getBoundingClientRect()]);
+  const texts = boxes('text'), rects = boxes('rect');
+  const meet = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  const found = [];
+  texts.forEach(([n, a], i) => {
+    for (const [m, b] of [...texts.slice(i + 1), ...rects]) if (meet(a, b)) found.push([n.textContent, m.textContent]);
+  });
+  return found; })"""
+
+
+@browser
+def test_the_latency_labels_never_overprint_the_bars(tmp_path):
+    """Thirty methods, one of them named with 200 characters, one with 60: in the latency
+    picture no label overprints another or a bar; a name too long for its room is cut, with
+    an ellipsis, and its title says it whole."""
+    long = "_" + "m" * 200
+    names = ["session/prompt", long, "_zed.dev/workspace/a_long_extension_method_name_here"]
+    names += [f"_ext/method_{i}" for i in range(27)]
+    at = lambda s: f"2026-11-30T10:00:{s:09.6f}Z"  # noqa: E731
+    path = tmp_path / "methods.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(at(0), ["agent"], 1))
+        for i, name in enumerate(names):
+            request = {"jsonrpc": "2.0", "id": i, "method": name}
+            answer = {"jsonrpc": "2.0", "id": i, "result": {}}
+            out.write(frame_record(2 * i + 1, at(i), "client", parse_frame(orjson.dumps(request))))
+            out.write(frame_record(2 * i + 2, at(i + 0.02 * i), "agent",
+                                   parse_frame(orjson.dumps(answer))))  # fmt: skip
+        out.write(end_record(at(40), 0, "done"))
+    page = laptop(tmp_path, report_of(path, tmp_path).as_uri())
+    try:
+        assert page.js(OVERPRINTS) == []
+        cut = page.js("""[...document.querySelectorAll('svg.boxes g')].filter((g) =>
+          g.querySelector('text').textContent.endsWith('…')).map((g) => g.querySelector('title').textContent)""")
+        assert isinstance(cut, list) and long in cut
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+@browser
+def test_the_frames_over_time_picture_has_the_time_axis_the_others_have(tmp_path):
+    """Frames over time: labelled ticks from 0 past the session's span (5.5 s: 0 to 6 s), its
+    bars inside them, as the waterfalls and the latency boxes have; nothing overprints."""
+    html_page = report_of(timed_turns(tmp_path / "timed.jsonl"), tmp_path)
+    page = laptop(tmp_path, html_page.as_uri())
+    try:
+        ticks = page.js("""[...document.querySelectorAll('svg.frames .axis text')].map((t) =>
+          [t.textContent, Number(t.getAttribute('x'))])""")
+        assert isinstance(ticks, list) and [label for label, _ in ticks] == [
+            "0",
+            "2 s",
+            "4 s",
+            "6 s",
+        ]
+        bars = page.js("""[...document.querySelectorAll('svg.frames rect')].map((r) =>
+          [Number(r.getAttribute('x')), Number(r.getAttribute('width'))])""")
+        assert isinstance(bars, list) and bars
+        zero, six = ticks[0][1], ticks[-1][1]
+        assert all(
+            zero <= x and x + width <= zero + (six - zero) * 5.5 / 6 + 0.01 for x, width in bars
+        )
+        assert page.js(OVERPRINTS) == []
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
