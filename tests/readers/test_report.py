@@ -616,3 +616,191 @@ def test_the_time_pictures_say_their_scale(tmp_path):
         "p50 to p95max0 to max",
         "the turnto the first chunka tool calla permission wait",
     ]
+
+
+#: The longest run of text the page lays out at once (the page's CHUNK).
+CHUNK = 65536
+
+
+@browser
+def test_megabytes_in_one_frame_are_laid_out_in_pieces(tmp_path):
+    """One 8 MB message in one frame: "show all" (it froze the page 2 s) and the frame's
+    bytes (28 s) go in pieces of at most 64 KiB, each laid out only when in view
+    (content-visibility); the text is all there, exactly (the pieces' text is the text)."""
+    text = "".join(f"line {i:07d} lorem ipsum dolor sit amet\n" for i in range(200_000))
+    text = text[:8_000_000] + "x" * 200_000  # (and a long run without a line's end)
+    update = {"sessionUpdate": "agent_message_chunk", "messageId": "m",
+              "content": {"type": "text", "text": text}}  # fmt: skip
+    message = {"jsonrpc": "2.0", "method": "session/update",
+               "params": {"sessionId": "s", "update": update}}  # fmt: skip
+    path = tmp_path / "huge.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(T, ["agent"], 1))
+        out.write(frame_record(1, T, "agent", parse_frame(orjson.dumps(message))))
+        out.write(end_record(T, 0, "done"))
+    page = laptop(tmp_path, report_of(path, tmp_path).as_uri())
+    pieces = """((box) => [...box.querySelectorAll('.chunk')].map((c) =>
+      [c.textContent.length, getComputedStyle(c).contentVisibility]))"""
+    try:
+        page.js("document.querySelector('.conversation button.more').click()")
+        shown = "document.querySelector('.conversation .entity pre')"
+        assert page.js(f"{shown}.textContent") == text
+        chunks = page.js(f"{pieces}({shown})")
+        assert isinstance(chunks, list) and len(chunks) > 100
+        assert all(size <= CHUNK and style == "auto" for size, style in chunks)
+        page.js("document.querySelector('.seqview .row[data-seq=\"1\"]').click()")
+        raw = "document.querySelector('.detail pre.raw')"
+        assert page.js(f"{raw}.textContent") == orjson.dumps(message).decode()
+        chunks = page.js(f"{pieces}({raw})")
+        assert isinstance(chunks, list) and len(chunks) > 100
+        assert all(size <= CHUNK and style == "auto" for size, style in chunks)
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+def press(page: DevTools, key: str) -> None:
+    """A key pressed and let go, as a keyboard sends it."""
+    codes = {"ArrowDown": 40, "ArrowUp": 38, "End": 35, "Home": 36, "Enter": 13, "j": 74, "k": 75}
+    for kind in ("keyDown", "keyUp"):
+        page.call("Input.dispatchKeyEvent", type=kind, key=key, windowsVirtualKeyCode=codes[key],
+                  code=key if len(key) > 1 else f"Key{key.upper()}",
+                  **({"text": key} if len(key) == 1 and kind == "keyDown" else {}))  # fmt: skip
+
+
+@browser
+def test_the_frame_list_is_a_listbox_a_keyboard_moves_in(tmp_path):
+    """The frame list takes the focus (a tab stop, role listbox, its rows options): ↓ and
+    ↑ (j and k), Home and End select a frame as a click does, its detail shown and its seq in
+    the URL; the selected row is the list's active descendant and in view."""
+    page = laptop(tmp_path, report_of(RECORDINGS / "v1-tour.jsonl", tmp_path).as_uri())
+    selected = (
+        "document.querySelector('.row.sel') && document.querySelector('.row.sel').dataset.seq"
+    )
+    try:
+        assert page.js("document.querySelector('.seqview').tabIndex") == 0
+        assert page.js("document.querySelector('.seqview').getAttribute('role')") == "listbox"
+        assert page.js("document.querySelector('.seqview .row').getAttribute('role')") == "option"
+        page.js("document.querySelector('.seqview').focus()")
+        press(page, "ArrowDown")
+        assert page.js(selected) == "1" and page.js("location.hash") == "#seq=1"
+        press(page, "ArrowDown")
+        press(page, "j")
+        assert page.js(selected) == "3" and page.js("location.hash") == "#seq=3"
+        assert page.js("document.querySelector('.detail h3').textContent.startsWith('Frame 3 ')")
+        press(page, "k")
+        assert page.js(selected) == "2"
+        active = "document.querySelector('.seqview').getAttribute('aria-activedescendant')"
+        assert page.js(f"document.getElementById({active}).dataset.seq") == "2"
+        assert page.js("document.querySelector('.row.sel').getAttribute('aria-selected')") == "true"
+        press(page, "End")
+        last = page.js("[...document.querySelectorAll('.seqview .row')].pop().dataset.seq")
+        assert page.js(selected) == last and page.js("location.hash") == f"#seq={last}"
+        assert page.js("""(() => { const r = document.querySelector('.row.sel').getBoundingClientRect(),
+          b = document.querySelector('.seqview').getBoundingClientRect();
+          return r.top >= b.top && r.bottom <= b.bottom; })()""")
+        press(page, "Home")
+        assert page.js(selected) == "1" and page.js("document.activeElement.className") == "seqview"
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+@browser
+def test_the_conversation_item_a_person_narrows_to_is_said_and_in_the_url(tmp_path):
+    """A click on a conversation item shows only its frames: the filters say so (its name,
+    a button to undo it) and the URL has it (#item=TYPE:ID), so that URL opens the page
+    narrowed the same; the button shows every frame again."""
+    report = report_of(RECORDINGS / "clean.jsonl", tmp_path).as_uri()
+    count = "document.getElementById('f-count').textContent"
+    tool = "[...document.querySelectorAll('.entity')].find((e) => e.textContent.includes('Read README.md'))"
+    page = laptop(tmp_path, report)
+    try:
+        everything = page.js(count)
+        page.js(f"{tool}.click()")
+        narrowed, url = page.js(count), page.js("location.href")
+        assert narrowed != everything and "item=tool+call%3A" in str(url)
+        assert page.js("document.getElementById('f-item').hidden") is False
+        assert "Read README.md" in str(page.js("document.getElementById('f-item').textContent"))
+    finally:
+        page.close()
+    page = laptop(tmp_path, str(url))
+    try:
+        assert page.js(count) == narrowed and page.js(f"{tool}.classList.contains('sel')")
+        assert "Read README.md" in str(page.js("document.getElementById('f-item').textContent"))
+        page.js("document.getElementById('f-item-clear').click()")
+        assert page.js(count) == everything and "item=" not in str(page.js("location.hash"))
+        assert page.js("document.getElementById('f-item').hidden") is True
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+#: Pairs of things drawn in one picture that overprint: two texts, or a text and a bar.
+OVERPRINTS = """[...document.querySelectorAll('.box svg')].flatMap((picture) => {
+  const boxes = (sel) => [...picture.querySelectorAll(sel)].map((n) => [n, n.getBoundingClientRect()]);
+  const texts = boxes('text'), rects = boxes('rect');
+  const meet = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  const found = [];
+  texts.forEach(([n, a], i) => {
+    for (const [m, b] of [...texts.slice(i + 1), ...rects]) if (meet(a, b)) found.push([n.textContent, m.textContent]);
+  });
+  return found; })"""
+
+
+@browser
+def test_the_latency_labels_never_overprint_the_bars(tmp_path):
+    """Thirty methods, one of them named with 200 characters, one with 60: in the latency
+    picture no label overprints another or a bar; a name too long for its room is cut, with
+    an ellipsis, and its title says it whole."""
+    long = "_" + "m" * 200
+    names = ["session/prompt", long, "_zed.dev/workspace/a_long_extension_method_name_here"]
+    names += [f"_ext/method_{i}" for i in range(27)]
+    at = lambda s: f"2026-11-30T10:00:{s:09.6f}Z"  # noqa: E731
+    path = tmp_path / "methods.jsonl"
+    with open(path, "wb") as out:
+        out.write(start_record(at(0), ["agent"], 1))
+        for i, name in enumerate(names):
+            request = {"jsonrpc": "2.0", "id": i, "method": name}
+            answer = {"jsonrpc": "2.0", "id": i, "result": {}}
+            out.write(frame_record(2 * i + 1, at(i), "client", parse_frame(orjson.dumps(request))))
+            out.write(frame_record(2 * i + 2, at(i + 0.02 * i), "agent",
+                                   parse_frame(orjson.dumps(answer))))  # fmt: skip
+        out.write(end_record(at(40), 0, "done"))
+    page = laptop(tmp_path, report_of(path, tmp_path).as_uri())
+    try:
+        assert page.js(OVERPRINTS) == []
+        cut = page.js("""[...document.querySelectorAll('svg.boxes g')].filter((g) =>
+          g.querySelector('text').textContent.endsWith('…')).map((g) => g.querySelector('title').textContent)""")
+        assert isinstance(cut, list) and long in cut
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
+
+
+@browser
+def test_the_frames_over_time_picture_has_the_time_axis_the_others_have(tmp_path):
+    """Frames over time: labelled ticks from 0 past the session's span (5.5 s: 0 to 6 s), its
+    bars inside them, as the waterfalls and the latency boxes have; nothing overprints."""
+    html_page = report_of(timed_turns(tmp_path / "timed.jsonl"), tmp_path)
+    page = laptop(tmp_path, html_page.as_uri())
+    try:
+        ticks = page.js("""[...document.querySelectorAll('svg.frames .axis text')].map((t) =>
+          [t.textContent, Number(t.getAttribute('x'))])""")
+        assert isinstance(ticks, list) and [label for label, _ in ticks] == [
+            "0",
+            "2 s",
+            "4 s",
+            "6 s",
+        ]
+        bars = page.js("""[...document.querySelectorAll('svg.frames rect')].map((r) =>
+          [Number(r.getAttribute('x')), Number(r.getAttribute('width'))])""")
+        assert isinstance(bars, list) and bars
+        zero, six = ticks[0][1], ticks[-1][1]
+        assert all(
+            zero <= x and x + width <= zero + (six - zero) * 5.5 / 6 + 0.01 for x, width in bars
+        )
+        assert page.js(OVERPRINTS) == []
+        assert page.js("document.body.dataset.errors") == "0"
+    finally:
+        page.close()
