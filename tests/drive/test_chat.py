@@ -487,14 +487,21 @@ def test_on_a_terminal_a_permission_is_asked_after_what_came_before_it(tmp_path,
     assert -1 < shown.find("step 19") < asked and -1 < shown.find("Look around") < asked, shown
 
 
-def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_after(tmp_path):
-    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.15"]
+def replying(tmp_path: Path, delay: float) -> Terminal:
+    """A chat with the example agent on a terminal, its reply to a prompt streaming (the
+    permission allowed)."""
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", str(delay)]
     term = Terminal([*PROXY, "chat", "--no-record", "--", *agent], tmp_path)
     term.until(b"> ")
     term.type(b"hello\r")
     term.until(b"y/n? ")
     term.type(b"y\r")
     term.until(b"This is")
+    return term
+
+
+def test_on_a_terminal_what_is_typed_in_a_turn_is_not_echoed_and_ctrl_d_quits_after(tmp_path):
+    term = replying(tmp_path, 0.15)
     term.type(b"zzz")
     shown = term.until(b"ended: ")
     term.until(b"> ")
@@ -598,13 +605,7 @@ def test_a_permission_says_the_command_and_the_paths_it_touches():
 def test_on_a_terminal_ctrl_c_again_quits_though_the_turn_ended_between(tmp_path):
     """The cancel says "Ctrl-C again quits": so it does at the prompt just after, even when
     the turn ended before the second Ctrl-C."""
-    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.3"]
-    term = Terminal([*PROXY, "chat", "--no-record", "--", *agent], tmp_path)
-    term.until(b"> ")
-    term.type(b"hello\r")
-    term.until(b"y/n? ")
-    term.type(b"y\r")
-    term.until(b"This is")
+    term = replying(tmp_path, 0.3)
     term.type(b"\x03")
     term.until(b"Ctrl-C again quits")
     term.until(b"ended: ")
