@@ -340,6 +340,8 @@ class Services:
             self._cancelled.discard(session_id)
 
     def is_cancelled(self, session_id: Any) -> bool:
+        if not isinstance(session_id, str):  # (the agent's: {"a": 1} is no key)
+            return False
         with self._lock:
             return session_id in self._cancelled
 
@@ -751,12 +753,12 @@ class Client:
         if self._finished is not None:
             return self._finished
         with self._served:  # answers under way go out first (a file read said as done is)
-            self._served.wait_for(lambda: self._serving == 0, ANSWERS_GRACE)
+            self._served.wait_for(lambda: self._serving == 0 or self._ended, ANSWERS_GRACE)
         self._closed = True
         loop = self._state.loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._close_stdin)
+                asyncio.run_coroutine_threadsafe(self._drain_then_close(), loop)
         self._thread.join(3 * self.grace + 5)
         if self._thread.is_alive():  # the relay did not end in time: no waiting on it
             self.agent.kill()
@@ -782,6 +784,15 @@ class Client:
         if self._to_relay is not None:
             with contextlib.suppress(OSError):
                 self._to_relay.write(data)
+
+    async def _drain_then_close(self) -> None:
+        """The agent's stdin closes once what was written to it has gone (an answer of
+        megabytes waits in the pipe while the agent reads), for a grace at most."""
+        sink = self._to_relay
+        if sink is not None:
+            with contextlib.suppress(OSError, TimeoutError):
+                await asyncio.wait_for(sink.drain(), self.grace)
+        self._close_stdin()
 
     def _close_stdin(self) -> None:
         """The agent's stdin closes (the relay sees the end of the client's stream)."""
@@ -857,6 +868,8 @@ class Client:
                 if not pending.done():
                     pending._future.set_exception(gone)
             self._pending.clear()
+        with self._served:  # (close() stops waiting for answers: none can go out now)
+            self._served.notify_all()
         self._events.put(_GONE)
 
     def _stderr_data(self, data: bytes) -> None:

@@ -148,6 +148,45 @@ def test_closing_lets_an_answer_under_way_go_out_first(tmp_path):
     assert answers == [{"jsonrpc": "2.0", "id": read, "result": {"content": "line one\n"}}]
 
 
+#: An agent that asks for a file of megabytes as its turn ends, and reads its stdin only a
+#: second later: the answer waits in the pipe when the client closes.
+SLOW_READER = [
+    sys.executable,
+    "-c",
+    """
+import json, os, sys, time
+def send(m):
+    os.write(1, json.dumps({"jsonrpc": "2.0", **m}).encode() + b"\\n")
+for line in sys.stdin.buffer:
+    m = json.loads(line)
+    method, ident = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"id": ident, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    elif method == "session/new":
+        cwd = m["params"]["cwd"]
+        send({"id": ident, "result": {"sessionId": "s1"}})
+    elif method == "session/prompt":
+        path = os.path.join(cwd, "big.txt")
+        with open(path, "w") as f:
+            f.write("a" * 3_000_000)
+        send({"id": 900, "method": "fs/read_text_file", "params": {"sessionId": "s1", "path": path}})
+        send({"id": ident, "result": {"stopReason": "end_turn"}})
+        time.sleep(1)
+""",
+]
+
+
+def test_closing_sends_a_big_answer_whole_though_the_agent_reads_it_late(tmp_path):
+    """An answer of megabytes still in the pipe when the client closes goes out whole before
+    the agent's stdin closes; it was cut at the pipe's buffer (a line that is no JSON, said
+    to be the client's)."""
+    with start(tmp_path, SLOW_READER) as client:
+        prompt_turn(client)
+    answer = [r for r in records(client.recording) if r.get("from") == "client"][-1]
+    assert answer["msg"]["id"] == 900 and len(answer["msg"]["result"]["content"]) == 3_000_000
+    assert client.findings == []
+
+
 def test_a_named_pipe_in_the_sandbox_is_refused_not_waited_on(tmp_path):
     """An agent asking to read a FIFO inside the sandbox gets an error at once; the worker
     waited in open() for a writer for good."""
