@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import select
+import shlex
 import signal
 import sys
 import termios
@@ -88,9 +89,8 @@ EXIT_INTERRUPTED = 130
 #: How often waits look at Ctrl-C and at questions for the user, in seconds.
 _TICK = 0.1
 
-#: Seconds after a Ctrl-C cancelled a turn in which the next Ctrl-C quits, though the turn
-#: ended between the two (the cancel said "Ctrl-C again quits").
-_AGAIN = 3.0
+#: The characters of a command a permission request runs shown at most (then how many more).
+_SHOWN = 300
 
 #: Seconds at most that what the agent sent between turns is taken for, before a prompt.
 _SETTLE = 0.5
@@ -205,8 +205,6 @@ class _Chat:
         self._taken = 0
         #: Whether the last turn was cancelled by a Ctrl-C (so another one quits).
         self.ctrl_c_cancelled = False
-        #: When a Ctrl-C cancelled the turn last (monotonic seconds).
-        self.ctrl_c_at = 0.0
         #: Lines for the user from other threads (findings, what the services did).
         self.notes: queue.Queue[str] = queue.Queue()
         #: Findings shown, by rule.
@@ -406,7 +404,6 @@ class _Chat:
                     raise _Quit(EXIT_INTERRUPTED)
                 self._taken += 1  # (one at a time: a Ctrl-C while the cancel goes counts)
                 cancelled = self.ctrl_c_cancelled = True
-                self.ctrl_c_at = time.monotonic()
                 self.cut_by = "Ctrl-C"
                 self.cancel("Ctrl-C: session/cancel sent (Ctrl-C again quits)")
                 deadline = time.monotonic() + self.timeout
@@ -687,7 +684,10 @@ class _Chat:
             subject = params.get("subject")
             tool = subject.get("toolCall") if isinstance(subject, dict) else None
         tool = tool if isinstance(tool, dict) else {}
-        view = self.stream.model.sessions.get(params.get("sessionId") or self.session or "")
+        named = params.get("sessionId")
+        view = self.stream.model.sessions.get(
+            named if isinstance(named, str) else self.session or ""
+        )
         call_id = tool.get("toolCallId")
         known = None
         if view is not None and isinstance(call_id, str):
@@ -747,8 +747,8 @@ class _Chat:
                     return
                 except KeyboardInterrupt:
                     self._write("\n")
-                    again = self.ctrl_c_cancelled and time.monotonic() - self.ctrl_c_at < _AGAIN
-                    if quitting or again:
+                    # (after a turn a Ctrl-C cancelled, "Ctrl-C again quits", as it said)
+                    if quitting or self.ctrl_c_cancelled:
                         raise _Quit(EXIT_INTERRUPTED) from None
                     quitting = True
                     self.say("  (Ctrl-C again, Ctrl-D or /quit ends the chat)")
@@ -1051,9 +1051,12 @@ def _touches(fields: dict[str, Any]) -> list[str]:
     raw = fields.get("rawInput")
     command = raw.get("command") if isinstance(raw, dict) else None
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
-        command = " ".join(command)
+        command = shlex.join(command)  # (an argument with a space stays one)
     if isinstance(command, str) and command:
-        said.append(f"command: {command[:200]}")
+        # whitespace runs shown as one: "ls" and 300 spaces cannot hide what follows
+        shown = " ".join(command.split())
+        cut = f" … ({len(shown) - _SHOWN} more characters)" if len(shown) > _SHOWN else ""
+        said.append(f"command: {shown[:_SHOWN]}{cut}")
     locations = fields.get("locations")
     if not isinstance(locations, list):
         locations = []

@@ -600,6 +600,10 @@ def test_a_permission_says_the_command_and_the_paths_it_touches():
         "command: rm -rf build", "path: /w/0", "path: /w/1", "path: /w/2", "(and 2 more paths)"
     ]  # fmt: skip
     assert _touches({"rawInput": "ls", "locations": None}) == []
+    spaced = _touches({"rawInput": {"command": ["rm", "my dir"]}})
+    assert spaced == ["command: rm 'my dir'"]  # one argument, as a shell reads it
+    hidden = _touches({"rawInput": {"command": "ls" + " " * 300 + "; rm -rf ~" + "x" * 400}})
+    assert hidden == [f"command: ls ; rm -rf ~{'x' * 287} … (113 more characters)"]
 
 
 def test_on_a_terminal_ctrl_c_again_quits_though_the_turn_ended_between(tmp_path):
