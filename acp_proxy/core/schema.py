@@ -755,7 +755,7 @@ class Schema:
         catch_all: Checker | None = None
         rest: list[Checker] = []
         #: The untagged branches' titles: the tag values they are (``stdio``, ``agent``).
-        untagged = {b["title"] for b in branches if isinstance(b.get("title"), str)}
+        untagged: set[str] = set()
         for branch in branches:
             prop = branch.get("properties", {}).get(tag, {})
             if "const" in prop:
@@ -770,6 +770,8 @@ class Schema:
                 catch_all = self.compile(plain, where, open_=True)
             else:
                 rest.append(self.compile(branch, where, open_))
+                if isinstance(branch.get("title"), str):
+                    untagged.add(branch["title"])
         note = self.note
         fallback = _first_of(rest, one, where) if rest else None
 

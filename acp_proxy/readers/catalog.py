@@ -248,7 +248,7 @@ def recordings_in(targets: Iterable[str]) -> tuple[list[Path], list[str]]:
                 problems.append(f"cannot list {target}: {exc.strerror}")
         elif path.is_file():
             found.append(path)
-        elif os.path.lexists(path):  # a named pipe, a device: no recording to list
+        elif path.exists():  # a named pipe, a device: no recording to list
             problems.append(f"{target}: not a regular file")
         else:
             problems.append(f"{target}: no such file or directory")

@@ -464,10 +464,15 @@ def compare(
 
 def _handshake(a: Session, b: Session) -> list[Difference]:
     found = []
-    for path in sorted(set(a.handshake) | set(b.handshake)):
+    paths = sorted(set(a.handshake) | set(b.handshake))
+    for path in paths:
         x, y = a.handshake.get(path), b.handshake.get(path)
         if x is not None and y is not None and x[0] == y[0]:
             continue
+        here = x if y is None else y if x is None else None
+        inside = (path + ".", path + "[")
+        if here is not None and here[0] in ({}, []) and any(p.startswith(inside) for p in paths):
+            continue  # an object emptied on one side: what the other had in it is said
         what = "added" if x is None else "removed" if y is None else "changed"
         found.append(
             Difference(

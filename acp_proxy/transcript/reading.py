@@ -74,10 +74,12 @@ def _open_fd(path: str) -> int:
     """``path`` opened for reading. A named pipe is opened without waiting for a writer (one
     planted as ``x.jsonl`` in a shared directory would hold ``validate dir/*.jsonl`` for
     good): with none, it reads as empty; with one, as it writes."""
-    fifo = stat.S_ISFIFO(os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | (os.O_NONBLOCK if fifo else 0))
-    if fifo:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
         os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -86,12 +88,16 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     be a record. ``-`` is standard input (as for grep and jq). Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
     read)."""
+    source = None
     try:
         source = sys.stdin.fileno() if path == "-" else _open_fd(path)
         stream = open(source, "rb", closefd=path != "-")  # noqa: SIM115 - closed by the generator
     except OSError as exc:
+        if source is not None and path != "-":
+            os.close(source)  # (a directory: opened, but no file to read)
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
-    if stat.S_ISCHR(os.fstat(stream.fileno()).st_mode):  # /dev/zero, a terminal
+    mode = os.fstat(stream.fileno()).st_mode
+    if stat.S_ISCHR(mode):  # /dev/zero, a terminal
         name = "standard input" if path == "-" else path
         kind = "a terminal" if os.isatty(stream.fileno()) else "a character device"
         what = f"{name} is {kind}"
@@ -104,7 +110,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
             try:
                 numbered = enumerate(iter_lines(stream, limit), start=1)
                 kept = ((n, line) for n, line in numbered if line and not line.isspace())
-                yield from _after_start(path, kept)
+                yield from _after_start(path, kept, stat.S_ISFIFO(mode) and path != "-")
             except OSError as exc:
                 raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
             except RecordTooLarge as exc:
@@ -116,7 +122,9 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     return lines()
 
 
-def _after_start(path: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+def _after_start(
+    path: str, lines: Iterator[tuple[int, bytes]], pipe: bool = False
+) -> Iterator[tuple[int, bytes]]:
     """``lines``, once a start record is among the first :data:`START_WITHIN` of them
     (until then they wait: a recording's first line is its start record)."""
     waiting: list[tuple[int, bytes]] = []
@@ -132,6 +140,9 @@ def _after_start(path: str, lines: Iterator[tuple[int, bytes]]) -> Iterator[tupl
         if len(waiting) >= START_WITHIN:
             raise RecordingError(_no_start(path, waiting))
     if not waiting:
+        if pipe:  # (a named pipe: nothing written, or no writer when it was opened)
+            what = f"{path} is a named pipe nothing was written to"
+            raise RecordingError(f"{what}: not an acp-proxy transcript")
         raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
     raise RecordingError(_no_start(path, waiting))
 

@@ -216,6 +216,20 @@ def test_a_value_removed_is_not_shown_as_null(pair, tmp_path):
 
     gone = diff("--only", "handshake", str(a), str(edited(b, tmp_path / "gone.jsonl", removed)))
     assert "client.capabilities removed (A:1 B:-)\n    A: {}   B: (absent)" in gone.stdout.decode()
+
+    def emptied(records):
+        initialize(records)["capabilities"] = {"fs": {}}
+
+    def filled(records):
+        initialize(records)["capabilities"] = {"fs": {"readTextFile": True}}
+
+    a_filled = edited(a, tmp_path / "filled.jsonl", filled)
+    b_emptied = edited(b, tmp_path / "emptied.jsonl", emptied)
+    inside = diff("--only", "handshake", str(a_filled), str(b_emptied)).stdout.decode()
+    assert inside == (  # what A had in it, not the emptied object as "added"
+        "handshake:\n  client.capabilities.fs.readTextFile removed (A:1 B:-)\n"
+        "    A: true   B: (absent)\n"
+    )
     null = diff("--only", "handshake", str(a), str(edited(b, tmp_path / "null.jsonl", nulled)))
     assert "client.capabilities changed (A:1 B:1)\n    A: {}   B: null" in null.stdout.decode()
 

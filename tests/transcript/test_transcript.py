@@ -331,3 +331,17 @@ def test_a_line_that_is_no_json_says_why_in_words():
         assert isinstance(record, UnreadableLine) and record.line == 7
         assert record.reason == f"not a JSON record: {why}", record.reason
         assert "column" not in record.reason and "char" not in record.reason
+
+
+def test_a_directory_named_as_a_recording_is_refused_and_leaves_no_file_open(tmp_path):
+    import os
+
+    import pytest
+
+    from acp_proxy.transcript.reading import RecordingError, open_lines
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        with pytest.raises(RecordingError, match="Is a directory"):
+            open_lines(str(tmp_path))
+    assert len(os.listdir("/proc/self/fd")) == before
