@@ -36,7 +36,9 @@ string of theirs is redacted as a string is, and any piece of a value hidden so 
 the file (the first 8 characters and on, or a short value as a whole word) is replaced by
 that value's tag. Every other record's strings are redacted as strings; a line that is no
 record (the truncated last line of a crash) is replaced, whole, by a line that says its
-size, never copied.
+size, never copied. A record with a key twice (readers read the last) is written anew from
+what a reader reads; so is a frame record with a key it does not have or its frame in more
+than one of ``msg``, ``text`` and ``base64`` (the rest left out, ``(record)`` listed).
 
 A string that is one of the redaction's tags, whole, is left as it is (one that only starts
 like one is not), and so is a line that stands for an unreadable one: a second pass changes
@@ -206,8 +208,17 @@ _STRUCTURAL = frozenset(
 _RECORD_FIELDS = frozenset({"kind", "t", "format", "version", "rule", "level", "spec", "reason"})
 #: The keys of a frame record: a record with others is written anew, not copied.
 _FRAME_KEYS = frozenset(
-    {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
-)
+    {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "oversized", "msg",
+     "text", "base64"}
+)  # fmt: skip
+_STDERR_KEYS = frozenset({"kind", "t", "text", "base64"})
+#: What a frame record's frame is read from (the first of them a record has).
+_PAYLOADS = ("msg", "text", "base64")
+#: A record's time as the recorder writes one: nothing to search.
+_TIME = re.compile(r"[0-9TZ:.+\- ]*")
+#: Listed by a record written anew because its own keys were odd: a key twice, or one its
+#: kind does not have (they are left out: what a reader reads is kept, redacted).
+_ODD_RECORD = "(record)"
 
 
 def _done(value: Any) -> bool:
@@ -673,6 +684,8 @@ class Redactor:
         spans: dict[Path, list[tuple[int, int]]] = {}
         for path, span in value_spans(raw):
             spans.setdefault(path, []).append(span)
+        if spans[()][-1][1] != len(raw.rstrip(b" \t\r\n")):  # (a record's keys after it)
+            raise ValueError("more than one JSON value")
         #: (start, end, replacement, path): the last span of a path is the parsed value's.
         edits: list[tuple[int, int, bytes, Path]] = [
             (*spans[path][-1], orjson.dumps(text), path)
@@ -984,23 +997,46 @@ def _redacted_line(
     if isinstance(record, FrameRecord):
         return _redacted_frame(redactor, record, body, wire)
     data = orjson.loads(body)
-    if isinstance(record, StderrRecord):  # (a key it does not have is left out)
-        hidden = redactor.text(record.data)
-        if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
+    if isinstance(record, StderrRecord):  # (a key it does not have, a key twice: left out)
+        hidden, t = redactor.text(record.data), _time(redactor, record.t)
+        odd = not set(data) <= _STDERR_KEYS or ("text" in data and "base64" in data)
+        if hidden == record.data and t == record.t and not odd and not _twice(body, data):
             return None
-        return stderr_record(record.t, hidden)
+        return stderr_record(t, hidden)
     cleaned = redactor.record(data)
-    return None if cleaned == data else orjson.dumps(cleaned) + b"\n"
+    return None if cleaned == data and not _twice(body, data) else orjson.dumps(cleaned) + b"\n"
+
+
+def _time(redactor: Redactor, t: str) -> str:
+    """A record's time, redacted as a string unless it reads as one."""
+    return t if _TIME.fullmatch(t) is not None else redactor.string(t)
+
+
+def _twice(body: bytes, data: Any) -> bool:
+    """Whether a record's line has a key twice, at any depth (its value ``data`` holds the
+    last of each); a line with as many members as written as ``data`` has, at once."""
+    return _raw_members(body) != _members(data) and bool(_repeated(body))
+
+
+def _repeated(raw: bytes) -> set[Path]:
+    """The paths a JSON text has a value at more than once (a key twice)."""
+    seen: set[Path] = set()
+    again: set[Path] = set()
+    for path, _ in value_spans(raw):
+        (again if path in seen else seen).add(path)
+    return again
 
 
 def _redacted_start(redactor: Redactor, body: bytes) -> bytes:
-    """A start record with the agent's command line and its other strings redacted."""
+    """A start record with the agent's command line and its other strings redacted (with a
+    key twice, written anew: the last of each)."""
     data = orjson.loads(body)
     given = data.get("argv")
     argv = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
     hidden, paths = redactor.argv(argv)
     cleaned = redactor.record({k: v for k, v in data.items() if k != "argv"})
-    if not paths and cleaned == {k: v for k, v in data.items() if k != "argv"}:
+    same = not paths and cleaned == {k: v for k, v in data.items() if k != "argv"}
+    if same and not _twice(body, data):
         return body + b"\n"
     result = {**cleaned, "argv": hidden} if "argv" in data else cleaned
     if paths:
@@ -1012,21 +1048,70 @@ def _redacted_frame(
     redactor: Redactor, record: FrameRecord, body: bytes, wire: WireModel
 ) -> bytes | None:
     """A frame record with its frame and its findings redacted; None: as it is. A record
-    with keys a frame record does not have is written anew (they are left out)."""
+    whose own keys are odd (:func:`_odd_frame_record`) is written anew, from what a reader
+    reads of it (the last of a key, the first of ``msg``, ``text``, ``base64`` it has): the
+    rest is left out, and ``(record)`` listed."""
     message = wire.feed(record.side, record.frame, record.seq, record.t)
     frame, paths = redactor.frame(message)
-    data = {} if plain_frame_head(body) is not None else _head(body)
+    dropped = paths == ["(frame)"]
+    plain = plain_frame_head(body) is not None and not dropped
+    data = {} if plain else _head(body)
+    if not plain and _odd_frame_record(body, data, record, dropped):
+        read = _read_frame(body, data, record)
+        frame, paths = redactor._frame(read, message.method, message.kind)
+        paths = [*paths, _ODD_RECORD]
     given = data.get("violations")
     stored: list[Any] = given if isinstance(given, list) else []
     findings = [redactor.finding(f) for f in stored if isinstance(f, dict)]
     if findings != stored:
         paths = sorted([*paths, "(findings)"])
-    if not paths and set(data) <= _FRAME_KEYS:
+    earlier = data.get("redacted", [])
+    items = earlier if isinstance(earlier, list) else [None]
+    listed = [redactor.quoted(p) for p in items if isinstance(p, str)]
+    if len(listed) != len(items):  # (what is no path is left out)
+        listed.append(_ODD_RECORD)
+    t = _time(redactor, record.t)
+    if t != record.t:
+        paths = [*paths, "t"]
+    if not paths and set(data) <= _FRAME_KEYS and listed == earlier:
         return None
-    earlier = data.get("redacted")
-    if isinstance(earlier, list):
-        paths = sorted({*paths, *(p for p in earlier if isinstance(p, str))})
-    return frame_record(record.seq, record.t, record.side, frame, findings, redacted=paths)
+    paths = sorted({*paths, *listed})
+    return frame_record(record.seq, t, record.side, frame, findings, redacted=paths)
+
+
+def _odd_frame_record(
+    body: bytes, data: dict[str, Any], record: FrameRecord, dropped: bool
+) -> bool:
+    """Whether a frame record's own keys are odd: a key twice (outside its message), one a
+    frame record does not have, or a frame in more than one of ``msg``, ``text`` and
+    ``base64``. (A plain record, :func:`plain_frame_head`, is not looked at: it is odd only
+    when what follows its ``msg`` is more than its message, which the redactor cannot splice:
+    ``dropped``.)"""
+    if data:
+        if not set(data) <= _FRAME_KEYS or sum(key in data for key in _PAYLOADS) > 1:
+            return True
+        if "unterminated" in data and data["unterminated"] is not True:
+            return True
+        if not dropped:
+            head, value = body, data
+            if "msg" in data:  # (its message, one JSON value, is the splicer's)
+                head = body[: len(body.rstrip(b" \t\r\n")) - 1 - len(record.frame.raw)]
+                value = {**data, "msg": None}
+            if _raw_members(head) == _members(value):
+                return False
+    return any(path[0] != "msg" or len(path) == 1 for path in _repeated(body))
+
+
+def _read_frame(body: bytes, data: dict[str, Any], record: FrameRecord) -> Frame:
+    """The frame a reader reads of an odd frame record: the last ``msg``'s bytes, or the
+    ``text`` or ``base64`` it has (as :func:`parse_record` read them)."""
+    if "msg" not in data and plain_frame_head(body) is None:
+        return record.frame
+    last = (0, 0)
+    for path, span in value_spans(body):
+        if path == ("msg",):
+            last = span
+    return parse_frame(body[last[0] : last[1]], data.get("unterminated") is not True)
 
 
 def _head(body: bytes) -> dict[str, Any]:
