@@ -12,14 +12,17 @@ the wire model) and picks the values to hide:
   ``GITHUBTOKEN``, ``PRIVATEKEY``);
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
-  ``NAME=value`` whose name looks secret, and of a secret-named header
-  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
+  ``NAME=value`` whose name looks secret, of a secret-named header
+  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``), and
+  the password after ``-u`` (``-u user:pw``);
 - in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
   parameters (``?access_token=X``);
 - in every other string (a tool call's command, a message's text): API-key shaped
-  strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens...), the value of
-  a secret-named ``NAME=value`` or ``"name": "value"``, and of an ``Authorization:`` or
-  ``Cookie:`` header;
+  strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``bearer …`` in any case, JSON web tokens...),
+  a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
+  the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
+  ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
+  (``-H 'X-Auth: X'``);
 - in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
   agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
   cut before its closing quote: to the end);
@@ -143,8 +146,29 @@ _KEY_SHAPES = re.compile(
     r"|AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
     r"|glpat-[A-Za-z0-9_\-]{20,}|Bearer [A-Za-z0-9._~+/=\-]{8,}"
+    # (``bearer`` in any case: a token with a digit or a sign, or a long one; not prose)
+    r"|(?i:bearer)[ \t]+(?:(?=[A-Za-z0-9._~+/=\-]*[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}"
+    r"|[A-Za-z0-9._~+/=\-]{16,})"
 )
 _BEARER = "Bearer "
+_SCHEME = re.compile(r"(?i)bearer[ \t]+")
+#: A private key block's body, to its end line (or the text's end, if cut short).
+_PEM = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----(.*?)(?=-----END \1PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+#: A URL's ``user:password@``, from its ``://`` (no ``/`` in either: not a host's port).
+_USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
+#: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
+_CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
+#: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
+_CLI_HEADER = re.compile(
+    r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
+    r"((?i:(?:basic|bearer|token|digest|negotiate)[ \t]+)?)([^\s'\"\\]+)"
+)
+#: The words of a header's name that make it secret, besides :func:`secret_name`'s
+#: (``X-Auth``; not ``Author``).
+_HEADER_WORDS = frozenset({"auth", "pass", "pw", "pwd"})
 #: Key shapes no word ends with: found wherever they start (``x%3Dsk-ant-…``, ``\\nghp_…``).
 #: The others (a bare ``sk-``, ``Bearer``) from a word's start only (not ``disk-…``).
 _DISTINCT = ("sk-ant-", "sk-proj-", "gh", "github_pat_", "xox", "AKIA", "AIza", "glpat-", "eyJ")
@@ -240,6 +264,12 @@ def secret_name(name: str) -> bool:
     if lowered & _SECRET_WORDS or name.lower() in _SECRET_WORDS:
         return True
     return any(_run_together(word) for word in words)
+
+
+def _secret_header(name: str) -> bool:
+    """Whether a header's name (after ``-H``) looks secret: ``X-Auth`` too."""
+    words = name.lower().replace("_", "-").split("-")
+    return secret_name(name) or any(word in _HEADER_WORDS for word in words)
 
 
 def _run_together(word: str) -> bool:
@@ -502,13 +532,53 @@ class Redactor:
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
         lower = text.lower()
+        if "private key-----" in lower:
+            text = _PEM.sub(self._pem, text)
         if any(hint in lower for hint in _FIELD_HINTS):
             if any(hint in lower for hint in _HEADER_HINTS):
                 text = _AUTH_HEADER.sub(header, text)
             text = self._fields(text, prose)
-        if any(hint in text for hint in _KEY_HINTS):
+        if "-h" in lower or "--header" in lower:
+            text = _CLI_HEADER.sub(self._cli_header, text)
+        if "-u" in text:
+            text = _CLI_USER.sub(self._cli_user, text)
+        if "://" in text:
+            text = self._url_passwords(text)
+        if any(hint in text for hint in _KEY_HINTS) or "bearer" in lower:
             text = self._keys(text)
         return text
+
+    def _pem(self, match: re.Match[str]) -> str:
+        body = match.group(2)
+        if not body or _done(body):
+            return match.group()
+        return match.group()[: match.start(2) - match.start()] + self.tag(body)
+
+    def _cli_header(self, match: re.Match[str]) -> str:
+        value = match.group(3)
+        if not _secret_header(match.group(1)) or _done(value):
+            return match.group()
+        return match.group()[: match.start(3) - match.start()] + self.tag(value)
+
+    def _cli_user(self, match: re.Match[str]) -> str:
+        password = match.group(1)
+        if password.isdigit() or _done(password):
+            return match.group()
+        return match.group()[: match.start(1) - match.start()] + self.tag(password)
+
+    def _url_passwords(self, text: str) -> str:
+        """The password of each ``scheme://user:password@`` in ``text``, from each ``://``
+        (each character looked at a bounded number of times)."""
+        out: list[str] = []
+        start = 0
+        at = text.find("://")
+        while at >= 0:
+            found = _USERINFO.match(text, at + 3) if at and text[at - 1].isalnum() else None
+            if found is not None and not _done(found.group(1)):
+                out += [text[start : found.start(1)], self.tag(found.group(1))]
+                start = found.end(1)
+            at = text.find("://", at + 3)
+        return "".join(out) + text[start:] if out else text
 
     def _fields(self, text: str, prose: bool) -> str:
         """The values of secret-named fields: ``"apiKey": "X"``, ``TOKEN=X``, and, unless
@@ -552,8 +622,9 @@ class Redactor:
             found, begin = match.group(), match.start()
             if not found.startswith(_DISTINCT) and not _word_start(text, begin):
                 return found  # (inside a word: "disk-…")
-            if found.startswith(_BEARER):
-                return _BEARER + self.tag(found[len(_BEARER) :])
+            scheme = _SCHEME.match(found)
+            if scheme is not None:
+                return scheme.group() + self.tag(found[scheme.end() :])
             return self.tag(found)
 
         return _KEY_SHAPES.sub(key, text)
@@ -794,6 +865,7 @@ class Redactor:
         secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
         in any argument, what :meth:`string` hides (``sh -c 'curl -H "...: Bearer X"'``)."""
         out, changed, hide_next = list(argv), [], False
+        after = ""  # (the argument before, when it is -u or -H: what this one is)
         for index, arg in enumerate(argv):
             if hide_next:
                 hide_next = False
@@ -801,7 +873,13 @@ class Redactor:
                     out[index] = self.tag(arg)
                     changed.append(f"argv[{index}]")
                 continue
-            hidden = self._argument(arg)
+            if after in ("-u", "--user"):
+                hidden: str | None = self._credentials(arg)
+            elif after in ("-H", "--header"):
+                hidden = self._header(arg, _secret_header)
+            else:
+                hidden = self._argument(arg)
+            after = arg
             if hidden is None:
                 hide_next = True
                 continue
@@ -830,12 +908,19 @@ class Redactor:
             return arg if _done(value) else f"{assignment.group(1)}={self.tag(value)}"
         return self._header(arg)
 
-    def _header(self, text: str) -> str:
-        """``Name: value`` with the value hidden when the name looks secret."""
+    def _header(self, text: str, secret: Any = secret_name) -> str:
+        """``Name: value`` with the value hidden when the name looks ``secret``."""
         header = _HEADER.match(text)
-        if header is None or not secret_name(header.group(1)) or _done(header.group(2)):
+        if header is None or not secret(header.group(1)) or _done(header.group(2)):
             return text
         return f"{header.group(1)}: {self.tag(header.group(2))}"
+
+    def _credentials(self, arg: str) -> str:
+        """``user:password`` (curl's ``-u``) with the password hidden (not a uid and gid)."""
+        user, colon, password = arg.partition(":")
+        if not colon or not password or password.isdigit() or _done(password):
+            return arg
+        return f"{user}:{self.tag(password)}"
 
 
 def _word_start(text: str, at: int) -> bool:

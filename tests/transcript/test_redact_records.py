@@ -15,7 +15,7 @@ from acp_proxy.transcript.records import (
     parse_record,
     start_record,
 )
-from acp_proxy.transcript.redact import redact_stream
+from acp_proxy.transcript.redact import Redactor, redact_stream
 
 T = "2026-01-01T00:00:00.000000Z"
 ANT = "sk-ant-api03-AAAAbbbbCCCCddddEEEEffff0123456789"
@@ -115,3 +115,71 @@ def test_records_with_nothing_to_hide_are_copied_byte_for_byte() -> None:
         f'{{"kind":"end","t":"{T}","exit":0,"reason":"client closed stdin"}}',
     ]
     assert redacted(*lines).decode() == "\n".join(lines) + "\n"
+
+
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+
+
+def test_passwords_in_urls_credentials_headers_and_keys_in_any_string_are_hidden() -> None:
+    """In any string (a message, a tool call's command, stderr, a command line's argument): a
+    URL's password, ``curl -u user:pass``, a secret-named header after ``-H``, a ``bearer``
+    token in any case, a private key block."""
+    redactor = Redactor()
+    for text, secret in (
+        ("DATABASE_URL=postgres://admin:hunter2pw@db.internal:5432/prod", "hunter2pw"),
+        ("connect to postgresql://u:s3cr3t%21@h/db now", "s3cr3t"),
+        ("run: curl -u admin:hunter2 https://x", "hunter2"),
+        ("curl --user=admin:hunter2 https://x", "hunter2"),
+        ("curl -H 'X-Auth: dXNlcjpodW50ZXIy' https://x", "dXNlcjpodW50ZXIy"),
+        ("curl -H 'anthropic-api-key: abcdefghijklmnop123'", "abcdefghijklmnop123"),
+        ('curl --header "X-Session-Token: tok_0123456789" https://x', "tok_0123456789"),
+        ("use bearer abcdefghijklmnop", "abcdefghijklmnop"),
+        ("authorization: BEARER abc.def.0123", "abc.def.0123"),
+        ("here it is " + PEM + " done", "b3BlbnNzaC1rZXktdjEA"),
+        ("cut: -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA", "MIIEowIBAAKCAQEA"),
+    ):
+        hidden = redactor.string(text)
+        assert secret not in hidden and "[redacted:" in hidden, text
+        assert redactor.string(hidden) == hidden, text  # a second pass
+        assert secret.encode() not in redactor.text(text.encode()), text
+    for text in (  # as they are
+        "see https://example.com:8080/a@b and http://user@host/",
+        "docker run -u 1000:1000 img",
+        "git push -u origin main",
+        "the bearer of bad news; a bearer instrument",
+        "Author: Bob",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----",
+    ):
+        assert redactor.string(text) == text, text
+    for argv, secret in (
+        (["npx", "server-postgres", "postgresql://u:hunter2hunter2@h/db"], "hunter2hunter2"),
+        (["curl", "-u", "admin:hunter2", "https://x"], "hunter2"),
+        (["curl", "-uadmin:hunter2", "https://x"], "hunter2"),
+        (["curl", "-H", "X-Auth: dXNlcjpodW50ZXIy"], "dXNlcjpodW50ZXIy"),
+        (["curl", "--header", "anthropic-api-key: abcdefghijklmnop123"], "abcdefghijklmnop"),
+    ):
+        words, paths = redactor.argv(argv)
+        assert secret not in " ".join(words) and paths, argv
+        assert redactor.argv(words) == (words, []), argv
+    assert redactor.argv(["curl", "-H", "Author: Bob", "-u", "admin"]) == (
+        ["curl", "-H", "Author: Bob", "-u", "admin"], [])  # fmt: skip
+
+
+def test_the_audits_recordings_leak_none_of_these_secrets() -> None:
+    """Through the copy: an MCP server's args, the agent's argv, a file read, a message."""
+    server = {"name": "x", "command": "npx", "env": [],
+              "args": ["server-postgres", "postgresql://u:hunter2hunter2@h/db"]}  # fmt: skip
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new",
+           "params": {"cwd": "/", "mcpServers": [server]}}  # fmt: skip
+    read = {"jsonrpc": "2.0", "id": 9, "result": {"content": PEM}}
+    start = start_record(T, ["agent", "--db", "postgres://u:hunter2hunter2@h/db"], 1)
+    copy = twice(
+        start.rstrip(b"\n").decode(),
+        f'{{{HEAD},"msg":{orjson.dumps(new).decode()}}}',
+        f'{{{HEAD},"msg":{orjson.dumps(read).decode()}}}',
+        f'{{{HEAD},"msg":{chunk("run: curl -u admin:hunter2hunter2 https://x")}}}',
+    )
+    assert b"hunter2hunter2" not in copy and b"b3BlbnNzaC1rZXktdjEA" not in copy
