@@ -363,8 +363,9 @@ def redact(recording: str, output: str, contents: bool) -> None:
     the values of env and headers entries, authenticate / auth/login parameters,
     any field whose name looks like a token, key, secret, password, credential,
     cookie or authorization, secret-looking flags of the agent command, and in
-    every string (stored findings too) API-key shapes and NAME=value secrets.
-    A line that is no record is replaced by its size.
+    every string (stored findings too) API-key shapes, private key blocks, URL and
+    curl -u passwords, secret headers and NAME=value secrets. A line that is no
+    record is replaced by its size; a record with a key twice, as a reader reads it.
     Everything else stays byte for byte; frames that changed list the paths
     (`"redacted": [...]`). RECORDING - is standard input. The copy is written
     whole or not at all (an error or Ctrl-C leaves none).

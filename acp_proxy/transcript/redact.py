@@ -12,14 +12,17 @@ the wire model) and picks the values to hide:
   ``GITHUBTOKEN``, ``PRIVATEKEY``);
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
-  ``NAME=value`` whose name looks secret, and of a secret-named header
-  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
+  ``NAME=value`` whose name looks secret, of a secret-named header
+  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``), and
+  the password after ``-u`` (``-u user:pw``);
 - in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
   parameters (``?access_token=X``);
 - in every other string (a tool call's command, a message's text): API-key shaped
-  strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``Bearer …``, JSON web tokens...), the value of
-  a secret-named ``NAME=value`` or ``"name": "value"``, and of an ``Authorization:`` or
-  ``Cookie:`` header;
+  strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``bearer …`` in any case, JSON web tokens...),
+  a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
+  the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
+  ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
+  (``-H 'X-Auth: X'``);
 - in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
   agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
   cut before its closing quote: to the end);
@@ -36,7 +39,9 @@ string of theirs is redacted as a string is, and any piece of a value hidden so 
 the file (the first 8 characters and on, or a short value as a whole word) is replaced by
 that value's tag. Every other record's strings are redacted as strings; a line that is no
 record (the truncated last line of a crash) is replaced, whole, by a line that says its
-size, never copied.
+size, never copied. A record with a key twice (readers read the last) is written anew from
+what a reader reads; so is a frame record with a key it does not have or its frame in more
+than one of ``msg``, ``text`` and ``base64`` (the rest left out, ``(record)`` listed).
 
 A string that is one of the redaction's tags, whole, is left as it is (one that only starts
 like one is not), and so is a line that stands for an unreadable one: a second pass changes
@@ -141,8 +146,29 @@ _KEY_SHAPES = re.compile(
     r"|AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
     r"|glpat-[A-Za-z0-9_\-]{20,}|Bearer [A-Za-z0-9._~+/=\-]{8,}"
+    # (``bearer`` in any case: a token with a digit or a sign, or a long one; not prose)
+    r"|(?i:bearer)[ \t]+(?:(?=[A-Za-z0-9._~+/=\-]*[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}"
+    r"|[A-Za-z0-9._~+/=\-]{16,})"
 )
 _BEARER = "Bearer "
+_SCHEME = re.compile(r"(?i)bearer[ \t]+")
+#: A private key block's body, to its end line (or the text's end, if cut short).
+_PEM = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----(.*?)(?=-----END \1PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+#: A URL's ``user:password@``, from its ``://`` (no ``/`` in either: not a host's port).
+_USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
+#: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
+_CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
+#: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
+_CLI_HEADER = re.compile(
+    r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
+    r"((?i:(?:basic|bearer|token|digest|negotiate)[ \t]+)?)([^\s'\"\\]+)"
+)
+#: The words of a header's name that make it secret, besides :func:`secret_name`'s
+#: (``X-Auth``; not ``Author``).
+_HEADER_WORDS = frozenset({"auth", "pass", "pw", "pwd"})
 #: Key shapes no word ends with: found wherever they start (``x%3Dsk-ant-…``, ``\\nghp_…``).
 #: The others (a bare ``sk-``, ``Bearer``) from a word's start only (not ``disk-…``).
 _DISTINCT = ("sk-ant-", "sk-proj-", "gh", "github_pat_", "xox", "AKIA", "AIza", "glpat-", "eyJ")
@@ -206,8 +232,17 @@ _STRUCTURAL = frozenset(
 _RECORD_FIELDS = frozenset({"kind", "t", "format", "version", "rule", "level", "spec", "reason"})
 #: The keys of a frame record: a record with others is written anew, not copied.
 _FRAME_KEYS = frozenset(
-    {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "msg", "text", "base64"}
-)
+    {"kind", "seq", "t", "from", "violations", "redacted", "unterminated", "oversized", "msg",
+     "text", "base64"}
+)  # fmt: skip
+_STDERR_KEYS = frozenset({"kind", "t", "text", "base64"})
+#: What a frame record's frame is read from (the first of them a record has).
+_PAYLOADS = ("msg", "text", "base64")
+#: A record's time as the recorder writes one: nothing to search.
+_TIME = re.compile(r"[0-9TZ:.+\- ]*")
+#: Listed by a record written anew because its own keys were odd: a key twice, or one its
+#: kind does not have (they are left out: what a reader reads is kept, redacted).
+_ODD_RECORD = "(record)"
 
 
 def _done(value: Any) -> bool:
@@ -229,6 +264,12 @@ def secret_name(name: str) -> bool:
     if lowered & _SECRET_WORDS or name.lower() in _SECRET_WORDS:
         return True
     return any(_run_together(word) for word in words)
+
+
+def _secret_header(name: str) -> bool:
+    """Whether a header's name (after ``-H``) looks secret: ``X-Auth`` too."""
+    words = name.lower().replace("_", "-").split("-")
+    return secret_name(name) or any(word in _HEADER_WORDS for word in words)
 
 
 def _run_together(word: str) -> bool:
@@ -491,13 +532,53 @@ class Redactor:
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
         lower = text.lower()
+        if "private key-----" in lower:
+            text = _PEM.sub(self._pem, text)
         if any(hint in lower for hint in _FIELD_HINTS):
             if any(hint in lower for hint in _HEADER_HINTS):
                 text = _AUTH_HEADER.sub(header, text)
             text = self._fields(text, prose)
-        if any(hint in text for hint in _KEY_HINTS):
+        if "-h" in lower or "--header" in lower:
+            text = _CLI_HEADER.sub(self._cli_header, text)
+        if "-u" in text:
+            text = _CLI_USER.sub(self._cli_user, text)
+        if "://" in text:
+            text = self._url_passwords(text)
+        if any(hint in text for hint in _KEY_HINTS) or "bearer" in lower:
             text = self._keys(text)
         return text
+
+    def _pem(self, match: re.Match[str]) -> str:
+        body = match.group(2)
+        if not body or _done(body):
+            return match.group()
+        return match.group()[: match.start(2) - match.start()] + self.tag(body)
+
+    def _cli_header(self, match: re.Match[str]) -> str:
+        value = match.group(3)
+        if not _secret_header(match.group(1)) or _done(value):
+            return match.group()
+        return match.group()[: match.start(3) - match.start()] + self.tag(value)
+
+    def _cli_user(self, match: re.Match[str]) -> str:
+        password = match.group(1)
+        if password.isdigit() or _done(password):
+            return match.group()
+        return match.group()[: match.start(1) - match.start()] + self.tag(password)
+
+    def _url_passwords(self, text: str) -> str:
+        """The password of each ``scheme://user:password@`` in ``text``, from each ``://``
+        (each character looked at a bounded number of times)."""
+        out: list[str] = []
+        start = 0
+        at = text.find("://")
+        while at >= 0:
+            found = _USERINFO.match(text, at + 3) if at and text[at - 1].isalnum() else None
+            if found is not None and not _done(found.group(1)):
+                out += [text[start : found.start(1)], self.tag(found.group(1))]
+                start = found.end(1)
+            at = text.find("://", at + 3)
+        return "".join(out) + text[start:] if out else text
 
     def _fields(self, text: str, prose: bool) -> str:
         """The values of secret-named fields: ``"apiKey": "X"``, ``TOKEN=X``, and, unless
@@ -541,8 +622,9 @@ class Redactor:
             found, begin = match.group(), match.start()
             if not found.startswith(_DISTINCT) and not _word_start(text, begin):
                 return found  # (inside a word: "disk-…")
-            if found.startswith(_BEARER):
-                return _BEARER + self.tag(found[len(_BEARER) :])
+            scheme = _SCHEME.match(found)
+            if scheme is not None:
+                return scheme.group() + self.tag(found[scheme.end() :])
             return self.tag(found)
 
         return _KEY_SHAPES.sub(key, text)
@@ -673,6 +755,8 @@ class Redactor:
         spans: dict[Path, list[tuple[int, int]]] = {}
         for path, span in value_spans(raw):
             spans.setdefault(path, []).append(span)
+        if spans[()][-1][1] != len(raw.rstrip(b" \t\r\n")):  # (a record's keys after it)
+            raise ValueError("more than one JSON value")
         #: (start, end, replacement, path): the last span of a path is the parsed value's.
         edits: list[tuple[int, int, bytes, Path]] = [
             (*spans[path][-1], orjson.dumps(text), path)
@@ -781,6 +865,7 @@ class Redactor:
         secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
         in any argument, what :meth:`string` hides (``sh -c 'curl -H "...: Bearer X"'``)."""
         out, changed, hide_next = list(argv), [], False
+        after = ""  # (the argument before, when it is -u or -H: what this one is)
         for index, arg in enumerate(argv):
             if hide_next:
                 hide_next = False
@@ -788,7 +873,13 @@ class Redactor:
                     out[index] = self.tag(arg)
                     changed.append(f"argv[{index}]")
                 continue
-            hidden = self._argument(arg)
+            if after in ("-u", "--user"):
+                hidden: str | None = self._credentials(arg)
+            elif after in ("-H", "--header"):
+                hidden = self._header(arg, _secret_header)
+            else:
+                hidden = self._argument(arg)
+            after = arg
             if hidden is None:
                 hide_next = True
                 continue
@@ -817,12 +908,19 @@ class Redactor:
             return arg if _done(value) else f"{assignment.group(1)}={self.tag(value)}"
         return self._header(arg)
 
-    def _header(self, text: str) -> str:
-        """``Name: value`` with the value hidden when the name looks secret."""
+    def _header(self, text: str, secret: Any = secret_name) -> str:
+        """``Name: value`` with the value hidden when the name looks ``secret``."""
         header = _HEADER.match(text)
-        if header is None or not secret_name(header.group(1)) or _done(header.group(2)):
+        if header is None or not secret(header.group(1)) or _done(header.group(2)):
             return text
         return f"{header.group(1)}: {self.tag(header.group(2))}"
+
+    def _credentials(self, arg: str) -> str:
+        """``user:password`` (curl's ``-u``) with the password hidden (not a uid and gid)."""
+        user, colon, password = arg.partition(":")
+        if not colon or not password or password.isdigit() or _done(password):
+            return arg
+        return f"{user}:{self.tag(password)}"
 
 
 def _word_start(text: str, at: int) -> bool:
@@ -984,23 +1082,46 @@ def _redacted_line(
     if isinstance(record, FrameRecord):
         return _redacted_frame(redactor, record, body, wire)
     data = orjson.loads(body)
-    if isinstance(record, StderrRecord):  # (a key it does not have is left out)
-        hidden = redactor.text(record.data)
-        if hidden == record.data and set(data) <= {"kind", "t", "text", "base64"}:
+    if isinstance(record, StderrRecord):  # (a key it does not have, a key twice: left out)
+        hidden, t = redactor.text(record.data), _time(redactor, record.t)
+        odd = not set(data) <= _STDERR_KEYS or ("text" in data and "base64" in data)
+        if hidden == record.data and t == record.t and not odd and not _twice(body, data):
             return None
-        return stderr_record(record.t, hidden)
+        return stderr_record(t, hidden)
     cleaned = redactor.record(data)
-    return None if cleaned == data else orjson.dumps(cleaned) + b"\n"
+    return None if cleaned == data and not _twice(body, data) else orjson.dumps(cleaned) + b"\n"
+
+
+def _time(redactor: Redactor, t: str) -> str:
+    """A record's time, redacted as a string unless it reads as one."""
+    return t if _TIME.fullmatch(t) is not None else redactor.string(t)
+
+
+def _twice(body: bytes, data: Any) -> bool:
+    """Whether a record's line has a key twice, at any depth (its value ``data`` holds the
+    last of each); a line with as many members as written as ``data`` has, at once."""
+    return _raw_members(body) != _members(data) and bool(_repeated(body))
+
+
+def _repeated(raw: bytes) -> set[Path]:
+    """The paths a JSON text has a value at more than once (a key twice)."""
+    seen: set[Path] = set()
+    again: set[Path] = set()
+    for path, _ in value_spans(raw):
+        (again if path in seen else seen).add(path)
+    return again
 
 
 def _redacted_start(redactor: Redactor, body: bytes) -> bytes:
-    """A start record with the agent's command line and its other strings redacted."""
+    """A start record with the agent's command line and its other strings redacted (with a
+    key twice, written anew: the last of each)."""
     data = orjson.loads(body)
     given = data.get("argv")
     argv = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
     hidden, paths = redactor.argv(argv)
     cleaned = redactor.record({k: v for k, v in data.items() if k != "argv"})
-    if not paths and cleaned == {k: v for k, v in data.items() if k != "argv"}:
+    same = not paths and cleaned == {k: v for k, v in data.items() if k != "argv"}
+    if same and not _twice(body, data):
         return body + b"\n"
     result = {**cleaned, "argv": hidden} if "argv" in data else cleaned
     if paths:
@@ -1012,21 +1133,70 @@ def _redacted_frame(
     redactor: Redactor, record: FrameRecord, body: bytes, wire: WireModel
 ) -> bytes | None:
     """A frame record with its frame and its findings redacted; None: as it is. A record
-    with keys a frame record does not have is written anew (they are left out)."""
+    whose own keys are odd (:func:`_odd_frame_record`) is written anew, from what a reader
+    reads of it (the last of a key, the first of ``msg``, ``text``, ``base64`` it has): the
+    rest is left out, and ``(record)`` listed."""
     message = wire.feed(record.side, record.frame, record.seq, record.t)
     frame, paths = redactor.frame(message)
-    data = {} if plain_frame_head(body) is not None else _head(body)
+    dropped = paths == ["(frame)"]
+    plain = plain_frame_head(body) is not None and not dropped
+    data = {} if plain else _head(body)
+    if not plain and _odd_frame_record(body, data, record, dropped):
+        read = _read_frame(body, data, record)
+        frame, paths = redactor._frame(read, message.method, message.kind)
+        paths = [*paths, _ODD_RECORD]
     given = data.get("violations")
     stored: list[Any] = given if isinstance(given, list) else []
     findings = [redactor.finding(f) for f in stored if isinstance(f, dict)]
     if findings != stored:
         paths = sorted([*paths, "(findings)"])
-    if not paths and set(data) <= _FRAME_KEYS:
+    earlier = data.get("redacted", [])
+    items = earlier if isinstance(earlier, list) else [None]
+    listed = [redactor.quoted(p) for p in items if isinstance(p, str)]
+    if len(listed) != len(items):  # (what is no path is left out)
+        listed.append(_ODD_RECORD)
+    t = _time(redactor, record.t)
+    if t != record.t:
+        paths = [*paths, "t"]
+    if not paths and set(data) <= _FRAME_KEYS and listed == earlier:
         return None
-    earlier = data.get("redacted")
-    if isinstance(earlier, list):
-        paths = sorted({*paths, *(p for p in earlier if isinstance(p, str))})
-    return frame_record(record.seq, record.t, record.side, frame, findings, redacted=paths)
+    paths = sorted({*paths, *listed})
+    return frame_record(record.seq, t, record.side, frame, findings, redacted=paths)
+
+
+def _odd_frame_record(
+    body: bytes, data: dict[str, Any], record: FrameRecord, dropped: bool
+) -> bool:
+    """Whether a frame record's own keys are odd: a key twice (outside its message), one a
+    frame record does not have, or a frame in more than one of ``msg``, ``text`` and
+    ``base64``. (A plain record, :func:`plain_frame_head`, is not looked at: it is odd only
+    when what follows its ``msg`` is more than its message, which the redactor cannot splice:
+    ``dropped``.)"""
+    if data:
+        if not set(data) <= _FRAME_KEYS or sum(key in data for key in _PAYLOADS) > 1:
+            return True
+        if "unterminated" in data and data["unterminated"] is not True:
+            return True
+        if not dropped:
+            head, value = body, data
+            if "msg" in data:  # (its message, one JSON value, is the splicer's)
+                head = body[: len(body.rstrip(b" \t\r\n")) - 1 - len(record.frame.raw)]
+                value = {**data, "msg": None}
+            if _raw_members(head) == _members(value):
+                return False
+    return any(path[0] != "msg" or len(path) == 1 for path in _repeated(body))
+
+
+def _read_frame(body: bytes, data: dict[str, Any], record: FrameRecord) -> Frame:
+    """The frame a reader reads of an odd frame record: the last ``msg``'s bytes, or the
+    ``text`` or ``base64`` it has (as :func:`parse_record` read them)."""
+    if "msg" not in data and plain_frame_head(body) is None:
+        return record.frame
+    last = (0, 0)
+    for path, span in value_spans(body):
+        if path == ("msg",):
+            last = span
+    return parse_frame(body[last[0] : last[1]], data.get("unterminated") is not True)
 
 
 def _head(body: bytes) -> dict[str, Any]:
