@@ -570,15 +570,17 @@ class Validator:
         else:
             note = self._current_schema().note
             said = f"{note[:-1]}; a custom method's name starts with _)"
-        self._flag("unknown-method", f"{method} {said}")
+        if self._first_unknown(f"method {method}"):  # once per method per connection
+            self._flag("unknown-method", f"{method} {said}")
 
     def _unknown(self, name: str, value: Any) -> bool:
         """Whether neither schema of the connection's version defines ``value`` of definition
-        ``name`` (the tables here hold the known values: a newer schema's are asked of it)."""
+        ``name`` (the tables here hold the known values: a newer schema's are asked of it),
+        and this connection was not told so yet (once per place and value, as not-in-schema)."""
         version = self._current_schema().version
         return not any(
             schema_for(version, unstable).defines(name, value) for unstable in (False, True)
-        )
+        ) and self._first_unknown(f"{name} {_show(value)}")
 
     def _schema_defines(self, method: str) -> bool:
         """A method the tables here do not list but the schema does (a newer schema's):
@@ -610,16 +612,17 @@ class Validator:
         for defect in defects:
             path = defect.describe(part)
             where = path.split(":", 1)[0]
-            if any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
+            # an unknown value is said once per place and value per connection (reserved
+            # where there is a catch-all, or not), also when a hand-written rule said it
+            told = defect.unknown and not self._first_unknown(method + path)
+            if told or any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
                 continue
             if defect.hard:
                 rule = "schema"
+            elif defect.unknown:
+                rule = "schema-reserved" if defect.reserved else "not-in-schema"
             elif defect.reserved:
                 rule = "schema-reserved"
-            elif defect.unknown:
-                rule = "not-in-schema"
-                if not self._first_unknown(method + path):
-                    continue
             else:
                 rule = "schema-lenient"
             self._flag(rule, method + path, spec=_spec(schema))
@@ -1119,8 +1122,17 @@ class Validator:
 
     def _stop_reason(self, reason: Any, error: Any) -> None:
         """An idle's stop reason and error, as values ("Stop Reasons", "Failures")."""
-        if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
-            self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
+        if (
+            isinstance(reason, str)
+            and reason not in STOP_REASONS
+            and not is_extension(reason)
+            and self._unknown("IdleStateUpdate", {"stopReason": reason})
+        ):
+            note = self._current_schema().note
+            self._flag(
+                "stop-reason-unknown",
+                f"idle with unknown stop reason {_show(reason)}, which {note}",
+            )
         if error is None:
             return
         if reason != "error":

@@ -1196,6 +1196,51 @@ def test_schema_reserved():
     assert [f.rule for f in v1] == ["not-in-schema"]
 
 
+def test_unknown_values_are_said_once_per_place_and_value_per_connection():
+    """What the shipped schemas do not define where ACP extends is one warning per place and
+    value per connection, whichever rule says it (not-in-schema, schema-reserved, a
+    hand-written rule, unknown-method): the second frame with the same value says nothing;
+    another value is said again. Each names the schema's tag."""
+    tool = {"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "x"}
+    chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m"}
+
+    def frames(kind: str, block: str, method: str, value: str) -> Frames:
+        once = [
+            upd({**tool, "kind": kind}),
+            upd({**chunk, "content": {"type": block, "text": "x"}}),
+            (A, note(method, {"sessionId": S})),
+            upd({"sessionUpdate": value}),
+            upd({"sessionUpdate": "notice", "severity": value, "title": "t"}),
+            upd({"sessionUpdate": "compaction_update", "compactionId": "c", "status": value}),
+            state(value),
+            idle(value),
+        ]
+        return [*setup(), *once, *once]
+
+    clean = frames("read", "text", "_suggest", "_paused")
+    assert findings(clean) == []
+    found = findings(frames("browse", "video", "session/suggest", "paused"))
+    assert [f.rule for f in found] == [
+        "schema-reserved",
+        "schema-reserved",
+        "unknown-method",
+        "unknown-update",
+        "notice-severity-unknown",
+        "compaction-status-unknown",
+        "state-unknown",
+        "stop-reason-unknown",
+    ]
+    assert all(f.seq is not None and f.seq <= 12 for f in found)  # all from the first round
+    assert all(f"ACP v2 schema {TAG_V2}" in f.message for f in found)
+    # another value is another warning
+    again = [*setup(), state("paused"), state("waiting"), state("paused")]
+    assert [f.seq for f in findings(again) if f.rule == "state-unknown"] == [5, 6]
+    # v1: a newer method is said once too
+    v1 = [*setup(1), (A, note("session/suggest", {"sessionId": S}))]
+    v1 += [(A, note("session/suggest", {"sessionId": S}))]
+    assert rules(v1) == ["unknown-method"]
+
+
 NOTE_V1 = (
     f"is not in ACP v1 schema {TAG_V1} (the unstable schema does not define it either; a newer "
     "schema may)"
