@@ -318,6 +318,8 @@ class Validator:
         self._repeatable = False
         for request in self.wire.pending.values():
             self._seq, self._session_id = request.seq, request.session
+            if request.method == "session/cancel":
+                continue  # a notification sent with an id: cancel-with-id said so
             if request.method == "session/request_permission" and self.version == 2:
                 self._flag(
                     "permission-unanswered",
@@ -672,12 +674,14 @@ class Validator:
             )
         if kind == NOTIFICATION and is_request and method != "session/cancel":
             self._flag("invalid-message", f"{method} is a notification but was sent with an id")
-        if method.startswith("session/") and not self._initialized:
+        early = method.startswith("session/") and not self._initialized
+        if early:
             self._flag(
                 "before-initialize",
                 f"the {side} sent {method} before initialize completed",
             )
-        if "sessionId" in params and method not in SESSION_OPENERS:
+        # before initialize no session exists: that is the one defect (before-initialize)
+        if "sessionId" in params and method not in SESSION_OPENERS and not early:
             self._known_session(method, session_id)
         session = self._session(session_id)
         if session is not None and message.opened is not None:
@@ -729,13 +733,12 @@ class Validator:
         return True
 
     def _known_session(self, method: str, session_id: Any) -> None:
-        """Flag a session this connection never created or resumed."""
-        if session_id in self._sessions:
+        """Flag a session this connection never created or resumed (a sessionId that is not
+        a string is the schema's: one defect, one finding)."""
+        if not isinstance(session_id, str) or session_id in self._sessions:
             return
-        if (
-            method == "session/update"
-            and isinstance(session_id, str)
-            and (self.wire.pending.any("session/new") or self.wire.pending.any("session/fork"))
+        if method == "session/update" and (
+            self.wire.pending.any("session/new") or self.wire.pending.any("session/fork")
         ):
             # "Updates may arrive before or after this response" (session/new):
             # the id is not known yet, so a pending session/new vouches for it; so does
@@ -1033,8 +1036,7 @@ class Validator:
             return
         update = message.params.get("update")
         if not isinstance(update, dict):
-            self._flag("unknown-update", f"session/update carries update {_show(update)}")
-            return
+            return  # missing or not an object: the schema's error, not an unknown variant
         variant = update.get("sessionUpdate")
         if variant not in UPDATE_VARIANTS_V2:
             if not is_extension(variant) and self._unknown(

@@ -552,6 +552,33 @@ def test_permission_without_requires_action():
     assert rules([*setup(), ask, answer]) == []
 
 
+def test_one_defect_is_one_finding():
+    """A defect is said once, by the more specific rule: a sessionId that is not a string is
+    the schema's (not also an unknown session), an update that is not an object is the
+    schema's (not an unknown variant), a session method before initialize is
+    before-initialize (no session exists yet), a session/cancel sent with an id is
+    cancel-with-id (not also a request left unanswered). Both versions."""
+    for version in (1, 2):
+        text = {"type": "text", "text": "x"}
+        chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text}
+        integer = [*setup(version), (A, note("session/update", {"sessionId": 7, "update": chunk}))]
+        found = findings(integer)
+        assert [(f.rule, f.message) for f in found] == [
+            ("schema", "session/update params.sessionId: expected string, got integer (SessionId)")
+        ]
+        array = [*setup(version), (A, note("session/update", {"sessionId": S, "update": [1]}))]
+        assert [(f.rule, f.message) for f in findings(array)] == [
+            ("schema", "session/update params.update: expected object, got array (SessionUpdate)")
+        ]
+        cancel = [*setup(version), (C, req(9, "session/cancel", {"sessionId": S}))]
+        assert rules(cancel) == ["cancel-with-id"]
+    early = [prompt(1), (A, err(1))]
+    assert rules(early) == ["before-initialize"]
+    # the clean twins: a string sessionId this connection created, an object update
+    assert rules([*setup(), upd(chunk)]) == []
+    assert rules([*setup(), (C, note("session/cancel", {"sessionId": S}))]) == []
+
+
 # --- Cancellation ----------------------------------------------------------------------------
 
 
