@@ -139,6 +139,16 @@ def _known_to_either(
     return unstable, found
 
 
+def _place(defect: Defect, part: str) -> str:
+    """Where a defect is: its path under ``part`` (``params.update.stopReason``)."""
+    return defect.describe(part).split(":", 1)[0]
+
+
+def _within(path: str, place: str) -> bool:
+    """Whether ``path`` is ``place`` or under it."""
+    return path == place or path.startswith((place + ".", place + "["))
+
+
 def _legacy_mcp_params(params: dict[str, Any]) -> bool:
     """mcp/message params of the older draft: a connectionId, no serverId."""
     return "connectionId" in params and "serverId" not in params
@@ -611,13 +621,18 @@ class Validator:
     ) -> None:
         """Flag schema defects, except those a hand-written rule reported on this frame."""
         covered = [path for f in self._found[first:] for path in SCHEMA_OVERLAP.get(f.rule, ())]
+        # a malformed lenient field is replaced by its default: whatever else a union's
+        # branch says of that same value is the same defect (one finding, the lenient one)
+        lenient = {_place(d, part) for d in defects if d.lenient}
         for defect in defects:
             path = defect.describe(part)
-            where = path.split(":", 1)[0]
+            where = _place(defect, part)
+            if not defect.lenient and any(_within(where, p) for p in lenient):
+                continue
             # an unknown value is said once per place and value per connection (reserved
             # where there is a catch-all, or not), also when a hand-written rule said it
             told = defect.unknown and not self._first_unknown(method + path)
-            if told or any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
+            if told or any(_within(where, c) for c in covered):
                 continue
             if defect.hard:
                 rule = "schema"

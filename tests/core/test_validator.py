@@ -420,6 +420,21 @@ def test_stop_reason_unknown():
     check("stop-reason-unknown", bad, [*setup(), state("running"), idle("_finished")])
 
 
+def test_stop_reason_malformed_is_lenient():
+    """A stop reason of the wrong type is not an unknown one: IdleStateUpdate.stopReason is
+    ["string", "null"] with x-deserialize-default-on-error ("a malformed value is treated the
+    same way" as none), so one schema-lenient warning and no error from the union's
+    branches about the same value."""
+    for malformed in (5, {"why": "done"}):
+        found = check(
+            "schema-lenient",
+            [*setup(), state("running"), idle(malformed)],
+            [*setup(), state("running"), idle()],
+        )
+        assert [(f.rule, f.level) for f in found] == [("schema-lenient", Level.WARNING)]
+        assert "params.update.stopReason: expected string or null, got" in found[0].message
+
+
 def test_idle_without_stop_reason():
     """ "When foreground work ends, the Agent MUST report idle ... and SHOULD include the corresponding StopReason" (4. Report Completion)"""
     bad = [*setup(), state("running"), state("idle")]
