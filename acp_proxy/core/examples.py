@@ -243,12 +243,6 @@ _V2: dict[str, Example] = {
             f'{{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","error":{_ERROR}}}'
         ),
     ),
-    "error-field-malformed": (
-        *_TURN,
-        _update(
-            '{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":"model overloaded"}'  # noqa: E501
-        ),
-    ),
     "idle-without-running": (
         *_SESSION,
         ("client", _PROMPT),
@@ -310,12 +304,6 @@ _V2: dict[str, Example] = {
         ),
     ),
     "permission-unanswered": (*_TURN, _REQUIRES_ACTION, _ASK),
-    "notice-field-type": (
-        *_TURN,
-        _update(
-            '{"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":{"text":"retry in 30s"}}'  # noqa: E501
-        ),
-    ),
     "notice-during-replay": (
         *_INIT,
         ("client", _RESUME.replace('"/w"', '"/w","replayFrom":{"type":"start"}')),

@@ -63,7 +63,7 @@ from acp_proxy.core.protocol import (
     is_extension,
     methods_for,
 )
-from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
+from acp_proxy.core.rules import NOT_LENIENT, RULES, SCHEMA_OVERLAP, Scope
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
 from acp_proxy.core.unstable import feature_message, surface_for
 from acp_proxy.core.validator_v1 import V1Rules, system_prompt_problems
@@ -619,8 +619,18 @@ class Validator:
     def _report(
         self, defects: list[Defect], method: str, part: str, first: int, schema: Schema
     ) -> None:
-        """Flag schema defects, except those a hand-written rule reported on this frame."""
-        covered = [path for f in self._found[first:] for path in SCHEMA_OVERLAP.get(f.rule, ())]
+        """Flag schema defects, except those a hand-written rule reported on this frame; but
+        where the schema says all that is wrong there is lenient (the SDKs replace the field
+        with its default: x-deserialize-default-on-error), the hand-written finding gives
+        way to the schema-lenient warning."""
+        covered: list[str] = []
+        for finding in self._found[first:]:
+            places = SCHEMA_OVERLAP.get(finding.rule, ())
+            under = [d for d in defects if any(_within(_place(d, part), c) for c in places)]
+            if under and all(d.lenient for d in under) and finding.rule not in NOT_LENIENT:
+                self._found.remove(finding)
+            else:
+                covered += places
         # a malformed lenient field is replaced by its default: whatever else a union's
         # branch says of that same value is the same defect (one finding, the lenient one)
         lenient = {_place(d, part) for d in defects if d.lenient}
@@ -1157,11 +1167,7 @@ class Validator:
                 "error-beside-stop-reason",
                 f"idle carries an error beside stop reason {_show(reason)}",
             )
-        elif not _is_error_object(error):
-            self._flag(
-                "error-field-malformed",
-                f"idle's error {_show(error)} is not a JSON-RPC error object",
-            )
+        # a malformed error is the schema's: lenient (x-deserialize-default-on-error)
 
     def _message_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]
@@ -1263,14 +1269,7 @@ class Validator:
         title = update.get("title")
         if not isinstance(title, str) or not title:
             self._flag("notice-title-missing", f"notice with title {_show(title)}")
-        description = update.get("description")
-        if description is not None and not isinstance(description, str):
-            self._flag(
-                "notice-field-type", f"notice description {_show(description)} is not a string"
-            )
-        meta = update.get("_meta")
-        if meta is not None and not isinstance(meta, dict):
-            self._flag("notice-field-type", f"notice _meta {_show(meta)} is not an object")
+        # a malformed description or _meta is the schema's: lenient (the SDKs default it)
         if session is not None and session.replaying:
             self._flag(
                 "notice-during-replay",
