@@ -139,6 +139,15 @@ def _known_to_either(
     return unstable, found
 
 
+def _lacks(holder: dict[str, Any], name: str) -> str:
+    """What is wrong with a required string field: ``without a messageId`` when it is absent
+    or null, ``with messageId 5, not a string`` when it is of another type."""
+    value = holder.get(name)
+    if value is None:
+        return f"without {'an' if name[0] in 'aeiou' else 'a'} {name}"
+    return f"with {name} {_show(value)}, not a string"
+
+
 def _place(defect: Defect, part: str) -> str:
     """Where a defect is: its path under ``part`` (``params.update.stopReason``)."""
     return defect.describe(part).split(":", 1)[0]
@@ -1175,7 +1184,7 @@ class Validator:
         variant = update["sessionUpdate"]
         message_id = update.get("messageId")
         if not isinstance(message_id, str):
-            self._flag("message-id-missing", f"{variant} without a messageId")
+            self._flag("message-id-missing", f"{variant} {_lacks(update, 'messageId')}")
         if variant in MESSAGE_UPDATES:
             if "content" in update and not isinstance(update["content"], list | None):
                 self._flag(
@@ -1209,7 +1218,7 @@ class Validator:
         variant = update["sessionUpdate"]
         tool_id = update.get("toolCallId")
         if not isinstance(tool_id, str):
-            self._flag("tool-call-id-missing", f"{variant} without a toolCallId")
+            self._flag("tool-call-id-missing", f"{variant} {_lacks(update, 'toolCallId')}")
             return
         if session is None:
             return
@@ -1229,7 +1238,7 @@ class Validator:
     ) -> None:
         variant = update["sessionUpdate"]
         if not isinstance(update.get("terminalId"), str):
-            self._flag("terminal-id-missing", f"{variant} without a terminalId")
+            self._flag("terminal-id-missing", f"{variant} {_lacks(update, 'terminalId')}")
         if variant == "terminal_output_chunk":
             data = update.get("data")
             try:
@@ -1250,7 +1259,8 @@ class Validator:
     ) -> None:
         plan = update.get("plan")
         if not (isinstance(plan, dict) and isinstance(plan.get("planId"), str)):
-            self._flag("plan-id-missing", "plan_update without plan.planId")
+            said = _lacks(plan, "planId") if isinstance(plan, dict) else _lacks(update, "plan")
+            self._flag("plan-id-missing", f"plan_update {said.replace('planId', 'plan.planId')}")
 
     def _notice(self, message: Message, session: _Session | None, update: dict[str, Any]) -> None:
         severity = update.get("severity")
@@ -1268,7 +1278,8 @@ class Validator:
             )
         title = update.get("title")
         if not isinstance(title, str) or not title:
-            self._flag("notice-title-missing", f"notice with title {_show(title)}")
+            said = "with an empty title" if title == "" else _lacks(update, "title")
+            self._flag("notice-title-missing", f"notice {said}")
         # a malformed description or _meta is the schema's: lenient (the SDKs default it)
         if session is not None and session.replaying:
             self._flag(
@@ -1283,7 +1294,7 @@ class Validator:
         status = update.get("status")
         if not isinstance(compaction_id, str) or status is None:
             missing = "compactionId" if not isinstance(compaction_id, str) else "status"
-            self._flag("compaction-field-missing", f"compaction_update without {missing}")
+            self._flag("compaction-field-missing", f"compaction_update {_lacks(update, missing)}")
             return
         if (
             status not in COMPACTION_STATUSES
@@ -1312,7 +1323,8 @@ class Validator:
         compaction_id = update.get("compactionId")
         if not isinstance(compaction_id, str) or update.get("content") is None:
             missing = "compactionId" if not isinstance(compaction_id, str) else "content"
-            self._flag("compaction-field-missing", f"compaction_summary_chunk without {missing}")
+            said = _lacks(update, missing)
+            self._flag("compaction-field-missing", f"compaction_summary_chunk {said}")
             return
         if session is None:
             return
@@ -1340,9 +1352,20 @@ class Validator:
             and not isinstance(cost.get("amount"), bool)
             and isinstance(cost.get("currency"), str)
         ):
-            self._flag(
-                "usage-cost-fields", f"usage_update cost {_show(cost)} lacks amount or currency"
-            )
+            said = " is not an object"
+            if isinstance(cost, dict):
+                amount, currency = cost.get("amount"), cost.get("currency")
+                problems = []
+                if amount is None:
+                    problems.append("no amount")
+                elif not (isinstance(amount, int | float) and not isinstance(amount, bool)):
+                    problems.append(f"amount {_show(amount)}, not a number")
+                if currency is None:
+                    problems.append("no currency")
+                elif not isinstance(currency, str):
+                    problems.append(f"currency {_show(currency)}, not a string")
+                said = ": " + ", ".join(problems)
+            self._flag("usage-cost-fields", f"usage_update cost {_show(cost)}{said}")
 
 
 #: What a session did, per rule of a pair not in the lifecycle table.

@@ -454,6 +454,44 @@ def test_error_beside_stop_reason():
     check("error-beside-stop-reason", bad, clean)
 
 
+def test_a_wrong_typed_value_is_not_called_missing():
+    """A required field of the wrong type is said to be of the wrong type, not missing (the
+    same rule, one finding): a messageId, toolCallId, terminalId, plan.planId, a notice's
+    title, a usage cost's amount."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    notice_ = {"sessionUpdate": "notice", "severity": "info"}
+    usage = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({**chunk, "messageId": 5}, "agent_message_chunk with messageId 5, not a string"),
+        ({**chunk}, "agent_message_chunk without a messageId"),
+        (
+            {"sessionUpdate": "tool_call_update", "toolCallId": 5},
+            "tool_call_update with toolCallId 5, not a string",
+        ),
+        (
+            {"sessionUpdate": "terminal_update", "terminalId": 5},
+            "terminal_update with terminalId 5, not a string",
+        ),
+        (
+            {"sessionUpdate": "plan_update", "plan": {"planId": 5, "type": "items", "entries": []}},
+            "plan_update with plan.planId 5, not a string",
+        ),
+        ({**notice_, "title": 5}, "notice with title 5, not a string"),
+        ({**notice_, "title": ""}, "notice with an empty title"),
+        ({**notice_}, "notice without a title"),
+        (
+            {**usage, "cost": {"amount": "1", "currency": "USD"}},
+            'usage_update cost {"amount":"1","currency":"USD"}: amount "1", not a number',
+        ),
+        ({**usage, "cost": {"amount": 1}}, 'usage_update cost {"amount":1}: no currency'),
+    ]
+    for update, said in cases:
+        found = findings([*setup(), upd(update)])
+        assert [f.message for f in found] == [said], found
+    clean = [upd({**chunk, "messageId": "m"}), upd({**notice_, "title": "T"})]
+    assert findings([*setup(), *clean]) == []
+
+
 def test_lenient_fields_are_the_schemas_warnings():
     """Where the v2 schema marks a field x-deserialize-default-on-error (the SDKs replace it
     with its default when it is malformed) a malformed value is one schema-lenient warning,
