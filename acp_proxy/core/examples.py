@@ -303,6 +303,18 @@ _V2: dict[str, Example] = {
             '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yes"}}}',
         ),
     ),
+    "running-not-reported": (
+        *_TURN,
+        _REQUIRES_ACTION,
+        _ASK,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}',
+        ),
+        _update(
+            '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"Done."}}'
+        ),
+    ),
     "permission-unanswered": (*_TURN, _REQUIRES_ACTION, _ASK),
     "notice-during-replay": (
         *_INIT,

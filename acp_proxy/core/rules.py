@@ -336,6 +336,15 @@ CATALOG: tuple[Rule, ...] = (
         V2,
     ),
     Rule(
+        "running-not-reported",
+        W,
+        "5. Tool Invocation and Status Reporting",
+        "Agent output (a message or thought) after requires_action, with no permission request "
+        'pending and no running reported: "When foreground work resumes, the Agent MUST report '
+        'running" (inferred from the output, hence a warning).',
+        V2,
+    ),
+    Rule(
         "permission-without-requires-action",
         W,
         "5. Tool Invocation and Status Reporting",

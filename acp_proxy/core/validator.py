@@ -216,6 +216,9 @@ class _Session:
     cancel_seq: int | None = None
     #: seq of the last requires_action state_update (a request older than it was reported).
     requires_action_seq: int | None = None
+    #: A permission request was answered since requires_action was reported (the last
+    #: state_update): output now is resumed work.
+    action_resolved: bool = False
 
 
 class Validator:
@@ -330,6 +333,8 @@ class Validator:
             self._v1.update(message, message.update)
         elif message.variant == "user_message_chunk":
             self._user_message_seen(session, message.update["messageId"])
+        else:
+            self._agent_output(session, message.variant)
 
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""
@@ -1040,6 +1045,8 @@ class Validator:
                     f"{_show(message.id)}, which offered {', '.join(map(_show, ids)) or 'none'}",
                 )
         session = self._session(request.session)
+        if session is not None and self.wire.state(session.id) == State.REQUIRES_ACTION:
+            session.action_resolved = True
         cancelled = note.cancelled or (
             session is not None
             and session.cancel_seq is not None
@@ -1101,6 +1108,7 @@ class Validator:
             return
         for resume in self._pending_notes("session/resume", session.id):
             resume.saw_state = True
+        session.action_resolved = False
         taken = message.step
         if taken is None:
             return  # not a string: no state at all
@@ -1200,12 +1208,30 @@ class Validator:
                     f"{variant} {_show(message_id)} has content {_show(content)}, not one "
                     "content block",
                 )
+        if session is None:
+            return
+        if variant in ("user_message", "user_message_chunk"):
+            if isinstance(message_id, str):
+                self._user_message_seen(session, message_id)
+        else:
+            self._agent_output(session, variant)
+
+    def _agent_output(self, session: _Session, variant: str | None) -> None:
+        """The agent's message or thought while requires_action is the reported state, after
+        a permission request was answered and with none pending: the work resumed, without running
+        reported (inferred from the output, hence a warning; once until the next state)."""
         if (
-            session is not None
-            and isinstance(message_id, str)
-            and variant in ("user_message", "user_message_chunk")
+            not session.action_resolved
+            or self.wire.state(session.id) != State.REQUIRES_ACTION
+            or self.wire.pending_requests("session/request_permission", session.id)
         ):
-            self._user_message_seen(session, message_id)
+            return
+        session.action_resolved = False
+        self._flag(
+            "running-not-reported",
+            f"session {_show(session.id)} sent {variant} after the user action it reported "
+            "requires_action for was resolved, without reporting running",
+        )
 
     def _user_message_seen(self, session: _Session, message_id: str) -> None:
         session.owed_user_messages.pop(message_id, None)

@@ -61,6 +61,9 @@ from acp_proxy.transcript.records import (
 #: The shipped schemas' tags, as their SOURCES.md says (findings name them).
 TAG_V1, TAG_V2 = schema_sources().tag(1), schema_sources().tag(2)
 
+#: A text chunk's content.
+CHUNK_TEXT = {"type": "text", "text": "ok"}
+
 # --- JSON-RPC and framing -------------------------------------------------------
 
 
@@ -624,6 +627,29 @@ def test_permission_without_requires_action():
     # reported before the request counts too; a request while idle (background) needs nothing
     assert rules([*base, state("requires_action"), ask, answer, state("running"), idle()]) == []
     assert rules([*setup(), ask, answer]) == []
+
+
+def test_running_not_reported():
+    """ "When foreground work resumes, the Agent MUST report running." (5. Tool Invocation and
+    Status Reporting); "Resolving a permission request does not itself imply running: the
+    Agent MUST report running if foreground work starts or resumes as a result." Output after
+    the permission was answered, still in requires_action, is resumed work: a warning (the
+    resumption is inferred), once until the next state_update."""
+    ask = (
+        A,
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": OPTIONS}),
+    )
+    answer = (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}}))
+    base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    said = upd({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": CHUNK_TEXT})
+    bad = [*base, state("requires_action"), ask, answer, said, said, idle()]
+    clean = [*base, state("requires_action"), ask, answer, state("running"), said, idle()]
+    found = check("running-not-reported", bad, clean)
+    assert [f.seq for f in found if f.rule == "running-not-reported"] == [12]
+    # blocked, before the answer: output is not resumed work
+    assert (
+        rules([*base, state("requires_action"), ask, said, answer, state("running"), idle()]) == []
+    )
 
 
 def test_one_defect_is_one_finding():
