@@ -232,7 +232,9 @@ _V2: dict[str, Example] = {
         ("agent", '{"jsonrpc":"2.0","id":3,"result":{"messageId":"m1"}}'),
     ),
     "cancelled-prompt-error": (
-        *_TURN[:-1],
+        *_SESSION,
+        ("client", _PROMPT),
+        _RUNNING,
         _CANCEL,
         ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
     ),
@@ -301,6 +303,23 @@ _V2: dict[str, Example] = {
         (
             "client",
             '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yes"}}}',
+        ),
+    ),
+    "prompt-error-after-insert": (
+        *_SESSION,
+        ("client", _PROMPT),
+        _RUNNING,
+        _update(
+            '{"sessionUpdate":"user_message","messageId":"m1","content":[{"type":"text","text":"hi"}]}'
+        ),
+        ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
+    ),
+    "user-message-after-rejection": (
+        *_SESSION,
+        ("client", _PROMPT),
+        ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
+        _update(
+            '{"sessionUpdate":"user_message","messageId":"m1","content":[{"type":"text","text":"hi"}]}'
         ),
     ),
     "running-not-reported": (

@@ -263,6 +263,24 @@ CATALOG: tuple[Rule, ...] = (
         V2,
     ),
     Rule(
+        "prompt-error-after-insert",
+        W,
+        "2. Prompt Accepted",
+        'A prompt answered with an error after a user message for it was reported ("Once '
+        'inserted, it MUST NOT return an error response"); the user message is taken as the '
+        "session's one pending prompt's, hence a warning.",
+        V2,
+    ),
+    Rule(
+        "user-message-after-rejection",
+        W,
+        "Prompts that are never inserted",
+        "A new user message after the error response to the session's last prompt, before "
+        'another prompt ("MUST return a JSON-RPC error response and MUST NOT emit user-message '
+        'updates for that submission"); the link is inferred, hence a warning.',
+        V2,
+    ),
+    Rule(
         "cancelled-prompt-error",
         W,
         "Cancellation",

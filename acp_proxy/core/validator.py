@@ -187,6 +187,9 @@ class _Pending:
     was_known: bool = False
     #: session/resume: whether history is being replayed.
     replay: bool = False
+    #: session/prompt: a new user message arrived while it was the session's one pending
+    #: prompt (taken as its insertion: inferred).
+    inserted: bool = False
 
 
 @dataclass(slots=True)
@@ -216,6 +219,9 @@ class _Session:
     cancel_seq: int | None = None
     #: seq of the last requires_action state_update (a request older than it was reported).
     requires_action_seq: int | None = None
+    #: seq of a prompt's error response, until the next prompt (a new user message then is
+    #: taken as that rejected submission's).
+    rejected_seq: int | None = None
     #: A permission request was answered since requires_action was reported (the last
     #: state_update): output now is resumed work.
     action_resolved: bool = False
@@ -855,6 +861,8 @@ class Validator:
     def _on_prompt(self, message: Message, session: _Session | None) -> None:
         if message.kind is Kind.REQUEST and message.side is Side.CLIENT:
             self._note(message)
+            if session is not None:
+                session.rejected_seq = None
         prompt = message.params.get("prompt")
         if isinstance(prompt, list) and not prompt:
             self._flag("prompt-empty", f"session/prompt {_show(message.id)} has an empty prompt")
@@ -908,6 +916,7 @@ class Validator:
             return
         note.was_known = session_id in self._sessions
         resumed = self._sessions.setdefault(session_id, _Session(session_id))
+        resumed.rejected_seq = None  # what is replayed is history, not a rejected submission
         if message.params.get("replayFrom") is not None:
             note.replay = True
             resumed.replaying += 1
@@ -919,7 +928,8 @@ class Validator:
         note = self._note(message)
         if note is not None:
             note.was_known = session_id in self._sessions
-            self._sessions.setdefault(session_id, _Session(session_id))
+            loaded = self._sessions.setdefault(session_id, _Session(session_id))
+            loaded.rejected_seq = None  # what is replayed is history
 
     # --- responses -----------------------------------------------------------------
 
@@ -1001,12 +1011,20 @@ class Validator:
         if message.is_error:
             error = message.error
             code = error.get("code") if isinstance(error, dict) else None
-            if note.cancelled and code != REQUEST_CANCELLED:
+            if note.inserted:
+                self._flag(
+                    "prompt-error-after-insert",
+                    f"session/prompt {_show(message.id)} was answered with error {_show(code)} "
+                    "after a user message for it was reported (it was inserted)",
+                )
+            elif note.cancelled and code != REQUEST_CANCELLED:
                 self._flag(
                     "cancelled-prompt-error",
                     f"the cancelled session/prompt {_show(message.id)} was answered with "
                     f"error {_show(code)} instead of -32800",
                 )
+            if session is not None and not note.inserted:
+                session.rejected_seq = self._seq
             return
         result = message.result
         message_id = result.get("messageId")
@@ -1235,8 +1253,27 @@ class Validator:
 
     def _user_message_seen(self, session: _Session, message_id: str) -> None:
         session.owed_user_messages.pop(message_id, None)
-        if message_id not in session.user_messages:
-            session.user_messages.append(message_id)
+        if message_id in session.user_messages:
+            return
+        session.user_messages.append(message_id)
+        if message_id in session.accepted:
+            return
+        # a new user message: the insertion of the session's one pending prompt, or, with
+        # none pending, of the prompt rejected last (both inferred, hence warnings)
+        pending = [
+            self._notes[r]
+            for r in self.wire.pending_requests("session/prompt", session.id)
+            if r.side is Side.CLIENT and r in self._notes
+        ]
+        if len(pending) == 1:
+            pending[0].inserted = True
+        elif not pending and session.rejected_seq is not None:
+            self._flag(
+                "user-message-after-rejection",
+                f"user message {_show(message_id)} follows the error response (seq "
+                f"{session.rejected_seq}) to the session's last prompt, which was never inserted",
+            )
+            session.rejected_seq = None
 
     def _tool_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]

@@ -652,6 +652,29 @@ def test_running_not_reported():
     )
 
 
+def test_prompt_error_after_insert():
+    """ "Once inserted, it MUST NOT return an error response, even if failure or request
+    cancellation occurs before the response is sent." (2. Prompt Accepted). A new user
+    message while the prompt is the session's one pending prompt is taken as its insertion
+    (inferred: a warning)."""
+    base = [*setup(), prompt(), state("running"), user_message()]
+    bad = [*base, (A, err(10)), idle("error")]
+    clean = [*base, (A, ok(10, {"messageId": "u1"})), idle("error")]
+    check("prompt-error-after-insert", bad, clean)
+    # rejected before any user message: no finding
+    assert rules([*setup(), prompt(), (A, err(10))]) == []
+
+
+def test_user_message_after_rejection():
+    """ "If a request is rejected before insertion [...] the Agent MUST return a JSON-RPC error
+    response and MUST NOT emit user-message updates for that submission." (Prompts that are
+    never inserted). A new user message after the rejection, before another prompt, is taken
+    as that submission's (inferred: a warning)."""
+    bad = [*setup(), prompt(), (A, err(10)), user_message("u9")]
+    clean = [*setup(), prompt(), (A, err(10)), *turn(11)]
+    check("user-message-after-rejection", bad, clean)
+
+
 def test_one_defect_is_one_finding():
     """A defect is said once, by the more specific rule: a sessionId that is not a string is
     the schema's (not also an unknown session), an update that is not an object is the
