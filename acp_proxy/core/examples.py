@@ -575,6 +575,9 @@ _V1: dict[str, Example] = {
         _ok_v1("agent", 2, '{"sessionId":"s1"}'),
     ),
     "tool-call-duplicate": (*_RUNNING_V1, _tool_call_v1("pending"), _tool_call_v1("completed")),
+    "capability-auth-terminal": _init_v1(
+        auth='[{"id":"login","name":"Log in","type":"terminal","args":["--login"]}]'
+    ),
     "auth-terminal-method": (
         *_init_v1(
             client=_CLIENT_V1[:-1] + ',"auth":{"terminal":true}}',

@@ -789,6 +789,15 @@ CATALOG: tuple[Rule, ...] = (
         V1,
     ),
     Rule(
+        "capability-auth-terminal",
+        E,
+        "v1 Authentication (Authentication Method Types); v1 schema (AuthMethodTerminal)",
+        "An initialize result that offers a terminal auth method although the client did not "
+        'advertise clientCapabilities.auth.terminal ("Agents MUST advertise this method only '
+        'when the client enabled its terminal authentication capability").',
+        V1,
+    ),
+    Rule(
         "auth-terminal-method",
         E,
         "v1 Authentication (Terminal Authentication)",

@@ -559,6 +559,15 @@ class V1Rules:
         methods = result.get("authMethods")
         self._state.auth_methods = _ids(methods)
         self._state.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
+        caps = self._state.client_caps
+        if caps is not None and _dig(caps, "auth", "terminal") is not True:
+            for method in _dicts(methods):
+                if method.get("type") == "terminal":
+                    self._flag(
+                        "capability-auth-terminal",
+                        f"initialize offers the terminal auth method {_show(method.get('id'))}, "
+                        "but the client did not advertise clientCapabilities.auth.terminal",
+                    )
         twice = _repeated(self._state.auth_methods or [])
         if twice:
             self._flag(

@@ -842,6 +842,19 @@ def test_auth_terminal_method():
     )
 
 
+def test_capability_auth_terminal():
+    """ "Agents MUST advertise this method only when the client enabled its terminal
+    authentication capability." (v1 schema, AuthMethodTerminal; v1 Authentication: "An Agent
+    may advertise a terminal method only when this capability is true")."""
+    methods: list[dict[str, Any]] = [{"id": "login", "name": "Log in", "type": "terminal"}]
+    check(
+        "capability-auth-terminal",
+        setup(1, auth=methods),
+        setup(1, client={**V1_CLIENT_CAPS, "auth": {"terminal": True}}, auth=methods),
+    )
+    assert rules(setup(1, auth=[{"id": "key", "name": "API key"}])) == []
+
+
 def test_a_finding_on_a_v1_connection_cites_a_v1_source():
     """A rule that can fire on a v1 connection names the v1 page (or the schema, JSON-RPC,
     the transport) its sentence comes from, not only a v2 page: a v1 finding sends its
