@@ -130,7 +130,8 @@ CATALOG: tuple[Rule, ...] = (
         "unexpected-response",
         E,
         JSONRPC,
-        "A response to an id the other side never sent, or already answered.",
+        "A response to an id the other side never sent, or already answered; one with id null "
+        "that is not a -32700 or -32600 error (it answers no request, or a notification).",
     ),
     Rule(
         "duplicate-request-id",

@@ -88,6 +88,10 @@ __all__ = ["Validator", "Violation"]
 #: The requests that may carry the client's system prompt (v2; v1: :class:`V1Rules`).
 SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
+#: The error codes a response with id null may carry (JSON-RPC 2.0, 5: Parse error, Invalid
+#: Request, when the request's id could not be detected).
+_NULL_ID_CODES = frozenset({-32700, -32600})
+
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
 
@@ -819,7 +823,20 @@ class Validator:
             self._flag("invalid-id", f"the {side} sent a response with id {_show(request_id)}")
             return
         if request_id is None:
-            return  # an error about a request that could not be read: nothing to match
+            # JSON-RPC 5: the id "MUST be Null" only when it could not be detected (a parse
+            # error, an invalid request); anything else answers nothing, or a notification
+            # ("The Server MUST NOT reply to a Notification", also within a batch)
+            error = value.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if code not in _NULL_ID_CODES:
+                said = "a result" if "result" in value else f"error {_show(code)}"
+                self._flag(
+                    "unexpected-response",
+                    f"the {side} sent {said} with id null, which answers no request (null is "
+                    "for -32700 Parse error and -32600 Invalid Request; a notification is "
+                    "never answered)",
+                )
+            return
         request = message.request
         if request is None:
             if message.unmatched == "answered":

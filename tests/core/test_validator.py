@@ -202,6 +202,19 @@ def test_unexpected_response():
     ]
 
 
+def test_a_response_with_id_null_is_only_for_a_request_that_could_not_be_read():
+    """JSON-RPC 2.0, 5: the id "MUST be Null" when it could not be detected (a Parse error,
+    an Invalid Request); "The Server MUST NOT reply to a Notification", also within a batch
+    (NOTES.md). A result, or another error, with id null answers nothing."""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    for version in (1, 2):
+        parse = [*setup(version), (A, err(None, -32700)), (A, err(None, -32600))]
+        found = check("unexpected-response", [*setup(version), cancel, (A, ok(None, {}))], parse)
+        assert "with id null" in found[0].message
+        assert rules([*setup(version), (A, err(None, -32603))]) == ["unexpected-response"]
+    assert rules([*setup(), (C, [note("_x")]), (A, [ok(None, {})])]) == ["unexpected-response"]
+
+
 def test_duplicate_request_id():
     """JSON-RPC 2.0: the id correlates request and response, so a pending id must not be reused."""
     bad: Frames = [(C, req(3, "_x")), (C, req(3, "_y")), (A, ok(3, {}))]
