@@ -523,6 +523,22 @@ _V1: dict[str, Example] = {
         _ok_v1("agent", 1, _LISTED_V1 + ',"nextCursor":"eyJvZmZzZXQiOjF9"}'),
         _call_v1("client", 2, "session/list", '{"cursor":"eyJvZmZzZXQiOjJ9"}'),
     ),
+    "list-cwd-filter": (
+        *_init_v1(agent=_LISTING_V1),
+        _call_v1("client", 1, "session/list", '{"cwd":"/home"}'),
+        _ok_v1("agent", 1, _LISTED_V1 + "}"),
+    ),
+    "baseline-method-not-found": (
+        *_INIT_V1,
+        ("client", _NEW),
+        ("agent", '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'),
+    ),
+    "update-after-close": (
+        *_session_v1(agent=',"sessionCapabilities":{"close":{}}'),
+        _call_v1("client", 2, "session/close", '{"sessionId":"s1"}'),
+        _ok_v1("agent", 2),
+        _CHUNK_V1,
+    ),
     "deleted-session-listed": (
         *_init_v1(agent=_LISTING_V1),
         _call_v1("client", 1, "session/delete", '{"sessionId":"s1"}'),

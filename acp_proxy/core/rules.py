@@ -598,7 +598,7 @@ CATALOG: tuple[Rule, ...] = (
         E,
         "v1 Overview (Argument Requirements)",
         "A relative path where v1 requires an absolute one: cwd, additionalDirectories, fs "
-        "paths, terminal cwd, diff paths, tool call locations.",
+        "paths, terminal cwd, diff paths, tool call locations, a listed session's cwd.",
         V1,
     ),
     Rule(
@@ -690,6 +690,32 @@ CATALOG: tuple[Rule, ...] = (
         "v1 Session List (Pagination)",
         'A session/list cursor that no nextCursor on this connection issued: "Clients MUST '
         'treat cursors as opaque tokens — do not parse, modify, or persist them".',
+        V1,
+    ),
+    Rule(
+        "list-cwd-filter",
+        E,
+        "v1 Session List (Listing Sessions)",
+        'A session/list result for a cwd that lists a session of another cwd ("Only sessions '
+        'with a matching cwd are returned").',
+        V1,
+    ),
+    Rule(
+        "baseline-method-not-found",
+        E,
+        "v1 Initialization (Agent Capabilities, Client Capabilities)",
+        'A -32601 (Method not found) answer to initialize, session/new or session/prompt ("As '
+        'a baseline, all Agents MUST support session/new, session/prompt [...]"), or to a '
+        "method whose capability the responder advertised.",
+        V1,
+    ),
+    Rule(
+        "update-after-close",
+        W,
+        "v1 Session Setup (Closing a Session)",
+        "A session/update for a session after the agent answered its session/close (derived: "
+        '"The Agent MUST cancel any ongoing work for that session [...], then free the '
+        'resources associated with the session"). Once per close.',
         V1,
     ),
     Rule(

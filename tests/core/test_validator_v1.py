@@ -855,6 +855,59 @@ def test_capability_auth_terminal():
     assert rules(setup(1, auth=[{"id": "key", "name": "API key"}])) == []
 
 
+def test_baseline_method_not_found():
+    """ "As a baseline, all Agents MUST support session/new, session/prompt, session/cancel, and
+    session/update." (v1 Initialization); a capability's method "is available" once it is
+    advertised: -32601 for either is an error."""
+    init = setup(1)[:2]
+    new = (C, req(1, "session/new", {"cwd": "/", "mcpServers": []}))
+    check(
+        "baseline-method-not-found",
+        [*init, new, (A, err(1, -32601))],
+        [*init, new, (A, err(1, -32603))],
+    )
+    load = (C, req(3, "session/load", {"sessionId": S, "cwd": "/", "mcpServers": []}))
+    advertised = setup(1, agent={"loadSession": True})
+    assert rules([*advertised, load, (A, err(3, -32601))]) == ["baseline-method-not-found"]
+    # not advertised: the client should not have asked (capability-session), the answer is fine
+    assert rules([*setup(1), load, (A, err(3, -32601))]) == ["capability-session"]
+    read = (A, req(4, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+    assert rules([*setup(1), read, (C, err(4, -32601))]) == ["baseline-method-not-found"]
+
+
+def test_list_cwd_filter():
+    """ "Filter sessions by working directory [...] Only sessions with a matching cwd are
+    returned." (v1 Session List); a listed session's cwd is "Always an absolute path"."""
+    agent: dict[str, Any] = {"sessionCapabilities": {"list": {}}}
+    ask = (C, req(3, "session/list", {"cwd": "/w"}))
+
+    def listed(cwd: str) -> tuple[str, Any]:
+        return (A, ok(3, {"sessions": [{"sessionId": "x", "cwd": cwd}]}))
+
+    check(
+        "list-cwd-filter",
+        [*setup(1, agent=agent), ask, listed("/other")],
+        [*setup(1, agent=agent), ask, listed("/w/")],
+    )
+    unfiltered = [*setup(1, agent=agent), (C, req(3, "session/list", {})), listed("rel")]
+    assert rules(unfiltered) == ["path-not-absolute"]
+
+
+def test_update_after_close():
+    """ "The Agent MUST cancel any ongoing work for that session as if session/cancel had been
+    called, then free the resources associated with the session." (v1 Session Setup, Closing a
+    Session): an update after the close response is late (derived: a warning, once)."""
+    agent: dict[str, Any] = {"sessionCapabilities": {"close": {}}}
+    close = [(C, req(3, "session/close", {"sessionId": S})), (A, ok(3, {}))]
+    chunk = upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}})
+    found = check(
+        "update-after-close",
+        [*setup(1, agent=agent), *close, chunk, chunk],
+        [*setup(1, agent=agent), chunk, *close],
+    )
+    assert [f.rule for f in found] == ["update-after-close"]
+
+
 def test_a_finding_on_a_v1_connection_cites_a_v1_source():
     """A rule that can fire on a v1 connection names the v1 page (or the schema, JSON-RPC,
     the transport) its sentence comes from, not only a v2 page: a v1 finding sends its
