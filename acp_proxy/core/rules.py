@@ -344,7 +344,9 @@ CATALOG: tuple[Rule, ...] = (
         "update-after-cancelled-idle",
         W,
         "Cancellation",
-        "An update about a cancelled turn's tool call after the turn's idle.",
+        "An update about a cancelled turn's tool call after the turn's idle, or an agent "
+        'message or thought after that idle before any new state or prompt ("MUST ensure '
+        'that it does so before sending the idle state_update").',
         V2,
     ),
     Rule(
@@ -671,10 +673,10 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "cancel-request-unknown",
         W,
-        "v1 schema ($/cancel_request)",
+        "v1 schema ($/cancel_request); ACP v2 schema ($/cancel_request)",
         'A $/cancel_request for a request its sender does not have outstanding ("sent by the '
-        'side that sent a request to cancel that request").',
-        V1,
+        'side that sent a request to cancel that request"); v2 too, where it is the same '
+        "protocol-level notification.",
     ),
     Rule(
         "cancel-request-error-code",

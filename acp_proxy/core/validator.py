@@ -209,6 +209,8 @@ class _Session:
     tools: dict[str, str] = field(default_factory=dict)
     #: Tool calls of the last cancelled turn, after its idle.
     cancelled_tools: frozenset[str] = frozenset()
+    #: The last state_update was the idle that ended a cancelled turn.
+    cancelled_idle: bool = False
     #: messageIds returned by accepted prompts.
     accepted: set[str] = field(default_factory=set)
     #: Accepted prompts whose user message has not been seen: messageId -> seq.
@@ -344,7 +346,7 @@ class Validator:
         elif message.variant == "user_message_chunk":
             self._user_message_seen(session, message.update["messageId"])
         else:
-            self._agent_output(session, message.variant)
+            self._agent_output(session, message.variant, message.update.get("messageId"))
 
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""
@@ -756,6 +758,8 @@ class Validator:
             handler(self, message, session)
         if self.version != 2:
             self._v1.call(message)
+        elif message.method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
+            self._v1.cancel_request(message)  # protocol-level in both versions (NOTES.md)
         elif message.method in SESSION_SETUP and message.side is Side.CLIENT:
             caps = self._session_caps
             advertised = caps.get("systemPrompt") if caps is not None else None
@@ -1143,7 +1147,7 @@ class Validator:
             return
         for resume in self._pending_notes("session/resume", session.id):
             resume.saw_state = True
-        session.action_resolved = False
+        session.action_resolved = session.cancelled_idle = False
         taken = message.step
         if taken is None:
             return  # not a string: no state at all
@@ -1195,6 +1199,7 @@ class Validator:
                 )
             session.owed_user_messages.clear()
         session.cancelled_tools = frozenset(session.tools) if session.cancelled else frozenset()
+        session.cancelled_idle = session.cancelled
         session.cancelled = False
         session.tools = {}
         session.running_seq = None
@@ -1249,12 +1254,20 @@ class Validator:
             if isinstance(message_id, str):
                 self._user_message_seen(session, message_id)
         else:
-            self._agent_output(session, variant)
+            self._agent_output(session, variant, message_id)
 
-    def _agent_output(self, session: _Session, variant: str | None) -> None:
+    def _agent_output(self, session: _Session, variant: str | None, message_id: Any) -> None:
         """The agent's message or thought while requires_action is the reported state, after
         a permission request was answered and with none pending: the work resumed, without running
-        reported (inferred from the output, hence a warning; once until the next state)."""
+        reported (inferred from the output, hence a warning; once until the next state).
+        And a message of the cancelled turn continued after its idle (Cancellation)."""
+        if session.cancelled_idle and self.wire.current_turn(session.id) is None:
+            session.cancelled_idle = False  # once
+            self._flag(
+                "update-after-cancelled-idle",
+                f"{variant} {_show(message_id)} came after the idle that ended the cancelled "
+                "turn, with no new work reported",
+            )
         if (
             not session.action_resolved
             or self.wire.state(session.id) != State.REQUIRES_ACTION

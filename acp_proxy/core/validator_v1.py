@@ -260,7 +260,7 @@ class V1Rules:
             self._state.client_caps = caps if isinstance(caps, dict) else {}
             return
         if method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
-            self._cancel_request(message)
+            self.cancel_request(message)
             return
         if message.side is Side.AGENT:
             self._v1_agent_call(message)
@@ -324,7 +324,7 @@ class V1Rules:
                 f"not found), but {advertised}",
             )
 
-    def _cancel_request(self, message: Message) -> None:
+    def cancel_request(self, message: Message) -> None:
         """$/cancel_request from either side: it names a request of its own sender."""
         target = message.params.get("requestId")
         if not is_request_id(target):

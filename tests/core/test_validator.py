@@ -688,6 +688,27 @@ def test_user_message_after_rejection():
     check("user-message-after-rejection", bad, clean)
 
 
+def test_message_after_cancelled_idle():
+    """ "MUST ensure that it does so before sending the idle state_update" (Cancellation): an
+    agent message after the idle that ended a cancelled turn, before new work, is late."""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    said = upd({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": CHUNK_TEXT})
+    base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    found = check(
+        "update-after-cancelled-idle",
+        [*base, cancel, idle("cancelled"), said, said],
+        [*base, said, cancel, idle("cancelled"), state("running"), said, idle()],
+    )
+    assert [f.rule for f in found] == ["update-after-cancelled-idle"]
+
+
+def test_dollar_cancel_request_on_v2():
+    """$/cancel_request is a protocol-level notification either side may send (v1 and v2): one
+    naming a request its sender has not outstanding is flagged on v2 as on v1."""
+    unknown = (C, note("$/cancel_request", {"requestId": 99}))
+    check("cancel-request-unknown", [*setup(), unknown], [*setup()])
+
+
 def test_one_defect_is_one_finding():
     """A defect is said once, by the more specific rule: a sessionId that is not a string is
     the schema's (not also an unknown session), an update that is not an object is the
