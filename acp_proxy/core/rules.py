@@ -215,7 +215,7 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "initialize-version-higher",
         W,
-        "v1 Initialization (Protocol version)",
+        "v1 Initialization (Version negotiation)",
         "An initialize result with a protocolVersion above the one the client asked for: the "
         "client sends its latest version, and the agent answers that one or the latest it "
         'supports ("If the Agent supports the requested version, it MUST respond with the '
@@ -224,8 +224,10 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "unknown-session",
         E,
-        "Prompt Lifecycle; v1 Session Setup, v1 Prompt Turn",
-        "A session-scoped message naming a sessionId this connection never created or resumed.",
+        "derived: Prompt Lifecycle; v1 Session Setup, v1 Prompt Turn",
+        "A session-scoped message naming a sessionId this connection never created or resumed "
+        "(derived: no sentence says it in so many words; a session exists once session/new, "
+        "load, resume or fork created it).",
     ),
     Rule(
         "resume-without-state",
@@ -395,7 +397,7 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "permission-unanswered",
         W,
-        "Cancellation",
+        "JSON-RPC 2.0 (5. Response object); 5. Tool Invocation and Status Reporting",
         "A session/request_permission never answered by the end of the connection.",
         V2,
     ),
@@ -552,7 +554,7 @@ CATALOG: tuple[Rule, ...] = (
     Rule(
         "capability-compaction",
         E,
-        "v1 Prompt Turn (Session Compaction)",
+        "v1 schema (SessionUpdate compaction_update); v1 draft Prompt Turn (Session Compaction)",
         "A compaction update although the client did not advertise session.compaction.",
         V1,
     ),

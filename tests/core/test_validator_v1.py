@@ -24,7 +24,7 @@ from exchanges import (
     upd,
 )
 
-from acp_proxy.core.rules import CATALOG, Level, Scope
+from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
 
 #: What the v1 setup's client advertises (fs and terminals).
 V1_CLIENT_CAPS: dict[str, Any] = {
@@ -906,6 +906,18 @@ def test_update_after_close():
         [*setup(1, agent=agent), chunk, *close],
     )
     assert [f.rule for f in found] == ["update-after-close"]
+
+
+def test_rules_cite_the_section_their_sentence_is_in():
+    """The compaction capability's sentence is only in the v1 draft page (v1-rules.md: the
+    schema's CompactionUpdate, "v1 draft only in the docs"); the version rule is Version
+    negotiation's; a permission never answered is JSON-RPC's "MUST reply"; a session no
+    answer created is a derived rule (v1-rules.md J: "label them 'derived'")."""
+    assert RULES["capability-compaction"].spec.startswith("v1 schema")
+    assert "v1 draft" in RULES["capability-compaction"].spec
+    assert RULES["initialize-version-higher"].spec == "v1 Initialization (Version negotiation)"
+    assert RULES["permission-unanswered"].spec.startswith("JSON-RPC 2.0")
+    assert RULES["unknown-session"].spec.startswith("derived")
 
 
 def test_a_finding_on_a_v1_connection_cites_a_v1_source():
