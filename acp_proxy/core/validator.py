@@ -92,6 +92,15 @@ SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "ses
 #: Request, when the request's id could not be detected).
 _NULL_ID_CODES = frozenset({-32700, -32600})
 
+#: initialize's v1 names, and what v2 calls them (NOTES.md: "v1 used clientCapabilities,
+#: agentCapabilities, agentInfo"): on a v2 connection they are old, not newer.
+_V1_NAMES = {
+    "clientCapabilities": "capabilities",
+    "agentCapabilities": "capabilities",
+    "clientInfo": "info",
+    "agentInfo": "info",
+}
+
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
 
@@ -678,6 +687,12 @@ class Validator:
                 rule = "schema-reserved"
             else:
                 rule = "schema-lenient"
+            if defect.unknown and schema.version == 2 and method.startswith("initialize"):
+                old = [
+                    f"{n} is v1's name for {v2}" for n, v2 in _V1_NAMES.items() if f'"{n}"' in path
+                ]
+                if old:
+                    path += f" ({'; '.join(old)})"
             self._flag(rule, method + path, spec=_spec(schema))
 
     def _first_unknown(self, said: str) -> bool:

@@ -168,8 +168,9 @@ class _V1Session:
     config: dict[Any, dict[str, Any]] | None = None
     #: Tool call ids announced with ``tool_call`` (oldest first, bounded).
     announced: dict[str, None] = field(default_factory=dict)
-    #: The pending prompt the client cancelled.
+    #: The pending prompt the client cancelled, and how (session/cancel or session/close).
     cancelled_prompt: Request | None = None
+    cancelled_by: str = "session/cancel"
     #: The cancelled prompt was answered: no more turn output until the next prompt.
     after_cancel: bool = False
     #: A session/load was answered: replayed history is late until the next prompt.
@@ -471,6 +472,7 @@ class V1Rules:
             ]
             if pending:
                 session.cancelled_prompt = pending[-1]
+                session.cancelled_by = method
         elif method == "session/set_mode":
             mode = params.get("modeId")
             if session.modes is not None and mode not in session.modes:
@@ -702,8 +704,8 @@ class V1Rules:
             if reason != "cancelled":
                 self._flag(
                     "cancel-ended-without-cancelled",
-                    f"session {_show(request.session)} was cancelled but ended with stop reason "
-                    f"{_show(reason)}",
+                    f"session {_show(request.session)} was cancelled (by {session.cancelled_by}) "
+                    f"but ended with stop reason {_show(reason)}",
                 )
         elif reason == "cancelled":
             self._flag(

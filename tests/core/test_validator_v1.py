@@ -920,6 +920,24 @@ def test_rules_cite_the_section_their_sentence_is_in():
     assert RULES["unknown-session"].spec.startswith("derived")
 
 
+def test_findings_say_what_happened():
+    """v1's initialize names on a v2 connection are said to be v1's (not only that a newer
+    schema may define them); a prompt cancelled by session/close (v1 Session Setup, Closing a
+    Session: "as if session/cancel had been called") is said to be cancelled by the close."""
+    init = {"protocolVersion": 2, "clientCapabilities": {}, "clientInfo": {"name": "c"}}
+    found = findings([(C, req(0, "initialize", {**init, "capabilities": {}, "info": {}}))])
+    said = [f.message for f in found if f.rule == "not-in-schema"]
+    assert said and "clientCapabilities is v1's name for capabilities" in said[0]
+    agent: dict[str, Any] = {"sessionCapabilities": {"close": {}}}
+    prompt_ = (C, req(2, "session/prompt", {"sessionId": S, "prompt": []}))
+    close = [(C, req(3, "session/close", {"sessionId": S})), (A, ok(3, {}))]
+    ended = (A, ok(2, {"stopReason": "end_turn"}))
+    found = findings([*setup(1, agent=agent), prompt_, *close, ended])
+    assert [f.message for f in found if f.rule == "cancel-ended-without-cancelled"] == [
+        f'session "{S}" was cancelled (by session/close) but ended with stop reason "end_turn"'
+    ]
+
+
 def test_a_finding_on_a_v1_connection_cites_a_v1_source():
     """A rule that can fire on a v1 connection names the v1 page (or the schema, JSON-RPC,
     the transport) its sentence comes from, not only a v2 page: a v1 finding sends its
