@@ -232,7 +232,9 @@ _V2: dict[str, Example] = {
         ("agent", '{"jsonrpc":"2.0","id":3,"result":{"messageId":"m1"}}'),
     ),
     "cancelled-prompt-error": (
-        *_TURN[:-1],
+        *_SESSION,
+        ("client", _PROMPT),
+        _RUNNING,
         _CANCEL,
         ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
     ),
@@ -241,12 +243,6 @@ _V2: dict[str, Example] = {
         *_TURN,
         _update(
             f'{{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn","error":{_ERROR}}}'
-        ),
-    ),
-    "error-field-malformed": (
-        *_TURN,
-        _update(
-            '{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":"model overloaded"}'  # noqa: E501
         ),
     ),
     "idle-without-running": (
@@ -309,13 +305,36 @@ _V2: dict[str, Example] = {
             '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yes"}}}',
         ),
     ),
-    "permission-unanswered": (*_TURN, _REQUIRES_ACTION, _ASK),
-    "notice-field-type": (
-        *_TURN,
+    "prompt-error-after-insert": (
+        *_SESSION,
+        ("client", _PROMPT),
+        _RUNNING,
         _update(
-            '{"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":{"text":"retry in 30s"}}'  # noqa: E501
+            '{"sessionUpdate":"user_message","messageId":"m1","content":[{"type":"text","text":"hi"}]}'
+        ),
+        ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
+    ),
+    "user-message-after-rejection": (
+        *_SESSION,
+        ("client", _PROMPT),
+        ("agent", f'{{"jsonrpc":"2.0","id":2,"error":{_ERROR}}}'),
+        _update(
+            '{"sessionUpdate":"user_message","messageId":"m1","content":[{"type":"text","text":"hi"}]}'
         ),
     ),
+    "running-not-reported": (
+        *_TURN,
+        _REQUIRES_ACTION,
+        _ASK,
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}',
+        ),
+        _update(
+            '{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"Done."}}'
+        ),
+    ),
+    "permission-unanswered": (*_TURN, _REQUIRES_ACTION, _ASK),
     "notice-during-replay": (
         *_INIT,
         ("client", _RESUME.replace('"/w"', '"/w","replayFrom":{"type":"start"}')),
@@ -504,6 +523,22 @@ _V1: dict[str, Example] = {
         _ok_v1("agent", 1, _LISTED_V1 + ',"nextCursor":"eyJvZmZzZXQiOjF9"}'),
         _call_v1("client", 2, "session/list", '{"cursor":"eyJvZmZzZXQiOjJ9"}'),
     ),
+    "list-cwd-filter": (
+        *_init_v1(agent=_LISTING_V1),
+        _call_v1("client", 1, "session/list", '{"cwd":"/home"}'),
+        _ok_v1("agent", 1, _LISTED_V1 + "}"),
+    ),
+    "baseline-method-not-found": (
+        *_INIT_V1,
+        ("client", _NEW),
+        ("agent", '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'),
+    ),
+    "update-after-close": (
+        *_session_v1(agent=',"sessionCapabilities":{"close":{}}'),
+        _call_v1("client", 2, "session/close", '{"sessionId":"s1"}'),
+        _ok_v1("agent", 2),
+        _CHUNK_V1,
+    ),
     "deleted-session-listed": (
         *_init_v1(agent=_LISTING_V1),
         _call_v1("client", 1, "session/delete", '{"sessionId":"s1"}'),
@@ -556,6 +591,9 @@ _V1: dict[str, Example] = {
         _ok_v1("agent", 2, '{"sessionId":"s1"}'),
     ),
     "tool-call-duplicate": (*_RUNNING_V1, _tool_call_v1("pending"), _tool_call_v1("completed")),
+    "capability-auth-terminal": _init_v1(
+        auth='[{"id":"login","name":"Log in","type":"terminal","args":["--login"]}]'
+    ),
     "auth-terminal-method": (
         *_init_v1(
             client=_CLIENT_V1[:-1] + ',"auth":{"terminal":true}}',

@@ -64,7 +64,7 @@ from acp_proxy.core.protocol import (
     is_extension,
     methods_for,
 )
-from acp_proxy.core.rules import RULES, SCHEMA_OVERLAP, Scope
+from acp_proxy.core.rules import NOT_LENIENT, RULES, SCHEMA_OVERLAP, Scope
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
 from acp_proxy.core.unstable import feature_message, surface_for
 from acp_proxy.core.validator_v1 import V1Rules, system_prompt_problems
@@ -88,6 +88,19 @@ __all__ = ["Validator", "Violation"]
 
 #: The requests that may carry the client's system prompt (v2; v1: :class:`V1Rules`).
 SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
+
+#: The error codes a response with id null may carry (JSON-RPC 2.0, 5: Parse error, Invalid
+#: Request, when the request's id could not be detected).
+_NULL_ID_CODES = frozenset({-32700, -32600})
+
+#: initialize's v1 names, and what v2 calls them (NOTES.md: "v1 used clientCapabilities,
+#: agentCapabilities, agentInfo"): on a v2 connection they are old, not newer.
+_V1_NAMES = {
+    "clientCapabilities": "capabilities",
+    "agentCapabilities": "capabilities",
+    "clientInfo": "info",
+    "agentInfo": "info",
+}
 
 #: What absent params are checked as (never modified).
 _NO_PARAMS: dict[str, Any] = {}
@@ -140,6 +153,25 @@ def _known_to_either(
     return unstable, found
 
 
+def _lacks(holder: dict[str, Any], name: str) -> str:
+    """What is wrong with a required string field: ``without a messageId`` when it is absent
+    or null, ``with messageId 5, not a string`` when it is of another type."""
+    value = holder.get(name)
+    if value is None:
+        return f"without {'an' if name[0] in 'aeiou' else 'a'} {name}"
+    return f"with {name} {_show(value)}, not a string"
+
+
+def _place(defect: Defect, part: str) -> str:
+    """Where a defect is: its path under ``part`` (``params.update.stopReason``)."""
+    return defect.describe(part).split(":", 1)[0]
+
+
+def _within(path: str, place: str) -> bool:
+    """Whether ``path`` is ``place`` or under it."""
+    return path == place or path.startswith((place + ".", place + "["))
+
+
 def _legacy_mcp_params(params: dict[str, Any]) -> bool:
     """mcp/message params of the older draft: a connectionId, no serverId."""
     return "connectionId" in params and "serverId" not in params
@@ -169,6 +201,9 @@ class _Pending:
     was_known: bool = False
     #: session/resume: whether history is being replayed.
     replay: bool = False
+    #: session/prompt: a new user message arrived while it was the session's one pending
+    #: prompt (taken as its insertion: inferred).
+    inserted: bool = False
 
 
 @dataclass(slots=True)
@@ -184,6 +219,8 @@ class _Session:
     tools: dict[str, str] = field(default_factory=dict)
     #: Tool calls of the last cancelled turn, after its idle.
     cancelled_tools: frozenset[str] = frozenset()
+    #: The last state_update was the idle that ended a cancelled turn.
+    cancelled_idle: bool = False
     #: messageIds returned by accepted prompts.
     accepted: set[str] = field(default_factory=set)
     #: Accepted prompts whose user message has not been seen: messageId -> seq.
@@ -198,6 +235,12 @@ class _Session:
     cancel_seq: int | None = None
     #: seq of the last requires_action state_update (a request older than it was reported).
     requires_action_seq: int | None = None
+    #: seq of a prompt's error response, until the next prompt (a new user message then is
+    #: taken as that rejected submission's).
+    rejected_seq: int | None = None
+    #: A permission request was answered since requires_action was reported (the last
+    #: state_update): output now is resumed work.
+    action_resolved: bool = False
 
 
 class Validator:
@@ -312,6 +355,8 @@ class Validator:
             self._v1.update(message, message.update)
         elif message.variant == "user_message_chunk":
             self._user_message_seen(session, message.update["messageId"])
+        else:
+            self._agent_output(session, message.variant, message.update.get("messageId"))
 
     def end(self) -> list[Violation]:
         """The connection ended: flag what was left unfinished."""
@@ -319,6 +364,8 @@ class Validator:
         self._repeatable = False
         for request in self.wire.pending.values():
             self._seq, self._session_id = request.seq, request.session
+            if request.method == "session/cancel":
+                continue  # a notification sent with an id: cancel-with-id said so
             if request.method == "session/request_permission" and self.version == 2:
                 self._flag(
                     "permission-unanswered",
@@ -578,15 +625,17 @@ class Validator:
         else:
             note = self._current_schema().note
             said = f"{note[:-1]}; a custom method's name starts with _)"
-        self._flag("unknown-method", f"{method} {said}")
+        if self._first_unknown(f"method {method}"):  # once per method per connection
+            self._flag("unknown-method", f"{method} {said}")
 
     def _unknown(self, name: str, value: Any) -> bool:
         """Whether neither schema of the connection's version defines ``value`` of definition
-        ``name`` (the tables here hold the known values: a newer schema's are asked of it)."""
+        ``name`` (the tables here hold the known values: a newer schema's are asked of it),
+        and this connection was not told so yet (once per place and value, as not-in-schema)."""
         version = self._current_schema().version
         return not any(
             schema_for(version, unstable).defines(name, value) for unstable in (False, True)
-        )
+        ) and self._first_unknown(f"{name} {_show(value)}")
 
     def _schema_defines(self, method: str) -> bool:
         """A method the tables here do not list but the schema does (a newer schema's):
@@ -613,23 +662,45 @@ class Validator:
     def _report(
         self, defects: list[Defect], method: str, part: str, first: int, schema: Schema
     ) -> None:
-        """Flag schema defects, except those a hand-written rule reported on this frame."""
-        covered = [path for f in self._found[first:] for path in SCHEMA_OVERLAP.get(f.rule, ())]
+        """Flag schema defects, except those a hand-written rule reported on this frame; but
+        where the schema says all that is wrong there is lenient (the SDKs replace the field
+        with its default: x-deserialize-default-on-error), the hand-written finding gives
+        way to the schema-lenient warning."""
+        covered: list[str] = []
+        for finding in self._found[first:]:
+            places = SCHEMA_OVERLAP.get(finding.rule, ())
+            under = [d for d in defects if any(_within(_place(d, part), c) for c in places)]
+            if under and all(d.lenient for d in under) and finding.rule not in NOT_LENIENT:
+                self._found.remove(finding)
+            else:
+                covered += places
+        # a malformed lenient field is replaced by its default: whatever else a union's
+        # branch says of that same value is the same defect (one finding, the lenient one)
+        lenient = {_place(d, part) for d in defects if d.lenient}
         for defect in defects:
             path = defect.describe(part)
-            where = path.split(":", 1)[0]
-            if any(where == c or where.startswith((c + ".", c + "[")) for c in covered):
+            where = _place(defect, part)
+            if not defect.lenient and any(_within(where, p) for p in lenient):
+                continue
+            # an unknown value is said once per place and value per connection (reserved
+            # where there is a catch-all, or not), also when a hand-written rule said it
+            told = defect.unknown and not self._first_unknown(method + path)
+            if told or any(_within(where, c) for c in covered):
                 continue
             if defect.hard:
                 rule = "schema"
+            elif defect.unknown:
+                rule = "schema-reserved" if defect.reserved else "not-in-schema"
             elif defect.reserved:
                 rule = "schema-reserved"
-            elif defect.unknown:
-                rule = "not-in-schema"
-                if not self._first_unknown(method + path):
-                    continue
             else:
                 rule = "schema-lenient"
+            if defect.unknown and schema.version == 2 and method.startswith("initialize"):
+                old = [
+                    f"{n} is v1's name for {v2}" for n, v2 in _V1_NAMES.items() if f'"{n}"' in path
+                ]
+                if old:
+                    path += f" ({'; '.join(old)})"
             self._flag(rule, method + path, spec=_spec(schema))
 
     def _first_unknown(self, said: str) -> bool:
@@ -677,12 +748,14 @@ class Validator:
             )
         if kind == NOTIFICATION and is_request and method != "session/cancel":
             self._flag("invalid-message", f"{method} is a notification but was sent with an id")
-        if method.startswith("session/") and not self._initialized:
+        early = method.startswith("session/") and not self._initialized
+        if early:
             self._flag(
                 "before-initialize",
                 f"the {side} sent {method} before initialize completed",
             )
-        if "sessionId" in params and method not in SESSION_OPENERS:
+        # before initialize no session exists: that is the one defect (before-initialize)
+        if "sessionId" in params and method not in SESSION_OPENERS and not early:
             self._known_session(method, session_id)
         session = self._session(session_id)
         if session is not None and message.opened is not None:
@@ -708,6 +781,8 @@ class Validator:
             handler(self, message, session)
         if self.version != 2:
             self._v1.call(message)
+        elif message.method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
+            self._v1.cancel_request(message)  # protocol-level in both versions (NOTES.md)
         elif message.method in SESSION_SETUP and message.side is Side.CLIENT:
             caps = self._session_caps
             advertised = caps.get("systemPrompt") if caps is not None else None
@@ -734,13 +809,12 @@ class Validator:
         return True
 
     def _known_session(self, method: str, session_id: Any) -> None:
-        """Flag a session this connection never created or resumed."""
-        if session_id in self._sessions:
+        """Flag a session this connection never created or resumed (a sessionId that is not
+        a string is the schema's: one defect, one finding)."""
+        if not isinstance(session_id, str) or session_id in self._sessions:
             return
-        if (
-            method == "session/update"
-            and isinstance(session_id, str)
-            and (self.wire.pending.any("session/new") or self.wire.pending.any("session/fork"))
+        if method == "session/update" and (
+            self.wire.pending.any("session/new") or self.wire.pending.any("session/fork")
         ):
             # "Updates may arrive before or after this response" (session/new):
             # the id is not known yet, so a pending session/new vouches for it; so does
@@ -776,7 +850,20 @@ class Validator:
             self._flag("invalid-id", f"the {side} sent a response with id {_show(request_id)}")
             return
         if request_id is None:
-            return  # an error about a request that could not be read: nothing to match
+            # JSON-RPC 5: the id "MUST be Null" only when it could not be detected (a parse
+            # error, an invalid request); anything else answers nothing, or a notification
+            # ("The Server MUST NOT reply to a Notification", also within a batch)
+            error = value.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if code not in _NULL_ID_CODES:
+                said = "a result" if "result" in value else f"error {_show(code)}"
+                self._flag(
+                    "unexpected-response",
+                    f"the {side} sent {said} with id null, which answers no request (null is "
+                    "for -32700 Parse error and -32600 Invalid Request; a notification is "
+                    "never answered)",
+                )
+            return
         request = message.request
         if request is None:
             if message.unmatched == "answered":
@@ -818,6 +905,8 @@ class Validator:
     def _on_prompt(self, message: Message, session: _Session | None) -> None:
         if message.kind is Kind.REQUEST and message.side is Side.CLIENT:
             self._note(message)
+            if session is not None:
+                session.rejected_seq = None
         prompt = message.params.get("prompt")
         if isinstance(prompt, list) and not prompt:
             self._flag("prompt-empty", f"session/prompt {_show(message.id)} has an empty prompt")
@@ -871,6 +960,7 @@ class Validator:
             return
         note.was_known = session_id in self._sessions
         resumed = self._sessions.setdefault(session_id, _Session(session_id))
+        resumed.rejected_seq = None  # what is replayed is history, not a rejected submission
         if message.params.get("replayFrom") is not None:
             note.replay = True
             resumed.replaying += 1
@@ -882,7 +972,8 @@ class Validator:
         note = self._note(message)
         if note is not None:
             note.was_known = session_id in self._sessions
-            self._sessions.setdefault(session_id, _Session(session_id))
+            loaded = self._sessions.setdefault(session_id, _Session(session_id))
+            loaded.rejected_seq = None  # what is replayed is history
 
     # --- responses -----------------------------------------------------------------
 
@@ -964,12 +1055,20 @@ class Validator:
         if message.is_error:
             error = message.error
             code = error.get("code") if isinstance(error, dict) else None
-            if note.cancelled and code != REQUEST_CANCELLED:
+            if note.inserted:
+                self._flag(
+                    "prompt-error-after-insert",
+                    f"session/prompt {_show(message.id)} was answered with error {_show(code)} "
+                    "after a user message for it was reported (it was inserted)",
+                )
+            elif note.cancelled and code != REQUEST_CANCELLED:
                 self._flag(
                     "cancelled-prompt-error",
                     f"the cancelled session/prompt {_show(message.id)} was answered with "
                     f"error {_show(code)} instead of -32800",
                 )
+            if session is not None and not note.inserted:
+                session.rejected_seq = self._seq
             return
         result = message.result
         message_id = result.get("messageId")
@@ -1008,6 +1107,8 @@ class Validator:
                     f"{_show(message.id)}, which offered {', '.join(map(_show, ids)) or 'none'}",
                 )
         session = self._session(request.session)
+        if session is not None and self.wire.state(session.id) == State.REQUIRES_ACTION:
+            session.action_resolved = True
         cancelled = note.cancelled or (
             session is not None
             and session.cancel_seq is not None
@@ -1038,8 +1139,7 @@ class Validator:
             return
         update = message.params.get("update")
         if not isinstance(update, dict):
-            self._flag("unknown-update", f"session/update carries update {_show(update)}")
-            return
+            return  # missing or not an object: the schema's error, not an unknown variant
         variant = update.get("sessionUpdate")
         if variant not in UPDATE_VARIANTS_V2:
             if not is_extension(variant) and self._unknown(
@@ -1070,6 +1170,7 @@ class Validator:
             return
         for resume in self._pending_notes("session/resume", session.id):
             resume.saw_state = True
+        session.action_resolved = session.cancelled_idle = False
         taken = message.step
         if taken is None:
             return  # not a string: no state at all
@@ -1121,14 +1222,24 @@ class Validator:
                 )
             session.owed_user_messages.clear()
         session.cancelled_tools = frozenset(session.tools) if session.cancelled else frozenset()
+        session.cancelled_idle = session.cancelled
         session.cancelled = False
         session.tools = {}
         session.running_seq = None
 
     def _stop_reason(self, reason: Any, error: Any) -> None:
         """An idle's stop reason and error, as values ("Stop Reasons", "Failures")."""
-        if reason is not None and reason not in STOP_REASONS and not is_extension(reason):
-            self._flag("stop-reason-unknown", f"idle with unknown stop reason {_show(reason)}")
+        if (
+            isinstance(reason, str)
+            and reason not in STOP_REASONS
+            and not is_extension(reason)
+            and self._unknown("IdleStateUpdate", {"stopReason": reason})
+        ):
+            note = self._current_schema().note
+            self._flag(
+                "stop-reason-unknown",
+                f"idle with unknown stop reason {_show(reason)}, which {note}",
+            )
         if error is None:
             return
         if reason != "error":
@@ -1136,11 +1247,7 @@ class Validator:
                 "error-beside-stop-reason",
                 f"idle carries an error beside stop reason {_show(reason)}",
             )
-        elif not _is_error_object(error):
-            self._flag(
-                "error-field-malformed",
-                f"idle's error {_show(error)} is not a JSON-RPC error object",
-            )
+        # a malformed error is the schema's: lenient (x-deserialize-default-on-error)
 
     def _message_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]
@@ -1148,7 +1255,7 @@ class Validator:
         variant = update["sessionUpdate"]
         message_id = update.get("messageId")
         if not isinstance(message_id, str):
-            self._flag("message-id-missing", f"{variant} without a messageId")
+            self._flag("message-id-missing", f"{variant} {_lacks(update, 'messageId')}")
         if variant in MESSAGE_UPDATES:
             if "content" in update and not isinstance(update["content"], list | None):
                 self._flag(
@@ -1164,17 +1271,62 @@ class Validator:
                     f"{variant} {_show(message_id)} has content {_show(content)}, not one "
                     "content block",
                 )
+        if session is None:
+            return
+        if variant in ("user_message", "user_message_chunk"):
+            if isinstance(message_id, str):
+                self._user_message_seen(session, message_id)
+        else:
+            self._agent_output(session, variant, message_id)
+
+    def _agent_output(self, session: _Session, variant: str | None, message_id: Any) -> None:
+        """The agent's message or thought while requires_action is the reported state, after
+        a permission request was answered and with none pending: the work resumed, without running
+        reported (inferred from the output, hence a warning; once until the next state).
+        And a message of the cancelled turn continued after its idle (Cancellation)."""
+        if session.cancelled_idle and self.wire.current_turn(session.id) is None:
+            session.cancelled_idle = False  # once
+            self._flag(
+                "update-after-cancelled-idle",
+                f"{variant} {_show(message_id)} came after the idle that ended the cancelled "
+                "turn, with no new work reported",
+            )
         if (
-            session is not None
-            and isinstance(message_id, str)
-            and variant in ("user_message", "user_message_chunk")
+            not session.action_resolved
+            or self.wire.state(session.id) != State.REQUIRES_ACTION
+            or self.wire.pending_requests("session/request_permission", session.id)
         ):
-            self._user_message_seen(session, message_id)
+            return
+        session.action_resolved = False
+        self._flag(
+            "running-not-reported",
+            f"session {_show(session.id)} sent {variant} after the user action it reported "
+            "requires_action for was resolved, without reporting running",
+        )
 
     def _user_message_seen(self, session: _Session, message_id: str) -> None:
         session.owed_user_messages.pop(message_id, None)
-        if message_id not in session.user_messages:
-            session.user_messages.append(message_id)
+        if message_id in session.user_messages:
+            return
+        session.user_messages.append(message_id)
+        if message_id in session.accepted:
+            return
+        # a new user message: the insertion of the session's one pending prompt, or, with
+        # none pending, of the prompt rejected last (both inferred, hence warnings)
+        pending = [
+            self._notes[r]
+            for r in self.wire.pending_requests("session/prompt", session.id)
+            if r.side is Side.CLIENT and r in self._notes
+        ]
+        if len(pending) == 1:
+            pending[0].inserted = True
+        elif not pending and session.rejected_seq is not None:
+            self._flag(
+                "user-message-after-rejection",
+                f"user message {_show(message_id)} follows the error response (seq "
+                f"{session.rejected_seq}) to the session's last prompt, which was never inserted",
+            )
+            session.rejected_seq = None
 
     def _tool_update(
         self, message: Message, session: _Session | None, update: dict[str, Any]
@@ -1182,7 +1334,7 @@ class Validator:
         variant = update["sessionUpdate"]
         tool_id = update.get("toolCallId")
         if not isinstance(tool_id, str):
-            self._flag("tool-call-id-missing", f"{variant} without a toolCallId")
+            self._flag("tool-call-id-missing", f"{variant} {_lacks(update, 'toolCallId')}")
             return
         if session is None:
             return
@@ -1202,7 +1354,7 @@ class Validator:
     ) -> None:
         variant = update["sessionUpdate"]
         if not isinstance(update.get("terminalId"), str):
-            self._flag("terminal-id-missing", f"{variant} without a terminalId")
+            self._flag("terminal-id-missing", f"{variant} {_lacks(update, 'terminalId')}")
         if variant == "terminal_output_chunk":
             data = update.get("data")
             try:
@@ -1223,7 +1375,8 @@ class Validator:
     ) -> None:
         plan = update.get("plan")
         if not (isinstance(plan, dict) and isinstance(plan.get("planId"), str)):
-            self._flag("plan-id-missing", "plan_update without plan.planId")
+            said = _lacks(plan, "planId") if isinstance(plan, dict) else _lacks(update, "plan")
+            self._flag("plan-id-missing", f"plan_update {said.replace('planId', 'plan.planId')}")
 
     def _notice(self, message: Message, session: _Session | None, update: dict[str, Any]) -> None:
         severity = update.get("severity")
@@ -1241,15 +1394,9 @@ class Validator:
             )
         title = update.get("title")
         if not isinstance(title, str) or not title:
-            self._flag("notice-title-missing", f"notice with title {_show(title)}")
-        description = update.get("description")
-        if description is not None and not isinstance(description, str):
-            self._flag(
-                "notice-field-type", f"notice description {_show(description)} is not a string"
-            )
-        meta = update.get("_meta")
-        if meta is not None and not isinstance(meta, dict):
-            self._flag("notice-field-type", f"notice _meta {_show(meta)} is not an object")
+            said = "with an empty title" if title == "" else _lacks(update, "title")
+            self._flag("notice-title-missing", f"notice {said}")
+        # a malformed description or _meta is the schema's: lenient (the SDKs default it)
         if session is not None and session.replaying:
             self._flag(
                 "notice-during-replay",
@@ -1263,7 +1410,7 @@ class Validator:
         status = update.get("status")
         if not isinstance(compaction_id, str) or status is None:
             missing = "compactionId" if not isinstance(compaction_id, str) else "status"
-            self._flag("compaction-field-missing", f"compaction_update without {missing}")
+            self._flag("compaction-field-missing", f"compaction_update {_lacks(update, missing)}")
             return
         if (
             status not in COMPACTION_STATUSES
@@ -1292,7 +1439,8 @@ class Validator:
         compaction_id = update.get("compactionId")
         if not isinstance(compaction_id, str) or update.get("content") is None:
             missing = "compactionId" if not isinstance(compaction_id, str) else "content"
-            self._flag("compaction-field-missing", f"compaction_summary_chunk without {missing}")
+            said = _lacks(update, missing)
+            self._flag("compaction-field-missing", f"compaction_summary_chunk {said}")
             return
         if session is None:
             return
@@ -1320,9 +1468,20 @@ class Validator:
             and not isinstance(cost.get("amount"), bool)
             and isinstance(cost.get("currency"), str)
         ):
-            self._flag(
-                "usage-cost-fields", f"usage_update cost {_show(cost)} lacks amount or currency"
-            )
+            said = " is not an object"
+            if isinstance(cost, dict):
+                amount, currency = cost.get("amount"), cost.get("currency")
+                problems = []
+                if amount is None:
+                    problems.append("no amount")
+                elif not (isinstance(amount, int | float) and not isinstance(amount, bool)):
+                    problems.append(f"amount {_show(amount)}, not a number")
+                if currency is None:
+                    problems.append("no currency")
+                elif not isinstance(currency, str):
+                    problems.append(f"currency {_show(currency)}, not a string")
+                said = ": " + ", ".join(problems)
+            self._flag("usage-cost-fields", f"usage_update cost {_show(cost)}{said}")
 
 
 #: What a session did, per rule of a pair not in the lifecycle table.

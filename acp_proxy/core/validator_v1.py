@@ -75,6 +75,12 @@ _SESSION_CAPABILITY = {
     "session/status": "status",
     "session/set_title": "title",
 }
+#: What every v1 agent supports ("As a baseline, all Agents MUST support session/new,
+#: session/prompt, session/cancel, and session/update"; initialize opens every connection).
+_BASELINE = frozenset({"initialize", "session/new", "session/prompt"})
+#: JSON-RPC Method not found.
+_METHOD_NOT_FOUND = -32601
+
 #: What opens a connection: initialize, or proxy/initialize for a proxy component
 #: (unstable schema, InitializeProxyRequest: "The params and the response are the same").
 _INITIALIZE = frozenset({"initialize", "proxy/initialize"})
@@ -162,8 +168,9 @@ class _V1Session:
     config: dict[Any, dict[str, Any]] | None = None
     #: Tool call ids announced with ``tool_call`` (oldest first, bounded).
     announced: dict[str, None] = field(default_factory=dict)
-    #: The pending prompt the client cancelled.
+    #: The pending prompt the client cancelled, and how (session/cancel or session/close).
     cancelled_prompt: Request | None = None
+    cancelled_by: str = "session/cancel"
     #: The cancelled prompt was answered: no more turn output until the next prompt.
     after_cancel: bool = False
     #: A session/load was answered: replayed history is late until the next prompt.
@@ -172,6 +179,8 @@ class _V1Session:
     resuming: int = 0
     #: Tool calls reported since the last prompt, by id: their latest status (bounded).
     turn_tools: dict[str, str] = field(default_factory=dict)
+    #: session/close was answered: an update now is late (until a load or resume).
+    closed: bool = False
 
 
 @dataclass(slots=True)
@@ -252,7 +261,7 @@ class V1Rules:
             self._state.client_caps = caps if isinstance(caps, dict) else {}
             return
         if method == "$/cancel_request" and message.kind is Kind.NOTIFICATION:
-            self._cancel_request(message)
+            self.cancel_request(message)
             return
         if message.side is Side.AGENT:
             self._v1_agent_call(message)
@@ -261,6 +270,7 @@ class V1Rules:
 
     def response(self, message: ResponseMessage, request: Request) -> None:
         """A response that answers ``request``, on a connection that is not v2."""
+        self._not_found(message, request)
         key = (request.side, id_key(request.id))
         if key in self._state.cancel_requested:
             del self._state.cancel_requested[key]
@@ -287,7 +297,35 @@ class V1Rules:
                     where=(self._state.created_at.get(terminal), None),
                 )
 
-    def _cancel_request(self, message: Message) -> None:
+    def _not_found(self, message: ResponseMessage, request: Request) -> None:
+        """-32601 (Method not found) for a baseline method, or one whose capability the
+        responder advertised."""
+        error = message.error if message.is_error else None
+        if not isinstance(error, dict) or error.get("code") != _METHOD_NOT_FOUND:
+            return
+        method = request.method
+        advertised: str | None = None
+        if message.side is Side.AGENT and method in _BASELINE:
+            advertised = "a baseline method every agent supports"
+        elif message.side is Side.AGENT and self._state.agent_caps is not None:
+            needed = _agent_capability(method, self._state.agent_caps)
+            if needed == "":
+                advertised = "its capability was advertised"
+        elif message.side is Side.CLIENT and self._state.client_caps is not None:
+            caps = self._state.client_caps
+            flag = _CLIENT_CAPABILITY.get(method) or (
+                ("terminal",) if method.startswith("terminal/") else None
+            )
+            if flag is not None and _dig(caps, *flag) is True:
+                advertised = f"the client advertised clientCapabilities.{'.'.join(flag)}"
+        if advertised is not None:
+            self._flag(
+                "baseline-method-not-found",
+                f"the {message.side} answered {method} {_show(message.id)} with -32601 (Method "
+                f"not found), but {advertised}",
+            )
+
+    def cancel_request(self, message: Message) -> None:
         """$/cancel_request from either side: it names a request of its own sender."""
         target = message.params.get("requestId")
         if not is_request_id(target):
@@ -400,12 +438,13 @@ class V1Rules:
             return
         if method == "session/resume" and message.kind is Kind.REQUEST:
             session.resuming += 1
+            session.closed = False
         elif method == "session/load" and message.kind is Kind.REQUEST:
             # "the Agent MUST replay the entire conversation" (v1 Session Setup, Loading
             # Sessions): what it announced before is announced again, not twice.
             session.announced.clear()
             session.turn_tools.clear()
-            session.loaded = session.after_cancel = False
+            session.loaded = session.after_cancel = session.closed = False
         elif method == "session/prompt" and message.kind is Kind.REQUEST:
             others = [
                 r
@@ -433,6 +472,7 @@ class V1Rules:
             ]
             if pending:
                 session.cancelled_prompt = pending[-1]
+                session.cancelled_by = method
         elif method == "session/set_mode":
             mode = params.get("modeId")
             if session.modes is not None and mode not in session.modes:
@@ -446,16 +486,8 @@ class V1Rules:
             self._set_config(session, params)
 
     def _session_capability(self, method: str | None, agent: dict[str, Any]) -> None:
-        needed: str | None = None
-        if method == "session/load" and agent.get("loadSession") is not True:
-            needed = "agentCapabilities.loadSession"
-        elif method in _SESSION_CAPABILITY:
-            name = _SESSION_CAPABILITY[method]
-            if _dig(agent, "sessionCapabilities", name) is None:
-                needed = f"agentCapabilities.sessionCapabilities.{name}"
-        elif method == "logout" and _dig(agent, "auth", "logout") is None:
-            needed = "agentCapabilities.auth.logout"
-        if needed is not None:
+        needed = _agent_capability(method, agent)
+        if needed:
             self._flag(
                 "capability-session",
                 f"the client called {method}, but the agent did not advertise {needed}",
@@ -559,6 +591,15 @@ class V1Rules:
         methods = result.get("authMethods")
         self._state.auth_methods = _ids(methods)
         self._state.auth_types = {m.get("id"): m.get("type") for m in _dicts(methods)}
+        caps = self._state.client_caps
+        if caps is not None and _dig(caps, "auth", "terminal") is not True:
+            for method in _dicts(methods):
+                if method.get("type") == "terminal":
+                    self._flag(
+                        "capability-auth-terminal",
+                        f"initialize offers the terminal auth method {_show(method.get('id'))}, "
+                        "but the client did not advertise clientCapabilities.auth.terminal",
+                    )
         twice = _repeated(self._state.auth_methods or [])
         if twice:
             self._flag(
@@ -663,8 +704,8 @@ class V1Rules:
             if reason != "cancelled":
                 self._flag(
                     "cancel-ended-without-cancelled",
-                    f"session {_show(request.session)} was cancelled but ended with stop reason "
-                    f"{_show(reason)}",
+                    f"session {_show(request.session)} was cancelled (by {session.cancelled_by}) "
+                    f"but ended with stop reason {_show(reason)}",
                 )
         elif reason == "cancelled":
             self._flag(
@@ -691,12 +732,31 @@ class V1Rules:
         cursor = result.get("nextCursor")
         if isinstance(cursor, str):
             _remember(self._state.cursors, cursor)
+        wanted = request.params.get("cwd")
+        for listed in _dicts(result.get("sessions")):
+            cwd = listed.get("cwd")
+            self._absolute("session/list result", "session cwd", cwd)
+            if (
+                isinstance(wanted, str)
+                and isinstance(cwd, str)
+                and cwd.rstrip("/\\") != wanted.rstrip("/\\")
+            ):
+                self._flag(
+                    "list-cwd-filter",
+                    f"session/list for cwd {_show(wanted)} lists session "
+                    f"{_show(listed.get('sessionId'))} of cwd {_show(cwd)}",
+                )
         for listed in _ids(result.get("sessions"), "sessionId"):
             if listed in self._state.deleted:
                 self._flag(
                     "deleted-session-listed",
                     f"session/list lists session {_show(listed)}, which session/delete removed",
                 )
+
+    def _after_close_v1(self, message: ResponseMessage, request: Request) -> None:
+        session = self._v1_session(request.session)
+        if session is not None and not message.is_error:
+            session.closed = True
 
     def _after_delete_v1(self, message: ResponseMessage, request: Request) -> None:
         deleted = request.params.get("sessionId")
@@ -739,6 +799,13 @@ class V1Rules:
             self._current_mode(session, update.get("currentModeId"), "current_mode_update")
         if session is None or not isinstance(variant, str):
             return
+        if session.closed:
+            session.closed = False  # once per close
+            self._flag(
+                "update-after-close",
+                f"the agent sent {variant} in session {_show(message.session)} after it "
+                "answered session/close",
+            )
         if session.after_cancel and variant in _TURN_OUTPUT:
             self._flag(
                 "update-after-cancelled",
@@ -798,6 +865,28 @@ class V1Rules:
             self._one_based(f"{variant} location", location.get("line"))
 
 
+def _agent_capability(method: str | None, agent: dict[str, Any]) -> str | None:
+    """The agent capability a client method needs: None if it needs none, "" if the agent
+    advertised it, else its name (``agentCapabilities.loadSession``)."""
+    if method == "session/load":
+        return "" if agent.get("loadSession") is True else "agentCapabilities.loadSession"
+    if method in _SESSION_CAPABILITY:
+        name = _SESSION_CAPABILITY[method]
+        advertised = _dig(agent, "sessionCapabilities", name) is not None
+        return "" if advertised else f"agentCapabilities.sessionCapabilities.{name}"
+    if method == "logout":
+        advertised = _dig(agent, "auth", "logout") is not None
+        return "" if advertised else "agentCapabilities.auth.logout"
+    return None
+
+
+#: The client capability an agent method needs (terminal/*: ``terminal``).
+_CLIENT_CAPABILITY = {
+    "fs/read_text_file": ("fs", "readTextFile"),
+    "fs/write_text_file": ("fs", "writeTextFile"),
+}
+
+
 def _remember(seen: dict[Any, None], item: Any) -> None:
     """Add to a bounded, oldest-first memory."""
     seen[item] = None
@@ -834,5 +923,6 @@ _V1_RESPONSES = {
     "session/prompt": V1Rules._after_prompt_v1,
     "terminal/create": V1Rules._after_terminal_create_v1,
     "session/list": V1Rules._after_list_v1,
+    "session/close": V1Rules._after_close_v1,
     "session/delete": V1Rules._after_delete_v1,
 }

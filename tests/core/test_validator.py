@@ -61,6 +61,9 @@ from acp_proxy.transcript.records import (
 #: The shipped schemas' tags, as their SOURCES.md says (findings name them).
 TAG_V1, TAG_V2 = schema_sources().tag(1), schema_sources().tag(2)
 
+#: A text chunk's content.
+CHUNK_TEXT = {"type": "text", "text": "ok"}
+
 # --- JSON-RPC and framing -------------------------------------------------------
 
 
@@ -197,6 +200,19 @@ def test_unexpected_response():
         "unexpected-response",
         "unanswered-request",
     ]
+
+
+def test_a_response_with_id_null_is_only_for_a_request_that_could_not_be_read():
+    """JSON-RPC 2.0, 5: the id "MUST be Null" when it could not be detected (a Parse error,
+    an Invalid Request); "The Server MUST NOT reply to a Notification", also within a batch
+    (NOTES.md). A result, or another error, with id null answers nothing."""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    for version in (1, 2):
+        parse = [*setup(version), (A, err(None, -32700)), (A, err(None, -32600))]
+        found = check("unexpected-response", [*setup(version), cancel, (A, ok(None, {}))], parse)
+        assert "with id null" in found[0].message
+        assert rules([*setup(version), (A, err(None, -32603))]) == ["unexpected-response"]
+    assert rules([*setup(), (C, [note("_x")]), (A, [ok(None, {})])]) == ["unexpected-response"]
 
 
 def test_duplicate_request_id():
@@ -420,6 +436,21 @@ def test_stop_reason_unknown():
     check("stop-reason-unknown", bad, [*setup(), state("running"), idle("_finished")])
 
 
+def test_stop_reason_malformed_is_lenient():
+    """A stop reason of the wrong type is not an unknown one: IdleStateUpdate.stopReason is
+    ["string", "null"] with x-deserialize-default-on-error ("a malformed value is treated the
+    same way" as none), so one schema-lenient warning and no error from the union's
+    branches about the same value."""
+    for malformed in (5, {"why": "done"}):
+        found = check(
+            "schema-lenient",
+            [*setup(), state("running"), idle(malformed)],
+            [*setup(), state("running"), idle()],
+        )
+        assert [(f.rule, f.level) for f in found] == [("schema-lenient", Level.WARNING)]
+        assert "params.update.stopReason: expected string or null, got" in found[0].message
+
+
 def test_idle_without_stop_reason():
     """ "When foreground work ends, the Agent MUST report idle ... and SHOULD include the corresponding StopReason" (4. Report Completion)"""
     bad = [*setup(), state("running"), state("idle")]
@@ -439,10 +470,69 @@ def test_error_beside_stop_reason():
     check("error-beside-stop-reason", bad, clean)
 
 
-def test_error_field_malformed():
-    """ "The failure that ended foreground work, as a JSON-RPC error object with required code and message" (Failures)"""
-    bad = [*setup(), state("running"), idle("error", error={"message": "no code"})]
-    check("error-field-malformed", bad, [*setup(), state("running"), idle("error", error=None)])
+def test_a_wrong_typed_value_is_not_called_missing():
+    """A required field of the wrong type is said to be of the wrong type, not missing (the
+    same rule, one finding): a messageId, toolCallId, terminalId, plan.planId, a notice's
+    title, a usage cost's amount."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}
+    notice_ = {"sessionUpdate": "notice", "severity": "info"}
+    usage = {"sessionUpdate": "usage_update", "used": 1, "size": 10}
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({**chunk, "messageId": 5}, "agent_message_chunk with messageId 5, not a string"),
+        ({**chunk}, "agent_message_chunk without a messageId"),
+        (
+            {"sessionUpdate": "tool_call_update", "toolCallId": 5},
+            "tool_call_update with toolCallId 5, not a string",
+        ),
+        (
+            {"sessionUpdate": "terminal_update", "terminalId": 5},
+            "terminal_update with terminalId 5, not a string",
+        ),
+        (
+            {"sessionUpdate": "plan_update", "plan": {"planId": 5, "type": "items", "entries": []}},
+            "plan_update with plan.planId 5, not a string",
+        ),
+        ({**notice_, "title": 5}, "notice with title 5, not a string"),
+        ({**notice_, "title": ""}, "notice with an empty title"),
+        ({**notice_}, "notice without a title"),
+        (
+            {**usage, "cost": {"amount": "1", "currency": "USD"}},
+            'usage_update cost {"amount":"1","currency":"USD"}: amount "1", not a number',
+        ),
+        ({**usage, "cost": {"amount": 1}}, 'usage_update cost {"amount":1}: no currency'),
+    ]
+    for update, said in cases:
+        found = findings([*setup(), upd(update)])
+        assert [f.message for f in found] == [said], found
+    clean = [upd({**chunk, "messageId": "m"}), upd({**notice_, "title": "T"})]
+    assert findings([*setup(), *clean]) == []
+
+
+def test_lenient_fields_are_the_schemas_warnings():
+    """Where the v2 schema marks a field x-deserialize-default-on-error (the SDKs replace it
+    with its default when it is malformed) a malformed value is one schema-lenient warning,
+    never a hand-written error: idle's error ("Optional and nullable"), a notice's
+    description and _meta, a whole message's content (usage_update cost, lenient too, stays
+    usage-cost-fields for now: rules.NOT_LENIENT)."""
+    text = {"type": "text", "text": "x"}
+    notice_ = {"sessionUpdate": "notice", "severity": "info", "title": "T"}
+    cases = [
+        (idle("error", error={"message": "no code"}), idle("error", error=None)),
+        (upd({**notice_, "description": 3}), upd({**notice_, "description": None})),
+        (upd({**notice_, "_meta": [1]}), upd({**notice_, "_meta": None})),
+        (
+            upd({"sessionUpdate": "agent_message", "messageId": "m", "content": text}),
+            upd({"sessionUpdate": "agent_message", "messageId": "m", "content": [text]}),
+        ),
+    ]
+    for bad, clean in cases:
+        found = check(
+            "schema-lenient",
+            [*setup(), state("running"), bad],
+            [*setup(), state("running"), clean],
+            end=False,
+        )
+        assert {f.rule for f in found} == {"schema-lenient"}, found
 
 
 def test_idle_without_running():
@@ -552,6 +642,100 @@ def test_permission_without_requires_action():
     assert rules([*setup(), ask, answer]) == []
 
 
+def test_running_not_reported():
+    """ "When foreground work resumes, the Agent MUST report running." (5. Tool Invocation and
+    Status Reporting); "Resolving a permission request does not itself imply running: the
+    Agent MUST report running if foreground work starts or resumes as a result." Output after
+    the permission was answered, still in requires_action, is resumed work: a warning (the
+    resumption is inferred), once until the next state_update."""
+    ask = (
+        A,
+        req(0, "session/request_permission", {"sessionId": S, "title": "Run?", "options": OPTIONS}),
+    )
+    answer = (C, ok(0, {"outcome": {"outcome": "selected", "optionId": "allow"}}))
+    base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    said = upd({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": CHUNK_TEXT})
+    bad = [*base, state("requires_action"), ask, answer, said, said, idle()]
+    clean = [*base, state("requires_action"), ask, answer, state("running"), said, idle()]
+    found = check("running-not-reported", bad, clean)
+    assert [f.seq for f in found if f.rule == "running-not-reported"] == [12]
+    # blocked, before the answer: output is not resumed work
+    assert (
+        rules([*base, state("requires_action"), ask, said, answer, state("running"), idle()]) == []
+    )
+
+
+def test_prompt_error_after_insert():
+    """ "Once inserted, it MUST NOT return an error response, even if failure or request
+    cancellation occurs before the response is sent." (2. Prompt Accepted). A new user
+    message while the prompt is the session's one pending prompt is taken as its insertion
+    (inferred: a warning)."""
+    base = [*setup(), prompt(), state("running"), user_message()]
+    bad = [*base, (A, err(10)), idle("error")]
+    clean = [*base, (A, ok(10, {"messageId": "u1"})), idle("error")]
+    check("prompt-error-after-insert", bad, clean)
+    # rejected before any user message: no finding
+    assert rules([*setup(), prompt(), (A, err(10))]) == []
+
+
+def test_user_message_after_rejection():
+    """ "If a request is rejected before insertion [...] the Agent MUST return a JSON-RPC error
+    response and MUST NOT emit user-message updates for that submission." (Prompts that are
+    never inserted). A new user message after the rejection, before another prompt, is taken
+    as that submission's (inferred: a warning)."""
+    bad = [*setup(), prompt(), (A, err(10)), user_message("u9")]
+    clean = [*setup(), prompt(), (A, err(10)), *turn(11)]
+    check("user-message-after-rejection", bad, clean)
+
+
+def test_message_after_cancelled_idle():
+    """ "MUST ensure that it does so before sending the idle state_update" (Cancellation): an
+    agent message after the idle that ended a cancelled turn, before new work, is late."""
+    cancel = (C, note("session/cancel", {"sessionId": S}))
+    said = upd({"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": CHUNK_TEXT})
+    base = [*setup(), prompt(), state("running"), user_message(), (A, ok(10, {"messageId": "u1"}))]
+    found = check(
+        "update-after-cancelled-idle",
+        [*base, cancel, idle("cancelled"), said, said],
+        [*base, said, cancel, idle("cancelled"), state("running"), said, idle()],
+    )
+    assert [f.rule for f in found] == ["update-after-cancelled-idle"]
+
+
+def test_dollar_cancel_request_on_v2():
+    """$/cancel_request is a protocol-level notification either side may send (v1 and v2): one
+    naming a request its sender has not outstanding is flagged on v2 as on v1."""
+    unknown = (C, note("$/cancel_request", {"requestId": 99}))
+    check("cancel-request-unknown", [*setup(), unknown], [*setup()])
+
+
+def test_one_defect_is_one_finding():
+    """A defect is said once, by the more specific rule: a sessionId that is not a string is
+    the schema's (not also an unknown session), an update that is not an object is the
+    schema's (not an unknown variant), a session method before initialize is
+    before-initialize (no session exists yet), a session/cancel sent with an id is
+    cancel-with-id (not also a request left unanswered). Both versions."""
+    for version in (1, 2):
+        text = {"type": "text", "text": "x"}
+        chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text}
+        integer = [*setup(version), (A, note("session/update", {"sessionId": 7, "update": chunk}))]
+        found = findings(integer)
+        assert [(f.rule, f.message) for f in found] == [
+            ("schema", "session/update params.sessionId: expected string, got integer (SessionId)")
+        ]
+        array = [*setup(version), (A, note("session/update", {"sessionId": S, "update": [1]}))]
+        assert [(f.rule, f.message) for f in findings(array)] == [
+            ("schema", "session/update params.update: expected object, got array (SessionUpdate)")
+        ]
+        cancel = [*setup(version), (C, req(9, "session/cancel", {"sessionId": S}))]
+        assert rules(cancel) == ["cancel-with-id"]
+    early = [prompt(1), (A, err(1))]
+    assert rules(early) == ["before-initialize"]
+    # the clean twins: a string sessionId this connection created, an object update
+    assert rules([*setup(), upd(chunk)]) == []
+    assert rules([*setup(), (C, note("session/cancel", {"sessionId": S}))]) == []
+
+
 # --- Cancellation ----------------------------------------------------------------------------
 
 
@@ -616,13 +800,7 @@ def test_message_content_shape():
     """ "concrete content arrays replace the previous content"; a chunk "appends its content" (Message IDs)"""
     bad = [
         *setup(),
-        upd(
-            {
-                "sessionUpdate": "agent_message",
-                "messageId": "m",
-                "content": {"type": "text", "text": "x"},
-            }
-        ),
+        upd({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": "Hi"}),
     ]
     clean = [
         *setup(),
@@ -771,14 +949,6 @@ def test_notice_title_missing():
         [*setup(), notice(severity="info", title="T")],
     )
     assert rules([*setup(), notice(severity="info", title=None)]) == ["notice-title-missing"]
-
-
-def test_notice_field_type():
-    """ "description is optional, nullable plain text"; "_meta is an optional, nullable object" (Session Notices)"""
-    bad = [*setup(), notice(severity="info", title="T", description=3)]
-    clean = [*setup(), notice(severity="info", title="T", description=None, _meta=None)]
-    check("notice-field-type", bad, clean)
-    assert rules([*setup(), notice(severity="info", title="T", _meta=[1])]) == ["notice-field-type"]
 
 
 def test_notice_severity_unknown():
@@ -1194,6 +1364,51 @@ def test_schema_reserved():
     cancelled = upd({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "cancelled"})
     v1 = findings([*setup(1), announce, cancelled])
     assert [f.rule for f in v1] == ["not-in-schema"]
+
+
+def test_unknown_values_are_said_once_per_place_and_value_per_connection():
+    """What the shipped schemas do not define where ACP extends is one warning per place and
+    value per connection, whichever rule says it (not-in-schema, schema-reserved, a
+    hand-written rule, unknown-method): the second frame with the same value says nothing;
+    another value is said again. Each names the schema's tag."""
+    tool = {"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "x"}
+    chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m"}
+
+    def frames(kind: str, block: str, method: str, value: str) -> Frames:
+        once = [
+            upd({**tool, "kind": kind}),
+            upd({**chunk, "content": {"type": block, "text": "x"}}),
+            (A, note(method, {"sessionId": S})),
+            upd({"sessionUpdate": value}),
+            upd({"sessionUpdate": "notice", "severity": value, "title": "t"}),
+            upd({"sessionUpdate": "compaction_update", "compactionId": "c", "status": value}),
+            state(value),
+            idle(value),
+        ]
+        return [*setup(), *once, *once]
+
+    clean = frames("read", "text", "_suggest", "_paused")
+    assert findings(clean) == []
+    found = findings(frames("browse", "video", "session/suggest", "paused"))
+    assert [f.rule for f in found] == [
+        "schema-reserved",
+        "schema-reserved",
+        "unknown-method",
+        "unknown-update",
+        "notice-severity-unknown",
+        "compaction-status-unknown",
+        "state-unknown",
+        "stop-reason-unknown",
+    ]
+    assert all(f.seq is not None and f.seq <= 12 for f in found)  # all from the first round
+    assert all(f"ACP v2 schema {TAG_V2}" in f.message for f in found)
+    # another value is another warning
+    again = [*setup(), state("paused"), state("waiting"), state("paused")]
+    assert [f.seq for f in findings(again) if f.rule == "state-unknown"] == [5, 6]
+    # v1: a newer method is said once too
+    v1 = [*setup(1), (A, note("session/suggest", {"sessionId": S}))]
+    v1 += [(A, note("session/suggest", {"sessionId": S}))]
+    assert rules(v1) == ["unknown-method"]
 
 
 NOTE_V1 = (

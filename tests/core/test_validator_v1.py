@@ -24,7 +24,7 @@ from exchanges import (
     upd,
 )
 
-from acp_proxy.core.rules import CATALOG, Level, Scope
+from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
 
 #: What the v1 setup's client advertises (fs and terminals).
 V1_CLIENT_CAPS: dict[str, Any] = {
@@ -849,6 +849,102 @@ def test_auth_terminal_method():
         [*setup(1, client=caps, auth=methods), auth("login"), (A, ok(5, {}))],
         [*setup(1, client=caps, auth=methods), auth("key"), (A, ok(5, {}))],
     )
+
+
+def test_capability_auth_terminal():
+    """ "Agents MUST advertise this method only when the client enabled its terminal
+    authentication capability." (v1 schema, AuthMethodTerminal; v1 Authentication: "An Agent
+    may advertise a terminal method only when this capability is true")."""
+    methods: list[dict[str, Any]] = [{"id": "login", "name": "Log in", "type": "terminal"}]
+    check(
+        "capability-auth-terminal",
+        setup(1, auth=methods),
+        setup(1, client={**V1_CLIENT_CAPS, "auth": {"terminal": True}}, auth=methods),
+    )
+    assert rules(setup(1, auth=[{"id": "key", "name": "API key"}])) == []
+
+
+def test_baseline_method_not_found():
+    """ "As a baseline, all Agents MUST support session/new, session/prompt, session/cancel, and
+    session/update." (v1 Initialization); a capability's method "is available" once it is
+    advertised: -32601 for either is an error."""
+    init = setup(1)[:2]
+    new = (C, req(1, "session/new", {"cwd": "/", "mcpServers": []}))
+    check(
+        "baseline-method-not-found",
+        [*init, new, (A, err(1, -32601))],
+        [*init, new, (A, err(1, -32603))],
+    )
+    load = (C, req(3, "session/load", {"sessionId": S, "cwd": "/", "mcpServers": []}))
+    advertised = setup(1, agent={"loadSession": True})
+    assert rules([*advertised, load, (A, err(3, -32601))]) == ["baseline-method-not-found"]
+    # not advertised: the client should not have asked (capability-session), the answer is fine
+    assert rules([*setup(1), load, (A, err(3, -32601))]) == ["capability-session"]
+    read = (A, req(4, "fs/read_text_file", {"sessionId": S, "path": "/a"}))
+    assert rules([*setup(1), read, (C, err(4, -32601))]) == ["baseline-method-not-found"]
+
+
+def test_list_cwd_filter():
+    """ "Filter sessions by working directory [...] Only sessions with a matching cwd are
+    returned." (v1 Session List); a listed session's cwd is "Always an absolute path"."""
+    agent: dict[str, Any] = {"sessionCapabilities": {"list": {}}}
+    ask = (C, req(3, "session/list", {"cwd": "/w"}))
+
+    def listed(cwd: str) -> tuple[str, Any]:
+        return (A, ok(3, {"sessions": [{"sessionId": "x", "cwd": cwd}]}))
+
+    check(
+        "list-cwd-filter",
+        [*setup(1, agent=agent), ask, listed("/other")],
+        [*setup(1, agent=agent), ask, listed("/w/")],
+    )
+    unfiltered = [*setup(1, agent=agent), (C, req(3, "session/list", {})), listed("rel")]
+    assert rules(unfiltered) == ["path-not-absolute"]
+
+
+def test_update_after_close():
+    """ "The Agent MUST cancel any ongoing work for that session as if session/cancel had been
+    called, then free the resources associated with the session." (v1 Session Setup, Closing a
+    Session): an update after the close response is late (derived: a warning, once)."""
+    agent: dict[str, Any] = {"sessionCapabilities": {"close": {}}}
+    close = [(C, req(3, "session/close", {"sessionId": S})), (A, ok(3, {}))]
+    chunk = upd({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}})
+    found = check(
+        "update-after-close",
+        [*setup(1, agent=agent), *close, chunk, chunk],
+        [*setup(1, agent=agent), chunk, *close],
+    )
+    assert [f.rule for f in found] == ["update-after-close"]
+
+
+def test_rules_cite_the_section_their_sentence_is_in():
+    """The compaction capability's sentence is only in the v1 draft page (v1-rules.md: the
+    schema's CompactionUpdate, "v1 draft only in the docs"); the version rule is Version
+    negotiation's; a permission never answered is JSON-RPC's "MUST reply"; a session no
+    answer created is a derived rule (v1-rules.md J: "label them 'derived'")."""
+    assert RULES["capability-compaction"].spec.startswith("v1 schema")
+    assert "v1 draft" in RULES["capability-compaction"].spec
+    assert RULES["initialize-version-higher"].spec == "v1 Initialization (Version negotiation)"
+    assert RULES["permission-unanswered"].spec.startswith("JSON-RPC 2.0")
+    assert RULES["unknown-session"].spec.startswith("derived")
+
+
+def test_findings_say_what_happened():
+    """v1's initialize names on a v2 connection are said to be v1's (not only that a newer
+    schema may define them); a prompt cancelled by session/close (v1 Session Setup, Closing a
+    Session: "as if session/cancel had been called") is said to be cancelled by the close."""
+    init = {"protocolVersion": 2, "clientCapabilities": {}, "clientInfo": {"name": "c"}}
+    found = findings([(C, req(0, "initialize", {**init, "capabilities": {}, "info": {}}))])
+    said = [f.message for f in found if f.rule == "not-in-schema"]
+    assert said and "clientCapabilities is v1's name for capabilities" in said[0]
+    agent: dict[str, Any] = {"sessionCapabilities": {"close": {}}}
+    prompt_ = (C, req(2, "session/prompt", {"sessionId": S, "prompt": []}))
+    close = [(C, req(3, "session/close", {"sessionId": S})), (A, ok(3, {}))]
+    ended = (A, ok(2, {"stopReason": "end_turn"}))
+    found = findings([*setup(1, agent=agent), prompt_, *close, ended])
+    assert [f.message for f in found if f.rule == "cancel-ended-without-cancelled"] == [
+        f'session "{S}" was cancelled (by session/close) but ended with stop reason "end_turn"'
+    ]
 
 
 def test_a_finding_on_a_v1_connection_cites_a_v1_source():
