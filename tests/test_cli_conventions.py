@@ -165,6 +165,28 @@ def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
     assert f"removed {old}".encode() in wet.stderr and not old.exists()
 
 
+def test_prune_acts_on_the_one_directory_named_never_the_default(tmp_path):
+    """``ls --prune DIR`` removes (or, --dry-run, lists) from DIR only: the default
+    recordings directory keeps its files; files or several directories are a usage error."""
+    default, named = tmp_path / "default", tmp_path / "named"
+    old = "20200101T000000.000000Z-agent.jsonl"
+    for directory in (default, named):
+        directory.mkdir()
+        (directory / old).write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    env = {"ACP_PROXY_RECORD_DIR": str(default)}
+    for extra, verb in ((["--dry-run"], "would remove"), ([], "removed")):
+        proc = acp("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
+        assert proc.returncode == 0, proc.stderr
+        said = [line for line in proc.stderr.decode().splitlines() if "remove" in line]
+        assert said == [f"acp-proxy: {verb} {named / old}"]
+        assert (default / old).exists()
+    assert not (named / old).exists()
+    for args in ([str(default / old)], [str(default), str(named)]):
+        proc = acp("ls", "--prune", "--keep-days", "1", *args, env=env)
+        assert proc.returncode == 2 and b"--prune tidies one directory" in proc.stderr
+        assert proc.stdout == b"" and (default / old).exists()
+
+
 # --- Ctrl-C --------------------------------------------------------------------------------------
 
 EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent"]

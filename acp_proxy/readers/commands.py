@@ -564,7 +564,10 @@ def _unlisted(problems: list[Any], targets: tuple[str, ...]) -> bool:
 )
 @click.option("--with-findings", is_flag=True, help="Only sessions with errors or warnings.")
 @click.option(
-    "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
+    "--prune",
+    is_flag=True,
+    help="First remove old recordings from DIR (one; default: the recordings directory), as "
+    "--keep-days/--keep-size say.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="With --prune: say what would be removed, remove nothing."
@@ -617,11 +620,13 @@ def list_recordings(
     if prune:
         if keep_days is None and keep_size is None:
             raise click.UsageError("--prune needs --keep-days or --keep-size")
+        # one directory, the one named (else the default): never another than it says
+        if paths and (len(paths) != 1 or not Path(paths[0]).is_dir()):
+            raise click.UsageError("--prune tidies one directory: name one DIR, or none")
         done = "would remove" if dry_run else "removed"
         for target in targets:
-            if Path(target).is_dir():
-                for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
-                    _say(f"acp-proxy: {done} {removed}")
+            for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
+                _say(f"acp-proxy: {done} {removed}")
     files, problems = recordings_in(targets)
     for problem in problems:
         _say(f"acp-proxy: {problem}")
