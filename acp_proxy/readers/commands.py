@@ -159,7 +159,8 @@ def _connection(path: str, connection: int | None, session_id: str | None) -> in
 @click.option(
     "--junit",
     metavar="FILE",
-    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE.",
+    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE "
+    "(-: stdout).",
 )
 @_logging_options
 @click.argument("recording", metavar="RECORDING")
@@ -225,7 +226,8 @@ def replay(
         from acp_proxy.readers.ci import junit_divergences
 
         try:
-            with os.fdopen(open_output(junit), "w", encoding="utf-8") as out:
+            # (- is stdout: as the client, nothing else is written there)
+            with os.fdopen(open_output(junit, dash=True), "w", encoding="utf-8") as out:
                 out.write(junit_divergences(recording, result.divergences) + "\n")
         except OSError as exc:
             raise click.ClickException(visible(f"cannot write {junit}: {exc.strerror}")) from None

@@ -451,6 +451,21 @@ def test_as_client_junit_writes_a_failure_per_divergence(recording, tmp_path):
     assert root.find("./testsuite").get("failures") == str(len(failures))  # type: ignore[union-attr]
 
 
+def test_as_client_junit_dash_is_standard_output_and_nothing_else_is_there(recording, tmp_path):
+    """--junit -: the XML on stdout, no file named ``-``; stdout carries nothing else."""
+    import xml.etree.ElementTree as ET
+
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "2", "--junit", "-",
+         str(recording), "--", *EXAMPLE_AGENT, "--misbehave"],
+        capture_output=True, timeout=120, env=clean_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert not (tmp_path / "-").exists()
+    root = ET.fromstring(proc.stdout)
+    assert root.findall("./testsuite/testcase/failure")
+
+
 def test_a_streamed_turn_is_held_as_its_bytes_and_replays_byte_for_byte(tmp_path):
     """A long streamed turn costs the replay its bytes, not their parsed values: the chunks
     read by their bytes keep only those, and both ways still play every frame as recorded."""
