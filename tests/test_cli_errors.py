@@ -154,6 +154,7 @@ def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
         (["chat", "--record", "-", "--", "true"], "'-' would be standard output"),
         (["demo", "--record", "-"], "'-' would be standard output"),
         (["replay", "--as", "client", "--record", "-", "r.jsonl", "--", "a"], "standard output"),
+        (["replay", "--speed", "0", "-"], "RECORDING - would be standard input"),
         (["run", "--no-record", "--record", "x.jsonl", "--", "true"], "--record has no effect"),
         (["run", "--no-record", "--redact", "--", "true"], "--redact has no effect"),
         (["run", "--no-record", "--no-stderr", "--", "true"], "--no-stderr has no effect"),

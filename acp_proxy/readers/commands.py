@@ -201,7 +201,7 @@ def replay(
     stream = _open_log(log_file)
     configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
-    agent = _replay_usage(role, agent, allow_actions)
+    agent = _replay_usage(role, agent, allow_actions, recording)
     session = _connection(recording, connection, session_id)
     try:
         script = load_script(recording, session)
@@ -253,11 +253,18 @@ def _json_wanted(fmt: str, legacy_json: bool) -> bool:
     return legacy_json or fmt == "json"
 
 
-def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> tuple[str, ...]:
+def _replay_usage(
+    role: str, agent: tuple[str, ...], allow_actions: bool, recording: str
+) -> tuple[str, ...]:
     """The agent command of ``replay``, once the options fit the role (a usage error if
     not)."""
     if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
         agent = agent[1:]
+    if role == "agent" and recording == "-":  # (as the client, stdin is free: - is fine)
+        raise click.UsageError(
+            "RECORDING - would be standard input, which the client speaks on to the agent "
+            "the replay plays: name a file"
+        )
     if role == "agent" and agent:
         raise click.UsageError("an AGENT command is only for --as client")
     if role == "agent":

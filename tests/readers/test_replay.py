@@ -466,6 +466,19 @@ def test_as_client_junit_dash_is_standard_output_and_nothing_else_is_there(recor
     assert root.findall("./testsuite/testcase/failure")
 
 
+def test_dash_is_standard_input_as_the_client_only(recording, tmp_path):
+    """As the client, stdin is free: RECORDING - reads it. As the agent, it is the client's
+    channel: a usage error, one line, nothing played."""
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "5", "-", "--", *EXAMPLE_AGENT],
+        input=recording.read_bytes(), capture_output=True, timeout=120, env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    refused = replay_agent(Path("-"), "--speed", "0", stdin=recording.read_bytes())
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
+
+
 def test_a_streamed_turn_is_held_as_its_bytes_and_replays_byte_for_byte(tmp_path):
     """A long streamed turn costs the replay its bytes, not their parsed values: the chunks
     read by their bytes keep only those, and both ways still play every frame as recorded."""
