@@ -552,4 +552,33 @@ def test_dash_is_standard_input_for_the_readers():
         piped = acp(*command, "-", input=recording.read_bytes())
         direct = acp(*command, str(recording))
         assert piped.returncode == direct.returncode, piped.stderr
-        assert piped.stdout == direct.stdout.replace(str(recording).encode(), b"-"), command
+        shown = direct.stdout.replace(str(recording).encode(), b"(standard input)")
+        assert piped.stdout == shown, command
+
+
+def test_standard_input_is_named_as_grep_names_it_in_every_format():
+    """``-`` is ``(standard input)`` wherever a reader names it (PATH:LINE, JSON, JUnit,
+    its errors), as search and grep say it; SARIF keeps ``-``, a valid URI reference.
+    ``inspect -`` is a usage error: it serves files."""
+    data = (RECORDINGS / "misbehaving.jsonl").read_bytes()
+    text = acp("validate", "-", input=data).stdout.decode().splitlines()
+    assert text and all(line.startswith("(standard input):") for line in text)
+    search = acp("search", "prompt", "-", input=data).stdout.decode().splitlines()
+    assert search and all(line.startswith("(standard input):") for line in search)
+    rows = [
+        orjson.loads(r)
+        for r in acp("validate", "--format", "json", "-", input=data).stdout.splitlines()
+    ]
+    assert rows and {row["file"] for row in rows} == {"(standard input)"}
+    junit = acp("validate", "--format", "junit", "-", input=data).stdout.decode()
+    assert 'testsuite name="(standard input)"' in junit and ">-:" not in junit
+    sarif = orjson.loads(acp("validate", "--format", "sarif", "-", input=data).stdout)
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
+            for result in sarif["runs"][0]["results"] for loc in result["locations"]}  # fmt: skip
+    assert uris == {"-"}
+    empty = acp("validate", "-", input=b"")
+    assert empty.stderr == b"acp-proxy: (standard input) is empty: not an acp-proxy transcript\n"
+    inspect = acp("inspect", "-")
+    lines = inspect.stderr.decode().splitlines()
+    assert inspect.returncode == 2 and len(lines) == 1, lines
+    assert "not standard input" in lines[0]

@@ -463,14 +463,15 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             item = Checked(path)
             checked.append(item)
             try:
-                for line, finding in located(_schemas_noted(path, read(path))):
+                name = item.name  # (- is "(standard input)", as grep and search say)
+                for line, finding in located(_schemas_noted(name, read(path))):
                     errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     else:
-                        emit(finding_line(path, line, finding, fmt))
+                        emit(finding_line(name, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
                 item.unreadable = str(exc)
@@ -674,6 +675,8 @@ def inspect(
     from acp_proxy.readers.inspect import Inspector, redirect_file, serve
     from acp_proxy.transcript.names import default_record_dir
 
+    if path == "-":  # (a page is served from files, read again as they grow)
+        raise click.UsageError("inspect reads a directory or a file, not standard input")
     target = Path(path) if path else default_record_dir()
     if not target.exists():
         raise _Unreadable(f"{target}: no such file or directory")

@@ -48,6 +48,10 @@ __all__ = [
 START_WITHIN = 10
 
 
+#: What the readers name standard input (``-``) by in ``PATH:LINE`` output, as grep does.
+STDIN_NAME = "(standard input)"
+
+
 class RecordingError(Exception):
     """A recording that cannot be read at all."""
 
@@ -87,6 +91,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
         stream.close()
         raise RecordingError(f"{what}, not a recording")
     limit = record_limit()
+    path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
 
     def lines() -> Iterator[tuple[int, bytes]]:
         with stream:
