@@ -228,3 +228,11 @@ def test_a_terminal_on_standard_input_is_said_as_one():
         os.close(child)
     said = b"standard input is a terminal, not a recording"
     assert proc.returncode == 2 and proc.stderr.strip().endswith(said), proc.stderr
+
+
+def test_a_missing_connection_is_said_in_words_without_a_raw_plural() -> None:
+    """``--connection 5`` of a file with one: "connection" as the option says it, no "(s)"."""
+    proc = acp("replay", "--connection", "5", str(RECORDINGS / "clean.jsonl"))
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].endswith("clean.jsonl has 1 connection; there is no connection 5")

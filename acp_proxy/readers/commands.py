@@ -289,7 +289,8 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
         if allowed
         else "withheld: the replay answers them as recorded (--allow-client-actions sends them)"
     )
-    _say(f"acp-proxy replay: the recording asks the editor to act {len(actions)} time(s), {what}:")
+    times = "once" if len(actions) == 1 else f"{len(actions)} times"
+    _say(f"acp-proxy replay: the recording asks the editor to act {times}, {what}:")
     for step in actions:
         _say(f"  {action_summary(step)}")
 
