@@ -192,6 +192,11 @@ def test_options_set_in_the_environment_are_for_the_commands_they_fit(tmp_path):
     env = {"ACP_PROXY_REDACT": "1", "ACP_PROXY_KEEP_DAYS": "3"}
     proc = acp("run", "--no-record", "--", "true", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    recorded = {"ACP_PROXY_RECORD": str(tmp_path / "r.jsonl")}  # (set for run, in a config)
+    for command in ("probe", "chat"):
+        proc = acp(command, "--no-record", "--", "/nonexistent/agent", env=recorded, cwd=tmp_path)
+        assert b"contradict" not in proc.stderr and b"not found" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_a_bad_value_from_the_environment_names_the_variable(tmp_path):

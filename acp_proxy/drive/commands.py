@@ -18,6 +18,7 @@ from acp_proxy.clihelp import (
     _colored,
     _env,
     _exit,
+    _given,
     _not_stdout,
     _only_with,
     _open_log,
@@ -82,7 +83,7 @@ def _agent_given(command: tuple[str, ...], record: str | None, no_record: bool) 
     options."""
     if not command:
         raise click.UsageError("missing argument '-- AGENT [ARGS]...'")
-    if record is not None and no_record:
+    if no_record and record is not None and _given("record"):  # ($ACP_PROXY_RECORD: run's too)
         raise click.UsageError("--record and --no-record contradict each other")
 
 
