@@ -165,6 +165,28 @@ def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
     assert f"removed {old}".encode() in wet.stderr and not old.exists()
 
 
+def test_prune_acts_on_the_one_directory_named_never_the_default(tmp_path):
+    """``ls --prune DIR`` removes (or, --dry-run, lists) from DIR only: the default
+    recordings directory keeps its files; files or several directories are a usage error."""
+    default, named = tmp_path / "default", tmp_path / "named"
+    old = "20200101T000000.000000Z-agent.jsonl"
+    for directory in (default, named):
+        directory.mkdir()
+        (directory / old).write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    env = {"ACP_PROXY_RECORD_DIR": str(default)}
+    for extra, verb in ((["--dry-run"], "would remove"), ([], "removed")):
+        proc = acp("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
+        assert proc.returncode == 0, proc.stderr
+        said = [line for line in proc.stderr.decode().splitlines() if "remove" in line]
+        assert said == [f"acp-proxy: {verb} {named / old}"]
+        assert (default / old).exists()
+    assert not (named / old).exists()
+    for args in ([str(default / old)], [str(default), str(named)]):
+        proc = acp("ls", "--prune", "--keep-days", "1", *args, env=env)
+        assert proc.returncode == 2 and b"--prune tidies one directory" in proc.stderr
+        assert proc.stdout == b"" and (default / old).exists()
+
+
 # --- Ctrl-C --------------------------------------------------------------------------------------
 
 EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent"]
@@ -379,7 +401,7 @@ def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
     assert len(said) == 3 + 1, said  # three, then the count
     assert f"{len(recorded) - 3} more findings of message-id-missing not logged" in said[-1]
     assert f"total={len(recorded)}" in said[-1]
-    assert "findings in all" in log
+    assert "total findings" in log and "findings in all" not in log
 
 
 def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
@@ -530,4 +552,33 @@ def test_dash_is_standard_input_for_the_readers():
         piped = acp(*command, "-", input=recording.read_bytes())
         direct = acp(*command, str(recording))
         assert piped.returncode == direct.returncode, piped.stderr
-        assert piped.stdout == direct.stdout.replace(str(recording).encode(), b"-"), command
+        shown = direct.stdout.replace(str(recording).encode(), b"(standard input)")
+        assert piped.stdout == shown, command
+
+
+def test_standard_input_is_named_as_grep_names_it_in_every_format():
+    """``-`` is ``(standard input)`` wherever a reader names it (PATH:LINE, JSON, JUnit,
+    its errors), as search and grep say it; SARIF keeps ``-``, a valid URI reference.
+    ``inspect -`` is a usage error: it serves files."""
+    data = (RECORDINGS / "misbehaving.jsonl").read_bytes()
+    text = acp("validate", "-", input=data).stdout.decode().splitlines()
+    assert text and all(line.startswith("(standard input):") for line in text)
+    search = acp("search", "prompt", "-", input=data).stdout.decode().splitlines()
+    assert search and all(line.startswith("(standard input):") for line in search)
+    rows = [
+        orjson.loads(r)
+        for r in acp("validate", "--format", "json", "-", input=data).stdout.splitlines()
+    ]
+    assert rows and {row["file"] for row in rows} == {"(standard input)"}
+    junit = acp("validate", "--format", "junit", "-", input=data).stdout.decode()
+    assert 'testsuite name="(standard input)"' in junit and ">-:" not in junit
+    sarif = orjson.loads(acp("validate", "--format", "sarif", "-", input=data).stdout)
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
+            for result in sarif["runs"][0]["results"] for loc in result["locations"]}  # fmt: skip
+    assert uris == {"-"}
+    empty = acp("validate", "-", input=b"")
+    assert empty.stderr == b"acp-proxy: (standard input) is empty: not an acp-proxy transcript\n"
+    inspect = acp("inspect", "-")
+    lines = inspect.stderr.decode().splitlines()
+    assert inspect.returncode == 2 and len(lines) == 1, lines
+    assert "not standard input" in lines[0]

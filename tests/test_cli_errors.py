@@ -154,9 +154,22 @@ def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
         (["chat", "--record", "-", "--", "true"], "'-' would be standard output"),
         (["demo", "--record", "-"], "'-' would be standard output"),
         (["replay", "--as", "client", "--record", "-", "r.jsonl", "--", "a"], "standard output"),
+        (["replay", "--speed", "0", "-"], "RECORDING - would be standard input"),
         (["run", "--no-record", "--record", "x.jsonl", "--", "true"], "--record has no effect"),
         (["run", "--no-record", "--redact", "--", "true"], "--redact has no effect"),
         (["run", "--no-record", "--no-stderr", "--", "true"], "--no-stderr has no effect"),
+        (["run", "--inspect", "--no-record", "--", "sleep", "2"], "--inspect has no effect"),
+        (["run", "--keep-days", "3", "--no-record", "--", "true"], "--keep-days has no effect"),
+        (["run", "--keep-size", "1G", "--no-record", "--", "true"], "--keep-size has no effect"),
+        (["probe", "--format", "json", "--color", "always", "--", "true"], "--color has no"),
+        (["probe", "--format", "junit", "--color", "never", "--", "true"], "--color has no"),
+        (["probe", "--only", "handshake", "--prompt", "hello", "--", "true"], "--prompt has no"),
+        (["probe", "--only", "handshake,cancel", "--prompt", "hi", "--", "true"], "--prompt has"),
+        (
+            ["probe", "--skip", "prompt,permission,session-load", "--prompt", "hi", "--", "true"],
+            "--prompt has no effect",
+        ),
+        (["probe", "--only", "handshake,bogus", "--", "true"], 'no check "bogus"'),
         (["run", "--record", "out/", "--keep-days", "3", "--", "true"], "--keep-days has no"),
         (["run", "--record", "out/", "--keep-size", "1G", "--", "true"], "--keep-size has no"),
     ],
@@ -179,6 +192,11 @@ def test_options_set_in_the_environment_are_for_the_commands_they_fit(tmp_path):
     env = {"ACP_PROXY_REDACT": "1", "ACP_PROXY_KEEP_DAYS": "3"}
     proc = acp("run", "--no-record", "--", "true", env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+    recorded = {"ACP_PROXY_RECORD": str(tmp_path / "r.jsonl")}  # (set for run, in a config)
+    for command in ("probe", "chat"):
+        proc = acp(command, "--no-record", "--", "/nonexistent/agent", env=recorded, cwd=tmp_path)
+        assert b"contradict" not in proc.stderr and b"not found" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_a_bad_value_from_the_environment_names_the_variable(tmp_path):
@@ -215,3 +233,11 @@ def test_a_terminal_on_standard_input_is_said_as_one():
         os.close(child)
     said = b"standard input is a terminal, not a recording"
     assert proc.returncode == 2 and proc.stderr.strip().endswith(said), proc.stderr
+
+
+def test_a_missing_connection_is_said_in_words_without_a_raw_plural() -> None:
+    """``--connection 5`` of a file with one: "connection" as the option says it, no "(s)"."""
+    proc = acp("replay", "--connection", "5", str(RECORDINGS / "clean.jsonl"))
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].endswith("clean.jsonl has 1 connection; there is no connection 5")

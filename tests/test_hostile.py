@@ -426,13 +426,13 @@ def test_a_shared_recording_does_not_act_through_the_editor(tmp_path: Path):
         {"stopReason": "end_turn"},
     ]  # the turn went on to its end
     said = withheld.stderr.decode()
-    assert "asks the editor to act 2 time(s), withheld" in said
+    assert "asks the editor to act 2 times, withheld" in said
     assert "seq 6 fs/write_text_file /home/me/.bashrc" in said
     assert f"seq 8 terminal/create sh -c '{evil}'" in said
     allowed = replay("--allow-client-actions", sent=[*client, *answers])
     assert allowed.returncode == 0, allowed.stderr
     assert orjson.dumps(write) in allowed.stdout and orjson.dumps(run) in allowed.stdout
-    assert "2 time(s), sent to the editor" in allowed.stderr.decode()
+    assert "2 times, sent to the editor" in allowed.stderr.decode()
 
 
 def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path):

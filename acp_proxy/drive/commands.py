@@ -18,6 +18,7 @@ from acp_proxy.clihelp import (
     _colored,
     _env,
     _exit,
+    _given,
     _not_stdout,
     _only_with,
     _open_log,
@@ -82,7 +83,7 @@ def _agent_given(command: tuple[str, ...], record: str | None, no_record: bool) 
     options."""
     if not command:
         raise click.UsageError("missing argument '-- AGENT [ARGS]...'")
-    if record is not None and no_record:
+    if no_record and record is not None and _given("record"):  # ($ACP_PROXY_RECORD: run's too)
         raise click.UsageError("--record and --no-record contradict each other")
 
 
@@ -106,12 +107,13 @@ def _probe_checks(
 ) -> tuple[str, ...]:
     from acp_proxy.drive.probe import CHECK_NAMES
 
-    for name in value:
+    names = tuple(part.strip() for item in value for part in item.split(","))  # (a,b as a b)
+    for name in names:
         if name not in CHECK_NAMES:
             raise click.BadParameter(
                 f'no check "{visible(name)}" (one of: {", ".join(CHECK_NAMES)}; see probe --list)'
             )
-    return value
+    return names
 
 
 @click.command(context_settings={"allow_interspersed_args": False})
@@ -149,15 +151,15 @@ def _probe_checks(
     multiple=True,
     metavar="CHECK",
     callback=_probe_checks,
-    help="Run only this check (repeatable); what it needs runs too, unreported "
-    "(permission: a prompt turn).",
+    help="Run only this check (repeatable, or comma-separated: handshake,session-new); what "
+    "it needs runs too, unreported (permission: a prompt turn).",
 )
 @click.option(
     "--skip",
     multiple=True,
     metavar="CHECK",
     callback=_probe_checks,
-    help="Leave this check out (repeatable).",
+    help="Leave this check out (repeatable, or comma-separated).",
 )
 @click.option(
     "--list", "list_checks", is_flag=True, help="List the checks and the spec page each comes from."
@@ -205,7 +207,8 @@ def probe(
         raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
     if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
         raise click.UsageError("--only and --skip leave no check to run")
-    configure("warning", "console", _open_log(None))
+    if fmt != "text":
+        _only_with(f"with --format {fmt}", "color", "no_color")
     options = probing.Options(
         protocol=int(protocol),
         prompt=prompt_text or probing.DEFAULT_PROMPT,
@@ -219,6 +222,12 @@ def probe(
         no_record=no_record,
         grace=grace,
     )
+    if prompt_text is not None and not options.prompts():
+        raise click.UsageError(
+            "--prompt has no effect without a check that sends it (prompt, permission, "
+            "session-load)"
+        )
+    configure("warning", "console", _open_log(None))
     if allow_terminal:
         _say(
             "acp-proxy probe: --allow-terminal: commands the agent asks for WILL RUN "

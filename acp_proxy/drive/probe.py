@@ -148,6 +148,9 @@ CHECKS = (
 )
 
 CHECK_NAMES = tuple(check.name for check in CHECKS)
+#: The checks that run the prompt turn, the one that sends ``--prompt`` (the others needed
+#: it; cancel sends its own prompt).
+PROMPTING = frozenset({"prompt", "permission", "session-load"})
 _BY_NAME = {check.name: check for check in CHECKS}
 
 #: The prompts sent: short and harmless (no tool is needed to answer them).
@@ -190,6 +193,10 @@ class Options:
 
     def wanted(self, name: str) -> bool:
         return (not self.only or name in self.only) and name not in self.skip
+
+    def prompts(self) -> bool:
+        """Whether the prompt turn (``--prompt``'s) runs: a check wanted needs it."""
+        return any(self.wanted(name) for name in PROMPTING)
 
 
 @dataclass
@@ -920,7 +927,7 @@ def probe(
             run.run("handshake", run.handshake, needed=True)
             run.run("authenticate", run.authenticate, needed=options.auth is not None)
             run.run("session-new", run.session_new, needed=bool(sessions))
-            run.run("prompt", run.prompt, needed=bool(wanted & {"session-load", "permission"}))
+            run.run("prompt", run.prompt, needed=bool(wanted & PROMPTING))
             run.run("cancel", run.cancel)
             run.run("permission", run.permission)
             run.run("session-load", run.session_load)

@@ -370,7 +370,7 @@ _LOG_BY_LEVEL = {"error": "error", "warning": "warning", "info": "info"}
 
 class LogFindings(Addon):
     """A log line per finding, up to :data:`LOG_REPEATS` of a rule in a session (the rest
-    are counted); at the end, how many were not logged, and how many findings in all."""
+    are counted); at the end, how many were not logged, and the total findings."""
 
     name = "the findings log"
 
@@ -399,7 +399,7 @@ class LogFindings(Addon):
             levels = self._levels
             problems = levels.get("error", 0) or levels.get("warning", 0)
             getattr(self.log, "warning" if problems else "info")(
-                "findings in all",
+                "total findings",
                 errors=levels.get("error", 0),
                 warnings=levels.get("warning", 0),
                 info=levels.get("info", 0),

@@ -61,8 +61,9 @@ def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
 
 def _no_effect(record: str | None, no_record: bool) -> None:
     """``run``'s options that would do nothing, given on the command line: usage errors."""
-    if no_record:  # options that shape the recording, where there is none
-        _only_with("with --no-record", "record", "redact", "no_stderr")
+    if no_record:  # options that shape, serve or tidy the recordings, where there is none
+        _only_with("with --no-record", "record", "redact", "no_stderr", "inspect_live",
+                   "keep_days", "keep_size")  # fmt: skip
     if record is not None:
         _only_with("with --record (it tidies the default recordings directory)",
                    "keep_days", "keep_size")  # fmt: skip

@@ -42,7 +42,7 @@ from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.names import PROXY_NAME
-from acp_proxy.transcript.reading import RecordingError
+from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
 __all__ = [
@@ -226,10 +226,6 @@ def _unlisted(path: Path, exc: RecordingError) -> Unlisted:
         with contextlib.suppress(OSError):
             empty = path.stat().st_size == 0
     return Unlisted(path, message, unreadable, empty)
-
-
-#: What ``search`` names standard input (``-``) by, as grep does.
-STDIN_NAME = "(standard input)"
 
 
 def recordings_in(targets: Iterable[str]) -> tuple[list[Path], list[str]]:

@@ -21,6 +21,7 @@ from acp_proxy.core.rules import RULES
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.visible import dumps, visible
+from acp_proxy.transcript.reading import STDIN_NAME
 
 __all__ = ["Checked", "junit", "junit_checks", "junit_divergences", "sarif"]
 
@@ -35,6 +36,11 @@ class Checked:
     path: str
     findings: list[tuple[int, Violation]] = field(default_factory=list)
     unreadable: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The recording as ``PATH:LINE`` names it: ``-`` is ``(standard input)``."""
+        return STDIN_NAME if self.path == "-" else self.path
 
 
 #: What XML 1.0 cannot hold, even escaped (after :func:`visible`: U+FFFE, U+FFFF, surrogates).
@@ -120,7 +126,7 @@ def junit(checked: Sequence[Checked]) -> str:
     suites = []
     for item in checked:
         if item.unreadable is not None:
-            suites.append((item.path, [_Case("readable", error=(item.unreadable, "unreadable"))]))
+            suites.append((item.name, [_Case("readable", error=(item.unreadable, "unreadable"))]))
             continue
         by_rule: dict[str, list[tuple[int, Violation]]] = {}
         for line, finding in item.findings:
@@ -131,11 +137,11 @@ def junit(checked: Sequence[Checked]) -> str:
             first = found[0][1]
             count = f"{len(found)} finding{'s' if len(found) > 1 else ''}"
             text = "\n".join(
-                f"{item.path}:{line}: seq {'-' if f.seq is None else f.seq}: {f.message} ({f.spec})"
+                f"{item.name}:{line}: seq {'-' if f.seq is None else f.seq}: {f.message} ({f.spec})"
                 for line, f in found
             )
             cases.append(_Case(rule, failure=(f"{rule}: {count}; {first.message}", rule, text)))
-        suites.append((item.path, cases or [_Case("valid")]))
+        suites.append((item.name, cases or [_Case("valid")]))
     return _document("acp-proxy validate", suites)
 
 

@@ -159,7 +159,8 @@ def _connection(path: str, connection: int | None, session_id: str | None) -> in
 @click.option(
     "--junit",
     metavar="FILE",
-    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE.",
+    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE "
+    "(-: stdout).",
 )
 @_logging_options
 @click.argument("recording", metavar="RECORDING")
@@ -200,7 +201,7 @@ def replay(
     stream = _open_log(log_file)
     configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
-    agent = _replay_usage(role, agent, allow_actions)
+    agent = _replay_usage(role, agent, allow_actions, recording)
     session = _connection(recording, connection, session_id)
     try:
         script = load_script(recording, session)
@@ -225,7 +226,8 @@ def replay(
         from acp_proxy.readers.ci import junit_divergences
 
         try:
-            with os.fdopen(open_output(junit), "w", encoding="utf-8") as out:
+            # (- is stdout: as the client, nothing else is written there)
+            with os.fdopen(open_output(junit, dash=True), "w", encoding="utf-8") as out:
                 out.write(junit_divergences(recording, result.divergences) + "\n")
         except OSError as exc:
             raise click.ClickException(visible(f"cannot write {junit}: {exc.strerror}")) from None
@@ -251,11 +253,18 @@ def _json_wanted(fmt: str, legacy_json: bool) -> bool:
     return legacy_json or fmt == "json"
 
 
-def _replay_usage(role: str, agent: tuple[str, ...], allow_actions: bool) -> tuple[str, ...]:
+def _replay_usage(
+    role: str, agent: tuple[str, ...], allow_actions: bool, recording: str
+) -> tuple[str, ...]:
     """The agent command of ``replay``, once the options fit the role (a usage error if
     not)."""
     if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
         agent = agent[1:]
+    if role == "agent" and recording == "-":  # (as the client, stdin is free: - is fine)
+        raise click.UsageError(
+            "RECORDING - would be standard input, which the client speaks on to the agent "
+            "the replay plays: name a file"
+        )
     if role == "agent" and agent:
         raise click.UsageError("an AGENT command is only for --as client")
     if role == "agent":
@@ -280,7 +289,8 @@ def _list_actions(actions: list[Any], allowed: bool) -> None:
         if allowed
         else "withheld: the replay answers them as recorded (--allow-client-actions sends them)"
     )
-    _say(f"acp-proxy replay: the recording asks the editor to act {len(actions)} time(s), {what}:")
+    times = "once" if len(actions) == 1 else f"{len(actions)} times"
+    _say(f"acp-proxy replay: the recording asks the editor to act {times}, {what}:")
     for step in actions:
         _say(f"  {action_summary(step)}")
 
@@ -455,14 +465,15 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             item = Checked(path)
             checked.append(item)
             try:
-                for line, finding in located(_schemas_noted(path, read(path))):
+                name = item.name  # (- is "(standard input)", as grep and search say)
+                for line, finding in located(_schemas_noted(name, read(path))):
                     errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     else:
-                        emit(finding_line(path, line, finding, fmt))
+                        emit(finding_line(name, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
                 item.unreadable = str(exc)
@@ -565,7 +576,10 @@ def _unlisted(problems: list[Any], targets: tuple[str, ...]) -> bool:
 )
 @click.option("--with-findings", is_flag=True, help="Only sessions with errors or warnings.")
 @click.option(
-    "--prune", is_flag=True, help="First remove old recordings (as --keep-days/--keep-size say)."
+    "--prune",
+    is_flag=True,
+    help="First remove old recordings from DIR (one; default: the recordings directory), as "
+    "--keep-days/--keep-size say.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="With --prune: say what would be removed, remove nothing."
@@ -618,11 +632,13 @@ def list_recordings(
     if prune:
         if keep_days is None and keep_size is None:
             raise click.UsageError("--prune needs --keep-days or --keep-size")
+        # one directory, the one named (else the default): never another than it says
+        if paths and (len(paths) != 1 or not Path(paths[0]).is_dir()):
+            raise click.UsageError("--prune tidies one directory: name one DIR, or none")
         done = "would remove" if dry_run else "removed"
         for target in targets:
-            if Path(target).is_dir():
-                for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
-                    _say(f"acp-proxy: {done} {removed}")
+            for removed in prune_directory(Path(target), keep_days, keep_size, dry_run=dry_run):
+                _say(f"acp-proxy: {done} {removed}")
     files, problems = recordings_in(targets)
     for problem in problems:
         _say(f"acp-proxy: {problem}")
@@ -661,6 +677,8 @@ def inspect(
     from acp_proxy.readers.inspect import Inspector, redirect_file, serve
     from acp_proxy.transcript.names import default_record_dir
 
+    if path == "-":  # (a page is served from files, read again as they grow)
+        raise click.UsageError("inspect reads a directory or a file, not standard input")
     target = Path(path) if path else default_record_dir()
     if not target.exists():
         raise _Unreadable(f"{target}: no such file or directory")

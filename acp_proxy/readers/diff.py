@@ -156,7 +156,8 @@ def load(
         if item.connection == number:
             builder.take(item)
     if seen < number:
-        raise ValueError(f"{path} has {seen} session(s), not {number}")
+        has = f"{seen} connection{'s' if seen != 1 else ''}"
+        raise ValueError(f"{path} has {has}; there is no connection {number}")
     builder.session.connections = seen
     return builder.finish()
 
@@ -840,7 +841,7 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
             yield f"{indent}  A: {shown[0]}   B: {shown[1]}{_times(item)}"
     a, b = sessions
     if a > 1 or b > 1:
-        yield f"(A has {a} session(s), B {b}: --session N picks another)"
+        yield f"(A has {a} connection{'s' if a != 1 else ''}, B {b}: --connection N picks another)"
 
 
 def _shown(value: Any, seq: int | None) -> str:

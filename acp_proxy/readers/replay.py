@@ -150,6 +150,11 @@ def describe(message: Message) -> str:
     return str(message.kind)
 
 
+def _frames(count: int, which: str) -> str:
+    """``3 recorded frames``, ``1 recorded frame``."""
+    return f"{count} {which} frame{'s' if count != 1 else ''}"
+
+
 def load_script(path: str, session: int = 1) -> Script:
     """Session ``session`` (1-based) of a recording. Raises :class:`~acp_proxy.readers.annotate.
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
@@ -160,7 +165,8 @@ def load_script(path: str, session: int = 1) -> Script:
         if item.connection == session:
             steps.take(item)
     if session < 1 or session > count:
-        raise ValueError(f"{path} has {count} session(s); there is no session {session}")
+        has = f"{count} connection{'s' if count != 1 else ''}"
+        raise ValueError(f"{path} has {has}; there is no connection {session}")
     return Script(steps.steps, session, count)
 
 
@@ -394,8 +400,8 @@ class AgentReplay:
         ]
         if left:
             return 1, (
-                f"the client stopped early: {len(left)} recorded client frame(s) left, the next "
-                f"is {left[0].label}"
+                f"the client stopped early: {_frames(len(left), 'recorded client')} left, "
+                f"the next is {left[0].label}"
             )
         return 0, None
 
@@ -652,7 +658,7 @@ class ClientReplay:
         unsent = [s for s in self.script.steps[self._next :] if s.side is Side.AGENT]
         if unsent:
             self.divergences.append(
-                f"the agent closed its output with {len(unsent)} recorded frame(s) still to come"
+                f"the agent closed its output with {_frames(len(unsent), 'recorded')} still to come"
             )
         self._open([])
         self._next = len(self.script.steps)

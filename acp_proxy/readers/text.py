@@ -118,15 +118,12 @@ class Timeline(Addon):
             self._when = ("", "?")
             if self._filtered():
                 return []
-            return [
-                click.style(
-                    visible(
-                        f"── session started {record.t} · agent pid {record.pid} · "
-                        f"{' '.join(map(str, record.argv))}"
-                    ),
-                    bold=True,
-                )
-            ]
+            parts = [f"── session started {record.t or '(no time)'}"]  # (what is said, only)
+            if record.pid is not None:
+                parts.append(f"agent pid {record.pid}")
+            if record.argv:
+                parts.append(" ".join(record.argv))
+            return [click.style(visible(" · ".join(parts)), bold=True)]
         if isinstance(record, FrameRecord) and item.message is not None:
             return self._frame(record, item.message, item.findings)
         if isinstance(record, StderrRecord):

@@ -14,6 +14,7 @@ an application's log, a raw JSON-RPC capture) and a line longer than it may hold
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -24,7 +25,9 @@ from typing import BinaryIO
 import orjson
 
 from acp_proxy.core.framing import Framer
+from acp_proxy.core.visible import visible
 from acp_proxy.transcript.records import (
+    FORMAT,
     Record,
     StartRecord,
     UnreadableLine,
@@ -33,6 +36,7 @@ from acp_proxy.transcript.records import (
 
 __all__ = [
     "START_WITHIN",
+    "STDIN_NAME",
     "RecordTooLarge",
     "RecordingError",
     "iter_lines",
@@ -46,6 +50,10 @@ __all__ = [
 #: A recording's start record is among its first lines (a session starts with one): past
 #: this many lines without one, the file is something else.
 START_WITHIN = 10
+
+
+#: What the readers name standard input (``-``) by in ``PATH:LINE`` output, as grep does.
+STDIN_NAME = "(standard input)"
 
 
 class RecordingError(Exception):
@@ -104,6 +112,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
         stream.close()
         raise RecordingError(f"{what}, not a recording")
     limit = record_limit()
+    path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
 
     def lines() -> Iterator[tuple[int, bytes]]:
         with stream:
@@ -134,6 +143,7 @@ def _after_start(
             raise RecordingError(f"{path} is not an acp-proxy transcript")
         waiting.append((number, line))
         if isinstance(record, StartRecord):
+            _known_format(path, record)
             yield from waiting
             yield from lines
             return
@@ -145,6 +155,26 @@ def _after_start(
             raise RecordingError(f"{what}: not an acp-proxy transcript")
         raise RecordingError(f"{path} is empty: not an acp-proxy transcript")
     raise RecordingError(_no_start(path, waiting))
+
+
+def _known_format(path: str, record: StartRecord) -> None:
+    """A recording in a format this version does not write (``acp-proxy/99``, from a newer
+    acp-proxy) is read all the same, as the format promises (what is unknown is left out),
+    and said once on stderr: the reading may miss what it adds."""
+    if not record.format or record.format == FORMAT or path in _FORMATS_SAID:
+        return
+    _FORMATS_SAID.add(path)
+    said = (
+        f"acp-proxy: warning: {path} is in format {record.format}, not {FORMAT}: it may be "
+        "from a newer acp-proxy, and what that adds is left out\n"
+    )
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(visible(said.rstrip("\n")) + "\n")
+        sys.stderr.flush()
+
+
+#: The recordings whose format was said to be unknown (once each).
+_FORMATS_SAID: set[str] = set()
 
 
 def _no_start(path: str, lines: list[tuple[int, bytes]]) -> str:

@@ -157,6 +157,17 @@ CRASHING = [
 ]
 
 
+def test_only_and_skip_take_a_comma_list_as_repeated_options(tmp_path):
+    """``--only handshake,session-new`` is ``--only handshake --only session-new``; --prompt
+    is taken where a check sends it (permission runs the prompt turn)."""
+    _, found, _ = checks(tmp_path, EXAMPLE, "--only", "handshake,session-new")
+    assert list(found) == ["handshake", "session-new"]
+    _, found, _ = checks(tmp_path, EXAMPLE, "--only", "handshake, stdout", "--skip", "stdout")
+    assert list(found) == ["handshake"]
+    _, found, _ = checks(tmp_path, EXAMPLE, "--only", "permission", "--prompt", "hi there")
+    assert list(found) == ["permission"], found
+
+
 def test_a_crashing_agents_traceback_is_shown_to_its_end(tmp_path):
     """The last lines of its stderr, fuller than a short field: a long one cut in the
     middle, so the error's start and its end (the file) are both there."""

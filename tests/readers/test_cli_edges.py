@@ -272,3 +272,20 @@ def test_a_dumb_terminal_gets_no_colour() -> None:
     assert SGR.decode() not in on_a_terminal(command, TERM="dumb")
     forced = [*PROXY, "show", "--color", "always", str(MISBEHAVING)]
     assert SGR.decode() in on_a_terminal(forced, TERM="dumb")
+
+
+def test_a_start_record_from_a_newer_format_is_shown_without_none_and_said_once(
+    tmp_path: Path,
+) -> None:
+    """A start record with no pid and no argv shows neither (no ``None``, no empty part);
+    a format this version does not write (``acp-proxy/99``) is read, with one warning."""
+    path = tmp_path / "f99.jsonl"
+    path.write_text('{"kind":"start","t":"2026-11-29T21:05:04.707852Z","format":"acp-proxy/99"}\n')
+    proc = acp("show", "--color", "never", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode() == "── session started 2026-11-29T21:05:04.707852Z\n"
+    said = proc.stderr.decode().splitlines()
+    assert len(said) == 1 and "warning" in said[0] and "acp-proxy/99" in said[0], said
+    assert "newer acp-proxy" in said[0]
+    clean = acp("show", "--color", "never", str(RECORDINGS / "clean.jsonl"))
+    assert clean.stderr == b"" and b"agent pid " in clean.stdout.splitlines()[0]

@@ -243,7 +243,10 @@ def test_unreadable_input_exits_2_with_one_line(pair, tmp_path):
     bad = diff("--only", "everything", str(a), str(a))
     assert bad.returncode == 2 and "choose from" in bad.stderr.decode()
     second = diff("--session", "2", str(a), str(a))
-    assert second.returncode == 2 and "has 1 session(s)" in second.stderr.decode()
+    assert (
+        second.returncode == 2
+        and "has 1 connection; there is no connection 2" in second.stderr.decode()
+    )
 
 
 def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_path):

@@ -71,7 +71,7 @@ def test_redact_reads_standard_input_for_dash(tmp_path: Path) -> None:
     bad = acp("redact", "-", "-o", "x.jsonl", input=b'{"level":"info"}\n', cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.decode().splitlines() == [
-        "acp-proxy: - is not an acp-proxy recording: no start record in the first line"
+        "acp-proxy: (standard input) is not an acp-proxy recording: no start record in the first line"
     ]
     assert not (tmp_path / "x.jsonl").exists()
 

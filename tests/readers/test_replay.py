@@ -227,7 +227,9 @@ def test_several_sessions_pick_one_and_bad_input_is_a_clear_error(recording, tmp
     ))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     missing = replay_agent(two, "--session", "3", stdin=b"")
-    assert missing.returncode == 2 and b"has 2 session(s)" in missing.stderr
+    assert (
+        missing.returncode == 2 and b"has 2 connections; there is no connection" in missing.stderr
+    )
     assert b"Traceback" not in missing.stderr
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
@@ -291,7 +293,7 @@ def test_ctrl_c_stops_a_client_replay_quietly(recording):
         os.killpg(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr.decode()
-    assert b"turn-still-running" not in stderr and b"findings in all" not in stderr, stderr
+    assert b"turn-still-running" not in stderr and b"total findings" not in stderr, stderr
     assert b"Traceback" not in stderr
 
 
@@ -449,6 +451,34 @@ def test_as_client_junit_writes_a_failure_per_divergence(recording, tmp_path):
     failures = root.findall("./testsuite/testcase/failure")
     assert failures and len(failures) == len(divergences)
     assert root.find("./testsuite").get("failures") == str(len(failures))  # type: ignore[union-attr]
+
+
+def test_as_client_junit_dash_is_standard_output_and_nothing_else_is_there(recording, tmp_path):
+    """--junit -: the XML on stdout, no file named ``-``; stdout carries nothing else."""
+    import xml.etree.ElementTree as ET
+
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "2", "--junit", "-",
+         str(recording), "--", *EXAMPLE_AGENT, "--misbehave"],
+        capture_output=True, timeout=120, env=clean_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert not (tmp_path / "-").exists()
+    root = ET.fromstring(proc.stdout)
+    assert root.findall("./testsuite/testcase/failure")
+
+
+def test_dash_is_standard_input_as_the_client_only(recording, tmp_path):
+    """As the client, stdin is free: RECORDING - reads it. As the agent, it is the client's
+    channel: a usage error, one line, nothing played."""
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--timeout", "5", "-", "--", *EXAMPLE_AGENT],
+        input=recording.read_bytes(), capture_output=True, timeout=120, env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    refused = replay_agent(Path("-"), "--speed", "0", stdin=recording.read_bytes())
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
 
 
 def test_a_streamed_turn_is_held_as_its_bytes_and_replays_byte_for_byte(tmp_path):
