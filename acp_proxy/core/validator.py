@@ -855,7 +855,7 @@ class Validator:
             # ("The Server MUST NOT reply to a Notification", also within a batch)
             error = value.get("error")
             code = error.get("code") if isinstance(error, dict) else None
-            if code not in _NULL_ID_CODES:
+            if type(code) is not int or code not in _NULL_ID_CODES:  # (a [] code: no key)
                 said = "a result" if "result" in value else f"error {_show(code)}"
                 self._flag(
                     "unexpected-response",

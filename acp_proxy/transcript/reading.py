@@ -112,6 +112,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
         stream.close()
         raise RecordingError(f"{what}, not a recording")
     limit = record_limit()
+    named_pipe = stat.S_ISFIFO(mode) and path != "-"
     path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
 
     def lines() -> Iterator[tuple[int, bytes]]:
@@ -119,7 +120,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
             try:
                 numbered = enumerate(iter_lines(stream, limit), start=1)
                 kept = ((n, line) for n, line in numbered if line and not line.isspace())
-                yield from _after_start(path, kept, stat.S_ISFIFO(mode) and path != "-")
+                yield from _after_start(path, kept, named_pipe)
             except OSError as exc:
                 raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
             except RecordTooLarge as exc:
