@@ -992,18 +992,20 @@ def follow(
     from acp_proxy.readers.follow import follow_lines, follow_stream
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.readers.text import Timeline
-    from acp_proxy.transcript.reading import RecordingError
+    from acp_proxy.transcript.reading import RecordingError, refuse_device
 
     target = Path(path)
     if path == "-":
-        if sys.stdin.isatty():  # (as the other readers: nothing to follow there)
-            raise _Unreadable("standard input is a terminal, not a recording")
+        refuse_device(sys.stdin.fileno(), "standard input")  # (as the other readers)
     elif not target.exists():
         raise _Unreadable(visible(f"cannot follow {path}: No such file or directory"))
     only = TimelineFilter(side, method, session, violations)
 
     def refused(exc: RecordingError) -> None:
         _say(f"acp-proxy: {exc}; waiting for the next recording")
+
+    def waiting(directory: Path) -> None:
+        _say(visible(f"acp-proxy: waiting for a recording to appear in {directory}"))
 
     try:
         with _output(color, live=True) as emit:
@@ -1016,7 +1018,9 @@ def follow(
                 stdin = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115
                 lines = follow_stream(stdin)
             else:
-                lines = follow_lines(target, switched, interval, on_refused=refused, check=True)
+                lines = follow_lines(
+                    target, switched, interval, on_refused=refused, check=True, on_waiting=waiting
+                )
             timeline.feed(read(lines, stored=not revalidate))
     except BrokenPipeError:
         raise  # stdout closed by its reader (| head): the quiet exit of cli.main

@@ -13,7 +13,13 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from acp_proxy.transcript.reading import START_WITHIN, RecordingError, _no_start
+from acp_proxy.transcript.reading import (
+    START_WITHIN,
+    RecordingError,
+    _no_start,
+    record_limit,
+    refuse_device,
+)
 from acp_proxy.transcript.records import Record, StartRecord, UnreadableLine, parse_record
 
 __all__ = ["LineSplitter", "follow_lines", "follow_records", "follow_stream", "newest_recording"]
@@ -23,33 +29,57 @@ class LineSplitter:
     """Complete lines out of a growing file, in time linear in its length.
 
     Only the unfinished tail is kept, and only the new bytes are searched for
-    ``\\n``: a line arriving in many reads is copied once, not once per read.
+    ``\\n``: a line arriving in many reads is copied once, not once per read. A line
+    longer than ``limit`` is its first ``limit`` bytes, the rest read and dropped (as the
+    relay observes one): a line that never ends cannot grow the memory held.
     """
 
-    __slots__ = ("_tail",)
+    __slots__ = ("_limit", "_skipping", "_tail")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int | None = None) -> None:
         self._tail = bytearray()
+        self._limit = limit
+        #: The tail is a cut line's beginning: the rest of it is dropped, to its line feed
+        self._skipping = False
 
     def feed(self, data: bytes) -> list[bytes]:
         """The lines (without ``\\n``) that ``data`` completes."""
         cut = data.rfind(b"\n")
         if cut < 0:
-            self._tail += data
+            self._keep(data)
             return []
-        if self._tail:
-            self._tail += data[: cut + 1]
-            block = bytes(self._tail)
-            self._tail.clear()
-        else:
-            block = data[: cut + 1]
-        self._tail += data[cut + 1 :]
-        return block.split(b"\n")[:-1]
+        first = data.find(b"\n")
+        self._keep(data[:first])
+        lines = [bytes(self._tail)]
+        self._tail.clear()
+        self._skipping = False
+        if first < cut:
+            lines += data[first + 1 : cut].split(b"\n")
+            limit = self._limit
+            if limit is not None and len(data) > limit:
+                lines = [line[:limit] for line in lines]
+        self._keep(data[cut + 1 :])
+        return lines
+
+    def _keep(self, data: bytes) -> None:
+        if self._skipping or not data:
+            return
+        limit = self._limit
+        if limit is not None and len(self._tail) + len(data) > limit:
+            data = data[: limit - len(self._tail)]
+            self._skipping = True
+        self._tail += data
 
     @property
     def pending(self) -> bytes:
         """The start of a line not finished yet."""
         return bytes(self._tail)
+
+    def starts_as_record(self) -> bool:
+        """Whether the line not finished yet may be a record (nothing yet, or ``{``),
+        looked at in its first bytes only (this is asked at each poll)."""
+        head = bytes(self._tail[:4096]).lstrip()
+        return head[:1] in (b"", b"{")
 
 
 def newest_recording(directory: Path) -> Path | None:
@@ -80,13 +110,16 @@ def follow_lines(
     sleep: Callable[[float], None] = time.sleep,
     on_refused: Callable[[RecordingError], None] | None = None,
     check: bool = False,
+    on_waiting: Callable[[Path], None] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Yield the numbered lines (not blank, without their ``\\n``) of ``path`` as they are
     appended, forever: what :func:`~acp_proxy.readers.annotate.read` reads.
 
     If ``path`` is a directory, follow its newest recording, and move on to
     each new recording that appears in it (a new session). ``on_switch`` is
-    called with each file as following it begins.
+    called with each file as its first line is given (with ``check``, once it is known to
+    be a recording); ``on_waiting`` once, if the directory holds no recording yet. A
+    character device is no recording (:class:`RecordingError`).
 
     With ``check``, a file whose first lines show it is no recording (as the other readers
     tell, see :func:`~acp_proxy.transcript.reading.open_lines`; or what is there so far
@@ -97,6 +130,9 @@ def follow_lines(
     directory = path if path.is_dir() else None
     known: set[Path] = set(directory.glob("*.jsonl")) if directory else set()
     current = newest_recording(directory) if directory else path
+    if current is None and on_waiting is not None:
+        assert directory is not None
+        on_waiting(directory)
     while True:
         while current is None:  # an empty directory: wait for the first session
             sleep(interval)
@@ -109,12 +145,12 @@ def follow_lines(
             known.add(current)
             current = None
             continue
-        on_switch(current)
         following = current
         try:
             with opened as stream:
+                refuse_device(stream.fileno(), str(following))
                 current = yield from _one_file(
-                    stream, following, directory, known, interval, sleep, check
+                    stream, following, directory, known, interval, sleep, check, on_switch
                 )
         except RecordingError as exc:
             if on_refused is None or directory is None:
@@ -132,21 +168,27 @@ def _one_file(
     interval: float,
     sleep: Callable[[float], None],
     check: bool,
+    on_switch: Callable[[Path], None],
 ) -> Generator[tuple[int, bytes], None, Path]:
     """The lines of one followed file as they come, until there is another to follow (a new
     recording in ``directory``, added to ``known``; or ``path`` recreated): returned."""
-    lines = LineSplitter()
+    lines = LineSplitter(record_limit())
     checked = _Check(str(path), started=not check)
     number = 0
+    switched = False
     while True:
         data = stream.read(1 << 16)
         if data:
             for line in lines.feed(data):
                 number += 1
                 if line.strip():
-                    yield from checked.feed(number, line)
+                    shown = checked.feed(number, line)
+                    if shown and not switched:
+                        switched = True
+                        on_switch(path)
+                    yield from shown
             continue
-        checked.at_end(lines.pending)
+        checked.at_end(lines)
         if directory is not None:
             # (never a FIFO or a device named *.jsonl: opening one would wait for good)
             fresh = {p for p in directory.glob("*.jsonl") if p.is_file()} - known
@@ -161,7 +203,7 @@ def _one_file(
 def follow_stream(stream: BinaryIO, name: str = "-") -> Iterator[tuple[int, bytes]]:
     """The numbered lines of a stream (standard input: ``follow -``) as they arrive, to its
     end; checked as :func:`follow_lines` checks a file's."""
-    lines = LineSplitter()
+    lines = LineSplitter(record_limit())
     check = _Check(name)
     number = 0
     read = getattr(stream, "read1", stream.read)  # what is there: a line as soon as it is in
@@ -173,7 +215,7 @@ def follow_stream(stream: BinaryIO, name: str = "-") -> Iterator[tuple[int, byte
     tail = lines.pending
     if tail.strip():  # the last line, without its line feed
         yield from check.feed(number + 1, tail)
-    check.at_end(b"", ended=True)
+    check.at_end(LineSplitter(), ended=True)
 
 
 class _Check:
@@ -204,7 +246,7 @@ class _Check:
             raise RecordingError(_no_start(self.name, held))
         return []
 
-    def at_end(self, pending: bytes, ended: bool = False) -> None:
+    def at_end(self, pending: LineSplitter, ended: bool = False) -> None:
         """All there is has been read (for now, unless ``ended``): lines and no start record
         is no recording (one is written first); nothing yet, or the start of a first line
         that may be a record, is waited on."""
@@ -213,7 +255,7 @@ class _Check:
             return
         if held:
             raise RecordingError(_no_start(self.name, held))
-        if pending.lstrip()[:1] not in (b"", b"{"):
+        if not pending.starts_as_record():
             raise RecordingError(f"{self.name} is not an acp-proxy transcript")
         if ended:
             raise RecordingError(f"{self.name} is empty: not an acp-proxy transcript")

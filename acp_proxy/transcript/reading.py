@@ -45,6 +45,7 @@ __all__ = [
     "open_recording",
     "read_records",
     "record_limit",
+    "refuse_device",
 ]
 
 #: A recording's start record is among its first lines (a session starts with one): past
@@ -105,12 +106,11 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
             os.close(source)  # (a directory: opened, but no file to read)
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
     mode = os.fstat(stream.fileno()).st_mode
-    if stat.S_ISCHR(mode):  # /dev/zero, a terminal
-        name = "standard input" if path == "-" else path
-        kind = "a terminal" if os.isatty(stream.fileno()) else "a character device"
-        what = f"{name} is {kind}"
+    try:
+        refuse_device(stream.fileno(), "standard input" if path == "-" else path)
+    except RecordingError:
         stream.close()
-        raise RecordingError(f"{what}, not a recording")
+        raise
     limit = record_limit()
     named_pipe = stat.S_ISFIFO(mode) and path != "-"
     path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
@@ -130,6 +130,14 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
                 ) from None
 
     return lines()
+
+
+def refuse_device(fd: int, name: str) -> None:
+    """Raise :class:`RecordingError` if ``fd`` is a character device (``/dev/zero``, a
+    terminal): no recording, and endless."""
+    if stat.S_ISCHR(os.fstat(fd).st_mode):
+        kind = "a terminal" if os.isatty(fd) else "a character device"
+        raise RecordingError(f"{name} is {kind}, not a recording")
 
 
 def _after_start(

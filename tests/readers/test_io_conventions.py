@@ -249,6 +249,7 @@ def test_follow_says_what_is_no_recording_and_exits_2(
     path.write_bytes(body)
     proc = acp("follow", "--no-color", "--interval", "0.05", str(path), timeout=30)
     assert proc.returncode == 2
+    assert proc.stdout == b""  # (no banner: the file was never followed)
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 1 and said in lines[0] and str(path) in lines[0], lines
     assert "UTF-8" not in lines[0] and "char 0" not in lines[0]
@@ -265,7 +266,6 @@ def test_follow_waits_on_an_empty_file_until_it_is_a_recording(tmp_path: Path) -
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
     ) as proc:  # fmt: skip
         assert proc.stdout is not None
-        assert b"following" in proc.stdout.readline()
         time.sleep(0.5)
         assert proc.poll() is None
         _append(path, start_record(T0, ["agent"], 1) + _frame(1, "_first"))
@@ -274,6 +274,92 @@ def test_follow_waits_on_an_empty_file_until_it_is_a_recording(tmp_path: Path) -
             line = proc.stdout.readline()
             assert line, seen
             seen += line
+        assert seen.startswith(b"==> following "), seen  # once it is known to be one
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
+
+
+def test_follow_refuses_a_character_device_as_show_does() -> None:
+    """``follow /dev/null`` (or ``/dev/zero``, endless) is no recording: one line, exit 2."""
+    proc = acp("follow", "/dev/null", timeout=20)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr == b"acp-proxy: /dev/null is a character device, not a recording\n"
+    assert acp("show", "/dev/null").stderr == proc.stderr
+    piped = acp("follow", "-", timeout=20)  # (its stdin: /dev/null)
+    assert piped.returncode == 2 and b"standard input is a character device" in piped.stderr
+
+
+def test_follow_an_empty_directory_says_once_that_it_waits(tmp_path: Path) -> None:
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        said = _said_within(proc)
+        assert said == f"acp-proxy: waiting for a recording to appear in {tmp_path}\n"
+        (tmp_path / "a.jsonl").write_bytes(start_record(T0, ["agent"], 1) + _frame(1, "_new"))
+        seen = b""
+        while b"_new" not in seen:
+            line = proc.stdout.readline()
+            assert line, seen
+            seen += line
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 130
+        assert proc.stderr.read() == b""  # said once
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for entry in status:
+            if entry.startswith("VmRSS:"):
+                return int(entry.split()[1])
+    return 0
+
+
+def test_follow_an_endless_line_holds_its_beginning_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """A line that never ends (a FIFO fed for ever) is held to the readers' bound, the rest
+    dropped as it comes: the memory stays bounded, and Ctrl-C is a quiet exit 130."""
+    fifo = tmp_path / "live.jsonl"
+    os.mkfifo(fifo)
+    env = clean_env(ACP_PROXY_MAX_RECORD="1000000")
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(fifo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        with open(fifo, "wb") as feed:
+            feed.write(start_record(T0, ["agent"], 1))
+            chunk = b"x" * (1 << 20)
+            for _ in range(400):  # 400 MiB, read and dropped past the first 1 MB
+                feed.write(chunk)
+            feed.flush()
+            assert _rss_kib(proc.pid) < 200 * 1024
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=20) == 130
+        assert b"Traceback" not in proc.stderr.read()
+
+
+def test_follow_cuts_a_line_past_the_readers_bound_and_goes_on(tmp_path: Path) -> None:
+    """A record longer than a reader may hold is its beginning (unreadable, said at its
+    line), and the records after it are shown."""
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(
+        start_record(T0, ["agent"], 1)
+        + b'{"kind":"stderr","t":"' + T0.encode() + b'","text":"' + b"x" * 3_000_000 + b'"}\n'
+        + _frame(2, "_after")
+    )  # fmt: skip
+    env = clean_env(ACP_PROXY_MAX_RECORD="1000000")
+    with subprocess.Popen(
+        [*PROXY, "follow", "--no-color", "--interval", "0.05", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        seen = b""
+        while b"_after" not in seen:
+            line = proc.stdout.readline()
+            assert line, seen
+            seen += line
+        assert b"xxxxxxxxxx" not in seen and b"line 2" in seen, seen[-2000:]
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 130
 

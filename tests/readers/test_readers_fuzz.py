@@ -116,6 +116,17 @@ def test_line_splitter_is_split(chunks):
     assert out == b"".join(chunks).split(b"\n")[:-1]
 
 
+@given(st.lists(st.binary(max_size=20), max_size=10), st.integers(0, 12))
+def test_line_splitter_cuts_a_line_past_its_limit(chunks, limit):
+    """Past ``limit`` a line is its beginning: what is held never grows past it."""
+    splitter = LineSplitter(limit)
+    out = []
+    for chunk in chunks:
+        out += splitter.feed(chunk)
+        assert len(splitter.pending) <= limit
+    assert out == [line[:limit] for line in b"".join(chunks).split(b"\n")[:-1]]
+
+
 def test_a_violation_record_with_a_string_seq_is_reported_not_a_traceback(tmp_path):
     """The bug: a string seq reached a field typed int | None and broke every reader."""
     bad = b'{"kind":"violation","t":"x","seq":"7","rule":"r","level":"error","message":"m","spec":"s"}'
