@@ -469,6 +469,11 @@ class _Probe:
                 FAIL, f"{shown(method)} is not among the agent's authMethods ({shown(those)})"
             )
         name = "authenticate" if self.protocol == 1 else "auth/login"
+        chosen = next(m for m in listed if auth_method_id(m, self.protocol) == method)
+        if chosen.get("type") == "terminal":  # (AuthMethodTerminal: "without passing this
+            # method to" authenticate: the client runs the agent in a terminal for it)
+            raise _Stop(SKIP, f"{shown(method)} is a terminal method: the client runs the "
+                              f"agent in a terminal for it, never {name}")  # fmt: skip
         self.call(name, {"methodId": method})
         return f"{name} {shown(method)} succeeded"
 

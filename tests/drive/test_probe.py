@@ -242,6 +242,26 @@ def test_a_v2_agent_is_spoken_to_in_v2_auth_method_ids_and_config_value_types(tm
     assert (validate.returncode, validate.stdout) == (0, b"")
 
 
+def test_a_terminal_auth_method_is_never_sent_to_auth_login(tmp_path):
+    """AuthMethodTerminal: "The client MUST NOT pass this method to auth/login" (the client
+    runs the agent in a terminal for it): --auth naming one is a skip, said, and nothing sent."""
+    terminal = '{"type": "terminal", "methodId": "login", "name": "Log in"}'
+    agent = [
+        *V2_AGENT[:2],
+        V2_AGENT[2].replace('"authMethods": [', f'"authMethods": [{terminal}, '),
+    ]
+    only = ("handshake", "authenticate")
+    options = [x for name in only for x in ("--only", name)]
+    _, found, _ = checks(tmp_path, agent, "--protocol", "2", "--auth", "login", *options)
+    assert found["authenticate"]["status"] == "skip"
+    assert found["authenticate"]["reason"] == (
+        "login is a terminal method: the client runs the agent in a terminal for it, never "
+        "auth/login"
+    )
+    sent = (tmp_path / "rec.jsonl").read_text()
+    assert '"method":"auth/login"' not in sent
+
+
 def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_checked(
     tmp_path,
 ):
