@@ -73,14 +73,16 @@ module's own docstring says what it is for and what it promises.
     transcript/names.py      default_record_dir, recording_name
     transcript/redact.py     Redactor, redact_stream
     transcript/items.py      Annotated, Repeated, Addon, Chain: items, and what reads them
-    live/spawn.py            start_agent, signal_group: the agent process
+    live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
     live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
-    live/client.py           Client, Services: acp-proxy as the client, through the same relay
+    live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
+    live/services.py         Services: the agent's requests answered, safe by construction
+    live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands.py         run: a session assembled, the agent started first
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw

@@ -838,8 +838,8 @@ class _Probe:
 
     def wrote(self) -> bool:
         """Whether the agent wrote anything on stdout: an event the probe took, one left in
-        the queue (the client closed: then the queue ends), or a flood's dropped ones."""
-        if self.heard or self.client.dropped:
+        the queue (the client closed: then the queue ends)."""
+        if self.heard:
             return True
         try:
             self.client.next_event(0)

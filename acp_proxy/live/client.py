@@ -1,27 +1,42 @@
-"""The client core: acp-proxy playing the client of an agent (``probe``, ``chat``).
+"""The client core: acp-proxy playing the client of an agent (``probe``, ``chat``,
+``replay --as client``, the Python API's ``drive_agent``).
 
-The agent is started, relayed, validated and recorded exactly as ``run`` does it
-(:func:`~acp_proxy.live.spawn.start_agent`, :func:`~acp_proxy.live.relay.relay`, the
-:class:`~acp_proxy.live.observer.Observer` with its validator and ``run``'s addons, less the
-findings log and the notifier, plus one that numbers the agent's frames): the client's side
-of the relay is a pair of pipes whose other ends are here, so every frame crosses the same
-pumps and lands in the same recording, in the same format, as in ``run``.
+The agent is started, relayed, validated and recorded exactly as ``run`` does it, in this
+process (:func:`~acp_proxy.live.spawn.start_agent`, :func:`~acp_proxy.live.relay.relay`,
+the :class:`~acp_proxy.live.observer.Observer` with its validator and ``run``'s recorder
+and live log). Only the relay's client side differs: instead of our stdin and stdout, an
+:class:`_Outbox` the front-end writes to, and the observer's own view of each frame. Every
+frame is framed once, parsed once and modelled once (the wire model's
+:class:`~acp_proxy.core.wire.Message`), and a front-end gets that, as an :class:`Event`:
+no second framing, no pipe to read back, no second process.
 
 The event loop runs in a thread of its own; a front-end calls plain blocking methods, and
 **every wait has a bound**: :meth:`Pending.reply` and :meth:`Client.next_event` take a
 timeout and raise :class:`TimedOut`, and an agent that exits or closes its output makes
 them raise :class:`AgentGone` (its exit status and the last lines of its stderr) instead.
-What the agent sends comes out as :class:`Event` values, in the order it was written, each
-with its ``seq`` in the recording.
 
-The agent's requests are answered by a :class:`Services` object, in a worker thread:
-``fs`` inside a sandbox directory (a path outside it gets an error response, and is said),
-permission requests by a policy (``allow``, ``reject``, ``cancel``), and no terminal unless
-the user asked for one (then commands run in the sandbox, said loudly). A front-end that
-asks its user (``chat``) overrides :meth:`Services.request_permission`.
+**Nothing is lost, and memory is bounded by back-pressure.** The events wait for the
+front-end in a queue; once it holds :data:`MAX_EVENTS` events or :data:`MAX_EVENT_BYTES`
+bytes, or :data:`MAX_SERVING` of the agent's requests are being answered, the relay stops
+reading the agent's stdout until the front-end has caught up: the pipe fills and the agent
+waits. Nothing is dropped. The other way, the answers the agent has not read yet are held
+to :data:`ANSWER_BUDGET` bytes: beyond, no request of the agent's is served until it reads.
 
-The agent runs in its own process group; this module installs no signal handler, so the
-terminal's Ctrl-C reaches the front-end (as ``KeyboardInterrupt``), never the agent.
+The agent's requests are answered by a :class:`Services` object, off the loop: files and
+terminal output by one worker, in order; a permission request (which may wait for the
+user) and a wait for a command's exit each in a thread of their own. Files only inside a
+sandbox directory, resolved beneath its descriptor (:mod:`acp_proxy.live.sandbox`: no
+check can be raced); permission requests by a policy (``allow``, ``reject``, ``cancel``);
+no terminal unless the user asked for one (then each command in a process group of its
+own, killed as a group when released, when its session closes and at the end, its output
+kept under our cap whatever the agent asks). A front-end that asks its user (``chat``)
+overrides :meth:`Services.request_permission`; one that answers the agent itself
+(``replay --as client``) starts the client with no services.
+
+The agent runs in its own process group, stopped as a group at the end, and with it if
+this process dies (:class:`~acp_proxy.live.spawn.Watchdog`); this module installs no signal
+handler, so the terminal's Ctrl-C reaches the front-end (as ``KeyboardInterrupt``), never
+the agent.
 """
 
 from __future__ import annotations
@@ -30,32 +45,29 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
-import os
 import queue
 import signal
-import stat
-import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from acp_proxy.core.framing import Frame, Framer
-from acp_proxy.core.protocol import Kind
+from acp_proxy.core.framing import Frame
+from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
-from acp_proxy.files import open_output
-from acp_proxy.live.addons import Addon, LiveLog, NumberAgentFrames, Save
+from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, Seen
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
-from acp_proxy.live.pipes import CHUNK, FdSink
 from acp_proxy.live.recorder import Recorder, session_recorder
-from acp_proxy.live.relay import RelayResult, frame_cap, relay
-from acp_proxy.live.spawn import Agent, signal_group, start_agent
+from acp_proxy.live.relay import RelayResult, relay
+from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
+from acp_proxy.live.spawn import Agent, start_agent
 from acp_proxy.log import Logger
 
 __all__ = [
@@ -77,13 +89,14 @@ CLIENT_INFO = {"name": "acp-proxy", "version": VERSION}
 #: Bytes of the agent's stderr kept, for the last lines an error shows.
 STDERR_KEPT = 16 * 1024
 
-#: The biggest file ``fs/read_text_file`` reads for the agent.
-READ_LIMIT = 8 * 1024 * 1024
-
-#: Events held for the front-end at most: beyond, an agent flooding its stdout has its
-#: notifications (recorded and validated all the same) dropped from the queue and counted
-#: (:attr:`Client.dropped`); requests and responses are always kept.
+#: Events waiting for the front-end at most before the relay stops reading the agent.
 MAX_EVENTS = 10_000
+#: Bytes of events waiting for the front-end at most before the relay stops reading.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: The agent's requests being answered at most before the relay stops reading.
+MAX_SERVING = 16
+#: Bytes of answers the agent has not read yet at most before no more are made.
+ANSWER_BUDGET = 16 * 1024 * 1024
 
 #: Seconds an agent that closed its stdout has to exit before it is said gone as running
 #: (then its exit status and the end of its stderr are known).
@@ -93,13 +106,9 @@ EXIT_WAIT = 0.5
 #: (a file read, say) to go out before it closes the agent's stdin.
 ANSWERS_GRACE = 2.0
 
-#: Findings kept for the front-end at most (each is recorded all the same).
+#: Findings other than errors kept for the front-end at most (every error is kept, and
+#: every finding counted, in :attr:`Client.counts`; each is recorded all the same).
 MAX_FINDINGS = 10_000
-
-#: JSON-RPC error codes the services answer with.
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 
 class TimedOut(Exception):
@@ -134,38 +143,51 @@ class AgentGone(Exception):
         self.stderr = stderr
 
 
-class ServiceError(Exception):
-    """A request of the agent's the services refuse: the JSON-RPC error response's
-    ``code`` and ``message``."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code, self.message = code, message
-
-
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One frame the agent wrote, in order: parsed (``value``; None when it is not JSON)
-    and as written (``raw``, without its newline)."""
+    """One frame of the session, in wire order, as the observer saw it: the frame
+    (:attr:`raw`, :attr:`value`) and the wire model's :attr:`message` for it (None only if
+    the wire model failed). Without ``both_sides``, a front-end gets only the agent's."""
 
-    value: Any
-    raw: bytes
-    #: Its sequence number in the recording (None if observation stopped).
+    frame: Frame
+    #: Its sequence number in the recording.
     seq: int | None
-    #: Whether it is JSON at all.
-    is_json: bool = True
-    #: Whether it ended with a newline (the last frame of a stream may not).
-    terminated: bool = True
+    #: The wire model's view of it: its kind, its request (for a response), its turn.
+    message: Message | None = None
+    side: Side = Side.AGENT
+
+    @property
+    def raw(self) -> bytes:
+        """The frame as written, without its newline (its beginning, past the relay's cap)."""
+        return self.frame.raw
+
+    @property
+    def is_json(self) -> bool:
+        return self.frame.error is None
+
+    @property
+    def terminated(self) -> bool:
+        """Whether it ended with a newline (the last frame of a stream may not)."""
+        return self.frame.terminated
+
+    @property
+    def value(self) -> Any:
+        """The parsed JSON; None when it is not JSON."""
+        return self.frame.value if self.frame.error is None else None
 
     @property
     def kind(self) -> Kind:
         """Request, notification, response, batch, invalid, or not JSON."""
-        return kind_of(self.value) if self.is_json else Kind.NOT_JSON
+        if self.message is not None:
+            return self.message.kind
+        return kind_of(self.frame.value) if self.frame.error is None else Kind.NOT_JSON
 
     @property
     def method(self) -> str | None:
+        """A request's or a notification's method (None for a response)."""
         value = self.value
-        return value.get("method") if isinstance(value, dict) else None
+        method = value.get("method") if isinstance(value, dict) else None
+        return method if isinstance(method, str) else None
 
     @property
     def params(self) -> Any:
@@ -182,6 +204,8 @@ class Event:
     @property
     def update(self) -> str | None:
         """A ``session/update``'s ``sessionUpdate`` variant."""
+        if self.message is not None:
+            return self.message.variant
         params = self.params
         update = params.get("update") if isinstance(params, dict) else None
         variant = update.get("sessionUpdate") if isinstance(update, dict) else None
@@ -263,297 +287,179 @@ def config_option_params(protocol: int, session: str, config: str, value: Any) -
     return params
 
 
-class Services:
-    """How the client answers the agent's requests (each call in a worker thread; a
-    refusal is a :class:`ServiceError`). Safe by default: files only inside ``sandbox``,
-    permission requests answered by ``permissions`` (``allow``, ``reject`` or ``cancel``),
-    no command run unless ``allow_terminal``. ``say`` gets a line for the user about what
-    was refused or done (wire strings in it unescaped: the caller escapes)."""
-
-    def __init__(
-        self,
-        sandbox: Path,
-        *,
-        permissions: str = "reject",
-        allow_terminal: bool = False,
-        say: Callable[[str], None] | None = None,
-    ) -> None:
-        if permissions not in ("allow", "reject", "cancel"):
-            raise ValueError(f"permissions: allow, reject or cancel, not {permissions!r}")
-        self.sandbox = Path(os.path.realpath(sandbox))
-        self.permissions = permissions
-        self.allow_terminal = allow_terminal
-        self._say = say
-        #: What was refused or done for the agent, in words, in order.
-        self.actions: list[str] = []
-        #: Every command run for the agent (``[command, *args]``).
-        self.ran: list[list[str]] = []
-        self._terminals: dict[str, _Terminal] = {}
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._cancelled: set[str] = set()
-
-    def capabilities(self) -> dict[str, Any]:
-        """The v1 ``clientCapabilities``: fs, and a terminal only when allowed."""
-        return {
-            "fs": {"readTextFile": True, "writeTextFile": True},
-            "terminal": self.allow_terminal,
-        }
-
-    def said(self, line: str, loud: bool = True) -> None:
-        """``line`` kept in :attr:`actions` and, unless not ``loud`` (what the user asked
-        for, done as asked), said."""
-        with self._lock:
-            self.actions.append(line)
-        if loud and self._say is not None:
-            with contextlib.suppress(Exception):
-                self._say(line)
-
-    def answer(self, method: str, params: Any) -> Any:
-        """The result of the agent's request ``method``; raises :class:`ServiceError`."""
-        if not isinstance(params, dict):
-            raise ServiceError(INVALID_PARAMS, "Invalid params: not an object")
-        if method == "session/request_permission":
-            return {"outcome": self.request_permission(params)}
-        if method == "fs/read_text_file":
-            return {"content": self.read_text_file(params)}
-        if method == "fs/write_text_file":
-            self.write_text_file(params)
-            return {}
-        if method.startswith("terminal/"):
-            if not self.allow_terminal:
-                self.said(f"refused {method}: no terminal (--allow-terminal runs commands)")
-                raise ServiceError(METHOD_NOT_FOUND, f"Method not found: {method} (no terminal)")
-            return self.terminal(method, params)
-        raise ServiceError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-    def cancelled(self, session_id: str) -> None:
-        """The client cancelled ``session_id``'s turn: from now until its next prompt, its
-        permission requests are answered ``cancelled``, as the spec asks (a front-end
-        that asks its user also answers what it still asks ``cancelled``)."""
-        with self._lock:
-            self._cancelled.add(session_id)
-
-    def prompted(self, session_id: str) -> None:
-        """The client sent ``session_id`` a new prompt: it is no longer cancelled."""
-        with self._lock:
-            self._cancelled.discard(session_id)
-
-    def is_cancelled(self, session_id: Any) -> bool:
-        if not isinstance(session_id, str):  # (the agent's: {"a": 1} is no key)
-            return False
-        with self._lock:
-            return session_id in self._cancelled
-
-    # --- permissions ---------------------------------------------------------------
-
-    def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The ``outcome`` of a permission request, by the policy: the first option of
-        the kind it wants (allow or reject, once before always), else ``cancelled``."""
-        options = [o for o in params.get("options") or [] if isinstance(o, dict)]
-        outcome: dict[str, Any] = {"outcome": "cancelled"}
-        if self.is_cancelled(params.get("sessionId")):
-            self.said("permission asked after the turn was cancelled; answered cancelled", False)
-            return outcome
-        if self.permissions != "cancel":
-            wanted = (f"{self.permissions}_once", f"{self.permissions}_always")
-            for kind in wanted:
-                chosen = next((o for o in options if o.get("kind") == kind), None)
-                if chosen is not None and "optionId" in chosen:
-                    outcome = {"outcome": "selected", "optionId": chosen["optionId"]}
-                    break
-        picked = outcome.get("optionId", "cancelled")
-        self.said(f"permission asked; answered {picked} (--permissions {self.permissions})", False)
-        return outcome
-
-    # --- files -----------------------------------------------------------------------
-
-    def _inside(self, method: str, params: dict[str, Any]) -> str:
-        """The real path ``params["path"]`` names, if it is inside the sandbox."""
-        path = params.get("path")
-        if not isinstance(path, str) or not os.path.isabs(path) or "\x00" in path:
-            raise ServiceError(INVALID_PARAMS, "Invalid params: path must be an absolute path")
-        real = os.path.realpath(path)
-        if os.path.commonpath([real, str(self.sandbox)]) != str(self.sandbox):
-            self.said(f"refused {method} outside the sandbox: {path}")
-            raise ServiceError(INVALID_PARAMS, f"{path} is outside the client's sandbox")
-        return real
-
-    def read_text_file(self, params: dict[str, Any]) -> str:
-        real = self._inside("fs/read_text_file", params)
-        try:
-            # (not waiting on a named pipe's writer; a pipe or a device is no text file)
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            with open(fd, "rb") as file:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise ServiceError(INVALID_PARAMS, f"{params['path']} is not a regular file")
-                data = file.read(READ_LIMIT + 1)
-        except OSError as exc:
-            raise ServiceError(INTERNAL_ERROR, f"cannot read: {exc.strerror}") from None
-        if len(data) > READ_LIMIT:
-            raise ServiceError(INTERNAL_ERROR, f"file larger than {READ_LIMIT} bytes")
-        text = data.decode("utf-8", errors="replace")
-        line, limit = params.get("line"), params.get("limit")
-        if isinstance(line, int) or isinstance(limit, int):
-            lines = text.splitlines(keepends=True)
-            start = max(line - 1, 0) if isinstance(line, int) else 0
-            end = start + limit if isinstance(limit, int) else None
-            text = "".join(lines[start:end])
-        self.said(f"read {params['path']} for the agent")
-        return text
-
-    def write_text_file(self, params: dict[str, Any]) -> None:
-        real = self._inside("fs/write_text_file", params)
-        content = params.get("content")
-        if not isinstance(content, str):
-            raise ServiceError(INVALID_PARAMS, "Invalid params: content must be a string")
-        try:
-            fd = open_output(real)
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.write(content)
-        except OSError as exc:
-            raise ServiceError(INTERNAL_ERROR, f"cannot write: {exc.strerror}") from None
-        self.said(f"wrote {params['path']} for the agent")
-
-    # --- terminals (only with allow_terminal) ------------------------------------------
-
-    def terminal(self, method: str, params: dict[str, Any]) -> Any:
-        if method == "terminal/create":
-            return {"terminalId": self._create(params)}
-        terminal = self._terminals.get(params.get("terminalId"))  # type: ignore[arg-type]
-        if terminal is None:
-            raise ServiceError(INVALID_PARAMS, "Invalid params: no such terminal")
-        if method == "terminal/output":
-            return terminal.output()
-        if method == "terminal/wait_for_exit":
-            return terminal.exit_status(wait=True)
-        if method == "terminal/kill":
-            terminal.kill()
-            return {}
-        if method == "terminal/release":
-            terminal.kill()
-            self._terminals.pop(params["terminalId"], None)
-            return {}
-        raise ServiceError(METHOD_NOT_FOUND, f"Method not found: {method}")
-
-    def _create(self, params: dict[str, Any]) -> str:
-        command, args = params.get("command"), params.get("args") or []
-        if not isinstance(command, str) or not all(isinstance(a, str) for a in args):
-            raise ServiceError(INVALID_PARAMS, "Invalid params: command and args are strings")
-        cwd = str(self.sandbox)
-        if params.get("cwd") is not None:
-            cwd = self._inside("terminal/create", {"path": params["cwd"]})
-        env = dict(os.environ)
-        for item in params.get("env") or []:
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                env[item["name"]] = str(item.get("value", ""))
-        limit = params.get("outputByteLimit")
-        argv = [command, *args]
-        self.said(f"RUNNING A COMMAND FOR THE AGENT (--allow-terminal) in {cwd}: {argv}")
-        try:
-            terminal = _Terminal(argv, cwd, env, limit if isinstance(limit, int) else None)
-        except OSError as exc:
-            raise ServiceError(INTERNAL_ERROR, f"cannot run {command}: {exc.strerror}") from None
-        self.ran.append(argv)
-        terminal_id = f"term_{next(self._ids)}"
-        self._terminals[terminal_id] = terminal
-        return terminal_id
-
-    def close(self) -> None:
-        """Every command still running for the agent, killed."""
-        for terminal in list(self._terminals.values()):
-            terminal.kill()
-        self._terminals.clear()
-
-
-class _Terminal:
-    """A command run for the agent: its own process group, its output kept (the last
-    ``limit`` bytes), in the sandbox."""
-
-    def __init__(self, argv: list[str], cwd: str, env: dict[str, str], limit: int | None) -> None:
-        self.process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            process_group=0,
-        )
-        self.limit = limit if limit is not None else 1 << 20
-        self.data = bytearray()
-        self.truncated = False
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        out = self.process.stdout
-        assert out is not None
-        while chunk := os.read(out.fileno(), CHUNK):
-            with self.lock:
-                self.data += chunk
-                if len(self.data) > self.limit:
-                    del self.data[: len(self.data) - self.limit]
-                    self.truncated = True
-        out.close()
-
-    def exit_status(self, wait: bool = False) -> dict[str, Any]:
-        code = self.process.wait() if wait else self.process.poll()
-        if wait:
-            self.reader.join(5)
-        if code is None:
-            return {}
-        if code < 0:
-            return {"exitCode": None, "signal": signal.Signals(-code).name}
-        return {"exitCode": code, "signal": None}
-
-    def output(self) -> dict[str, Any]:
-        status = self.exit_status()
-        with self.lock:
-            text = self.data.decode("utf-8", errors="replace")
-        result: dict[str, Any] = {"output": text, "truncated": self.truncated}
-        if status:
-            result["exitStatus"] = status
-        return result
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            signal_group(self.process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(5)
-
-
-class _Collecting(Validator):
-    """The validator ``run`` uses, keeping every finding for the front-end as well (and
-    handing each to ``on_finding``, in the loop's thread, as it is found)."""
-
-    def __init__(self, on_finding: Callable[[Violation], None] | None) -> None:
-        super().__init__()
-        self.found: list[Violation] = []
-        self.on_finding = on_finding
-
-    def check(self, message: Message) -> list[Violation]:
-        return self._keep(super().check(message))
-
-    def end(self) -> list[Violation]:
-        return self._keep(super().end())
-
-    def _keep(self, findings: list[Violation]) -> list[Violation]:
-        if len(self.found) < MAX_FINDINGS:
-            self.found.extend(findings)
-        if self.on_finding is not None:
-            for finding in findings:
-                with contextlib.suppress(Exception):
-                    self.on_finding(finding)
-        return findings
-
-
-#: What is queued even when the queue is full: what a front-end waits for or must answer.
-_KEPT = frozenset({Kind.REQUEST, Kind.RESPONSE})
+#: The agent's requests that may wait long (for the user; for a command to exit): each in
+#: a thread of its own, never holding up the worker that serves the others in order.
+_WAITING = frozenset({"session/request_permission", "terminal/wait_for_exit"})
 
 #: What :meth:`Client.next_event` finds in its queue once the agent is gone.
 _GONE = object()
+
+
+class _Events:
+    """The events waiting for the front-end, in order, and their size: a deque and a
+    condition (the loop thread appends, the front-end takes)."""
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._ready = threading.Condition(threading.Lock())
+        #: Bytes of the frames waiting.
+        self.size = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, item: Any, size: int = 0) -> None:
+        with self._ready:
+            self._items.append(item)
+            self.size += size
+            self._ready.notify()
+
+    def get(self, timeout: float) -> Any:
+        """The first item, waited for up to ``timeout`` seconds (``queue.Empty``)."""
+        with self._ready:
+            if not self._items and not self._ready.wait_for(lambda: self._items, timeout):
+                raise queue.Empty
+            item = self._items[0]
+            if item is not _GONE:  # (the end stays: every later wait finds it)
+                self._items.popleft()
+                if isinstance(item, Event):
+                    self.size -= len(item.frame.raw)
+            return item
+
+
+class _Outbox:
+    """The relay's client side, as a :class:`~acp_proxy.live.pipes.Feed`: what the
+    front-end (any thread) writes to the agent, handed to the pump in the loop, in order.
+    While the pump is paused (the agent's stdin is full) it waits here, counted
+    (:attr:`waiting`: the answers the agent has not read)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._items: deque[bytes] = deque()
+        self._changed = threading.Condition(threading.Lock())
+        self.waiting = 0
+        self._paused = False
+        self._on_data: Callable[[bytes], None] | None = None
+        self._ended = False
+
+    # --- any thread
+
+    def put(self, data: bytes) -> bool:
+        """``data`` queued for the agent; False once the end was queued or delivered."""
+        with self._changed:
+            if self._ended:
+                return False
+            self._items.append(data)
+            self.waiting += len(data)
+        try:
+            self._loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop has ended
+            return False
+        return True
+
+    def end(self) -> None:
+        """The end of the client's stream, after what is queued."""
+        with self._changed:
+            if self._ended:
+                return
+            self._ended = True
+            self._items.append(b"")
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._deliver)
+
+    def wait_below(self, limit: int, stop: Callable[[], bool]) -> None:
+        """Until fewer than ``limit`` bytes wait for the agent, or ``stop()``."""
+        with self._changed:
+            while self.waiting >= limit and not stop():
+                self._changed.wait(0.1)
+
+    # --- the loop: the Feed the pump reads
+
+    def start(self, on_data: Callable[[bytes], None]) -> None:
+        self._on_data = on_data
+        self._deliver()
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        self._deliver()
+
+    def stop(self) -> None:
+        self._on_data = None
+
+    def _deliver(self) -> None:
+        while not self._paused and self._on_data is not None:
+            with self._changed:
+                if not self._items:
+                    return
+                data = self._items.popleft()
+                self.waiting -= len(data)
+                self._changed.notify_all()
+            self._on_data(data)
+
+    def cut(self) -> None:
+        """The agent did not read what waits within the grace: dropped, the end delivered
+        (the session is over; the agent is being stopped)."""
+        with self._changed:
+            self._items.clear()
+            self.waiting = 0
+            self._ended = True
+            self._changed.notify_all()
+        if self._on_data is not None:
+            self._on_data(b"")
+
+
+class _Inbox:
+    """The relay's sink for the agent's bytes: they are not written anywhere (the front-end
+    gets the observer's events instead), but the pump asks it whether to go on reading:
+    not while the front-end is behind (:meth:`Client._behind`)."""
+
+    def __init__(self, client: Client, loop: asyncio.AbstractEventLoop) -> None:
+        self._client = client
+        self._loop = loop
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    @property
+    def backlogged(self) -> bool:
+        return not self._closed and self._client._behind()
+
+    async def drain(self) -> None:
+        while self.backlogged:
+            self._waiter = self._loop.create_future()
+            await self._waiter
+
+    def wake(self) -> None:
+        """(The loop) the front-end caught up, or the session ends."""
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def close(self) -> None:
+        self._closed = True
+        self.wake()
+
+
+class _ToFrontEnd(Addon):
+    """The client core's part of the chain: each frame, parsed and modelled once, handed
+    to the client (:meth:`Client._seen`), with its findings; the end's findings too."""
+
+    name = "the client core"
+    parses = True
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def frame(self, seen: Seen) -> bytes | None:
+        self._client._seen(seen)
+        return None
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        self._client._found(findings)
 
 
 @dataclass
@@ -563,6 +469,8 @@ class _Loop:
     loop: asyncio.AbstractEventLoop | None = None
     ready: threading.Event = field(default_factory=threading.Event)
     result: RelayResult | None = None
+    outbox: _Outbox | None = None
+    inbox: _Inbox | None = None
 
 
 class Client:
@@ -588,12 +496,17 @@ class Client:
                 if event.kind is Kind.RESPONSE and event.value.get("id") == turn.id:
                     break
         client.recording  # where it went
+
+    ``services=None``: the front-end answers the agent's requests itself (:meth:`send_raw`).
+    ``both_sides``: the client's own frames are events too, in wire order (``chat``'s
+    conversation view draws both). ``log_findings``: each finding logged as ``run`` logs it
+    (``replay --as client``; the others show findings their own way).
     """
 
     def __init__(
         self,
         agent: Agent,
-        services: Services,
+        services: Services | None,
         log: Logger,
         *,
         record: str | None = None,
@@ -601,26 +514,35 @@ class Client:
         grace: float = 2.0,
         stderr: Callable[[bytes], None] | None = None,
         on_finding: Callable[[Violation], None] | None = None,
+        both_sides: bool = False,
+        log_findings: bool = False,
     ) -> None:
         self.agent = agent
-        self.services = services
+        self._services = services
         self.grace = grace
         self._log = log
         self._on_stderr = stderr
-        pid = agent.pid
+        self._on_finding = on_finding
+        self._both_sides = both_sides
         self.recorder: Recorder = (
-            Recorder(None, log) if no_record else session_recorder(record, log, agent.argv, pid)
+            Recorder(None, log)
+            if no_record
+            else session_recorder(record, log, agent.argv, agent.pid)
         )
-        self.validator = _Collecting(on_finding)
-        #: The seq of each frame the agent wrote, for its event (see :meth:`_dispatch`).
-        self._numbering = NumberAgentFrames()
-        # run's chain less the findings log (the front-end shows the findings) and notices
+        self.validator = Validator()
+        # run's chain, less the notices; the findings log only if asked
         addons: list[Addon] = [LiveLog(log)]
         if self.recorder.active:
             addons.append(Save(self.recorder, log))
-        addons.append(self._numbering)
+        if log_findings:
+            addons.append(LogFindings(log))
+        addons.append(_ToFrontEnd(self))
         self.observer = Observer(self.recorder, log, self.validator, addons=addons)
         self._recorded = self.recorder.active
+        #: Every error, and up to :data:`MAX_FINDINGS` of the other findings.
+        self._findings: list[Violation] = []
+        #: Every finding counted by level (``error``, ``warning``, ``info``).
+        self.counts: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
         self._pending_lock = threading.Lock()
@@ -628,32 +550,29 @@ class Client:
         self._ended = False
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
-        #: How many of the agent's requests are being answered (``close`` lets them finish).
+        #: How many of the agent's requests are being answered.
         self._serving = 0
         self._served = threading.Condition()
-        self._events: queue.Queue[Any] = queue.Queue()
-        #: Notifications of a flood left out of the full queue (see :data:`MAX_EVENTS`).
-        self.dropped = 0
+        self._work: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._events = _Events()
+        #: Whether the relay stopped reading the agent until the front-end catches up.
+        self._throttled = False
         self._stderr = bytearray()
-        self._framer = Framer(frame_cap(log))  # a line past the cap is read in its beginning
         self._state = _Loop()
-        self._closed = False
         self._finished: RelayResult | None = None
-        # The relay's client side: it reads what we write to `_to_relay`, and writes the
-        # agent's bytes to `_relay_out`, which we read from `_from_relay`.
-        self._relay_in, to_relay = os.pipe()
-        self._from_relay, self._relay_out = os.pipe()
-        for fd in (self._relay_in, to_relay, self._from_relay, self._relay_out):
-            os.set_inheritable(fd, False)
-        os.set_blocking(self._from_relay, False)
-        self._to_relay_fd = to_relay
-        self._to_relay: FdSink | None = None  # made in the loop (a sink belongs to one)
+        if services is not None:
+            self._worker = threading.Thread(target=self._work_loop, name="acp-proxy services")
+            self._worker.daemon = True
+            self._worker.start()
         self._thread = threading.Thread(target=self._run, name="acp-proxy client", daemon=True)
         self._thread.start()
         self._state.ready.wait()
 
     @classmethod
-    def start(cls, argv: Sequence[str], services: Services, log: Logger, **options: Any) -> Client:
+    def start(
+        cls, argv: Sequence[str], services: Services | None, log: Logger, **options: Any
+    ) -> Client:
         """Start ``argv`` (in its own process group) and relay it (see the class)."""
         agent = start_agent(list(argv))
         try:
@@ -663,6 +582,13 @@ class Client:
             raise
 
     # --- the front-end's side -------------------------------------------------------------
+
+    @property
+    def services(self) -> Services:
+        """What answers the agent's requests (a client started with none has none)."""
+        if self._services is None:
+            raise AttributeError("this client answers no request of the agent's: no services")
+        return self._services
 
     @property
     def recording(self) -> Path | None:
@@ -676,8 +602,9 @@ class Client:
 
     @property
     def findings(self) -> list[Violation]:
-        """Every finding of the validator so far (the end's too, once closed)."""
-        return list(self.validator.found)
+        """Every error the validator found so far (the end's too, once closed), and up to
+        :data:`MAX_FINDINGS` of its other findings (:attr:`counts` counts them all)."""
+        return list(self._findings)
 
     @property
     def returncode(self) -> int | None:
@@ -704,8 +631,12 @@ class Client:
                 pending._future.set_exception(self.gone())
                 return pending
             self._pending[request_id] = pending
-        if method == "session/prompt" and isinstance(params, dict):
-            self.services.prompted(str(params.get("sessionId")))
+        session = params.get("sessionId") if isinstance(params, dict) else None
+        if self._services is not None and isinstance(session, str):
+            if method == "session/prompt":
+                self._services.prompted(session)
+            elif method == "session/close":
+                self._services.session_closed(session)
         self._send(message)
         return pending
 
@@ -719,53 +650,54 @@ class Client:
         if params is not None:
             message["params"] = params
         with self._order:  # a permission answer decided before it is sent before it
-            if method == "session/cancel" and isinstance(params, dict):
-                self.services.cancelled(str(params.get("sessionId")))
+            if method == "session/cancel" and isinstance(params, dict) and self._services:
+                self._services.cancelled(str(params.get("sessionId")))
             self._send(message)
 
     def send_raw(self, line: bytes) -> bool:
-        """Write ``line`` (one frame, with its newline) to the agent as it is."""
-        loop = self._state.loop
-        if loop is None or loop.is_closed():
-            return False
-        try:
-            loop.call_soon_threadsafe(self._write, line)
-        except RuntimeError:  # the loop has ended: the agent is gone
-            return False
-        return True
+        """Write ``line`` (frames, each with its newline) to the agent as it is; False
+        once the client's stream has ended."""
+        outbox = self._state.outbox
+        return outbox is not None and outbox.put(line)
 
     def next_event(self, timeout: float) -> Event:
-        """The next frame the agent wrote, waited for up to ``timeout`` seconds. Raises
+        """The next frame of the session, waited for up to ``timeout`` seconds. Raises
         :class:`TimedOut`, or :class:`AgentGone` once everything it wrote was taken."""
         try:
-            item = self._events.get(timeout=max(timeout, 0.0))
+            item = self._events.get(max(timeout, 0.0))
         except queue.Empty:
             raise TimedOut("message from the agent", timeout) from None
         if item is _GONE:
-            self._events.put(_GONE)
             raise self.gone()
+        if self._throttled and not self._behind(low=True):
+            self._throttled = False
+            self._wake()
         event: Event = item
         return event
 
     def close(self) -> RelayResult:
-        """Close the agent's stdin, wait for it to exit (as ``run`` does: grace, SIGTERM,
-        grace, SIGKILL), kill what runs for it, and finish the recording. Idempotent."""
+        """Close the agent's stdin once what was written to it has gone (a grace at most),
+        wait for it to exit (as ``run`` does: grace, SIGTERM, grace, SIGKILL), kill what
+        runs for it, and finish the recording. Idempotent."""
         if self._finished is not None:
             return self._finished
         with self._served:  # answers under way go out first (a file read said as done is)
             self._served.wait_for(lambda: self._serving == 0 or self._ended, ANSWERS_GRACE)
-        self._closed = True
-        loop = self._state.loop
-        if loop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                asyncio.run_coroutine_threadsafe(self._drain_then_close(), loop)
+        loop, outbox = self._state.loop, self._state.outbox
+        if loop is not None and outbox is not None:
+            outbox.end()
+            with contextlib.suppress(RuntimeError):  # (the loop has ended already)
+                loop.call_soon_threadsafe(loop.call_later, self.grace, outbox.cut)
+        self._work.put(None)
         self._thread.join(3 * self.grace + 5)
         if self._thread.is_alive():  # the relay did not end in time: no waiting on it
             self.agent.kill()
             self._thread.join(5)
-        self.services.close()
+        if self._services is not None:
+            self._services.close()
         result = self._state.result or RelayResult(self.agent.process.poll(), "client stopped")
         self.observer.finish(result.returncode, result.reason)
+        self.agent.release()
         self._finished = result
         return result
 
@@ -775,30 +707,29 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # --- back-pressure ---------------------------------------------------------------------
+
+    def _behind(self, low: bool = False) -> bool:
+        """Whether the front-end or the services are behind: the relay stops reading the
+        agent until they are not (``low``: caught up to half the bounds, to go on)."""
+        divisor = 2 if low else 1
+        return (
+            len(self._events) >= MAX_EVENTS // divisor
+            or self._events.size >= MAX_EVENT_BYTES // divisor
+            or self._serving >= MAX_SERVING // divisor
+        )
+
+    def _wake(self) -> None:
+        """(Any thread) the relay may read the agent again."""
+        loop, inbox = self._state.loop, self._state.inbox
+        if loop is not None and inbox is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(inbox.wake)
+
     # --- the loop thread's side ------------------------------------------------------------
 
     def _send(self, message: dict[str, Any]) -> bool:
         return self.send_raw(orjson.dumps(message) + b"\n")
-
-    def _write(self, data: bytes) -> None:
-        if self._to_relay is not None:
-            with contextlib.suppress(OSError):
-                self._to_relay.write(data)
-
-    async def _drain_then_close(self) -> None:
-        """The agent's stdin closes once what was written to it has gone (an answer of
-        megabytes waits in the pipe while the agent reads), for a grace at most."""
-        sink = self._to_relay
-        if sink is not None:
-            with contextlib.suppress(OSError, TimeoutError):
-                await asyncio.wait_for(sink.drain(), self.grace)
-        self._close_stdin()
-
-    def _close_stdin(self) -> None:
-        """The agent's stdin closes (the relay sees the end of the client's stream)."""
-        if self._to_relay is not None:
-            self._to_relay.close()
-            self._to_relay = None
 
     def _run(self) -> None:
         with contextlib.suppress(Exception), asyncio.Runner(loop_factory=event_loop) as runner:
@@ -807,18 +738,18 @@ class Client:
 
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
-        self._state.loop = loop
-        self._to_relay = FdSink(self._to_relay_fd)
-        loop.add_reader(self._from_relay, self._readable)
-        self._state.ready.set()
+        state = self._state
+        state.loop = loop
+        state.outbox = _Outbox(loop)
+        state.inbox = _Inbox(self, loop)
+        state.ready.set()
         try:
-            self._state.result = await relay(
+            state.result = await relay(
                 self.agent,
                 self.observer,
                 self._log,
                 grace=self.grace,
-                stdin_fd=self._relay_in,
-                stdout_fd=self._relay_out,
+                client=(state.outbox, state.inbox),
                 stderr=self._stderr_data,
                 agent_eof=self._agent_stdout_closed,
             )
@@ -826,14 +757,9 @@ class Client:
             self.agent.kill()
             with contextlib.suppress(Exception):
                 self._log.exception("the client's relay failed; the agent was stopped")
-            self._state.result = RelayResult(self.agent.process.poll(), f"relay failed: {exc!r}")
+            state.result = RelayResult(self.agent.process.poll(), f"relay failed: {exc!r}")
         finally:
-            loop.remove_reader(self._from_relay)
             self._agent_closed_stdout()
-            for fd in (self._relay_in, self._relay_out, self._from_relay):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            self._close_stdin()
 
     def _agent_stdout_closed(self) -> None:
         """The agent's stdout closed. One that exits with it is said when the relay ends
@@ -854,13 +780,10 @@ class Client:
 
     def _agent_closed_stdout(self) -> None:
         """Nothing more can come from the agent (its stdout closed, or the relay ended):
-        what the relay wrote last is read, every request waiting fails, and the front-end
-        learns it at its next event (the agent may still run: closing stops it). Once."""
+        every request waiting fails, and the front-end learns it once it has taken every
+        event before (the agent may still run: closing stops it). Once."""
         if self._ended:
             return
-        self._readable()
-        for frame in self._framer.feed(b""):
-            self._dispatch(frame)
         gone = self.gone()
         with self._pending_lock:
             self._ended = True
@@ -880,53 +803,75 @@ class Client:
             with contextlib.suppress(Exception):
                 self._on_stderr(data)
 
-    def _readable(self) -> None:
-        while True:
-            try:
-                data = os.read(self._from_relay, CHUNK)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
-            if not data:
-                return
-            for frame in self._framer.feed(data):
-                self._dispatch(frame)
+    def _found(self, findings: Iterable[Violation]) -> None:
+        """(The loop) findings: every error kept, the others up to a bound; all counted
+        and handed to ``on_finding``."""
+        for finding in findings:
+            self.counts[finding.level] += 1
+            if finding.level == "error" or len(self._findings) < MAX_FINDINGS:
+                self._findings.append(finding)
+            if self._on_finding is not None:
+                with contextlib.suppress(Exception):
+                    self._on_finding(finding)
 
-    def _dispatch(self, frame: Frame) -> None:
-        seqs = self._numbering.seqs
-        seq = seqs.popleft() if seqs else None
-        value = frame.value if frame.is_json else None
-        event = Event(value, bytes(frame.raw), seq, frame.is_json, frame.terminated)
-        kind = event.kind
-        if kind not in _KEPT and self._events.qsize() >= MAX_EVENTS:
-            self.dropped += 1  # a flood nobody reads: recorded, not queued
+    def _seen(self, seen: Seen) -> None:
+        """(The loop) one frame observed: its findings kept, a response handed to the
+        request waiting for it, the agent's request to the services, the event queued."""
+        if seen.findings:
+            self._found(seen.findings)
+        side = seen.side
+        if side is Side.CLIENT and not self._both_sides:
             return
-        if kind is Kind.RESPONSE and isinstance(value, dict):
+        frame = seen.frame
+        if not isinstance(frame.raw, bytes):  # (a view of the read: not to be kept)
+            frame = Frame(bytes(frame.raw), frame.value, frame.error, frame.terminated)
+        event = Event(frame, seen.seq, seen.message, side)
+        kind = event.kind
+        value = event.value
+        if side is Side.AGENT and kind is Kind.RESPONSE:
             request_id = value.get("id")
             with self._pending_lock:
                 pending = self._pending.pop(request_id, None) if type(request_id) is int else None
             if pending is not None and not pending.done():
-                pending._future.set_result(Reply(pending.method, value, seq))
-        self._events.put(event)
-        if kind is Kind.REQUEST:
+                pending._future.set_result(Reply(pending.method, value, seen.seq))
+        self._events.put(event, len(frame.raw))
+        if side is Side.AGENT and kind is Kind.REQUEST and self._services is not None:
             with self._served:
                 self._serving += 1
-            threading.Thread(target=self._answer, args=(value,), daemon=True).start()
+            if value["method"] in _WAITING:
+                threading.Thread(target=self._answer, args=(value,), daemon=True).start()
+            else:
+                self._work.put(value)
+        if not self._throttled and self._behind():
+            self._throttled = True
+
+    def _work_loop(self) -> None:
+        """The services' worker: the agent's requests in order, each once the answers
+        before it are read (at most :data:`ANSWER_BUDGET` bytes wait for the agent)."""
+        while (request := self._work.get()) is not None:
+            outbox = self._state.outbox
+            if outbox is not None:
+                outbox.wait_below(ANSWER_BUDGET, lambda: self._ended)
+            self._answer(request)
 
     def _answer(self, request: dict[str, Any]) -> None:
         try:
-            self._serve(request)
+            if not self._ended:
+                self._serve(request)
         finally:
             with self._served:
                 self._serving -= 1
                 self._served.notify_all()
+            if self._throttled and not self._behind(low=True):
+                self._throttled = False
+                self._wake()
 
     def _serve(self, request: dict[str, Any]) -> None:
-        """Answer one of the agent's requests (in a worker thread: a service may block)."""
+        """Answer one of the agent's requests (off the loop: a service may block)."""
+        services = self.services
         method = request["method"]
         try:
-            answer: dict[str, Any] = {"result": self.services.answer(method, request.get("params"))}
+            answer: dict[str, Any] = {"result": services.answer(method, request.get("params"))}
         except ServiceError as exc:
             answer = {"error": {"code": exc.code, "message": exc.message}}
         except Exception as exc:  # a bug in a service: the agent still gets an answer
@@ -934,7 +879,7 @@ class Client:
         with self._order:
             params = request.get("params")
             session = params.get("sessionId") if isinstance(params, dict) else None
-            if method == "session/request_permission" and self.services.is_cancelled(session):
+            if method == "session/request_permission" and services.is_cancelled(session):
                 # cancelled while the answer was made: once cancelled, the answer is that
                 answer = {"result": {"outcome": {"outcome": "cancelled"}}}
             self._send({"jsonrpc": "2.0", "id": request["id"], **answer})

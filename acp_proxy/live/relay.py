@@ -33,7 +33,6 @@ from acp_proxy.live.pipes import (
     FdSource,
     Feed,
     Sink,
-    ThreadFeed,
     ignore,
     open_sink,
     open_source,
@@ -268,17 +267,20 @@ async def relay(
     stdout_fd: int = 1,
     stderr: Callable[[bytes], None] | None = None,
     agent_eof: Callable[[], None] | None = None,
+    client: tuple[Feed, Sink] | None = None,
 ) -> RelayResult:
     """Relay stdin/stdout to an agent already started (:func:`~acp_proxy.live.spawn.start_agent`)
     until the session ends. ``stderr``: where the agent's stderr goes besides the transcript
     (default: to ours, byte for byte; the client core keeps it, to show it escaped).
     ``agent_eof``: called once the agent closed its stdout and all it wrote has gone out
-    (the client core: nothing more can answer it, though the agent may still run)."""
+    (the client core: nothing more can answer it, though the agent may still run).
+    ``client``: the client's side in this process instead of ``stdin_fd`` and ``stdout_fd``
+    (the client core: a feed it writes to, a sink that says when it is behind)."""
     proc = agent.process
     log.info("agent started", pid=proc.pid, argv=agent.argv)
     session = _Session(agent, observer, log, grace, stderr or _to_our_stderr, agent_eof)
     try:
-        await session.open(stdin_fd, stdout_fd)
+        await session.open(stdin_fd, stdout_fd, client)
         await session.until_exit()
         await session.wind_down()
     finally:
@@ -303,6 +305,7 @@ class _Session:
         stderr: Callable[[bytes], None],
         agent_eof: Callable[[], None] | None = None,
     ) -> None:
+        self.agent = agent
         self.proc = agent.process
         self.pass_stderr = stderr
         self.observer = observer
@@ -317,7 +320,7 @@ class _Session:
         self.agent_in = FdSink(agent_in)
         self.agent_out = FdSource(agent_out)
         self.agent_err = FdSource(agent_err)
-        self.client_in: FdSource | ThreadFeed | None = None
+        self.client_in: Feed | None = None
         self.client_out: Sink | None = None
         self.blocking: list[tuple[int, bool | None]] = []
         self.tasks: list[asyncio.Task[Any]] = []
@@ -325,23 +328,32 @@ class _Session:
         self.draining: asyncio.Task[None] | None = None
         self.agent_eof = agent_eof
 
-    async def open(self, stdin_fd: int, stdout_fd: int) -> None:
-        """Signals passed on to the agent; the client's pipes opened; the pumps started."""
-        for sig in _FORWARDED_SIGNALS:
-            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                self.loop.add_signal_handler(sig, self.forward, sig)
-        self.blocking = [(fd, _blocking(fd)) for fd in (stdin_fd, stdout_fd)]
-        self.client_in = await open_source(stdin_fd)
-        self.client_out = await open_sink(stdout_fd)
-        to_client = ClientSink(self.client_out)
+    async def open(
+        self, stdin_fd: int, stdout_fd: int, client: tuple[Feed, Sink] | None = None
+    ) -> None:
+        """Signals passed on to the agent (``run``: the client core's thread has none); the
+        client's pipes opened (or its in-process ends taken); the pumps started."""
+        to_client: Sink
+        if client is None:
+            for sig in _FORWARDED_SIGNALS:
+                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                    self.loop.add_signal_handler(sig, self.forward, sig)
+            self.blocking = [(fd, _blocking(fd)) for fd in (stdin_fd, stdout_fd)]
+            self.client_in = await open_source(stdin_fd)
+            self.client_out = await open_sink(stdout_fd)
+            to_client = splicing = ClientSink(self.client_out)
+            add: Callable[[bytes], None] = splicing.add
+        else:
+            self.client_in, self.client_out = client
+            to_client, add = self.client_out, ignore  # (no notices: the client is us)
         observer = self.observer
         cap = frame_cap(self.log)
         self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer, self.pass_stderr))
         self.c2a = asyncio.create_task(
-            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, to_client.add, cap)
+            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, add, cap)
         )
         self.a2c = asyncio.create_task(
-            _pump(self.agent_out, to_client, Side.AGENT, observer, to_client.add, cap)
+            _pump(self.agent_out, to_client, Side.AGENT, observer, add, cap)
         )
         self.exited = asyncio.create_task(_exited(self.proc))
         self.tasks = [self.c2a, self.a2c, self.stderr]
@@ -426,14 +438,16 @@ class _Session:
     def close(self) -> None:
         """Signals back to the loop; the agent killed if it is still there; every pipe
         closed; the terminal's blocking mode as it was."""
-        for sig in _FORWARDED_SIGNALS:
-            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                self.loop.remove_signal_handler(sig)
+        if self.blocking:  # (run's: the client core added no handler)
+            for sig in _FORWARDED_SIGNALS:
+                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                    self.loop.remove_signal_handler(sig)
         for task in self.tasks:  # only when opening or relaying failed half-way
             if not task.done():
                 task.cancel()
         if self.proc.poll() is None:
             signal_group(self.proc.pid, signal.SIGKILL)
+        self.agent.release()  # what is left of its group is stopped (a wrapper's child)
         if self.client_out is not None:
             self.client_out.close()
         self.agent_in.close()

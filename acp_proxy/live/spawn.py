@@ -17,8 +17,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
-__all__ = ["Agent", "AgentNotExecutable", "AgentNotFound", "start_agent"]
+__all__ = [
+    "Agent",
+    "AgentNotExecutable",
+    "AgentNotFound",
+    "Watchdog",
+    "signal_group",
+    "start_agent",
+]
 
 
 class AgentNotFound(Exception):
@@ -33,7 +41,7 @@ class Agent:
     """A started agent, and the proxy's ends of its pipes (not inherited by children),
     which whoever relays takes over (:meth:`take`)."""
 
-    __slots__ = ("_taken", "argv", "process", "stderr", "stdin", "stdout")
+    __slots__ = ("_taken", "argv", "process", "stderr", "stdin", "stdout", "watchdog")
 
     def __init__(
         self,
@@ -48,6 +56,8 @@ class Agent:
         #: Where the proxy writes the agent's stdin, and reads its stdout and stderr.
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self._taken = False
+        #: What stops the agent's process group if the proxy dies (:class:`Watchdog`).
+        self.watchdog = Watchdog.start(process.pid)
 
     @property
     def pid(self) -> int:
@@ -58,6 +68,13 @@ class Agent:
         self._taken = True
         return self.stdin, self.stdout, self.stderr
 
+    def release(self) -> None:
+        """The session is over: what is left of the agent's process group (a child of a
+        wrapper script, one that ignored SIGTERM) gets SIGTERM, then SIGKILL after a grace,
+        from the watchdog, which ends with it. Idempotent."""
+        if self.watchdog is not None:
+            self.watchdog.release()
+
     def kill(self) -> None:
         """Stop it at once (its whole process group) and reap it; close the pipes unless
         they were taken. For when the proxy fails before or outside the relay, which
@@ -66,6 +83,7 @@ class Agent:
             signal_group(self.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
+        self.release()
         if not self._taken:
             self._taken = True
             _close(self.stdin, self.stdout, self.stderr)
@@ -104,6 +122,65 @@ def start_agent(argv: list[str]) -> Agent:
     finally:
         _close(child_in, child_out, child_err)
     return Agent(list(argv), process, agent_in, agent_out, agent_err)
+
+
+#: What the watchdog runs: it ignores the signals a terminal or the proxy's stop sends its
+#: group, waits for the end of its stdin (the proxy closed it, or died: the kernel closes it
+#: then), and stops the group. It is a member of the group it watches, so the group's id
+#: cannot be reused by another process before it is done.
+_WATCHDOG = (
+    'trap "" INT HUP TERM QUIT; read _; kill -TERM "-$1" 2>/dev/null; sleep "$2"; '
+    'kill -KILL "-$1" 2>/dev/null'
+)
+
+#: Seconds between the watchdog's SIGTERM and its SIGKILL.
+WATCHDOG_GRACE = 2
+
+
+class Watchdog:
+    """A small ``sh`` in a process group of ours that stops that group (SIGTERM, then
+    SIGKILL after :data:`WATCHDOG_GRACE` seconds) once its stdin ends: when the proxy
+    :meth:`release` s it, or when the proxy dies in any way, SIGKILL included (the
+    kernel closes the pipe's other end, which only the proxy holds). The parent-death
+    signal reaches only the agent itself; this reaches the whole group (a wrapper's
+    child, an agent that ignores SIGTERM, a command run in the background)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], pipe: int) -> None:
+        self._process = process
+        self._pipe: int | None = pipe
+
+    @classmethod
+    def start(cls, group: int) -> Watchdog | None:
+        """A watchdog over process group ``group`` (None: no ``sh`` to run it)."""
+        read_end, write_end = os.pipe()
+        os.set_inheritable(write_end, False)
+        argv = ["/bin/sh", "-c", _WATCHDOG, "acp-proxy-watchdog", str(group), str(WATCHDOG_GRACE)]
+        process = None
+        for joined in (group, 0):  # in the group it watches; else (it ended) its own
+            try:
+                process = subprocess.Popen(
+                    argv,
+                    stdin=read_end,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    process_group=joined,
+                )
+                break
+            except OSError:
+                continue
+        os.close(read_end)
+        if process is None:
+            os.close(write_end)
+            return None
+        return cls(process, write_end)
+
+    def release(self) -> None:
+        """Stop the group now (in the background: the proxy does not wait). Once."""
+        if self._pipe is None:
+            return
+        os.close(self._pipe)
+        self._pipe = None
+        threading.Thread(target=self._process.wait, name="acp-proxy watchdog", daemon=True).start()
 
 
 def signal_group(pid: int, sig: int) -> bool:
