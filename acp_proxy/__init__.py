@@ -91,7 +91,7 @@ module's own docstring says what it is for and what it promises.
     readers/stats.py         Stats
     readers/report.py        write_report (+ templates/report.html)
     readers/follow.py        follow_records
-    readers/replay.py        AgentReplay, ClientReplay, drive_agent, load_script
+    readers/replay.py        AgentReplay, ClientReplay, load_script: the replays, pure
     readers/compare.py       difference, Normalizer: what "the same" means (replay, diff)
     readers/diff.py          load, compare
     readers/catalog.py       list_sessions, search, prune
@@ -101,6 +101,7 @@ module's own docstring says what it is for and what it promises.
     readers/commands.py      show, validate, stats, diff, ls, search, report, replay...: options
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
+    drive/replay.py          drive_agent: replay --as client, over the client core
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
     drive/commands.py        probe, chat: their options
     devtools/                example_agent.py, demo.py, bench.py, commands.py (demo)
@@ -126,7 +127,7 @@ from acp_proxy.core.version import VERSION as __version__
 #: Each public name, and the module it lives in.
 _PUBLIC = {
     "AgentReplay": "acp_proxy.readers.replay",
-    "drive_agent": "acp_proxy.readers.replay",
+    "drive_agent": "acp_proxy.drive.replay",
     "load_script": "acp_proxy.readers.replay",
     "open_recording": "acp_proxy.transcript.reading",
     "read": "acp_proxy.readers.annotate",

@@ -147,7 +147,7 @@ def cli() -> None:
 
 for _command in (
     live_commands.run,
-    readers_commands.replay,
+    drive_commands.replay,
     readers_commands.report,
     readers_commands.redact,
     readers_commands.validate,

@@ -281,3 +281,42 @@ def _settle() -> None:
     """What exists now (modules, click, compiled checks) is never garbage: it leaves
     the cycle collector's scans."""
     gc.freeze()
+
+
+def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
+
+    def add(func: Any) -> Any:
+        func = click.option(
+            "--session",
+            "session_id",
+            metavar="ID",
+            help="The recorded session holding ACP session ID (as show --session ID); "
+            "a number is the older spelling of --connection (deprecated).",
+        )(func)
+        return click.option(
+            "--connection",
+            type=click.IntRange(min=1),
+            metavar="N",
+            help=f"Which recorded session of a file with several: 1 is the first{which}. "
+            "Default: 1.",
+        )(func)
+
+    return add
+
+
+def _connection(path: str, connection: int | None, session_id: str | None) -> int:
+    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
+    if session_id is None:
+        return connection or 1
+    if connection is not None:
+        raise click.UsageError("give --connection N or --session ID, not both")
+    if session_id.isdigit():
+        _deprecated(f"--session {session_id}", f"--connection {session_id}")
+        return int(session_id)
+    from acp_proxy.readers.annotate import connection_of
+
+    number = connection_of(path, session_id)
+    if number is None:
+        raise _Unreadable(f"{path} has no session {session_id}")
+    return number

@@ -61,7 +61,7 @@ from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
-from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, Seen
+from acp_proxy.live.addons import Addon, LiveLog, Save, Seen
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
@@ -499,8 +499,8 @@ class Client:
 
     ``services=None``: the front-end answers the agent's requests itself (:meth:`send_raw`).
     ``both_sides``: the client's own frames are events too, in wire order (``chat``'s
-    conversation view draws both). ``log_findings``: each finding logged as ``run`` logs it
-    (``replay --as client``; the others show findings their own way).
+    conversation view draws both). ``addons``: the front-end's own parts of the chain, after
+    the recorder (``replay --as client`` logs each finding as ``run`` does).
     """
 
     def __init__(
@@ -515,7 +515,7 @@ class Client:
         stderr: Callable[[bytes], None] | None = None,
         on_finding: Callable[[Violation], None] | None = None,
         both_sides: bool = False,
-        log_findings: bool = False,
+        addons: Iterable[Addon] = (),
     ) -> None:
         self.agent = agent
         self._services = services
@@ -530,14 +530,12 @@ class Client:
             else session_recorder(record, log, agent.argv, agent.pid)
         )
         self.validator = Validator()
-        # run's chain, less the notices; the findings log only if asked
-        addons: list[Addon] = [LiveLog(log)]
+        # run's chain, less the findings log and the notices, and what the front-end adds
+        chain: list[Addon] = [LiveLog(log)]
         if self.recorder.active:
-            addons.append(Save(self.recorder, log))
-        if log_findings:
-            addons.append(LogFindings(log))
-        addons.append(_ToFrontEnd(self))
-        self.observer = Observer(self.recorder, log, self.validator, addons=addons)
+            chain.append(Save(self.recorder, log))
+        chain += [*addons, _ToFrontEnd(self)]
+        self.observer = Observer(self.recorder, log, self.validator, addons=chain)
         self._recorded = self.recorder.active
         #: Every error, and up to :data:`MAX_FINDINGS` of the other findings.
         self._findings: list[Violation] = []

@@ -14,19 +14,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy.clihelp import (
-    EXIT_NOT_EXECUTABLE,
-    EXIT_NOT_FOUND,
-    NOT_A_RECORDING_PLACE,
     _cannot_write,
     _color_option,
     _colored,
+    _connection,
+    _connection_options,
     _deprecated,
     _env,
     _given,
-    _logging_options,
-    _not_stdout,
     _only_with,
-    _open_log,
     _output,
     _say,
     _Seconds,
@@ -34,207 +30,9 @@ from acp_proxy.clihelp import (
     _Unreadable,
 )
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.log import configure, get_logger
 
 if TYPE_CHECKING:
     from acp_proxy.readers.annotate import RecordingError
-
-
-class _Speed(click.ParamType):  # type: ignore[type-arg]
-    """A replay speed: 0 (as fast as possible), or a finite factor from 0.001 to 1,000,000."""
-
-    name = "factor"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        number = _Seconds(0.0, 1e6).convert(value, param, ctx)
-        if 0 < number < 1e-3:
-            self.fail(f"{value!r} is out of range: 0, or from 0.001 to 1000000", param, ctx)
-        return number
-
-
-def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
-
-    def add(func: Any) -> Any:
-        func = click.option(
-            "--session",
-            "session_id",
-            metavar="ID",
-            help="The recorded session holding ACP session ID (as show --session ID); "
-            "a number is the older spelling of --connection (deprecated).",
-        )(func)
-        return click.option(
-            "--connection",
-            type=click.IntRange(min=1),
-            metavar="N",
-            help=f"Which recorded session of a file with several: 1 is the first{which}. "
-            "Default: 1.",
-        )(func)
-
-    return add
-
-
-def _connection(path: str, connection: int | None, session_id: str | None) -> int:
-    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
-    if session_id is None:
-        return connection or 1
-    if connection is not None:
-        raise click.UsageError("give --connection N or --session ID, not both")
-    if session_id.isdigit():
-        _deprecated(f"--session {session_id}", f"--connection {session_id}")
-        return int(session_id)
-    from acp_proxy.readers.annotate import connection_of
-
-    number = connection_of(path, session_id)
-    if number is None:
-        raise _Unreadable(f"{path} has no session {session_id}")
-    return number
-
-
-@click.command()  # options after RECORDING too; after `--`, the agent's command is its own
-@click.option(
-    "--as",
-    "role",
-    type=click.Choice(["agent", "client"]),
-    default="agent",
-    show_default=True,
-    help="agent: the recording plays the agent, on our stdio. client: the recording plays the "
-    "client against AGENT.",
-)
-@click.option(
-    "--speed",
-    type=_Speed(),
-    default=1.0,
-    show_default=True,
-    help="As the agent: 2 plays twice as fast as recorded; 0 as fast as possible.",
-)
-@click.option(
-    "--match",
-    type=click.Choice(["exact", "method"]),
-    default="exact",
-    show_default=True,
-    help="As the agent: how a client message must match the recorded one. exact: same method "
-    "and params (without _meta); method: the method only.",
-)
-@_connection_options("")
-@click.option(
-    "--allow-client-actions",
-    "allow_actions",
-    is_flag=True,
-    help="As the agent: send the editor the recording's requests that act (write or read a "
-    "file, run a command...). Without it they are listed and withheld: the replay answers "
-    "them as recorded.",
-)
-@click.option(
-    "--ignore",
-    "ignore",
-    multiple=True,
-    metavar="PATH",
-    help="As the client: a field to leave out when comparing the agent's frames, e.g. "
-    "params.update.content.text (repeatable).",
-)
-@click.option(
-    "--ignore-update",
-    "ignore_updates",
-    multiple=True,
-    metavar="VARIANT",
-    help="As the client: leave session/update notifications of this kind out, recorded and "
-    "live, e.g. available_commands_update, which agents send whenever they like (repeatable).",
-)
-@click.option(
-    "--timeout",
-    type=_Seconds(open_low=True),
-    default=30.0,
-    show_default=True,
-    help="As the client: seconds to wait for an expected agent frame.",
-)
-@click.option(
-    "--record",
-    metavar="PATH",
-    callback=_not_stdout(NOT_A_RECORDING_PLACE),
-    help="As the client: record the new session there (as `run --record` does).",
-)
-@click.option(
-    "--junit",
-    metavar="FILE",
-    help="As the client: also write the divergences as JUnit XML (a failure each) to FILE "
-    "(-: stdout).",
-)
-@_logging_options
-@click.argument("recording", metavar="RECORDING")
-@click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARGS]...]")
-def replay(
-    role: str,
-    speed: float,
-    match: str,
-    connection: int | None,
-    session_id: str | None,
-    allow_actions: bool,
-    ignore: tuple[str, ...],
-    ignore_updates: tuple[str, ...],
-    timeout: float,
-    record: str | None,
-    junit: str | None,
-    log_file: str | None,
-    log_level: str,
-    log_format: str,
-    color: str,
-    recording: str,
-    agent: tuple[str, ...],
-) -> None:
-    """Play a recorded session: as the agent (a fake agent for editors and clients), or with
-    --as client as the client, against AGENT (a regression test for agents).
-
-    \b
-    As the agent, RECORDING answers on stdin/stdout like any agent; put
-    `acp-proxy replay REC` in the editor's agent command. What it would have the
-    editor do (write a file, run a command) is listed and withheld unless
-    --allow-client-actions. Exit status: 0 every
-    recorded client frame matched, 1 the client diverged or stopped early.
-    As the client: 0 the agent answered as recorded, 1 it diverged.
-    2: the recording cannot be read.
-    """
-    from acp_proxy.readers.replay import AgentReplay, drive_agent, load_script, serve_agent
-
-    stream = _open_log(log_file)
-    configure(log_level.lower(), log_format, stream, _colored(color, stream))
-    log = get_logger()
-    agent = _replay_usage(role, agent, allow_actions, recording)
-    session = _connection(recording, connection, session_id)
-    try:
-        script = load_script(recording, session)
-    except ValueError as exc:
-        raise _Unreadable(str(exc)) from None
-    if script.sessions > 1:
-        log.info("recording has several sessions", sessions=script.sessions, playing=session)
-    if role == "agent":
-        fake = AgentReplay(script, match=match, speed=speed, allow_actions=allow_actions)
-        _list_actions(fake.actions, allow_actions)
-        sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
-    result = drive_agent(
-        script, list(agent), ignore=ignore, timeout=timeout, record=record,
-        skip_updates=ignore_updates,
-    )  # fmt: skip
-    if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
-        sys.exit(result.proxy_status)
-    for line in result.divergences:
-        _say(f"acp-proxy replay: divergence: {line}")
-    if junit is not None:
-        from acp_proxy.files import open_output
-        from acp_proxy.readers.ci import junit_divergences
-
-        try:
-            # (- is stdout: as the client, nothing else is written there)
-            with os.fdopen(open_output(junit, dash=True), "w", encoding="utf-8") as out:
-                out.write(junit_divergences(recording, result.divergences) + "\n")
-        except OSError as exc:
-            raise click.ClickException(visible(f"cannot write {junit}: {exc.strerror}")) from None
-    frames = sum(1 for step in script.steps)
-    if result.ok:
-        log.info("the agent answered as recorded", frames=frames)
-    sys.exit(0 if result.ok else 1)
 
 
 def _json_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -251,48 +49,6 @@ def _json_wanted(fmt: str, legacy_json: bool) -> bool:
     if legacy_json:
         _deprecated("--json", "--format json")
     return legacy_json or fmt == "json"
-
-
-def _replay_usage(
-    role: str, agent: tuple[str, ...], allow_actions: bool, recording: str
-) -> tuple[str, ...]:
-    """The agent command of ``replay``, once the options fit the role (a usage error if
-    not)."""
-    if agent[:1] == ("--",):  # `--` after RECORDING separates the agent's own arguments
-        agent = agent[1:]
-    if role == "agent" and recording == "-":  # (as the client, stdin is free: - is fine)
-        raise click.UsageError(
-            "RECORDING - would be standard input, which the client speaks on to the agent "
-            "the replay plays: name a file"
-        )
-    if role == "agent" and agent:
-        raise click.UsageError("an AGENT command is only for --as client")
-    if role == "agent":
-        _only_with("without --as client", "ignore", "ignore_updates", "timeout", "record", "junit")
-    else:
-        _only_with("with --as client", "speed", "match")
-    if role == "client" and not agent:
-        raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
-    if role == "client" and allow_actions:
-        raise click.UsageError("--allow-client-actions is only for the recording as the agent")
-    return agent
-
-
-def _list_actions(actions: list[Any], allowed: bool) -> None:
-    """Say, before a replay as the agent starts, what the recording would have the editor do."""
-    from acp_proxy.readers.replay import action_summary
-
-    if not actions:
-        return
-    what = (
-        "sent to the editor (--allow-client-actions)"
-        if allowed
-        else "withheld: the replay answers them as recorded (--allow-client-actions sends them)"
-    )
-    times = "once" if len(actions) == 1 else f"{len(actions)} times"
-    _say(f"acp-proxy replay: the recording asks the editor to act {times}, {what}:")
-    for step in actions:
-        _say(f"  {action_summary(step)}")
 
 
 def _same_file(output: str, recording: str) -> bool:

@@ -5,8 +5,9 @@ Theory of operation
 -------------------
 A :class:`Script` is one session of a recording: its frames in wire order, each with the
 wire model's :class:`~acp_proxy.core.wire.Message` (so responses already name their requests).
-Two pure state machines play it; thin shells (:func:`serve_agent`, :func:`drive_agent`) do
-the pipes and the clock.
+Two pure state machines play it; thin shells do the pipes and the clock: :func:`serve_agent`
+here, and ``acp_proxy.drive.replay.drive_agent`` over the client core (the agent started,
+relayed and recorded in-process, as every front-end's is).
 
 **As the agent** (:class:`AgentReplay`): the recording expects client frames in order.
 Each client message is matched against the next one: same method (a response: an answer to
@@ -35,13 +36,9 @@ request goes out with the agent's live request id.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import queue
 import shlex
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -85,7 +82,6 @@ __all__ = [
     "action_summary",
     "client_action",
     "difference",
-    "drive_agent",
     "load_script",
     "serve_agent",
 ]
@@ -629,7 +625,11 @@ class ClientReplay:
 
     def receive(self, line: bytes) -> list[bytes]:
         """One line from the agent; the client lines to send now."""
-        frame = parse_frame(line.rstrip(b"\n"))
+        return self.receive_frame(parse_frame(line.rstrip(b"\n")))
+
+    def receive_frame(self, frame: Frame) -> list[bytes]:
+        """One frame from the agent, as the relay framed and parsed it; the client lines
+        to send now."""
         if is_notice(frame.value):
             return []  # live-only: recordings never hold notices, so none is expected
         if self.skip_updates and update_variant(frame.value) in self.skip_updates:
@@ -780,7 +780,7 @@ class ClientResult:
 
     #: Divergences, in the order they were found.
     divergences: list[str] = field(default_factory=list)
-    #: The exit status of ``acp-proxy run`` around the agent.
+    #: The exit status ``acp-proxy run`` around the agent would have had.
     proxy_status: int | None = None
 
     @property
@@ -791,77 +791,6 @@ class ClientResult:
     def report(self) -> str:
         """The divergences, one per line."""
         return "\n".join(self.divergences) or "every frame matched"
-
-
-def drive_agent(
-    script: Script,
-    agent: list[str],
-    ignore: Iterable[str] = (),
-    timeout: float = 30.0,
-    record: str | None = None,
-    skip_updates: Iterable[str] = (),
-) -> ClientResult:
-    """Run ``agent`` behind ``acp-proxy run`` and play the recorded client against it."""
-    command = [sys.executable, "-m", "acp_proxy", "run", "--log-level", "warning"]
-    command += ["--record", record] if record else ["--no-record"]
-    replay = ClientReplay(script, ignore, skip_updates)
-    result = ClientResult(replay.divergences)
-    with subprocess.Popen(
-        [*command, "--", *agent],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=os.environ,
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        stdin, inbox = proc.stdin, _lines(proc.stdout)
-        logs = _Passed(proc.stderr)
-        try:
-            _send(stdin, replay.start())
-            while not replay.done:
-                try:
-                    line = inbox.get(timeout=timeout)
-                except queue.Empty:
-                    replay.timed_out(timeout)
-                    break
-                if line is None:
-                    replay.agent_closed()
-                    break
-                _send(stdin, replay.receive(line))
-        except BrokenPipeError:
-            replay.agent_closed()
-        except KeyboardInterrupt:  # what the proxy says of the session cut short is noise now
-            logs.passing = False
-            raise
-        finally:
-            with contextlib.suppress(BrokenPipeError):
-                stdin.close()
-            try:
-                result.proxy_status = proc.wait(timeout=timeout + 30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                result.proxy_status = proc.wait()
-            logs.thread.join(timeout=5)
-    return result
-
-
-class _Passed:
-    """The proxy's stderr (its log, the agent's stderr) passed on to ours as it comes, by a
-    thread, until :attr:`passing` is turned off (Ctrl-C: the user stopped the replay, and
-    the findings of a session cut short are not the agent's)."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.passing = True
-        self.thread = threading.Thread(target=self._pass, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def _pass(self, stream: IO[bytes]) -> None:
-        ours = sys.stderr.buffer
-        while chunk := stream.read1(65536):  # type: ignore[attr-defined]
-            if self.passing:
-                with contextlib.suppress(OSError, ValueError):
-                    ours.write(chunk)
-                    ours.flush()
 
 
 def _lines(stream: IO[bytes], cap: int = MAX_FRAME) -> queue.Queue[bytes | None]:
@@ -882,9 +811,3 @@ def _lines(stream: IO[bytes], cap: int = MAX_FRAME) -> queue.Queue[bytes | None]
 
     threading.Thread(target=read, daemon=True).start()
     return inbox
-
-
-def _send(stdin: IO[bytes], lines: list[bytes]) -> None:
-    if lines:
-        stdin.write(b"".join(line + b"\n" for line in lines))
-        stdin.flush()

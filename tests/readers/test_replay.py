@@ -17,11 +17,11 @@ from exchanges import streamed_recording
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.devtools.demo import run_demo
+from acp_proxy.drive.replay import drive_agent
 from acp_proxy.readers.replay import (
     AgentReplay,
     ClientReplay,
     difference,
-    drive_agent,
     load_script,
     replace_id,
 )
@@ -261,6 +261,22 @@ def test_as_client_the_example_agent_passes(recording, tmp_path):
         env=clean_env(),
     )
     assert proc.returncode == 0, proc.stderr.decode()
+    assert len(frames(new)) == len(frames(recording))
+
+
+def test_as_client_the_agent_is_the_replays_own_child_no_second_proxy(recording, tmp_path):
+    """replay --as client is one process: the agent's parent is the replay itself (before:
+    a second `acp-proxy run` stood between them), and the session is still recorded."""
+    parent = tmp_path / "parent"
+    new = tmp_path / "new.jsonl"
+    wrapper = ["sh", "-c", f'cat /proc/$PPID/cmdline > {parent}; exec "$@"', "sh", *EXAMPLE_AGENT]
+    proc = subprocess.run(
+        [*PROXY, "replay", "--as", "client", "--record", str(new), str(recording), "--", *wrapper],
+        capture_output=True, timeout=120, env=clean_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    argv = parent.read_bytes().split(b"\0")
+    assert b"replay" in argv and b"run" not in argv, argv
     assert len(frames(new)) == len(frames(recording))
 
 
