@@ -44,14 +44,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import click
-import orjson
 
-from acp_proxy.core.framing import UNPARSED, Frame
-from acp_proxy.core.protocol import EntityType
-from acp_proxy.core.times import format_time
+from acp_proxy.core.protocol import EntityType, Side
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Turn
+from acp_proxy.core.wire import Message, Turn
 from acp_proxy.drive import words
 from acp_proxy.live.client import (
     AgentGone,
@@ -91,6 +88,11 @@ _TICK = 0.1
 
 #: The characters of a command a permission request runs shown at most (then how many more).
 _SHOWN = 300
+
+#: Characters of an option's name shown at most; options and detail lines shown at most.
+_OPTION = 80
+_OPTIONS = 9
+_DETAILS = 5
 
 #: Seconds at most that what the agent sent between turns is taken for, before a prompt.
 _SETTLE = 0.5
@@ -211,6 +213,10 @@ class _Chat:
         self._rules: dict[str, int] = {}
         #: The agent's responses to our requests, by id.
         self._replies: dict[int, Event] = {}
+        #: Each prompt's turn (the wire model's), by the prompt's id; the turns whose closing
+        #: frame was taken (by ``id``: what the agent sent before it is drawn by then).
+        self._turns: dict[Any, Turn] = {}
+        self._closed: set[int] = set()
         #: The agent gone, once said (the chat's last line need not say how it ended again).
         self.gone: AgentGone | None = None
         #: The session whose updates are the chat's (None: any, while /new opens one).
@@ -303,45 +309,48 @@ class _Chat:
     # --- the wire -----------------------------------------------------------------------
 
     def send(self, method: str, params: Any) -> Pending:
-        """A request sent, and shown to the conversation view."""
-        pending = self.client.request(method, params)
-        self._sent({"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params})
-        return pending
+        """A request sent (the conversation view draws it when its frame comes back, in
+        wire order, as the client core's event)."""
+        return self.client.request(method, params)
 
     def notify(self, method: str, params: Any) -> None:
         self.client.notify(method, params)
-        self._sent({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def _sent(self, message: dict[str, Any]) -> Turn | None:
-        frame = Frame(orjson.dumps(message), message)
-        return self.stream.feed("client", frame, self.client.seq, format_time()).turn
 
     def take(self, event: Event) -> None:
-        """One frame of the agent's, shown. An update naming another session than the
-        chat's is not (its finding says it); message text after a turn ended is shown
-        apart, as late (:meth:`late`)."""
-        value = event.value if event.is_json else UNPARSED
-        frame = Frame(event.raw, value, None if event.is_json else "not JSON", event.terminated)
+        """One frame of the session, shown (the client core hands both sides' frames, each
+        with the wire model's message: the view models nothing again). An update naming
+        another session than the chat's is not (its finding says it); message text after a
+        turn ended is shown apart, as late (:meth:`late`)."""
+        message = event.message
+        if message is None:  # (the wire model failed, said in the log: nothing to draw)
+            return
+        if message.closed is not None:  # (taken: what the agent sent before it is drawn)
+            self._closed.add(id(message.closed))
+        if event.side is Side.CLIENT:
+            if message.opened is not None and message.method == "session/prompt":
+                self._turns[message.id] = message.opened
+            self.stream.show(message)
+            return
         session = event.session if event.method == "session/update" else None
         if session is not None and self.listening is not None and session != self.listening:
             return
         late = self.turned and not self.in_turn and event.update in _TEXT_UPDATES
         if session is not None and late:
-            self.late(frame, event.seq)
+            self.late(message)
             return
-        self.stream.feed("agent", frame, event.seq or self.client.seq, format_time())
+        self.stream.show(message)
         if isinstance(event.value, dict) and "method" not in event.value:
             request_id = event.value.get("id")
             if type(request_id) is int:
                 self._replies[request_id] = event
 
-    def late(self, frame: Frame, seq: int | None) -> None:
+    def late(self, message: Message) -> None:
         """Message text after its turn ended: on a line of its own, marked late and dimmed
         (on a terminal); piped, a line on stderr, out of the reply on stdout."""
         self.stream.close_line()
         outer, self._capture = self._capture, []
         try:
-            self.stream.feed("agent", frame, seq or self.client.seq, format_time())
+            self.stream.show(message)
             self.stream.close_line()
         finally:
             text = click.unstyle("".join(self._capture)).strip()
@@ -540,11 +549,12 @@ class _Chat:
         self.cut_by = None
         params = {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}
         pending = self.client.request("session/prompt", params)
-        message = {"jsonrpc": "2.0", "id": pending.id, "method": "session/prompt"}
-        wire = self._sent({**message, "params": params})
 
         def ended() -> bool:
-            return pending.id in self._replies and (wire is None or wire.ended)
+            if pending.id not in self._replies:
+                return False
+            turn = self._turns.get(pending.id)
+            return turn is None or id(turn) in self._closed
 
         self.in_turn = True
         try:
@@ -554,6 +564,7 @@ class _Chat:
             self.in_turn = False
         self.turned = True
         self.stream.close_line()
+        wire = self._turns.pop(pending.id, None)
         reply = self._replies.pop(pending.id).value
         if "error" in reply:
             self.failed = True
@@ -648,12 +659,16 @@ class _Chat:
                 key = str(len(keys) + 1)
             keys[key] = option
         self.stream.close_line()
-        what, details = self._asked_about(params)
-        self._write(click.style(f"  permission: {visible(what)}", fg="yellow") + "\n")
-        for detail in details:
-            self._write(f"    {visible(detail)}\n")
-        choices = "  ".join(f"[{key}] {visible(str(o.get('name') or o.get('optionId')))}"
-                            for key, o in keys.items())  # fmt: skip
+        what, details = self._asked_about(params)  # (the agent's: each cut, the cut said)
+        self._write(click.style(f"  permission: {visible(_cut(what))}", fg="yellow") + "\n")
+        for detail in details[:_DETAILS]:
+            self._write(f"    {visible(_cut(detail))}\n")
+        choices = "  ".join(
+            f"[{key}] {visible(_cut(str(o.get('name') or o.get('optionId')), _OPTION))}"
+            for key, o in list(keys.items())[:_OPTIONS]
+        )
+        if len(keys) > _OPTIONS:
+            choices += f"  (and {len(keys) - _OPTIONS} more: answer with their numbers)"
         self._write(f"    {choices}\n")
         if self._drop_type_ahead():  # never an answer the user typed before the question
             self._write(click.style("    (what was typed before this question is dropped)",
@@ -995,7 +1010,7 @@ def chat(
     # the chat takes findings from the first frame on (a banner before initialize too)
     client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
-        grace=options.grace, on_finding=session.found,
+        grace=options.grace, on_finding=session.found, both_sides=True,
     )  # fmt: skip
 
     def interrupted(signum: int, frame: Any) -> None:
@@ -1044,6 +1059,14 @@ def _converse(session: _Chat, lines: TextIO) -> int:
     return 0
 
 
+def _cut(text: str, limit: int = _SHOWN) -> str:
+    """``text`` up to ``limit`` characters, and how many more there were (a wire string: a
+    permission request's title or option of a megabyte is not a megabyte on the screen)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … ({len(text) - limit} more characters)"
+
+
 def _touches(fields: dict[str, Any]) -> list[str]:
     """What a tool call asked permission for touches, a line each: the command its input
     names (``command``, a string or a list), the paths of its locations (at most three)."""
@@ -1054,9 +1077,7 @@ def _touches(fields: dict[str, Any]) -> list[str]:
         command = shlex.join(command)  # (an argument with a space stays one)
     if isinstance(command, str) and command:
         # whitespace runs shown as one: "ls" and 300 spaces cannot hide what follows
-        shown = " ".join(command.split())
-        cut = f" … ({len(shown) - _SHOWN} more characters)" if len(shown) > _SHOWN else ""
-        said.append(f"command: {shown[:_SHOWN]}{cut}")
+        said.append(f"command: {_cut(' '.join(command.split()))}")
     locations = fields.get("locations")
     if not isinstance(locations, list):
         locations = []

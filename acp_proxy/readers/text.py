@@ -447,6 +447,12 @@ class LiveConversation:
     def feed(self, side: str, frame: Frame, seq: int, t: str = "") -> Message:
         """Apply one frame and show what it changed; the wire model's message for it."""
         message = self.wire.feed(side, frame, seq, t)
+        self.show(message)
+        return message
+
+    def show(self, message: Message) -> None:
+        """Show what one message changed, modelled already (the client core's wire model:
+        ``chat`` models each frame once). Messages of one connection, in wire order."""
         self.model.observe(message)
         for element in message.messages:
             session = element.session
@@ -457,7 +463,6 @@ class LiveConversation:
                 self._changed(view, element.seq)
             if element.closed is not None:
                 self._ended(view, element.closed)
-        return message
 
     def _changed(self, view: SessionView, seq: int) -> None:
         keys = [view.last_key] if view.last_key is not None else []
@@ -484,9 +489,10 @@ class LiveConversation:
     def _entity(self, entity: Entity) -> None:
         key = (entity.type, entity.id)
         if entity.type in _ROLE:
-            if entity.type == EntityType.USER_MESSAGE and not self.echo_user:
-                return
-            if self.text_only and entity.type != EntityType.AGENT_MESSAGE:
+            if (entity.type == EntityType.USER_MESSAGE and not self.echo_user) or (
+                self.text_only and entity.type != EntityType.AGENT_MESSAGE
+            ):
+                _let_go(entity)  # (not drawn: nothing to keep either)
                 return
             self._stream(key, entity)
             return
@@ -505,8 +511,9 @@ class LiveConversation:
         content, shown = self._blocks.get(key, (None, 0))
         fresh = content is not entity.content or shown > len(entity.content)
         start = 0 if fresh else shown
-        self._blocks[key] = (entity.content, len(entity.content))
         pieces = [_block_text(block) for block in entity.content[start:]]
+        _let_go(entity)
+        self._blocks[key] = (entity.content, 0)
         text = visible("".join(pieces), lines=True, tabs=True)
         if not text and not fresh:
             return
@@ -535,6 +542,13 @@ class LiveConversation:
         if lines:
             self.close_line()
             self.write("\n".join(lines) + "\n")
+
+
+def _let_go(entity: Entity) -> None:
+    """What a live view drew of a message, let go: it keeps no more of one than it has yet
+    to draw (the list, emptied, still tells an append from a replacement; the last seq still
+    finds the message), so memory stays flat over a turn of any length."""
+    del entity.content[:], entity.block_seqs[:], entity.seqs[:-1]
 
 
 def _block_text(block: Any) -> str:

@@ -617,3 +617,55 @@ def test_on_a_terminal_ctrl_c_again_quits_though_the_turn_ended_between(tmp_path
     term.type(b"\x03")
     assert term.close() == 130
     assert b"Ctrl-C again, Ctrl-D or /quit" not in term.seen
+
+
+HOSTILE = [sys.executable, str(HERE / "hostile_agent.py")]
+
+
+def test_piped_a_turn_of_fifty_thousand_chunks_reaches_stdout_whole_and_in_order(tmp_path):
+    """50,000 agent_message_chunk updates in one turn, piped: every chunk on stdout, in
+    order (before: 13,618 of them, with gaps, exit 0: the client core dropped what waited
+    past 10,000 in its queue)."""
+    done = chat(tmp_path, [*HOSTILE, "chunks", "50000"], "go\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "".join(f"w{i} " for i in range(50_000)) + "\n"
+
+
+def test_piped_a_huge_turn_read_slowly_stays_in_bounded_memory_and_loses_nothing(tmp_path):
+    """300,000 chunks, chat's stdout read slowly: the chat holds back (the agent waits on
+    its pipe) under 150 MiB, and every chunk comes out."""
+    command = [*PROXY, "chat", "--no-record", "--", *HOSTILE, "chunks", "300000"]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=clean_env(), cwd=tmp_path,
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+        received = bytearray()
+        peak = 0
+        while chunk := proc.stdout.read1(4096):  # type: ignore[attr-defined]
+            received += chunk
+            with contextlib.suppress(OSError):
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                peak = max(peak, int(re.search(r"VmHWM:\s+(\d+)", status)[1]) // 1024)  # type: ignore[index]
+            time.sleep(0.001)
+        assert proc.wait(120) == 0
+    words = received.decode().split()
+    assert len(words) == 300_000 and words == [f"w{i}" for i in range(300_000)]
+    assert 0 < peak < 150, f"peak {peak} MiB"
+
+
+def test_on_a_terminal_a_permission_of_a_megabyte_is_shown_cut(tmp_path):
+    """A permission request with 1 MB in its title, its command and its options: a few
+    lines on the terminal, each cut with a mark (before: 4 MB written to it)."""
+    term = Terminal([*PROXY, "chat", "--no-record", "--", *HOSTILE, "big-permission"], tmp_path)
+    term.until(b"> ")
+    term.type(b"go\r")
+    shown = term.until(b"y/n? ")
+    term.type(b"n\r")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0
+    assert len(shown) < 10_000
+    assert shown.count(b"more characters)") >= 3
