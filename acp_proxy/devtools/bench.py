@@ -29,18 +29,25 @@ Workloads:
   proxy's observation costs O(1) per frame, whatever is pending);
 - **offline**: the readers (:data:`READERS`: ``validate``, ``show``, ``stats``, ``report``,
   ``diff``, ``search``, ``replay --as client``...) over the stream's recording;
+- **client**: the client core. The stream's turn through ``chat --protocol 2`` (piped: the
+  agent's text on stdout) against ``run`` relaying, recording and validating the same turn
+  (CPU seconds of the acp-proxy process, start to the end of the turn); and the client
+  core's peak memory under an agent that attacks it: ``--flood-reads`` reads of an 8 MiB
+  file by an agent that never reads an answer, and a command (``yes``) whose
+  ``outputByteLimit`` is 10**12;
 - **hostile**: readers over inputs built to be slow (:data:`HOSTILE`), at a size and twice it:
   ``search 'error.*timeout'`` over a ``--hostile-kb`` KB message of ``error error …``, and
   ``diff`` of ``--hostile-chunks`` thought and message chunks in turn against the same less
   its first and last (all between is aligned).
 
 ``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
-the one-way big message's.
+the one-way big message's, ``... attacker MODE`` and ``... drive SECONDS`` the client table's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -189,6 +196,55 @@ def pending_stream(cmd: list[str], frames: int) -> dict[str, Any]:
     return {"load": loaded - start, "stream": end - loaded, "frames": frames}
 
 
+def attacker(mode: str, path: str, count: int) -> None:
+    """A v1 agent that attacks the client playing its editor: ``reads`` asks to read
+    ``path`` ``count`` times at once and never reads an answer; ``terminal`` runs ``yes``
+    with ``outputByteLimit`` 10**12 and asks for its output again and again."""
+    out = sys.stdout.buffer
+
+    def send(message: dict[str, Any]) -> None:
+        out.write(orjson.dumps({"jsonrpc": "2.0", **message}) + b"\n")
+        out.flush()
+
+    line = sys.stdin.buffer.readline()  # initialize
+    send({"id": orjson.loads(line)["id"], "result": {"protocolVersion": 1}})
+    if mode == "reads":
+        for n in range(count):
+            send({"id": n, "method": "fs/read_text_file", "params": {"sessionId": "s",
+                                                                     "path": path}})  # fmt: skip
+        time.sleep(3600)
+    create = {"sessionId": "s", "command": "yes", "args": ["y" * 1000], "outputByteLimit": 10**12}
+    send({"id": 0, "method": "terminal/create", "params": create})
+    sys.stdin.buffer.readline()
+    for n in range(1, count):
+        output = {"sessionId": "s", "terminalId": "term_1"}
+        send({"id": n, "method": "terminal/output", "params": output})
+        sys.stdin.buffer.readline()
+        time.sleep(0.05)
+    time.sleep(3600)
+
+
+def drive(seconds: float, allow_terminal: bool, argv: list[str]) -> None:
+    """The client core over ``argv`` for ``seconds``, its events taken; its peak memory in
+    bytes, printed."""
+    from pathlib import Path  # noqa: PLC0415 - the client table's, in its own process
+
+    from acp_proxy.live.client import Client, Services, TimedOut, initialize_params  # noqa: PLC0415
+    from acp_proxy.log import get_logger  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as sandbox:
+        services = Services(Path(sandbox), allow_terminal=allow_terminal)
+        client = Client.start(argv, services, get_logger(), no_record=True)
+        with contextlib.suppress(TimedOut):
+            client.call("initialize", initialize_params(1, services), 10)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            with contextlib.suppress(TimedOut):
+                client.next_event(0.2)
+        print(peak_rss(os.getpid()))
+        client.close()
+
+
 def sink() -> None:
     """An agent that answers each line with a short one (the one-way big message's)."""
     out = sys.stdout.buffer
@@ -284,6 +340,33 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
         "rss": memory,
         "cpu": cpu,
     }
+
+
+def turn_cpu(cmd: list[str], frames: int, piped: bool = False) -> float:
+    """CPU seconds the acp-proxy process spent from its launch to the end of one turn of
+    ``frames`` chunks: as ``run`` (the client opens the session and reads to the idle) or
+    as piped ``chat`` (a prompt line in, the agent's text out, read to its last chunk)."""
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        if piped:
+            text = len(orjson.loads(CHUNK)["params"]["update"]["content"]["text"]) * frames
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+            got = 0
+            while got < text and (piece := proc.stdout.read1(1 << 16)):  # type: ignore[attr-defined]
+                got += len(piece)
+        else:
+            _open_session(proc)
+            proc.stdin.write(orjson.dumps(PROMPT) + b"\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                if orjson.loads(line).get("params", {}).get("update", {}).get("state") == "idle":
+                    break
+        used = cpu_seconds(proc.pid) or 0.0
+        proc.stdin.close()
+        proc.wait()
+    return used
 
 
 def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
@@ -539,7 +622,7 @@ def _cpu_per_frame(runs: list[dict[str, Any]], setup: str) -> str:
 def _peak(peaks: list[int | None], setup: str = "proxy") -> str:
     """The highest peak memory over the runs of a setup ("-" for a setup with no proxy)."""
     known = [peak for peak in peaks if peak is not None]
-    return _mib(max(known)) if setup in ("proxy", "no-record") and known else "-"
+    return _mib(max(known)) if setup in ("proxy", "no-record", "client") and known else "-"
 
 
 class _Bench:
@@ -701,6 +784,44 @@ class _Bench:
                     f"{stream_s:>12.3f}{frames / stream_s:>12,.0f}"
                 )
 
+    def client_table(self) -> None:
+        """chat's CPU against run's over the stream's turn; the client core's peak memory
+        under the attacks (:func:`attacker`)."""
+        args = self.args
+        bench_agent = [sys.executable, "-m", "acp_proxy.devtools.bench"]
+        turn = [*bench_agent, "agent", str(args.frames)]
+        print(f"\nclient: one turn of {args.frames:,} chunks, CPU of the acp-proxy process")
+        print(f"{'front-end':<44}{'CPU seconds':>20}{'vs run':>10}")
+        chat = [sys.executable, "-m", "acp_proxy", "chat", "--protocol", "2"]
+        record = ["--record", os.path.join(self.workdir, "chat.jsonl")]
+        for recorded in (True, False):
+            run_cmd = self.cmd("proxy" if recorded else "no-record", turn)
+            chat_cmd = [*chat, *(record if recorded else ["--no-record"]), "--", *turn]
+            run_cpu = [turn_cpu(run_cmd, args.frames) for _ in range(args.repeat)]
+            chat_cpu = [turn_cpu(chat_cmd, args.frames, piped=True) for _ in range(args.repeat)]
+            base = statistics.median(run_cpu)
+            how = "recording" if recorded else "--no-record"
+            for name, runs in ((f"run {how} (relay, validate)", run_cpu),
+                               (f"chat {how}, piped (+ parse all, draw)", chat_cpu)):  # fmt: skip
+                print(f"{name:<44}{_spread(runs):>20}{statistics.median(runs) / base:>9.2f}x")
+        print("client: the client core's peak memory under an agent that attacks it")
+        big = os.path.join(self.workdir, "big.txt")
+        with open(big, "wb") as file:
+            file.write(b"x" * (8 * 1024 * 1024 - 16))
+        attacks = (
+            (f"{args.flood_reads} reads of 8 MiB, none read", False,
+             [*bench_agent, "attacker", "reads", big, str(args.flood_reads)]),
+            ("a terminal asking 10**12 bytes of output", True,
+             [*bench_agent, "attacker", "terminal", "-", "40"]),
+        )  # fmt: skip
+        for name, terminal, argv in attacks:
+            peaks = []
+            for _ in range(args.repeat):
+                driver = [*bench_agent, "drive", "4", "terminal" if terminal else "-", *argv]
+                done = subprocess.run(driver, capture_output=True, timeout=300, check=False)
+                peaks.append(int(done.stdout.split()[-1]) if done.stdout.strip() else None)
+            print(f"{name:<56}{_peak(peaks, 'client'):>12}")
+
     def offline_table(self, recorded: str) -> None:
         frames = self.args.frames + 8
         print(f"\noffline: over the stream's recording ({frames:,} frames)")
@@ -781,6 +902,12 @@ def main(argv: list[str] | None = None) -> None:
     if args_in[:1] == ["pending"]:
         pending_agent(int(args_in[1]), int(args_in[2]))
         return
+    if args_in[:1] == ["attacker"]:
+        attacker(args_in[1], args_in[2], int(args_in[3]))
+        return
+    if args_in[:1] == ["drive"]:
+        drive(float(args_in[1]), args_in[2] == "terminal", args_in[3:])
+        return
     parser = argparse.ArgumentParser(prog="python -m acp_proxy.devtools.bench", description=__doc__)
     parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")
     parser.add_argument("--round-trips", type=int, default=5000)
@@ -789,6 +916,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending", type=int, default=100_000, help="pending: requests left")
     parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
+    parser.add_argument("--flood-reads", type=int, default=400, help="client: reads asked")
     parser.add_argument("--launches", type=int, default=5, help="start: launches per run")
     parser.add_argument("--hostile-kb", type=int, default=480, help="hostile: search's message")
     parser.add_argument("--hostile-chunks", type=int, default=32_000, help="hostile: diff's")
@@ -815,6 +943,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.long_frames:
             bench.long_table()
         bench.pending_table()
+        bench.client_table()
         bench.offline_table(recorded)
         bench.page_table(recorded)
         bench.hostile_table()

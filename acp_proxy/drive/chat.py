@@ -38,6 +38,7 @@ import sys
 import termios
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,11 +209,13 @@ class _Chat:
         #: Whether the last turn was cancelled by a Ctrl-C (so another one quits).
         self.ctrl_c_cancelled = False
         #: Lines for the user from other threads (findings, what the services did).
-        self.notes: queue.Queue[str] = queue.Queue()
+        self.notes: deque[str] = deque()  # (append and popleft are atomic)
         #: Findings shown, by rule.
         self._rules: dict[str, int] = {}
         #: The agent's responses to our requests, by id.
         self._replies: dict[int, Event] = {}
+        #: Frames the client core handed over and not yet taken (see :meth:`_next`).
+        self._queued: deque[Event] = deque()
         #: Each prompt's turn (the wire model's), by the prompt's id; the turns whose closing
         #: frame was taken (by ``id``: what the agent sent before it is drawn by then).
         self._turns: dict[Any, Turn] = {}
@@ -235,12 +238,24 @@ class _Chat:
     # --- output -------------------------------------------------------------------------
 
     def _write(self, piece: str) -> None:
+        """A piece for stdout, flushed unless more of what the agent sent waits to be
+        drawn (then with the last of it)."""
         if self._capture is not None:
             self._capture.append(piece)
             return
         with contextlib.suppress(OSError, ValueError):
             self._out.write(piece if self._colour else click.unstyle(piece))
-            self._out.flush()
+            if not self._queued:
+                self._out.flush()
+
+    def _next(self, timeout: float) -> Event:
+        """The next frame of the session: one of those the client core handed over at
+        once, else the next, waited for up to ``timeout`` seconds."""
+        if self._queued:
+            return self._queued.popleft()
+        events = self.client.next_events(timeout)
+        self._queued.extend(events[1:])
+        return events[0]
 
     def say(self, line: str, dim: bool = True) -> None:
         """A line for the user on stderr (escaped here; dimmed on a terminal), said as the
@@ -268,11 +283,11 @@ class _Chat:
         shown = self._rules[finding.rule] = self._rules.get(finding.rule, 0) + 1
         if shown > _SHOWN_PER_RULE:
             if shown == _SHOWN_PER_RULE + 1:
-                self.notes.put(f"  ⚑ (more {finding.rule} findings: in the recording)")
+                self.notes.append(f"  ⚑ (more {finding.rule} findings: in the recording)")
             return
         where = f" (seq {finding.seq})" if finding.seq is not None else ""
         where = "" if finding.message.endswith(where) else where
-        self.notes.put(f"  ⚑ {finding.level} {finding.rule}: {finding.message}{where}")
+        self.notes.append(f"  ⚑ {finding.level} {finding.rule}: {finding.message}{where}")
 
     def drain(self) -> None:
         """Show what other threads queued; ask the user what the agent asked, once what
@@ -289,19 +304,15 @@ class _Chat:
             self.ask(ask)
 
     def _notes(self) -> None:
-        while True:
-            try:
-                line = self.notes.get_nowait()
-            except queue.Empty:
-                break
-            self.say(line)
+        while self.notes:
+            self.say(self.notes.popleft())
 
     def take_queued(self, until: object = None) -> None:
         """Take the agent's frames already queued, without waiting: all of them, or up to
         the request whose params are ``until``."""
         with contextlib.suppress(TimedOut, AgentGone):  # (gone: the next wait says it)
             while True:
-                event = self.client.next_event(0)
+                event = self._next(0)
                 self.take(event)
                 if until is not None and event.params is until:
                     return
@@ -331,6 +342,8 @@ class _Chat:
                 self._turns[message.id] = message.opened
             self.stream.show(message)
             return
+        if self.notes:  # (what was done for the agent before this: a file read it asked for)
+            self._notes()
         session = event.session if event.method == "session/update" else None
         if session is not None and self.listening is not None and session != self.listening:
             return
@@ -381,7 +394,7 @@ class _Chat:
             shown: list[str] = []
             self._capture = shown
             try:
-                event = self.client.next_event(_TICK)
+                event = self._next(_TICK)
                 self.take(event)
                 self.stream.close_line()
             except TimedOut:
@@ -390,7 +403,7 @@ class _Chat:
                 return
             finally:
                 self._capture = None
-            if not shown and self.notes.empty():
+            if not shown and not self.notes:
                 continue
             edit = sys.modules.get("readline")
             typed = edit.get_line_buffer() if edit is not None else ""
@@ -400,6 +413,8 @@ class _Chat:
             self._write("\r" + clear + "".join(shown))
             self._notes()
             self._write("> " + typed)
+            with contextlib.suppress(OSError, ValueError):
+                self._out.flush()
 
     def wait(self, done: Callable[[], bool], what: str, turn: bool = False) -> None:
         """Take the agent's frames until ``done()``, each within the timeout. In a
@@ -407,7 +422,8 @@ class _Chat:
         deadline = time.monotonic() + self.timeout
         cancelled = False
         while not done():
-            self.drain()
+            if not self._queued:  # (between batches: the notes, and the user's questions)
+                self.drain()
             if self.interrupted():
                 if not turn or not self.interactive or cancelled or self.interrupted() > 1:
                     raise _Quit(EXIT_INTERRUPTED)
@@ -427,7 +443,7 @@ class _Chat:
                     continue
                 raise TimedOut(what, self.timeout)
             try:
-                event = self.client.next_event(min(left, _TICK))
+                event = self._next(min(left, _TICK))
             except TimedOut:
                 continue
             self.take(event)
@@ -455,7 +471,7 @@ class _Chat:
         end = time.monotonic() + _SETTLE
         with contextlib.suppress(TimedOut):
             while time.monotonic() < end:
-                self.take(self.client.next_event(0.05))
+                self.take(self._next(0.05))
         self.drain()
 
     def cancel(self, why: str) -> None:
@@ -996,7 +1012,7 @@ def chat(
 
     def say(line: str) -> None:
         if notes:
-            notes[0].notes.put(f"  {line}")
+            notes[0].notes.append(f"  {line}")
 
     services = _ChatServices(
         options.cwd, interactive, permissions=options.permissions,

@@ -143,6 +143,10 @@ class AgentGone(Exception):
         self.stderr = stderr
 
 
+#: The kinds whose method and session are their own (a response's are its request's).
+_CALLS = frozenset({Kind.REQUEST, Kind.NOTIFICATION})
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One frame of the session, in wire order, as the observer saw it: the frame
@@ -185,6 +189,9 @@ class Event:
     @property
     def method(self) -> str | None:
         """A request's or a notification's method (None for a response)."""
+        message = self.message
+        if message is not None and message.kind in _CALLS:
+            return message.method
         value = self.value
         method = value.get("method") if isinstance(value, dict) else None
         return method if isinstance(method, str) else None
@@ -197,6 +204,9 @@ class Event:
     @property
     def session(self) -> str | None:
         """The ``sessionId`` its params name, if any."""
+        message = self.message
+        if message is not None and message.kind in _CALLS:
+            return message.session
         params = self.params
         session = params.get("sessionId") if isinstance(params, dict) else None
         return session if isinstance(session, str) else None
@@ -313,6 +323,28 @@ class _Events:
             self._items.append(item)
             self.size += size
             self._ready.notify()
+
+    def put_many(self, events: list[Event], size: int) -> None:
+        with self._ready:
+            self._items.extend(events)
+            self.size += size
+            self._ready.notify()
+
+    def get_many(self, timeout: float, limit: int) -> list[Any]:
+        """The first items (``limit`` at most; the end, :data:`_GONE`, alone), waited for
+        up to ``timeout`` seconds (``queue.Empty``)."""
+        with self._ready:
+            items = self._items
+            if not items and not self._ready.wait_for(lambda: self._items, timeout):
+                raise queue.Empty
+            taken: list[Any] = []
+            size = 0
+            while items and len(taken) < limit and items[0] is not _GONE:
+                event = items.popleft()
+                size += len(event.frame.raw)
+                taken.append(event)
+            self.size -= size
+            return taken or [_GONE]
 
     def get(self, timeout: float) -> Any:
         """The first item, waited for up to ``timeout`` seconds (``queue.Empty``)."""
@@ -458,6 +490,9 @@ class _ToFrontEnd(Addon):
         self._client._seen(seen)
         return None
 
+    def read_done(self, side: Side, seqs: range) -> None:
+        self._client._read_done()
+
     def end(self, findings: list[Violation], t: str) -> None:
         self._client._found(findings)
 
@@ -554,6 +589,11 @@ class Client:
         self._work: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._events = _Events()
+        #: The events of the read being observed, handed over at its end (:meth:`_read_done`).
+        self._read: list[Event] = []
+        self._read_size = 0
+        #: The agent's requests of that read, to the services once its events are queued.
+        self._asked: list[dict[str, Any]] = []
         #: Whether the relay stopped reading the agent until the front-end catches up.
         self._throttled = False
         self._stderr = bytearray()
@@ -673,6 +713,21 @@ class Client:
         event: Event = item
         return event
 
+    def next_events(self, timeout: float, limit: int = 1000) -> list[Event]:
+        """The frames of the session waiting now (at least one, ``limit`` at most), the
+        first waited for up to ``timeout`` seconds: :meth:`next_event` for a front-end that
+        takes many at once (``chat``). Raises as :meth:`next_event` does."""
+        try:
+            items = self._events.get_many(max(timeout, 0.0), limit)
+        except queue.Empty:
+            raise TimedOut("message from the agent", timeout) from None
+        if items[0] is _GONE:
+            raise self.gone()
+        if self._throttled and not self._behind(low=True):
+            self._throttled = False
+            self._wake()
+        return items
+
     def close(self) -> RelayResult:
         """Close the agent's stdin once what was written to it has gone (a grace at most),
         wait for it to exit (as ``run`` does: grace, SIGTERM, grace, SIGKILL), kill what
@@ -782,6 +837,7 @@ class Client:
         event before (the agent may still run: closing stops it). Once."""
         if self._ended:
             return
+        self._read_done()
         gone = self.gone()
         with self._pending_lock:
             self._ended = True
@@ -814,7 +870,8 @@ class Client:
 
     def _seen(self, seen: Seen) -> None:
         """(The loop) one frame observed: its findings kept, a response handed to the
-        request waiting for it, the agent's request to the services, the event queued."""
+        request waiting for it, the event (and the agent's request, for the services) kept
+        for the end of the read (:meth:`_read_done`)."""
         if seen.findings:
             self._found(seen.findings)
         side = seen.side
@@ -832,14 +889,25 @@ class Client:
                 pending = self._pending.pop(request_id, None) if type(request_id) is int else None
             if pending is not None and not pending.done():
                 pending._future.set_result(Reply(pending.method, value, seen.seq))
-        self._events.put(event, len(frame.raw))
+        self._read.append(event)
+        self._read_size += len(frame.raw)
         if side is Side.AGENT and kind is Kind.REQUEST and self._services is not None:
             with self._served:
                 self._serving += 1
-            if value["method"] in _WAITING:
-                threading.Thread(target=self._answer, args=(value,), daemon=True).start()
+            self._asked.append(value)
+
+    def _read_done(self) -> None:
+        """(The loop) the events of one read, to the front-end together (one lock, one
+        wake-up); the relay stops reading if it is now behind."""
+        if self._read:
+            self._events.put_many(self._read, self._read_size)
+            self._read, self._read_size = [], 0
+        for request in self._asked:  # (once queued: the front-end has all before it)
+            if request["method"] in _WAITING:
+                threading.Thread(target=self._answer, args=(request,), daemon=True).start()
             else:
-                self._work.put(value)
+                self._work.put(request)
+        self._asked.clear()
         if not self._throttled and self._behind():
             self._throttled = True
 
