@@ -230,7 +230,7 @@ _EXAMPLES = {
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
     ],
     "test-agent": [
-        "acpx --agent 'acp-proxy test-agent --report /tmp/client.txt' exec 'Check /tmp/a.txt'",
+        "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",
         "acp-proxy test-agent --format json --report client.json --allow-write",
     ],
     "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],

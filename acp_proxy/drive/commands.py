@@ -1,5 +1,5 @@
-"""``probe`` and ``chat``: their options and bodies beside the front-ends they drive (only
-``cli`` imports them)."""
+"""``probe``, ``chat`` and ``test-agent``: their options and bodies beside the front-ends
+they drive (only ``cli`` imports them)."""
 
 from __future__ import annotations
 

@@ -820,31 +820,7 @@ class TestAgent:
                     Check(name, "skip", "the client did not advertise fs.readTextFile", None, n)
                 )
         else:
-            missing = posixpath.join(cwd, MISSING_NAME)
-            answer = yield from self._ask(
-                turn, "fs/read_text_file", {"sessionId": sid, "path": missing}
-            )
-            if not answer.came:
-                checks.append(
-                    Check("fs-read-missing", "fail", self._no_answer("fs/read_text_file"), None, n)
-                )
-            elif answer.error is not None:
-                checks.append(
-                    Check(
-                        "fs-read-missing", "pass", f"answered {answer.error_words()}", answer.seq, n
-                    )
-                )
-            else:
-                checks.append(
-                    Check(
-                        "fs-read-missing",
-                        "fail",
-                        f"answered a result for {MISSING_NAME}, which does not exist "
-                        "(an error is right)",
-                        answer.seq,
-                        n,
-                    )
-                )
+            yield from self._read_missing(turn)
             if not self._going(turn):
                 return
             yield from self._read_named(turn, prompt)
@@ -876,6 +852,33 @@ class TestAgent:
                 checks.append(
                     Check("fs-write", "fail", "the result is not an object", answer.seq, n)
                 )
+
+    def _read_missing(self, turn: _Turn) -> Generator[int | None, Any, None]:
+        """fs/read_text_file of a file that does not exist: an error answer is right."""
+        n, sid, checks = turn.number, turn.session.id, turn.checks
+        missing = posixpath.join(turn.session.cwd, MISSING_NAME)
+        answer = yield from self._ask(
+            turn, "fs/read_text_file", {"sessionId": sid, "path": missing}
+        )
+        if not answer.came:
+            checks.append(
+                Check("fs-read-missing", "fail", self._no_answer("fs/read_text_file"), None, n)
+            )
+        elif answer.error is not None:
+            checks.append(
+                Check("fs-read-missing", "pass", f"answered {answer.error_words()}", answer.seq, n)
+            )
+        else:
+            checks.append(
+                Check(
+                    "fs-read-missing",
+                    "fail",
+                    f"answered a result for {MISSING_NAME}, which does not exist "
+                    "(an error is right)",
+                    answer.seq,
+                    n,
+                )
+            )
 
     def _read_named(self, turn: _Turn, prompt: Any) -> Generator[int | None, Any, None]:
         n, cwd, checks = turn.number, turn.session.cwd, turn.checks
@@ -930,6 +933,20 @@ class TestAgent:
                 )
             )
 
+    def _terminal_problem(self, method: str, answer: _Answer) -> str | None:
+        """What is wrong with a terminal method's answer, if anything."""
+        if not answer.came:
+            return self._no_answer(method)
+        if answer.error is not None:
+            return f"{method}: {answer.error_words()}"
+        if method == "terminal/release":
+            return None
+        if not isinstance(answer.result, dict):
+            return f"{method}: the result is not an object"
+        if method == "terminal/output" and not isinstance(answer.result.get("output"), str):
+            return f"{method}: no string output field"
+        return None
+
     def _terminal(self, turn: _Turn) -> Generator[int | None, Any, None]:
         """A terminal running ``echo``: create, output, wait_for_exit, release."""
         n, sid, checks = turn.number, turn.session.id, turn.checks
@@ -981,28 +998,14 @@ class TestAgent:
         ids = {"sessionId": sid, "terminalId": terminal}
         problems: list[tuple[str, int | None]] = []
         last = created.seq
-        for method, wanted in (
-            ("terminal/output", ("output", str)),
-            ("terminal/wait_for_exit", None),
-        ):
+        for method in ("terminal/output", "terminal/wait_for_exit", "terminal/release"):
             answer = yield from self._ask(turn, method, ids)
+            problem = self._terminal_problem(method, answer)
+            if problem is not None:
+                problems.append((problem, answer.seq))
             if not answer.came:
-                problems.append((self._no_answer(method), None))
                 break
             last = answer.seq
-            if answer.error is not None:
-                problems.append((f"{method}: {answer.error_words()}", answer.seq))
-            elif not isinstance(answer.result, dict):
-                problems.append((f"{method}: the result is not an object", answer.seq))
-            elif wanted is not None and not isinstance(answer.result.get(wanted[0]), wanted[1]):
-                problems.append((f"{method}: no string {wanted[0]} field", answer.seq))
-        if not self.unresponsive:
-            released = yield from self._ask(turn, "terminal/release", ids)
-            if not released.came:
-                problems.append((self._no_answer("terminal/release"), None))
-            elif released.error is not None:
-                problems.append((f"terminal/release: {released.error_words()}", released.seq))
-            last = released.seq or last
         status = "failed" if problems else "completed"
         self._update(
             sid, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,25 +97,31 @@ class FakeClient:
                 return [{**reply, "result": {"outcome": {"outcome": "selected",
                                                           "optionId": "reject"}}}]  # fmt: skip
             return [{**reply, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}]
+        if method.startswith(("fs/", "terminal/")):
+            return [{**reply, **self.service(method, params)}]
+        return [{**reply, "error": {"code": -32601, "message": "Method not found"}}]
+
+    def service(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A correct client's fs and terminal (a write refused), but for ``bug``."""
         if method == "fs/read_text_file":
             path = Path(params["path"])
             if not path.is_file():
-                return [{**reply, "error": {"code": -32002, "message": "Resource not found"}}]
+                return {"error": {"code": -32002, "message": "Resource not found"}}
             if self.bug == "fs wrong field":
-                return [{**reply, "result": {"text": path.read_text()}}]
-            return [{**reply, "result": {"content": path.read_text()}}]
+                return {"result": {"text": path.read_text()}}
+            return {"result": {"content": path.read_text()}}
         if method == "fs/write_text_file":
-            return [{**reply, "error": {"code": -32000, "message": "the user said no"}}]
+            return {"error": {"code": -32000, "message": "the user said no"}}
         if method == "terminal/create":
             self.terminals += 1
-            return [{**reply, "result": {"terminalId": f"term_{self.terminals}"}}]
+            return {"result": {"terminalId": f"term_{self.terminals}"}}
         if method == "terminal/output":
-            return [{**reply, "result": {"output": "acp-proxy-test-agent\n", "truncated": False}}]
+            return {"result": {"output": "acp-proxy-test-agent\n", "truncated": False}}
         if method == "terminal/wait_for_exit":
-            return [{**reply, "result": {"exitCode": 0}}]
+            return {"result": {"exitCode": 0}}
         if method == "terminal/release":
-            return [{**reply, "result": {}}]
-        return [{**reply, "error": {"code": -32601, "message": "Method not found"}}]
+            return {"result": {}}
+        return {"error": {"code": -32601, "message": "Method not found"}}
 
 
 class Wire:
@@ -511,7 +516,7 @@ def _whole_turn(proc: subprocess.Popen[bytes], work: Path) -> str | None:
             send(client.request("session/prompt", {"sessionId": message["result"]["sessionId"],
                                                    "prompt": [{"type": "text", "text": "go"}]}))  # fmt: skip
         elif message.get("id") == prompt_id and "method" not in message:
-            stop = message["result"]["stopReason"]
+            stop = str(message["result"]["stopReason"])
         for answer in client.answer(message):
             send(answer)
     proc.stdin.close()
