@@ -1405,7 +1405,7 @@ class _Shell:
             ready, writable, _ = select.select(
                 readers, [self.stdout] if self.out else [], [], timeout
             )
-            if writable and not self._write():
+            if writable and not self._write(now):
                 return
             if self.out and not writable:
                 self.stalled = self.stalled or now()
@@ -1423,17 +1423,21 @@ class _Shell:
     def _stall_deadline(self) -> float | None:
         return None if self.stalled is None else self.stalled + self.timeout
 
-    def _write(self) -> bool:
-        """Some of what waits goes out; False if the client is gone (EPIPE)."""
+    def _write(self, now: Callable[[], float]) -> bool:
+        """Some of what waits goes out; False if the client is gone (EPIPE). The stall's
+        clock runs from the last write that made progress."""
         try:
             written = os.write(self.stdout, self.out[:_CHUNK])
         except BlockingIOError:
-            return True
+            written = 0
         except OSError:
             self.reason = "the client closed its side (stdout)"
             return False
         del self.out[:written]
-        self.stalled = None
+        if written:
+            self.stalled = None
+        if self.out and self.stalled is None:
+            self.stalled = now()
         return True
 
     def _read(self, now: Callable[[], float]) -> None:

@@ -562,3 +562,39 @@ def test_sigterm_still_reports(tmp_path):
     document = orjson.loads(report.read_bytes())
     assert document["ended"] == "stopped by SIGTERM"
     assert proc.returncode == 0
+
+
+def test_a_client_that_stops_reading_is_a_bound_that_runs_out(tmp_path):
+    """The client reads until the agent's custom request, answers it, and never reads again:
+    the 1 MB chunk cannot go out; after --timeout the check fails, said, and test-agent ends
+    (exit 1) instead of waiting on the pipe."""
+
+    work = tmp_path / "w"
+    work.mkdir()
+    report = tmp_path / "r.json"
+    client = FakeClient(work)
+    messages = [
+        client.initialize(),
+        client.request("session/new", {"cwd": str(work), "mcpServers": []}),
+        client.request("session/prompt", {"sessionId": "test_1", "prompt": []}),
+    ]
+    with subprocess.Popen(
+        [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json",
+         "--timeout", "1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in messages))
+        proc.stdin.flush()
+        while True:
+            message = orjson.loads(proc.stdout.readline())
+            if message.get("method") == "_acp_proxy/ping":
+                break
+        for answer in client.answer(message):
+            proc.stdin.write(orjson.dumps(answer) + b"\n")
+        proc.stdin.flush()
+        assert proc.wait(60) == 1  # stdin still open, stdout unread: it ended by itself
+    document = orjson.loads(report.read_bytes())
+    failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
+    assert "large-chunk" in [c["check"] for c in failed_checks]
+    assert document["ended"] == "the client did not read its agent's output for 1s"
