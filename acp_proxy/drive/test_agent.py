@@ -1411,6 +1411,9 @@ class _Shell:
                 self.stalled = self.stalled or now()
             if ready:
                 self._read(now)
+            if self.stalled is not None and now() - self.stalled >= self.timeout and self.eof:
+                self.reason = "the client closed its side (stdin) and read no more"
+                return
             if self.stalled is not None and now() - self.stalled >= self.timeout:
                 self.reason = f"the client did not read its agent's output for {self.timeout:g}s"
                 name = "large-chunk" if self.machine.turns else "reading"
