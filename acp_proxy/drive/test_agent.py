@@ -167,12 +167,10 @@ class _Turn:
     steps: Generator[int | None, Any, None] | None = None
     #: The seq of the client's ``session/cancel``, once it came.
     cancel_seq: int | None = None
-    #: The request waited for, and what it is.
+    #: The request waited for (None: none), and until when.
     waiting: int | None = None
-    waiting_method: str = ""
     deadline: float = 0.0
     checks: list[Check] = field(default_factory=list)
-    open_tools: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +192,6 @@ class _Answer:
     def error(self) -> dict[str, Any] | None:
         error = (self.value or {}).get("error")
         return error if isinstance(error, dict) else None
-
-    @property
-    def is_result(self) -> bool:
-        return self.value is not None and "result" in self.value and "error" not in self.value
 
     def error_words(self) -> str:
         error = self.error or {}
@@ -566,7 +560,7 @@ class TestAgent:
             return None
         request_id = next(self._request_ids)
         self._out.append(_line({"id": request_id, "method": method, "params": params}))
-        turn.waiting, turn.waiting_method = request_id, method
+        turn.waiting = request_id
         turn.deadline = self._now + self.options.timeout
         self._waiting[request_id] = turn
         return request_id
@@ -598,6 +592,8 @@ class TestAgent:
         return turn.cancel_seq is None and not self.unresponsive
 
     def _no_answer(self, method: str) -> str:
+        if self._closed:
+            return f"no answer to {method}: the client closed its side first"
         if self.unresponsive:
             return f"no answer to {method} within {self.options.timeout:g}s"
         return f"no answer to {method}"

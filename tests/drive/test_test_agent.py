@@ -598,3 +598,21 @@ def test_a_client_that_stops_reading_is_a_bound_that_runs_out(tmp_path):
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
     assert "large-chunk" in [c["check"] for c in failed_checks]
     assert document["ended"] == "the client did not read its agent's output for 1s"
+
+
+def test_a_client_that_closes_mid_wait_is_said_so(work):
+    """The client goes away while a request of the agent's waits: that check fails, saying
+    the client closed its side (not that a bound ran out), and the rest are skips."""
+    machine = TestAgent(Options(timeout=TIMEOUT))
+    client = FakeClient(work, bug="silent after large")
+    wire = Wire(machine, client)
+    wire.send(client.initialize())
+    wire.send(client.request("session/new", {"cwd": str(work), "mcpServers": []}))
+    wire.send(client.request("session/prompt", {"sessionId": "test_1", "prompt": []}))
+    checks = wire.close()  # (no expire: the permission request still waits)
+    names = by_name(failed(checks))
+    assert names["large-chunk"][0].why == (
+        "after the 1 MB chunk: no answer to session/request_permission: the client closed its "
+        "side first"
+    )
+    assert statuses(checks)["terminal"] == "skip"
