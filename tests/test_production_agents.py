@@ -627,6 +627,47 @@ def test_acpx_against_test_agent(npm_bin: Path, workspace: Path, tmp_path: Path)
     assert "0 failed" in summary["params"]["update"]["content"]["text"]
 
 
+#: The TypeScript SDK the pinned packages install (claude-agent-acp depends on it): its client.
+TS_SDK = "2.4.0"
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_the_typescript_sdk_client_against_test_agent(
+    protocol: str, npm_bin: Path, workspace: Path, tmp_path: Path
+):
+    """The official TypeScript SDK's client (``@agentclientprotocol/sdk``, v1 and its
+    experimental v2; tests/ts_sdk_client.mjs) runs test-agent's scenario to its end: every
+    update reaches its handler (the unknown variant too, in v2), the permission is asked, in
+    v1 the two reads come; no check fails."""
+    sdk = npm_bin.parent / "@agentclientprotocol" / "sdk"
+    node = shutil.which("node")
+    if node is None or not (sdk / "package.json").exists():
+        pytest.skip("node, or the TypeScript SDK, is not installed")
+    assert orjson.loads((sdk / "package.json").read_bytes())["version"] == TS_SDK
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json"]
+    proc = subprocess.run(
+        [node, str(HERE / "ts_sdk_client.mjs"), str(sdk), protocol, str(workspace),
+         f"Check {workspace / 'hello.txt'}, please.", "--", *agent],
+        capture_output=True, env=agent_env(npm_bin, tmp_path), timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    seen = orjson.loads(proc.stdout)
+    assert seen["errors"] == [] and seen["exit"] == 0, proc.stderr.decode(errors="replace")
+    assert seen["protocol"] == int(protocol) and seen["stopReason"] == "end_turn"
+    assert seen["permissions"] == 1
+    document = orjson.loads(report.read_bytes())
+    assert [c for c in document["checks"] if c["status"] == "fail"] == []
+    assert document["client"]["name"] == "acp-proxy-tests-ts-sdk-client"
+    if protocol == "1":
+        assert seen["reads"] == [
+            str(workspace / "acp-proxy-test-agent-no-such-file.txt"), str(workspace / "hello.txt")
+        ]  # fmt: skip
+        assert "plan" in seen["updates"] and "tool_call" in seen["updates"]
+    else:
+        assert "acp_proxy_test_unknown" in seen["updates"]
+        assert seen["updates"][0] == "state_update" and seen["updates"][-1] == "state_update"
+
+
 @contextlib.contextmanager
 def production_agent(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
