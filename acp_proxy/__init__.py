@@ -103,7 +103,8 @@ module's own docstring says what it is for and what it promises.
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
     drive/replay.py          drive_agent: replay --as client, over the client core
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
-    drive/commands.py        probe, chat: their options
+    drive/commands.py        probe, chat, test-agent: their options
+    drive/test_agent.py      TestAgent, serve: the agent that checks a client (select, no asyncio)
     devtools/                example_agent.py, demo.py, bench.py, commands.py (demo)
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.

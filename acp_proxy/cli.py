@@ -162,6 +162,7 @@ for _command in (
     devtools_commands.demo,
     drive_commands.probe,
     drive_commands.chat,
+    drive_commands.test_agent,
 ):
     cli.add_command(_command)
 
@@ -228,6 +229,10 @@ _EXAMPLES = {
         "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
     ],
+    "test-agent": [
+        "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",
+        "acp-proxy test-agent --format json --report client.json --allow-write",
+    ],
     "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
 }
 for _name, _lines in _EXAMPLES.items():
@@ -239,6 +244,7 @@ _SHORT = {
     "run": "Relay an agent's stdio, recording and validating it.",
     "probe": "Check an agent without an editor.",
     "chat": "Talk to an agent from a terminal or a script.",
+    "test-agent": "Be the agent a client talks to, and check the client.",
     "demo": "Try the proxy on the example agent.",
     "show": "A recording as a timeline or as the conversation.",
     "follow": "Show a recording live as it grows (tail -f).",

@@ -589,6 +589,85 @@ def test_acpx_as_the_client(
     assert [f for f in found if f["level"] != "info"] == []
 
 
+def test_acpx_against_test_agent(npm_bin: Path, workspace: Path, tmp_path: Path):
+    """acpx 0.19.1 as the client of `acp-proxy test-agent` (its `--agent`, one command
+    string, as the README shows): the scenario runs to its end (end_turn), every check that
+    acpx can meet passes (its fs and terminal, the file the prompt names, the write with
+    --allow-write), and the session is recorded with acpx as the client. What README's
+    "Tested with" says of acpx comes from here."""
+    env = agent_env(npm_bin, tmp_path)
+    record, report = tmp_path / "test-agent.jsonl", tmp_path / "report.json"
+    agent = " ".join([*PROXY, "test-agent", "--record", str(record), "--report", str(report),
+                      "--format", "json", "--allow-write", "--timeout", "30"])  # fmt: skip
+    proc = subprocess.run(
+        [str(npm_bin / "acpx"), "--cwd", str(workspace), "--approve-all", "--format", "json",
+         "--agent", agent, "exec", f"Check {workspace / 'hello.txt'}, please."],
+        capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    document = orjson.loads(report.read_bytes())
+    statuses = {check["check"]: check["status"] for check in document["checks"]}
+    assert document["client"]["name"] == "acpx" and document["protocol"] == 1
+    assert [name for name, status in statuses.items() if status == "fail"] == []
+    assert statuses == {
+        "initialize-first": "pass", "prompt-capabilities": "pass", "unknown-update": "pass",
+        "extension-request": "pass", "large-chunk": "pass", "permission-outcome": "pass",
+        "fs-read-missing": "pass", "fs-read": "pass", "fs-write": "pass", "terminal": "pass",
+        "permission-cancelled": "skip", "advertised-methods": "pass", "valid-frames": "pass",
+    }  # fmt: skip
+    assert (workspace / "acp-proxy-test-agent.txt").read_text().startswith("Written by")
+    seen = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    ends = [m["result"]["stopReason"] for m in seen if "stopReason" in (m.get("result") or {})]
+    assert ends == ["end_turn"]
+    frames = [
+        r for r in map(orjson.loads, record.read_bytes().splitlines()) if r["kind"] == "frame"
+    ]
+    assert frames[0]["from"] == "client" and frames[0]["msg"]["method"] == "initialize"
+    summary = [m for m in seen if m.get("method") == "session/update"][-1]
+    assert "0 failed" in summary["params"]["update"]["content"]["text"]
+
+
+#: The TypeScript SDK the pinned packages install (claude-agent-acp depends on it): its client.
+TS_SDK = "2.4.0"
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+def test_the_typescript_sdk_client_against_test_agent(
+    protocol: str, npm_bin: Path, workspace: Path, tmp_path: Path
+):
+    """The official TypeScript SDK's client (``@agentclientprotocol/sdk``, v1 and its
+    experimental v2; tests/ts_sdk_client.mjs) runs test-agent's scenario to its end: every
+    update reaches its handler (the unknown variant too, in v2), the permission is asked, in
+    v1 the two reads come; no check fails."""
+    sdk = npm_bin.parent / "@agentclientprotocol" / "sdk"
+    node = shutil.which("node")
+    if node is None or not (sdk / "package.json").exists():
+        pytest.skip("node, or the TypeScript SDK, is not installed")
+    assert orjson.loads((sdk / "package.json").read_bytes())["version"] == TS_SDK
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json"]
+    proc = subprocess.run(
+        [node, str(HERE / "ts_sdk_client.mjs"), str(sdk), protocol, str(workspace),
+         f"Check {workspace / 'hello.txt'}, please.", "--", *agent],
+        capture_output=True, env=agent_env(npm_bin, tmp_path), timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    seen = orjson.loads(proc.stdout)
+    assert seen["errors"] == [] and seen["exit"] == 0, proc.stderr.decode(errors="replace")
+    assert seen["protocol"] == int(protocol) and seen["stopReason"] == "end_turn"
+    assert seen["permissions"] == 1
+    document = orjson.loads(report.read_bytes())
+    assert [c for c in document["checks"] if c["status"] == "fail"] == []
+    assert document["client"]["name"] == "acp-proxy-tests-ts-sdk-client"
+    if protocol == "1":
+        assert seen["reads"] == [
+            str(workspace / "acp-proxy-test-agent-no-such-file.txt"), str(workspace / "hello.txt")
+        ]  # fmt: skip
+        assert "plan" in seen["updates"] and "tool_call" in seen["updates"]
+    else:
+        assert "acp_proxy_test_unknown" in seen["updates"]
+        assert seen["updates"][0] == "state_update" and seen["updates"][-1] == "state_update"
+
+
 @contextlib.contextmanager
 def production_agent(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
