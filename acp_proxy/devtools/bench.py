@@ -41,13 +41,12 @@ Workloads:
   its first and last (all between is aligned).
 
 ``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
-the one-way big message's, ``... attacker MODE`` and ``... drive SECONDS`` the client table's.
+the one-way big message's, ``... attacker MODE PATH N`` the client table's.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import shlex
@@ -224,27 +223,6 @@ def attacker(mode: str, path: str, count: int) -> None:
     time.sleep(3600)
 
 
-def drive(seconds: float, allow_terminal: bool, argv: list[str]) -> None:
-    """The client core over ``argv`` for ``seconds``, its events taken; its peak memory in
-    bytes, printed."""
-    from pathlib import Path  # noqa: PLC0415 - the client table's, in its own process
-
-    from acp_proxy.live.client import Client, Services, TimedOut, initialize_params  # noqa: PLC0415
-    from acp_proxy.log import get_logger  # noqa: PLC0415
-
-    with tempfile.TemporaryDirectory() as sandbox:
-        services = Services(Path(sandbox), allow_terminal=allow_terminal)
-        client = Client.start(argv, services, get_logger(), no_record=True)
-        with contextlib.suppress(TimedOut):
-            client.call("initialize", initialize_params(1, services), 10)
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            with contextlib.suppress(TimedOut):
-                client.next_event(0.2)
-        print(peak_rss(os.getpid()))
-        client.close()
-
-
 def sink() -> None:
     """An agent that answers each line with a short one (the one-way big message's)."""
     out = sys.stdout.buffer
@@ -367,6 +345,23 @@ def turn_cpu(cmd: list[str], frames: int, piped: bool = False) -> float:
         proc.stdin.close()
         proc.wait()
     return used
+
+
+def attacked(argv: list[str], terminal: bool, workdir: str) -> int | None:
+    """The peak memory of ``chat`` (the client core) over the attacker ``argv`` for four
+    seconds (its ``--timeout``: the attacker answers nothing after ``initialize``)."""
+    chat = [sys.executable, "-m", "acp_proxy", "chat", "--no-record", "--timeout", "4",
+            *(["--allow-terminal"] if terminal else []), "--", *argv]  # fmt: skip
+    peak = None
+    with subprocess.Popen(chat, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, cwd=workdir) as proc:  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+        while proc.poll() is None:
+            peak = peak_rss(proc.pid) or peak
+            time.sleep(0.05)
+    return peak
 
 
 def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
@@ -804,7 +799,7 @@ class _Bench:
             for name, runs in ((f"run {how} (relay, validate)", run_cpu),
                                (f"chat {how}, piped (+ parse all, draw)", chat_cpu)):  # fmt: skip
                 print(f"{name:<44}{_spread(runs):>20}{statistics.median(runs) / base:>9.2f}x")
-        print("client: the client core's peak memory under an agent that attacks it")
+        print("client: chat's peak memory (the client core's) under an agent that attacks it")
         big = os.path.join(self.workdir, "big.txt")
         with open(big, "wb") as file:
             file.write(b"x" * (8 * 1024 * 1024 - 16))
@@ -815,11 +810,7 @@ class _Bench:
              [*bench_agent, "attacker", "terminal", "-", "40"]),
         )  # fmt: skip
         for name, terminal, argv in attacks:
-            peaks = []
-            for _ in range(args.repeat):
-                driver = [*bench_agent, "drive", "4", "terminal" if terminal else "-", *argv]
-                done = subprocess.run(driver, capture_output=True, timeout=300, check=False)
-                peaks.append(int(done.stdout.split()[-1]) if done.stdout.strip() else None)
+            peaks = [attacked(argv, terminal, self.workdir) for _ in range(args.repeat)]
             print(f"{name:<56}{_peak(peaks, 'client'):>12}")
 
     def offline_table(self, recorded: str) -> None:
@@ -904,9 +895,6 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args_in[:1] == ["attacker"]:
         attacker(args_in[1], args_in[2], int(args_in[3]))
-        return
-    if args_in[:1] == ["drive"]:
-        drive(float(args_in[1]), args_in[2] == "terminal", args_in[3:])
         return
     parser = argparse.ArgumentParser(prog="python -m acp_proxy.devtools.bench", description=__doc__)
     parser.add_argument("--frames", type=int, default=200_000, help="stream: chunks per run")
