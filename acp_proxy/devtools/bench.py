@@ -347,10 +347,10 @@ def turn_cpu(cmd: list[str], frames: int, piped: bool = False) -> float:
     return used
 
 
-def attacked(argv: list[str], terminal: bool, workdir: str) -> int | None:
-    """The peak memory of ``chat`` (the client core) over the attacker ``argv`` for four
-    seconds (its ``--timeout``: the attacker answers nothing after ``initialize``)."""
-    chat = [sys.executable, "-m", "acp_proxy", "chat", "--no-record", "--timeout", "4",
+def attacked(argv: list[str], terminal: bool, workdir: str, seconds: float) -> int | None:
+    """The peak memory of ``chat`` (the client core) over the attacker ``argv`` for
+    ``seconds`` (its ``--timeout``: the attacker answers nothing after ``initialize``)."""
+    chat = [sys.executable, "-m", "acp_proxy", "chat", "--no-record", "--timeout", str(seconds),
             *(["--allow-terminal"] if terminal else []), "--", *argv]  # fmt: skip
     peak = None
     with subprocess.Popen(chat, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -810,7 +810,10 @@ class _Bench:
              [*bench_agent, "attacker", "terminal", "-", "40"]),
         )  # fmt: skip
         for name, terminal, argv in attacks:
-            peaks = [attacked(argv, terminal, self.workdir) for _ in range(args.repeat)]
+            peaks = [
+                attacked(argv, terminal, self.workdir, args.attack_seconds)
+                for _ in range(args.repeat)
+            ]
             print(f"{name:<56}{_peak(peaks, 'client'):>12}")
 
     def offline_table(self, recorded: str) -> None:
@@ -905,6 +908,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
     parser.add_argument("--flood-reads", type=int, default=400, help="client: reads asked")
+    parser.add_argument("--attack-seconds", type=float, default=4, help="client: per attack")
     parser.add_argument("--launches", type=int, default=5, help="start: launches per run")
     parser.add_argument("--hostile-kb", type=int, default=480, help="hostile: search's message")
     parser.add_argument("--hostile-chunks", type=int, default=32_000, help="hostile: diff's")

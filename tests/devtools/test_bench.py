@@ -20,12 +20,13 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "1000", "--round-trips", "10",
          "--big-mib", "1", "--long-frames", "1000", "--repeat", "2", "--launches", "1",
          "--pending", "1000", "--pending-frames", "100",
-         "--hostile-kb", "8", "--hostile-chunks", "1000"],
+         "--hostile-kb", "8", "--hostile-chunks", "1000", "--flood-reads", "4",
+         "--attack-seconds", "1"],
         capture_output=True, text=True, timeout=300, check=True,
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, pending, offline, page, hostile = (
+    stream, ping, start, big, one_way, long, pending, client, offline, page, hostile = (
         s.splitlines() for s in sections[1:]
     )
 
@@ -74,6 +75,17 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         strict=True,
     ):
         assert re.fullmatch(rf"{setup}\s+{load}(\s+{NUMBER}){{3}}", row), row
+
+    assert client[0] == "client: one turn of 1,000 chunks, CPU of the acp-proxy process"
+    fronts = [f"{f} {how}" for how in ("recording", "--no-record") for f in ("run", "chat")]
+    for front, row in zip(fronts, client[2:6], strict=True):
+        assert re.fullmatch(rf"{front}.*\s+{NUMBER} \({NUMBER}-{NUMBER}\)\s+{NUMBER}x", row), row
+    assert client[6].startswith("client: chat's peak memory (the client core's)")
+    assert len(client) == 9
+    for row in client[7:]:
+        assert re.fullmatch(rf"\d+ reads of 8 MiB, none read\s+{MIB}|a terminal .*\s+{MIB}", row), (
+            row
+        )
 
     assert offline[0] == "offline: over the stream's recording (1,008 frames)"
     readers = [
