@@ -53,6 +53,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message
 from acp_proxy.live.recorder import Recorder
+from acp_proxy.live.spool import SpooledFrame
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon as ItemAddon
 from acp_proxy.transcript.items import Annotated, Chain
@@ -63,6 +64,7 @@ from acp_proxy.transcript.records import (
     Record,
     StartRecord,
     StderrRecord,
+    base64_record_ends,
     frame_record_parts,
     stderr_record,
     violation_record,
@@ -123,6 +125,9 @@ class Addon:
     #: Whether it needs every frame parsed and handed to :meth:`frame`, plain ones too (the
     #: debug log does; the recorder only to redact): then no frame takes the plain way.
     parses = False
+    #: Whether it records a line longer than the relay holds whole (then the relay spools
+    #: such a line, and its frame carries the spool: :class:`~acp_proxy.live.spool.SpooledFrame`).
+    spools = False
 
     def frame(self, seen: Seen) -> bytes | None:
         """A frame that needs looking at (:class:`Seen`). Returns what to add to the
@@ -257,6 +262,7 @@ class Save(Addon):
     leaves it out of its chain: then a plain frame costs nothing but its check."""
 
     name = "the recorder"
+    spools = True
 
     def __init__(
         self,
@@ -299,6 +305,14 @@ class Save(Addon):
                         stored.raw, seen.frame.oversized, seen.frame.terminated
                     )
             found = [self._stored(f) for f in seen.findings]
+            spooled = stored.spool if isinstance(stored, SpooledFrame) else None
+            if spooled is not None and self.redactor is None:
+                # a line past the cap, whole: its base64 copied from its spool, in pieces
+                before, after = base64_record_ends(seen.seq, seen.t, seen.side, stored, found)
+                recorder.write(before)
+                recorder.write_spooled(spooled)
+                recorder.write(after)
+                return None
             parts = frame_record_parts(seen.seq, seen.t, seen.side, stored, found, hidden)
             if len(stored.raw) < WRITE_IN_PIECES:
                 recorder.write(b"".join(parts))

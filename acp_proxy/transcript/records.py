@@ -14,7 +14,10 @@ A transcript is JSONL, one record per line, append-only::
 re-encoded; a reader recovers them by slicing the line. ``"unterminated":true`` marks
 the last line of a stream that ended without its ``\n``; ``"redacted":[paths]`` the
 values a redacted copy replaced; ``"oversized":N`` a line of N bytes, longer than the
-relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning.
+relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning,
+or (``base64`` of N bytes) the whole line: a recording relay spools such a line and writes
+it whole (:func:`base64_record_ends`), and a reader reads it as the relay observed it, an
+oversized frame, not parsed.
 A frame record is read as the relay read the frame: its message may be as deep as orjson
 reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
 escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
@@ -65,6 +68,7 @@ __all__ = [
     "StderrRecord",
     "UnreadableLine",
     "ViolationRecord",
+    "base64_record_ends",
     "end_record",
     "format_time",
     "frame_record",
@@ -183,6 +187,45 @@ def frame_record_parts(
     redacted: Iterable[str] = (),
 ) -> tuple[bytes, ...]:
     """:func:`frame_record` in pieces: a big frame's bytes are written, never copied."""
+    head = _frame_head(seq, t, side, frame, violations, redacted)
+    if frame.oversized:  # longer than the relay's cap: its beginning (or all of it) in base64
+        pass
+    elif frame.is_json:
+        return (head + b',"msg":', frame.raw, b"}\n")
+    else:
+        try:
+            text = frame.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
+    # (base64's letters need no escaping: the encoding is the JSON string's body, uncopied)
+    return (head + b',"base64":"', base64.b64encode(frame.raw), b'"}\n')
+
+
+def base64_record_ends(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+) -> tuple[bytes, bytes]:
+    """What comes before and after the ``base64`` of the whole line of an oversized
+    ``frame`` (its size: ``frame.oversized``), written between them in pieces as it is
+    read from where it was spooled: the record :func:`frame_record` would write for the
+    line's beginning, holding the whole line instead (readers read it alike)."""
+    return _frame_head(seq, t, side, frame, violations) + b',"base64":"', b'"}\n'
+
+
+def _frame_head(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+    redacted: Iterable[str] = (),
+) -> bytes:
+    """A frame record up to its bytes' key (``msg``, ``text`` or ``base64``)."""
     stamp = frame_stamp(t, side)
     if stamp is not None:
         head = b'{"kind":"frame","seq":%d%s' % (seq, stamp)
@@ -196,19 +239,9 @@ def frame_record_parts(
         head += b',"redacted":' + orjson.dumps(hidden)
     if not frame.terminated:  # the last line of a stream that ended without its \n
         head += b',"unterminated":true'
-    if frame.oversized:  # longer than the relay's cap: its size, and its beginning in base64
+    if frame.oversized:  # longer than the relay's cap: its size
         head += b',"oversized":%d' % frame.oversized
-    elif frame.is_json:
-        return (head + b',"msg":', frame.raw, b"}\n")
-    else:
-        try:
-            text = frame.raw.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
-    # (base64's letters need no escaping: the encoding is the JSON string's body, uncopied)
-    return (head + b',"base64":"', base64.b64encode(frame.raw), b'"}\n')
+    return head
 
 
 def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> bytes:
