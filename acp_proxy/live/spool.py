@@ -2,9 +2,10 @@
 memory stays flat however long the line (``Framer(hold=...)`` hands its bytes out).
 
 The relay still writes each chunk on at once; what is spooled is the recorder's copy. A
-line's bytes go, base64-encoded as they come (the body of the record's ``base64`` string,
-so no pass over them is left for its end), to an unnamed file (``O_TMPFILE``, mode 0600)
-in the recording's directory. When the line ends:
+line's bytes go to an unnamed file (``O_TMPFILE``, mode 0600) in the recording's directory:
+as they are up to the cap, base64-encoded as they come past it (the body of the record's
+``base64`` string, so no pass over them is left for its end: :class:`LineSpool`). When the
+line ends:
 
 - up to the relay's cap (``ACP_PROXY_MAX_FRAME``) it is read back and observed whole, as a
   line held in memory would be (the cost is the line, as it always was);
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
+import errno
 import os
 import tempfile
 from dataclasses import dataclass
@@ -34,17 +36,25 @@ __all__ = ["BLOCK", "PREVIEW", "LineSpool", "SpooledFrame", "Spooler"]
 #: The beginning of a spooled line kept in memory: what an oversized frame shows.
 PREVIEW = 64 * 1024
 
-#: How much of a spool is read (or copied) at once: a multiple of 4, base64's quantum.
-BLOCK = 4 << 20
+#: How much of a spool is read (or copied) at once: a multiple of 3 and of 4 (base64's
+#: quanta, in and out).
+BLOCK = 3 << 20
 
 
 class LineSpool:
-    """One line's bytes, base64-encoded, in an unnamed file (gone when it is closed)."""
+    """One line's bytes in an unnamed file (gone when it is closed): as they are while the
+    line is within ``cap`` (to be read back whole, at once), base64-encoded past it (the
+    body of its record, copied as it is). At the switch the bytes so far are encoded once,
+    after themselves in the file; from then on each piece is encoded as it comes."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, cap: int) -> None:
         self.fd = fd
-        #: The line's length in bytes so far; the base64 written so far.
+        self.cap = cap
+        #: The line's length in bytes so far.
         self.size = 0
+        #: Where the base64 starts in the file (None: not encoded, the line is within the
+        #: cap), and how much of it is written.
+        self.base64_at: int | None = None
         self.encoded = 0
         #: The bytes (fewer than 3) that wait for the next piece to be encoded.
         self._carry = b""
@@ -52,37 +62,64 @@ class LineSpool:
     def add(self, data: bytes) -> None:
         """The line's next bytes. Raises OSError when the file cannot take them."""
         self.size += len(data)
+        if self.base64_at is None:
+            self._write(data)
+            if self.size > self.cap:
+                self._to_base64()
+            return
+        self._encode(data)
+
+    def _encode(self, data: bytes) -> None:
         if self._carry:
             data = self._carry + data
         cut = len(data) - len(data) % 3
         self._carry = data[cut:]
         if cut:
-            self._write(binascii.b2a_base64(memoryview(data)[:cut], newline=False))
+            self.encoded += self._write(binascii.b2a_base64(memoryview(data)[:cut], newline=False))
+
+    def _to_base64(self) -> None:
+        """The line is past the cap: its bytes so far encoded, after them."""
+        self.base64_at = self.size
+        for start in range(0, self.size, BLOCK):  # (never past them: the base64 follows)
+            block = os.pread(self.fd, min(BLOCK, self.size - start), start)
+            if not block:
+                raise OSError(errno.EIO, "the spool ended early")
+            self._encode(block)
 
     def finish(self) -> None:
         """The line has ended: its last bytes encoded (with base64's padding)."""
         if self._carry:
-            self._write(binascii.b2a_base64(self._carry, newline=False))
+            self.encoded += self._write(binascii.b2a_base64(self._carry, newline=False))
             self._carry = b""
 
-    def _write(self, encoded: bytes) -> None:
-        view = memoryview(encoded)
+    def _write(self, data: bytes | memoryview) -> int:
+        view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]
-        self.encoded += len(encoded)
+        return len(data)
 
     def read_back(self) -> bytearray:
-        """The line's bytes, decoded a block at a time (held: the line, once)."""
-        out = bytearray()
-        for start in range(0, self.encoded, BLOCK):
-            out += binascii.a2b_base64(os.pread(self.fd, BLOCK, start))
+        """The line's bytes, read at once (held: the line, once)."""
+        out = bytearray(self.size)
+        view, at = memoryview(out), 0
+        while at < self.size:
+            read = os.preadv(self.fd, [view[at:]], at)
+            if not read:
+                raise OSError(errno.EIO, "the spool ended early")
+            at += read
         return out
 
     def copy_base64(self, out: int) -> None:
         """Write the line's base64 to descriptor ``out`` (the recording), a block at a time.
         Raises OSError on a write that fails."""
-        for start in range(0, self.encoded, BLOCK):
-            view = memoryview(os.pread(self.fd, BLOCK, start))
+        first = self.base64_at
+        if first is None:
+            raise ValueError("a line within the cap is not encoded")
+        for start in range(first, first + self.encoded, BLOCK):
+            block = os.pread(self.fd, min(BLOCK, first + self.encoded - start), start)
+            if not block:
+                raise OSError(errno.EIO, "the spool ended early")
+            view = memoryview(block)
             while view:
                 view = view[os.write(out, view) :]
 
@@ -137,7 +174,7 @@ class Spooler:
             return
         try:
             if self._spool is None:
-                self._spool = LineSpool(_unnamed_file(self.directory))
+                self._spool = LineSpool(_unnamed_file(self.directory), self.cap)
             self._spool.add(data)
         except OSError as exc:
             self._fail(exc, len(data))

@@ -216,3 +216,17 @@ def test_an_unterminated_spooled_line_ends_with_the_stream(tmp_path: Path) -> No
     frame = spooler.end(end[0])
     assert not isinstance(frame, bytes | bytearray)
     assert frame.value == {"a": 1} and not frame.terminated
+
+
+def test_a_spool_that_cannot_be_written_leaves_the_line_s_beginning_and_size(
+    tmp_path: Path,
+) -> None:
+    """A spool that cannot be made (a directory gone) never raises: the line is observed
+    (and recorded) as its beginning and its size, as before spooling."""
+    spooler = Spooler(tmp_path / "gone", 1 << 20, get_logger())
+    spooler.piece(b"x" * 100)
+    spooler.piece(b"y" * 100)
+    frame = spooler.end(LineEnd(b"z", 201))
+    assert not isinstance(frame, bytes | bytearray) and not isinstance(frame, SpooledFrame)
+    assert frame.raw == b"x" * 100 + b"y" * 100 + b"z" and frame.oversized == 201
+    spooler.close()
