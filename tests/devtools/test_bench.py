@@ -18,14 +18,14 @@ MIB = rf"{NUMBER} MiB"
 def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "1000", "--round-trips", "10",
-         "--big-mib", "1", "--long-frames", "1000", "--repeat", "2", "--launches", "1",
+         "--big-mib", "1", "--line-mb", "8", "--long-frames", "1000", "--repeat", "2", "--launches", "1",
          "--pending", "1000", "--pending-frames", "100",
          "--hostile-kb", "8", "--hostile-chunks", "1000"],
         capture_output=True, text=True, timeout=300, check=True,
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, pending, offline, page, hostile = (
+    stream, ping, start, big, one_way, line, long, pending, offline, page, hostile = (
         s.splitlines() for s in sections[1:]
     )
 
@@ -57,6 +57,10 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         for setup, row in zip(SETUPS, table[2:], strict=True):
             peak = rf"{MIB} {NUMBER}x msg" if setup in ("proxy", "no-record") else "-"
             assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row), row
+
+    assert line[0] == "line: one 8 MB line without its end, from the agent"
+    for setup, row in zip(["proxy", "no-record"], line[2:], strict=True):
+        assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row
 
     assert long[0].startswith("long: 1,000 frames")
     for setup, row in zip(["proxy", "no-record"], long[2:], strict=True):
