@@ -527,6 +527,10 @@ def parse_record(number: int, line: bytes) -> Record | None:
     """One line (with or without its ``\\n``) as a typed record; None for a kind this
     version does not know. Never raises: a line that does not fit is an
     :class:`UnreadableLine` that says why, with its line number."""
+    if len(line) >= LONG_FRAME:
+        spooled = _base64_frame(number, line)
+        if spooled is not None:
+            return spooled
     try:
         record = orjson.loads(line) if len(line) < LONG_FRAME else loads_long(line)
     except orjson.JSONDecodeError as exc:
@@ -545,6 +549,52 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return _record(number, line, kind, record)
     except (_Malformed, ValueError) as exc:
         return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
+
+
+#: Where a frame record's ``base64`` begins, and how far into a long line it is looked for.
+_BASE64_KEY = b',"base64":"'
+_HEAD_WITHIN = 1 << 16
+
+
+def _base64_frame(number: int, line: bytes) -> Record | None:
+    """A long frame record whose bytes are in ``base64``, last (a line past the relay's cap,
+    recorded whole: :func:`base64_record_ends`), read without its string made a Python
+    string: its head parsed on its own, its base64 decoded from the line (the line and its
+    bytes held, not three times the line). None for any other line, read the usual way."""
+    marker = line.find(_BASE64_KEY, 0, _HEAD_WITHIN)
+    end = len(line)
+    while end and line[end - 1] in _WHITESPACE:
+        end -= 1
+    if marker < 0 or not line.startswith(b'"}', end - 2):
+        return None
+    first = marker + len(_BASE64_KEY)
+    if line.find(b'"', first, end - 2) >= 0 or line.find(b"\\", first, end - 2) >= 0:
+        return None  # (the string ends earlier, or holds escapes: not this writer's)
+    try:
+        head = orjson.loads(line[:marker] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict or head.get("kind") != "frame":
+        return None
+    if any(key in head for key in ("msg", "text", "base64")):
+        return None
+    try:
+        raw = binascii.a2b_base64(memoryview(line)[first : end - 2], strict_mode=True)
+    except binascii.Error as exc:
+        return UnreadableLine(
+            number, f"malformed frame record (base64 field does not decode: {exc})"
+        )
+    terminated = head.get("unterminated") is not True
+    size = head.get("oversized")
+    try:
+        if size is not None and type(size) is not int:
+            raise _Malformed(f"oversized is {_brief(size)}, not an integer")
+        frame = (
+            parse_frame(raw, terminated) if size is None else oversized_frame(raw, size, terminated)
+        )
+        return _record(number, line, "frame", head, frame)
+    except (_Malformed, ValueError) as exc:
+        return UnreadableLine(number, f"malformed {_brief('frame')} record ({exc})")
 
 
 def _frame_apart(number: int, line: bytes) -> Record | None:

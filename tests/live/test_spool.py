@@ -230,3 +230,28 @@ def test_a_spool_that_cannot_be_written_leaves_the_line_s_beginning_and_size(
     assert not isinstance(frame, bytes | bytearray) and not isinstance(frame, SpooledFrame)
     assert frame.raw == b"x" * 100 + b"y" * 100 + b"z" and frame.oversized == 201
     spooler.close()
+
+
+def test_a_long_base64_record_reads_as_the_short_way_reads_it() -> None:
+    """A frame record past a MiB whose bytes are its last key, ``base64`` (as a long line is
+    recorded), is read from the line without its string made text: the same frame, findings
+    and size as the usual parse gives; a body that does not decode is an unreadable line."""
+    from acp_proxy.core.framing import oversized_frame
+    from acp_proxy.transcript.records import UnreadableLine, _record
+
+    data = bytes(range(256)) * 8192  # 2 MiB, no JSON
+    frame = oversized_frame(data[:10], len(data), terminated=False)
+    found = [{"rule": "oversized-frame", "level": "error", "message": "m", "spec": "s"}]
+    before, after = base64_record_ends(4, "t", "agent", frame, found)
+    line = before + base64.b64encode(data) + after
+    read = parse_record(7, line)
+    assert isinstance(read, FrameRecord)
+    usual = _record(7, line, "frame", orjson.loads(line))
+    assert isinstance(usual, FrameRecord)
+    assert (read.seq, read.side, read.violations, read.frame) == (
+        usual.seq, usual.side, usual.violations, usual.frame
+    )  # fmt: skip
+    assert read.frame.raw == data and read.frame.oversized == len(data)
+    assert not read.frame.terminated
+    broken = before + base64.b64encode(data)[:-1] + b"!" + after
+    assert isinstance(parse_record(7, broken), UnreadableLine)
