@@ -80,6 +80,7 @@ module's own docstring says what it is for and what it promises.
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
     live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
+    live/spool.py            Spooler: a line too long to hold, spooled to a file as it crosses
     live/client.py           Client, Services: acp-proxy as the client, through the same relay
     live/commands.py         run: a session assembled, the agent started first
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
