@@ -13,8 +13,9 @@ the wire model) and picks the values to hide:
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
   ``NAME=value`` whose name looks secret, of a secret-named header
-  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``), and
-  the password after ``-u`` (``-u user:pw``);
+  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``),
+  the password after ``-u`` (``-u user:pw``), and the short password flag of the commands
+  that have one (:data:`SHORT_PASSWORD_FLAGS`: ``mysql -pX``, ``sshpass -p X``);
 - in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
   parameters (``?access_token=X``);
 - in every other string (a tool call's command, a message's text): API-key shaped
@@ -22,7 +23,12 @@ the wire model) and picks the values to hide:
   a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
   the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
   ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
-  (``-H 'X-Auth: X'``);
+  (``-H 'X-Auth: X'``), the short password flags, and a base64 run that decodes to
+  ``user:secret`` or holds a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
+- a key cut between chunks of streamed text: found in the chunks of a message joined
+  (per session, kind and message id: :class:`ChunkJoin`); the chunk it starts in gets its
+  tag, the others lose their part (a live redaction holds back a chunk that could end in a
+  key's start until the next one comes: never dropped);
 - in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
   agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
   cut before its closing quote: to the end);
@@ -43,6 +49,10 @@ record (the truncated last line of a crash) is replaced, whole, by a line that s
 size, never copied. A record with a key twice (readers read the last) is written anew from
 what a reader reads; so is a frame record with a key it does not have or its frame in more
 than one of ``msg``, ``text`` and ``base64`` (the rest left out, ``(record)`` listed).
+
+No secret, left as they are: a name whose last word makes it a fact about secrets
+(``token_count``, ``keyName``: :data:`_ABOUT_SECRETS`), and a value that stands for one
+(``key=value``, ``<token>``, ``$API_KEY``: :data:`_STANDS_FOR`).
 
 A string that is one of the redaction's tags, whole, is left as it is (one that only starts
 like one is not), and so is a line that stands for an unreadable one: a second pass changes
@@ -92,6 +102,7 @@ from acp_proxy.transcript.records import (
 )
 
 __all__ = [
+    "AUTH_SCHEMES",
     "CHUNK_TEXT",
     "SHORT_PASSWORD_FLAGS",
     "ChunkJoin",
@@ -183,10 +194,15 @@ _PEM = re.compile(
 _USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
 #: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
 _CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
+#: The schemes an authorization's credentials follow (``Authorization: Bearer X``): one
+#: list for the patterns here and for where a long stderr line may be cut
+#: (:mod:`acp_proxy.live.addons`: never between a scheme and its secret).
+AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate")
+_SCHEMES = "|".join(AUTH_SCHEMES)
 #: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
 _CLI_HEADER = re.compile(
     r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
-    r"((?i:(?:basic|bearer|token|digest|negotiate)[ \t]+)?)([^\s'\"\\]+)"
+    rf"((?i:(?:{_SCHEMES})[ \t]+)?)([^\s'\"\\]+)"
 )
 #: The words of a header's name that make it secret, besides :func:`secret_name`'s
 #: (``X-Auth``; not ``Author``).
@@ -212,7 +228,7 @@ _SECRETISH = re.compile(r"token|key|secret|passw|authoriz|cookie|credential", re
 #: Basic X``, ``Cookie: a=b; c=d``.
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*"
-    r"(?:(?:basic|bearer|token|digest|negotiate)\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
+    rf"(?:(?:{_SCHEMES})\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
 )
 #: A run of base64 long enough to hold ``user:secret`` or a key (a docker config's ``auth``,
 #: an ``.npmrc``'s ``_auth=``): decoded, and hidden when it holds one (:meth:`Redactor._encoded`).
