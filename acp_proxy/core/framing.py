@@ -159,7 +159,9 @@ class Framer:
     (:meth:`parts`).
     """
 
-    __slots__ = ("_closed", "_ended", "_out", "_over", "_pending", "_spilled", "cap", "cut", "hold")
+    __slots__ = (
+        "_closed", "_ended", "_out", "_over", "_pending", "_spilled", "cap", "cut", "handed", "hold"
+    )  # fmt: skip
 
     def __init__(self, cap: int | None = None, hold: int | None = None) -> None:
         if cap is not None and cap < 1:
@@ -175,6 +177,8 @@ class Framer:
         self._spilled = 0
         self._out: list[LinePiece] = []
         self._ended: LineEnd | None = None
+        #: Whether the last :meth:`parts` handed a line out (a LinePiece or a LineEnd in it).
+        self.handed = False
         self._pending = bytearray()
         self._closed = False
         #: The most bytes of a line held (None: no bound; a reader's framer).
@@ -225,10 +229,12 @@ class Framer:
         than it comes out as it arrives instead: :class:`LinePiece` items (after the lines
         the chunk completes) and, in the chunk that ends it, a :class:`LineEnd` (first).
         ``parts(b"")`` is the end of the stream: ``feed(b"")``'s frame, or the LineEnd."""
+        self.handed = False
         if not data:
             if self._spilled:
                 tail = self.close() or b""
                 size, self._spilled = self._spilled + len(tail), 0
+                self.handed = True
                 return [LineEnd(tail, size, terminated=False)]
             return list(self.feed(b""))
         lines = cast("list[bytes | Frame | LinePiece | LineEnd]", self.lines(data))
@@ -237,6 +243,7 @@ class Framer:
                 lines[0], self._ended = self._ended, None
             lines += self._out
             self._out = []
+            self.handed = True
         cap = self.cap
         if cap is None or not lines:
             return lines
@@ -246,7 +253,11 @@ class Framer:
         if len(data) > cap:  # a whole line of this chunk may be longer than the cap
             for index, line in enumerate(lines):
                 if isinstance(line, bytes | bytearray) and len(line) > cap:
-                    lines[index] = oversized_frame(line[:cap], len(line))
+                    if self.hold is not None:  # handed out whole, as a longer one would be
+                        lines[index] = LineEnd(bytes(line), len(line))
+                        self.handed = True
+                    else:
+                        lines[index] = oversized_frame(line[:cap], len(line))
         return lines
 
     def lines(self, data: bytes) -> list[bytes]:

@@ -163,11 +163,7 @@ def _framed(framer: Framer, data: bytes, spooler: Spooler | None = None) -> Iter
     the cap as its oversized frame; ``b""``: the last, unterminated frame. With a
     ``spooler``, a long line's pieces go to it, and its end is the line it gives back."""
     items = framer.parts(data)
-    if (
-        spooler is None
-        or not items
-        or not (type(items[0]) is LineEnd or type(items[-1]) is LinePiece)
-    ):
+    if spooler is None or not framer.handed:
         yield from cast("list[Frame | bytes]", items)
         return
     for item in items:

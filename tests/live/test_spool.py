@@ -160,6 +160,9 @@ def test_a_line_past_a_cap_below_the_hold_is_spooled_and_recorded_whole(tmp_path
     assert framer.hold == 10
     items = framer.parts(b"0123456789abc") + framer.parts(b"def\n{}\n")
     assert [type(i) for i in items] == [LinePiece, LineEnd, bytes]
+    whole = Framer(10, hold=100)  # a line past the cap that lies in one chunk: handed out too
+    assert whole.parts(b"0123456789abcdef\n{}\n") == [LineEnd(b"0123456789abcdef", 16), b"{}"]
+    assert whole.handed and whole.parts(b"{}\n") == [b"{}"] and not whole.handed
     assert isinstance(items[0], LinePiece)
     spooler.piece(items[0].data)
     end = items[1]
