@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import PROXY, clean_env
+from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer, LineEnd, LinePiece
 from acp_proxy.live.spool import PREVIEW, SpooledFrame, Spooler
@@ -227,11 +228,16 @@ def test_a_spool_that_cannot_be_written_leaves_the_line_s_beginning_and_size(
     """A spool that cannot be made (a directory gone) never raises: the line is observed
     (and recorded) as its beginning and its size, as before spooling."""
     spooler = Spooler(tmp_path / "gone", 1 << 20, get_logger())
-    spooler.piece(b"x" * 100)
-    spooler.piece(b"y" * 100)
-    frame = spooler.end(LineEnd(b"z", 201))
+    with capture_logs() as logs:
+        spooler.piece(b"x" * 100)
+        spooler.piece(b"y" * 100)
+        frame = spooler.end(LineEnd(b"z", 201))
+        spooler.piece(b"next line")
+        again = spooler.end(LineEnd(b"", 9))
     assert not isinstance(frame, bytes | bytearray) and not isinstance(frame, SpooledFrame)
     assert frame.raw == b"x" * 100 + b"y" * 100 + b"z" and frame.oversized == 201
+    assert not isinstance(again, bytes | bytearray) and again.raw == b"next line"
+    assert [entry["log_level"] for entry in logs] == ["error"]  # said once
     spooler.close()
 
 
