@@ -124,7 +124,10 @@ def test_a_line_longer_than_held_is_relayed_and_recorded_whole_in_flat_memory(
     byte-exact, as an oversized frame."""
     peak, record = _run_long_line(tmp_path, size)
     assert peak < 64 << 20, f"peak {peak / 2**20:.0f} MiB"
-    head, recorded, digest = _recorded_line(record)
+    try:
+        head, recorded, digest = _recorded_line(record)
+    finally:
+        record.unlink()  # (pytest keeps the last runs' directories: not a GiB each)
     assert (recorded, digest) == (size, _expected(size))
     assert head["oversized"] == size and head["unterminated"] is True
     violations = head["violations"]
