@@ -80,6 +80,7 @@ module's own docstring says what it is for and what it promises.
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
     live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
+    live/spool.py            Spooler: a line too long to hold, spooled to a file as it crosses
     live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced

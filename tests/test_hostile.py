@@ -528,9 +528,10 @@ print(json.dumps([count, digest.hexdigest(), peak, proxy.returncode]))
 
 def test_a_line_past_the_cap_is_relayed_whole_and_observed_in_bounded_memory(tmp_path: Path):
     """Nothing grows without bound: one 64 MiB line, past a 1 MiB cap (ACP_PROXY_MAX_FRAME),
-    reaches the client byte for byte, while the proxy holds only its first MiB (its peak
-    stays under 3x the cap + 100 MB; before, it grew with the line); the record keeps that
-    beginning and the line's true size, and ``validate`` says the frame is oversized."""
+    reaches the client byte for byte, while the proxy holds at most its first MiB (its peak
+    stays under 3x the cap + 100 MB; before, it grew with the line); the record holds the
+    whole line (spooled as it crossed) and its size, and ``validate`` says the frame is
+    oversized."""
     import hashlib
     import sys
 
@@ -546,14 +547,14 @@ def test_a_line_past_the_cap_is_relayed_whole_and_observed_in_bounded_memory(tmp
     assert digest == hashlib.sha256(b"x" * size + b"\n").hexdigest()
     assert peak < 3 * cap + 100_000_000, f"peak {peak / 2**20:.0f} MiB"
     frame = orjson.loads(record.read_bytes().split(b"\n")[1])
-    assert frame["oversized"] == size and frame["base64"] == base64.b64encode(b"x" * cap).decode()
+    assert frame["oversized"] == size and frame["base64"] == base64.b64encode(b"x" * size).decode()
     assert [v["rule"] for v in frame["violations"]] == ["oversized-frame"]
     checked = validated(record)
     assert checked.returncode == 1
     assert f"error oversized-frame: the agent sent a line of {size:,} bytes" in checked.stdout
     shown = subprocess.run([*PROXY, "show", str(record)], capture_output=True, text=True,
                            timeout=60, env=clean_env())  # fmt: skip
-    assert f"(a line of {size:,} bytes, recorded in part)" in shown.stdout
+    assert f"(a line of {size:,} bytes, recorded whole)" in shown.stdout
 
 
 def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path):

@@ -618,7 +618,8 @@ _V2_NO_EXAMPLE: dict[str, str] = {
     ),
     "oversized-frame": (
         "none shown: the line is longer than the proxy observes (64 MiB unless "
-        "ACP_PROXY_MAX_FRAME says less), and a recording keeps only its beginning"
+        "ACP_PROXY_MAX_FRAME says less): a recording holds it whole, in base64 (with "
+        "--redact, its beginning)"
     ),
     "validator-error": "none: it reports a failure of the validator itself, not of a frame",
     "compaction-unfinished": (

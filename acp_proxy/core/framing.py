@@ -12,6 +12,10 @@ parses as U+FFFD there, and the frame says so (:attr:`Frame.lone_surrogates`).
 A framer with a ``cap`` (the relay's) never holds more than ``cap`` bytes of a line: a
 longer line comes out as its first ``cap`` bytes, unparsed, with the count of the bytes
 it did not keep (:attr:`Frame.oversized`); the stream itself is the relay's, untouched.
+A framer with a ``hold`` (the relay's, when it records) holds no more than ``hold`` bytes
+of a line either, and keeps nothing back: a longer line's bytes come out as they arrive,
+as :class:`LinePiece` items, and its end as a :class:`LineEnd` (:meth:`Framer.parts`);
+whoever takes them decides what becomes of the line (the relay spools it to a file).
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ __all__ = [
     "UNPARSED",
     "Frame",
     "Framer",
+    "LineEnd",
+    "LinePiece",
     "LineSplicer",
     "oversized_frame",
     "parse_frame",
 ]
 
 #: The longest line the relay observes whole, by default (``ACP_PROXY_MAX_FRAME``): past it,
-#: a frame is relayed whole but observed and recorded only in part (:func:`oversized_frame`).
+#: a frame is relayed whole but observed only in part (:func:`oversized_frame`).
 MAX_FRAME = 64 << 20
 
 
@@ -118,6 +124,30 @@ def oversized_frame(kept: bytes, size: int, terminated: bool = True) -> Frame:
 #: Lines at least this long keep the buffer they were gathered in (no copy).
 _HAND_OVER = 1 << 20
 
+#: The most bytes of an unfinished line a recording relay holds (``Framer(hold=...)``):
+#: the rest of a longer line is handed out in pieces as it arrives.
+HOLD = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LinePiece:
+    """The next bytes of a line longer than the framer's ``hold``, in order, as they came
+    (the first piece is the line's beginning): the framer keeps none of them."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LineEnd:
+    """The end of a line whose beginning came out in :class:`LinePiece` items."""
+
+    #: Its last bytes, after the last piece (without the ``\n``).
+    tail: bytes
+    #: The whole line's length in bytes.
+    size: int
+    #: False for a last line that ended without ``\n`` at the end of the stream.
+    terminated: bool = True
+
 
 class Framer:
     """Split one direction of the wire into frames.
@@ -129,11 +159,26 @@ class Framer:
     (:meth:`parts`).
     """
 
-    __slots__ = ("_closed", "_over", "_pending", "cap", "cut")
+    __slots__ = (
+        "_closed", "_ended", "_out", "_over", "_pending", "_spilled", "cap", "cut", "handed", "hold"
+    )  # fmt: skip
 
-    def __init__(self, cap: int | None = None) -> None:
+    def __init__(self, cap: int | None = None, hold: int | None = None) -> None:
         if cap is not None and cap < 1:
             raise ValueError(f"a frame cap of {cap} bytes")
+        if hold is not None and hold < 1:
+            raise ValueError(f"a hold of {hold} bytes")
+        #: The most bytes of an unfinished line held: past it, the line's bytes are handed
+        #: out (:class:`LinePiece`, :class:`LineEnd`; None: held, up to the cap). Never
+        #: more than the cap: a line the cap cuts in a chunk is still cut.
+        self.hold = hold if cap is None or hold is None else min(hold, cap)
+        #: Bytes of the unfinished line handed out already; the pieces not yet given; the
+        #: end of a handed-out line that the chunk being split completed.
+        self._spilled = 0
+        self._out: list[LinePiece] = []
+        self._ended: LineEnd | None = None
+        #: Whether the last :meth:`parts` handed a line out (a LinePiece or a LineEnd in it).
+        self.handed = False
         self._pending = bytearray()
         self._closed = False
         #: The most bytes of a line held (None: no bound; a reader's framer).
@@ -155,6 +200,8 @@ class Framer:
         comes out as a frame with ``terminated=False``.
         """
         if not data:
+            if self._spilled:
+                raise RuntimeError("the end of a line handed out in pieces: parts(b'') takes it")
             cut = self._over
             raw = self.close()
             if raw is None:
@@ -169,16 +216,34 @@ class Framer:
             if isinstance(line, Frame):
                 append(line)
                 continue
+            line = cast(bytes, line)  # (no hold: no LinePiece, no LineEnd)
             try:
                 append(Frame(line, loads(line)) if len(line) < LONG_FRAME else parse_frame(line))
             except orjson.JSONDecodeError:
                 append(parse_frame(line))
         return frames
 
-    def parts(self, data: bytes) -> list[bytes | Frame]:
+    def parts(self, data: bytes) -> list[bytes | Frame | LinePiece | LineEnd]:
         """:meth:`lines`, but a line longer than the cap is an :func:`oversized_frame`: its
-        first ``cap`` bytes, and how many more there were."""
-        lines = cast("list[bytes | Frame]", self.lines(data))
+        first ``cap`` bytes, and how many more there were. With a ``hold``, a line longer
+        than it comes out as it arrives instead: :class:`LinePiece` items (after the lines
+        the chunk completes) and, in the chunk that ends it, a :class:`LineEnd` (first).
+        ``parts(b"")`` is the end of the stream: ``feed(b"")``'s frame, or the LineEnd."""
+        self.handed = False
+        if not data:
+            if self._spilled:
+                tail = self.close() or b""
+                size, self._spilled = self._spilled + len(tail), 0
+                self.handed = True
+                return [LineEnd(tail, size, terminated=False)]
+            return list(self.feed(b""))
+        lines = cast("list[bytes | Frame | LinePiece | LineEnd]", self.lines(data))
+        if self.hold is not None and (self._ended is not None or self._out):
+            if self._ended is not None:
+                lines[0], self._ended = self._ended, None
+            lines += self._out
+            self._out = []
+            self.handed = True
         cap = self.cap
         if cap is None or not lines:
             return lines
@@ -187,8 +252,12 @@ class Framer:
             lines[0] = oversized_frame(kept, len(kept) + self.cut)
         if len(data) > cap:  # a whole line of this chunk may be longer than the cap
             for index, line in enumerate(lines):
-                if not isinstance(line, Frame) and len(line) > cap:
-                    lines[index] = oversized_frame(line[:cap], len(line))
+                if isinstance(line, bytes | bytearray) and len(line) > cap:
+                    if self.hold is not None:  # handed out whole, as a longer one would be
+                        lines[index] = LineEnd(bytes(line), len(line))
+                        self.handed = True
+                    else:
+                        lines[index] = oversized_frame(line[:cap], len(line))
         return lines
 
     def lines(self, data: bytes) -> list[bytes]:
@@ -203,7 +272,15 @@ class Framer:
             self._hold(data)
             return []
         self.cut = 0
-        if self._pending:
+        hold = self.hold
+        if self._spilled or (hold is not None and len(self._pending) + first > hold):
+            # the end of a line handed out in pieces, or longer than the hold: a LineEnd
+            tail = bytes(self._pending) + data[:first]
+            self._pending.clear()
+            self._ended = LineEnd(tail, self._spilled + len(tail))
+            self._spilled = 0
+            lines = [b"", *data[first + 1 :].split(b"\n")]
+        elif self._pending:
             self._hold(memoryview(data)[:first])
             self.cut, self._over = self._over, 0
             if len(self._pending) >= _HAND_OVER:
@@ -224,7 +301,17 @@ class Framer:
         return lines
 
     def _hold(self, piece: bytes | memoryview) -> None:
-        """Keep ``piece`` of the unfinished line, up to the cap; count the rest."""
+        """Keep ``piece`` of the unfinished line, up to the cap; count the rest. Past the
+        ``hold``, hand the line's bytes out instead (:meth:`parts`)."""
+        hold = self.hold
+        if hold is not None and (self._spilled or len(self._pending) + len(piece) > hold):
+            if self._pending:
+                self._out.append(LinePiece(bytes(self._pending)))
+                self._spilled += len(self._pending)
+                self._pending.clear()
+            self._out.append(LinePiece(bytes(piece)))
+            self._spilled += len(piece)
+            return
         cap = self.cap
         if cap is None or len(self._pending) + len(piece) <= cap:
             self._pending += piece

@@ -92,7 +92,7 @@ CATALOG: tuple[Rule, ...] = (
         E,
         "acp-proxy/1 transcript",
         "A line longer than the proxy observes (ACP_PROXY_MAX_FRAME): relayed whole, "
-        "not checked, recorded in part.",
+        "not checked (a recording holds it whole, in base64).",
     ),
     Rule(
         "crlf-line-ending", W, TRANSPORT, "A line ending in \\r\\n; messages are delimited by \\n."

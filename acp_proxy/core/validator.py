@@ -449,8 +449,7 @@ class Validator:
                 self._flag(
                     "oversized-frame",
                     f"the {side} sent a line of {frame.oversized:,} bytes, longer than the "
-                    f"{len(raw):,} the proxy observes (ACP_PROXY_MAX_FRAME): relayed whole, "
-                    "not checked, and recorded only in part",
+                    "proxy observes (ACP_PROXY_MAX_FRAME): relayed whole, not checked",
                 )
             elif not frame.utf8:
                 self._flag("not-utf8", f"the {side} sent a line that is not valid UTF-8")

@@ -21,6 +21,9 @@ Workloads:
   reaches the client (``--launches`` launches per run, five by default);
 - **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
   proxy's peak memory; and one way, to an agent that answers with a short line;
+- **line**: one ``--line-mb`` MB line without its end (an agent that writes it and exits),
+  through ``proxy`` and ``no-record``, with the proxy's peak memory (recording, a line too
+  long to hold is spooled: flat however long; not recording, it is held up to the cap);
 - **long**: ``--long-frames`` frames streamed through the proxy; its memory sampled at
   10%, 50% and 100% (flat means no growth with the session);
 - **pending**: a prompt on which the agent first sends ``--pending`` permission requests the
@@ -41,7 +44,8 @@ Workloads:
   its first and last (all between is aligned).
 
 ``python -m acp_proxy.devtools.bench agent N`` is the stream workload's agent, ``... sink``
-the one-way big message's, ``... attacker MODE PATH N`` the client table's.
+the one-way big message's, ``... line N`` the long line's, ``... attacker MODE PATH N`` the
+client table's.
 """
 
 from __future__ import annotations
@@ -229,6 +233,15 @@ def sink() -> None:
     for line in sys.stdin.buffer:
         out.write(b'{"jsonrpc":"2.0","method":"_bench/ack","params":{"bytes":%d}}\n' % len(line))
         out.flush()
+
+
+def line_agent(size: int) -> None:
+    """An agent that writes one line of ``size`` bytes, without its end, and exits."""
+    block = b"x" * (1 << 20)
+    for start in range(0, size, len(block)):
+        piece = memoryview(block)[: min(len(block), size - start)]
+        while piece:
+            piece = piece[os.write(1, piece) :]
 
 
 # --- setups ---------------------------------------------------------------------------------
@@ -466,6 +479,29 @@ def big(cmd: list[str], mib: int) -> dict[str, Any]:
     if received != len(payload):
         raise SystemExit(f"bench: {received} of {len(payload)} bytes came back")
     return {"seconds": elapsed, "bytes": len(payload), "peak": peak}
+
+
+def long_line(cmd: list[str], size: int, peak_file: str) -> dict[str, Any]:
+    """One ``size``-byte line without its end through a proxy setup (``cmd`` runs it under
+    :data:`_PEAK_REPORTER`, which writes its peak to ``peak_file``): seconds until all of it
+    is through, and the proxy's peak memory."""
+    start = time.perf_counter()
+    received = 0
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        while chunk := proc.stdout.read1(1 << 20):  # type: ignore[attr-defined]
+            received += len(chunk)
+        proc.stdin.close()
+        proc.wait()
+    elapsed = time.perf_counter() - start
+    if received != size:
+        raise SystemExit(f"bench: {received} of {size} bytes came through")
+    try:
+        with open(peak_file, encoding="ascii") as reported:
+            peak: int | None = int(reported.read()) * 1024
+    except (OSError, ValueError):
+        peak = None
+    return {"seconds": elapsed, "bytes": size, "peak": peak}
 
 
 #: Runs ``acp-proxy`` in process and, at exit, writes its peak memory (KiB) to a file. The
@@ -745,6 +781,28 @@ class _Bench:
                 f"{median / direct:>10.2f}x{_mib(peak):>14} {ratio}".rstrip()
             )
 
+    def line_table(self) -> None:
+        size = self.args.line_mb * 1_000_000
+        print(f"\nline: one {self.args.line_mb} MB line without its end, from the agent")
+        print(f"{'setup':<11}{'seconds':>24}{'MB/s':>9}{'peak memory':>14}")
+        agent_argv = [sys.executable, "-m", "acp_proxy.devtools.bench", "line", str(size)]
+        peak_file = os.path.join(self.workdir, "line.peak")
+
+        def run(setup: str) -> dict[str, Any]:
+            proxy = self.cmd(setup, agent_argv)
+            assert proxy[1:3] == ["-m", "acp_proxy"]
+            return long_line([sys.executable, "-c", _PEAK_REPORTER, peak_file, *proxy[3:]],
+                             size, peak_file)  # fmt: skip
+
+        for setup in ("proxy", "no-record"):
+            runs = [run(setup) for _ in range(self.args.repeat)]
+            seconds = [r["seconds"] for r in runs]
+            peak = max((r["peak"] or 0) for r in runs) or None
+            print(
+                f"{setup:<11}{_spread(seconds):>24}{size / statistics.median(seconds) / 1e6:>9.1f}"
+                f"{_mib(peak):>14}"
+            )
+
     def long_table(self) -> None:
         frames = self.args.long_frames
         print(f"\nlong: {frames:,} frames through acp-proxy run; its memory as it goes")
@@ -893,6 +951,9 @@ def main(argv: list[str] | None = None) -> None:
     if args_in[:1] == ["sink"]:
         sink()
         return
+    if args_in[:1] == ["line"]:
+        line_agent(int(args_in[1]))
+        return
     if args_in[:1] == ["pending"]:
         pending_agent(int(args_in[1]), int(args_in[2]))
         return
@@ -904,6 +965,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--round-trips", type=int, default=5000)
     parser.add_argument("--big-mib", type=int, default=50)
     parser.add_argument("--long-frames", type=int, default=1_000_000)
+    parser.add_argument("--line-mb", type=int, default=150, help="line: its length, in MB")
     parser.add_argument("--pending", type=int, default=100_000, help="pending: requests left")
     parser.add_argument("--pending-frames", type=int, default=20_000, help="pending: chunks after")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure")
@@ -919,6 +981,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.frames, args.round_trips = args.frames // 10, args.round_trips // 10
         args.big_mib, args.long_frames, args.repeat = max(1, args.big_mib // 10), 0, 1
+        args.line_mb = max(1, args.line_mb // 10)
         args.pending, args.pending_frames = args.pending // 10, args.pending_frames // 10
         args.hostile_kb, args.hostile_chunks = args.hostile_kb // 10, args.hostile_chunks // 10
     print(
@@ -932,6 +995,7 @@ def main(argv: list[str] | None = None) -> None:
         bench.ping_table()
         bench.start_table()
         bench.big_table()
+        bench.line_table()
         if args.long_frames:
             bench.long_table()
         bench.pending_table()

@@ -53,6 +53,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message
 from acp_proxy.live.recorder import Recorder
+from acp_proxy.live.spool import SpooledFrame
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon as ItemAddon
 from acp_proxy.transcript.items import Annotated, Chain
@@ -63,11 +64,12 @@ from acp_proxy.transcript.records import (
     Record,
     StartRecord,
     StderrRecord,
+    base64_record_ends,
     frame_record_parts,
     stderr_record,
     violation_record,
 )
-from acp_proxy.transcript.redact import Redactor
+from acp_proxy.transcript.redact import AUTH_SCHEMES, ChunkJoin, Redactor
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.validator import Violation
@@ -123,6 +125,9 @@ class Addon:
     #: Whether it needs every frame parsed and handed to :meth:`frame`, plain ones too (the
     #: debug log does; the recorder only to redact): then no frame takes the plain way.
     parses = False
+    #: Whether it records a line longer than the relay holds whole (then the relay spools
+    #: such a line, and its frame carries the spool: :class:`~acp_proxy.live.spool.SpooledFrame`).
+    spools = False
 
     def frame(self, seen: Seen) -> bytes | None:
         """A frame that needs looking at (:class:`Seen`). Returns what to add to the
@@ -157,7 +162,7 @@ STDERR_CUT_WINDOW = 4 * 1024
 _WHITESPACE = frozenset(b" \t\r\x0b\x0c")
 #: What comes before a secret and a space (``token: X``, ``Authorization: Bearer X``): no
 #: piece is cut there, or the secret would stand alone in the next one, unrecognised.
-_BEFORE_SECRET = (b":", b"=", b"bearer", b"basic", b"token", b"digest", b"negotiate")
+_BEFORE_SECRET = (b":", b"=", *(scheme.encode() for scheme in AUTH_SCHEMES))
 
 
 class StderrLines:
@@ -257,6 +262,7 @@ class Save(Addon):
     leaves it out of its chain: then a plain frame costs nothing but its check."""
 
     name = "the recorder"
+    spools = True
 
     def __init__(
         self,
@@ -276,6 +282,12 @@ class Save(Addon):
         self._stderr = StderrLines()
         #: Whether the redaction failed on a frame (said once).
         self._dropped = False
+        #: With ``redactor``: keys cut between chunks of streamed text, found in the chunks
+        #: joined (a chunk that could end in a key's start, and what follows it, wait for
+        #: the next chunk of its stream: :class:`~acp_proxy.transcript.redact.ChunkJoin`).
+        self._join: ChunkJoin[Seen | bytes] | None = (
+            None if redactor is None else ChunkJoin(redactor)
+        )
 
     def plain_records(self, records: list[bytes]) -> None:
         self.recorder.write(b"".join(records))
@@ -289,30 +301,67 @@ class Save(Addon):
         recorder = self.recorder
         if seen.message is not None and seen.message.is_notice:
             for finding in seen.findings:
-                recorder.write(violation_record(seen.t, seen.seq, self._stored(finding)))
+                self._put(violation_record(seen.t, seen.seq, self._stored(finding)))
         elif recorder.active:
-            stored, hidden = seen.frame, list[str]()
-            if self.redactor is not None:
-                stored, hidden = self._redacted(seen.frame, seen.message, seen.seq)
-                if seen.frame.oversized and stored is not seen.frame:  # still only its beginning
-                    stored = oversized_frame(
-                        stored.raw, seen.frame.oversized, seen.frame.terminated
-                    )
-            found = [self._stored(f) for f in seen.findings]
-            parts = frame_record_parts(seen.seq, seen.t, seen.side, stored, found, hidden)
-            if len(stored.raw) < WRITE_IN_PIECES:
-                recorder.write(b"".join(parts))
-            else:  # a big frame's bytes go to the file as they are, never copied
-                recorder.write(*parts)
+            if self._join is None:
+                self._record(seen, None)
+                return None
+            for item, text in self._join.add(seen.message, seen):
+                self._let_go(item, text)
         return None
 
-    def _redacted(self, frame: Frame, message: Message | None, seq: int) -> tuple[Frame, list[str]]:
+    def _put(self, record: bytes) -> None:
+        """A record that holds no frame, in its place: after the frames held back, if any."""
+        if self._join is None or not self._join.holding:
+            self.recorder.write(record)
+            return
+        for item, text in self._join.add(None, record):
+            self._let_go(item, text)
+
+    def _let_go(self, item: Seen | bytes, text: str | None) -> None:
+        if isinstance(item, bytes):
+            self.recorder.write(item)
+        else:
+            self._record(item, text)
+
+    def _flush_held(self) -> None:
+        if self._join is not None:
+            for item, text in self._join.flush():
+                self._let_go(item, text)
+
+    def _record(self, seen: Seen, text: str | None) -> None:
+        """A frame's record (redacted, its chunk's text ``text`` when the chunks joined
+        say so), with its findings, in pieces when big."""
+        recorder = self.recorder
+        stored, hidden = seen.frame, list[str]()
+        if self.redactor is not None:
+            stored, hidden = self._redacted(seen.frame, seen.message, seen.seq, text)
+            if seen.frame.oversized and stored is not seen.frame:  # still only its beginning
+                stored = oversized_frame(stored.raw, seen.frame.oversized, seen.frame.terminated)
+        found = [self._stored(f) for f in seen.findings]
+        spooled = stored.spool if isinstance(stored, SpooledFrame) else None
+        if spooled is not None and self.redactor is None:
+            # a line past the cap, whole: its base64 copied from its spool, in pieces
+            before, after = base64_record_ends(seen.seq, seen.t, seen.side, stored, found)
+            recorder.write(before)
+            recorder.write_spooled(spooled)
+            recorder.write(after)
+            return
+        parts = frame_record_parts(seen.seq, seen.t, seen.side, stored, found, hidden)
+        if len(stored.raw) < WRITE_IN_PIECES:
+            recorder.write(b"".join(parts))
+        else:  # a big frame's bytes go to the file as they are, never copied
+            recorder.write(*parts)
+
+    def _redacted(
+        self, frame: Frame, message: Message | None, seq: int, text: str | None = None
+    ) -> tuple[Frame, list[str]]:
         """The frame as ``--redact`` records it: a frame at a time, never raising (a frame
         the redaction cannot read is recorded as its size, said once in the log)."""
         redactor = self.redactor
         assert redactor is not None
         stored, hidden = (
-            redactor.frame(message) if message is not None else redactor.bare_frame(frame)
+            redactor.frame(message, text) if message is not None else redactor.bare_frame(frame)
         )
         if hidden == ["(frame)"] and not self._dropped:
             self._dropped = True
@@ -349,14 +398,20 @@ class Save(Addon):
         if self.redactor is not None:  # API-key shaped strings, secret-named fields
             line = self.redactor.text(line)
         for start in range(0, len(line) or 1, STDERR_PIECE):
-            self.recorder.write(stderr_record(t, line[start : start + STDERR_PIECE]))
+            self._put(stderr_record(t, line[start : start + STDERR_PIECE]))
 
     def end(self, findings: list[Violation], t: str) -> None:
+        self._flush_held()
         for finding in findings:
             self.recorder.write(violation_record(t, finding.seq, self._stored(finding)))
 
     def done(self, exit_status: int | None, reason: str) -> None:
-        """The ``end`` record; the file closed. Never raises."""
+        """The frames held back, if any; the ``end`` record; the file closed. Never raises."""
+        try:
+            self._flush_held()
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                self.log.error("could not finish the transcript", error=repr(exc))
         try:
             self.recorder.close(exit_status, reason)
         except Exception as exc:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from acp_proxy.core.chunks import Shortcut
@@ -153,6 +154,23 @@ class Observer:
         self._mode = (keep, each, not keep and each is None and not parses, parses)
         #: Whether the chain changed since the current read's way was decided.
         self._stale = True
+
+    @property
+    def log(self) -> Logger:
+        """The session's log."""
+        return self._log
+
+    def spool_directory(self) -> Path | None:
+        """Where a line too long to hold is spooled, so that it is recorded whole: the
+        recording's directory, when an addon of the chain records to an open file
+        (:attr:`~acp_proxy.live.addons.Addon.spools`); None: such a line is held, up to the
+        cap (nothing records it)."""
+        path = self.recorder.path
+        if path is None or not self.recorder.active:
+            return None
+        if not any(addon.spools for addon in self.addons):
+            return None
+        return path.parent
 
     def _each_plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
         """A plain frame to each addon's plain hook, in order, guarded (only addons that

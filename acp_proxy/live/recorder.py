@@ -31,12 +31,16 @@ import stat
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.times import format_time
 from acp_proxy.log import Logger
 from acp_proxy.transcript.names import default_record_dir, recording_name
 from acp_proxy.transcript.records import end_record, start_record
+
+if TYPE_CHECKING:
+    from acp_proxy.live.spool import LineSpool
 
 __all__ = [
     "Recorder",
@@ -245,6 +249,18 @@ class Recorder:
                 del pending[:done]
                 if written:
                     pending[0] = memoryview(pending[0])[written:]
+        except OSError as exc:
+            self._fail("cannot write recording", exc)
+
+    def write_spooled(self, spool: LineSpool) -> None:
+        """Write the base64 of a spooled line (the body of its record, between what
+        :meth:`write` queued before and after it), a block at a time, never held whole;
+        on failure log once and stop recording."""
+        self.flush()
+        if self._fd is None:
+            return
+        try:
+            spool.copy_base64(self._fd)
         except OSError as exc:
             self._fail("cannot write recording", exc)
 

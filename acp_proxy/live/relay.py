@@ -9,7 +9,10 @@ recorded before the proxy can read the other side's answer to it. When the
 writer cannot take everything at once, the reading pauses until it has drained:
 nothing is buffered without bound. Nor is a line without its end: past
 ``ACP_PROXY_MAX_FRAME`` bytes (:func:`frame_cap`) a line is still relayed byte for
-byte, but only its beginning is observed and recorded, as an oversized frame.
+byte, but only its beginning is observed, as an oversized frame. When the session is
+recorded, a line longer than :data:`~acp_proxy.core.framing.HOLD` is not held at all: its
+bytes are spooled to a file as they cross (:mod:`acp_proxy.live.spool`), read back if it
+ends within the cap, else copied whole into its record.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
-from acp_proxy.core.framing import MAX_FRAME, Frame, Framer
+from acp_proxy.core.framing import HOLD, MAX_FRAME, Frame, Framer, LineEnd, LinePiece
 from acp_proxy.core.protocol import Side
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
@@ -38,6 +42,7 @@ from acp_proxy.live.pipes import (
     open_source,
 )
 from acp_proxy.live.spawn import Agent, signal_group
+from acp_proxy.live.spool import Spooler
 from acp_proxy.log import Logger
 
 __all__ = ["RelayResult", "frame_cap", "relay", "run_relay"]
@@ -77,9 +82,13 @@ class _Pump:
         observer: Observer,
         to_client: Callable[[bytes], None],
         cap: int = MAX_FRAME,
+        spool: Path | None = None,
     ) -> None:
+        """``spool``: the directory a line longer than :data:`HOLD` is spooled to (the
+        recording's), None: such a line is held, up to ``cap``."""
         self.feed, self.sink, self.side = feed, sink, side
-        self.framer = Framer(cap)
+        self.spooler = None if spool is None else Spooler(spool, cap, observer.log)
+        self.framer = Framer(cap, HOLD if spool is not None else None)
         self.observer = observer
         self.to_client = to_client
         self.ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -96,13 +105,17 @@ class _Pump:
             self.feed.stop()
             if self.draining is not None:
                 self.draining.cancel()
-            self.observe(b"")
+            try:
+                self.observe(b"")
+            finally:
+                if self.spooler is not None:
+                    self.spooler.close()
 
     def observe(self, data: bytes) -> bytes:
         """Frame and observe a chunk (``b""``: the end). The framing runs inside the
         observer's guard, as a generator it iterates: a framer bug stops observation,
         logged once, never the relay."""
-        return self.observer.observe(self.side, _framed(self.framer, data))
+        return self.observer.observe(self.side, _framed(self.framer, data, self.spooler))
 
     def on_data(self, data: bytes) -> None:
         if self.ended.done():
@@ -144,10 +157,22 @@ class _Pump:
             self.ended.set_result(how)
 
 
-def _framed(framer: Framer, data: bytes) -> Iterator[Frame | bytes]:
+def _framed(framer: Framer, data: bytes, spooler: Spooler | None = None) -> Iterator[Frame | bytes]:
     """A chunk's lines, unparsed (the observer parses them, if it needs to), a line past
-    the cap as its oversized frame; ``b""``: the last, unterminated frame."""
-    yield from framer.parts(data) if data else framer.feed(b"")
+    the cap as its oversized frame; ``b""``: the last, unterminated frame. With a
+    ``spooler``, a long line's pieces go to it, and its end is the line it gives back."""
+    items = framer.parts(data)
+    if spooler is None or not framer.handed:
+        yield from cast("list[Frame | bytes]", items)
+        return
+    for item in items:
+        if type(item) is LinePiece:
+            spooler.piece(item.data)
+        elif type(item) is LineEnd:
+            yield spooler.end(item)
+            spooler.release()  # observed (and recorded): its spool can go
+        else:
+            yield cast("Frame | bytes", item)
 
 
 async def _pump(
@@ -157,9 +182,10 @@ async def _pump(
     observer: Observer,
     to_client: Callable[[bytes], None],
     cap: int = MAX_FRAME,
+    spool: Path | None = None,
 ) -> str:
     """Relay one direction until end of stream (see :class:`_Pump`)."""
-    return await _Pump(feed, sink, side, observer, to_client, cap).run()
+    return await _Pump(feed, sink, side, observer, to_client, cap, spool).run()
 
 
 def frame_cap(log: Logger | None = None) -> int:
@@ -348,12 +374,13 @@ class _Session:
             to_client, add = self.client_out, ignore  # (no notices: the client is us)
         observer = self.observer
         cap = frame_cap(self.log)
+        spool = observer.spool_directory()
         self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer, self.pass_stderr))
         self.c2a = asyncio.create_task(
-            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, add, cap)
+            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, add, cap, spool)
         )
         self.a2c = asyncio.create_task(
-            _pump(self.agent_out, to_client, Side.AGENT, observer, add, cap)
+            _pump(self.agent_out, to_client, Side.AGENT, observer, add, cap, spool)
         )
         self.exited = asyncio.create_task(_exited(self.proc))
         self.tasks = [self.c2a, self.a2c, self.stderr]

@@ -118,8 +118,9 @@ def report(recording: str, output: str | None, revalidate: bool, against: str | 
 @click.option(
     "--contents",
     is_flag=True,
-    help="Also replace file contents, resource contents, terminal output, prompt text and what "
-    "tool calls carry (content, rawInput, rawOutput) with their size and a tag.",
+    help="Also replace file contents, resource contents, terminal output, prompt text (and "
+    "its echoes: session titles) and what tool calls carry (content, rawInput, rawOutput) "
+    "with their size and a tag.",
 )
 def redact(recording: str, output: str, contents: bool) -> None:
     """Write a copy of RECORDING that is safe to attach to a bug report.
@@ -130,7 +131,9 @@ def redact(recording: str, output: str, contents: bool) -> None:
     any field whose name looks like a token, key, secret, password, credential,
     cookie or authorization, secret-looking flags of the agent command, and in
     every string (stored findings too) API-key shapes, private key blocks, URL and
-    curl -u passwords, secret headers and NAME=value secrets. A line that is no
+    curl -u passwords, secret headers, NAME=value secrets, base64 user:secret
+    (docker auth, .npmrc _auth), short password flags (mysql -pX, sshpass -p X),
+    and a key streamed across a message's chunks. A line that is no
     record is replaced by its size; a record with a key twice, as a reader reads it.
     Everything else stays byte for byte; frames that changed list the paths
     (`"redacted": [...]`). RECORDING - is standard input. The copy is written

@@ -30,7 +30,8 @@ Nor can idle connections starve the token holder: a connection must send its req
 per connection) within :data:`REQUEST_TIMEOUT` seconds, or it is hung up on (however slowly
 it drips); at most :data:`MAX_WAITING` connections wait for their request at once, and a new
 one takes the place of the oldest. So a flood costs the server a bounded number of threads
-and descriptors, and never the one connection that brings the token.
+and descriptors, and never the one connection that brings the token. A peer that goes away
+(a tab closed mid-page) ends its request, silently (:meth:`_Server.handle_error`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -53,6 +55,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from acp_proxy.core.visible import visible
 from acp_proxy.files import open_output
+from acp_proxy.log import get_logger
 from acp_proxy.readers.catalog import being_written, list_sessions, select
 from acp_proxy.readers.report import build_document, embed, live_page
 
@@ -336,6 +339,19 @@ class _Server(ThreadingHTTPServer):
     def shutdown_request(self, request: Any) -> None:
         self.answering(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that failed. A peer that went away (a tab closed mid-page: the answer
+        meets a reset or a broken pipe; a read timed out) ends its request, said in one
+        debug line at most; anything else (a bug) in one error line, never a traceback."""
+        error = sys.exc_info()[1]
+        with contextlib.suppress(Exception):  # (saying it never fails the server)
+            if isinstance(error, ConnectionError | TimeoutError):
+                get_logger().debug("a page went away", error=repr(error))
+                return
+            said = f"acp-proxy inspect: error: a request failed: {error!r}\n"
+            sys.stderr.write(visible(said.rstrip("\n")) + "\n")
+            sys.stderr.flush()
 
     def reap(self) -> None:
         """Hang up on the connections past their deadline, for good (a thread's loop)."""

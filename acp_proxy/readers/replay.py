@@ -239,6 +239,8 @@ def unvouched(step: Step) -> str | None:
     frame = step.message.frame
     raw = frame.raw
     if frame.oversized:
+        if len(raw) == frame.oversized:  # recorded whole, but never parsed or checked
+            return "longer than the proxy's frame cap: never checked"
         return "cut at the proxy's frame cap, its rest unknown"
     if not frame.is_json:
         return None if b"{" not in raw else "not JSON, but holding a '{' a client may read"

@@ -345,8 +345,9 @@ def frame_summary(message: Message) -> str:
     """A frame's one-line summary in the timeline, plain text."""
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
-        if frame.oversized:  # only its beginning is kept: no more JSON than it is text
-            return f"(a line of {frame.oversized:,} bytes, recorded in part)"
+        if frame.oversized:  # past the relay's cap: not parsed, as the relay did not
+            kept = "whole" if len(frame.raw) == frame.oversized else "in part"
+            return f"(a line of {frame.oversized:,} bytes, recorded {kept})"
         if frame.utf8:
             return visible(f"(not JSON) {_show(frame.raw.decode(), 70)}")
         return f"(not UTF-8, {len(frame.raw)} bytes)"

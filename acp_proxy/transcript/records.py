@@ -14,7 +14,10 @@ A transcript is JSONL, one record per line, append-only::
 re-encoded; a reader recovers them by slicing the line. ``"unterminated":true`` marks
 the last line of a stream that ended without its ``\n``; ``"redacted":[paths]`` the
 values a redacted copy replaced; ``"oversized":N`` a line of N bytes, longer than the
-relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning.
+relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning,
+or (``base64`` of N bytes) the whole line: a recording relay spools such a line and writes
+it whole (:func:`base64_record_ends`), and a reader reads it as the relay observed it, an
+oversized frame, not parsed.
 A frame record is read as the relay read the frame: its message may be as deep as orjson
 reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
 escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
@@ -65,6 +68,7 @@ __all__ = [
     "StderrRecord",
     "UnreadableLine",
     "ViolationRecord",
+    "base64_record_ends",
     "end_record",
     "format_time",
     "frame_record",
@@ -183,6 +187,45 @@ def frame_record_parts(
     redacted: Iterable[str] = (),
 ) -> tuple[bytes, ...]:
     """:func:`frame_record` in pieces: a big frame's bytes are written, never copied."""
+    head = _frame_head(seq, t, side, frame, violations, redacted)
+    if frame.oversized:  # longer than the relay's cap: its beginning (or all of it) in base64
+        pass
+    elif frame.is_json:
+        return (head + b',"msg":', frame.raw, b"}\n")
+    else:
+        try:
+            text = frame.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
+    # (base64's letters need no escaping: the encoding is the JSON string's body, uncopied)
+    return (head + b',"base64":"', base64.b64encode(frame.raw), b'"}\n')
+
+
+def base64_record_ends(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+) -> tuple[bytes, bytes]:
+    """What comes before and after the ``base64`` of the whole line of an oversized
+    ``frame`` (its size: ``frame.oversized``), written between them in pieces as it is
+    read from where it was spooled: the record :func:`frame_record` would write for the
+    line's beginning, holding the whole line instead (readers read it alike)."""
+    return _frame_head(seq, t, side, frame, violations) + b',"base64":"', b'"}\n'
+
+
+def _frame_head(
+    seq: int,
+    t: str,
+    side: str,
+    frame: Frame,
+    violations: Iterable[Mapping[str, Any]] = (),
+    redacted: Iterable[str] = (),
+) -> bytes:
+    """A frame record up to its bytes' key (``msg``, ``text`` or ``base64``)."""
     stamp = frame_stamp(t, side)
     if stamp is not None:
         head = b'{"kind":"frame","seq":%d%s' % (seq, stamp)
@@ -196,19 +239,9 @@ def frame_record_parts(
         head += b',"redacted":' + orjson.dumps(hidden)
     if not frame.terminated:  # the last line of a stream that ended without its \n
         head += b',"unterminated":true'
-    if frame.oversized:  # longer than the relay's cap: its size, and its beginning in base64
+    if frame.oversized:  # longer than the relay's cap: its size
         head += b',"oversized":%d' % frame.oversized
-    elif frame.is_json:
-        return (head + b',"msg":', frame.raw, b"}\n")
-    else:
-        try:
-            text = frame.raw.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return (head + b',"text":' + orjson.dumps(text) + b"}\n",)
-    # (base64's letters need no escaping: the encoding is the JSON string's body, uncopied)
-    return (head + b',"base64":"', base64.b64encode(frame.raw), b'"}\n')
+    return head
 
 
 def violation_record(t: str, seq: int | None, finding: Mapping[str, Any]) -> bytes:
@@ -494,6 +527,10 @@ def parse_record(number: int, line: bytes) -> Record | None:
     """One line (with or without its ``\\n``) as a typed record; None for a kind this
     version does not know. Never raises: a line that does not fit is an
     :class:`UnreadableLine` that says why, with its line number."""
+    if len(line) >= LONG_FRAME:
+        spooled = _base64_frame(number, line)
+        if spooled is not None:
+            return spooled
     try:
         record = orjson.loads(line) if len(line) < LONG_FRAME else loads_long(line)
     except orjson.JSONDecodeError as exc:
@@ -512,6 +549,52 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return _record(number, line, kind, record)
     except (_Malformed, ValueError) as exc:
         return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
+
+
+#: Where a frame record's ``base64`` begins, and how far into a long line it is looked for.
+_BASE64_KEY = b',"base64":"'
+_HEAD_WITHIN = 1 << 16
+
+
+def _base64_frame(number: int, line: bytes) -> Record | None:
+    """A long frame record whose bytes are in ``base64``, last (a line past the relay's cap,
+    recorded whole: :func:`base64_record_ends`), read without its string made a Python
+    string: its head parsed on its own, its base64 decoded from the line (the line and its
+    bytes held, not three times the line). None for any other line, read the usual way."""
+    marker = line.find(_BASE64_KEY, 0, _HEAD_WITHIN)
+    end = len(line)
+    while end and line[end - 1] in _WHITESPACE:
+        end -= 1
+    if marker < 0 or not line.startswith(b'"}', end - 2):
+        return None
+    first = marker + len(_BASE64_KEY)
+    if line.find(b'"', first, end - 2) >= 0 or line.find(b"\\", first, end - 2) >= 0:
+        return None  # (the string ends earlier, or holds escapes: not this writer's)
+    try:
+        head = orjson.loads(line[:marker] + b"}")
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict or head.get("kind") != "frame":
+        return None
+    if any(key in head for key in ("msg", "text", "base64")):
+        return None
+    try:
+        raw = binascii.a2b_base64(memoryview(line)[first : end - 2], strict_mode=True)
+    except binascii.Error as exc:
+        return UnreadableLine(
+            number, f"malformed frame record (base64 field does not decode: {exc})"
+        )
+    terminated = head.get("unterminated") is not True
+    size = head.get("oversized")
+    try:
+        if size is not None and type(size) is not int:
+            raise _Malformed(f"oversized is {_brief(size)}, not an integer")
+        frame = (
+            parse_frame(raw, terminated) if size is None else oversized_frame(raw, size, terminated)
+        )
+        return _record(number, line, "frame", head, frame)
+    except (_Malformed, ValueError) as exc:
+        return UnreadableLine(number, f"malformed {_brief('frame')} record ({exc})")
 
 
 def _frame_apart(number: int, line: bytes) -> Record | None:

@@ -13,8 +13,9 @@ the wire model) and picks the values to hide:
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
   ``NAME=value`` whose name looks secret, of a secret-named header
-  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``), and
-  the password after ``-u`` (``-u user:pw``);
+  (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``),
+  the password after ``-u`` (``-u user:pw``), and the short password flag of the commands
+  that have one (:data:`SHORT_PASSWORD_FLAGS`: ``mysql -pX``, ``sshpass -p X``);
 - in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
   parameters (``?access_token=X``);
 - in every other string (a tool call's command, a message's text): API-key shaped
@@ -22,7 +23,12 @@ the wire model) and picks the values to hide:
   a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
   the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
   ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
-  (``-H 'X-Auth: X'``);
+  (``-H 'X-Auth: X'``), the short password flags, and a base64 run that decodes to
+  ``user:secret`` or holds a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
+- a key cut between chunks of streamed text: found in the chunks of a message joined
+  (per session, kind and message id: :class:`ChunkJoin`); the chunk it starts in gets its
+  tag, the others lose their part (a live redaction holds back a chunk that could end in a
+  key's start until the next one comes: never dropped);
 - in what is not JSON (frames that are not JSON or not UTF-8, a frame cut short, and the
   agent's stderr): the same, and ``name: value`` with a secret-looking name (a quoted value
   cut before its closing quote: to the end);
@@ -30,7 +36,8 @@ the wire model) and picks the values to hide:
   the tag); with duplicate keys (JSON keeps the last), every earlier occurrence is hidden
   whole, but for the protocol's own short strings (``"type":"text"``);
 - with ``contents``: file contents (``fs/*``), embedded resource contents, terminal
-  output, the prompt's text (and its echo in user messages), and what tool calls carry
+  output, the prompt's text (and its echoes: user messages, a ``session_info_update``'s
+  title, ``session/list``'s titles, which agents make of the prompt), and what tool calls carry
   (``content``, ``rawInput``, ``rawOutput``, their ``_meta``; a permission request's tool
   call too): how agents read files with their own tools.
 
@@ -42,6 +49,10 @@ record (the truncated last line of a crash) is replaced, whole, by a line that s
 size, never copied. A record with a key twice (readers read the last) is written anew from
 what a reader reads; so is a frame record with a key it does not have or its frame in more
 than one of ``msg``, ``text`` and ``base64`` (the rest left out, ``(record)`` listed).
+
+No secret, left as they are: a name whose last word makes it a fact about secrets
+(``token_count``, ``keyName``: :data:`_ABOUT_SECRETS`), and a value that stands for one
+(``key=value``, ``<token>``, ``$API_KEY``: :data:`_STANDS_FOR`).
 
 A string that is one of the redaction's tags, whole, is left as it is (one that only starts
 like one is not), and so is a line that stands for an unreadable one: a second pass changes
@@ -61,13 +72,15 @@ Pure: bytes in, bytes out.
 
 from __future__ import annotations
 
+import binascii
+import bisect
 import functools
 import hashlib
 import hmac
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import orjson
@@ -77,7 +90,9 @@ from acp_proxy.core.jsontext import value_spans
 from acp_proxy.core.wire import Kind, Message, WireModel
 from acp_proxy.transcript.heads import plain_frame_head
 from acp_proxy.transcript.records import (
+    EndRecord,
     FrameRecord,
+    Record,
     StartRecord,
     StderrRecord,
     UnreadableLine,
@@ -86,9 +101,19 @@ from acp_proxy.transcript.records import (
     stderr_record,
 )
 
-__all__ = ["Redactor", "redact_lines", "redact_stream"]
+__all__ = [
+    "AUTH_SCHEMES",
+    "CHUNK_TEXT",
+    "SHORT_PASSWORD_FLAGS",
+    "ChunkJoin",
+    "Redactor",
+    "chunk_stream",
+    "redact_lines",
+    "redact_stream",
+]
 
 Path = tuple[str | int, ...]
+_Item = TypeVar("_Item")
 
 #: Parts of a field name that make its value a secret (``apiKey``, ``auth_token``...).
 _SECRET_WORDS = frozenset(
@@ -125,6 +150,14 @@ _RUN_TOGETHER_ENDS = (
     "licensekey",
     "encryptionkey",
 )
+#: A last word that makes a secret-named field a fact about secrets, not one
+#: (``token_count``, ``keyName``, ``password_file``, ``tokenType``): its value is searched as
+#: any string is, not hidden whole.
+_ABOUT_SECRETS = frozenset(
+    {"count", "counts", "limit", "limits", "usage", "used", "type", "types", "id", "ids",
+     "name", "names", "length", "size", "total", "budget", "index", "file", "path", "env",
+     "expiry", "expires", "ttl", "hint", "required", "set", "present", "source", "remaining"}
+)  # fmt: skip
 _AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 #: A command-line flag whose value is a secret: ``--api-key X`` or ``--token=X``.
 _SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_-]+)(=(.*))?$", re.DOTALL)
@@ -161,10 +194,15 @@ _PEM = re.compile(
 _USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
 #: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
 _CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
+#: The schemes an authorization's credentials follow (``Authorization: Bearer X``): one
+#: list for the patterns here and for where a long stderr line may be cut
+#: (:mod:`acp_proxy.live.addons`: never between a scheme and its secret).
+AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate")
+_SCHEMES = "|".join(AUTH_SCHEMES)
 #: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
 _CLI_HEADER = re.compile(
     r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
-    r"((?i:(?:basic|bearer|token|digest|negotiate)[ \t]+)?)([^\s'\"\\]+)"
+    rf"((?i:(?:{_SCHEMES})[ \t]+)?)([^\s'\"\\]+)"
 )
 #: The words of a header's name that make it secret, besides :func:`secret_name`'s
 #: (``X-Auth``; not ``Author``).
@@ -190,8 +228,44 @@ _SECRETISH = re.compile(r"token|key|secret|passw|authoriz|cookie|credential", re
 #: Basic X``, ``Cookie: a=b; c=d``.
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*"
-    r"(?:(?:basic|bearer|token|digest|negotiate)\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
+    rf"(?:(?:{_SCHEMES})\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
 )
+#: A run of base64 long enough to hold ``user:secret`` or a key (a docker config's ``auth``,
+#: an ``.npmrc``'s ``_auth=``): decoded, and hidden when it holds one (:meth:`Redactor._encoded`).
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_-])")
+#: What a decoded run holds when it is ``user:secret`` (printable, no space, one colon at least).
+_USER_SECRET = re.compile(rb"[!-9;-~]{1,128}:[!-~]{3,}")
+#: The commands whose short flag takes a password, and how: ``mysql -pSECRET`` (attached
+#: only: ``-p`` alone asks for one), ``sshpass -p SECRET`` or ``-pSECRET``, ``redis-cli -a
+#: SECRET``. One table for command lines (:meth:`Redactor.argv`) and text (:data:`_SHORT_FLAG`).
+SHORT_PASSWORD_FLAGS: dict[str, tuple[str, bool, bool]] = {
+    # command: (flag, its value may be attached, may be the next argument)
+    "mysql": ("-p", True, False),
+    "mysqldump": ("-p", True, False),
+    "mysqladmin": ("-p", True, False),
+    "mysqlimport": ("-p", True, False),
+    "mariadb": ("-p", True, False),
+    "mariadb-dump": ("-p", True, False),
+    "sshpass": ("-p", True, True),
+    "redis-cli": ("-a", True, True),
+}
+
+
+def _short_flag_pattern() -> re.Pattern[str]:
+    """:data:`SHORT_PASSWORD_FLAGS` as one pattern over text: the command, then, within the
+    same command (no ``;``, ``|``, ``&`` or line end between), its flag and the password."""
+    ways = []
+    for command, (flag, attached, separate) in SHORT_PASSWORD_FLAGS.items():
+        gap = r"[ \t]*" if attached and separate else (r"" if attached else r"[ \t]+")
+        ways.append(
+            rf"(?<![\w./-]){re.escape(command)}(?=[ \t])[^\n;|&]{{0,200}}?[ \t]"
+            rf"{re.escape(flag)}{gap}(?P<{command.replace('-', '_')}>[^\s'\"\\]+)"
+        )
+    return re.compile("|".join(ways))
+
+
+_SHORT_FLAG = _short_flag_pattern()
+_SHORT_FLAG_HINTS = tuple(SHORT_PASSWORD_FLAGS)
 #: Pieces every key shape holds, and (lowercased) every secret-named field or header: a
 #: text with none of them is not searched further.
 _KEY_HINTS = (
@@ -250,6 +324,19 @@ def _done(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(_DONE) and _TAG.fullmatch(value) is not None
 
 
+#: A value that stands for one, in usage text and examples (``key=value``, ``<token>``,
+#: ``$API_KEY``, ``${TOKEN}``, ``...``, ``***``): no secret, left as it is.
+_STANDS_FOR = re.compile(
+    r"(?i:value|values|val|changeme|none|null|true|false)"
+    r"|<[^<>\s]{0,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\.{2,}|\*+|x{3,}|X{3,}"
+)
+
+
+def _placeholder(value: str) -> bool:
+    """Whether ``value`` stands for a value (:data:`_STANDS_FOR`) rather than being one."""
+    return _STANDS_FOR.fullmatch(value) is not None
+
+
 def _url_done(value: str) -> bool:
     return _URL_TAG.fullmatch(value) is not None
 
@@ -260,10 +347,21 @@ def secret_name(name: str) -> bool:
     if not name or name in ("sessionId", "toolCallId", "keyId"):
         return False
     words = _WORDS.findall(name.replace("-", "_"))
+    if len(words) > 1 and words[-1].lower() in _ABOUT_SECRETS:
+        return False
     lowered = {w.lower() for w in words}
     if lowered & _SECRET_WORDS or name.lower() in _SECRET_WORDS:
         return True
     return any(_run_together(word) for word in words)
+
+
+def _secretish(name: str) -> bool:
+    """Whether a name in text that is not JSON looks secret (``token: X``; not
+    ``token_count: 3``: :data:`_ABOUT_SECRETS`)."""
+    if _SECRETISH.search(name) is None:
+        return False
+    words = _WORDS.findall(name.replace("-", "_"))
+    return not (len(words) > 1 and words[-1].lower() in _ABOUT_SECRETS)
 
 
 def _secret_header(name: str) -> bool:
@@ -420,7 +518,7 @@ class Redactor:
                         hidden = self.string(name)
                         if hidden != name:
                             keys[here] = hidden
-                    if not self._field(name, child, here, found, stack):
+                    if not self._field(name, child, here, found, stack, item):
                         members += _members(child)
         return members
 
@@ -431,19 +529,22 @@ class Redactor:
         here: Path,
         found: dict[Path, str],
         stack: list[tuple[Path, Any]],
+        parent: dict[str, Any],
     ) -> bool:
-        """One member of an object: hidden, or its value walked; False when not walked
-        (its members, if any, not counted)."""
+        """One member of an object (``parent``): hidden, or its value walked; False when not
+        walked (its members, if any, not counted)."""
         if item is None or _done(item):
             return True
         if name in _STRUCTURAL and isinstance(item, str) and len(item) < _SHORTEST_KEY:
             return True
         if secret_name(name):
-            found[here] = self.tag(item)
+            if not (isinstance(item, str) and _placeholder(item)):
+                found[here] = self.tag(item)
         elif name in ("env", "headers"):
             self._entries(item, here, found)
         elif name == "args" and isinstance(item, list):
-            return self._args(item, here, found, stack)
+            command = parent.get("command")
+            return self._args(item, here, found, stack, command if isinstance(command, str) else "")
         elif name in ("url", "uri") and isinstance(item, str):
             hidden = self.string(self.url(item))
             if hidden != item:
@@ -466,14 +567,20 @@ class Redactor:
                     found[(*path, name)] = self.tag(item)
 
     def _args(
-        self, args: list[Any], path: Path, found: dict[Path, str], stack: list[tuple[Path, Any]]
+        self,
+        args: list[Any],
+        path: Path,
+        found: dict[Path, str],
+        stack: list[tuple[Path, Any]],
+        command: str = "",
     ) -> bool:
-        """A command line's arguments (an MCP server's, a terminal's): as :meth:`argv`.
-        True when they are walked as any list instead (they are not all strings)."""
+        """A command line's arguments (an MCP server's, a terminal's, whose ``command`` is
+        beside them): as :meth:`argv`. True when they are walked as any list instead (they
+        are not all strings)."""
         if not all(isinstance(arg, str) for arg in args):
             stack.append((path, args))
             return True
-        hidden, _ = self.argv(args)
+        hidden, _ = self.argv(args, command)
         for index, (before, after) in enumerate(zip(args, hidden, strict=True)):
             if before != after:
                 found[(*path, index)] = after
@@ -544,9 +651,37 @@ class Redactor:
             text = _CLI_USER.sub(self._cli_user, text)
         if "://" in text:
             text = self._url_passwords(text)
+        if any(hint in lower for hint in _SHORT_FLAG_HINTS):
+            text = _SHORT_FLAG.sub(self._short_flag, text)
         if any(hint in text for hint in _KEY_HINTS) or "bearer" in lower:
             text = self._keys(text)
+        if len(text) >= 12:
+            text = _BASE64_RUN.sub(self._encoded_secret, text)
         return text
+
+    def _short_flag(self, match: re.Match[str]) -> str:
+        """A command's short password flag's value (:data:`SHORT_PASSWORD_FLAGS`)."""
+        name = match.lastgroup
+        value = match.group(name) if name is not None else None
+        if name is None or value is None or _done(value) or _placeholder(value):
+            return match.group()
+        cut = match.start(name) - match.start()
+        return match.group()[:cut] + self.tag(value) + match.group()[cut + len(value) :]
+
+    def _encoded_secret(self, match: re.Match[str]) -> str:
+        """A base64 run that decodes to ``user:secret`` or holds a key shape: hidden."""
+        run = match.group()
+        if len(run) % 4 or _BASE64.fullmatch(run) is None:
+            return run
+        try:
+            decoded = binascii.a2b_base64(run)
+        except binascii.Error:
+            return run
+        if _USER_SECRET.fullmatch(decoded) is None:
+            text = decoded.decode("ascii", "replace")
+            if _KEY_SHAPES.search(text) is None:
+                return run
+        return self.tag(run)
 
     def _pem(self, match: re.Match[str]) -> str:
         body = match.group(2)
@@ -597,7 +732,7 @@ class Redactor:
             name = text[begin:end]
             quoted = begin > 0 and text[begin - 1] == '"' and text.startswith('"', end)
             sep = _SEPARATOR.match(text, end + quoted)
-            if sep is None or not (secret_name(name) if prose else _SECRETISH.search(name)):
+            if sep is None or not (secret_name(name) if prose else _secretish(name)):
                 continue
             if prose and not quoted and "=" not in sep.group():  # "the key: value"
                 continue
@@ -607,7 +742,7 @@ class Redactor:
             inner = found.group("inner")
             quote = "" if inner is None else '"'
             inner = found.group() if inner is None else inner
-            if _done(inner) or _url_done(inner):
+            if _done(inner) or _url_done(inner) or _placeholder(inner):
                 continue
             close = quote if found.group("close") is not None or not quote else ""
             out += [text[start : sep.end()], quote, self.tag(inner), close]
@@ -639,6 +774,10 @@ class Redactor:
                 fields.append((("result", "content"), result.get("content")))
             if method == "terminal/output":
                 fields.append((("result", "output"), result.get("output")))
+            sessions = result.get("sessions") if method == "session/list" else None
+            for index, session in enumerate(sessions if isinstance(sessions, list) else []):
+                if isinstance(session, dict):  # a title is the prompt's words, as agents make it
+                    fields.append((("result", "sessions", index, "title"), session.get("title")))
         if isinstance(params, dict):
             fields += self._param_contents(method, params, found)
         for path, resource in _resources(value):
@@ -665,6 +804,8 @@ class Redactor:
         at: Path = ("params", "update")
         if variant in ("user_message", "user_message_chunk"):
             self._texts(update.get("content"), (*at, "content"), found)
+        if variant == "session_info_update":  # its title: the prompt's words, echoed
+            fields.append(((*at, "title"), update.get("title")))
         if variant in ("terminal_update", "terminal_output_chunk"):
             fields += [((*at, n), update.get(n)) for n in ("output", "data")]
         if variant in ("tool_call", "tool_call_update"):
@@ -707,10 +848,11 @@ class Redactor:
 
     # --- splicing -----------------------------------------------------------------------
 
-    def frame(self, message: Message) -> tuple[Frame, list[str]]:
+    def frame(self, message: Message, text: str | None = None) -> tuple[Frame, list[str]]:
         """The frame with its secrets replaced, and the paths replaced (none: unchanged).
-        Never raises: a frame it cannot redact is :func:`_dropped`."""
-        return self._frame(message.frame, message.method, message.kind)
+        ``text``: the text a chunk is to have (:class:`ChunkJoin`), its secrets then
+        replaced too. Never raises: a frame it cannot redact is :func:`_dropped`."""
+        return self._frame(message.frame, message.method, message.kind, text)
 
     def bare_frame(self, frame: Frame) -> tuple[Frame, list[str]]:
         """:meth:`frame` without the wire model's view (it failed): the method is the
@@ -721,7 +863,7 @@ class Redactor:
         return self._frame(frame, method if isinstance(method, str) else None, kind)
 
     def _frame(
-        self, frame: Frame, method: str | None, kind: Kind | None
+        self, frame: Frame, method: str | None, kind: Kind | None, text: str | None = None
     ) -> tuple[Frame, list[str]]:
         try:
             if not frame.is_json:
@@ -732,6 +874,8 @@ class Redactor:
                     return oversized_frame(hidden, frame.oversized, frame.terminated), ["(text)"]
                 return parse_frame(hidden, frame.terminated), ["(text)"]
             found, keys, members = self._plan(frame.value, method, kind)
+            if text is not None and " bytes:" not in found.get(CHUNK_TEXT, ""):
+                found[CHUNK_TEXT] = self.string(text)  # (its contents' tag, if any, stays)
             duplicates = frame.raw.count(b":") != members and members != _raw_members(frame.raw)
             if not found and not keys and not duplicates:
                 return frame, []
@@ -859,14 +1003,32 @@ class Redactor:
             return self.tag(value)
         return value
 
-    def argv(self, argv: list[str]) -> tuple[list[str], list[str]]:
+    def argv(self, argv: list[str], command: str | None = None) -> tuple[list[str], list[str]]:
         """A command line with its secrets hidden: the values of secret-looking flags
-        (``--token X``, ``--api-key=X``), of secret-named ``NAME=value`` assignments, and of
-        secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``);
-        in any argument, what :meth:`string` hides (``sh -c 'curl -H "...: Bearer X"'``)."""
+        (``--token X``, ``--api-key=X``), of secret-named ``NAME=value`` assignments, of
+        secret-named headers (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``),
+        and of the short password flag of the command (``command``; None: ``argv[0]``, as in
+        a whole command line) when it has one (:data:`SHORT_PASSWORD_FLAGS`: ``mysql
+        -pSECRET``, ``sshpass -p SECRET``); in any argument, what :meth:`string` hides
+        (``sh -c 'curl -H "...: Bearer X"'``)."""
         out, changed, hide_next = list(argv), [], False
         after = ""  # (the argument before, when it is -u or -H: what this one is)
+        first = 1 if command is None else 0  # (the first argument that may be a flag)
+        if command is None:
+            command = argv[0] if argv else ""
+        short = SHORT_PASSWORD_FLAGS.get(command.rpartition("/")[2])
         for index, arg in enumerate(argv):
+            taken = (
+                None
+                if short is None or index < first or hide_next
+                else self._password_flag(short, arg)
+            )
+            if taken is not None:  # the command's short password flag
+                after, hide_next = arg, taken == ""
+                if taken and taken != arg:
+                    out[index] = taken
+                    changed.append(f"argv[{index}]")
+                continue
             if hide_next:
                 hide_next = False
                 if not _done(arg):
@@ -889,6 +1051,18 @@ class Redactor:
                 changed.append(f"argv[{index}]")
         return out, changed
 
+    def _password_flag(self, short: tuple[str, bool, bool], arg: str) -> str | None:
+        """An argument as a command's short password flag (:data:`SHORT_PASSWORD_FLAGS`):
+        the flag with its value hidden; ``""`` when the next argument is the password; None
+        when it is not the flag."""
+        flag, attached, separate = short
+        if arg == flag and separate:
+            return ""
+        if not (attached and arg.startswith(flag) and len(arg) > len(flag)):
+            return None
+        value = arg[len(flag) :]
+        return arg if _done(value) or _placeholder(value) else flag + self.tag(value)
+
     def _argument(self, arg: str) -> str | None:
         """One argument with its secret hidden; None when the next one is the secret."""
         flag = _SECRET_FLAG.match(arg)
@@ -897,7 +1071,9 @@ class Redactor:
             if secret_name(name.replace("-", "_")):
                 if flag.group(2) is None:
                     return None
-                return arg if _done(value) else f"{arg[: flag.start(3)]}{self.tag(value)}"
+                if _done(value) or _placeholder(value):
+                    return arg
+                return f"{arg[: flag.start(3)]}{self.tag(value)}"
             if value is not None:  # --header=Authorization: X
                 header = self._header(value)
                 return arg if header == value else f"{arg[: flag.start(3)]}{header}"
@@ -905,7 +1081,9 @@ class Redactor:
         assignment = _ASSIGNMENT.match(arg)
         if assignment is not None and secret_name(assignment.group(1)):
             value = assignment.group(2)
-            return arg if _done(value) else f"{assignment.group(1)}={self.tag(value)}"
+            if _done(value) or _placeholder(value):
+                return arg
+            return f"{assignment.group(1)}={self.tag(value)}"
         return self._header(arg)
 
     def _header(self, text: str, secret: Any = secret_name) -> str:
@@ -921,6 +1099,163 @@ class Redactor:
         if not colon or not password or password.isdigit() or _done(password):
             return arg
         return f"{user}:{self.tag(password)}"
+
+
+#: The updates whose text is streamed in chunks: a key may be cut between two of them.
+_CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
+#: The path of a chunk's text in its frame.
+CHUNK_TEXT: Path = ("params", "update", "content", "text")
+#: The beginnings of key shapes (:data:`_KEY_SHAPES`): a chunk whose last word is one, or
+#: the start of one, could be followed by the rest of a key.
+_KEY_STARTS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "AIza",
+               "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "eyJ", "glpat-", "Bearer",
+               "bearer", "BEARER")  # fmt: skip
+_LAST_WORD = re.compile(r"[A-Za-z0-9_.~+/=\-]*[ \t]?\Z")
+#: How much a stream may hold back, at most: chunks of the stream, frames in all, and
+#: characters of the held stream's text (a longer run is no key: it is let go as it is).
+HOLD_CHUNKS = 16
+HOLD_FRAMES = 64
+HOLD_TEXT = 8192
+
+_Stream = tuple[Any, Any, Any]
+
+
+def chunk_stream(message: Message | None) -> tuple[_Stream, str] | None:
+    """The stream a chunk of streamed text belongs to (its session, its update's kind and
+    its message id) and its text; None for any other frame."""
+    if message is None or message.variant not in _CHUNKS or message.kind is not Kind.NOTIFICATION:
+        return None
+    update = message.update or {}
+    content = update.get("content")
+    if not isinstance(content, dict) or not isinstance(content.get("text"), str):
+        return None
+    return (message.session, message.variant, update.get("messageId")), content["text"]
+
+
+def _could_go_on(text: str) -> bool:
+    """Whether the next chunk could carry on a key that ``text`` ends with the start of:
+    its last word is a key shape's beginning (``sk-ant-api03-``, ``gh``, ``Bearer ``), or a
+    key shape that runs to its end."""
+    last = _LAST_WORD.search(text)
+    word = last.group().rstrip(" \t") if last is not None else ""
+    if not word:
+        return False
+    if any(word.startswith(start) or start.startswith(word) for start in _KEY_STARTS):
+        return True
+    tail = text[-200:]
+    return any(match.end() == len(tail) for match in _KEY_SHAPES.finditer(tail))
+
+
+class ChunkJoin(Generic[_Item]):
+    """Keys cut between chunks of streamed text (``"your key is sk-ant-api03-"`` then
+    ``"Zq7x…dF ok"``): found in the text of a message's chunks joined, per session and
+    message id, and hidden in each piece (the piece that starts the key gets its tag, the
+    others lose their part of it).
+
+    Every frame of a redaction goes through :meth:`add`, in order, and comes out of it, in
+    order, with the text its chunk is to have (None: its own): at once, unless a chunk ends
+    with what could start a key (:func:`_could_go_on`); then it and the frames after it wait
+    for the next chunk of its stream, up to :data:`HOLD_CHUNKS` chunks, :data:`HOLD_FRAMES`
+    frames or :data:`HOLD_TEXT` characters, a response or the end (:meth:`flush`). Nothing
+    is dropped; only the order of writing waits. Pure."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        #: The frames held back, in order: (item, its stream, its text).
+        self._held: list[tuple[_Item, _Stream | None, str]] = []
+        self._stream: _Stream | None = None
+        self._chunks = 0
+        self._text = 0
+        #: The end of the held stream's text, joined (what a key would carry on from).
+        self._tail = ""
+
+    @property
+    def holding(self) -> bool:
+        """Whether frames are held back."""
+        return bool(self._held)
+
+    def add(self, message: Message | None, item: _Item) -> list[tuple[_Item, str | None]]:
+        """The next frame (``message`` None: a record that holds none): the frames that may
+        be written now, in order, each with its chunk's text (None: unchanged)."""
+        found = chunk_stream(message)
+        if not self._held:
+            if found is not None and _could_go_on(found[1]):
+                self._hold(item, found)
+                return []
+            return [(item, None)]
+        if found is not None and found[0] == self._stream:
+            self._hold(item, found)
+            if (
+                _could_go_on(self._tail)
+                and self._chunks < HOLD_CHUNKS
+                and self._text < HOLD_TEXT
+                and len(self._held) < HOLD_FRAMES
+            ):
+                return []
+            return self.flush()
+        ends_turn = message is not None and message.kind is Kind.RESPONSE
+        if ends_turn or len(self._held) >= HOLD_FRAMES:
+            return [*self.flush(), *self.add(message, item)]
+        self._held.append((item, None, ""))
+        return []
+
+    def _hold(self, item: _Item, found: tuple[_Stream, str]) -> None:
+        self._held.append((item, found[0], found[1]))
+        self._stream = found[0]
+        self._chunks += 1
+        self._text += len(found[1])
+        self._tail = (self._tail + found[1])[-256:]
+
+    def flush(self) -> list[tuple[_Item, str | None]]:
+        """Every frame held back, with the texts its stream's chunks are to have."""
+        held, stream = self._held, self._stream
+        self._held, self._stream, self._chunks, self._text, self._tail = [], None, 0, 0, ""
+        texts = [text for _, of, text in held if of == stream]
+        pieces = self._pieces(texts)
+        out: list[tuple[_Item, str | None]] = []
+        index = 0
+        for item, of, _ in held:
+            if of == stream and of is not None:
+                out.append((item, pieces[index]))
+                index += 1
+            else:
+                out.append((item, None))
+        return out
+
+    def _pieces(self, texts: list[str]) -> list[str | None]:
+        """The texts of a stream's chunks with each key that crosses from one to the next
+        hidden: the chunk it starts in gets its tag, the others lose their part of it; None
+        for a chunk no such key touches."""
+        joined = "".join(texts)
+        starts, at = [], 0
+        for text in texts:
+            starts.append(at)
+            at += len(text)
+        out: list[str | None] = [None] * len(texts)
+        edits: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+        for match in _KEY_SHAPES.finditer(joined):
+            begin, end = match.span()
+            if not match.group().startswith(_DISTINCT) and not _word_start(joined, begin):
+                continue
+            scheme = _SCHEME.match(match.group())
+            if scheme is not None:
+                begin += scheme.end()
+            first = bisect.bisect_right(starts, begin) - 1
+            last = bisect.bisect_right(starts, end - 1) - 1
+            if first == last:
+                continue  # within one chunk: its own redaction finds it
+            tag = self.redactor.tag(joined[begin:end])
+            for index in range(first, last + 1):
+                low = max(begin, starts[index]) - starts[index]
+                high = min(end, starts[index] + len(texts[index])) - starts[index]
+                edits[index].append((low, high, tag if index == first else ""))
+        for index, changes in enumerate(edits):
+            if changes:
+                text = texts[index]
+                for low, high, put in sorted(changes, reverse=True):
+                    text = text[:low] + put + text[high:]
+                out[index] = text
+        return out
 
 
 def _word_start(text: str, at: int) -> bool:
@@ -1042,23 +1377,83 @@ def redact_lines(
     from the numbering was blank and is written blank. Return (records, records changed)."""
     redactor = Redactor(contents)
     wire = WireModel()
+    join: ChunkJoin[_Line] = ChunkJoin(redactor)
     records = changed = last = 0
     for number, body in lines:
-        if number > last + 1:
-            out.write(b"\n" * (number - last - 1))
+        gap = b"\n" * (number - last - 1) if number > last + 1 else b""
         last = number
         records += 1
+        line = _Line(number, body, gap)
         try:
-            copy = _redacted_line(redactor, number, body, wire)
-            if isinstance(copy, WireModel):
-                wire, copy = copy, _redacted_start(redactor, body)
+            ready = _take(redactor, line, wire, join)
         except Exception:  # (a bug, or a line nested past what can be followed)
-            copy = b"[redacted: line %d, %d bytes, could not be read]\n" % (number, len(body))
-        if copy is None:
-            copy = body + b"\n"
-        changed += copy != body + b"\n"
-        out.write(copy)
+            line.copy = _unread(line)
+            ready = [*join.flush(), (line, None)]
+        if line.wire is not None:
+            wire = line.wire
+        for item, text in ready:
+            changed += _write(redactor, item, text, out)
+    for item, text in join.flush():
+        changed += _write(redactor, item, text, out)
     return records, changed
+
+
+class _Line:
+    """A line of a transcript on its way through a redaction (:class:`ChunkJoin` may hold
+    it back): its copy when it is made already, else its frame record and message."""
+
+    __slots__ = ("body", "copy", "gap", "message", "number", "record", "wire")
+
+    def __init__(self, number: int, body: bytes, gap: bytes) -> None:
+        self.number, self.body, self.gap = number, body, gap
+        self.copy: bytes | None = None
+        self.record: FrameRecord | None = None
+        self.message: Message | None = None
+        #: A new wire model: the line is a start record (a new connection).
+        self.wire: WireModel | None = None
+
+
+def _unread(line: _Line) -> bytes:
+    return b"[redacted: line %d, %d bytes, could not be read]\n" % (line.number, len(line.body))
+
+
+def _take(
+    redactor: Redactor, line: _Line, wire: WireModel, join: ChunkJoin[_Line]
+) -> list[tuple[_Line, str | None]]:
+    """A line into the redaction: a frame record through ``join`` (its copy made when it
+    comes out), any other line's copy made now (a start record, which opens a new
+    connection, and an end record let go what is held first)."""
+    body = line.body
+    if not body or body.isspace() or _PLACEHOLDER.fullmatch(body) is not None:
+        line.copy = body + b"\n"  # (a line a redaction wrote for an unreadable one: as it is)
+        return join.add(None, line)
+    record = parse_record(line.number, body)
+    if isinstance(record, FrameRecord):
+        line.record = record
+        line.message = wire.feed(record.side, record.frame, record.seq, record.t)
+        return join.add(line.message, line)
+    copy = _redacted_line(redactor, line.number, body, record)
+    if isinstance(copy, WireModel):
+        line.wire, copy = copy, _redacted_start(redactor, body)
+    line.copy = body + b"\n" if copy is None else copy
+    if isinstance(record, StartRecord | EndRecord):
+        return [*join.flush(), (line, None)]
+    return join.add(None, line)
+
+
+def _write(redactor: Redactor, line: _Line, text: str | None, out: BinaryIO) -> bool:
+    """Write a line's copy (a frame record's made now, with its chunk's ``text``); whether
+    it changed."""
+    copy = line.copy
+    if copy is None:
+        assert line.record is not None and line.message is not None
+        try:
+            made = _redacted_frame(redactor, line.record, line.body, line.message, text)
+            copy = line.body + b"\n" if made is None else made
+        except Exception:
+            copy = _unread(line)
+    out.write(line.gap + copy)
+    return copy != line.body + b"\n"
 
 
 #: What stands for a line that was no record, or could not be read.
@@ -1068,19 +1463,14 @@ _PLACEHOLDER = re.compile(
 
 
 def _redacted_line(
-    redactor: Redactor, number: int, body: bytes, wire: WireModel
+    redactor: Redactor, number: int, body: bytes, record: Record | None
 ) -> bytes | WireModel | None:
-    """One line of a transcript, redacted; None: as it is; a wire model: a start record
-    (a new connection begins), for :func:`_redacted_start`."""
-    if not body or body.isspace() or _PLACEHOLDER.fullmatch(body) is not None:
-        return None  # (a line a redaction wrote for an unreadable one: as it is)
-    record = parse_record(number, body)
+    """One line of a transcript that holds no frame (its ``record``), redacted; None: as it
+    is; a wire model: a start record (a new connection begins), for :func:`_redacted_start`."""
     if isinstance(record, UnreadableLine):  # a truncated record: never copied
         return b"[redacted: line %d, %d bytes, is no record]\n" % (number, len(body))
     if isinstance(record, StartRecord):
         return WireModel()
-    if isinstance(record, FrameRecord):
-        return _redacted_frame(redactor, record, body, wire)
     data = orjson.loads(body)
     if isinstance(record, StderrRecord):  # (a key it does not have, a key twice: left out)
         hidden, t = redactor.text(record.data), _time(redactor, record.t)
@@ -1130,14 +1520,17 @@ def _redacted_start(redactor: Redactor, body: bytes) -> bytes:
 
 
 def _redacted_frame(
-    redactor: Redactor, record: FrameRecord, body: bytes, wire: WireModel
+    redactor: Redactor,
+    record: FrameRecord,
+    body: bytes,
+    message: Message,
+    text: str | None = None,
 ) -> bytes | None:
     """A frame record with its frame and its findings redacted; None: as it is. A record
     whose own keys are odd (:func:`_odd_frame_record`) is written anew, from what a reader
     reads of it (the last of a key, the first of ``msg``, ``text``, ``base64`` it has): the
     rest is left out, and ``(record)`` listed."""
-    message = wire.feed(record.side, record.frame, record.seq, record.t)
-    frame, paths = redactor.frame(message)
+    frame, paths = redactor.frame(message, text)
     dropped = paths == ["(frame)"]
     plain = plain_frame_head(body) is not None and not dropped
     data = {} if plain else _head(body)

@@ -8,7 +8,15 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.framing import UNPARSED, Frame, Framer, LineSplicer, parse_frame
+from acp_proxy.core.framing import (
+    UNPARSED,
+    Frame,
+    Framer,
+    LineEnd,
+    LinePiece,
+    LineSplicer,
+    parse_frame,
+)
 
 
 def frames_of(chunks: list[bytes]) -> list[bytes]:
@@ -179,3 +187,42 @@ def test_a_lone_surrogate_escape_parses_as_the_replacement_character():
         assert parse_frame(raw).is_json and not parse_frame(raw).lone_surrogates
     for raw in [rb'"\ud83d', rb'["\ud83d",]', rb"\ud83d"]:  # still not JSON
         assert parse_frame(raw).value is UNPARSED
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=40), max_size=8),
+    st.lists(st.integers(min_value=0), max_size=20),
+    st.integers(min_value=1, max_value=24),
+)
+def test_a_holding_framer_hands_out_a_long_line_in_order_and_holds_at_most_the_hold(
+    lines, cuts, hold
+):
+    """With a hold, a line that lies in one chunk, or is held whole, comes out whole; one
+    longer than the hold across chunks as pieces, in order, then its end with its size; never more than ``hold`` bytes of a line are held,
+    and the lines, pieces joined, are the stream's, however it is cut."""
+    lines = [line.replace(b"\n", b" ") for line in lines]
+    data = b"".join(line + b"\n" for line in lines[:-1]) + (lines[-1] if lines else b"")
+    framer = Framer(hold=hold)
+    out: list[tuple[bytes, bool]] = []
+    piece = bytearray()
+    items = []
+    for chunk in cut(data, cuts):
+        items += framer.parts(chunk)
+        assert framer.buffered <= hold
+    items += framer.parts(b"")
+    for item in items:
+        if isinstance(item, LinePiece):
+            piece += item.data
+        elif isinstance(item, LineEnd):
+            whole = bytes(piece) + item.tail
+            assert len(whole) == item.size > hold
+            out.append((whole, item.terminated))
+            piece.clear()
+        else:
+            raw = item.raw if isinstance(item, Frame) else bytes(item)  # (whole in a chunk)
+            out.append((raw, not isinstance(item, Frame) or item.terminated))
+    last = [lines[-1]] if lines and lines[-1] else []
+    expected = [*lines[:-1], *last]
+    assert [raw for raw, _ in out] == expected
+    assert [ended for _, ended in out] == [True] * (len(lines) - 1) + [False] * len(last)

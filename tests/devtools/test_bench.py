@@ -18,7 +18,7 @@ MIB = rf"{NUMBER} MiB"
 def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "1000", "--round-trips", "10",
-         "--big-mib", "1", "--long-frames", "1000", "--repeat", "2", "--launches", "1",
+         "--big-mib", "1", "--line-mb", "8", "--long-frames", "1000", "--repeat", "2", "--launches", "1",
          "--pending", "1000", "--pending-frames", "100",
          "--hostile-kb", "8", "--hostile-chunks", "1000", "--flood-reads", "4",
          "--attack-seconds", "1"],
@@ -26,7 +26,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     ).stdout  # fmt: skip
     sections = re.split(r"\n\n", out.strip())
     assert sections[0].startswith("python 3.") and "2 run(s) per figure" in sections[0]
-    stream, ping, start, big, one_way, long, pending, client, offline, page, hostile = (
+    stream, ping, start, big, one_way, line, long, pending, client, offline, page, hostile = (
         s.splitlines() for s in sections[1:]
     )
 
@@ -59,6 +59,10 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
             peak = rf"{MIB} {NUMBER}x msg" if setup in ("proxy", "no-record") else "-"
             assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{NUMBER}x\s+{peak}", row), row
 
+    assert line[0] == "line: one 8 MB line without its end, from the agent"
+    for setup, row in zip(["proxy", "no-record"], line[2:], strict=True):
+        assert re.fullmatch(rf"{setup}\s+\S+ \(\S+\)\s+{NUMBER}\s+{MIB}", row), row
+
     assert long[0].startswith("long: 1,000 frames")
     for setup, row in zip(["proxy", "no-record"], long[2:], strict=True):
         assert re.fullmatch(rf"{setup}(\s+{MIB}){{3}}\s+{NUMBER}", row), row
@@ -76,16 +80,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
     ):
         assert re.fullmatch(rf"{setup}\s+{load}(\s+{NUMBER}){{3}}", row), row
 
-    assert client[0] == "client: one turn of 1,000 chunks, CPU of the acp-proxy process"
-    fronts = [f"{f} {how}" for how in ("recording", "--no-record") for f in ("run", "chat")]
-    for front, row in zip(fronts, client[2:6], strict=True):
-        assert re.fullmatch(rf"{front}.*\s+{NUMBER} \({NUMBER}-{NUMBER}\)\s+{NUMBER}x", row), row
-    assert client[6].startswith("client: chat's peak memory (the client core's)")
-    assert len(client) == 9
-    for row in client[7:]:
-        assert re.fullmatch(rf"\d+ reads of 8 MiB, none read\s+{MIB}|a terminal .*\s+{MIB}", row), (
-            row
-        )
+    client_table(client)
 
     assert offline[0] == "offline: over the stream's recording (1,008 frames)"
     readers = [
@@ -107,3 +102,17 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
         strict=True,
     ):  # fmt: skip
         assert re.fullmatch(rf"{re.escape(what)}\s+{n}(\s+{NUMBER}){{2}}\s+{NUMBER}x", row), row
+
+
+def client_table(client: list[str]) -> None:
+    """The client table: chat against run, recorded and not; the attacks' peaks."""
+    assert client[0] == "client: one turn of 1,000 chunks, CPU of the acp-proxy process"
+    fronts = [f"{f} {how}" for how in ("recording", "--no-record") for f in ("run", "chat")]
+    for front, row in zip(fronts, client[2:6], strict=True):
+        assert re.fullmatch(rf"{front}.*\s+{NUMBER} \({NUMBER}-{NUMBER}\)\s+{NUMBER}x", row), row
+    assert client[6].startswith("client: chat's peak memory (the client core's)")
+    assert len(client) == 9
+    for row in client[7:]:
+        assert re.fullmatch(rf"\d+ reads of 8 MiB, none read\s+{MIB}|a terminal .*\s+{MIB}", row), (
+            row
+        )

@@ -550,3 +550,37 @@ def test_open_gives_the_browser_a_private_file_never_the_token(tmp_path: Path):
     assert stat.S_IMODE(info["mode"]) == 0o600 and stat.S_IMODE(info["dir"]) == 0o700
     stop(proc)
     assert not os.path.exists(info["path"])
+
+
+def _reset(url: str, path: str) -> None:
+    """Ask for ``path`` (the token's query added) and reset the connection at once, as a tab
+    closed mid-page does: the server's answer meets a peer that has gone."""
+    import socket
+    import struct
+
+    host, port = url.split("/")[2].split(":")
+    token = url.split("token=")[1]
+    connection = socket.create_connection((host, int(port)), timeout=10)
+    connection.sendall(f"GET {path}?token={token} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()  # (with no linger: a reset, not a close)
+
+
+def test_a_peer_that_goes_away_mid_response_ends_its_request_silently(tmp_path: Path) -> None:
+    """A browser that drops its connections (a tab closed mid-page): five connections reset
+    as their answer is on its way end their requests without a word on stderr (no
+    BrokenPipeError or ConnectionResetError traceback), and the server goes on serving."""
+    (tmp_path / "clean.jsonl").write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    try:
+        for path in ("/session/clean.jsonl", "/", "/session/clean.jsonl", "/", "/events"):
+            _reset(url, path)
+        time.sleep(1.5)  # (the answers written to the gone peers, and failed)
+        assert get(url)[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode()
+    stop(proc)
+    assert "Traceback" not in said and "Error" not in said, said
