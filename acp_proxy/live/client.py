@@ -576,6 +576,7 @@ class Client:
         self._findings: list[Violation] = []
         #: Every finding counted by level (``error``, ``warning``, ``info``).
         self.counts: Counter[str] = Counter()
+        self._said_cap = False
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
         self._pending_lock = threading.Lock()
@@ -864,6 +865,13 @@ class Client:
             self.counts[finding.level] += 1
             if finding.level == "error" or len(self._findings) < MAX_FINDINGS:
                 self._findings.append(finding)
+            elif not self._said_cap:  # (said once: the rest are counted, and recorded)
+                self._said_cap = True
+                with contextlib.suppress(Exception):
+                    self._log.warning(
+                        f"over {MAX_FINDINGS} findings: every error is kept, further warnings "
+                        "are counted, not kept (the recording has them all)"
+                    )
             if self._on_finding is not None:
                 with contextlib.suppress(Exception):
                     self._on_finding(finding)
