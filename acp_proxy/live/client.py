@@ -593,10 +593,14 @@ class Client:
         #: The events of the read being observed, handed over at its end (:meth:`_read_done`).
         self._read: list[Event] = []
         self._read_size = 0
-        #: The agent's requests of that read, to the services once its events are queued.
+        #: The agent's requests of that read, to the services once its events are queued;
+        #: the responses to the client's requests, handed to their waiters then too.
         self._asked: list[dict[str, Any]] = []
+        self._answered: list[tuple[Pending, Reply]] = []
         #: Whether the relay stopped reading the agent until the front-end catches up.
         self._throttled = False
+        #: Whether the front-end is done taking events (closing: none are queued).
+        self._closing = False
         self._stderr = bytearray()
         self._state = _Loop()
         self._finished: RelayResult | None = None
@@ -737,6 +741,10 @@ class Client:
             return self._finished
         with self._served:  # answers under way go out first (a file read said as done is)
             self._served.wait_for(lambda: self._serving == 0 or self._ended, ANSWERS_GRACE)
+        # Nobody takes events now: what the agent still writes is read (and recorded) to its
+        # end, so that an agent blocked on a full pipe sees its stdin close and can exit.
+        self._closing = True
+        self._wake()
         loop, outbox = self._state.loop, self._state.outbox
         if loop is not None and outbox is not None:
             outbox.end()
@@ -766,6 +774,8 @@ class Client:
     def _behind(self, low: bool = False) -> bool:
         """Whether the front-end or the services are behind: the relay stops reading the
         agent until they are not (``low``: caught up to half the bounds, to go on)."""
+        if self._closing:
+            return False
         divisor = 2 if low else 1
         return (
             len(self._events) >= MAX_EVENTS // divisor
@@ -895,10 +905,11 @@ class Client:
             request_id = value.get("id")
             with self._pending_lock:
                 pending = self._pending.pop(request_id, None) if type(request_id) is int else None
-            if pending is not None and not pending.done():
-                pending._future.set_result(Reply(pending.method, value, seen.seq))
-        self._read.append(event)
-        self._read_size += len(frame.raw)
+            if pending is not None:  # (answered once what came before it is queued)
+                self._answered.append((pending, Reply(pending.method, value, seen.seq)))
+        if not self._closing:
+            self._read.append(event)
+            self._read_size += len(frame.raw)
         if side is Side.AGENT and kind is Kind.REQUEST and self._services is not None:
             with self._served:
                 self._serving += 1
@@ -910,6 +921,10 @@ class Client:
         if self._read:
             self._events.put_many(self._read, self._read_size)
             self._read, self._read_size = [], 0
+        for pending, reply in self._answered:  # (once queued: all before it can be taken)
+            if not pending.done():
+                pending._future.set_result(reply)
+        self._answered.clear()
         for request in self._asked:  # (once queued: the front-end has all before it)
             if request["method"] in _WAITING:
                 threading.Thread(target=self._answer, args=(request,), daemon=True).start()
