@@ -40,18 +40,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, oversized_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
-from acp_proxy.core.wire import Message
+from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.live.spool import SpooledFrame
 from acp_proxy.log import Logger
@@ -73,17 +73,16 @@ from acp_proxy.transcript.redact import AUTH_SCHEMES, ChunkJoin, Redactor
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.validator import Violation
-    from acp_proxy.live.observer import FrameValidator
 
 __all__ = [
     "LOG_REPEATS",
     "STDERR_PIECE",
     "WRITE_IN_PIECES",
     "Addon",
+    "FrameValidator",
     "LiveLog",
     "LogFindings",
     "Notify",
-    "NumberAgentFrames",
     "Readers",
     "Save",
     "Seen",
@@ -101,6 +100,25 @@ LOG_REPEATS = 3
 
 #: Frames at least this long are written to the transcript in pieces (never plain).
 WRITE_IN_PIECES = 1 << 16
+
+
+class FrameValidator(Protocol):
+    """What the observer needs of a validator: it checks the messages of its wire model."""
+
+    wire: WireModel
+
+    @property
+    def version(self) -> int | None: ...
+
+    @property
+    def sessions(self) -> frozenset[str]: ...
+
+    def check(self, message: Message) -> list[Violation]: ...
+
+    @property
+    def shortcut(self) -> Shortcut: ...
+
+    def end(self) -> list[Violation]: ...
 
 
 @dataclass(slots=True)
@@ -524,20 +542,6 @@ class Notify(Addon):
             notices += violation_notice(session, finding)
             self.log.info("told the client about a violation", rule=finding.rule, session=session)
         return notices
-
-
-class NumberAgentFrames(Addon):
-    """The ``seq`` of each frame the agent wrote, in order, for whoever reads its frames
-    again (the client core gives each of its events its own)."""
-
-    name = "the agent frames' numbering"
-
-    def __init__(self) -> None:
-        self.seqs: deque[int] = deque()
-
-    def read_done(self, side: Side, seqs: range) -> None:
-        if side is Side.AGENT:
-            self.seqs.extend(seqs)
 
 
 class Readers(Addon):

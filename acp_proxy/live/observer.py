@@ -24,9 +24,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
@@ -35,6 +34,7 @@ from acp_proxy.live.addons import (
     STDERR_PIECE,
     WRITE_IN_PIECES,
     Addon,
+    FrameValidator,
     LiveLog,
     Seen,
     describe,
@@ -49,25 +49,6 @@ if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.validator import Violation
 
 __all__ = ["STDERR_PIECE", "FrameValidator", "Observer", "describe"]
-
-
-class FrameValidator(Protocol):
-    """What the observer needs of a validator: it checks the messages of its wire model."""
-
-    wire: WireModel
-
-    @property
-    def version(self) -> int | None: ...
-
-    @property
-    def sessions(self) -> frozenset[str]: ...
-
-    def check(self, message: Message) -> list[Violation]: ...
-
-    @property
-    def shortcut(self) -> Shortcut: ...
-
-    def end(self) -> list[Violation]: ...
 
 
 #: No findings (shared: never changed).

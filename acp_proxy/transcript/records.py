@@ -37,7 +37,7 @@ import binascii
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -46,24 +46,12 @@ from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
 
-if TYPE_CHECKING:  # their homes now; found here at run time through __getattr__
-    from acp_proxy.transcript.heads import PlainHeads, plain_frame_head
-    from acp_proxy.transcript.reading import (
-        RecordTooLarge,
-        iter_lines,
-        iter_records,
-        read_records,
-        record_limit,
-    )
-
 __all__ = [
     "FORMAT",
     "PLAIN_HEAD",
     "EndRecord",
     "FrameRecord",
-    "PlainHeads",
     "Record",
-    "RecordTooLarge",
     "StartRecord",
     "StderrRecord",
     "UnreadableLine",
@@ -74,37 +62,12 @@ __all__ = [
     "frame_record",
     "frame_record_parts",
     "frame_stamp",
-    "iter_lines",
-    "iter_records",
     "parse_record",
-    "plain_frame_head",
     "plain_frame_record",
-    "read_records",
-    "record_limit",
     "start_record",
     "stderr_record",
     "violation_record",
 ]
-
-#: Names that lived here and have moved (see :func:`__getattr__`).
-_IN_HEADS = ("PlainHeads", "plain_frame_head")
-_IN_READING = ("RecordTooLarge", "iter_lines", "iter_records", "read_records", "record_limit")
-
-
-def __getattr__(name: str) -> Any:
-    """A name that has moved to :mod:`~acp_proxy.transcript.heads` or
-    :mod:`~acp_proxy.transcript.reading`, from there, so that importing it from here still
-    works; loaded only when asked for (those modules import this one)."""
-    if name in _IN_HEADS:
-        from acp_proxy.transcript import heads  # noqa: PLC0415
-
-        return getattr(heads, name)
-    if name in _IN_READING:
-        from acp_proxy.transcript import reading  # noqa: PLC0415
-
-        return getattr(reading, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 #: The value of ``format`` in every ``start`` record this version writes.
 FORMAT = "acp-proxy/1"

@@ -1233,7 +1233,7 @@ def test_example_agent_session_is_clean(version, tmp_path):
 
     from acp_proxy.devtools.demo import DemoClient
     from acp_proxy.readers.annotate import annotate, located
-    from acp_proxy.transcript.records import read_records
+    from acp_proxy.transcript.reading import read_records
 
     record = tmp_path / "t.jsonl"
     agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.02"]

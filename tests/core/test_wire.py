@@ -27,7 +27,8 @@ from acp_proxy.core.wire import (
 )
 from acp_proxy.readers.annotate import annotate
 from acp_proxy.readers.stats import Stats
-from acp_proxy.transcript.records import end_record, frame_record, iter_records, start_record
+from acp_proxy.transcript.reading import iter_records
+from acp_proxy.transcript.records import end_record, frame_record, start_record
 
 S = "s1"
 

@@ -98,7 +98,8 @@ def test_every_record_is_what_frame_record_writes(tmp_path):
     """The short way for plain frames writes, byte for byte, the record frame_record makes;
     frames with findings, not JSON, unfinished or big take the long way, same format."""
     from acp_proxy.core.framing import parse_frame
-    from acp_proxy.transcript.records import FrameRecord, frame_record, read_records
+    from acp_proxy.transcript.reading import read_records
+    from acp_proxy.transcript.records import FrameRecord, frame_record
 
     recorder = Recorder(tmp_path / "t.jsonl", get_logger(), ["agent"], 1)
     observer = Observer(recorder, get_logger(), Validator())

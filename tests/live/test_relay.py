@@ -64,7 +64,8 @@ def test_every_frame_is_recorded_with_its_exact_bytes(run_proxy, tmp_path):
     agent = [r for r in frames if r["from"] == "agent"]
     assert len(client) == len(agent) == len(expected)
 
-    from acp_proxy.transcript.records import FrameRecord, read_records
+    from acp_proxy.transcript.reading import read_records
+    from acp_proxy.transcript.records import FrameRecord
 
     read = [r for r in read_records(result.transcript) if isinstance(r, FrameRecord)]
     assert [r.frame.raw for r in read if r.side == "client"] == expected
@@ -432,7 +433,8 @@ def test_random_bytes_pass_unchanged_both_ways(run_proxy, tmp_path):
     result = run_proxy([*SCRIPTED_AGENT, "echo", str(capture)], data)
     assert result.returncode == 0
     assert capture.read_bytes() == data and result.stdout == data
-    from acp_proxy.transcript.records import FrameRecord, read_records
+    from acp_proxy.transcript.reading import read_records
+    from acp_proxy.transcript.records import FrameRecord
 
     client = [
         r.frame.raw

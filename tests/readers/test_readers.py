@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.annotate import annotate, located
-from acp_proxy.transcript.records import (
-    FrameRecord,
-    end_record,
-    frame_record,
-    read_records,
-    start_record,
-)
+from acp_proxy.transcript.reading import read_records
+from acp_proxy.transcript.records import FrameRecord, end_record, frame_record, start_record
 
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
 MISBEHAVING_RULES = {

@@ -25,13 +25,8 @@ from acp_proxy.readers.replay import (
     load_script,
     replace_id,
 )
-from acp_proxy.transcript.records import (
-    FrameRecord,
-    end_record,
-    frame_record,
-    read_records,
-    start_record,
-)
+from acp_proxy.transcript.reading import read_records
+from acp_proxy.transcript.records import FrameRecord, end_record, frame_record, start_record
 
 EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.01"]
 

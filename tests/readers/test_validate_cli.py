@@ -187,7 +187,7 @@ def test_validate_streams_in_constant_memory(tmp_path):
     script = (
         "import sys\n"
         "from acp_proxy.readers.annotate import annotate, located\n"
-        "from acp_proxy.transcript.records import read_records\n"
+        "from acp_proxy.transcript.reading import read_records\n"
         "assert [f for _, f in located(annotate(read_records(sys.argv[1])))] == []\n"
         # VmHWM, unlike ru_maxrss, is not inherited across exec from the (big) test runner
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"

@@ -12,7 +12,8 @@ from conftest import acp
 from acp_proxy.core.framing import oversized_frame, parse_frame
 from acp_proxy.core.wire import WireModel
 from acp_proxy.live.addons import STDERR_PIECE, StderrLines
-from acp_proxy.transcript.records import frame_record, read_records, start_record
+from acp_proxy.transcript.reading import read_records
+from acp_proxy.transcript.records import frame_record, start_record
 from acp_proxy.transcript.redact import Redactor
 
 T = "2026-01-01T00:00:00.000000Z"

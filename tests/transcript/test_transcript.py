@@ -10,19 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.core.framing import Framer, parse_frame
+from acp_proxy.transcript.heads import PlainHeads, plain_frame_head
+from acp_proxy.transcript.reading import iter_records
 from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,
-    PlainHeads,
     StartRecord,
     UnreadableLine,
     ViolationRecord,
     end_record,
     frame_record,
     frame_stamp,
-    iter_records,
     parse_record,
-    plain_frame_head,
     plain_frame_record,
     start_record,
     violation_record,
@@ -255,7 +254,7 @@ def test_plain_heads_skip_the_lines_a_reader_took_as_guessed():
 def test_lines_are_read_across_blocks_whole_and_as_bytes():
     """iter_lines reads a file in 1 MiB blocks: lines that span blocks (one of 3 MiB), blank
     lines and a last line without its newline come out whole, as bytes."""
-    from acp_proxy.transcript.records import iter_lines
+    from acp_proxy.transcript.reading import iter_lines
 
     lines = [b"a" * 1000, b"", b"b" * (3 << 20), *(b"c%d" % n for n in range(300_000)), b"end"]
     data = b"\n".join(lines)
