@@ -110,7 +110,8 @@ module's own docstring says what it is for and what it promises.
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 
-Every reader of a file is an addon (``transcript.items.Addon``) fed ``read(path)``'s items;
+Every reader of a file is an addon (``transcript.items.Addon``) fed ``read(path)``'s items
+(the public ``acp_proxy.read`` gives each record as one; ``runs=True``, runs too);
 ``Chain(a, b)`` feeds several in one pass, and ``live.addons.Readers(a, b)`` feeds the same
 readers live, from the observer's chain, each frame as it crosses. A new one writes
 ``add(item)``: a run of streamed chunks known by their bytes (``core.chunks.Shortcut``)
@@ -126,13 +127,14 @@ from typing import Any
 
 from acp_proxy.core.version import VERSION as __version__
 
-#: Each public name, and the module it lives in.
+#: Each public name, and the module it lives in (``module:name`` where it is named otherwise
+#: there: ``read`` is the readers' ``read_items``, each record an item).
 _PUBLIC = {
     "AgentReplay": "acp_proxy.readers.replay",
     "drive_agent": "acp_proxy.drive.replay",
     "load_script": "acp_proxy.readers.replay",
     "open_recording": "acp_proxy.transcript.reading",
-    "read": "acp_proxy.readers.annotate",
+    "read": "acp_proxy.readers.annotate:read_items",
     "Addon": "acp_proxy.transcript.items",
     "Chain": "acp_proxy.transcript.items",
     "annotate": "acp_proxy.readers.annotate",
@@ -151,9 +153,10 @@ __all__ = ["__version__", *sorted(_PUBLIC)]  # noqa: PLE0604 - the names __getat
 
 def __getattr__(name: str) -> Any:
     """A public name, loaded from its module on first use."""
-    module = _PUBLIC.get(name)
-    if module is None:
+    where = _PUBLIC.get(name)
+    if where is None:
         raise AttributeError(f"module 'acp_proxy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, own = where.partition(":")
+    value = getattr(importlib.import_module(module), own or name)
     globals()[name] = value
     return value

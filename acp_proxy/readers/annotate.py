@@ -56,6 +56,7 @@ __all__ = [
     "open_recording",
     "plain",
     "read",
+    "read_items",
 ]
 
 #: The pseudo-rule reported for a line that is not a record.
@@ -122,6 +123,18 @@ def plain(items: Iterable[Annotated | Repeated]) -> Iterator[Annotated]:
         else:
             assert isinstance(item, Annotated)
             yield item
+
+
+def read_items(
+    source: Source, validate: bool = True, stored: bool = False, runs: bool = False
+) -> Iterator[Annotated | Repeated]:
+    """:func:`read` for a reader of one's own (the public ``acp_proxy.read``): each record
+    one :class:`Annotated` item, a streamed turn's chunks too, so that a plain loop counts
+    right; ``runs=True`` keeps a run of chunks known by their bytes as one
+    :class:`Repeated` (for an :class:`~acp_proxy.transcript.items.Addon` that takes runs,
+    which ``feed`` hands them to either way)."""
+    items = read(source, validate, stored)
+    return items if runs else plain(items)
 
 
 class _Annotator:

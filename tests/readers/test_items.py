@@ -112,3 +112,34 @@ def test_a_chain_of_addons_that_take_runs_never_makes_their_frames(
     assert made == 0 and runs.runs
     Chain(Stats(), PerVariant(), PerVariant()).feed(read(path))
     assert made == sum(run.count for run in runs.runs)
+
+
+def test_the_public_read_as_a_plain_loop_counts_every_frame(tmp_path):
+    """``acp_proxy.read(path)`` in a plain loop, as a user writes a reader of their own:
+    every update of a turn of 1,003 chunks is an item (before: a run of them was one
+    item, and the loop counted 5); ``runs=True`` keeps the runs, for an addon that takes
+    them, and ``feed`` counts alike either way."""
+    from exchanges import streamed_recording
+
+    import acp_proxy
+
+    path = tmp_path / "turn.jsonl"
+    streamed_recording(path, [f"w{i} " for i in range(1003)])
+    updates = 0
+    for item in acp_proxy.read(path):
+        if item.message is not None and item.message.method == "session/update":
+            updates += 1
+    assert updates == 1003
+    assert any(type(item) is Repeated for item in acp_proxy.read(path, runs=True))
+
+    class Count(Addon):
+        seen = 0
+
+        def add(self, item: Annotated) -> None:
+            if item.message is not None and item.message.method == "session/update":
+                self.seen += 1
+
+    for items in (acp_proxy.read(path), acp_proxy.read(path, runs=True)):
+        counter = Count()
+        counter.feed(items)
+        assert counter.seen == 1003
