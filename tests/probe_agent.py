@@ -22,6 +22,7 @@ Usage: python probe_agent.py [BUG [ARG]]
   list-not-found      advertises session/list, and answers it -32601 (Method not found)
   terminal-auth       offers a terminal auth method when the client opted in by _meta
                       "terminal-auth" only (without clientCapabilities.auth.terminal)
+  gate PATH           a turn waits (a minute at most) until PATH exists before it answers
   v2-no-message-id    v2: the prompt's response carries no messageId
   v2-no-user-message  v2: never reports the inserted user message
   v2-late-running     v2: streams its answer before reporting running
@@ -137,6 +138,9 @@ def turn_v2(request_id: object, session: str, prompt: object) -> None:
 
 def turn(request_id: object, session: str) -> None:
     named = "nobody" if BUG == "other-session" else session
+    deadline = time.monotonic() + 60
+    while BUG == "gate" and not os.path.exists(ARG) and time.monotonic() < deadline:
+        time.sleep(0.05)
     call = f"call_{next(_calls)}"
     tool = {"toolCallId": call, "title": "Look around", "kind": "read", "status": "pending"}
     for step in range(20 if BUG == "updates-first" else 0):
@@ -197,7 +201,8 @@ def initialize(ident: object, params: dict[str, object]) -> None:
     STATE["version"] = 2 if params.get("protocolVersion") == 2 else 1
     info = {"name": "probe-agent", "version": "1.0"}
     if STATE["version"] == 2:
-        send({"id": ident, "result": {"protocolVersion": 2, "info": info,
+        version = 99 if BUG == "wrong-version" else 2
+        send({"id": ident, "result": {"protocolVersion": version, "info": info,
                                       "capabilities": {"session": {"prompt": {}}}}})  # fmt: skip
         return
     methods: list[dict[str, object]] = []

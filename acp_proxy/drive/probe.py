@@ -897,6 +897,8 @@ class _Probe:
             self.client.notify("session/cancel", {"sessionId": session})
         cancelled = any(t.session == session and t.cancelled_at is not None for _, t in self.turns)
         turn = self.turn(session, AFTER_CANCEL_PROMPT)
+        if turn.permissions and self.options.permissions == "cancel":
+            raise _Stop(SKIP, "the probe cancelled this turn too (--permissions cancel)")
         if turn.stop == "cancelled":
             raise _Stop(FAIL, "the turn ended cancelled, though nothing cancelled it (a cancel "
                         "sent before its prompt stopped it)",
@@ -951,7 +953,8 @@ class _Probe:
         if not any(turn.ended for _, turn in self.turns):
             names = list(dict.fromkeys(name for name, _ in self.turns))
             checks = "check" if len(names) == 1 else "checks"
-            raise _Stop(SKIP, f"no turn ended (the {' and '.join(names)} {checks} failed)")
+            listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+            raise _Stop(SKIP, f"no turn ended (the {listed} {checks} failed)")
         if not self.permission_requests:
             raise _Stop(SKIP, "the agent asked for no permission during the turns")
         asked = [turn for _, turn in self.turns if turn.permissions]
@@ -1375,6 +1378,8 @@ def _attribute(
             target.own.append(finding)
             continue
         target.findings.append(finding)
+        if target.status == FAIL and target.rule is None and finding.level == "error":
+            target.rule = finding.rule  # (a failure of its own, and a rule broken in it)
         ran = target.status == SKIP and target.seqs is not None
         if finding.level == "error" and (target.status == PASS or ran):
             target.status = FAIL
