@@ -124,7 +124,8 @@ def _probe_checks(
     "--prompt",
     "prompt_text",
     metavar="TEXT",
-    help="The prompt of the prompt turn. Default: a short, harmless one.",
+    help="The prompt of the prompt turn. Default: to read hello.txt in the scratch "
+    "directory and reply with its first line (an agent with tools uses one).",
 )
 @click.option(
     "--timeout",
@@ -229,6 +230,7 @@ def _cannot_run(fmt: str, command: tuple[str, ...]) -> Iterator[None]:
     """A probe that cannot run (a usage error, an agent that cannot start: exit 2) still
     writes, with --format json or junit, a valid document that says why (a CI job that
     reads it gets the reason, not an empty file); the one line on stderr as ever."""
+    _CANNOT_START.clear()
     try:
         yield
     except click.UsageError as exc:
