@@ -12,6 +12,8 @@ Usage: python probe_agent.py [BUG [ARG]]
   load-open           as load, but a load of a session still open on the connection is
                       answered -32602 "already loaded" (a closed one loads)
   load-late           as load, but the replay comes after the load's response
+  load-anew DIR       as load-open, without session/close: its sessions kept in DIR, a new
+                      process loads them
   bad-params          accepts a session/new whose cwd is not a string
   any-session         runs a turn for a prompt naming a session it never created
   same-id             every session/new answers the same session id
@@ -68,7 +70,7 @@ _history: dict[str, list[dict[str, object]]] = {}
 _open: set[str] = set()
 #: The protocol version spoken (set by initialize).
 STATE = {"version": 1}
-LOADS = BUG in ("load", "load-open", "load-late")
+LOADS = BUG in ("load", "load-open", "load-late", "load-anew")
 _ids = iter(range(100, 10_000))
 _calls = iter(range(1, 10_000))
 
@@ -107,8 +109,16 @@ def update(session: str, body: dict[str, object]) -> None:
 
 def said(session: str, body: dict[str, object]) -> None:
     """A conversation update: sent, and kept for a load's replay."""
-    _history.setdefault(session, []).append(body)
+    kept(session, body)
     update(session, body)
+
+
+def kept(session: str, body: dict[str, object]) -> None:
+    """Kept for a load's replay (load-anew: on disk too, for another process)."""
+    _history.setdefault(session, []).append(body)
+    if BUG == "load-anew":
+        with open(os.path.join(ARG, f"{session}.json"), "w") as out:
+            json.dump(_history[session], out)
 
 
 def turn_v2(request_id: object, session: str, prompt: object) -> None:
@@ -213,7 +223,7 @@ def initialize(ident: object, params: dict[str, object]) -> None:
     if BUG == "terminal-auth" and isinstance(meta, dict) and meta.get("terminal-auth"):
         methods = [{"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"]}]
     sessions: dict[str, object] = {}
-    if LOADS:
+    if LOADS and BUG != "load-anew":
         sessions["close"] = {}
     if BUG == "list-not-found":
         sessions["list"] = {}
@@ -227,10 +237,15 @@ def initialize(ident: object, params: dict[str, object]) -> None:
 
 def load(ident: object, session: object) -> None:
     """session/load: the conversation replayed, then the response (load-late: after it)."""
+    saved = os.path.join(ARG, f"{session}.json") if BUG == "load-anew" else ""
+    if isinstance(session, str) and session not in _history and os.path.exists(saved):
+        with open(saved) as kept_file:
+            _history[session] = json.load(kept_file)
+        _open.discard(session)
     if not isinstance(session, str) or session not in _history:
         send({"id": ident, "error": {"code": -32002, "message": "no such session"}})
         return
-    if BUG == "load-open" and session in _open:
+    if BUG in ("load-open", "load-anew") and session in _open:
         send({"id": ident, "error": {"code": -32602, "message": "session already loaded"}})
         return
     _open.add(session)
@@ -259,9 +274,7 @@ def prompt(ident: object, params: dict[str, object]) -> None:
     else:
         if BUG != "stale-cancel":  # a new turn is not the cancelled one
             _cancelled.discard(session)
-        _history.setdefault(session, []).append(
-            {"sessionUpdate": "user_message_chunk", "content": first}
-        )
+        kept(session, {"sessionUpdate": "user_message_chunk", "content": first})
         if STATE["version"] == 1:
             threading.Thread(target=turn, args=(ident, session), daemon=True).start()
         else:

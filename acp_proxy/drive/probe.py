@@ -131,23 +131,6 @@ CHECKS = (
         "session-setup",
     ),
     Check(
-        "invalid-params",
-        "JSON-RPC 2.0 (5.1 Error object); Session Setup",
-        "session/new with a cwd that is a number, then null, and session/prompt with a "
-        'sessionId that is a number, each get an error, not a result ("-32602 Invalid '
-        "params\"); the probe's own malformed requests, never held against the agent",
-        "session-setup",
-    ),
-    Check(
-        "unknown-session",
-        "Prompt Turn; JSON-RPC 2.0 (5 Response object)",
-        "session/prompt naming a session that does not exist gets an error, not a turn "
-        '("Before sending prompts, Clients MUST first complete the initialization phase and '
-        'session setup": there is no such session to prompt)',
-        "prompt-turn",
-        "prompt-lifecycle",
-    ),
-    Check(
         "prompt",
         "Prompt Turn; v2 Prompt Lifecycle",
         "a prompt turn (by default one that asks to read a file in the scratch directory: "
@@ -256,6 +239,23 @@ CHECKS = (
         "Session Setup (Closing a Session)",
         "session/close (when advertised) answers",
         "session-setup",
+    ),
+    Check(
+        "invalid-params",
+        "JSON-RPC 2.0 (5.1 Error object); Session Setup",
+        "session/new with a cwd that is a number, then null, and session/prompt with a "
+        'sessionId that is a number, each get an error, not a result ("-32602 Invalid '
+        "params\"); the probe's own malformed requests, never held against the agent",
+        "session-setup",
+    ),
+    Check(
+        "unknown-session",
+        "Prompt Turn; JSON-RPC 2.0 (5 Response object)",
+        "session/prompt naming a session that does not exist gets an error, not a turn "
+        '("Before sending prompts, Clients MUST first complete the initialization phase and '
+        'session setup": there is no such session to prompt)',
+        "prompt-turn",
+        "prompt-lifecycle",
     ),
     Check(
         "stdout",
@@ -809,16 +809,28 @@ class _Probe:
         (:attr:`own`, noted on the check and in the recording)."""
         before = self.client.seq
         pending = self.client.request(method, params)
-        theirs = {e.seq for e in self.until(pending, method) if e.seq is not None}
-        reply = pending.reply(0)
-        end = reply.seq if reply.seq is not None else self.client.seq + 1
+        theirs: set[int] = set()
+        end = None
+        try:
+            for event in self.until(pending, method):
+                if event.seq is not None:
+                    theirs.add(event.seq)
+            reply = pending.reply(0)
+            end = reply.seq
+        finally:  # (unanswered, or the agent gone: the request is the probe's all the same)
+            self.own_frames(before, self.client.seq + 1 if end is None else end, theirs, method,
+                            what)  # fmt: skip
+        return reply
+
+    def own_frames(self, before: int, end: int, theirs: set[int], method: str, what: str) -> None:
+        """The client's frames after seq ``before`` and before ``end`` (the agent's are
+        ``theirs``): the probe's own malformed request's."""
         mine = [seq for seq in range(before + 1, end) if seq not in theirs]
         for seq in mine:
             self.own[seq] = f"the probe's own malformed {method} ({what})"
         if mine:
             seqs = ", ".join(map(str, mine))
             self.services.note(f"seq {seqs}: the probe's own malformed {method} ({what})")
-        return reply
 
     def lifecycle(self) -> str:
         if self.protocol != 2:
@@ -1339,7 +1351,7 @@ class _Probe:
     def wrote(self) -> bool:
         """Whether the agent wrote anything on stdout: an event the probe took, one left in
         the queue (the client closed: then the queue ends), or a flood's dropped ones."""
-        if self.heard or self.client.dropped:
+        if self.heard or bool(getattr(self.client, "dropped", False)):  # (a flood's, if counted)
             return True
         try:
             self.client.next_event(0)
@@ -1477,8 +1489,6 @@ def probe(
             run.run("authenticate", run.authenticate, needed=options.auth is not None)
             run.run("session-new", run.session_new, needed=bool(sessions))
             run.run("session-id-unique", run.session_id_unique)
-            run.run("invalid-params", run.invalid_params)
-            run.run("unknown-session", run.unknown_session)
             run.run("prompt", run.prompt, needed=bool(wanted & PROMPTING))
             run.run("lifecycle", run.lifecycle)
             run.run("resource-link", run.resource_link)
@@ -1494,6 +1504,9 @@ def probe(
             run.run("set-mode", run.set_mode)
             run.run("set-config-option", run.set_config_option)
             run.run("session-close", run.session_close)
+            # last: an agent that a malformed request brings down leaves the rest checked
+            run.run("invalid-params", run.invalid_params)
+            run.run("unknown-session", run.unknown_session)
         ended = client.close()
         run.run("stdout", run.stdout, always=True)
         changed = run.attribute_rest()

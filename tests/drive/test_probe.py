@@ -757,3 +757,23 @@ def test_the_conformance_table_is_made_of_probe_reports(tmp_path):
     assert rows[2] == "| `handshake` | **fail** (`capability-auth-terminal`) | pass | all three |"
     assert rows[3] == "| `session-new` | pass | pass | all three |" and len(rows) == 4
     assert main([str(tmp_path / "nothing")]) == 1
+
+
+def test_a_session_loaded_only_on_a_new_connection_passes(tmp_path):
+    """An agent that will not load a session still open, and offers no session/close: the
+    probe starts it again and loads the session there (recorded beside, as *-load.jsonl)."""
+    kept = tmp_path / "sessions"
+    kept.mkdir()
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "load-anew", str(kept)],
+                              "--only", "session-load")  # fmt: skip
+    load = found["session-load"]
+    assert status == 0 and load["status"] == "pass", load
+    assert (
+        "(on a new connection: the open session's load answered with error -32602"
+        in (load["reason"])
+    )
+    assert load["reason"].startswith("replayed ") and not load["reason"].startswith("replayed 0")
+    again = tmp_path / "rec-load.jsonl"
+    assert any(str(again) in note for note in load["notes"]), load["notes"]
+    methods = [f["msg"].get("method") for f in _frames(again) if f["from"] == "client"]
+    assert methods[:2] == ["initialize", "session/load"]
