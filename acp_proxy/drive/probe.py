@@ -771,6 +771,7 @@ class _Probe:
                 FAIL, f"the second session/new answered the first one's id, {shown(other)}",
                 reply.seq,
             )  # fmt: skip
+        self.listen(other)  # (what the new session announces comes now, not in a turn)
         return f"two sessions, two ids: {shown(session)}, {shown(other)}"
 
     def invalid_params(self) -> str:
@@ -1292,7 +1293,9 @@ class _Probe:
         if event.method != "session/update":
             return
         if event.session != turn.session:
-            if event.session not in self.busy:  # (else: what an abandoned turn still sends)
+            # (an abandoned turn's, or another session's own news, such as the commands a
+            # session just made offers, are not the turn's)
+            if event.session not in self.busy and event.update not in SESSION_UPDATES:
                 turn.foreign.append(event)
             return
         working = event.update not in SESSION_UPDATES and event.update != "state_update"

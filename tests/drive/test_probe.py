@@ -736,7 +736,7 @@ def test_results_stream_as_each_check_ends(tmp_path):
         gate.touch()
         rest = proc.stdout.read()
         proc.wait(60)
-    assert proc.returncode == 0
+    assert proc.returncode == 0, (seen, rest)
     assert b"  pass  prompt" in rest and b"3 checks: 3 passed" in rest
 
 
