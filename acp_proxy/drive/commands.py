@@ -118,7 +118,26 @@ def _probe_checks(
     return names
 
 
-@click.command(context_settings={"allow_interspersed_args": False})
+class _ProbeCommand(click.Command):
+    """probe's command: a usage error found while its options are read (an unknown check,
+    a --timeout out of range) still gets the document --format json or junit asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # (the parser consumes the list)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            ours = given[: given.index("--")] if "--" in given else given
+            fmt = next(
+                (ours[i + 1] for i, arg in enumerate(ours[:-1]) if arg == "--format"),
+                next((arg.split("=", 1)[1] for arg in ours if arg.startswith("--format=")), ""),
+            )
+            if fmt in ("json", "junit"):
+                _probe_failed_document(fmt, (), exc.format_message())
+            raise
+
+
+@click.command(cls=_ProbeCommand, context_settings={"allow_interspersed_args": False})
 @_protocol_option
 @click.option(
     "--prompt",
@@ -249,6 +268,7 @@ _CANNOT_START: dict[str, str] = {}
 def _probe_failed_document(fmt: str, command: tuple[str, ...], why: str) -> None:
     if fmt == "text":
         return
+    why = why[:1].lower() + why[1:]  # (as the line on stderr says it)
     from acp_proxy.drive import probe as probing
 
     with _output("never") as emit:

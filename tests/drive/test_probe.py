@@ -697,7 +697,12 @@ def test_only_still_needs_the_handshake(tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["--", "/nonexistent/agent"], ["--prompt", "", "--", "true"]],
+    [
+        ["--", "/nonexistent/agent"],
+        ["--prompt", "", "--", "true"],
+        ["--timeout", "0", "--", "true"],
+        ["--only", "bogus", "--", "true"],
+    ],
 )
 def test_json_and_junit_say_why_the_probe_cannot_run(args):
     run = subprocess.run([*PROXY, "probe", "--format", "json", *args], capture_output=True)
