@@ -133,14 +133,14 @@ def turn_v2(request_id: object, session: str, prompt: object) -> None:
         update(session, {"sessionUpdate": "user_message", "messageId": user, "content": prompt})
     send({"id": request_id, "result": {} if BUG == "v2-no-message-id" else {"messageId": user}})
     for word in WORDS:
-        if session in _cancelled:
+        if session in _cancelled and BUG != "ignore-cancel":
             break
         update(session, {"sessionUpdate": "agent_message_chunk", "messageId": reply,
                          "content": {"type": "text", "text": word + " "}})  # fmt: skip
         time.sleep(PAUSE)
     if BUG == "v2-late-running":
         update(session, state)
-    stop = "cancelled" if session in _cancelled else "end_turn"
+    stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
     _cancelled.discard(session)
     if BUG != "v2-no-idle":
         update(session, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})

@@ -658,6 +658,16 @@ def test_a_v2_lifecycle_bug_fails_lifecycle(tmp_path, bug, reason):
     assert failed <= TURNS, found
 
 
+def test_a_v2_turn_that_goes_on_after_cancel_fails_cancel(tmp_path):
+    """v2: "the Agent MUST send an idle state_update session update with the cancelled stop
+    reason" after session/cancel."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "ignore-cancel"], "--protocol", "2",
+                              "--only", "cancel")  # fmt: skip
+    assert status == 1
+    assert "and ended the turn end_turn, not cancelled" in found["cancel"]["reason"]
+    assert found["cancel"]["link"].endswith("/v2/prompt-lifecycle")
+
+
 def test_a_v2_turn_without_idle_fails_the_prompt(tmp_path):
     status, found, _ = checks(
         tmp_path, [*PROBE_AGENT, "v2-no-idle"], "--protocol", "2", "--only", "prompt",
