@@ -692,3 +692,11 @@ def test_probe_checks_the_production_agents(
     )
     assert errors <= allowed, errors
     assert validate.returncode == 1, validate.stdout  # (the probe's own, at least)
+    if name == "claude-agent-acp":  # initialized plainly, it offers no terminal auth method
+        with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+            plain = subprocess.run(
+                [*PROXY, "probe", "--format", "json", "--no-record", "--initialize", "plain",
+                 "--only", "handshake", "--", *agent],
+                capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
+            )  # fmt: skip
+        assert plain.returncode == 0, plain.stdout
