@@ -714,16 +714,27 @@ def production_agent(
             yield [str(npm_bin / "gemini"), "--acp"], env
 
 
+#: What probe fails on each agent (a real defect each), and the rule broken (None: the check's
+#: own verdict, no rule): claude-agent-acp offers terminal auth methods to a client that
+#: opted in by `_meta` only, not by clientCapabilities.auth.terminal; Gemini CLI advertises
+#: loadSession, yet answers session/load of the session it has just served with -32603 (it has
+#: no saved session for the project yet; anew, the same), or once saved replays it after the
+#: answer (load-replay-after-response).
+PROBE_FAILS: dict[str, dict[str, str | None]] = {
+    "claude-agent-acp": {"handshake": "capability-auth-terminal"},
+    "gemini": {"session-load": None},
+}
+
+
 @pytest.mark.parametrize("name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen"])
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
 ):
-    """`acp-proxy probe` against each agent and its stand-in: the handshake, session/new and
-    the prompt turn pass; what is skipped says why; the recording validates with no error.
-    No check fails but one, a real defect the probe reports: Gemini CLI advertises
-    loadSession, yet answers session/load of the session it has just served with -32603
-    (as in its test above: it has no saved session for the project yet), or, once it has
-    saved it, answers and then replays the conversation (load-replay-after-response)."""
+    """`acp-proxy probe` against each agent and its stand-in: session/new and the prompt turn
+    pass; what is skipped says why; no check fails but those of PROBE_FAILS, real defects
+    the probe reports; the recording holds no error but theirs and the probe's own malformed
+    requests (marked in it). With ACP_PROXY_PROBE_OUT=DIR, each report is kept there as
+    NAME.json (the README's conformance table: `python tests/conformance_table.py DIR`)."""
     record = tmp_path / "probe.jsonl"
     with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
         proc = subprocess.run(
@@ -732,19 +743,39 @@ def test_probe_checks_the_production_agents(
             capture_output=True, env=env, cwd=workspace, timeout=20 * ANSWER_TIMEOUT,
         )  # fmt: skip
     document = orjson.loads(proc.stdout)
+    if os.environ.get("ACP_PROXY_PROBE_OUT"):  # the README's conformance table is made of these
+        out = Path(os.environ["ACP_PROXY_PROBE_OUT"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     found = {check["check"]: check for check in document["checks"]}
     failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
-    expected = {"session-load"} if name == "gemini" else set()
-    assert set(failed) == expected, failed
+    expected = PROBE_FAILS.get(name, {})
+    assert set(failed) == set(expected), failed
+    for check, rule in expected.items():
+        assert rule is None or found[check]["rule"] == rule, found[check]
     assert proc.returncode == (1 if expected else 0)
-    for check in ("handshake", "session-new", "prompt"):
+    for check in ("session-new", "prompt"):
         assert found[check]["status"] == "pass", found[check]
     assert all(c["reason"] for c in found.values())
     validate = subprocess.run(
         [*PROXY, "validate", "--format", "json", str(record)], capture_output=True, env=env
     )
+    records = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    own = {r["seq"] for r in records if r["kind"] == "probe" and r.get("own")}
+    assert own  # the probe's malformed requests, marked
     errors = {f["rule"] for f in map(orjson.loads, validate.stdout.splitlines())
-              if f["level"] == "error"}  # fmt: skip
-    # Gemini's load (GEMINI_LOAD): the error that fails its check, the only one it may hold.
-    assert errors <= (GEMINI_LOAD if name == "gemini" else _NONE), errors
-    assert validate.returncode == (1 if errors else 0), validate.stdout
+              if f["level"] == "error" and f["seq"] not in own}  # fmt: skip
+    # the agent's errors: those that fail its checks, and no other
+    allowed = {rule for rule in expected.values() if rule} | (
+        GEMINI_LOAD if name == "gemini" else _NONE
+    )
+    assert errors <= allowed, errors
+    assert validate.returncode == 1, validate.stdout  # (the probe's own, at least)
+    if name == "claude-agent-acp":  # initialized plainly, it offers no terminal auth method
+        with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+            plain = subprocess.run(
+                [*PROXY, "probe", "--format", "json", "--no-record", "--initialize", "plain",
+                 "--only", "handshake", "--", *agent],
+                capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
+            )  # fmt: skip
+        assert plain.returncode == 0, plain.stdout

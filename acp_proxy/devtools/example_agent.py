@@ -97,7 +97,7 @@ class ExampleAgent:
 
     # --- dispatch ------------------------------------------------------------
 
-    def handle(self, message: Any) -> None:  # noqa: C901, PLR0912 - one branch per method
+    def handle(self, message: Any) -> None:  # noqa: C901, PLR0912, PLR0915 - one branch per method
         """React to one message from the client."""
         if not isinstance(message, dict):
             return
@@ -115,6 +115,9 @@ class ExampleAgent:
         if method == "initialize":
             self._initialize(request_id, params)
         elif method == "session/new":
+            if not isinstance(params.get("cwd"), str):  # (an absolute path: a string)
+                self._error(request_id, -32602, "Invalid params: cwd must be a path string")
+                return
             session_id = f"sess_{next(self._ids):04d}"
             self._sessions.add(session_id)
             cwd = params.get("cwd")
@@ -178,6 +181,9 @@ class ExampleAgent:
 
     def _prompt(self, request_id: Any, params: dict[str, Any]) -> None:
         session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            self._error(request_id, -32602, "Invalid params: sessionId must be a string")
+            return
         if session_id not in self._sessions:
             self._error(request_id, -32002, f"Resource not found: session {session_id}")
             return

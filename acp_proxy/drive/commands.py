@@ -100,9 +100,11 @@ def _starting(name: str, command: tuple[str, ...]) -> Iterator[None]:
     try:
         yield
     except AgentNotFound:
+        _CANNOT_START["why"] = f"agent command not found: {visible(command[0])}"
         _say(f"acp-proxy {name}: agent command not found: {command[0]}")
         _exit(2)
     except AgentNotExecutable as exc:
+        _CANNOT_START["why"] = f"agent command cannot be executed: {visible(str(exc))}"
         _say(f"acp-proxy {name}: agent command cannot be executed: {exc}")
         _exit(2)
 
@@ -121,13 +123,33 @@ def _probe_checks(
     return names
 
 
-@click.command(context_settings={"allow_interspersed_args": False})
+class _ProbeCommand(click.Command):
+    """probe's command: a usage error found while its options are read (an unknown check,
+    a --timeout out of range) still gets the document --format json or junit asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # (the parser consumes the list)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            ours = given[: given.index("--")] if "--" in given else given
+            fmt = next(
+                (ours[i + 1] for i, arg in enumerate(ours[:-1]) if arg == "--format"),
+                next((arg.split("=", 1)[1] for arg in ours if arg.startswith("--format=")), ""),
+            )
+            if fmt in ("json", "junit"):
+                _probe_failed_document(fmt, (), exc.format_message())
+            raise
+
+
+@click.command(cls=_ProbeCommand, context_settings={"allow_interspersed_args": False})
 @_protocol_option
 @click.option(
     "--prompt",
     "prompt_text",
     metavar="TEXT",
-    help="The prompt of the prompt turn. Default: a short, harmless one.",
+    help="The prompt of the prompt turn. Default: to read hello.txt in the scratch "
+    "directory and reply with its first line (an agent with tools uses one).",
 )
 @click.option(
     "--timeout",
@@ -151,6 +173,15 @@ def _probe_checks(
     "directory. Off by default: no command runs.",
 )
 @click.option("--auth", metavar="METHOD", help="Authenticate with this of the agent's methods.")
+@click.option(
+    "--initialize",
+    "initialize",
+    type=click.Choice(["editor", "plain"]),
+    default="editor",
+    show_default=True,
+    help="editor: initialize as the common editors do (v1: clientCapabilities._meta "
+    'opt-ins "terminal-auth" and "terminal_output"); plain: the capabilities alone.',
+)
 @click.option(
     "--only",
     multiple=True,
@@ -187,6 +218,7 @@ def probe(
     permissions: str,
     allow_terminal: bool,
     auth: str | None,
+    initialize: str,
     only: tuple[str, ...],
     skip: tuple[str, ...],
     list_checks: bool,
@@ -200,13 +232,79 @@ def probe(
     """Check an agent without an editor: start AGENT behind the proxy (recorded and
     validated as by run), play the client, and run the checks (see --list).
 
-    \b
-    Exit status: 0 no check failed, 1 a check failed, 2 the probe could not run."""
-    from acp_proxy.drive import probe as probing
+    Text is written as each check ends; a failure says where to look (the frame: acp-proxy
+    show --seq N REC; the rule: acp-proxy rules RULE; the spec page). With --format json
+    or junit, a probe that cannot run still writes a valid document that says why.
 
+    \b
+    Exit status: 0 no check failed, 1 a check failed (one run for --only's checks too),
+    2 the probe could not run."""
     if list_checks:
         _probe_list(command, fmt)
         return
+    with _cannot_run(fmt, command):
+        _probe_run(
+            protocol, prompt_text, timeout, permissions, allow_terminal, auth, initialize,
+            only, skip, fmt, record, no_record, grace, color, command,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _cannot_run(fmt: str, command: tuple[str, ...]) -> Iterator[None]:
+    """A probe that cannot run (a usage error, an agent that cannot start: exit 2) still
+    writes, with --format json or junit, a valid document that says why (a CI job that
+    reads it gets the reason, not an empty file); the one line on stderr as ever."""
+    _CANNOT_START.clear()
+    try:
+        yield
+    except click.UsageError as exc:
+        _probe_failed_document(fmt, command, exc.format_message())
+        raise
+    except SystemExit as exc:
+        if exc.code == 2:
+            _probe_failed_document(fmt, command, _CANNOT_START.get("why", "it could not start"))
+        raise
+
+
+#: Why the agent could not start, as ``_starting`` said it (for the document).
+_CANNOT_START: dict[str, str] = {}
+
+
+def _probe_failed_document(fmt: str, command: tuple[str, ...], why: str) -> None:
+    if fmt == "text":
+        return
+    why = why[:1].lower() + why[1:]  # (as the line on stderr says it)
+    from acp_proxy.drive import probe as probing
+
+    with _output("never") as emit:
+        if fmt == "json":
+            import orjson
+
+            emit(dumps(probing.cannot_run_json(list(command), why), option=orjson.OPT_INDENT_2)
+                 .decode())  # fmt: skip
+        else:
+            emit(probing.cannot_run_junit(why))
+
+
+def _probe_run(
+    protocol: str,
+    prompt_text: str | None,
+    timeout: float,
+    permissions: str,
+    allow_terminal: bool,
+    auth: str | None,
+    initialize: str,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    fmt: str,
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    from acp_proxy.drive import probe as probing
+
     _agent_given(command, record, no_record)
     if prompt_text is not None and not prompt_text.strip():
         raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
@@ -226,6 +324,7 @@ def probe(
         record=record,
         no_record=no_record,
         grace=grace,
+        initialize=initialize,
     )
     if prompt_text is not None and not options.prompts():
         raise click.UsageError(
@@ -238,21 +337,36 @@ def probe(
             "acp-proxy probe: --allow-terminal: commands the agent asks for WILL RUN "
             "(in the probe's scratch directory)"
         )
+    colour = _colored(color) if fmt == "text" else False
+
+    def style(text: str, name: str) -> str:
+        return click.style(text, fg=name, bold=True) if colour else text
+
+    say = lambda line: _say(f"acp-proxy probe: {line}")  # noqa: E731
     try:
         with _starting("probe", command):
-            result = probing.probe(
-                list(command), options, get_logger(),
-                say=lambda line: _say(f"acp-proxy probe: {line}"),
-            )  # fmt: skip
+            if fmt != "text":
+                result = probing.probe(list(command), options, get_logger(), say=say)
+            else:  # each check's lines as it ends
+                with _output("always" if colour else "never", live=True) as emit:
+                    stream = probing.TextStream(emit, style)
+                    result = probing.probe(list(command), options, get_logger(), say=say,
+                                           listener=stream)  # fmt: skip
+                    if not stream.headed:
+                        emit(probing.head_line(result.who, result.protocol))
+                    for line in probing.tail_lines(result):
+                        emit(line)
     except KeyboardInterrupt:
         _exit(130)
-    _probe_output(result, fmt, color)
+    if fmt != "text":
+        _probe_output(result, fmt, color)
     _exit(1 if result.failed else 0)
 
 
 #: probe's options that do nothing with --list (all but --format).
 _PROBE_RUN_OPTIONS = (
-    "protocol", "prompt_text", "timeout", "permissions", "allow_terminal", "auth", "only",
+    "protocol", "prompt_text", "timeout", "permissions", "allow_terminal", "auth", "initialize",
+    "only",
     "skip", "record", "no_record", "grace", "color", "no_color",
 )  # fmt: skip
 

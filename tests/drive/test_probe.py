@@ -40,8 +40,27 @@ def statuses(found: dict[str, Any]) -> dict[str, str]:
     return {name: check["status"] for name, check in found.items()}
 
 
-V1_SKIPS = {"authenticate", "session-load", "session-list", "session-resume", "session-fork",
-            "set-config-option", "session-close"}  # fmt: skip
+V1_SKIPS = {"authenticate", "lifecycle", "session-load", "session-list", "session-resume",
+            "session-fork", "set-config-option", "session-close"}  # fmt: skip
+#: The checks that run a prompt turn: a bug of every turn fails each of them.
+TURNS = {"prompt", "lifecycle", "resource-link", "empty-prompt", "cancel", "prompt-after-cancel"}
+
+
+def own_seqs(recording: Path) -> set[int]:
+    """The frames the recording marks as the probe's own malformed requests."""
+    lines = [orjson.loads(line) for line in recording.read_bytes().splitlines()]
+    return {line["seq"] for line in lines if line["kind"] == "probe" and line.get("own")}
+
+
+def agents_errors(recording: Path) -> list[dict[str, Any]]:
+    """validate's error findings of a probe's recording, but at the probe's own frames."""
+    run = subprocess.run(
+        [*PROXY, "validate", "--format", "json", str(recording)], capture_output=True
+    )
+    found = [orjson.loads(line) for line in run.stdout.splitlines()]
+    errors = [f for f in found if f["level"] == "error"]
+    assert run.returncode == (1 if errors else 0)
+    return [f for f in errors if f["seq"] not in own_seqs(recording)]
 
 
 @pytest.mark.parametrize("protocol", ["1", "2"])
@@ -65,15 +84,19 @@ def test_the_example_agent_passes_every_check_it_can(tmp_path, protocol):
     assert document["name"] == "acp-proxy-example-agent" and document["protocol"] == int(protocol)
     recording = Path(document["recording"])
     assert recording == tmp_path / "rec.jsonl"
-    validated = subprocess.run([*PROXY, "validate", str(recording)], capture_output=True)
-    assert validated.returncode == 0, validated.stdout
+    # validate finds the probe's own malformed requests (client errors), marked as such in
+    # the recording and on their checks, and nothing else
+    assert agents_errors(recording) == []
+    own = {f["seq"] for c in found.values() for f in c["own_findings"]}
+    assert own and own <= own_seqs(recording)
+    assert found["invalid-params"]["own_findings"] and not found["invalid-params"]["findings"]
 
 
 def test_a_misbehaving_example_agent_fails_the_checks_it_breaks(tmp_path):
     status, found, _ = checks(tmp_path, [*EXAMPLE, "--misbehave"], "--protocol", "2")
     assert status == 1
     failed = {name for name, check in found.items() if check["status"] == "fail"}
-    assert failed == {"prompt", "cancel", "stdout"}
+    assert {"prompt", "lifecycle", "stdout"} <= failed <= TURNS | {"stdout"}
     rules = {f["rule"] for f in found["prompt"]["findings"]}
     assert {"prompt-result-message-id", "usage-fields"} <= rules
     assert found["stdout"]["findings"][0]["rule"] == "not-json"
@@ -104,7 +127,8 @@ def test_an_agent_with_one_bug_fails_the_right_check(tmp_path, bug, check, reaso
     assert found[check]["status"] == "fail"
     assert reason in found[check]["reason"]
     others = {n for n, c in found.items() if c["status"] == "fail" and n not in (check, "cancel")}
-    assert others == set(), found
+    every_turn = bug in ("late-update", "other-session", "error-prompt")  # (each turn's bug)
+    assert others <= (TURNS if every_turn else set()), found
 
 
 def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_rest(tmp_path):
@@ -269,7 +293,10 @@ def test_an_agent_that_wrote_nothing_is_named_by_its_command_and_stdout_is_not_c
     assert run.returncode == 1
     lines = run.stdout.splitlines()
     assert lines[0] == "acp-proxy probe: false, protocol 1"
-    assert "  skip  stdout             the agent wrote nothing on stdout" in lines
+    assert any(
+        line.split() == ["skip", "stdout", "the", "agent", "wrote", "nothing", "on", "stdout"]
+        for line in lines
+    ), lines
     assert "; false exited with status 1" in lines[-2]
 
 
@@ -305,7 +332,7 @@ def test_junit_has_a_test_case_per_check(tmp_path):
     suite = ET.fromstring(run.stdout).find("testsuite")
     assert suite is not None
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert len(cases) == 14 and suite.get("tests") == "14"
+    assert len(cases) == 22 and suite.get("tests") == "22"
     failure = cases["stdout"].find("failure")
     assert failure is not None and "probe agent 1.0 ready" in (failure.get("message") or "")
     assert "\x1b" not in run.stdout
@@ -325,7 +352,7 @@ def test_the_list_names_each_checks_spec_page():
     run = subprocess.run([*PROXY, "probe", "--list"], capture_output=True, text=True)
     assert run.returncode == 0
     lines = run.stdout.splitlines()
-    assert len(lines) == 14
+    assert len(lines) == 22
     assert lines[0].startswith("handshake") and lines[0].endswith("(Initialization)")
     assert any(
         "(Prompt Turn (Cancellation); v2 Prompt Lifecycle (Cancellation))" in x for x in lines
@@ -336,7 +363,7 @@ def test_the_list_in_json_has_an_object_per_check():
     run = subprocess.run([*PROXY, "probe", "--list", "--format", "json"], capture_output=True)
     assert run.returncode == 0
     listed = orjson.loads(run.stdout)
-    assert [c["name"] for c in listed][:2] == ["handshake", "authenticate"] and len(listed) == 14
+    assert [c["name"] for c in listed][:2] == ["handshake", "authenticate"] and len(listed) == 22
     assert listed[0] == {**listed[0], "spec": "Initialization"} and listed[0]["description"]
 
 
@@ -480,9 +507,14 @@ def test_a_turn_that_never_ends_leaves_its_session_to_it(tmp_path):
         for f in _frames(tmp_path / "rec.jsonl")
         if f["msg"].get("method") == "session/prompt"
     ]
-    assert len(prompts) == 2 and len(set(prompts)) == 2
+    first = found["session-new"]["reason"].split()[-1]
+    assert prompts.count(first) == 1  # never prompted again
+    assert found["prompt"]["status"] == "fail"
     assert found["permission"]["status"] == "skip"
-    assert found["permission"]["reason"] == "no turn ended (the prompt and cancel checks failed)"
+    assert found["permission"]["reason"] == (
+        "no turn ended (the prompt, resource-link, empty-prompt, cancel and "
+        "prompt-after-cancel checks failed)"
+    )
 
 
 def test_permissions_cancel_cancels_the_turn(tmp_path):
@@ -543,3 +575,221 @@ def test_an_auth_method_not_offered_names_those_offered(tmp_path):
     )
     _, found, _ = checks(tmp_path, PROBE_AGENT, "--auth", "bogus", "--only", "authenticate")
     assert found["authenticate"]["reason"].endswith("(it offers none)")
+
+
+@pytest.mark.parametrize(
+    ("bug", "check", "reason", "rule", "also"),
+    [
+        ("bad-params", "invalid-params", "session/new with a cwd that is a number was answered "
+         "with a result, not an error", None, set()),
+        ("any-session", "unknown-session", "session/prompt for a session that does not exist",
+         None, set()),
+        ("same-id", "session-id-unique", "answered the first one's id", None, set()),
+        ("answer-cancel", "cancel-idle", "answered the session/cancel notification", None,
+         {"cancel"}),
+        ("stale-cancel", "prompt-after-cancel", "ended cancelled, though nothing cancelled it",
+         None, set()),
+        ("no-resource-link", "resource-link", "error -32603: no model", None, set()),
+        ("empty-error", "empty-prompt", "error -32603: no model", None, set()),
+        ("list-not-found", "session-list", "answered with error -32601",
+         "baseline-method-not-found", set()),
+        ("load-late", "session-load", "after the session/load response",
+         "load-replay-after-response", set()),
+        ("terminal-auth", "handshake", "capability-auth-terminal at seq", "capability-auth-terminal",
+         set()),
+    ],
+)  # fmt: skip
+def test_each_new_check_fails_on_its_bug_and_points_at_the_frame(
+    tmp_path, bug, check, reason, rule, also
+):
+    """One bug: the right check fails, with the frame to look at (within the check's frames,
+    shown by the command it names), the rule where one was broken, and the spec's page."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, bug])
+    assert status == 1
+    outcome = found[check]
+    assert outcome["status"] == "fail" and reason in outcome["reason"], outcome
+    others = {n for n, c in found.items() if c["status"] == "fail"} - {check}
+    assert others <= also, found
+    seq, (low, high) = outcome["seq"], outcome["seqs"]
+    assert low <= seq <= high
+    record = tmp_path / "rec.jsonl"
+    assert outcome["see"][0] == f"acp-proxy show --seq {seq} {record}"
+    assert outcome["see"][-1] == outcome["link"]
+    assert outcome["link"].startswith("https://agentclientprotocol.com/protocol/v1/")
+    if rule is not None:
+        assert rule in {f["rule"] for f in outcome["findings"]}
+        assert f"acp-proxy rules {rule}" in outcome["see"]
+    shown = subprocess.run([*PROXY, "show", "--seq", str(seq), str(record)], capture_output=True)
+    assert shown.returncode == 0 and f"seq {seq}".encode() in shown.stdout
+    # said in the text report too
+    run = probe(tmp_path, [*PROBE_AGENT, bug], "--only", check)
+    assert "see: acp-proxy show --seq " in run.stdout and outcome["link"] in run.stdout
+
+
+def test_terminal_auth_offered_unasked_passes_when_initialized_plainly(tmp_path):
+    """Sent as editors send it (the _meta opt-in), the agent offers a terminal auth method the
+    client did not enable: a finding; sent plainly, it offers none."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "terminal-auth"], "--initialize", "plain")
+    assert status == 0 and found["handshake"]["status"] == "pass", found["handshake"]
+    sent = _frames(tmp_path / "rec.jsonl")[0]["msg"]["params"]["clientCapabilities"]
+    assert "_meta" not in sent
+    (tmp_path / "editor").mkdir()
+    checks(tmp_path / "editor", PROBE_AGENT, "--only", "handshake")
+    sent = _frames(tmp_path / "editor" / "rec.jsonl")[0]["msg"]["params"]["clientCapabilities"]
+    assert sent["_meta"] == {"terminal-auth": True, "terminal_output": True}
+
+
+@pytest.mark.parametrize(
+    ("bug", "reason"),
+    [
+        ("v2-no-message-id", "the prompt's response carries no messageId"),
+        ("v2-no-user-message", "no user_message update with the prompt's messageId"),
+        ("v2-late-running", "agent_message_chunk (seq "),
+    ],
+)
+def test_a_v2_lifecycle_bug_fails_lifecycle(tmp_path, bug, reason):
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, bug], "--protocol", "2")
+    assert status == 1
+    assert found["lifecycle"]["status"] == "fail" and reason in found["lifecycle"]["reason"]
+    assert (
+        found["lifecycle"]["link"] == "https://agentclientprotocol.com/protocol/v2/prompt-lifecycle"
+    )
+    failed = {n for n, c in found.items() if c["status"] == "fail"}
+    assert failed <= TURNS, found
+
+
+def test_a_v2_turn_that_goes_on_after_cancel_fails_cancel(tmp_path):
+    """v2: "the Agent MUST send an idle state_update session update with the cancelled stop
+    reason" after session/cancel."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "ignore-cancel"], "--protocol", "2",
+                              "--only", "cancel")  # fmt: skip
+    assert status == 1
+    assert "and ended the turn end_turn, not cancelled" in found["cancel"]["reason"]
+    assert found["cancel"]["link"].endswith("/v2/prompt-lifecycle")
+
+
+def test_a_v2_turn_without_idle_fails_the_prompt(tmp_path):
+    status, found, _ = checks(
+        tmp_path, [*PROBE_AGENT, "v2-no-idle"], "--protocol", "2", "--only", "prompt",
+        "--timeout", "2",
+    )  # fmt: skip
+    assert status == 1
+    assert found["prompt"]["reason"].startswith("the turn did not end within 2s")
+
+
+@pytest.mark.parametrize("protocol", ["1", "2"])
+@pytest.mark.parametrize("agent", ["good", "load", "load-open"])
+def test_a_correct_agent_passes(tmp_path, protocol, agent):
+    """Under v1 and v2; one that will not load a session still open, but loads it once
+    closed, passes too (no sentence requires the first)."""
+    status, found, document = checks(tmp_path, [*PROBE_AGENT, agent], "--protocol", protocol)
+    failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
+    assert status == 0 and failed == {}, failed
+    assert agents_errors(Path(document["recording"])) == []
+    if agent == "load-open" and protocol == "1":
+        load = found["session-load"]
+        assert load["status"] == "pass"
+        assert "after session/close" in load["reason"] and "already loaded" in load["reason"]
+
+
+def test_only_still_needs_the_handshake(tmp_path):
+    """--only prompt against an agent that never answers initialize: the handshake, run for
+    it, failed: said, and the probe fails."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "hang-init"], "--only", "prompt",
+                              "--timeout", "1")  # fmt: skip
+    assert status == 1
+    assert found["handshake"]["status"] == "fail" and found["handshake"]["needed"] is True
+    assert found["prompt"]["status"] == "skip"
+    run = probe(tmp_path, [*PROBE_AGENT, "hang-init"], "--only", "prompt", "--timeout", "1")
+    assert run.returncode == 1
+    assert "(not asked for: run for the checks asked for)" in run.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--", "/nonexistent/agent"],
+        ["--prompt", "", "--", "true"],
+        ["--timeout", "0", "--", "true"],
+        ["--only", "bogus", "--", "true"],
+    ],
+)
+def test_json_and_junit_say_why_the_probe_cannot_run(args):
+    run = subprocess.run([*PROXY, "probe", "--format", "json", *args], capture_output=True)
+    assert run.returncode == 2
+    document = orjson.loads(run.stdout)
+    assert document["checks"] == [] and document["error"]
+    assert document["error"] in run.stderr.decode()
+    run = subprocess.run([*PROXY, "probe", "--format", "junit", *args], capture_output=True)
+    assert run.returncode == 2
+    suite = ET.fromstring(run.stdout).find("testsuite")
+    assert suite is not None and suite.get("errors") == "1"
+    error = suite.find("testcase/error")
+    assert error is not None and (error.get("message") or "-") in run.stderr.decode()
+
+
+def test_results_stream_as_each_check_ends(tmp_path):
+    """Against an agent whose turn waits for a gate the test opens: the lines of the
+    checks before the turn are out while the turn is still unanswered (the recording holds
+    no stop reason yet); then the gate opens and the probe ends."""
+    gate, record = tmp_path / "gate", tmp_path / "rec.jsonl"
+    command = [*PROXY, "probe", "--record", str(record), "--only",
+               "handshake,session-new,prompt", "--", *PROBE_AGENT, "gate", str(gate)]  # fmt: skip
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=clean_env()
+    ) as proc:
+        assert proc.stdout is not None
+        seen: list[bytes] = []
+        while not any(line.split()[1:2] == [b"session-new"] for line in seen):
+            ready, _, _ = select.select([proc.stdout], [], [], 90)
+            assert ready, seen  # (bounded: the agent gives up waiting after a minute)
+            line = proc.stdout.readline()
+            assert line, seen
+            seen.append(line)
+        assert b'"stopReason"' not in record.read_bytes()  # the turn is still waiting
+        assert seen[0].startswith(b"acp-proxy probe: probe-agent 1.0")
+        gate.touch()
+        rest = proc.stdout.read()
+        proc.wait(60)
+    assert proc.returncode == 0, (seen, rest)
+    assert b"  pass  prompt" in rest and b"3 checks: 3 passed" in rest
+
+
+def test_the_conformance_table_is_made_of_probe_reports(tmp_path):
+    """tests/conformance_table.py: a row per check (those with the same verdicts together),
+    a column per agent report (here two agents of the tests stand in for two of the table's),
+    the suites that check it too marked."""
+    from conformance_table import main
+
+    for agent, bug in (("claude-agent-acp", "terminal-auth"), ("codex-acp", "good")):
+        run = probe(tmp_path, [*PROBE_AGENT, bug], "--format", "json",
+                    "--only", "handshake,session-new")  # fmt: skip
+        (tmp_path / f"{agent}.json").write_text(run.stdout)
+    rows = subprocess.run(
+        [sys.executable, str(HERE / "conformance_table.py"), str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert rows[0] == "| checks | claude | codex |"
+    assert rows[2] == "| `handshake`¹ | **✗** | ✓ |"
+    assert rows[3] == "| `session-new`¹ | ✓ | ✓ |" and len(rows) == 4
+    assert main([str(tmp_path / "nothing")]) == 1
+
+
+def test_a_session_loaded_only_on_a_new_connection_passes(tmp_path):
+    """An agent that will not load a session still open, and offers no session/close: the
+    probe starts it again and loads the session there (recorded beside, as *-load.jsonl)."""
+    kept = tmp_path / "sessions"
+    kept.mkdir()
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "load-anew", str(kept)],
+                              "--only", "session-load")  # fmt: skip
+    load = found["session-load"]
+    assert status == 0 and load["status"] == "pass", load
+    assert (
+        "(on a new connection: the open session's load answered with error -32602"
+        in (load["reason"])
+    )
+    assert load["reason"].startswith("replayed ") and not load["reason"].startswith("replayed 0")
+    again = tmp_path / "rec-load.jsonl"
+    assert any(str(again) in note for note in load["notes"]), load["notes"]
+    methods = [f["msg"].get("method") for f in _frames(again) if f["from"] == "client"]
+    assert methods[:2] == ["initialize", "session/load"]
