@@ -770,7 +770,9 @@ def test_probe_checks_the_production_agents(
         GEMINI_LOAD if name == "gemini" else _NONE
     )
     assert errors <= allowed, errors
-    assert validate.returncode == 1, validate.stdout  # (the probe's own, at least)
+    # the probe's own are said as its doing (info), and count not: validate fails only on
+    # the agent's errors
+    assert validate.returncode == (1 if errors else 0), validate.stdout
     if name == "claude-agent-acp":  # initialized plainly, it offers no terminal auth method
         with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
             plain = subprocess.run(

@@ -15,7 +15,8 @@ the file, so they are carried over as recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -55,6 +56,7 @@ __all__ = [
     "open_lines",
     "open_recording",
     "plain",
+    "probe_marks",
     "read",
     "read_items",
 ]
@@ -392,15 +394,67 @@ def _read(
         yield from annotator.finish(number + 1, "")
 
 
-def located(items: Iterable[Annotated | Repeated]) -> Iterator[tuple[int, Violation]]:
+def located(
+    items: Iterable[Annotated | Repeated], marks: Container[tuple[int, int]] = ()
+) -> Iterator[tuple[int, Violation]]:
     """Each finding of ``items`` (:func:`read`'s or :func:`annotate`'s) with the line
     (1-based) of the record it is on: a frame's own line; for what the end of a connection
-    finds, its end record's, or where :func:`read` says."""
+    finds, its end record's, or where :func:`read` says. A finding on a frame ``marks`` names
+    (:func:`probe_marks`) is said as the probe's doing, at level info."""
     for item in items:
         if type(item) is Annotated:
             line = item.record.line
-            for finding in item.findings:
-                yield line, finding
+            for found in item.findings:
+                if marks and (item.connection, found.seq) in marks:
+                    yield line, replace(found, level="info", message=found.message + _OWN)
+                else:
+                    yield line, found
+
+
+#: What a finding on a probe's deliberately malformed request adds to its message.
+_OWN = " (the probe's own deliberately malformed request: its doing, not the agent's)"
+
+
+#: How a ``probe`` record begins (``acp-proxy probe`` writes it so, after a session's end).
+_PROBE_MARK = b'{"kind":"probe"'
+
+
+def probe_marks(path: str) -> set[tuple[int, int]]:
+    """The frames a recording of ``acp-proxy probe`` marks as the probe's own deliberately
+    malformed requests (a ``probe`` record each, ``"own": true``, after its session's end),
+    as (connection, seq): their findings are the probe's doing, not the agent's. Empty for
+    standard input (read once) and for a file without a mark (found by a byte search, not
+    read as records)."""
+    if path == "-" or not _holds(path, _PROBE_MARK):
+        return set()
+    marks: set[tuple[int, int]] = set()
+    connection = 0
+    for _, line in open_lines(path):
+        if line.startswith(b'{"kind":"start"'):
+            connection += 1
+        elif line.startswith(_PROBE_MARK):
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            seq = record.get("seq") if isinstance(record, dict) else None
+            if record.get("own") is True and type(seq) is int:
+                marks.add((connection, seq))
+    return marks
+
+
+def _holds(path: str, needle: bytes) -> bool:
+    """Whether the file ``path`` holds ``needle`` anywhere (False if it cannot be read)."""
+    tail = b""
+    try:
+        with open(path, "rb") as file:
+            while block := file.read(1 << 20):
+                if needle in tail + block[: len(needle)] or needle in block:
+                    return True
+                tail = block[-len(needle) :]
+    except OSError:
+        return False
+    return False
 
 
 def connection_of(path: str, session: str) -> int | None:

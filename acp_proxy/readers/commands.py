@@ -208,7 +208,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
     error-level finding (with --strict: no warning either), 1 at least one, 2 a file
     that cannot be read.
     """
-    from acp_proxy.readers.annotate import RecordingError, finding_line, located, read
+    from acp_proxy.readers.annotate import RecordingError, finding_line, located, probe_marks, read
     from acp_proxy.readers.ci import Checked, junit, sarif
 
     if by_rule and fmt != "text":
@@ -225,7 +225,8 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             checked.append(item)
             try:
                 name = item.name  # (- is "(standard input)", as grep and search say)
-                for line, finding in located(_schemas_noted(name, read(path))):
+                marks = probe_marks(path)
+                for line, finding in located(_schemas_noted(name, read(path)), marks):
                     errors += finding.level in failing
                     levels[finding.level] = levels.get(finding.level, 0) + 1
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
