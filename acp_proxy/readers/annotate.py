@@ -15,6 +15,7 @@ the file, so they are carried over as recorded.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Container, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -444,10 +445,14 @@ def probe_marks(path: str) -> set[tuple[int, int]]:
 
 
 def _holds(path: str, needle: bytes) -> bool:
-    """Whether the file ``path`` holds ``needle`` anywhere (False if it cannot be read)."""
+    """Whether the regular file ``path`` holds ``needle`` anywhere (False for what cannot be
+    read, and for anything but a regular file: a pipe is not waited on, a device not read)."""
     tail = b""
     try:
-        with open(path, "rb") as file:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
             while block := file.read(1 << 20):
                 if needle in tail + block[: len(needle)] or needle in block:
                     return True
