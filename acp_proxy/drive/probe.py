@@ -1598,9 +1598,10 @@ def outcome_lines(
             f"{visible(finding.message)}"
         )
     for finding, count in _grouped(outcome.own):
+        times = f"x{count}, first " if count > 1 else ""
         lines.append(
-            f"{pad}the probe's own: {finding.level} {finding.rule} (seq {finding.seq}"
-            f"{f', x{count}' if count > 1 else ''}), not the agent's"
+            f"{pad}the probe's own: {finding.level} {finding.rule} ({times}seq {finding.seq}), "
+            "not the agent's"
         )
     for note in outcome.notes:
         lines.append(f"{pad}note: {note}")
