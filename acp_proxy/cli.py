@@ -167,6 +167,23 @@ for _command in (
     cli.add_command(_command)
 
 
+def _from_the_environment(command: click.Command) -> None:
+    """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
+    ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
+    never counts as given: an option that would do nothing, or contradict the command
+    line, is an error only when typed (:func:`~acp_proxy.clihelp._only_with`)."""
+    for param in command.params:
+        if isinstance(param, click.Option) and param.envvar is None:
+            longest = max(param.opts, key=len)  # (-l alone: its name, FILES_WITH_MATCHES)
+            name = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
+            name = name.upper().replace("-", "_")
+            param.envvar = f"ACP_PROXY_{name}"
+
+
+for _command in cli.commands.values():
+    _from_the_environment(_command)
+
+
 #: What every command's ``--help`` ends with: two or three commands to copy.
 _EXAMPLES = {
     "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],

@@ -582,3 +582,41 @@ def test_standard_input_is_named_as_grep_names_it_in_every_format():
     lines = inspect.stderr.decode().splitlines()
     assert inspect.returncode == 2 and len(lines) == 1, lines
     assert "not standard input" in lines[0]
+
+
+# --- every option from the environment -----------------------------------------------------------
+
+
+def test_every_option_of_every_command_reads_acp_proxy_option_from_the_environment(monkeypatch):
+    import click
+
+    from acp_proxy.cli import cli
+
+    for name, command in cli.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert isinstance(param.envvar, str), (name, param.opts)
+                assert param.envvar.startswith("ACP_PROXY_"), (name, param.opts)
+    monkeypatch.setenv("ACP_PROXY_TIMEOUT", "7")
+    monkeypatch.setenv("ACP_PROXY_NO_RECORD", "1")
+    for name in ("probe", "chat"):
+        params = cli.commands[name].make_context(name, ["--", "my-agent"]).params
+        assert params["timeout"] == 7.0 and params["no_record"] is True, name
+
+
+def test_chat_reads_its_timeout_and_no_record_from_the_environment(tmp_path):
+    silent = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
+    default = tmp_path / "default"
+    env = clean_env(
+        ACP_PROXY_TIMEOUT="0.5", ACP_PROXY_NO_RECORD="1", ACP_PROXY_RECORD_DIR=str(default)
+    )
+    proc = subprocess.run(
+        [*PROXY, "chat", "--grace", "0.2", "--", *silent], input=b"hi\n", capture_output=True,
+        env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert b"no response to initialize within 0.5s (--timeout)" in proc.stderr, proc.stderr
+    assert b"recording:" not in proc.stderr and not default.exists()
+    # the command line's --record against the environment's --no-record: said, as run says it
+    typed = acp("chat", "--record", str(tmp_path / "r.jsonl"), "--", "true", env=env)
+    assert typed.returncode == 2 and b"contradict" in typed.stderr
