@@ -52,6 +52,19 @@ class _Usage(click.UsageError):
         _say(f"{self.command}: {self.message} ({self.command} --help)")
 
 
+class _Failed(click.ClickException):
+    """What went wrong, said by the command it is about: ``acp-proxy report: cannot write
+    out.html: Permission denied`` (never click's ``Error:``)."""
+
+    def __init__(self, message: str, command: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.command = command
+        self.exit_code = exit_code  # type: ignore[misc]  # (the exception's, kept)
+
+    def show(self, file: Any = None) -> None:
+        _say(f"{self.command}: {self.message}")
+
+
 def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
     """``exc`` said in one line by the command it is about (its context's, else
     ``command``); click's own sentence starts lowercase, its end without the stop."""
@@ -101,11 +114,15 @@ class _Group(click.Group):
         except click.UsageError as exc:
             command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
             raise _one_line(exc, command) from None
+        except click.ClickException as exc:
+            command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+            raise _Failed(exc.format_message(), command, exc.exit_code) from None
         except Exception as exc:
             # A RecordingError can only come from its module, once it is loaded.
             reading = sys.modules.get("acp_proxy.transcript.reading")
             if reading is not None and isinstance(exc, reading.RecordingError):
-                raise _Unreadable(str(exc)) from None
+                command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+                raise _Failed(str(exc), command, _Unreadable.exit_code) from None
             raise
 
 
@@ -213,7 +230,7 @@ _EXAMPLES = {
     "inspect": ["acp-proxy inspect", "acp-proxy inspect --open session.jsonl"],
     "search": [
         "acp-proxy search session/request_permission",
-        "acp-proxy search --rule 'message-id-*' out/",
+        "acp-proxy search --rule 'message-id-*' . out/",
         "acp-proxy search -l --from client README",
     ],
     "show": [
@@ -228,7 +245,7 @@ _EXAMPLES = {
     "diff": [
         "acp-proxy diff before.jsonl after.jsonl",
         "acp-proxy diff --only conversation,findings a.jsonl b.jsonl",
-        "acp-proxy diff --session sess_1 --format json a.jsonl b.jsonl",
+        "acp-proxy diff --session sess_0001 --format json a.jsonl b.jsonl",
     ],
     "stats": ["acp-proxy stats session.jsonl", "acp-proxy stats --format json out/*.jsonl"],
     "rules": [

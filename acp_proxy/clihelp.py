@@ -84,9 +84,24 @@ def _prune(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
 
 def _say(message: str) -> None:
     """One line for the user on stderr, its wire strings escaped; never raises (stderr may
-    be gone: the client that started us went away)."""
+    be gone: the client that started us went away). A line of the running command's said
+    as ``acp-proxy: ...`` is said as ``acp-proxy COMMAND: ...``."""
+    if message.startswith("acp-proxy: "):
+        message = f"{_who()}{message.removeprefix('acp-proxy')}"
     with contextlib.suppress(OSError, ValueError):
         click.echo(visible(message), err=True)
+
+
+def _who() -> str:
+    """``acp-proxy COMMAND``: the command running, if any."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent
+    if ctx is not None and ctx.parent is not None and ctx.info_name:
+        return f"acp-proxy {ctx.info_name}"
+    if ctx is not None and ctx.invoked_subcommand:
+        return f"acp-proxy {ctx.invoked_subcommand}"
+    return "acp-proxy"
 
 
 def _exit(status: int) -> NoReturn:

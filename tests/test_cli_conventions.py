@@ -178,7 +178,7 @@ def test_prune_acts_on_the_one_directory_named_never_the_default(tmp_path):
         proc = acp("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.decode().splitlines() if "remove" in line]
-        assert said == [f"acp-proxy: {verb} {named / old}"]
+        assert said == [f"acp-proxy ls: {verb} {named / old}"]
         assert (default / old).exists()
     assert not (named / old).exists()
     for args in ([str(default / old)], [str(default), str(named)]):
@@ -577,7 +577,10 @@ def test_standard_input_is_named_as_grep_names_it_in_every_format():
             for result in sarif["runs"][0]["results"] for loc in result["locations"]}  # fmt: skip
     assert uris == {"-"}
     empty = acp("validate", "-", input=b"")
-    assert empty.stderr == b"acp-proxy: (standard input) is empty: not an acp-proxy transcript\n"
+    assert (
+        empty.stderr
+        == b"acp-proxy validate: (standard input) is empty: not an acp-proxy transcript\n"
+    )
     inspect = acp("inspect", "-")
     lines = inspect.stderr.decode().splitlines()
     assert inspect.returncode == 2 and len(lines) == 1, lines

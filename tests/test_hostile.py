@@ -741,12 +741,12 @@ def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Pa
                    ["redact", "-o", str(tmp_path / "r.jsonl")], ["replay"]):  # fmt: skip
         proc = acp(*reader, str(planted), timeout=30)
         assert proc.returncode == 2, reader
-        said = f"acp-proxy: {planted} is a named pipe nothing was written to: not an acp-proxy"
+        said = f"acp-proxy {reader[0]}: {planted} is a named pipe nothing was written to: not an acp-proxy"
         assert proc.stderr.decode().splitlines() == [f"{said} transcript"], reader
     for lister in (["ls"], ["search", "x"]):  # (they skip what is not a regular file)
         proc = acp(*lister, str(planted), timeout=30)
         assert (proc.returncode, proc.stderr.decode()) == (
-            2, f"acp-proxy: {planted}: not a regular file\n"
+            2, f"acp-proxy {lister[0]}: {planted}: not a regular file\n"
         ), lister  # fmt: skip
     with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
         time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)

@@ -160,11 +160,12 @@ def redact(recording: str, output: str, contents: bool) -> None:
             records, changed = redact_lines(itertools.chain([first], lines), out, contents)
     except OSError as exc:
         _cannot_write(output, exc)
+    records_text = f"{records} record{'' if records == 1 else 's'}"
     if to_stdout:
-        _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
+        _say(f"acp-proxy redact: {records_text}, {changed} redacted, to standard output")
         return
     with _output("never") as emit:
-        emit(visible(f"{output}: {records} records, {changed} redacted"))
+        emit(visible(f"{output}: {records_text}, {changed} redacted"))
 
 
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
