@@ -280,7 +280,11 @@ def on_a_terminal(command: list[str], **env: str) -> str:
     """All ``command`` writes to a terminal (a pty for stdout and stderr), to its end."""
     master, slave = pty.openpty()
     with subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env(**env)
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=clean_env(**{"PAGER": "cat", **env}),  # (colour, not the pager: tested below)
     ) as proc:
         os.close(slave)
         out = b""
@@ -623,3 +627,66 @@ def test_chat_reads_its_timeout_and_no_record_from_the_environment(tmp_path):
     # the command line's --record against the environment's --no-record: said, as run says it
     typed = acp("chat", "--record", str(tmp_path / "r.jsonl"), "--", "true", env=env)
     assert typed.returncode == 2 and b"contradict" in typed.stderr
+
+
+# --- a pager on a terminal, as git's ------------------------------------------------------------
+
+
+def paged_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:
+    """``acp-proxy ARGS`` with its stdout (and stdin, stderr) on a pseudo-terminal: its
+    exit status and what the terminal showed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [*PROXY, *args], stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 1 << 16)
+        except OSError:  # EIO: every writer is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return proc.wait(60), shown
+
+
+@pytest.mark.parametrize("args", [["show", "v1-tour.jsonl"], ["rules"],
+                                  ["diff", "clean.jsonl", "v1-tour.jsonl"]])  # fmt: skip
+def test_on_a_terminal_show_diff_and_rules_page_as_git_does(tmp_path, args):
+    """On a terminal the output goes through $PAGER, else `less -R` (here a fake `less` on
+    PATH that keeps its arguments, $LESS and what it got), in colour; --no-pager and a pipe
+    never page."""
+    for name in ("v1-tour.jsonl", "clean.jsonl"):
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "less"
+    fake.write_text('#!/bin/sh\necho "$@ LESS=$LESS" > less.args\ncat > less.out\n')
+    fake.chmod(0o755)
+    env = clean_env(TERM="xterm", PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env.pop("PAGER", None)
+    env.pop("LESS", None)
+    env.pop("NO_COLOR", None)
+    status, shown = paged_on_a_terminal(args, env, tmp_path)
+    assert status in (0, 1), shown  # (diff: 1, they differ)
+    assert (tmp_path / "less.args").read_text() == "-R LESS=FRX\n"
+    paged = (tmp_path / "less.out").read_bytes()
+    assert len(paged) > 500 and len(shown) < 200, shown
+    if args[0] != "rules":
+        assert b"\x1b[" in paged  # (colour: the terminal is behind the pager)
+    (tmp_path / "less.out").unlink()
+    status, shown = paged_on_a_terminal([*args, "--no-pager"], env, tmp_path)
+    assert not (tmp_path / "less.out").exists() and len(shown) > 500
+    mine = env | {"PAGER": "cat > mine.out"}
+    paged_on_a_terminal(args, mine, tmp_path)
+    assert (tmp_path / "mine.out").read_bytes() == paged
+    (tmp_path / "mine.out").unlink()
+    piped = subprocess.run([*PROXY, *args], env=mine, cwd=tmp_path, capture_output=True)
+    assert len(piped.stdout) > 500 and not (tmp_path / "mine.out").exists()
+    assert b"\x1b[" not in piped.stdout

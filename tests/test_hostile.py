@@ -132,7 +132,8 @@ READERS = [
 def through_a_pty(command: list[str], seconds: float = 30) -> str:
     """What ``command`` writes to a terminal (a pty as its stdout): colour on."""
     master, slave = pty.openpty()
-    with subprocess.Popen(command, stdout=slave, stderr=slave, env=clean_env()) as proc:
+    env = clean_env(PAGER="cat")  # (what reaches the terminal, not a pager)
+    with subprocess.Popen(command, stdout=slave, stderr=slave, env=env) as proc:
         os.close(slave)
         out = b""
         end = time.monotonic() + seconds

@@ -24,6 +24,7 @@ from acp_proxy.clihelp import (
     _given,
     _only_with,
     _output,
+    _pager_option,
     _say,
     _Seconds,
     _size,
@@ -617,6 +618,7 @@ def _filter_options(func: Any) -> Any:
     help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
 )
 @_filter_options
+@_pager_option
 def show(
     recording: str,
     conversation: bool,
@@ -834,6 +836,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
 )
 @_color_option("Colour the layers' headings")
+@_pager_option
 def diff(
     a: str,
     b: str,
@@ -919,6 +922,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     help="How to print the catalog.",
 )
 @click.argument("rule", required=False, metavar="[RULE]")
+@_pager_option
 def rules(fmt: str, rule: str | None) -> None:
     """Print the catalog of rules the validator checks, and the schemas it checks against
     (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule
