@@ -278,3 +278,14 @@ def test_each_commands_help_examples_run_as_printed_on_the_shipped_recordings(tm
         failing = example.startswith("acp-proxy validate") and "out/*" in example
         assert proc.returncode == (1 if failing else 0), (example, proc.stderr)
         assert b"--help)" not in proc.stderr, example  # (no usage error)
+
+
+def test_the_shipped_recordings_hold_no_machines_paths():
+    """Every absolute path in the shipped recordings is the placeholder /home/me/project."""
+    import re
+
+    for recording in RECORDINGS.glob("*.jsonl"):
+        paths = set(re.findall(rb'"(/[^"]*)"', recording.read_bytes()))
+        assert paths, recording
+        strays = {p for p in paths if not p.startswith(b"/home/me/project")}
+        assert not strays, (recording.name, strays)
