@@ -262,6 +262,7 @@ _EXAMPLES = {
         "acp-proxy chat -- my-agent --acp",
         "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
+        "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
     ],
     "test-agent": [
         "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",
