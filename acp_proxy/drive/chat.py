@@ -11,10 +11,15 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
   process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
   is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
-  chat ends once the turn has).
+  chat ends once the turn has). A bracketed paste is one prompt, whatever its lines; a
+  line ending in ``\\`` goes on at the next.
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
-  message text on stdout (tabs and line feeds as written); permission requests answered by
-  the policy; a turn that ended otherwise than ``end_turn`` said on stderr.
+  message text on stdout (tabs and line feeds as written; not a loaded session's history);
+  permission requests answered by the policy; a turn that ended otherwise than ``end_turn``
+  said on stderr. The chat's own commands are its own, any other ``/word`` the agent's.
+  ``--prompt``: one turn, as piped. ``--format json`` (piped or not): stdout is one JSON
+  object a line (:func:`json_events`, findings, each turn's end), built from the messages
+  the view draws.
 - Only the chat's session is shown (another's updates: their findings say it); message
   text after its turn ended is late: apart, marked (piped: on stderr).
 - Findings (warnings and errors), what the services refused, and errors are lines on
@@ -957,7 +962,8 @@ class _Chat:
         for label, items in offered:
             if items:
                 put(visible(f"  {label}: {', '.join(items)}") + "\n")
-        put("  //TEXT sends /TEXT as a prompt; Ctrl-C cancels a turn; Ctrl-D quits\n")
+        put("  //TEXT sends /TEXT as a prompt; a line ending in \\ goes on at the next\n")
+        put("  (a paste is one prompt); Ctrl-C cancels a turn; Ctrl-D quits\n")
 
     def modes(self) -> list[str]:
         modes = self.setup.get("modes")
