@@ -5,6 +5,7 @@ directory where a file is expected."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -282,10 +283,21 @@ def test_each_commands_help_examples_run_as_printed_on_the_shipped_recordings(tm
 
 def test_the_shipped_recordings_hold_no_machines_paths():
     """Every absolute path in the shipped recordings is the placeholder /home/me/project."""
-    import re
-
     for recording in RECORDINGS.glob("*.jsonl"):
         paths = set(re.findall(rb'"(/[^"]*)"', recording.read_bytes()))
         assert paths, recording
         strays = {p for p in paths if not p.startswith(b"/home/me/project")}
         assert not strays, (recording.name, strays)
+
+
+def test_one_is_said_in_the_singular(tmp_path):
+    """A recording of one frame with one error: "1 frame", "1 error", never "1 frames"."""
+    lines = (RECORDINGS / "misbehaving.jsonl").read_bytes().splitlines(keepends=True)
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(lines[0] + next(line for line in lines if b'"seq":2,' in line))
+    said = b"".join(
+        acp(*command, str(one)).stdout + acp(*command, str(one)).stderr
+        for command in (["stats"], ["validate"], ["validate", "--by-rule"], ["ls"])
+    ).decode()
+    assert "1 frame " in said and "1 error," in said and "not-json: 1 error" in said, said
+    assert not re.search(r"\b1 [a-z]+s\b", said), said
