@@ -52,6 +52,19 @@ class _Usage(click.UsageError):
         _say(f"{self.command}: {self.message} ({self.command} --help)")
 
 
+class _Failed(click.ClickException):
+    """What went wrong, said by the command it is about: ``acp-proxy report: cannot write
+    out.html: Permission denied`` (never click's ``Error:``)."""
+
+    def __init__(self, message: str, command: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.command = command
+        self.exit_code = exit_code  # type: ignore[misc]  # (the exception's, kept)
+
+    def show(self, file: Any = None) -> None:
+        _say(f"{self.command}: {self.message}")
+
+
 def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
     """``exc`` said in one line by the command it is about (its context's, else
     ``command``); click's own sentence starts lowercase, its end without the stop."""
@@ -101,11 +114,15 @@ class _Group(click.Group):
         except click.UsageError as exc:
             command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
             raise _one_line(exc, command) from None
+        except click.ClickException as exc:
+            command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+            raise _Failed(exc.format_message(), command, exc.exit_code) from None
         except Exception as exc:
             # A RecordingError can only come from its module, once it is loaded.
             reading = sys.modules.get("acp_proxy.transcript.reading")
             if reading is not None and isinstance(exc, reading.RecordingError):
-                raise _Unreadable(str(exc)) from None
+                command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+                raise _Failed(str(exc), command, _Unreadable.exit_code) from None
             raise
 
 
@@ -167,6 +184,23 @@ for _command in (
     cli.add_command(_command)
 
 
+def _from_the_environment(command: click.Command) -> None:
+    """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
+    ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
+    never counts as given: an option that would do nothing, or contradict the command
+    line, is an error only when typed (:func:`~acp_proxy.clihelp._only_with`)."""
+    for param in command.params:
+        if isinstance(param, click.Option) and param.envvar is None:
+            longest = max(param.opts, key=len)  # (-l alone: its name, FILES_WITH_MATCHES)
+            name = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
+            name = name.upper().replace("-", "_")
+            param.envvar = f"ACP_PROXY_{name}"
+
+
+for _command in cli.commands.values():
+    _from_the_environment(_command)
+
+
 #: What every command's ``--help`` ends with: two or three commands to copy.
 _EXAMPLES = {
     "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],
@@ -196,7 +230,7 @@ _EXAMPLES = {
     "inspect": ["acp-proxy inspect", "acp-proxy inspect --open session.jsonl"],
     "search": [
         "acp-proxy search session/request_permission",
-        "acp-proxy search --rule 'message-id-*' out/",
+        "acp-proxy search --rule 'message-id-*' . out/",
         "acp-proxy search -l --from client README",
     ],
     "show": [
@@ -211,7 +245,7 @@ _EXAMPLES = {
     "diff": [
         "acp-proxy diff before.jsonl after.jsonl",
         "acp-proxy diff --only conversation,findings a.jsonl b.jsonl",
-        "acp-proxy diff --session sess_1 --format json a.jsonl b.jsonl",
+        "acp-proxy diff --session sess_0001 --format json a.jsonl b.jsonl",
     ],
     "stats": ["acp-proxy stats session.jsonl", "acp-proxy stats --format json out/*.jsonl"],
     "rules": [
@@ -228,6 +262,7 @@ _EXAMPLES = {
         "acp-proxy chat -- my-agent --acp",
         "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
+        "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
     ],
     "test-agent": [
         "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",

@@ -13,12 +13,15 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from acp_proxy.core.visible import visible
 from acp_proxy.log import LEVELS, Logger, LogStream, open_log
+
+if TYPE_CHECKING:
+    import subprocess
 
 #: Exit statuses of ``run`` when the agent cannot be started (as a shell does).
 EXIT_NOT_FOUND = 127
@@ -84,9 +87,24 @@ def _prune(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
 
 def _say(message: str) -> None:
     """One line for the user on stderr, its wire strings escaped; never raises (stderr may
-    be gone: the client that started us went away)."""
+    be gone: the client that started us went away). A line of the running command's said
+    as ``acp-proxy: ...`` is said as ``acp-proxy COMMAND: ...``."""
+    if message.startswith("acp-proxy: "):
+        message = f"{_who()}{message.removeprefix('acp-proxy')}"
     with contextlib.suppress(OSError, ValueError):
         click.echo(visible(message), err=True)
+
+
+def _who() -> str:
+    """``acp-proxy COMMAND``: the command running, if any."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent
+    if ctx is not None and ctx.parent is not None and ctx.info_name:
+        return f"acp-proxy {ctx.info_name}"
+    if ctx is not None and ctx.invoked_subcommand:
+        return f"acp-proxy {ctx.invoked_subcommand}"
+    return "acp-proxy"
 
 
 def _exit(status: int) -> NoReturn:
@@ -232,8 +250,14 @@ def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
     """The one output path for text. Lines are written in blocks (a write per line
     costs more than rendering it, and one system call each when PYTHONUNBUFFERED is
     set), or each at once when ``live``; coloured as ``color`` (``--color``) says."""
-    stream = sys.stdout
     keep = _colored(color)
+    pager = _pager()
+    stream: Any = sys.stdout
+    if pager is not None and pager.stdin is not None:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        import io  # (only when paging)
+
+        stream = io.TextIOWrapper(pager.stdin, encoding=encoding, errors="replace")
     pending: list[str] = []
 
     def write() -> None:
@@ -251,11 +275,69 @@ def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
         if live or len(pending) >= _BLOCK:
             write()
 
+    if pager is None:
+        try:
+            yield emit
+        finally:
+            if pending:
+                write()
+        return
     try:
         yield emit
-    finally:
         if pending:
             write()
+    except BrokenPipeError:  # the reader quit the pager before the end: no error, as git
+        pass
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+        with contextlib.suppress(KeyboardInterrupt):
+            pager.wait()
+
+
+def _pager_option(func: Any) -> Any:
+    """``--no-pager``: the command's output paged on a terminal (:func:`_pager`) unless
+    this says not to."""
+    return click.option(
+        "--no-pager",
+        is_flag=True,
+        expose_value=False,
+        callback=_pager_wanted,
+        help="Do not page the output (on a terminal it goes through $PAGER, else less -R).",
+    )(func)
+
+
+def _pager_wanted(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    ctx.meta["acp_proxy.pager"] = not value
+
+
+def _pager() -> subprocess.Popen[bytes] | None:
+    """The pager the output goes through, as git's: on a terminal only, for the commands
+    that page (``show``, ``diff``, ``rules``: :func:`_pager_option`), unless ``--no-pager``;
+    ``$PAGER`` (run by the shell, as git runs it), else ``less -R``; ``$LESS`` set to
+    ``FRX`` where unset (one screen: no pager; colours kept). ``PAGER=`` or ``cat``: none."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not ctx.meta.get("acp_proxy.pager"):
+        return None
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    command = os.environ.get("PAGER", "less -R").strip()
+    if not command or command == "cat":
+        return None
+    import subprocess  # (only on a terminal)
+
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    try:
+        # (the user's $PAGER, run by the shell as git runs it)
+        return subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return None
 
 
 def _colored(color: str, stream: Any = None) -> bool:

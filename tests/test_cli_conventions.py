@@ -178,7 +178,7 @@ def test_prune_acts_on_the_one_directory_named_never_the_default(tmp_path):
         proc = acp("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.decode().splitlines() if "remove" in line]
-        assert said == [f"acp-proxy: {verb} {named / old}"]
+        assert said == [f"acp-proxy ls: {verb} {named / old}"]
         assert (default / old).exists()
     assert not (named / old).exists()
     for args in ([str(default / old)], [str(default), str(named)]):
@@ -280,7 +280,11 @@ def on_a_terminal(command: list[str], **env: str) -> str:
     """All ``command`` writes to a terminal (a pty for stdout and stderr), to its end."""
     master, slave = pty.openpty()
     with subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env(**env)
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env=clean_env(**{"PAGER": "cat", **env}),  # (colour, not the pager: tested below)
     ) as proc:
         os.close(slave)
         out = b""
@@ -577,8 +581,112 @@ def test_standard_input_is_named_as_grep_names_it_in_every_format():
             for result in sarif["runs"][0]["results"] for loc in result["locations"]}  # fmt: skip
     assert uris == {"-"}
     empty = acp("validate", "-", input=b"")
-    assert empty.stderr == b"acp-proxy: (standard input) is empty: not an acp-proxy transcript\n"
+    assert (
+        empty.stderr
+        == b"acp-proxy validate: (standard input) is empty: not an acp-proxy transcript\n"
+    )
     inspect = acp("inspect", "-")
     lines = inspect.stderr.decode().splitlines()
     assert inspect.returncode == 2 and len(lines) == 1, lines
     assert "not standard input" in lines[0]
+
+
+# --- every option from the environment -----------------------------------------------------------
+
+
+def test_every_option_of_every_command_reads_acp_proxy_option_from_the_environment(monkeypatch):
+    import click
+
+    from acp_proxy.cli import cli
+
+    for name, command in cli.commands.items():
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert isinstance(param.envvar, str), (name, param.opts)
+                assert param.envvar.startswith("ACP_PROXY_"), (name, param.opts)
+    monkeypatch.setenv("ACP_PROXY_TIMEOUT", "7")
+    monkeypatch.setenv("ACP_PROXY_NO_RECORD", "1")
+    for name in ("probe", "chat"):
+        params = cli.commands[name].make_context(name, ["--", "my-agent"]).params
+        assert params["timeout"] == 7.0 and params["no_record"] is True, name
+
+
+def test_chat_reads_its_timeout_and_no_record_from_the_environment(tmp_path):
+    silent = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
+    default = tmp_path / "default"
+    env = clean_env(
+        ACP_PROXY_TIMEOUT="0.5", ACP_PROXY_NO_RECORD="1", ACP_PROXY_RECORD_DIR=str(default)
+    )
+    proc = subprocess.run(
+        [*PROXY, "chat", "--grace", "0.2", "--", *silent], input=b"hi\n", capture_output=True,
+        env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert b"no response to initialize within 0.5s (--timeout)" in proc.stderr, proc.stderr
+    assert b"recording:" not in proc.stderr and not default.exists()
+    # the command line's --record against the environment's --no-record: said, as run says it
+    typed = acp("chat", "--record", str(tmp_path / "r.jsonl"), "--", "true", env=env)
+    assert typed.returncode == 2 and b"contradict" in typed.stderr
+
+
+# --- a pager on a terminal, as git's ------------------------------------------------------------
+
+
+def paged_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, bytes]:
+    """``acp-proxy ARGS`` with its stdout (and stdin, stderr) on a pseudo-terminal: its
+    exit status and what the terminal showed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [*PROXY, *args], stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 1 << 16)
+        except OSError:  # EIO: every writer is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return proc.wait(60), shown
+
+
+@pytest.mark.parametrize("args", [["show", "v1-tour.jsonl"], ["rules"],
+                                  ["diff", "clean.jsonl", "v1-tour.jsonl"]])  # fmt: skip
+def test_on_a_terminal_show_diff_and_rules_page_as_git_does(tmp_path, args):
+    """On a terminal the output goes through $PAGER, else `less -R` (here a fake `less` on
+    PATH that keeps its arguments, $LESS and what it got), in colour; --no-pager and a pipe
+    never page."""
+    for name in ("v1-tour.jsonl", "clean.jsonl"):
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "less"
+    fake.write_text('#!/bin/sh\necho "$@ LESS=$LESS" > less.args\ncat > less.out\n')
+    fake.chmod(0o755)
+    env = clean_env(TERM="xterm", PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env.pop("PAGER", None)
+    env.pop("LESS", None)
+    env.pop("NO_COLOR", None)
+    status, shown = paged_on_a_terminal(args, env, tmp_path)
+    assert status in (0, 1), shown  # (diff: 1, they differ)
+    assert (tmp_path / "less.args").read_text() == "-R LESS=FRX\n"
+    paged = (tmp_path / "less.out").read_bytes()
+    assert len(paged) > 500 and len(shown) < 200, shown
+    if args[0] != "rules":
+        assert b"\x1b[" in paged  # (colour: the terminal is behind the pager)
+    (tmp_path / "less.out").unlink()
+    status, shown = paged_on_a_terminal([*args, "--no-pager"], env, tmp_path)
+    assert not (tmp_path / "less.out").exists() and len(shown) > 500
+    mine = env | {"PAGER": "cat > mine.out"}
+    paged_on_a_terminal(args, mine, tmp_path)
+    assert (tmp_path / "mine.out").read_bytes() == paged
+    (tmp_path / "mine.out").unlink()
+    piped = subprocess.run([*PROXY, *args], env=mine, cwd=tmp_path, capture_output=True)
+    assert len(piped.stdout) > 500 and not (tmp_path / "mine.out").exists()
+    assert b"\x1b[" not in piped.stdout

@@ -132,7 +132,8 @@ READERS = [
 def through_a_pty(command: list[str], seconds: float = 30) -> str:
     """What ``command`` writes to a terminal (a pty as its stdout): colour on."""
     master, slave = pty.openpty()
-    with subprocess.Popen(command, stdout=slave, stderr=slave, env=clean_env()) as proc:
+    env = clean_env(PAGER="cat")  # (what reaches the terminal, not a pager)
+    with subprocess.Popen(command, stdout=slave, stderr=slave, env=env) as proc:
         os.close(slave)
         out = b""
         end = time.monotonic() + seconds
@@ -741,12 +742,12 @@ def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Pa
                    ["redact", "-o", str(tmp_path / "r.jsonl")], ["replay"]):  # fmt: skip
         proc = acp(*reader, str(planted), timeout=30)
         assert proc.returncode == 2, reader
-        said = f"acp-proxy: {planted} is a named pipe nothing was written to: not an acp-proxy"
+        said = f"acp-proxy {reader[0]}: {planted} is a named pipe nothing was written to: not an acp-proxy"
         assert proc.stderr.decode().splitlines() == [f"{said} transcript"], reader
     for lister in (["ls"], ["search", "x"]):  # (they skip what is not a regular file)
         proc = acp(*lister, str(planted), timeout=30)
         assert (proc.returncode, proc.stderr.decode()) == (
-            2, f"acp-proxy: {planted}: not a regular file\n"
+            2, f"acp-proxy {lister[0]}: {planted}: not a regular file\n"
         ), lister  # fmt: skip
     with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
         time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)

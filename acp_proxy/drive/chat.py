@@ -11,10 +11,15 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
   process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
   is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
-  chat ends once the turn has).
+  chat ends once the turn has). A bracketed paste is one prompt, whatever its lines; a
+  line ending in ``\\`` goes on at the next.
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
-  message text on stdout (tabs and line feeds as written); permission requests answered by
-  the policy; a turn that ended otherwise than ``end_turn`` said on stderr.
+  message text on stdout (tabs and line feeds as written; not a loaded session's history);
+  permission requests answered by the policy; a turn that ended otherwise than ``end_turn``
+  said on stderr. The chat's own commands are its own, any other ``/word`` the agent's.
+  ``--prompt``: one turn, as piped. ``--format json`` (piped or not): stdout is one JSON
+  object a line (:func:`json_events`, findings, each turn's end), built from the messages
+  the view draws.
 - Only the chat's session is shown (another's updates: their findings say it); message
   text after its turn ended is late: apart, marked (piped: on stderr).
 - Findings (warnings and errors), what the services refused, and errors are lines on
@@ -30,6 +35,7 @@ Free of asyncio: the client core's blocking calls do the waiting.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import select
 import shlex
@@ -46,9 +52,9 @@ from typing import Any, TextIO
 
 import click
 
-from acp_proxy.core.protocol import EntityType, Side
+from acp_proxy.core.protocol import EntityType, Kind, Side
 from acp_proxy.core.validator import Violation
-from acp_proxy.core.visible import visible
+from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import Message, Turn
 from acp_proxy.drive import words
 from acp_proxy.live.client import (
@@ -64,7 +70,7 @@ from acp_proxy.live.client import (
 from acp_proxy.log import Logger
 from acp_proxy.readers.text import LiveConversation
 
-__all__ = ["HELP", "Options", "chat"]
+__all__ = ["HELP", "Options", "chat", "json_events"]
 
 #: The chat's own commands, at its prompt.
 HELP = (
@@ -110,6 +116,10 @@ _WORDS = {"yes": "y", "always": "a", "no": "n"}
 #: What every line the chat writes on stderr on its own starts with.
 _PREFIX = "acp-proxy chat: "
 
+#: A bracketed paste's markers; what asks the terminal for them, and stops it.
+_PASTE_START, _PASTE_END = "\x1b[200~", "\x1b[201~"
+_PASTE_ON, _PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
+
 #: The updates that stream a message's text (after a turn ended: late).
 _TEXT_UPDATES = frozenset(
     {"agent_message_chunk", "agent_thought_chunk", "agent_message", "agent_thought"}
@@ -132,6 +142,10 @@ class Options:
     record: str | None = None
     no_record: bool = False
     grace: float = 2.0
+    #: ``text`` or ``json`` (one JSON object a line on stdout: :func:`json_events`).
+    fmt: str = "text"
+    #: ``--prompt``: the one turn's prompt (stdin is not read).
+    prompt: str | None = None
 
 
 class _Quit(Exception):
@@ -197,7 +211,15 @@ class _Chat:
         self.interactive = interactive
         self._out, self._err = out, err
         self._colour, self._err_colour = colour, err_colour
-        self.stream = LiveConversation(self._write, text_only=not interactive)
+        #: ``--format json``: stdout gets :func:`json_events`' objects, the view nothing.
+        self.json = options.fmt == "json"
+        self.stream = LiveConversation(
+            _discard if self.json else self._write, text_only=not interactive
+        )
+        #: Whether what comes is a loaded session's history (``--session``), not the answer.
+        self.history = False
+        #: JSON objects for stdout from other threads (findings).
+        self.records: deque[dict[str, Any]] = deque()
         self.protocol = options.protocol
         self.init: dict[str, Any] = {}
         self.session: str | None = None
@@ -257,6 +279,19 @@ class _Chat:
         self._queued.extend(events[1:])
         return events[0]
 
+    def emit(self, record: dict[str, Any]) -> None:
+        """One JSON object, a line on stdout (``--format json``; wire strings escaped)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._out.write(dumps(record).decode() + "\n")
+            if not self._queued:
+                self._out.flush()
+
+    def refuse(self, line: str) -> None:
+        """What the user asked for cannot be done: said; piped, the chat fails (exit 1)."""
+        self.say(line, False)
+        if not self.interactive:
+            self.failed = True
+
     def say(self, line: str, dim: bool = True) -> None:
         """A line for the user on stderr (escaped here; dimmed on a terminal), said as the
         chat's own (:data:`_PREFIX`) unless it is part of the conversation drawn on a
@@ -280,6 +315,11 @@ class _Chat:
             self.failed = True
         if finding.level == "info":  # (recorded: show and report have them)
             return
+        if self.json:
+            self.records.append(
+                {"type": "finding", "level": finding.level, "rule": finding.rule,
+                 "message": finding.message, "seq": finding.seq}
+            )  # fmt: skip
         shown = self._rules[finding.rule] = self._rules.get(finding.rule, 0) + 1
         if shown > _SHOWN_PER_RULE:
             if shown == _SHOWN_PER_RULE + 1:
@@ -304,6 +344,8 @@ class _Chat:
             self.ask(ask)
 
     def _notes(self) -> None:
+        while self.records:
+            self.emit(self.records.popleft())
         while self.notes:
             self.say(self.notes.popleft())
 
@@ -341,21 +383,38 @@ class _Chat:
             if message.opened is not None and message.method == "session/prompt":
                 self._turns[message.id] = message.opened
             self.stream.show(message)
+            self._json(message)
             return
-        if self.notes:  # (what was done for the agent before this: a file read it asked for)
+        if self.notes or self.records:  # (what was done for the agent before this)
             self._notes()
         session = event.session if event.method == "session/update" else None
         if session is not None and self.listening is not None and session != self.listening:
             return
         late = self.turned and not self.in_turn and event.update in _TEXT_UPDATES
         if session is not None and late:
-            self.late(message)
+            if self.json:
+                self.stream.show(message)
+                self._json(message, late=True)
+            else:
+                self.late(message)
             return
         self.stream.show(message)
+        self._json(message)
         if isinstance(event.value, dict) and "method" not in event.value:
             request_id = event.value.get("id")
             if type(request_id) is int:
                 self._replies[request_id] = event
+
+    def _json(self, message: Message, late: bool = False) -> None:
+        """``--format json``: what ``message`` says, as :func:`json_events`' objects."""
+        if not self.json:
+            return
+        for record in json_events(message):
+            if self.history:
+                record["history"] = True
+            if late:
+                record["late"] = True
+            self.emit(record)
 
     def late(self, message: Message) -> None:
         """Message text after its turn ended: on a line of its own, marked late and dimmed
@@ -461,7 +520,7 @@ class _Chat:
         reply = self._replies.pop(pending.id).value
         result = reply.get("result")
         if "error" in reply or not isinstance(result, dict):
-            self.say(f"{method} failed: {words.error_words(reply)}", dim=False)
+            self.refuse(f"{method} failed: {words.error_words(reply)}")
             return None
         return result
 
@@ -548,10 +607,20 @@ class _Chat:
             raise _Quit(EXIT_FAILED)
         self.stream.echo_user = True  # the conversation replayed: the user's part too
         self.listening = session
+        # piped, the history is not the answer: not on stdout (json: marked as history)
+        hidden = not self.interactive and not self.json
+        outer = self._capture
+        if hidden:
+            self._capture = []
+        self.history = True
         try:
             result = self.call(method, params)
+            self.settle()  # (what the agent replays after its response is history too)
         finally:
-            self.stream.echo_user = False
+            self.stream.close_line()
+            self.stream.echo_user = self.history = False
+            if hidden:
+                self._capture = outer
         if result is None:
             raise _Quit(EXIT_FAILED)
         self.session, self.setup = session, result
@@ -582,12 +651,15 @@ class _Chat:
         self.stream.close_line()
         wire = self._turns.pop(pending.id, None)
         reply = self._replies.pop(pending.id).value
+        end: dict[str, Any] = {"type": "turn_end", "session": self.session, "stop_reason": None}
         if "error" in reply:
             self.failed = True
+            end["error"] = reply["error"]
             if not self.interactive:
                 self.say(f"the prompt failed: {words.error_words(reply)}", False)
         elif wire is not None and wire.error is not None:
             self.failed = True
+            end["error"] = wire.error
             if not self.interactive:
                 error = wire.error
                 said = repr(error)
@@ -599,7 +671,12 @@ class _Chat:
             reason = wire.stop_reason if wire is not None else None
             if reason is None and isinstance(result, dict):
                 reason = result.get("stopReason")
+            end["stop_reason"] = reason if isinstance(reason, str) else None
+            if reason == "cancelled" and self.cut_by:
+                end["cancelled_by"] = self.cut_by
             self.ended(reason if isinstance(reason, str) else None)
+        if self.json:
+            self.emit(end)
 
     def ended(self, reason: str | None) -> None:
         """How a turn ended, if not as it should (end_turn): said on stderr when piped (a
@@ -772,7 +849,7 @@ class _Chat:
             with _sigint(signal.default_int_handler):
                 try:
                     with self.idle():
-                        line = input("> ")
+                        line = self.prompt_lines()
                 except EOFError:
                     self._write("\n")
                     return
@@ -793,6 +870,26 @@ class _Chat:
                 continue
             self.turn(line[1:] if line.startswith("//") else line)
 
+    def prompt_lines(self) -> str:
+        """A prompt typed or pasted at the terminal: a bracketed paste is one, whatever its
+        lines (readline takes it whole; without readline its markers are read here, the
+        terminal asked to send them); a line ending in ``\\`` goes on at the next."""
+        raw = "readline" not in sys.modules and os.environ.get("TERM", "dumb") != "dumb"
+        if raw:
+            self._write(_PASTE_ON)
+        try:
+            line = input("> ")
+            if _PASTE_START in line:
+                while _PASTE_END not in line:
+                    line += "\n" + input("")
+                line = line.replace(_PASTE_START, "").replace(_PASTE_END, "")
+            while line.endswith("\\"):
+                line = line[:-1] + "\n" + input(". ")
+        finally:
+            if raw:
+                self._write(_PASTE_OFF)
+        return line
+
     def piped_loop(self, lines: TextIO) -> None:
         while True:
             with _sigint(signal.default_int_handler):
@@ -803,9 +900,19 @@ class _Chat:
             if not line:
                 return
             text = line.rstrip("\r\n")
-            if text.strip():
-                self.turn(text)
-                self.settle()
+            if not text.strip():
+                continue
+            if text.split()[0] in _USAGES or text.split()[0] == "/exit":
+                if self.command(text):  # the chat's own (any other /word: the agent's)
+                    return
+                continue
+            self.turn(text[1:] if text.startswith("//") else text)
+            self.settle()
+
+    def one_turn(self, prompt: str) -> None:
+        """``--prompt``: one turn, then the chat ends."""
+        self.turn(prompt)
+        self.settle()
 
     # --- commands ----------------------------------------------------------------------------
 
@@ -830,14 +937,22 @@ class _Chat:
         elif name[1:] in self.agent_commands():
             self.turn(line)  # the agent's own command: a prompt
         elif name in _USAGES:  # one of ours, with the wrong arguments
-            self.say(f"  usage: {_USAGES[name]}", False)
+            self.refuse(f"  usage: {_USAGES[name]}")
         else:
             self.say(f"  {name}: not a command (/help lists them)", False)
         return False
 
     def help(self) -> None:
+        """The commands, and what the session offers (piped: on stderr, not the answer)."""
+
+        def put(text: str) -> None:
+            if self.interactive:
+                self._write(text)
+            else:
+                self.say(text.rstrip("\n"))
+
         for usage, what in HELP:
-            self._write(f"  {usage:<18} {what}\n")
+            put(f"  {usage:<18} {what}\n")
         offered = [
             ("modes", self.modes()),
             ("models", self.models()),
@@ -846,8 +961,9 @@ class _Chat:
         ]
         for label, items in offered:
             if items:
-                self._write(visible(f"  {label}: {', '.join(items)}") + "\n")
-        self._write("  //TEXT sends /TEXT as a prompt; Ctrl-C cancels a turn; Ctrl-D quits\n")
+                put(visible(f"  {label}: {', '.join(items)}") + "\n")
+        put("  //TEXT sends /TEXT as a prompt; a line ending in \\ goes on at the next\n")
+        put("  (a paste is one prompt); Ctrl-C cancels a turn; Ctrl-D quits\n")
 
     def modes(self) -> list[str]:
         modes = self.setup.get("modes")
@@ -893,10 +1009,10 @@ class _Chat:
             if option is not None:
                 self.set_config(self._option_id(option), mode)
                 return
-            self.say("  the session offers no modes", False)
+            self.refuse("  the session offers no modes")
             return
         if mode not in modes:
-            self.say(f"  no mode {mode!r} (the session's: {', '.join(modes)})", False)
+            self.refuse(f"  no mode {mode!r} (the session's: {', '.join(modes)})")
             return
         shown = self._mode_updates()
         if self.call("session/set_mode", {"sessionId": self.session, "modeId": mode}) is not None:
@@ -922,10 +1038,10 @@ class _Chat:
             return
         models = self.models()
         if not models:
-            self.say("  the session offers no models", False)
+            self.refuse("  the session offers no models")
             return
         if model not in models:
-            self.say(f"  no model {model!r} (the session's: {', '.join(models)})", False)
+            self.refuse(f"  no model {model!r} (the session's: {', '.join(models)})")
             return
         params = {"sessionId": self.session, "modelId": model}
         if self.call("session/set_model", params) is not None:
@@ -935,12 +1051,12 @@ class _Chat:
         option = next((o for o in self._options() if self._option_id(o) == config), None)
         if option is None:
             known = ", ".join(self.config_options()) or "none"
-            self.say(f"  no config option {config!r} (the session's: {known})", False)
+            self.refuse(f"  no config option {config!r} (the session's: {known})")
             return
         typed: str | bool = value
         if option.get("type") == "boolean":
             if value not in ("true", "false"):
-                self.say(f"  {config} takes true or false", False)
+                self.refuse(f"  {config} takes true or false")
                 return
             typed = value == "true"
         params = config_option_params(self.protocol, self.session or "", config, typed)
@@ -1056,7 +1172,9 @@ def _converse(session: _Chat, lines: TextIO) -> int:
     client = session.client
     try:
         session.start()
-        if session.interactive:
+        if session.options.prompt is not None:
+            session.one_turn(session.options.prompt)
+        elif session.interactive:
             session.interactive_loop()
         else:
             session.piped_loop(lines)
@@ -1073,6 +1191,73 @@ def _converse(session: _Chat, lines: TextIO) -> int:
         session.say(f"acp-proxy chat: {exc} (--timeout); the agent {how}{tail}", False)
         return EXIT_FAILED
     return 0
+
+
+def _discard(piece: str) -> None:
+    """Where the conversation view draws under ``--format json`` (it still models)."""
+
+
+#: ``--format json``: each update's ``type``, by its variant (v1's and v2's); any other
+#: update is ``{"type": "update", "update": ...}``.
+_JSON_TYPES = {
+    "agent_message_chunk": "text", "agent_message": "text",
+    "agent_thought_chunk": "thought", "agent_thought": "thought",
+    "user_message_chunk": "user", "user_message": "user",
+    "tool_call": "tool_call", "tool_call_update": "tool_call_update",
+    "tool_call_content_chunk": "tool_call_update",
+    "plan": "plan", "plan_update": "plan",
+}  # fmt: skip
+
+
+def _block_text(content: Any) -> str | None:
+    """The text of a content block, or of a list of them (None: no text in it)."""
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    found = [t for t in texts if isinstance(t, str)]
+    return "".join(found) if found else None
+
+
+def json_events(message: Message) -> list[dict[str, Any]]:
+    """``chat --format json``: what one message of the wire model says, as JSON objects,
+    each with a ``type``: ``text``, ``thought``, ``user`` (a loaded history's), with their
+    ``text``; ``tool_call``, ``tool_call_update``, ``plan`` and any other ``update``, with
+    the agent's ``update``; ``permission`` (the agent's request: its ``id`` and ``request``)
+    and ``permission_decision`` (the ``outcome`` the client answered it with). Each names
+    its ``session``. (``finding`` and ``turn_end`` are the chat's own.)"""
+    records: list[dict[str, Any]] = []
+    for element in message.messages:
+        session = element.session
+        if element.side is Side.AGENT and element.update is not None:
+            variant = element.variant or ""
+            kind = _JSON_TYPES.get(variant, "update")
+            if kind in ("text", "thought", "user"):
+                text = _block_text(element.update.get("content"))
+                if text is not None:
+                    records.append({"type": kind, "session": session, "text": text})
+                    continue
+                kind = "update"
+            records.append({"type": kind, "session": session, "update": element.update})
+        elif (
+            element.side is Side.AGENT
+            and element.kind is Kind.REQUEST
+            and element.method == "session/request_permission"
+        ):
+            records.append(
+                {"type": "permission", "session": session, "id": element.id,
+                 "request": element.params}
+            )  # fmt: skip
+        elif element.side is Side.CLIENT and element.kind is Kind.RESPONSE:
+            request = element.request
+            value = element.value
+            if request is None or request.method != "session/request_permission":
+                continue
+            result = value.get("result") if isinstance(value, dict) else None
+            outcome = result.get("outcome") if isinstance(result, dict) else None
+            records.append(
+                {"type": "permission_decision", "session": request.session,
+                 "id": element.id, "outcome": outcome}
+            )  # fmt: skip
+    return records
 
 
 def _cut(text: str, limit: int = _SHOWN) -> str:

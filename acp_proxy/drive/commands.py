@@ -536,6 +536,20 @@ def test_agent(
     is_flag=True,
     help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
 )
+@click.option(
+    "--prompt",
+    metavar="TEXT",
+    help="One turn with this prompt (stdin is not read), its answer on stdout, as piped.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON object a line on stdout, each with a type (text, thought, "
+    "tool_call, plan, permission, finding, turn_end, ...), as piped.",
+)
 @_recording_options
 @_color_option("Colour the conversation")
 @_agent_argument
@@ -546,6 +560,8 @@ def chat(
     timeout: float,
     permissions: str,
     allow_terminal: bool,
+    prompt: str | None,
+    fmt: str,
     record: str | None,
     no_record: bool,
     grace: float,
@@ -555,7 +571,8 @@ def chat(
     """Talk to AGENT (started behind the proxy, recorded and validated as by run): each
     line a prompt. On a terminal, the reply is drawn as it streams and permission requests
     are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
-    text is written, on stdout.
+    text is written, on stdout (a loaded --session's history is not; /new, /mode, /model,
+    /config, /cancel and /quit are the chat's, any other /WORD the agent's).
 
     \b
     Exit status: 0; 1 a turn failed (an error, a refusal, or cut off by --timeout), a
@@ -565,7 +582,8 @@ def chat(
     _agent_given(command, record, no_record)
     # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
     # the agent's text only, as when piped, and the lines typed are the prompts.
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    # (--prompt and --format json: as piped, on a terminal too)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and fmt == "text" and prompt is None
     if interactive:
         _only_with("on a terminal (there, you are asked)", "permissions")
     from acp_proxy.drive import chat as chatting
@@ -581,6 +599,8 @@ def chat(
         record=record,
         no_record=no_record,
         grace=grace,
+        fmt=fmt,
+        prompt=prompt,
     )
     if allow_terminal:
         _say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")

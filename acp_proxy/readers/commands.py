@@ -24,6 +24,7 @@ from acp_proxy.clihelp import (
     _given,
     _only_with,
     _output,
+    _pager_option,
     _say,
     _Seconds,
     _size,
@@ -160,11 +161,12 @@ def redact(recording: str, output: str, contents: bool) -> None:
             records, changed = redact_lines(itertools.chain([first], lines), out, contents)
     except OSError as exc:
         _cannot_write(output, exc)
+    records_text = f"{records} record{'' if records == 1 else 's'}"
     if to_stdout:
-        _say(f"acp-proxy redact: {records} records, {changed} redacted, to standard output")
+        _say(f"acp-proxy redact: {records_text}, {changed} redacted, to standard output")
         return
     with _output("never") as emit:
-        emit(visible(f"{output}: {records} records, {changed} redacted"))
+        emit(visible(f"{output}: {records_text}, {changed} redacted"))
 
 
 def _format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -617,6 +619,7 @@ def _filter_options(func: Any) -> Any:
     help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
 )
 @_filter_options
+@_pager_option
 def show(
     recording: str,
     conversation: bool,
@@ -834,6 +837,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
 )
 @_color_option("Colour the layers' headings")
+@_pager_option
 def diff(
     a: str,
     b: str,
@@ -919,6 +923,7 @@ def stats(recordings: tuple[str, ...], fmt: str) -> None:
     help="How to print the catalog.",
 )
 @click.argument("rule", required=False, metavar="[RULE]")
+@_pager_option
 def rules(fmt: str, rule: str | None) -> None:
     """Print the catalog of rules the validator checks, and the schemas it checks against
     (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule

@@ -254,7 +254,7 @@ def _listing(inspector: Inspector) -> bytes:
             (summary.start or "-")[:19].replace("T", " "),
             summary.agent or "-",
             f"v{summary.protocol}" if summary.protocol else "-",
-            f"{summary.turns_text}, {summary.frames:,} frames",
+            f"{summary.turns_text}, {summary.frames:,} frame{'' if summary.frames == 1 else 's'}",
             summary.findings_text,
             summary.state,
         ]

@@ -263,6 +263,20 @@ def _name(message: Message) -> str:
     return message.method or ""
 
 
+def _gist(message: Message, summary: str) -> str:
+    """What a frame says first, for the frame list: its summary (:func:`frame_summary`)
+    without what the row's other cells say: the request's id (a response links its
+    request), the method, the session, the update type."""
+    text = summary
+    if message.kind in (Kind.REQUEST, Kind.RESPONSE) and text.startswith("#"):
+        text = text.partition(" ")[2]
+    session = f"[{message.session}]" if message.session is not None else None
+    for known in (message.method, session, message.variant):
+        if known and (text == known or text.startswith(known + " ")):
+            text = text[len(known) :].lstrip(" ")
+    return text
+
+
 #: Today's findings (``--revalidate``), by connection and seq (None: on no stored frame).
 Today = dict[tuple[int, int | None], list[Violation]]
 
@@ -386,6 +400,9 @@ def _frame_row(
     section.rows.begin(section.start.t if section.start else t)
     request = message.request
     line, utf8 = _raw_line(raw)
+    text = click.unstyle(summary).strip()
+    said = _gist(message, text)
+    lead = max(0, lead - (len(text) - len(said)))  # (what was cut was the head's)
     findings: list[int] | tuple[()] = ()  # (shared while there are none)
     for found, state in _compare(stored, recomputed):
         findings = [*findings, len(section.findings)]
@@ -396,7 +413,7 @@ def _frame_row(
         side,
         str(message.kind),
         _name(message),
-        click.unstyle(summary).strip(),
+        said,
         message.session,
         len(raw),
         request.seq if request is not None and message.kind is Kind.RESPONSE else None,

@@ -196,7 +196,9 @@ class Stats(Addon):
         data = self.as_json()
         out = [f"sessions: {self.sessions}", "", "frames and bytes:"]
         for side, arrow in (("client", "client → agent"), ("agent", "agent → client")):
-            out.append(f"  {arrow}  {self.frames[side]:>8} frames  {self.bytes[side]:>12} bytes")
+            frames, size = self.frames[side], self.bytes[side]
+            nouns = ("frame " if frames == 1 else "frames", "byte" if size == 1 else "bytes")
+            out.append(f"  {arrow}  {frames:>8} {nouns[0]}  {size:>12} {nouns[1]}")
         out += ["", "methods:"]
         out += [f"  {count:>8}  {method}" for method, count in data["methods"].items()]
         out += ["", "session updates:"]

@@ -669,3 +669,121 @@ def test_on_a_terminal_a_permission_of_a_megabyte_is_shown_cut(tmp_path):
     assert term.close() == 0
     assert len(shown) < 10_000
     assert shown.count(b"more characters)") >= 3
+
+
+def prompts_sent(recording: Path) -> list[str]:
+    sent = [f for f in frames(recording) if f.get("method") == "session/prompt"]
+    return [p["params"]["prompt"][0]["text"] for p in sent]  # type: ignore[index]
+
+
+def test_prompt_is_one_turn_its_answer_on_stdout_and_stdin_unread(tmp_path):
+    run = chat(tmp_path, EXAMPLE, "not a prompt\n", "--prompt", "hi there")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(REPLY) and run.stdout.count(REPLY) == 1
+    assert prompts_sent(tmp_path / "rec.jsonl") == ["hi there"]
+    refused = chat(tmp_path, [*EXAMPLE, "--misbehave"], "", "--prompt", "hi", "--protocol", "2")
+    assert refused.returncode == 1  # (as piped: a finding at error level)
+
+
+def records(stdout: str) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in stdout.splitlines()]
+
+
+def test_format_json_is_one_object_a_line_for_all_a_turn_says(tmp_path):
+    (tmp_path / "README.md").write_text("# a readme\n")
+    run = chat(tmp_path, EXAMPLE, "hello\n", "--format", "json", "--permissions", "allow")
+    assert run.returncode == 0, run.stderr
+    said = records(run.stdout)  # (every line JSON, or this raises)
+    kinds = [r["type"] for r in said]
+    for kind in ("thought", "plan", "tool_call", "permission", "permission_decision",
+                 "tool_call_update", "text"):  # fmt: skip
+        assert kind in kinds, kinds
+    assert kinds.index("permission") < kinds.index("permission_decision")
+    decision = next(r for r in said if r["type"] == "permission_decision")
+    assert decision["outcome"] == {"outcome": "selected", "optionId": "allow"}
+    assert "".join(str(r["text"]) for r in said if r["type"] == "text").startswith(REPLY)
+    assert said[-1] == {"type": "turn_end", "session": "sess_0001", "stop_reason": "end_turn"}
+    failing = chat(tmp_path, [*EXAMPLE, "--misbehave"], "hi\n", "--format", "json",
+                   "--protocol", "2")  # fmt: skip
+    assert failing.returncode == 1
+    findings = [r for r in records(failing.stdout) if r["type"] == "finding"]
+    assert any(f["level"] == "error" and f["rule"] == "prompt-result-message-id" for f in findings)
+
+
+#: A v1 agent that loads session s1, replaying its history, and answers each prompt.
+LOADING = [
+    sys.executable,
+    "-c",
+    """
+import json, sys
+def send(message):
+    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+def say(kind, text):
+    send({"method": "session/update", "params": {"sessionId": "s1", "update": {
+        "sessionUpdate": kind, "content": {"type": "text", "text": text}}}})
+for line in sys.stdin:
+    request = json.loads(line)
+    method, ident = request.get("method"), request.get("id")
+    if method == "initialize":
+        send({"id": ident, "result": {"protocolVersion": 1,
+                                      "agentCapabilities": {"loadSession": True}}})
+    elif method == "session/load":
+        say("user_message_chunk", "old question")
+        say("agent_message_chunk", "old answer")
+        send({"id": ident, "result": {}})
+    elif method == "session/prompt":
+        say("agent_message_chunk", "new answer")
+        send({"id": ident, "result": {"stopReason": "end_turn"}})
+""",
+]
+
+
+def test_piped_a_loaded_sessions_history_is_not_the_answer(tmp_path):
+    run = chat(tmp_path, LOADING, "again\n", "--session", "s1")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "new answer\n"
+    run = chat(tmp_path, LOADING, "again\n", "--session", "s1", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    said = [(r["type"], r["text"], r.get("history")) for r in records(run.stdout) if "text" in r]
+    assert said == [
+        ("user", "old question", True),
+        ("text", "old answer", True),
+        ("text", "new answer", None),
+    ]
+
+
+def test_piped_the_chats_commands_are_its_own_any_other_slash_word_the_agents(tmp_path):
+    run = chat(tmp_path, EXAMPLE, "/mode code\n/frob it\n//new\n/new\n/quit\nnever\n")
+    assert run.returncode == 0, run.stderr
+    sent = frames(tmp_path / "rec.jsonl")
+    assert [f["params"]["modeId"] for f in sent if f.get("method") == "session/set_mode"] == [  # type: ignore[index]
+        "code"
+    ]
+    assert prompts_sent(tmp_path / "rec.jsonl") == ["/frob it", "/new"]
+    assert sum(f.get("method") == "session/new" for f in sent) == 2
+    wrong = chat(tmp_path, EXAMPLE, "/mode nope\n/mode\n")
+    assert wrong.returncode == 1
+    assert "no mode 'nope' (the session's: ask, code)" in wrong.stderr
+    assert "usage: /mode ID" in wrong.stderr and wrong.stdout == ""
+
+
+#: ``python -m acp_proxy``, without readline (input() reads the terminal as it is).
+NO_READLINE = [
+    sys.executable, "-c",
+    "import sys; sys.modules['readline'] = None; from acp_proxy.cli import main; main()",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("proxy", [PROXY, NO_READLINE], ids=["readline", "no-readline"])
+def test_on_a_terminal_a_paste_is_one_prompt_and_a_backslash_goes_on(tmp_path, proxy):
+    record = tmp_path / "rec.jsonl"
+    terminal = Terminal([*proxy, "chat", "--record", str(record), "--", *NAMELESS], tmp_path)
+    terminal.until(b"> ")
+    terminal.type(b"\x1b[200~first line\nsecond line\x1b[201~\r")
+    terminal.until(b"> ")
+    terminal.type(b"one \\\r")
+    terminal.type(b"two\r")
+    terminal.until(b"> ")
+    terminal.type(b"/quit\r")
+    assert terminal.close() == 0
+    assert prompts_sent(record) == ["first line\nsecond line", "one \ntwo"]

@@ -121,7 +121,7 @@ def test_the_default_directory_not_made_yet_is_no_recordings(tmp_path: Path) -> 
     env = {"ACP_PROXY_RECORD_DIR": str(none)}
     listed = acp("ls", env=env)
     assert listed.returncode == 0 and listed.stdout == b"", listed.stderr
-    assert one_line(listed) == f"acp-proxy: no recordings yet in {none}"
+    assert one_line(listed) == f"acp-proxy ls: no recordings yet in {none}"
     assert acp("ls", "--format", "json", env=env).returncode == 0
     found = acp("search", "x", env=env)
     assert found.returncode == 1 and found.stdout == b"" and found.stderr == b""
@@ -134,7 +134,7 @@ def test_a_directory_named_that_does_not_exist_stays_an_error(tmp_path: Path) ->
         proc = acp(*command)
         assert (
             proc.returncode == 2
-            and one_line(proc) == f"acp-proxy: {none}: no such file or directory"
+            and one_line(proc) == f"acp-proxy {command[0]}: {none}: no such file or directory"
         )
 
 

@@ -71,7 +71,7 @@ def test_redact_reads_standard_input_for_dash(tmp_path: Path) -> None:
     bad = acp("redact", "-", "-o", "x.jsonl", input=b'{"level":"info"}\n', cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.decode().splitlines() == [
-        "acp-proxy: (standard input) is not an acp-proxy recording: no start record in the first line"
+        "acp-proxy redact: (standard input) is not an acp-proxy recording: no start record in the first line"
     ]
     assert not (tmp_path / "x.jsonl").exists()
 
@@ -254,7 +254,8 @@ def test_follow_says_what_is_no_recording_and_exits_2(
     assert len(lines) == 1 and said in lines[0] and str(path) in lines[0], lines
     assert "UTF-8" not in lines[0] and "char 0" not in lines[0]
     shown = acp("show", str(path))
-    assert shown.returncode == 2 and shown.stderr.decode().splitlines()[0] == lines[0]
+    assert shown.returncode == 2
+    assert shown.stderr.decode().splitlines()[0] == lines[0].replace("follow", "show", 1)
 
 
 def test_follow_waits_on_an_empty_file_until_it_is_a_recording(tmp_path: Path) -> None:
@@ -283,8 +284,9 @@ def test_follow_refuses_a_character_device_as_show_does() -> None:
     """``follow /dev/null`` (or ``/dev/zero``, endless) is no recording: one line, exit 2."""
     proc = acp("follow", "/dev/null", timeout=20)
     assert proc.returncode == 2 and proc.stdout == b""
-    assert proc.stderr == b"acp-proxy: /dev/null is a character device, not a recording\n"
-    assert acp("show", "/dev/null").stderr == proc.stderr
+    assert proc.stderr == b"acp-proxy follow: /dev/null is a character device, not a recording\n"
+    shown = acp("show", "/dev/null").stderr
+    assert shown == proc.stderr.replace(b"follow", b"show")
     piped = acp("follow", "-", timeout=20)  # (its stdin: /dev/null)
     assert piped.returncode == 2 and b"standard input is a character device" in piped.stderr
 
@@ -296,7 +298,7 @@ def test_follow_an_empty_directory_says_once_that_it_waits(tmp_path: Path) -> No
     ) as proc:  # fmt: skip
         assert proc.stdout is not None and proc.stderr is not None
         said = _said_within(proc)
-        assert said == f"acp-proxy: waiting for a recording to appear in {tmp_path}\n"
+        assert said == f"acp-proxy follow: waiting for a recording to appear in {tmp_path}\n"
         (tmp_path / "a.jsonl").write_bytes(start_record(T0, ["agent"], 1) + _frame(1, "_new"))
         seen = b""
         while b"_new" not in seen:
@@ -372,7 +374,7 @@ def test_follow_dash_follows_standard_input(tmp_path: Path) -> None:
     assert "session started" in out and "session ended" in out
     bad = acp("follow", "-", input=b'{"level":"info"}\n')
     assert bad.returncode == 2
-    assert bad.stderr.decode().startswith("acp-proxy: - is not an acp-proxy recording")
+    assert bad.stderr.decode().startswith("acp-proxy follow: - is not an acp-proxy recording")
 
 
 def test_follow_exits_quietly_when_its_reader_goes(tmp_path: Path) -> None:

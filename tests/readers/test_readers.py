@@ -179,7 +179,7 @@ def test_show_an_unreadable_recording_is_a_clear_error(tmp_path):
     """A missing file: exit 2, one line, no traceback."""
     proc = acp("show", str(tmp_path / "missing.jsonl"))
     assert proc.returncode == 2
-    assert proc.stderr.decode().startswith("acp-proxy: cannot read")
+    assert proc.stderr.decode().startswith("acp-proxy show: cannot read")
     assert b"Traceback" not in proc.stderr
 
 

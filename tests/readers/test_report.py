@@ -476,6 +476,35 @@ def test_at_1280x800_the_frame_list_stays_in_view_and_nothing_is_cut_off(tmp_pat
         page.close()
 
 
+#: Each frame row in view: its cells' text (but the findings' badges), and whether each is
+#: cut (an ellipsis).
+ROW_CELLS = """[...document.querySelectorAll(".seqview .row")].map((r) => [...r.children].map(
+  (c) => [[...c.childNodes].filter((n) => !(n.classList && n.classList.contains("badge")))
+          .map((n) => n.textContent).join(""), c.scrollWidth > c.clientWidth]))"""
+
+
+@browser
+@pytest.mark.parametrize("name", ["v1-tour.jsonl", "misbehaving.jsonl"])
+def test_at_1280_each_frame_row_says_what_the_frame_says_first(tmp_path, name):
+    """The frame list at 1280 px: the time, seq, kind and name (the method, or a session
+    update's type) never cut; the summary starts with what the frame says (the start of its
+    text, what a response answered), not with the method or the session id again."""
+    page = laptop(tmp_path, report_of(RECORDINGS / name, tmp_path).as_uri())
+    try:
+        rows = page.js(ROW_CELLS)
+    finally:
+        page.close()
+    assert isinstance(rows, list) and len(rows) >= 20
+    for cells in rows:
+        time, rel, seq, _, _, _, kind, method, summary = cells
+        assert not any(cut for _, cut in (time, rel, seq, kind, method)), cells
+        assert not summary[0].startswith(("session/update", "[sess_0001]", "#")), cells
+    said = {method[0]: summary[0] for *_, method, summary in rows}
+    assert said["agent_message_chunk"].startswith(("'", '"')), said  # (its text, quoted)
+    assert said["session/new"].startswith("ok session sess_0001"), said  # (what it answered)
+    assert said["session/prompt"] and said["initialize"].startswith("ok protocolVersion")
+
+
 @browser
 def test_long_unbroken_wire_strings_never_widen_the_page(tmp_path):
     """A 2,000-character method (a filter's option) and a 3,000-character word in the

@@ -503,7 +503,7 @@ def test_a_recording_checked_against_other_schemas_says_so(tmp_path):
     assert proc.returncode == 0
     said = [line for line in proc.stderr.decode().splitlines() if "recorded against" in line]
     assert said == [
-        f"acp-proxy: {older}:1: recorded against schema v1 1.28.0; checked against "
+        f"acp-proxy validate: {older}:1: recorded against schema v1 1.28.0; checked against "
         f"v1 {shipped['v1']} (the stored findings may differ)"
     ]
     today = acp("validate", str(RECORDINGS / "clean.jsonl"))
