@@ -50,6 +50,7 @@ module's own docstring says what it is for and what it promises.
 ::
 
     cli.py                   the group, the examples, main: each command is beside its code
+                             (``__main__`` first starts run's, probe's or chat's agent)
     clihelp.py               what the commands share: --color, seconds, output, exit statuses
     log.py, files.py         Logger, LogStream (never raise or block); open_output (as a recording)
     core/protocol.py         Side, Kind, State, StopReason, methods_for: ACP facts per version
@@ -77,6 +78,7 @@ module's own docstring says what it is for and what it promises.
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
+    live/later.py            LateObserver: the relay started before its observer is ready
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
     live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely

@@ -8,7 +8,7 @@ import contextlib
 import gc
 import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -18,6 +18,9 @@ from acp_proxy.devtools import commands as devtools_commands
 from acp_proxy.drive import commands as drive_commands
 from acp_proxy.live import commands as live_commands
 from acp_proxy.readers import commands as readers_commands
+
+if TYPE_CHECKING:
+    from acp_proxy.live.spawn import Early
 
 # The command modules import only click and clihelp at their top: `run` starts the agent
 # first and loads the rest of the proxy (the validator, the schemas, asyncio) while the
@@ -271,16 +274,19 @@ cli.epilog = (
 )
 
 
-def main() -> None:
+def main(early: Early | None = None) -> None:
     """Entry point: the click group, plus a quiet exit when stdout is closed early.
 
     ``acp-proxy validate big.jsonl | head`` closes our stdout; that is not an
-    error worth a traceback.
+    error worth a traceback. ``early``: the agent ``acp_proxy.__main__`` started before
+    loading this, for the command to take (the context's ``obj``); stopped if none does.
     """
     try:
         try:
-            cli(standalone_mode=True)
+            cli(standalone_mode=True, obj=early)
         finally:
+            if early is not None:
+                early.discard()
             sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

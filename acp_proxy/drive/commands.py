@@ -243,6 +243,7 @@ def probe(
             result = probing.probe(
                 list(command), options, get_logger(),
                 say=lambda line: _say(f"acp-proxy probe: {line}"),
+                early=click.get_current_context().obj,
             )  # fmt: skip
     except KeyboardInterrupt:
         _exit(130)
@@ -478,6 +479,7 @@ def chat(
             interactive=interactive,
             colour=_colored(color),
             err_colour=_colored(color, sys.stderr),
+            early=click.get_current_context().obj,
         )
     _exit(status)
 

@@ -61,6 +61,7 @@ from acp_proxy.live.client import (
     exit_words,
     initialize_params,
 )
+from acp_proxy.live.spawn import Early
 from acp_proxy.log import Logger
 
 __all__ = ["CHECKS", "Check", "Options", "Outcome", "ProbeResult", "probe"]
@@ -909,10 +910,11 @@ def probe(
     options: Options,
     log: Logger,
     say: Callable[[str], None] | None = None,
+    early: Early | None = None,
 ) -> ProbeResult:
     """Start ``argv`` behind the client core and run the checks. Raises
     :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
-    start."""
+    start (``early``: the agent already started)."""
     sandbox = Path(tempfile.mkdtemp(prefix="acp-proxy-probe-"))
     try:
         services = _Services(
@@ -921,7 +923,7 @@ def probe(
         )  # fmt: skip
         client = Client.start(
             argv, services, log, record=options.record, no_record=options.no_record,
-            grace=options.grace,
+            grace=options.grace, early=early,
         )  # fmt: skip
         services.client = client
         with client:
