@@ -123,10 +123,12 @@ line or two.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from acp_proxy.core.version import VERSION as __version__
+
+# Importing the package stays cheap (not even typing): `acp-proxy run` starts its agent first.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Each public name, and the module it lives in.
 _PUBLIC = {
@@ -156,6 +158,8 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'acp_proxy' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415 - (see TYPE_CHECKING)
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -15,8 +15,10 @@ Workloads:
 
 - **stream**: a v2 session (initialize, session/new, a prompt) in which the agent streams
   ``--frames`` ``agent_message_chunk`` notifications of about 250 bytes to a client
-  that parses every line, as an editor does;
-- **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times;
+  that parses every line, as an editor does (the prompt once the setup is idle: ``run``
+  relays at once and loads observation meanwhile, which the start table measures);
+- **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times
+  (after one, once the setup is idle);
 - **start**: how long after a setup is launched its agent begins, and its first line
   reaches the client (``--launches`` launches per run, five by default), in :data:`START_SETUPS`:
   also the floor (the same Python starting the agent from a two-line script), ``probe`` and
@@ -285,6 +287,19 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def settled(pid: int, timeout: float = 10.0) -> None:
+    """Wait until a process is idle (its CPU time still for 60 ms; at most ``timeout``
+    seconds): ``run`` loads observation while it relays the first frames, and a workload
+    measures the relay, not that (the start table does)."""
+    deadline = time.monotonic() + timeout
+    last, still = cpu_seconds(pid), 0
+    while still < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = cpu_seconds(pid)
+        still = still + 1 if now == last else 0
+        last = now
+
+
 def _status(pid: int, key: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -306,6 +321,7 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         _open_session(proc)
+        settled(proc.pid)
         cpu_before = cpu_seconds(proc.pid)
         start = time.perf_counter()
         proc.stdin.write(orjson.dumps(PROMPT) + b"\n")
@@ -390,6 +406,7 @@ def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
         proc.stdin.write(line)
         proc.stdin.flush()
         proc.stdout.readline()
+        settled(proc.pid)
         for _ in range(count):
             start = time.perf_counter()
             proc.stdin.write(line)

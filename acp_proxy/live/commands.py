@@ -257,10 +257,12 @@ def run(
         redact=redact, record_stderr=not no_stderr, notify_client=notify_client,
         keep_days=keep_days, keep_size=keep_size, inspect_live=inspect_live, inspector=inspector,
     )  # fmt: skip
-    # The relay starts now, and observation is loaded in a thread meanwhile: what is read
-    # before it is ready waits for it, in order.
-    observer = LateObserver(parts, log, None if no_record else _spool_for(record, pid))
     from acp_proxy.live.relay import run_relay
+
+    # The relay starts now, and observation is loaded in a thread meanwhile (once the relay
+    # is: the two imports would slow each other): what is read before it is ready waits for
+    # it, in order.
+    observer = LateObserver(parts, log, None if no_record else _spool_for(record, pid))
 
     try:
         result = run_relay(agent, observer, log, grace=grace)
