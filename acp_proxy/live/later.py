@@ -92,13 +92,14 @@ class LateObserver:
                     "could not start observing; relaying without recording or validation",
                     error=repr(exc),
                 )
-        with self._lock:
-            self._observer = observer
-            self._ready.set()
-            loop = self._loop
-        if loop is not None:  # the reads that waited, observed on the relay's loop
-            with contextlib.suppress(RuntimeError):  # (the loop is over: wait() does it)
-                loop.call_soon_threadsafe(self._caught_up)
+        finally:  # (ready however it ended: nothing waits for it forever)
+            with self._lock:
+                self._observer = observer
+                self._ready.set()
+                loop = self._loop
+            if loop is not None:  # the reads that waited, observed on the relay's loop
+                with contextlib.suppress(RuntimeError):  # (the loop is over: wait() does it)
+                    loop.call_soon_threadsafe(self._caught_up)
 
     def observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
         """As :meth:`Observer.observe`: at once when the observer is ready, else later."""
