@@ -22,10 +22,11 @@ from acp_proxy.readers import commands as readers_commands
 if TYPE_CHECKING:
     from acp_proxy.live.spawn import Early
 
-# The command modules import only click and clihelp at their top: `run` starts the agent
-# first and loads the rest of the proxy (the validator, the schemas, asyncio) while the
-# agent starts; every other command imports what it uses, in its body. The exit statuses
-# are clihelp's (EXIT_*: the commands return them).
+# The command modules import only click and clihelp at their top: run's, probe's and chat's
+# agent is started before this module is even loaded (acp_proxy.__main__), and `run` relays
+# at once while the rest of the proxy (the validator, the schemas) loads; every other command
+# imports what it uses, in its body (tests/test_launch.py holds it). The exit statuses are
+# clihelp's (EXIT_*: the commands return them).
 
 __all__ = ["cli", "main"]
 
