@@ -50,6 +50,7 @@ module's own docstring says what it is for and what it promises.
 ::
 
     cli.py                   the group, the examples, main: each command is beside its code
+                             (``__main__`` first starts run's, probe's or chat's agent)
     clihelp.py               what the commands share: --color, seconds, output, exit statuses
     log.py, files.py         Logger, LogStream (never raise or block); open_output (as a recording)
     core/protocol.py         Side, Kind, State, StopReason, methods_for: ACP facts per version
@@ -77,6 +78,7 @@ module's own docstring says what it is for and what it promises.
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
+    live/later.py            LateObserver: the relay started before its observer is ready
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
     live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
@@ -122,10 +124,12 @@ line or two.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from acp_proxy.core.version import VERSION as __version__
+
+# Importing the package stays cheap (not even typing): `acp-proxy run` starts its agent first.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Each public name, and the module it lives in (``module:name`` where it is named otherwise
 #: there: ``read`` is the readers' ``read_items``, each record an item).
@@ -157,6 +161,8 @@ def __getattr__(name: str) -> Any:
     if where is None:
         raise AttributeError(f"module 'acp_proxy' has no attribute {name!r}")
     module, _, own = where.partition(":")
+    import importlib  # noqa: PLC0415 - (see TYPE_CHECKING)
+
     value = getattr(importlib.import_module(module), own or name)
     globals()[name] = value
     return value

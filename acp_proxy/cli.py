@@ -8,7 +8,7 @@ import contextlib
 import gc
 import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -19,10 +19,14 @@ from acp_proxy.drive import commands as drive_commands
 from acp_proxy.live import commands as live_commands
 from acp_proxy.readers import commands as readers_commands
 
-# The command modules import only click and clihelp at their top: `run` starts the agent
-# first and loads the rest of the proxy (the validator, the schemas, asyncio) while the
-# agent starts; every other command imports what it uses, in its body. The exit statuses
-# are clihelp's (EXIT_*: the commands return them).
+if TYPE_CHECKING:
+    from acp_proxy.live.spawn import Early
+
+# The command modules import only click and clihelp at their top: run's, probe's and chat's
+# agent is started before this module is even loaded (acp_proxy.__main__), and `run` relays
+# at once while the rest of the proxy (the validator, the schemas) loads; every other command
+# imports what it uses, in its body (tests/test_launch.py holds it). The exit statuses are
+# clihelp's (EXIT_*: the commands return them).
 
 __all__ = ["cli", "main"]
 
@@ -306,16 +310,19 @@ cli.epilog = (
 )
 
 
-def main() -> None:
+def main(early: Early | None = None) -> None:
     """Entry point: the click group, plus a quiet exit when stdout is closed early.
 
     ``acp-proxy validate big.jsonl | head`` closes our stdout; that is not an
-    error worth a traceback.
+    error worth a traceback. ``early``: the agent ``acp_proxy.__main__`` started before
+    loading this, for the command to take (the context's ``obj``); stopped if none does.
     """
     try:
         try:
-            cli(standalone_mode=True)
+            cli(standalone_mode=True, obj=early)
         finally:
+            if early is not None:
+                early.discard()
             sys.stdout.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

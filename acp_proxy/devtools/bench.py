@@ -15,10 +15,14 @@ Workloads:
 
 - **stream**: a v2 session (initialize, session/new, a prompt) in which the agent streams
   ``--frames`` ``agent_message_chunk`` notifications of about 250 bytes to a client
-  that parses every line, as an editor does;
-- **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times;
+  that parses every line, as an editor does (the prompt once the setup is idle: ``run``
+  relays at once and loads observation meanwhile, which the start table measures);
+- **ping-pong**: one small line out and back (through ``cat``), ``--round-trips`` times
+  (after one, once the setup is idle);
 - **start**: how long after a setup is launched its agent begins, and its first line
-  reaches the client (``--launches`` launches per run, five by default);
+  reaches the client (``--launches`` launches per run, five by default), in :data:`START_SETUPS`:
+  also the floor (the same Python starting the agent from a two-line script), ``probe`` and
+  ``chat``; each against the floor and the direct launch;
 - **big**: one ``--big-mib`` MiB message out and back (through ``cat``), with the
   proxy's peak memory; and one way, to an agent that answers with a short line;
 - **line**: one ``--line-mb`` MB line without its end (an agent that writes it and exits),
@@ -51,6 +55,7 @@ client table's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -282,6 +287,19 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def settled(pid: int, timeout: float = 10.0) -> None:
+    """Wait until a process is idle (its CPU time still for 60 ms; at most ``timeout``
+    seconds): ``run`` loads observation while it relays the first frames, and a workload
+    measures the relay, not that (the start table does)."""
+    deadline = time.monotonic() + timeout
+    last, still = cpu_seconds(pid), 0
+    while still < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = cpu_seconds(pid)
+        still = still + 1 if now == last else 0
+        last = now
+
+
 def _status(pid: int, key: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -303,6 +321,7 @@ def stream(cmd: list[str], frames: int, samples: tuple[float, ...] = ()) -> dict
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         _open_session(proc)
+        settled(proc.pid)
         cpu_before = cpu_seconds(proc.pid)
         start = time.perf_counter()
         proc.stdin.write(orjson.dumps(PROMPT) + b"\n")
@@ -387,6 +406,7 @@ def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
         proc.stdin.write(line)
         proc.stdin.flush()
         proc.stdout.readline()
+        settled(proc.pid)
         for _ in range(count):
             start = time.perf_counter()
             proc.stdin.write(line)
@@ -399,27 +419,62 @@ def ping_pong(cmd: list[str], count: int) -> tuple[list[float], int | None]:
     return times, peak
 
 
-#: An agent that says when it began (its first instruction, in a notification the proxy
-#: relays like any other), then waits for its stdin to close.
+#: An agent that says when it began (its first instruction), in a file (its first argument)
+#: and in a notification the proxy relays like any other; then waits for its stdin to close
+#: (with a second argument, it ends at once: under probe and chat, which then end too).
 _STARTED = (
-    "import sys, time; t = time.time(); "
+    "import sys, time; t = time.time(); open(sys.argv[1], 'w').write(repr(t)); "
     'print(\'{"jsonrpc":"2.0","method":"_bench/started","params":{"t":%r}}\' % t,'
-    " flush=True); sys.stdin.read()"
+    " flush=True); sys.argv[2:] or sys.stdin.read()"
 )
 
+#: The tables, in the order they print.
+TABLES = ("stream", "ping", "start", "big", "line", "long", "pending", "client", "offline",
+          "page", "hostile")  # fmt: skip
 
-def start(setup: str, workdir: str) -> tuple[float, float]:
+#: The start table's setups: a direct launch; the floor (the Python that runs acp-proxy,
+#: with its site, starting the agent from a two-line script); run recording and not; the
+#: front-ends that start the agent themselves.
+START_SETUPS = ("direct", "floor", "proxy", "no-record", "probe", "chat")
+
+#: The floor's script: no Python tool can start an agent sooner.
+_FLOOR = "import subprocess, sys\nsys.exit(subprocess.call(sys.argv[1:]))"
+
+
+def start(setup: str, workdir: str) -> tuple[float, float | None]:
     """Seconds from launching a setup until its agent (a Python that starts as fast as
-    Python does) begins; and until its first line has reached the client."""
-    cmd = command(setup, [sys.executable, "-c", _STARTED], workdir)
+    Python does) begins; and until its first line has reached the client (None: probe and
+    chat, which are the client)."""
+    began_file = os.path.join(workdir, "began")
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(began_file)
+    agent_argv = [sys.executable, "-c", _STARTED, began_file]
+    front = setup in ("probe", "chat")
+    if setup == "floor":
+        cmd = [sys.executable, "-c", _FLOOR, *agent_argv]
+    elif front:
+        record = ["--record", os.path.join(workdir, f"{setup}.jsonl")]
+        cmd = [sys.executable, "-m", "acp_proxy", setup, *record, "--", *agent_argv, "end"]
+    else:
+        cmd = command(setup, agent_argv, workdir)
     launched = time.time()
-    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL if front else None,
+    ) as proc:
         assert proc.stdin is not None and proc.stdout is not None
-        began = orjson.loads(proc.stdout.readline())["params"]["t"]
-        arrived = time.time()
+        arrived = None
+        if not front:
+            proc.stdout.readline()
+            arrived = time.time() - launched
         proc.stdin.close()
-        proc.wait()
-    return began - launched, arrived - launched
+        proc.stdout.read()
+        proc.wait(timeout=60)
+    with open(began_file, encoding="ascii") as file:
+        began = float(file.read())
+    return began - launched, arrived
 
 
 def _big_message(mib: int) -> bytes:
@@ -740,17 +795,30 @@ class _Bench:
             )
 
     def start_table(self) -> None:
-        print("\nstart: from launching the setup until the agent begins, and its first line is in")
-        print(f"{'setup':<11}{'agent begins ms':>22}{'first line ms':>22}")
-
-        def launch(setup: str) -> tuple[float, float]:
-            self.fresh()
-            return start(setup, self.workdir)
-
-        for setup, runs in self.rounds(launch, self.args.repeat * self.args.launches).items():
+        """How soon each setup's agent begins, against the floor and a direct launch in
+        the same run (the setups in turn, round after round)."""
+        print(
+            "\nstart: from launching the setup until the agent begins, and its first line is in"
+            " (ms; floor: the same Python starting it from a two-line script)"
+        )
+        print(
+            f"{'setup':<11}{'agent begins ms':>22}{'first line ms':>22}"
+            f"{'vs floor':>10}{'vs direct':>11}"
+        )
+        results: dict[str, list[tuple[float, float | None]]] = {s: [] for s in START_SETUPS}
+        for round_ in range(self.args.repeat * self.args.launches):
+            for i in range(len(START_SETUPS)):
+                setup = START_SETUPS[(round_ + i) % len(START_SETUPS)]
+                self.fresh()
+                results[setup].append(start(setup, self.workdir))
+        begins = {setup: statistics.median(r[0] for r in runs) for setup, runs in results.items()}
+        for setup, runs in results.items():
+            lines = [r[1] for r in runs if r[1] is not None]
+            first = _spread(lines, 1e3, "{:,.0f}") if lines else "-"
             print(
-                f"{setup:<11}{_spread([r[0] for r in runs], 1e3, '{:,.0f}'):>22}"
-                f"{_spread([r[1] for r in runs], 1e3, '{:,.0f}'):>22}"
+                f"{setup:<11}{_spread([r[0] for r in runs], 1e3, '{:,.0f}'):>22}{first:>22}"
+                f"{(begins[setup] - begins['floor']) * 1e3:>+10,.0f}"
+                f"{(begins[setup] - begins['direct']) * 1e3:>+11,.0f}"
             )
 
     def big_table(self) -> None:
@@ -975,6 +1043,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hostile-kb", type=int, default=480, help="hostile: search's message")
     parser.add_argument("--hostile-chunks", type=int, default=32_000, help="hostile: diff's")
     parser.add_argument(
+        "--only", action="append", choices=TABLES, metavar="TABLE",
+        help=f"only this table (repeatable): {', '.join(TABLES)}",
+    )  # fmt: skip
+    parser.add_argument(
         "--quick", action="store_true", help="a tenth of everything, one run (a smoke test)"
     )
     args = parser.parse_args(args_in)
@@ -989,20 +1061,19 @@ def main(argv: list[str] | None = None) -> None:
         f"{os.cpu_count()} cpus; {args.repeat} run(s) per figure, the setups in turn: "
         "median (min-max)"
     )
+    only = set(args.only or TABLES)
+    if only & {"offline", "page"}:
+        only.add("stream")  # (they read its recording)
     with tempfile.TemporaryDirectory() as workdir:
         bench = _Bench(args, workdir)
-        recorded = bench.stream_table()
-        bench.ping_table()
-        bench.start_table()
-        bench.big_table()
-        bench.line_table()
-        if args.long_frames:
-            bench.long_table()
-        bench.pending_table()
-        bench.client_table()
-        bench.offline_table(recorded)
-        bench.page_table(recorded)
-        bench.hostile_table()
+        recorded = bench.stream_table() if "stream" in only else ""
+        for table in TABLES[1:]:
+            if table not in only or (table == "long" and not args.long_frames):
+                continue
+            if table in ("offline", "page"):
+                getattr(bench, f"{table}_table")(recorded)
+            else:
+                getattr(bench, f"{table}_table")()
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ from acp_proxy.live.client import (
     config_option_params,
     initialize_params,
 )
+from acp_proxy.live.spawn import Early
 from acp_proxy.log import Logger
 from acp_proxy.readers.text import LiveConversation
 
@@ -1116,12 +1117,13 @@ def chat(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    early: Early | None = None,
 ) -> int:
     """Chat with ``argv`` behind the client core; the exit status (0; 1: a turn failed (an
     error, a refusal, cut off by ``--timeout``), a finding was an error, or the agent is
     gone; 130: stopped by Ctrl-C). Raises
     :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
-    start."""
+    start (``early``: the agent already started)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     lines = stdin or sys.stdin
     notes: list[_Chat] = []  # (the services are made before the chat they tell)
@@ -1142,7 +1144,7 @@ def chat(
     # the chat takes findings from the first frame on (a banner before initialize too)
     client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
-        grace=options.grace, on_finding=session.found, both_sides=True,
+        grace=options.grace, on_finding=session.found, both_sides=True, early=early,
     )  # fmt: skip
 
     def interrupted(signum: int, frame: Any) -> None:

@@ -345,13 +345,15 @@ def _probe_run(
     say = lambda line: _say(f"acp-proxy probe: {line}")  # noqa: E731
     try:
         with _starting("probe", command):
+            early = click.get_current_context().obj  # (the agent, if started before click)
             if fmt != "text":
-                result = probing.probe(list(command), options, get_logger(), say=say)
+                result = probing.probe(list(command), options, get_logger(), say=say,
+                                       early=early)  # fmt: skip
             else:  # each check's lines as it ends
                 with _output("always" if colour else "never", live=True) as emit:
                     stream = probing.TextStream(emit, style)
                     result = probing.probe(list(command), options, get_logger(), say=say,
-                                           listener=stream)  # fmt: skip
+                                           listener=stream, early=early)  # fmt: skip
                     if not stream.headed:
                         emit(probing.head_line(result.who, result.protocol))
                     for line in probing.tail_lines(result):
@@ -612,6 +614,7 @@ def chat(
             interactive=interactive,
             colour=_colored(color),
             err_colour=_colored(color, sys.stderr),
+            early=click.get_current_context().obj,
         )
     _exit(status)
 

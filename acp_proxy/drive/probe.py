@@ -64,6 +64,7 @@ from acp_proxy.live.client import (
     exit_words,
     initialize_params,
 )
+from acp_proxy.live.spawn import Early
 from acp_proxy.log import Logger
 
 __all__ = ["CHECKS", "Check", "Options", "Outcome", "ProbeResult", "probe"]
@@ -1463,11 +1464,12 @@ def probe(
     log: Logger,
     say: Callable[[str], None] | None = None,
     listener: Listener | None = None,
+    early: Early | None = None,
 ) -> ProbeResult:
     """Start ``argv`` behind the client core and run the checks; ``listener`` is told of
     each check as it ends (text output streams through it). Raises
     :class:`~acp_proxy.live.spawn.AgentNotFound` / ``AgentNotExecutable`` when it cannot
-    start."""
+    start (``early``: the agent already started)."""
     sandbox = Path(tempfile.mkdtemp(prefix="acp-proxy-probe-"))
     try:
         (sandbox / READ_ME).write_text(READ_ME_TEXT)
@@ -1477,7 +1479,7 @@ def probe(
         )  # fmt: skip
         client = Client.start(
             argv, services, log, record=options.record, no_record=options.no_record,
-            grace=options.grace,
+            grace=options.grace, early=early,
         )  # fmt: skip
         services.client = client
         if listener is not None:

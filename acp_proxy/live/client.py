@@ -67,7 +67,7 @@ from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
 from acp_proxy.live.relay import RelayResult, relay
 from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
-from acp_proxy.live.spawn import Agent, start_agent
+from acp_proxy.live.spawn import Agent, Early, take_agent
 from acp_proxy.log import Logger
 
 __all__ = [
@@ -614,10 +614,18 @@ class Client:
 
     @classmethod
     def start(
-        cls, argv: Sequence[str], services: Services | None, log: Logger, **options: Any
+        cls,
+        argv: Sequence[str],
+        services: Services | None,
+        log: Logger,
+        *,
+        early: Early | None = None,
+        **options: Any,
     ) -> Client:
-        """Start ``argv`` (in its own process group) and relay it (see the class)."""
-        agent = start_agent(list(argv))
+        """Start ``argv`` (in its own process group) and relay it (see the class).
+        ``early``: the agent already started (``acp_proxy.__main__``), taken if it is
+        ``argv``."""
+        agent = take_agent(early, list(argv))
         try:
             return cls(agent, services, log, **options)
         except BaseException:

@@ -1,9 +1,11 @@
-"""``run``: its options, and the assembly of a session (the agent started first, then the
-observer, the recorder and the relay, loaded while the agent starts)."""
+"""``run``: its options, and the assembly of a session: the agent started first (before
+click is loaded, by ``acp_proxy.__main__``), then the relay at once, while the observer,
+the validator and the recorder load in a thread (:mod:`acp_proxy.live.later`)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -34,6 +36,8 @@ from acp_proxy.log import Logger, configure, get_logger
 if TYPE_CHECKING:
     import subprocess
 
+    from acp_proxy.live.observer import Observer
+
 
 def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
     """``run --inspect``: ``acp-proxy inspect`` for this recording, in its own process (serving
@@ -56,6 +60,71 @@ def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
         )
     except OSError as exc:
         log.warning("could not start the inspector", error=repr(exc))
+        return None
+
+
+def _observer(
+    argv: list[str],
+    pid: int,
+    log: Logger,
+    *,
+    started: str,
+    record: str | None,
+    no_record: bool,
+    redact: bool,
+    record_stderr: bool,
+    notify_client: bool,
+    keep_days: float | None,
+    keep_size: int | None,
+    inspect_live: bool,
+    inspector: list[subprocess.Popen[bytes] | None],
+) -> Observer:
+    """``run``'s observer and its parts (the transcript, the validator, the live log, the
+    findings log, the notices), loaded and built while the relay runs; the recordings
+    tidied (``--keep-*``), the page served (``--inspect``: the process, to ``inspector``)."""
+    from acp_proxy.core.validator import Validator
+    from acp_proxy.live.addons import run_addons
+    from acp_proxy.live.observer import Observer
+    from acp_proxy.live.recorder import Recorder, session_recorder
+
+    redactor = None
+    recorded_argv = argv
+    if redact:
+        from acp_proxy.transcript.redact import Redactor
+
+        redactor = Redactor()
+        recorded_argv = redactor.argv(argv)[0]
+    recorder = (
+        Recorder(None, log)
+        if no_record
+        else session_recorder(record, log, recorded_argv, pid, started)
+    )
+    validator = Validator()
+    addons = run_addons(
+        recorder,
+        log,
+        validator,
+        redactor=redactor,
+        record_stderr=record_stderr,
+        notify_client=notify_client,
+    )
+    observer = Observer(recorder, log, validator, addons=addons)
+    if record is None and (keep_days is not None or keep_size is not None):
+        _prune(log, keep_days, keep_size)
+    if inspect_live and recorder.path is not None:
+        inspector.append(_start_inspector(recorder.path, log))
+    _settle()
+    return observer
+
+
+def _spool_for(record: str | None, pid: int) -> Path | None:
+    """Where the relay spools a line too long to hold: the recording's directory (None:
+    it cannot even be worked out, and the session will not be recorded)."""
+    from acp_proxy.transcript.names import resolve_record_path
+
+    try:
+        return resolve_record_path(record, pid).parent
+    except (OSError, RuntimeError, ValueError):
         return None
 
 
@@ -159,13 +228,14 @@ def run(
     Every option can also be set in the environment as ACP_PROXY_<OPTION>,
     for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
     """
-    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, start_agent
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, take_agent
 
     _no_effect(record, no_record)
     argv = list(command)
-    # The agent first: its start overlaps the proxy's (what it writes waits in its pipe).
+    # The agent first (started before click was loaded, by acp_proxy.__main__, when it
+    # could be): its start overlaps the proxy's (what it writes waits in its pipe).
     try:
-        agent = start_agent(argv)
+        agent = take_agent(click.get_current_context().obj, argv)
     except AgentNotFound:
         _say(f"acp-proxy: agent command not found: {argv[0]}")
         sys.exit(EXIT_NOT_FOUND)
@@ -173,43 +243,27 @@ def run(
         _say(f"acp-proxy: agent command cannot be executed: {exc}")
         sys.exit(EXIT_NOT_EXECUTABLE)
 
-    from acp_proxy.core.validator import Validator
-    from acp_proxy.live.addons import run_addons
-    from acp_proxy.live.observer import Observer
-    from acp_proxy.live.recorder import Recorder, session_recorder
-    from acp_proxy.live.relay import run_relay
+    from acp_proxy.core.times import format_time
+    from acp_proxy.live.later import LateObserver
 
     stream = _open_log(log_file)
     configure(log_level.lower(), log_format, stream, _colored(color, stream))
     log = get_logger()
-    redactor = None
-    recorded_argv = argv
-    if redact:
-        from acp_proxy.transcript.redact import Redactor
-
-        redactor = Redactor()
-        recorded_argv = redactor.argv(argv)[0]
     pid = agent.process.pid
-    recorder = (
-        Recorder(None, log) if no_record else session_recorder(record, log, recorded_argv, pid)
-    )
-    validator = Validator()
-    # The session's parts: the live log, the transcript, the findings log, the notices.
-    addons = run_addons(
-        recorder,
-        log,
-        validator,
-        redactor=redactor,
-        record_stderr=not no_stderr,
-        notify_client=notify_client,
-    )
-    observer = Observer(recorder, log, validator, addons=addons)
-    if record is None and (keep_days is not None or keep_size is not None):
-        _prune(log, keep_days, keep_size)
-    inspector = None
-    if inspect_live and recorder.path is not None:
-        inspector = _start_inspector(recorder.path, log)
-    _settle()
+    started = format_time()  # (the start record's time: every frame comes after it)
+    inspector: list[subprocess.Popen[bytes] | None] = []
+    parts = functools.partial(
+        _observer, argv, pid, log, started=started, record=record, no_record=no_record,
+        redact=redact, record_stderr=not no_stderr, notify_client=notify_client,
+        keep_days=keep_days, keep_size=keep_size, inspect_live=inspect_live, inspector=inspector,
+    )  # fmt: skip
+    from acp_proxy.live.relay import run_relay
+
+    # The relay starts now, and observation is loaded in a thread meanwhile (once the relay
+    # is: the two imports would slow each other): what is read before it is ready waits for
+    # it, in order.
+    observer = LateObserver(parts, log, None if no_record else _spool_for(record, pid))
+
     try:
         result = run_relay(agent, observer, log, grace=grace)
     except Exception as exc:  # a bug in the proxy: still close the transcript, no traceback
@@ -218,7 +272,8 @@ def run(
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         _exit(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
-    if inspector is not None:
-        with contextlib.suppress(OSError):
-            inspector.terminate()
+    for page in inspector:
+        if page is not None:
+            with contextlib.suppress(OSError):
+                page.terminate()
     _exit(result.exit_status)

@@ -175,8 +175,9 @@ class Observer:
                 addon.debug = addon.parses = debug
         self._bind()
 
-    def observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:
-        """Observe the frames of one chunk, in order; flush the transcript. A frame may
+    def observe(self, side: Side, frames: Iterable[Frame | bytes], t: str | None = None) -> bytes:
+        """Observe the frames of one chunk, in order; flush the transcript (``t``: when it
+        was read, if not now: it waited for the observer, :mod:`acp_proxy.live.later`). A frame may
         come as its line's bytes, unparsed (:meth:`Framer.lines`): it is parsed here,
         unless it is the streamed chunk before it around another text
         (:meth:`Shortcut.repeat`), which checking would find nothing in.
@@ -190,7 +191,7 @@ class Observer:
         if self._broken:
             return b""
         try:
-            return self._observe(side, frames)
+            return self._observe(side, frames, t)
         except Exception as exc:
             self._broken = True
             with contextlib.suppress(Exception):
@@ -218,7 +219,7 @@ class Observer:
             stamp = found
         return stamp, keep, each, idle, not parses and self.validator is not None
 
-    def _observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes:  # noqa: C901, PLR0912 - the hot path, in one piece
+    def _observe(self, side: Side, frames: Iterable[Frame | bytes], t: str | None) -> bytes:  # noqa: C901, PLR0912 - the hot path, in one piece
         """:meth:`observe`, unguarded. A plain frame (JSON, no finding, not a notice) goes
         to the addons' plain hooks only: its record, made from a stamp made once per read
         (:meth:`_way`), joins the read's others, handed over together before any other
@@ -226,7 +227,8 @@ class Observer:
         validator knows by its bytes (a streamed chunk around another text) is not even
         parsed. Any other frame is :meth:`_frame`'s."""
         notices = b""
-        t = format_time()  # the frames of one chunk arrived together
+        if t is None:
+            t = format_time()  # the frames of one chunk arrived together
         stamp, keep, each, idle, quick = self._way(t, side)
         batch: list[bytes] = []
         seq = first = self.seq
@@ -344,14 +346,15 @@ class Observer:
             self._validator_failed(exc)
             return False
 
-    def stderr(self, data: bytes) -> None:
+    def stderr(self, data: bytes, t: str | None = None) -> None:
         """What the agent wrote to stderr (``b""``: its end), to the addons (the recorder
-        keeps a record per line). Never raises."""
+        keeps a record per line; ``t``: when it was read, if not now). Never raises."""
         hooks = self._stderrs
         if not hooks:
             return
         with contextlib.suppress(Exception):  # only a log that cannot be written gets here
-            t = format_time()
+            if t is None:
+                t = format_time()
             for addon, hook in hooks:
                 try:
                     hook(data, t)

@@ -29,14 +29,19 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.times import format_time
 from acp_proxy.log import Logger
-from acp_proxy.transcript.names import default_record_dir, recording_name
+from acp_proxy.transcript.names import (
+    default_record_dir,
+    is_per_session,
+    recording_name,
+    resolve_record_path,
+)
 from acp_proxy.transcript.records import end_record, start_record
 
 if TYPE_CHECKING:
@@ -59,31 +64,12 @@ _APPEND = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC 
 _ATTEMPTS = 100
 
 
-def resolve_record_path(
-    option: str | None, pid: int | None, env: Mapping[str, str] | None = None
-) -> Path:
-    """The file a session records to.
-
-    An existing directory, or a path ending in ``/``, gets a new file per
-    session; any other path is a file that sessions append to.
-    """
-    if option is None:
-        return default_record_dir(env) / recording_name(pid)
-    path = Path(option).expanduser()
-    if option.endswith(("/", os.sep)) or path.is_dir():
-        return path / recording_name(pid)
-    return path
-
-
-def is_per_session(option: str | None) -> bool:
-    """Whether ``--record`` asks for a new file per session (not a file to append to)."""
-    if option is None:
-        return True
-    return option.endswith(("/", os.sep)) or Path(option).expanduser().is_dir()
-
-
 def session_recorder(
-    option: str | None, log: Logger, argv: Sequence[str], pid: int | None
+    option: str | None,
+    log: Logger,
+    argv: Sequence[str],
+    pid: int | None,
+    started: str | None = None,
 ) -> Recorder:
     """The recorder ``run --record OPTION`` asks for (None: the default directory). Never
     raises: a path that cannot even be worked out (``~nobody/x.jsonl``) is said once in the
@@ -94,7 +80,7 @@ def session_recorder(
         log.error("cannot record this session; relaying without a recording", record=option,
                   error=str(exc))  # fmt: skip
         return Recorder(None, log)
-    return Recorder(path, log, argv, pid, append=append)
+    return Recorder(path, log, argv, pid, append=append, started=started)
 
 
 class _Refused(Exception):
@@ -121,11 +107,13 @@ class Recorder:
         pid: int | None = None,
         *,
         append: bool = False,
+        started: str | None = None,
     ) -> None:
         """A recorder of the session of agent ``argv`` (process ``pid``) to ``path``, opened
         (see the module's docstring) and its ``start`` record written; ``path`` None: a
         recorder that records nothing. ``append``: ``path`` is an explicit file that
-        sessions append to, not a new file."""
+        sessions append to, not a new file. ``started``: when the session started, if
+        before now (``run``'s first frames may be read before the recorder is made)."""
         #: Where the transcript goes (where it went, when the path asked for was taken);
         #: None when recording is off.
         self.path = path
@@ -134,14 +122,14 @@ class Recorder:
         self._fd: int | None = None
         self._pending: list[bytes] = []
         self._failed = False
-        self._open(list(argv), pid)
+        self._open(list(argv), pid, started)
 
     @property
     def active(self) -> bool:
         """Whether records are being written."""
         return self._fd is not None
 
-    def _open(self, argv: list[str], pid: int | None) -> None:
+    def _open(self, argv: list[str], pid: int | None, started: str | None) -> None:
         """Open the file safely (see the module's docstring) and write the ``start`` record."""
         if self.path is None:
             return
@@ -151,7 +139,8 @@ class Recorder:
             self._fail("cannot open recording", exc)
             return
         self._log.info("recording", path=str(self.path))
-        self.write(start_record(format_time(), argv, pid, schema_sources().as_dict()))
+        t = started or format_time()
+        self.write(start_record(t, argv, pid, schema_sources().as_dict()))
         self.flush()
 
     def _open_safely(self, path: Path, pid: int | None) -> int:

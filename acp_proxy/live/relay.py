@@ -22,15 +22,14 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from acp_proxy.core.framing import HOLD, MAX_FRAME, Frame, Framer, LineEnd, LinePiece
 from acp_proxy.core.protocol import Side
 from acp_proxy.live.loop import event_loop
-from acp_proxy.live.observer import Observer
 from acp_proxy.live.pipes import (
     ClientSink,
     FdSink,
@@ -45,7 +44,23 @@ from acp_proxy.live.spawn import Agent, signal_group
 from acp_proxy.live.spool import Spooler
 from acp_proxy.log import Logger
 
-__all__ = ["RelayResult", "frame_cap", "relay", "run_relay"]
+__all__ = ["Observing", "RelayResult", "frame_cap", "relay", "run_relay"]
+
+
+class Observing(Protocol):
+    """What the relay needs of its observer: an :class:`~acp_proxy.live.observer.Observer`,
+    or ``run``'s :class:`~acp_proxy.live.later.LateObserver` while that loads (this module
+    imports neither: the relay starts before observation is loaded)."""
+
+    @property
+    def log(self) -> Logger: ...
+
+    def observe(self, side: Side, frames: Iterable[Frame | bytes]) -> bytes: ...
+
+    def stderr(self, data: bytes) -> None: ...
+
+    def spool_directory(self) -> Path | None: ...
+
 
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -79,7 +94,7 @@ class _Pump:
         feed: Feed,
         sink: Sink,
         side: Side,
-        observer: Observer,
+        observer: Observing,
         to_client: Callable[[bytes], None],
         cap: int = MAX_FRAME,
         spool: Path | None = None,
@@ -179,7 +194,7 @@ async def _pump(
     feed: Feed,
     sink: Sink,
     side: Side,
-    observer: Observer,
+    observer: Observing,
     to_client: Callable[[bytes], None],
     cap: int = MAX_FRAME,
     spool: Path | None = None,
@@ -259,7 +274,7 @@ def _to_our_stderr(data: bytes) -> None:
 
 
 async def _pass_stderr(
-    feed: Feed, observer: Observer, passed_on: Callable[[bytes], None] = _to_our_stderr
+    feed: Feed, observer: Observing, passed_on: Callable[[bytes], None] = _to_our_stderr
 ) -> None:
     """The agent's stderr: passed on (to ours, unless the caller takes it), and to the
     transcript."""
@@ -285,7 +300,7 @@ _EXIT_POLL = 0.02
 
 async def relay(
     agent: Agent,
-    observer: Observer,
+    observer: Observing,
     log: Logger,
     *,
     grace: float = 5.0,
@@ -325,7 +340,7 @@ class _Session:
     def __init__(
         self,
         agent: Agent,
-        observer: Observer,
+        observer: Observing,
         log: Logger,
         grace: float,
         stderr: Callable[[bytes], None],
@@ -501,7 +516,7 @@ def _restore_blocking(fd: int, blocking: bool | None) -> None:
             os.set_blocking(fd, blocking)
 
 
-def run_relay(agent: Agent, observer: Observer, log: Logger, **kwargs: Any) -> RelayResult:
+def run_relay(agent: Agent, observer: Observing, log: Logger, **kwargs: Any) -> RelayResult:
     """Run :func:`relay` in a fresh event loop."""
     with asyncio.Runner(loop_factory=event_loop) as runner:
         return runner.run(relay(agent, observer, log, **kwargs))

@@ -23,9 +23,11 @@ __all__ = [
     "Agent",
     "AgentNotExecutable",
     "AgentNotFound",
+    "Early",
     "Watchdog",
     "signal_group",
     "start_agent",
+    "take_agent",
 ]
 
 
@@ -122,6 +124,49 @@ def start_agent(argv: list[str]) -> Agent:
     finally:
         _close(child_in, child_out, child_err)
     return Agent(list(argv), process, agent_in, agent_out, agent_err)
+
+
+class Early:
+    """An agent started before the command that relays it has read its options
+    (``acp_proxy.__main__``: before click is even imported), until that command takes it
+    over (:meth:`take`). Whatever command did not take it, it is stopped (:meth:`discard`)
+    before it was sent a byte."""
+
+    __slots__ = ("agent", "argv")
+
+    def __init__(self, argv: list[str], agent: Agent | None) -> None:
+        self.argv = argv
+        self.agent = agent
+
+    @classmethod
+    def start(cls, argv: list[str]) -> Early:
+        """``argv`` started; an agent that cannot start is left to the command, which
+        tries again and says why."""
+        try:
+            return cls(argv, start_agent(argv))
+        except (AgentNotFound, AgentNotExecutable):
+            return cls(argv, None)
+
+    def take(self, argv: list[str]) -> Agent:
+        """The agent, if it is ``argv`` (else it is stopped, and ``argv`` started):
+        :func:`start_agent`, the agent already started."""
+        agent, self.agent = self.agent, None
+        if agent is not None and agent.argv == list(argv):
+            return agent
+        if agent is not None:
+            agent.kill()
+        return start_agent(list(argv))
+
+    def discard(self) -> None:
+        """Not taken (the command line was wrong after all): stopped. Idempotent."""
+        agent, self.agent = self.agent, None
+        if agent is not None:
+            agent.kill()
+
+
+def take_agent(early: Early | None, argv: list[str]) -> Agent:
+    """The agent ``argv``: the one started early, if it is, else started now."""
+    return start_agent(list(argv)) if early is None else early.take(argv)
 
 
 #: What the watchdog runs: it ignores the signals a terminal or the proxy's stop sends its

@@ -35,12 +35,12 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.times import parse_time
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.names import PROXY_NAME
 from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
@@ -348,6 +348,8 @@ def _from_index(entry: Any, path: str) -> list[SessionSummary] | None:
 
 def summarize(path: Path) -> list[SessionSummary]:
     """One pass over a recording: a summary per session (connection)."""
+    from acp_proxy.readers.annotate import read  # noqa: PLC0415 - the validator: ls loads it only for what is not in the index
+
     summaries = _Summaries(str(path), path.stat().st_size)
     summaries.feed(read(path))
     return list(summaries.sessions.values())
@@ -708,6 +710,8 @@ def search(
 
 def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:
     """:func:`search` in one recording."""
+    from acp_proxy.readers.annotate import read  # noqa: PLC0415 - (as in summarize)
+
     name = STDIN_NAME if path == "-" else path
     for item in read(path):
         for candidate in _candidates(regex, only, item):

@@ -10,7 +10,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["PROXY_NAME", "default_record_dir", "recording_name"]
+__all__ = [
+    "PROXY_NAME",
+    "default_record_dir",
+    "is_per_session",
+    "recording_name",
+    "resolve_record_path",
+]
 
 #: The name of a per-session file the proxy made (``recording_name``, or a sibling of one).
 PROXY_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z-[A-Za-z0-9_.-]+\.jsonl$")
@@ -32,3 +38,26 @@ def recording_name(pid: int | str | None, when: datetime | None = None) -> str:
     start time."""
     when = when or datetime.now(UTC)
     return f"{when.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}-{pid}.jsonl"
+
+
+def resolve_record_path(
+    option: str | None, pid: int | None, env: Mapping[str, str] | None = None
+) -> Path:
+    """The file a session records to.
+
+    An existing directory, or a path ending in ``/``, gets a new file per
+    session; any other path is a file that sessions append to.
+    """
+    if option is None:
+        return default_record_dir(env) / recording_name(pid)
+    path = Path(option).expanduser()
+    if option.endswith(("/", os.sep)) or path.is_dir():
+        return path / recording_name(pid)
+    return path
+
+
+def is_per_session(option: str | None) -> bool:
+    """Whether ``--record`` asks for a new file per session (not a file to append to)."""
+    if option is None:
+        return True
+    return option.endswith(("/", os.sep)) or Path(option).expanduser().is_dir()

@@ -550,6 +550,10 @@ def test_agent_is_told_when_the_proxy_is_killed(tmp_path):
     ) as proc:  # fmt: skip
         assert proc.stdout is not None
         assert proc.stdout.readline() == b'{"ready":true}\n'  # its SIGTERM handler is in place
+        deadline = time.monotonic() + 30  # (relayed at once: recorded once observation loaded)
+        while not (transcript.exists() and b"\n" in transcript.read_bytes()):
+            assert time.monotonic() < deadline, "no start record"
+            time.sleep(0.02)
         agent_pid = orjson.loads(transcript.read_bytes().split(b"\n")[0])["pid"]
         proc.kill()
         proc.wait(timeout=10)
