@@ -1296,9 +1296,10 @@ class Report:
         """The one line on stderr."""
         counts = self.counts()
         version = f"ACP v{self.version}" if self.version else "never initialized"
+        turns = f"{self.turns} turn{'' if self.turns == 1 else 's'}"
         return (
-            f"{self.client_words()} ({version}), {self.turns} turn(s): {counts['fail']} "
-            f"failed, {counts['pass']} passed, {counts['skip']} skipped"
+            f"{self.client_words()} ({version}), {turns}: {counts['fail']} failed, "
+            f"{counts['pass']} passed, {counts['skip']} skipped"
         )
 
     def as_json(self) -> dict[str, Any]:

@@ -472,7 +472,7 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     out = [orjson.loads(line) for line in run.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in out) and [m["id"] for m in out] == [1, 2, 3]
     assert run.stderr.decode().count("\n") == 1
-    assert "2 failed" in run.stderr.decode()
+    assert "0 turns: 2 failed" in run.stderr.decode()  # (a real plural, never "turn(s)")
     document = orjson.loads(report.read_bytes())
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
     # ours, and the validator's rule on the same frame
