@@ -263,6 +263,8 @@ def run(
     # is: the two imports would slow each other): what is read before it is ready waits for
     # it, in order.
     observer = LateObserver(parts, log, None if no_record else _spool_for(record, pid))
+    if notify_client:  # the notices are live: observation is ready before anything crosses
+        observer.wait()
 
     try:
         result = run_relay(agent, observer, log, grace=grace)
