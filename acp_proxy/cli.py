@@ -264,7 +264,6 @@ _EXAMPLES = {
     ],
     "chat": [
         "acp-proxy chat -- my-agent --acp",
-        "acp-proxy chat --protocol 2 --cwd ~/src/app -- my-agent",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
         "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
     ],
