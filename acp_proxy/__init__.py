@@ -73,14 +73,14 @@ module's own docstring says what it is for and what it promises.
     transcript/reading.py    open_recording, open_lines, RecordingError
     transcript/names.py      default_record_dir, recording_name
     transcript/redact.py     Redactor, redact_stream
-    transcript/items.py      Annotated, Repeated, Addon, Chain: items, and what reads them
+    transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
     live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
     live/relay.py            run_relay: the pumps and the session's lifecycle, signals, shutdown
     live/later.py            LateObserver: the relay started before its observer is ready
     live/observer.py         Observer: each frame stamped and checked, handed to the addons
-    live/addons.py           Addon; Save, LiveLog, LogFindings, Notify, Readers: a session's parts
+    live/addons.py           run_addons; Save, LiveLog, LogFindings, Notify: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
     live/spool.py            Spooler: a line too long to hold, spooled to a file as it crosses
     live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
@@ -112,14 +112,15 @@ module's own docstring says what it is for and what it promises.
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 
-Every reader of a file is an addon (``transcript.items.Addon``) fed ``read(path)``'s items
-(the public ``acp_proxy.read`` gives each record as one; ``runs=True``, runs too);
-``Chain(a, b)`` feeds several in one pass, and ``live.addons.Readers(a, b)`` feeds the same
-readers live, from the observer's chain, each frame as it crosses. A new one writes
-``add(item)``: a run of streamed chunks known by their bytes (``core.chunks.Shortcut``)
-reaches it frame by frame unless it overrides ``add_run``, where the run's aggregates
-(``run.count``, ``run.wire_bytes``, ``run.texts``, ``run.seqs``, ``run.last_t``) make it a
-line or two.
+There is one hook protocol, live and offline (``transcript.items.Addon``, mitmproxy's
+pattern). Every reader of a file is an addon fed ``read(path)``'s items (the public
+``acp_proxy.read`` gives each record as one; ``runs=True``, runs too); ``Chain(a, b)``
+feeds several in one pass; the same addon put in a live observer's chain
+(``live.observer.Observer``: ``run``, the client core) is handed each frame as it crosses,
+as the item reading its record would give. A new one writes ``add(item)``: a run of
+streamed chunks known by their bytes (``core.chunks.Shortcut``) reaches it frame by frame
+unless it overrides ``add_run``, where the run's aggregates (``run.count``,
+``run.wire_bytes``, ``run.texts``, ``run.seqs``, ``run.last_t``) make it a line or two.
 """
 
 from __future__ import annotations

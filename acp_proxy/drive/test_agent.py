@@ -52,11 +52,12 @@ from acp_proxy.core.protocol import (
 )
 from acp_proxy.core.validator import Validator
 from acp_proxy.core.version import VERSION
-from acp_proxy.live.addons import Addon, LiveLog, Save, Seen
+from acp_proxy.live.addons import run_addons
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
 from acp_proxy.live.relay import frame_cap
 from acp_proxy.log import Logger
+from acp_proxy.transcript.items import Addon, Seen
 
 __all__ = [
     "CHECK_SPECS",
@@ -1469,12 +1470,10 @@ def serve(
         Recorder(None, log) if no_record else session_recorder(record, log, command, os.getpid())
     )
     recording = str(recorder.path) if recorder.active and recorder.path else None
-    # run's chain less the findings log (the report says them) and the notices
-    addons: list[Addon] = [LiveLog(log)]
-    if recorder.active:
-        addons.append(Save(recorder, log))
-    addons.append(_Findings(machine))
-    observer = Observer(recorder, log, Validator(), addons=addons)
+    # run's chain less the findings log (the report says them), and the machine's part
+    validator = Validator()
+    addons = run_addons(recorder, log, validator, log_findings=False, then=[_Findings(machine)])
+    observer = Observer(recorder, log, validator, addons=addons)
     shell = _Shell(machine, observer, log, stdin, stdout)
 
     def stop(signum: int, frame: Any) -> None:

@@ -1,47 +1,26 @@
 """The parts of a live session, as addons of the observer's chain (mitmproxy's pattern).
 
 The :class:`~acp_proxy.live.observer.Observer` stamps, parses and checks each frame once;
-what is done with it is the chain's: a list of :class:`Addon`, each implementing only the
-hooks it cares about, called in the chain's order. ``run``'s chain (:func:`run_addons`, which
-``live/commands.py`` hands its observer)::
+what is done with it is the chain's: a list of
+:class:`~acp_proxy.transcript.items.Addon` (the one hook protocol, live and offline), each
+implementing only the hooks it cares about, called in the chain's order. ``run``'s chain is
+:func:`run_addons`, the one place that says which addons are on::
 
     LiveLog (debug lines, notices) ─▶ Save (the transcript, --redact)
         ─▶ LogFindings (findings, throttled; the totals) ─▶ Notify (--notify-client)
 
 and the client core's (``live/client.py``) is the same less the findings log (the front-end
-shows them) and the notifier, plus one that numbers the agent's frames. :class:`Readers`
-puts the readers of recordings (``Stats``, the conversation, any
-:class:`~acp_proxy.transcript.items.Addon`) in a live chain: the same readers, fed the wire.
-
-The hooks (all do nothing by default):
-
-- :meth:`Addon.frame`: a frame that needs looking at (:class:`Seen`), parsed, with the wire
-  model's message and the validator's findings: one with findings or a notice; any other
-  that is not plain (not JSON, unfinished, big) when an addon takes plain frames; every
-  frame when an addon of the chain :attr:`~Addon.parses`. What it returns is added to the
-  client's stream (a live-only notice);
-- :meth:`Addon.plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
-  notice; or a streamed chunk known by its bytes, never parsed). An addon that implements
-  it sees every frame: the plain ones here, the others in :meth:`Addon.frame`;
-- :meth:`Addon.plain_records`: the records of the plain frames, made once for the chain
-  from the read's stamp and handed over joined in a list (the recorder's fast path): before
-  any other frame is looked at, and at the end of each read;
-- :meth:`Addon.read_done`: once per read, after its frames;
-- :meth:`Addon.stderr`: what the agent wrote to stderr (``b""``: its end);
-- :meth:`Addon.end`: the validator's last findings, when the connection ends;
-- :meth:`Addon.done`: the connection is over (after every addon's ``end``); an addon
-  dropped from the chain is still told, so it lets go of what it holds.
-
-An addon that raises is said once in the log and dropped from the chain; the relay and the
-other addons go on (observation never hurts the relay).
+shows them) and the notifier, plus its front-end. The parts here implement the wire's hooks
+(:meth:`~acp_proxy.transcript.items.Addon.frame`, ``plain_records``, ``stderr``...); a view
+of recordings (``Stats``, the conversation, one of your own) implements
+:meth:`~acp_proxy.transcript.items.Addon.add` and goes in the same chain as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -49,21 +28,12 @@ import orjson
 from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, oversized_frame
 from acp_proxy.core.protocol import Side
-from acp_proxy.core.times import format_time
-from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.live.spool import SpooledFrame
 from acp_proxy.log import Logger
-from acp_proxy.transcript.items import Addon as ItemAddon
-from acp_proxy.transcript.items import Annotated, Chain
+from acp_proxy.transcript.items import Addon, Seen
 from acp_proxy.transcript.records import (
-    FORMAT,
-    EndRecord,
-    FrameRecord,
-    Record,
-    StartRecord,
-    StderrRecord,
     base64_record_ends,
     frame_record_parts,
     stderr_record,
@@ -78,14 +48,11 @@ __all__ = [
     "LOG_REPEATS",
     "STDERR_PIECE",
     "WRITE_IN_PIECES",
-    "Addon",
     "FrameValidator",
     "LiveLog",
     "LogFindings",
     "Notify",
-    "Readers",
     "Save",
-    "Seen",
     "describe",
     "run_addons",
     "violation_notice",
@@ -119,59 +86,6 @@ class FrameValidator(Protocol):
     def shortcut(self) -> Shortcut: ...
 
     def end(self) -> list[Violation]: ...
-
-
-@dataclass(slots=True)
-class Seen:
-    """A frame that needs looking at, as the chain's :meth:`Addon.frame` gets it: what was
-    read, from which side, with the wire model's message (None if the wire model is off) and
-    the validator's findings. Shared by the chain: read it, do not change it."""
-
-    side: Side
-    frame: Frame
-    message: Message | None
-    findings: list[Violation]
-    seq: int
-    t: str
-
-
-class Addon:
-    """A part of a session: it implements the hooks it cares about (see the module)."""
-
-    #: What the log calls it if it fails.
-    name = "an addon"
-    #: Whether it needs every frame parsed and handed to :meth:`frame`, plain ones too (the
-    #: debug log does; the recorder only to redact): then no frame takes the plain way.
-    parses = False
-    #: Whether it records a line longer than the relay holds whole (then the relay spools
-    #: such a line, and its frame carries the spool: :class:`~acp_proxy.live.spool.SpooledFrame`).
-    spools = False
-
-    def frame(self, seen: Seen) -> bytes | None:
-        """A frame that needs looking at (:class:`Seen`). Returns what to add to the
-        client's stream, if anything."""
-        return None
-
-    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
-        """A plain frame, as its bytes (``raw``, without its newline)."""
-
-    def plain_records(self, records: list[bytes]) -> None:
-        """The transcript records of the plain frames since the last call, in order (each
-        what ``frame_record`` writes for it, byte for byte, made once for the chain): before
-        any other frame is looked at, and at the end of each read. ``records`` is the
-        observer's, emptied after the call: copy what is kept."""
-
-    def read_done(self, side: Side, seqs: range) -> None:
-        """The read of frames ``seqs`` from ``side`` is observed."""
-
-    def stderr(self, data: bytes, t: str) -> None:
-        """The agent wrote ``data`` to stderr (``b""``: it closed it)."""
-
-    def end(self, findings: list[Violation], t: str) -> None:
-        """The connection ended: the validator's last findings."""
-
-    def done(self, exit_status: int | None, reason: str) -> None:
-        """The connection is over: the agent's exit status (None: unknown) and why."""
 
 
 #: A long stderr line's piece ends at its last whitespace within this many bytes of its
@@ -544,56 +458,6 @@ class Notify(Addon):
         return notices
 
 
-class Readers(Addon):
-    """The readers of recordings, fed live (mitmproxy's pattern: one set of readers for a
-    file and for the wire): each frame, as it crosses, made the item
-    :func:`~acp_proxy.readers.annotate.read` would give for its record
-    (:class:`~acp_proxy.transcript.items.Annotated`: the record, the wire model's message, the
-    findings), then the agent's stderr lines and the end. ``Readers(Stats())`` in a chain is
-    the ``stats`` of the session so far, at any time; each reader gets every frame, parsed
-    (this addon :attr:`parses`: the plain way is off while it is in the chain)."""
-
-    name = "the live readers"
-    parses = True
-
-    def __init__(self, *readers: ItemAddon, argv: Sequence[str] = ()) -> None:
-        self.chain = Chain(*readers)
-        self.argv = list(argv)
-        #: The line each item would have in the recording (the start record is line 1).
-        self.line = 0
-        self._found: list[Violation] = []
-        self._stderr = StderrLines()
-
-    def _add(self, record: Record, findings: list[Violation], message: Message | None) -> None:
-        if self.line == 0:
-            self.line = 1
-            start = StartRecord(1, format_time(), self.argv, None, FORMAT, VERSION)
-            self.chain.add(Annotated(start, [], None, 1, opens=True))
-        self.line += 1
-        self.chain.add(Annotated(record, findings, message, 1))
-
-    def frame(self, seen: Seen) -> bytes | None:
-        stored = [finding.as_dict() for finding in seen.findings]
-        self._add(
-            FrameRecord(self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored),
-            seen.findings,
-            seen.message,
-        )
-        return None
-
-    def stderr(self, data: bytes, t: str) -> None:
-        for line in self._stderr.feed(data):  # as Save records them
-            for start in range(0, len(line) or 1, STDERR_PIECE):
-                piece = line[start : start + STDERR_PIECE]
-                self._add(StderrRecord(self.line + 1, t, piece), [], None)
-
-    def end(self, findings: list[Violation], t: str) -> None:
-        self._found = findings
-
-    def done(self, exit_status: int | None, reason: str) -> None:
-        self._add(EndRecord(self.line + 1, format_time(), exit_status, reason), self._found, None)
-
-
 def run_addons(
     recorder: Recorder,
     log: Logger,
@@ -602,14 +466,20 @@ def run_addons(
     redactor: Redactor | None = None,
     record_stderr: bool = True,
     notify_client: bool = False,
+    log_findings: bool = True,
+    then: Iterable[Addon] = (),
 ) -> list[Addon]:
-    """``run``'s chain, in the order each frame reaches it: the live log; the transcript
-    when there is one (``--redact``: ``redactor``; ``--no-stderr``: ``record_stderr``
-    False); the findings log; with ``--notify-client`` (and a validator), the notices."""
+    """A session's chain, the one place it is assembled, in the order each frame reaches
+    it: the live log; the transcript when there is one (``--redact``: ``redactor``;
+    ``--no-stderr``: ``record_stderr`` False); the findings log (``log_findings`` False:
+    a front-end that shows them, as the client core's); with ``--notify-client`` (and a
+    validator), the notices; then ``then``, in order (a front-end's parts, views)."""
     addons: list[Addon] = [LiveLog(log)]
     if recorder.active:
         addons.append(Save(recorder, log, redactor=redactor, record_stderr=record_stderr))
-    addons.append(LogFindings(log))
+    if log_findings:
+        addons.append(LogFindings(log))
     if notify_client and validator is not None:
         addons.append(Notify(validator, log))
+    addons.extend(then)
     return addons

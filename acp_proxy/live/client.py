@@ -61,7 +61,7 @@ from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
-from acp_proxy.live.addons import Addon, LiveLog, Save, Seen
+from acp_proxy.live.addons import run_addons
 from acp_proxy.live.loop import event_loop
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
@@ -69,6 +69,7 @@ from acp_proxy.live.relay import RelayResult, relay
 from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
 from acp_proxy.live.spawn import Agent, Early, take_agent
 from acp_proxy.log import Logger
+from acp_proxy.transcript.items import Addon, Seen
 
 __all__ = [
     "AgentGone",
@@ -565,11 +566,14 @@ class Client:
             else session_recorder(record, log, agent.argv, agent.pid)
         )
         self.validator = Validator()
-        # run's chain, less the findings log and the notices, and what the front-end adds
-        chain: list[Addon] = [LiveLog(log)]
-        if self.recorder.active:
-            chain.append(Save(self.recorder, log))
-        chain += [*addons, _ToFrontEnd(self)]
+        # run's chain, less the findings log (the front-end shows them), and its own parts
+        chain = run_addons(
+            self.recorder,
+            log,
+            self.validator,
+            log_findings=False,
+            then=[*addons, _ToFrontEnd(self)],
+        )
         self.observer = Observer(self.recorder, log, self.validator, addons=chain)
         self._recorded = self.recorder.active
         #: Every error, and up to :data:`MAX_FINDINGS` of the other findings.

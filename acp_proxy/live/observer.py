@@ -29,21 +29,31 @@ from typing import TYPE_CHECKING
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
+from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.live.addons import (
     STDERR_PIECE,
     WRITE_IN_PIECES,
-    Addon,
     FrameValidator,
     LiveLog,
-    Seen,
+    StderrLines,
     describe,
     run_addons,
 )
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import Logger
-from acp_proxy.transcript.records import frame_stamp, plain_frame_record
-from acp_proxy.transcript.redact import Redactor
+from acp_proxy.transcript.items import Addon, Annotated, Seen, implements, is_view
+from acp_proxy.transcript.records import (
+    FORMAT,
+    EndRecord,
+    FrameRecord,
+    Record,
+    StartRecord,
+    StderrRecord,
+    ViolationRecord,
+    frame_stamp,
+    plain_frame_record,
+)
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.validator import Violation
@@ -64,11 +74,6 @@ def _plain(frame: Frame) -> bool:
     return frame.error is None and frame.terminated and len(frame.raw) < WRITE_IN_PIECES
 
 
-def _implements(addon: Addon, hook: str) -> bool:
-    """Whether ``addon`` has a hook of its own (the base's do nothing)."""
-    return getattr(type(addon), hook) is not getattr(Addon, hook)
-
-
 class Observer:
     """Stamps each frame with ``seq`` and ``t`` and checks it; hands it to its addons."""
 
@@ -78,39 +83,27 @@ class Observer:
         log: Logger,
         validator: FrameValidator | None = None,
         *,
-        notify_client: bool = False,
-        redactor: Redactor | None = None,
-        record_stderr: bool = True,
         addons: Iterable[Addon] | None = None,
     ) -> None:
         """An observer that checks with ``validator`` (None: no validation) and hands each
-        frame to ``addons``, in order. Without ``addons``, ``run``'s chain: it records to
-        ``recorder`` (``redactor``, ``--redact``: secrets replaced in the transcript, never on
-        the wire; ``record_stderr`` False, ``--no-stderr``: the agent's stderr is not
-        recorded), logs to ``log``, and with ``notify_client`` tells the client of each new
-        finding in a live-only notice (:func:`~acp_proxy.live.addons.run_addons`)."""
+        frame to ``addons``, in order (None: ``run``'s chain with its defaults, recording
+        to ``recorder`` and logging to ``log``: :func:`~acp_proxy.live.addons.run_addons`,
+        the one place that assembles it). A view among them (an addon with
+        :meth:`~acp_proxy.transcript.items.Addon.add`) is handed each record as reading the
+        recording would give it (:class:`_Items`)."""
         self.recorder = recorder
         self.validator = validator
         #: The one wire model of this connection (the validator's, when there is one).
         self.wire = validator.wire if validator is not None else WireModel()
         self._log = log
-        if addons is not None and (notify_client or redactor is not None or not record_stderr):
-            raise TypeError(
-                "notify_client, redactor and record_stderr make run's chain: not with addons"
-            )
         if addons is None:
-            addons = run_addons(
-                recorder,
-                log,
-                validator,
-                redactor=redactor,
-                record_stderr=record_stderr,
-                notify_client=notify_client,
-            )
+            addons = run_addons(recorder, log, validator)
         #: The chain, in the order its hooks run (an addon that failed is no longer in it).
         self.addons: list[Addon] = list(addons)
         #: Every addon the chain began with: each is told the connection is :meth:`done`.
         self._everyone = tuple(self.addons)
+        #: The records the views are handed (made once for all of them).
+        self._items = _Items(recorder)
         self._broken = False
         self._wire_broken = False
         #: Sequence number of the last frame observed (both directions together).
@@ -120,15 +113,26 @@ class Observer:
     def _bind(self) -> None:
         """Each hook's list of the addons that implement it, bound once per chain (not
         looked up per frame), and whether one of them parses every frame."""
-        live = self.addons
-        self._frames = [(a, a.frame) for a in live if _implements(a, "frame")]
-        self._plains = [(a, a.plain) for a in live if _implements(a, "plain")]
-        self._records = [(a, a.plain_records) for a in live if _implements(a, "plain_records")]
-        self._reads = [(a, a.read_done) for a in live if _implements(a, "read_done")]
-        self._stderrs = [(a, a.stderr) for a in live if _implements(a, "stderr")]
-        self._ends = [(a, a.end) for a in live if _implements(a, "end")]
-        #: Whether an addon needs every frame parsed and looked at (none plain).
-        parses = any(addon.parses for addon in live)
+        live, items = self.addons, self._items
+        #: Each addon's frame hook; a view's is its records to its ``add`` (an addon may be both).
+        self._frames: list[tuple[Addon, Callable[[Seen], bytes | None]]] = []
+        self._stderrs: list[tuple[Addon, Callable[[bytes, str], None]]] = []
+        for a in live:
+            if is_view(a):
+                self._frames.append((a, items.hook(a)))
+                self._stderrs.append((a, items.stderr_hook(a)))
+            if implements(a, "frame"):
+                self._frames.append((a, a.frame))
+            if implements(a, "stderr"):
+                self._stderrs.append((a, a.stderr))
+        self._plains = [(a, a.plain) for a in live if implements(a, "plain")]
+        self._records = [(a, a.plain_records) for a in live if implements(a, "plain_records")]
+        self._reads = [(a, a.read_done) for a in live if implements(a, "read_done")]
+        self._ends = [(a, a.end) for a in live if implements(a, "end")]
+        #: The views, handed the end record when the connection ends.
+        self._views = [a for a in live if is_view(a)]
+        #: Whether an addon needs every frame parsed and looked at (none plain): a view does.
+        parses = any(addon.parses or is_view(addon) for addon in live)
         keep = bool(self._records) and not parses
         each = self._each_plain if self._plains and not parses else None
         #: How plain frames go (see :meth:`_way`), for any read.
@@ -355,6 +359,7 @@ class Observer:
         with contextlib.suppress(Exception):  # only a log that cannot be written gets here
             if t is None:
                 t = format_time()
+            self._items.new_stderr()
             for addon, hook in hooks:
                 try:
                     hook(data, t)
@@ -385,6 +390,13 @@ class Observer:
                 hook(findings, t)
             except Exception as exc:
                 self._drop(addon, exc)
+        if self._views:
+            end = self._items.end(findings, exit_status, reason)
+            for addon in self._views:
+                try:
+                    addon.add(end)
+                except Exception as exc:
+                    self._drop(addon, exc)
         for addon in self._everyone:
             try:
                 addon.done(exit_status, reason)
@@ -404,4 +416,109 @@ class Observer:
         self._log.error(
             "validator failed; validation is off for the rest of this session",
             error=repr(exc),
+        )
+
+
+class _Items:
+    """What the views of a live chain are handed: each record as reading the recording
+    would give it (:func:`~acp_proxy.readers.annotate.read`: an
+    :class:`~acp_proxy.transcript.items.Annotated` with the wire model's message and the
+    findings), made once per frame for every view. The ``start`` record comes first; a
+    frame's record as it crossed (a live-only notice is not recorded: its findings are, as
+    the recording holds them); the agent's stderr as the recorder cuts it in lines and
+    pieces; the ``end`` record with the connection's last findings."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        #: The line each record would have in the recording (the start record is line 1).
+        self.line = 0
+        self._seen: Seen | None = None
+        self._made: list[Annotated] = []
+        self._stderr = StderrLines()
+        self._stderr_made: list[Annotated] | None = None
+
+    def _item(
+        self, record: Record, findings: list[Violation], message: Message | None
+    ) -> Annotated:
+        self.line += 1
+        return Annotated(record, findings, message, 1)
+
+    def _start(self) -> list[Annotated]:
+        """The start record, before the first other (none after it)."""
+        if self.line:
+            return []
+        recorder = self._recorder
+        self.line = 1
+        start = StartRecord(1, format_time(), recorder.argv, recorder.pid, FORMAT, VERSION)
+        return [Annotated(start, [], None, 1, opens=True)]
+
+    def of(self, seen: Seen) -> list[Annotated]:
+        """The records a frame makes, for every view (made at the first view's call)."""
+        if seen is self._seen:
+            return self._made
+        made = self._start()
+        message = seen.message
+        if message is not None and message.is_notice:
+            for finding in seen.findings:
+                record = ViolationRecord(
+                    self.line + 1,
+                    seen.t,
+                    finding.seq,
+                    finding.rule,
+                    finding.level,
+                    finding.message,
+                    finding.spec,
+                )
+                made.append(self._item(record, [finding], None))
+        else:
+            stored = [finding.as_dict() for finding in seen.findings]
+            frame_record = FrameRecord(
+                self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored
+            )
+            made.append(self._item(frame_record, seen.findings, message))
+        self._seen, self._made = seen, made
+        return made
+
+    def hook(self, view: Addon) -> Callable[[Seen], bytes | None]:
+        """``view``'s frame hook: the frame's records, to its :meth:`~Addon.add`."""
+        add = view.add
+
+        def frame(seen: Seen) -> None:
+            for item in self.of(seen):
+                add(item)
+
+        return frame
+
+    def stderr_hook(self, view: Addon) -> Callable[[bytes, str], None]:
+        """``view``'s stderr hook: the lines the stderr cutter makes, once for every view."""
+        add = view.add
+
+        def stderr(data: bytes, t: str) -> None:
+            for item in self.stderr_items(data, t):
+                add(item)
+
+        return stderr
+
+    def new_stderr(self) -> None:
+        """What the agent wrote next to stderr is about to be handed to the chain."""
+        self._stderr_made = None
+
+    def stderr_items(self, data: bytes, t: str) -> list[Annotated]:
+        """The records of what the agent wrote (``data``), made at the first view's call."""
+        if self._stderr_made is not None:
+            return self._stderr_made
+        made = self._start()
+        for line in self._stderr.feed(data):  # as the recorder records them
+            for start in range(0, len(line) or 1, STDERR_PIECE):
+                record = StderrRecord(self.line + 1, t, line[start : start + STDERR_PIECE])
+                made.append(self._item(record, [], None))
+        self._stderr_made = made
+        return made
+
+    def end(self, findings: list[Violation], exit_status: int | None, reason: str) -> Annotated:
+        """The end record, with the connection's last findings."""
+        self._start()
+        self.line += 1
+        return Annotated(
+            EndRecord(self.line, format_time(), exit_status, reason), findings, None, 1
         )

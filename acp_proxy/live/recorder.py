@@ -118,11 +118,13 @@ class Recorder:
         #: None when recording is off.
         self.path = path
         self.append = append
+        #: The agent's command line and process, as the ``start`` record says.
+        self.argv, self.pid = list(argv), pid
         self._log = log
         self._fd: int | None = None
         self._pending: list[bytes] = []
         self._failed = False
-        self._open(list(argv), pid, started)
+        self._open(self.argv, pid, started)
 
     @property
     def active(self) -> bool:

@@ -1,9 +1,11 @@
-"""The items the readers read recordings as: an :class:`Annotated` record (its message
-and findings, its connection), a :class:`Repeated` run of streamed chunks taken the
-short way; the :class:`Addon` that reads them, and the :class:`Chain` of addons fed in
-one pass (mitmproxy's pattern: every reader is an addon of a chain). The annotator
-(:func:`acp_proxy.readers.annotate.read`) makes them from a file; the live chain's
-:class:`~acp_proxy.live.addons.Readers` makes the same from the wire, as it crosses.
+"""The one hook protocol, live and offline: the items a session is read as (an
+:class:`Annotated` record: its message and findings, its connection; a :class:`Repeated`
+run of streamed chunks taken the short way), the :class:`Addon` that is handed them, and
+the :class:`Chain` of addons fed in one pass (mitmproxy's pattern: every reader and every
+part of a live session is an addon of a chain). The annotator
+(:func:`acp_proxy.readers.annotate.read`) makes the items from a file; the live observer
+(:class:`~acp_proxy.live.observer.Observer`) makes the same from the wire, as it crosses,
+and also drives the wire's own hooks (:class:`Seen`) for the session's parts.
 
 Apart from the annotator (:mod:`acp_proxy.readers.annotate`), which makes them and runs
 the validator: a view that only reads items (the conversation model) imports no
@@ -17,10 +19,22 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from acp_proxy.core.findings import Violation
+from acp_proxy.core.framing import Frame
+from acp_proxy.core.protocol import Side
 from acp_proxy.core.wire import Message
 from acp_proxy.transcript.records import FrameRecord, Record, parse_record
 
-__all__ = ["Addon", "Annotated", "Chain", "Repeated", "Taken", "takes_runs"]
+__all__ = [
+    "Addon",
+    "Annotated",
+    "Chain",
+    "Repeated",
+    "Seen",
+    "Taken",
+    "implements",
+    "is_view",
+    "takes_runs",
+]
 
 
 @dataclass(slots=True)
@@ -135,22 +149,76 @@ class Repeated:
         return Annotated(record, [], message, template.connection)
 
 
-class Addon:
-    """What reads a recording item by item (``stats``, the timeline, the conversation, the
-    report, the catalog, diff's and replay's builders, or an addon of your own): fed the
-    items of :func:`~acp_proxy.readers.annotate.read` (:meth:`feed`, or one at a time with
-    :meth:`take`), it sees each record at its :meth:`add`.
+@dataclass(slots=True)
+class Seen:
+    """A frame as it crosses, that a live session's part looks at (:meth:`Addon.frame`):
+    what was read, from which side, with the wire model's message (None if the wire model is
+    off) and the validator's findings. Shared by the chain: read it, do not change it."""
 
-    A run of streamed chunks taken the short way reaches :meth:`add` frame by frame, each
-    as :func:`~acp_proxy.readers.annotate.annotate` makes it, unless the addon asks for
-    runs by overriding :meth:`add_run`: an addon that knows nothing of the short way is
-    right on a streamed turn, and one that wants the speed reads the run's aggregates
-    (``run.count``, ``run.wire_bytes``, ``run.texts``...) in a line or two.
+    side: Side
+    frame: Frame
+    message: Message | None
+    findings: list[Violation]
+    seq: int
+    t: str
+
+
+class Addon:
+    """A part of acp-proxy that is handed a session, live or recorded (mitmproxy's pattern:
+    each addon implements the hooks it cares about; they all do nothing by default).
+
+    **A view** (``stats``, the timeline, the conversation, the report, the catalog, diff's
+    and replay's builders, or an addon of your own) implements :meth:`add`: it is handed
+    every record of a session, in order, as :class:`Annotated` (the record, the wire model's
+    message, the findings). The same view runs on a recording (:func:`acp_proxy.read`,
+    :meth:`feed`, a :class:`Chain`) and live, in the observer's chain of ``run`` or of the
+    client core (:class:`~acp_proxy.live.observer.Observer`), which makes each frame crossing
+    the wire the item reading its record would give; nothing else to change.
+
+    A run of streamed chunks taken the short way (:class:`Repeated`) reaches :meth:`add`
+    frame by frame, each as reading it whole makes it, unless the view asks for runs by
+    overriding :meth:`add_run`: a view that knows nothing of the short way is right on a
+    streamed turn; one that wants the speed reads the run's aggregates (``run.count``,
+    ``run.wire_bytes``, ``run.texts``...) in a line or two.
+
+    **A live session's own parts** (the transcript, the live log, the findings log, the
+    notices, the client core's front-end: :mod:`acp_proxy.live.addons`) implement the wire
+    hooks, which only the observer calls, in the chain's order:
+
+    - :meth:`frame`: a frame that needs looking at (:class:`Seen`): one with findings or a
+      notice; any other that is not plain (not JSON, unfinished, big) when an addon takes
+      plain frames; every frame when an addon of the chain :attr:`parses` (a view does). What
+      it returns is added to the client's stream (a live-only notice);
+    - :meth:`plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
+      notice; or a streamed chunk known by its bytes, never parsed). An addon that
+      implements it sees every frame: the plain ones here, the others in :meth:`frame`;
+    - :meth:`plain_records`: the records of the plain frames, made once for the chain from
+      the read's stamp and handed over joined (the recorder's fast path): before any other
+      frame is looked at, and at the end of each read;
+    - :meth:`read_done`: once per read, after its frames;
+    - :meth:`stderr`: what the agent wrote to stderr (``b""``: its end);
+    - :meth:`end`: the validator's last findings, when the connection ends;
+    - :meth:`done`: the connection is over (after every addon's ``end``); an addon dropped
+      from the chain is still told, so it lets go of what it holds.
+
+    Live, an addon that raises is said once in the log and dropped from the chain; the relay
+    and the other addons go on (observation never hurts the relay).
     """
+
+    #: What the log calls it if it fails.
+    name = "an addon"
+    #: Whether it needs every frame parsed and handed to :meth:`frame`, plain ones too (the
+    #: debug log does; the recorder only to redact; a view always): then no frame takes the
+    #: plain way.
+    parses = False
+    #: Whether it records a line longer than the relay holds whole (then the relay spools
+    #: such a line, and its frame carries the spool: :class:`~acp_proxy.live.spool.SpooledFrame`).
+    spools = False
+
+    # The view's hooks: a recording or a live session, record by record.
 
     def add(self, item: Annotated) -> None:
         """One annotated record."""
-        raise NotImplementedError
 
     def add_run(self, run: Repeated) -> None:
         """Frames that each repeat the chunk before them but for its text."""
@@ -171,10 +239,49 @@ class Addon:
         for item in items:
             take(item)
 
+    # The wire's hooks: a live session only (see the class).
+
+    def frame(self, seen: Seen) -> bytes | None:
+        """A frame that needs looking at (:class:`Seen`). Returns what to add to the
+        client's stream, if anything."""
+        return None
+
+    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
+        """A plain frame, as its bytes (``raw``, without its newline)."""
+
+    def plain_records(self, records: list[bytes]) -> None:
+        """The transcript records of the plain frames since the last call, in order (each
+        what ``frame_record`` writes for it, byte for byte, made once for the chain): before
+        any other frame is looked at, and at the end of each read. ``records`` is the
+        observer's, emptied after the call: copy what is kept."""
+
+    def read_done(self, side: Side, seqs: range) -> None:
+        """The read of frames ``seqs`` from ``side`` is observed."""
+
+    def stderr(self, data: bytes, t: str) -> None:
+        """The agent wrote ``data`` to stderr (``b""``: it closed it)."""
+
+    def end(self, findings: list[Violation], t: str) -> None:
+        """The connection ended: the validator's last findings."""
+
+    def done(self, exit_status: int | None, reason: str) -> None:
+        """The connection is over: the agent's exit status (None: unknown) and why."""
+
+
+def implements(addon: Addon, hook: str) -> bool:
+    """Whether ``addon`` has a hook ``hook`` of its own (the base's do nothing)."""
+    return getattr(type(addon), hook) is not getattr(Addon, hook)
+
+
+def is_view(addon: Addon) -> bool:
+    """Whether ``addon`` is a view: it reads records (:meth:`Addon.add` or
+    :meth:`Addon.add_run`)."""
+    return implements(addon, "add") or implements(addon, "add_run")
+
 
 def takes_runs(addon: Addon) -> bool:
     """Whether ``addon`` asked for runs (it overrides :meth:`Addon.add_run`)."""
-    return type(addon).add_run is not Addon.add_run
+    return implements(addon, "add_run")
 
 
 class Chain(Addon):
@@ -183,9 +290,10 @@ class Chain(Addon):
 
     def __init__(self, *addons: Addon) -> None:
         self.addons = addons
-        self._adds = [addon.add for addon in addons]
-        self._runs = [addon.add_run for addon in addons if takes_runs(addon)]
-        self._frames = [addon.add for addon in addons if not takes_runs(addon)]
+        views = [addon for addon in addons if is_view(addon)]
+        self._adds = [addon.add for addon in views]
+        self._runs = [addon.add_run for addon in views if takes_runs(addon)]
+        self._frames = [addon.add for addon in views if not takes_runs(addon)]
 
     def add(self, item: Annotated) -> None:
         for add in self._adds:

@@ -3,21 +3,22 @@ that fails is dropped without taking the others (or the relay) with it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import orjson
-import pytest
 from conftest import SCRIPTED_AGENT
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.validator import Validator, Violation
-from acp_proxy.live.addons import Addon, LiveLog, LogFindings, Save, Seen, run_addons
-from acp_proxy.live.client import Client, Services
+from acp_proxy.live.addons import LiveLog, LogFindings, Save, run_addons
+from acp_proxy.live.client import Client, Services, initialize_params
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
+from acp_proxy.transcript.items import Addon, Annotated, Seen
 from acp_proxy.transcript.redact import Redactor
 
 
@@ -204,29 +205,34 @@ def test_the_client_chain_logs_no_findings(tmp_path):
     assert b'"rule":"jsonrpc-version"' in (tmp_path / "rec.jsonl").read_bytes()
 
 
-def test_an_explicit_chain_takes_no_options_of_runs():
-    """notify_client, redactor and record_stderr assemble run's chain: with addons= they would
-    be ignored, so they are refused."""
+def test_runs_chain_is_assembled_in_one_place():
+    """An observer without a chain gets run's (run_addons, with its defaults); the client
+    core's is run's less the findings log, then its front-end: the same function."""
     log = get_logger()
-    with pytest.raises(TypeError, match="not with addons"):
-        Observer(Recorder(None, log), log, Validator(), redactor=Redactor(), addons=[])
-    assert Observer(Recorder(None, log), log, Validator(), addons=[]).addons == []
+    recorder = Recorder(None, log)
+    default = Observer(recorder, log, Validator())
+    assert [type(a) for a in default.addons] == [
+        type(a) for a in run_addons(recorder, log, Validator())
+    ]
+    assert [type(a) for a in default.addons] == [LiveLog, LogFindings]
+    assert Observer(recorder, log, Validator(), addons=[]).addons == []
+    watcher = Watcher([])
+    chain = run_addons(recorder, log, None, log_findings=False, then=[watcher])
+    assert [type(a) for a in chain] == [LiveLog, Watcher]
 
 
 def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp_path):
     """One set of readers, live and offline: Stats and the conversation fed live from the
-    chain (Readers) make what they make of the session's recording read afterwards; each
-    frame reaches them parsed, with its findings, then the agent's stderr and the end."""
+    chain, as they are (no adapter), make what they make of the session's recording read
+    afterwards; each frame reaches them parsed, with its findings, then the agent's stderr
+    and the end."""
     from exchanges import CLEAN_CHUNK, setup, turn
 
-    from acp_proxy.live.addons import Readers
     from acp_proxy.readers.annotate import read
     from acp_proxy.readers.conversation import Conversation
     from acp_proxy.readers.stats import Stats
-    from acp_proxy.transcript.items import Addon as ItemAddon
-    from acp_proxy.transcript.items import Annotated
 
-    class Kinds(ItemAddon):
+    class Kinds(Addon):
         def __init__(self) -> None:
             self.kinds: list[str] = []
 
@@ -239,14 +245,14 @@ def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp
     live_stats, kinds = Stats(), Kinds()
     live_conversation = Conversation()
 
-    class Conversing(ItemAddon):
+    class Conversing(Addon):
         def add(self, item: Annotated) -> None:
             if item.message is not None:
                 live_conversation.observe(item.message)
 
-    readers = Readers(live_stats, kinds, Conversing(), argv=["agent"])
+    views = [live_stats, kinds, Conversing()]
     observer = Observer(
-        recorder, log, Validator(), addons=[*run_addons(recorder, log, None), readers]
+        recorder, log, Validator(), addons=run_addons(recorder, log, None, then=views)
     )
     framer = Framer()
     for side, message in [*setup(2), *turn()[:4]]:
@@ -276,13 +282,11 @@ def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp
 def test_the_live_readers_get_the_agents_stderr_as_the_recording_holds_it(tmp_path):
     """A long stderr line with no newline reaches the live readers in the pieces Save records
     (each at most STDERR_PIECE, held no longer), then its unfinished end."""
-    from acp_proxy.live.addons import STDERR_PIECE, Readers
+    from acp_proxy.live.addons import STDERR_PIECE
     from acp_proxy.readers.annotate import read
-    from acp_proxy.transcript.items import Addon as ItemAddon
-    from acp_proxy.transcript.items import Annotated
     from acp_proxy.transcript.records import StderrRecord
 
-    class Lines(ItemAddon):
+    class Lines(Addon):
         def __init__(self) -> None:
             self.lines: list[bytes] = []
 
@@ -294,7 +298,7 @@ def test_the_live_readers_get_the_agents_stderr_as_the_recording_holds_it(tmp_pa
     path = tmp_path / "t.jsonl"
     recorder = Recorder(path, log, ["agent"], 1)
     live, offline = Lines(), Lines()
-    observer = Observer(recorder, log, Validator(), addons=[Save(recorder, log), Readers(live)])
+    observer = Observer(recorder, log, Validator(), addons=[Save(recorder, log), live])
     for _ in range(5):
         observer.stderr(b"x" * 50_000)
     observer.stderr(b"y\nlast")
@@ -304,3 +308,60 @@ def test_the_live_readers_get_the_agents_stderr_as_the_recording_holds_it(tmp_pa
     assert live.lines == offline.lines
     assert max(map(len, live.lines)) <= STDERR_PIECE and live.lines[-1] == b"last"
     assert b"".join(live.lines) == b"x" * 250_000 + b"ylast"
+
+
+class FramesPerMethod(Addon):
+    """A view of one's own, written once: frames per method (a response counts for the
+    method of its request), and the turns' stop reasons."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, int] = {}
+        self.stops: list[str] = []
+        self.records: list[str] = []
+
+    def add(self, item: Annotated) -> None:
+        self.records.append(type(item.record).__name__)
+        message = item.message
+        if message is None:
+            return
+        method = message.method or "?"
+        self.methods[method] = self.methods.get(method, 0) + 1
+        result = (
+            message.frame.value.get("result") if isinstance(message.frame.value, dict) else None
+        )
+        if method == "session/prompt" and isinstance(result, dict):
+            self.stops.append(str(result.get("stopReason")))
+
+
+def test_a_view_written_once_runs_live_and_on_the_recording(tmp_path):
+    """The one hook protocol: the same view class, put in a live session's chain as it is
+    (the client core's, which run_addons assembles as it does run's), sees what it sees of
+    the recording afterwards through the public read(), and through read() with runs."""
+    import acp_proxy
+
+    example = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    live = FramesPerMethod()
+    with Client.start(
+        example, Services(sandbox), get_logger(), record=str(tmp_path / "rec.jsonl"), addons=[live]
+    ) as client:
+        assert client.call("initialize", initialize_params(1, client.services), 10).ok
+        new = client.call("session/new", {"cwd": str(sandbox), "mcpServers": []}, 10)
+        session_id = new.result["sessionId"]
+        for words in ("hi", "tell me more " * 20):
+            prompt = client.request(
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]},
+            )
+            while not prompt.done():
+                client.next_event(10)
+    assert client.recording is not None
+    offline, with_runs = FramesPerMethod(), FramesPerMethod()
+    offline.feed(acp_proxy.read(client.recording))
+    with_runs.feed(acp_proxy.read(client.recording, runs=True))
+    assert live.methods["session/update"] > 2 and live.stops == ["end_turn", "end_turn"]
+    assert live.methods == offline.methods == with_runs.methods
+    assert live.stops == offline.stops
+    assert live.records == offline.records == with_runs.records
+    assert live.records[0] == "StartRecord" and live.records[-1] == "EndRecord"

@@ -11,6 +11,7 @@ from structlog.testing import capture_logs
 from acp_proxy.core.framing import Framer
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.validator import Validator
+from acp_proxy.live.addons import run_addons
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
@@ -195,7 +196,10 @@ def _observed(tmp_path, reads, how, raw, monkeypatch):
         wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
     )
     recorder = Recorder(path if record else None, log, ["agent"], 1)
-    observer = Observer(recorder, log, Validator(), redactor=Redactor() if redact else None)
+    validator = Validator()
+    redactor = Redactor() if redact else None
+    chain = run_addons(recorder, log, validator, redactor=redactor)
+    observer = Observer(recorder, log, validator, addons=chain)
     observer._debug = debug  # False: as under `run` at its default log level
     framers = {"client": Framer(), "agent": Framer()}
     for side, data in reads:
