@@ -290,3 +290,32 @@ def test_the_readme_stays_at_most_48_kb():
     from conftest import README
 
     assert len(README.read_bytes()) <= 48 * 1024
+
+
+def test_one_hook_protocol_live_and_offline():
+    """One ``Addon`` (``transcript/items.py``), for the readers of a recording and the parts
+    of a live session alike: no other class of that name, no adapter between two protocols,
+    and every addon of the package is one of it."""
+    import ast
+    import importlib
+
+    from acp_proxy.transcript.items import Addon
+
+    homes = []
+    subclasses = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if node.name == "Addon":
+                homes.append(str(path.relative_to(PACKAGE)))
+            bases = {getattr(base, "id", getattr(base, "attr", "")) for base in node.bases}
+            if "Addon" in bases:
+                subclasses.append((module_name(path), node.name))
+            assert node.name != "Readers", f"an adapter between hook protocols: {path}"
+    assert homes == ["transcript/items.py"]
+    assert len(subclasses) >= 10
+    for module, name in subclasses:
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, Addon), f"{module}.{name} is not the one Addon"
