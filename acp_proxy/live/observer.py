@@ -64,9 +64,6 @@ __all__ = ["STDERR_PIECE", "FrameValidator", "Observer", "describe"]
 #: No findings (shared: never changed).
 _NONE: list[Violation] = []
 
-#: A plain frame's hook: side, seq, t, raw.
-_PlainHook = Callable[[Side, int, str, bytes], None]
-
 
 def _plain(frame: Frame) -> bool:
     """Whether a frame with no findings is recorded from the read's stamp: JSON, ended by
@@ -125,7 +122,6 @@ class Observer:
                 self._frames.append((a, a.frame))
             if implements(a, "stderr"):
                 self._stderrs.append((a, a.stderr))
-        self._plains = [(a, a.plain) for a in live if implements(a, "plain")]
         self._records = [(a, a.plain_records) for a in live if implements(a, "plain_records")]
         self._reads = [(a, a.read_done) for a in live if implements(a, "read_done")]
         self._ends = [(a, a.end) for a in live if implements(a, "end")]
@@ -134,9 +130,9 @@ class Observer:
         #: Whether an addon needs every frame parsed and looked at (none plain): a view does.
         parses = any(addon.parses or is_view(addon) for addon in live)
         keep = bool(self._records) and not parses
-        each = self._each_plain if self._plains and not parses else None
-        #: How plain frames go (see :meth:`_way`), for any read.
-        self._mode = (keep, each, not keep and each is None and not parses, parses)
+        #: How plain frames go (see :meth:`_way`), for any read: their records kept; passed
+        #: over at once (no addon takes them); none plain (every frame parsed, looked at).
+        self._mode = (keep, not keep and not parses, parses)
         #: Whether the chain changed since the current read's way was decided.
         self._stale = True
 
@@ -156,15 +152,6 @@ class Observer:
         if not any(addon.spools for addon in self.addons):
             return None
         return path.parent
-
-    def _each_plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
-        """A plain frame to each addon's plain hook, in order, guarded (only addons that
-        see every frame have one: the recorder's way is :meth:`_plain_records`)."""
-        for addon, hook in self._plains:
-            try:
-                hook(side, seq, t, raw)
-            except Exception as exc:
-                self._drop(addon, exc)
 
     @property
     def _debug(self) -> bool:
@@ -205,23 +192,23 @@ class Observer:
                 )
             return b""
 
-    def _way(self, t: str, side: Side) -> tuple[bytes, bool, _PlainHook | None, bool, bool]:
+    def _way(self, t: str, side: Side) -> tuple[bytes, bool, bool, bool]:
         """How the frames of a read go: the stamp a plain frame's record starts with (what
         :func:`frame_record` would write for it, byte for byte); whether plain frames'
-        records are kept (an addon has :meth:`~Addon.plain_records`), and the hook that
-        sees each (None: no addon has :meth:`~Addon.plain`); whether a frame with nothing
-        to say is passed over at once (no addon takes plain frames); whether a chunk known
-        by its bytes skips parsing. No frame is plain when an addon parses every frame, or
-        when records are kept and the time needs escaping (then each is written whole)."""
+        records are kept (an addon has :meth:`~Addon.plain_records`); whether a frame with
+        nothing to say is passed over at once (no addon takes plain frames); whether a chunk
+        known by its bytes skips parsing. No frame is plain when an addon parses every frame
+        (a view does), or when records are kept and the time needs escaping (then each is
+        written whole)."""
         self._stale = False
-        keep, each, idle, parses = self._mode
+        keep, idle, parses = self._mode
         stamp = b""
         if keep:
             found = frame_stamp(t, side)
             if found is None:  # every frame looked at, as when an addon parses them
-                return stamp, False, None, False, False
+                return stamp, False, False, False
             stamp = found
-        return stamp, keep, each, idle, not parses and self.validator is not None
+        return stamp, keep, idle, not parses and self.validator is not None
 
     def _observe(self, side: Side, frames: Iterable[Frame | bytes], t: str | None) -> bytes:  # noqa: C901, PLR0912 - the hot path, in one piece
         """:meth:`observe`, unguarded. A plain frame (JSON, no finding, not a notice) goes
@@ -233,7 +220,7 @@ class Observer:
         notices = b""
         if t is None:
             t = format_time()  # the frames of one chunk arrived together
-        stamp, keep, each, idle, quick = self._way(t, side)
+        stamp, keep, idle, quick = self._way(t, side)
         batch: list[bytes] = []
         seq = first = self.seq
         try:
@@ -244,18 +231,13 @@ class Observer:
                 elif quick and len(item) < WRITE_IN_PIECES and self._known(side, item):
                     if keep:
                         batch.append(plain_frame_record(seq, stamp, item))
-                    if each is not None:
-                        each(side, seq, t, item)
                     continue
                 else:
                     frame = parse_frame(item)
                 message, findings = self._check(side, frame, seq, t)
                 if not findings and (message is None or not message.is_notice):
-                    if (keep or each is not None) and _plain(frame):
-                        if keep:
-                            batch.append(plain_frame_record(seq, stamp, frame.raw))
-                        if each is not None:
-                            each(side, seq, t, frame.raw)
+                    if keep and _plain(frame):
+                        batch.append(plain_frame_record(seq, stamp, frame.raw))
                         continue
                     if idle:
                         continue
@@ -264,7 +246,7 @@ class Observer:
                     self._plain_records(batch)
                 notices += self._frame(side, frame, message, findings, seq, t)
                 if self._stale:  # an addon was dropped
-                    stamp, keep, each, idle, quick = self._way(t, side)
+                    stamp, keep, idle, quick = self._way(t, side)
         finally:  # even if observing a frame failed: what was read before it is recorded
             self.seq = seq
             if batch:

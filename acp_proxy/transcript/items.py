@@ -186,15 +186,14 @@ class Addon:
     hooks, which only the observer calls, in the chain's order:
 
     - :meth:`frame`: a frame that needs looking at (:class:`Seen`): one with findings or a
-      notice; any other that is not plain (not JSON, unfinished, big) when an addon takes
-      plain frames; every frame when an addon of the chain :attr:`parses` (a view does). What
-      it returns is added to the client's stream (a live-only notice);
-    - :meth:`plain`: a plain frame (JSON, ended by a newline, short, no finding, not a
-      notice; or a streamed chunk known by its bytes, never parsed). An addon that
-      implements it sees every frame: the plain ones here, the others in :meth:`frame`;
-    - :meth:`plain_records`: the records of the plain frames, made once for the chain from
-      the read's stamp and handed over joined (the recorder's fast path): before any other
-      frame is looked at, and at the end of each read;
+      notice; any other that is not plain (not JSON, unfinished, big) when an addon keeps
+      plain records; every frame when an addon of the chain :attr:`parses` (a view does).
+      What it returns is added to the client's stream (a live-only notice);
+    - :meth:`plain_records`: the records of the plain frames (JSON, ended by a newline,
+      short, no finding, not a notice; or a streamed chunk known by its bytes, never
+      parsed), made once for the chain from the read's stamp and handed over joined (the
+      recorder's fast path): before any other frame is looked at, and at the end of each
+      read;
     - :meth:`read_done`: once per read, after its frames;
     - :meth:`stderr`: what the agent wrote to stderr (``b""``: its end);
     - :meth:`end`: the validator's last findings, when the connection ends;
@@ -245,9 +244,6 @@ class Addon:
         """A frame that needs looking at (:class:`Seen`). Returns what to add to the
         client's stream, if anything."""
         return None
-
-    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
-        """A plain frame, as its bytes (``raw``, without its newline)."""
 
     def plain_records(self, records: list[bytes]) -> None:
         """The transcript records of the plain frames since the last call, in order (each

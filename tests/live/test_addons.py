@@ -47,9 +47,6 @@ class Watcher(Addon):
         self.calls.append((self.tag, "frame", str(seen.seq), *(f.rule for f in seen.findings)))
         return None
 
-    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
-        self.calls.append((self.tag, "plain", str(seq)))
-
     def read_done(self, side: Side, seqs: range) -> None:
         self.calls.append((self.tag, "read", f"{seqs.start}-{seqs.stop - 1}"))
 
@@ -68,10 +65,6 @@ class Explodes(Addon):
     def __init__(self) -> None:
         self.calls = 0
         self.done_with: str | None = None
-
-    def plain(self, side: Side, seq: int, t: str, raw: bytes) -> None:
-        self.calls += 1
-        raise RuntimeError("addon bug")
 
     def frame(self, seen: Seen) -> bytes | None:
         self.calls += 1
@@ -106,15 +99,30 @@ def test_an_addon_that_raises_is_dropped_and_said_once_while_recording_goes_on(t
     assert [entry["seq"] for entry in logs if entry.get("rule") == "jsonrpc-version"] == [2, 4]
 
 
-def test_a_custom_addon_sees_every_frame_with_its_findings_known_chunks_as_plain(tmp_path):
-    """An addon with a plain hook sees each frame once: plain ones (a streamed chunk known
-    by its bytes, never parsed, among them) there, the others with their findings."""
+class Frames(Addon):
+    """A view: notes each frame record it is handed (seq, and its findings' rules)."""
+
+    def __init__(self, calls: list[tuple[str, ...]]) -> None:
+        self.calls = calls
+
+    def add(self, item: Annotated) -> None:
+        seq = getattr(item.record, "seq", None)
+        if item.message is not None:
+            self.calls.append(("item", str(seq), *(f.rule for f in item.findings)))
+
+
+def test_a_view_sees_every_frame_with_its_findings_and_the_parts_only_what_they_ask_for(
+    tmp_path,
+):
+    """A view in the chain is handed each frame once, with its findings (a streamed chunk
+    known by its bytes too, parsed for it); a part with only the frame hook sees the frames
+    with something to say; the wire's hooks come in order after."""
     from exchanges import CLEAN_CHUNK, setup, turn
 
     calls: list[tuple[str, ...]] = []
     log = get_logger()
     recorder = Recorder(tmp_path / "t.jsonl", log, ["agent"], 1)
-    chain = [*run_addons(recorder, log, Validator()), Watcher(calls)]
+    chain = [*run_addons(recorder, log, Validator()), Watcher(calls), Frames(calls)]
     observer = Observer(recorder, log, Validator(), addons=chain)
     observer._debug = False  # as under `run` at its default log level
     framer = Framer()
@@ -124,11 +132,12 @@ def test_a_custom_addon_sees_every_frame_with_its_findings_known_chunks_as_plain
     chunks = [CLEAN_CHUNK.replace(b'"ab"', b'"word %d "' % n) + b"\n" for n in range(20)]
     observer.observe(Side.AGENT, framer.lines(b"".join([*chunks, line(WRONG)])))
     observer.finish(0, "done")
-    seen = [call for call in calls if call[1] in ("plain", "frame")]
-    assert [int(call[2]) for call in seen] == list(range(1, observer.seq + 1))
-    last = [call[1:] for call in seen if int(call[2]) > before]
-    assert last[:-1] == [("plain", str(seq)) for seq in range(before + 1, before + 21)]
-    assert last[-1] == ("frame", str(before + 21), "jsonrpc-version")
+    items = [call for call in calls if call[0] == "item"]
+    assert [int(call[1]) for call in items] == list(range(1, observer.seq + 1))
+    assert items[-1] == ("item", str(before + 21), "jsonrpc-version")
+    assert all(len(call) == 2 for call in items[:-1])
+    frames = [call for call in calls if call[1] == "frame"]
+    assert frames[-1] == ("w", "frame", str(before + 21), "jsonrpc-version")
     assert calls[-3:] == [
         ("w", "read", f"{before + 1}-{before + 21}"),
         ("w", "end"),
@@ -147,8 +156,8 @@ def test_the_chain_order_is_the_order_hooks_run_in(tmp_path):
         observer.observe(Side.CLIENT, Framer().lines(line(PLAIN) + line(WRONG)))
         observer.finish(0, "done")
         first, second = order
-        assert [call[0] for call in calls] == [first, second] * 5
-        assert [call[1] for call in calls[::2]] == ["plain", "frame", "read", "end", "done"]
+        assert [call[0] for call in calls] == [first, second] * 4
+        assert [call[1] for call in calls[::2]] == ["frame", "read", "end", "done"]
 
 
 def test_redacting_still_redacts_the_findings_that_quote_a_frame(tmp_path):
