@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).parent.parent / "acp_proxy"
 
 #: What a layer may import besides itself and the standard library / third parties.
@@ -142,16 +144,27 @@ def reached(edges: dict[str, list[tuple[str, bool]]], module: str) -> set[str]:
     return seen
 
 
-def test_the_conversation_model_imports_no_validator():
-    """What the user saw needs no validator: reading a conversation loads none of it."""
+#: Views that read items and need no validator: loading one loads none of it.
+NO_VALIDATOR = (
+    "acp_proxy.readers.conversation",
+    "acp_proxy.readers.stats",
+    "acp_proxy.readers.text",
+    "acp_proxy.readers.summary",
+    "acp_proxy.transcript.items",
+)
+
+
+@pytest.mark.parametrize("view", NO_VALIDATOR)
+def test_the_views_that_read_items_import_no_validator(view):
+    """What the user saw, the stats, the timeline need no validator: loading one loads none
+    of it (lazy imports included), as the item types live with the one hook protocol."""
     import subprocess
     import sys
 
-    found = reached(graph(), "acp_proxy.readers.conversation")
+    found = reached(graph(), view)
     assert sorted(m for m in found if m.startswith(VALIDATING)) == []
     probe = (
-        "import acp_proxy.readers.conversation, sys; "
-        f"print(sorted(m for m in sys.modules if m.startswith({VALIDATING!r})))"
+        f"import {view}, sys; print(sorted(m for m in sys.modules if m.startswith({VALIDATING!r})))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

@@ -332,7 +332,7 @@ def recorded_tour(
 
 def agent_bytes(record: Path) -> bytes:
     """Every byte the agent sent, as the recording holds it (each frame and its newline)."""
-    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.reading import open_recording
     from acp_proxy.transcript.records import FrameRecord
 
     return b"".join(
@@ -345,7 +345,7 @@ def agent_bytes(record: Path) -> bytes:
 def long_and_short_way(record: Path) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
     """The findings of a recording, (rule, seq), validated the long way and the short way."""
     from acp_proxy.core.validator import Validator
-    from acp_proxy.readers.annotate import open_recording
+    from acp_proxy.transcript.reading import open_recording
     from acp_proxy.transcript.records import FrameRecord
 
     ways = []

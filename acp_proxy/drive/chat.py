@@ -52,8 +52,8 @@ from typing import Any, TextIO
 
 import click
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.protocol import EntityType, Kind, Side
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import Message, Turn
 from acp_proxy.drive import words

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.protocol import SESSION_UPDATES, STOP_REASONS, Kind
 from acp_proxy.core.times import format_time
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.drive.words import (
     agent_info,

@@ -42,7 +42,7 @@ from acp_proxy.transcript.records import (
 from acp_proxy.transcript.redact import AUTH_SCHEMES, ChunkJoin, Redactor
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
-    from acp_proxy.core.validator import Violation
+    from acp_proxy.core.findings import Violation
 
 __all__ = [
     "LOG_REPEATS",

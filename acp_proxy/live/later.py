@@ -29,7 +29,7 @@ from acp_proxy.core.times import format_time
 from acp_proxy.log import Logger
 
 if TYPE_CHECKING:
-    from acp_proxy.core.validator import Violation
+    from acp_proxy.core.findings import Violation
     from acp_proxy.live.observer import Observer
 
 __all__ = ["BACKLOG", "LateObserver"]

@@ -56,7 +56,7 @@ from acp_proxy.transcript.records import (
 )
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
-    from acp_proxy.core.validator import Violation
+    from acp_proxy.core.findings import Violation
 
 __all__ = ["STDERR_PIECE", "FrameValidator", "Observer", "describe"]
 

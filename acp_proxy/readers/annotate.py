@@ -29,8 +29,8 @@ from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
 from acp_proxy.transcript.heads import PlainHeads
-from acp_proxy.transcript.items import Addon, Annotated, Chain, Repeated, Taken
-from acp_proxy.transcript.reading import RecordingError, open_lines, open_recording
+from acp_proxy.transcript.items import Annotated, Repeated, Taken
+from acp_proxy.transcript.reading import open_lines
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
     EndRecord,
@@ -45,17 +45,10 @@ from acp_proxy.transcript.records import (
 __all__ = [
     "RUN",
     "UNREADABLE_RULE",
-    "Addon",
-    "Annotated",
-    "Chain",
-    "RecordingError",
-    "Repeated",
     "annotate",
     "connection_of",
     "finding_line",
     "located",
-    "open_lines",
-    "open_recording",
     "plain",
     "probe_marks",
     "read",

@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.rules import RULES
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.transcript.reading import STDIN_NAME

@@ -33,7 +33,7 @@ from acp_proxy.clihelp import (
 from acp_proxy.core.visible import dumps, visible
 
 if TYPE_CHECKING:
-    from acp_proxy.readers.annotate import RecordingError
+    from acp_proxy.transcript.reading import RecordingError
 
 
 def _json_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -210,8 +210,9 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
     error-level finding (with --strict: no warning either), 1 at least one, 2 a file
     that cannot be read.
     """
-    from acp_proxy.readers.annotate import RecordingError, finding_line, located, probe_marks, read
+    from acp_proxy.readers.annotate import finding_line, located, probe_marks, read
     from acp_proxy.readers.ci import Checked, junit, sarif
+    from acp_proxy.transcript.reading import RecordingError
 
     if by_rule and fmt != "text":
         raise click.UsageError("--by-rule has no effect with --format " + fmt)
@@ -477,8 +478,8 @@ def _inspectable(target: Path) -> None:
     """A file to inspect is refused before anything is served unless it is a recording (one
     line, exit 2); an empty one the recorder holds is one about to be written (served: it
     grows as it is recorded)."""
-    from acp_proxy.readers.annotate import RecordingError, open_recording
     from acp_proxy.readers.catalog import being_written
+    from acp_proxy.transcript.reading import RecordingError, open_recording
 
     try:
         with contextlib.suppress(OSError):

@@ -46,9 +46,10 @@ from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated, plain, read
+from acp_proxy.readers.annotate import plain, read
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 
 __all__ = ["LAYERS", "Difference", "Session", "compare", "load"]
 

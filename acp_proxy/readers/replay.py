@@ -60,7 +60,7 @@ from acp_proxy.core.wire import (
     seconds_between,
     update_variant,
 )
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
+from acp_proxy.readers.annotate import read
 from acp_proxy.readers.compare import (
     MISSING as _MISSING,
 )
@@ -69,6 +69,7 @@ from acp_proxy.readers.compare import (
     _report_difference,
     difference,
 )
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord
 
 if TYPE_CHECKING:

@@ -26,17 +26,18 @@ import click
 import orjson
 
 from acp_proxy.core.chunks import is_text_chunk
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.jsontext import deeper, shallow
 from acp_proxy.core.times import format_time, parse_exact_time
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
 from acp_proxy.files import open_output
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated, read
+from acp_proxy.readers.annotate import read
 from acp_proxy.readers.conversation import Conversation, SessionView, TextRun
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.summary import chunk_summary, frame_summary, joined_summary, repeated_summary
 from acp_proxy.readers.timing import Timing
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord, StderrRecord
 
 __all__ = ["build_document", "render_page", "write_report"]

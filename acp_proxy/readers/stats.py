@@ -11,7 +11,7 @@ from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
 from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord, StartRecord
 
 __all__ = ["Stats", "percentile"]

@@ -14,13 +14,12 @@ from typing import Any
 import click
 
 from acp_proxy.core.chunks import is_text_chunk
+from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
-from acp_proxy.core.validator import Violation
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Side, WireModel
-from acp_proxy.readers.annotate import Addon, Annotated, Repeated
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView, Turn
 from acp_proxy.readers.summary import (
     TimelineFilter,
@@ -35,6 +34,7 @@ from acp_proxy.readers.summary import (
     wanted,
     word,
 )
+from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import (
     EndRecord,
     FrameRecord,

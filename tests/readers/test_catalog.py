@@ -440,8 +440,9 @@ def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it
 
     import acp_proxy.transcript.records
     from acp_proxy.readers import annotate, catalog
-    from acp_proxy.readers.annotate import open_lines, plain, read
+    from acp_proxy.readers.annotate import plain, read
     from acp_proxy.readers.summary import TimelineFilter
+    from acp_proxy.transcript.reading import open_lines
 
     texts = [f"word {n} " for n in range(1_000)]
     texts[17], texts[500], texts[998] = "a needle ", 'say "needle"\n', "needle\\"

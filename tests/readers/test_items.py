@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from exchanges import streamed_recording
 
-from acp_proxy.readers.annotate import Addon, Annotated, Chain, Repeated, annotate, read
+from acp_proxy.readers.annotate import annotate, read
 from acp_proxy.readers.stats import Stats
+from acp_proxy.transcript.items import Addon, Annotated, Chain, Repeated
 from acp_proxy.transcript.reading import open_recording
 from acp_proxy.transcript.records import FrameRecord
 

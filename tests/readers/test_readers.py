@@ -520,17 +520,9 @@ def test_a_view_that_knows_nothing_of_the_short_way_is_right_on_a_streamed_turn(
     from collections import Counter
 
     from acp_proxy.devtools.bench import pending_stream
-    from acp_proxy.readers.annotate import (
-        RUN,
-        Addon,
-        Annotated,
-        Repeated,
-        annotate,
-        open_lines,
-        open_recording,
-        plain,
-        read,
-    )
+    from acp_proxy.readers.annotate import RUN, annotate, plain, read
+    from acp_proxy.transcript.items import Addon, Annotated, Repeated
+    from acp_proxy.transcript.reading import open_lines, open_recording
 
     record, script = tmp_path / "stream.jsonl", tmp_path / "agent.py"
     # The bench's agent, with each chunk's text its own (the short way must carry it).

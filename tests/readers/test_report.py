@@ -232,8 +232,9 @@ def test_the_report_reads_a_streamed_turn_without_parsing_its_chunks(tmp_path, m
     """A streamed turn's chunks are known by their bytes: of 300 chunks, only the first few
     records are read in full, and the page is the same as from reading all of them."""
     import acp_proxy.readers.annotate
-    from acp_proxy.readers.annotate import annotate, open_recording
+    from acp_proxy.readers.annotate import annotate
     from acp_proxy.readers.report import document
+    from acp_proxy.transcript.reading import open_recording
 
     path = tmp_path / "streamed.jsonl"
     chunk = (
