@@ -23,7 +23,7 @@ __all__ = ["OPTIONS", "agent_argv", "main"]
 #: Each command that starts an agent: its options that take a value, and its flags.
 _LOGGING = ("--log-file", "--log-level", "--log-format")
 _RECORDING = ("--record", "--grace")
-_RUN_VALUED = ("--keep-days", "--keep-size", "--color", *_RECORDING, *_LOGGING)
+_RUN_VALUED = ("--keep-days", "--keep-size", "--color", "--addon", *_RECORDING, *_LOGGING)
 _RUN_FLAGS = ("--no-record", "--no-stderr", "--redact", "--notify-client", "--inspect")
 _PROBE_VALUED = (
     "--protocol",

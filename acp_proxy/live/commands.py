@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from acp_proxy.live.observer import Observer
+    from acp_proxy.transcript.items import Addon
 
 
 def _start_inspector(path: Path, log: Logger) -> subprocess.Popen[bytes] | None:
@@ -78,6 +79,7 @@ def _observer(
     keep_size: int | None,
     inspect_live: bool,
     inspector: list[subprocess.Popen[bytes] | None],
+    addons: list[Addon],
 ) -> Observer:
     """``run``'s observer and its parts (the transcript, the validator, the live log, the
     findings log, the notices), loaded and built while the relay runs; the recordings
@@ -100,21 +102,40 @@ def _observer(
         else session_recorder(record, log, recorded_argv, pid, started)
     )
     validator = Validator()
-    addons = run_addons(
+    chain = run_addons(
         recorder,
         log,
         validator,
         redactor=redactor,
         record_stderr=record_stderr,
         notify_client=notify_client,
+        then=addons,
     )
-    observer = Observer(recorder, log, validator, addons=addons)
+    observer = Observer(recorder, log, validator, addons=chain)
     if record is None and (keep_days is not None or keep_size is not None):
         _prune(log, keep_days, keep_size)
     if inspect_live and recorder.path is not None:
         inspector.append(_start_inspector(recorder.path, log))
     _settle()
     return observer
+
+
+def _user_addons(files: tuple[str, ...]) -> list[Addon]:
+    """``--addon``: the user's addons, loaded before anything crosses (a file that gives
+    none is a usage error, exit 2). What their code prints goes to stderr from here on:
+    stdout belongs to the protocol (the relay writes to its descriptor, not ``sys.stdout``)."""
+    if not files:
+        return []
+    from acp_proxy.live.user_addons import AddonFileError, load_addons
+
+    sys.stdout = sys.stderr
+    addons: list[Addon] = []
+    for spec in files:
+        try:
+            addons += load_addons(spec)
+        except AddonFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--addon'") from None
+    return addons
 
 
 def _spool_for(record: str | None, pid: int) -> Path | None:
@@ -205,6 +226,15 @@ def _no_effect(record: str | None, no_record: bool) -> None:
     help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
     "process, stopped with the proxy); its URL goes to stderr.",
 )
+@click.option(
+    "--addon",
+    "addon_files",
+    multiple=True,
+    metavar="FILE[:NAME]",
+    envvar=_env("ADDON"),
+    help="Also hand the session to addons of your own: a Python file's `addons` list, or "
+    "NAME in it (acp_proxy.Addon: the same class reads a recording). Repeatable.",
+)
 @_logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -217,6 +247,7 @@ def run(
     keep_days: float | None,
     keep_size: int | None,
     inspect_live: bool,
+    addon_files: tuple[str, ...],
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -232,6 +263,7 @@ def run(
 
     _no_effect(record, no_record)
     argv = list(command)
+    addons = _user_addons(addon_files)
     # The agent first (started before click was loaded, by acp_proxy.__main__, when it
     # could be): its start overlaps the proxy's (what it writes waits in its pipe).
     try:
@@ -256,6 +288,7 @@ def run(
         _observer, argv, pid, log, started=started, record=record, no_record=no_record,
         redact=redact, record_stderr=not no_stderr, notify_client=notify_client,
         keep_days=keep_days, keep_size=keep_size, inspect_live=inspect_live, inspector=inspector,
+        addons=addons,
     )  # fmt: skip
     from acp_proxy.live.relay import run_relay
 

@@ -84,3 +84,73 @@ def test_hostile_names_reach_the_message_escaped(tmp_path):
     with pytest.raises(AddonFileError) as caught:
         load_addons(str(path))
     assert "\x1b" not in str(caught.value) and "\x07" not in str(caught.value)
+
+
+FRAMES_PER_METHOD = """
+import json
+import acp_proxy
+
+
+class FramesPerMethod(acp_proxy.Addon):
+    def __init__(self):
+        self.methods = {}
+
+    def add(self, item):
+        if item.message is not None:
+            method = item.message.method or "?"
+            self.methods[method] = self.methods.get(method, 0) + 1
+
+    def done(self, exit_status, reason):
+        print("frames per method:", json.dumps(self.methods, sort_keys=True))
+
+
+addons = [FramesPerMethod()]
+"""
+
+
+def test_run_hands_the_session_to_the_users_view_which_reads_the_recording_alike(
+    tmp_path, run_proxy
+):
+    """``run --addon view.py``: the view sees the session live (what it prints goes to
+    stderr, never to the editor's stdout, which is byte for byte what it is without it);
+    the same class fed the recording counts the same."""
+    import json
+    import runpy
+
+    import orjson
+    from conftest import SCRIPTED_AGENT
+    from exchanges import setup, turn
+
+    import acp_proxy
+
+    view = write(tmp_path, FRAMES_PER_METHOD)
+    messages = [*setup(2), *turn()]
+    client = b"".join(orjson.dumps(m) + b"\n" for side, m in messages if side == "client")
+    agent = b"".join(orjson.dumps(m) + b"\n" for side, m in messages if side == "agent")
+    emitted = tmp_path / "agent.jsonl"
+    emitted.write_bytes(agent)
+    argv = [*SCRIPTED_AGENT, "emit", str(emitted)]
+    plain = run_proxy(argv, client, ("--no-record",))
+    viewed = run_proxy(argv, client, ("--addon", str(view)))
+    assert viewed.returncode == plain.returncode == 0, viewed.stderr
+    assert viewed.stdout == plain.stdout == agent
+    said = [line for line in viewed.stderr.splitlines() if "frames per method:" in line]
+    assert len(said) == 1
+    live = json.loads(said[0].split("frames per method:", 1)[1])
+    offline = runpy.run_path(str(view))["FramesPerMethod"]()
+    offline.feed(acp_proxy.read(viewed.transcript))
+    assert live == offline.methods and live["session/update"] >= 1
+    assert sum(live.values()) == len(messages)
+
+
+def test_run_refuses_an_addon_file_that_gives_none_before_anything_crosses(tmp_path, run_proxy):
+    """A file that cannot give addons: exit 2, one line, the agent stopped unread."""
+    from conftest import SCRIPTED_AGENT
+
+    broken = write(tmp_path, "addons = [1]\n")
+    seen = tmp_path / "seen"
+    result = run_proxy([*SCRIPTED_AGENT, "echo", str(seen)], b"{}\n", ("--addon", str(broken)))
+    assert result.returncode == 2
+    assert "acp-proxy run: invalid value for '--addon'" in result.stderr
+    assert "1 is not an acp_proxy.Addon" in result.stderr and "Traceback" not in result.stderr
+    assert (result.stdout == b"" and not seen.exists()) or seen.read_bytes() == b""
