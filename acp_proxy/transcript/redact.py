@@ -108,12 +108,15 @@ from acp_proxy.transcript.records import (
 )
 from acp_proxy.transcript.secrets import (
     AUTH_SCHEMES,
+    HEADER_FLAGS,
     KEY_SHAPES,
     NAME_WORDS,
     RUN_TOGETHER,
     RUN_TOGETHER_ENDS,
     SHORT_PASSWORD_FLAGS,
     TEXT_HEADERS,
+    USER_FLAGS,
+    KeyShape,
     key_pattern,
     pieces,
     secret_header,
@@ -161,10 +164,12 @@ _PEM = re.compile(
 #: A URL's ``user:password@``, from its ``://`` (no ``/`` in either: not a host's port).
 _USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
 #: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
-_CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
+_USER_FLAG = "|".join(map(re.escape, USER_FLAGS))
+_CLI_USER = re.compile(rf"(?<![\w-])(?:{_USER_FLAG})[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
 #: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
 _CLI_HEADER = re.compile(
-    r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
+    rf"(?<![\w-])(?:{'|'.join(map(re.escape, HEADER_FLAGS))})[ \t]*=?[ \t]*['\"]?"
+    r"([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
     rf"((?i:(?:{_SCHEMES})[ \t]+)?)([^\s'\"\\]+)"
 )
 #: Key shapes no word ends with: found wherever they start (``x%3Dsk-ant-…``, ``\\nghp_…``).
@@ -176,7 +181,10 @@ _SHORTEST_KEY = min(len(shape.example) for shape in KEY_SHAPES)
 #: Where a field's name may be: found from a secret word in it (``token``, ``KEY``...), its
 #: run of name characters around it, and what follows a field's name: ``": ``, ``=``...
 _NAME_PIECES = pieces([*NAME_WORDS, *RUN_TOGETHER, *RUN_TOGETHER_ENDS])
-_SECRET_PIECE = re.compile("|".join(_NAME_PIECES), re.IGNORECASE)
+_SECRET_PIECE = re.compile(  # (the lookahead first: a fast scan for where one may start)
+    rf"(?=[{''.join(sorted({piece[0] for piece in _NAME_PIECES}))}])(?:{'|'.join(_NAME_PIECES)})",
+    re.IGNORECASE,
+)
 _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _SEPARATOR = re.compile(r"\s*[:=]\s*")
@@ -211,13 +219,37 @@ def _short_flag_pattern() -> re.Pattern[str]:
 
 _SHORT_FLAG = _short_flag_pattern()
 _SHORT_FLAG_HINTS = tuple(SHORT_PASSWORD_FLAGS)
+
+
+def _key_hints(shape: KeyShape) -> tuple[str, ...]:
+    """What a key shape's text holds: what its beginnings start with, if that is 3
+    characters or more (``xox``; not ``gh``, which prose is full of); else each beginning."""
+    shared = shape.starts[0]
+    for start in shape.starts[1:]:
+        while not start.startswith(shared):
+            shared = shared[:-1]
+    return (shared,) if len(shared) >= 3 else shape.starts
+
+
 #: Pieces every key shape holds (as written; those of any case: lowercased), every
 #: secret-named field and every header of :data:`TEXT_HEADERS` (lowercased): a text with
 #: none of them is not searched further.
-_KEY_HINTS = pieces((s for shape in KEY_SHAPES if not shape.fold for s in shape.starts), False)
 _KEY_HINTS_ANY_CASE = pieces(s for shape in KEY_SHAPES if shape.fold for s in shape.starts)
+_KEY_HINTS = tuple(
+    hint
+    for hint in pieces(
+        (hint for shape in KEY_SHAPES if not shape.fold for hint in _key_hints(shape)), False
+    )
+    if not any(piece in hint.lower() for piece in _KEY_HINTS_ANY_CASE)  # (Bearer: bearer)
+)
 _FIELD_HINTS = _NAME_PIECES
 _HEADER_HINTS = pieces(TEXT_HEADERS)
+#: (Either of those: the same as :data:`_FIELD_HINTS` while each header holds a name's piece.)
+_TEXT_HINTS = pieces([*_FIELD_HINTS, *_HEADER_HINTS])
+#: What every header flag holds (lowercased), and every user flag: one piece each (more,
+#: and these would be tuples to search, as the hints above).
+(_HEADER_FLAG_HINT,) = pieces(HEADER_FLAGS)
+(_USER_FLAG_HINT,) = pieces(USER_FLAGS, fold=False)
 #: A long string of nothing but base64 (an image's data, a blob): no secret stands in it as
 #: text, and it is not searched.
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -528,22 +560,14 @@ class Redactor:
 
     def _hide(self, text: str, prose: bool) -> str:
         """Headers, fields and key shapes in ``text``; in time linear in its length."""
-
-        def header(match: re.Match[str]) -> str:
-            if _done(match.group(3)):
-                return match.group(0)
-            return match.group(1) + match.group(2) + self.tag(match.group(3))
-
         lower = text.lower()
         if "private key-----" in lower:
             text = _PEM.sub(self._pem, text)
-        if any(hint in lower for hint in _HEADER_HINTS):
-            text = _AUTH_HEADER.sub(header, text)
-        if any(hint in lower for hint in _FIELD_HINTS):
-            text = self._fields(text, prose)
-        if "-h" in lower or "--header" in lower:
+        if any(hint in lower for hint in _TEXT_HINTS):
+            text = self._named(text, lower, prose)
+        if _HEADER_FLAG_HINT in lower:
             text = _CLI_HEADER.sub(self._cli_header, text)
-        if "-u" in text:
+        if _USER_FLAG_HINT in text:
             text = _CLI_USER.sub(self._cli_user, text)
         if "://" in text:
             text = self._url_passwords(text)
@@ -555,6 +579,20 @@ class Redactor:
             text = self._keys(text)
         if len(text) >= 12:
             text = _BASE64_RUN.sub(self._encoded_secret, text)
+        return text
+
+    def _named(self, text: str, lower: str, prose: bool) -> str:
+        """The values of :data:`TEXT_HEADERS` and of secret-named fields in ``text``."""
+
+        def header(match: re.Match[str]) -> str:
+            if _done(match.group(3)):
+                return match.group(0)
+            return match.group(1) + match.group(2) + self.tag(match.group(3))
+
+        if any(hint in lower for hint in _HEADER_HINTS):
+            text = _AUTH_HEADER.sub(header, text)
+        if any(hint in lower for hint in _FIELD_HINTS):
+            text = self._fields(text, prose)
         return text
 
     def _short_flag(self, match: re.Match[str]) -> str:
@@ -933,9 +971,9 @@ class Redactor:
                     out[index] = self.tag(arg)
                     changed.append(f"argv[{index}]")
                 continue
-            if after in ("-u", "--user"):
+            if after in USER_FLAGS:
                 hidden: str | None = self._credentials(arg)
-            elif after in ("-H", "--header"):
+            elif after in HEADER_FLAGS:
                 hidden = self._header(arg, secret_header)
             else:
                 hidden = self._argument(arg)

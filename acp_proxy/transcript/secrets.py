@@ -20,7 +20,8 @@ The rows:
 - :data:`AUTH_SCHEMES`: what an authorization's credentials follow;
 - :data:`KEY_SHAPES`: API-key shapes, found in any string;
 - :data:`SHORT_PASSWORD_FLAGS`: the commands whose short flag takes a password;
-- :data:`NEXT_WORD_FLAGS`: the flags of text whose next word is a secret (``-u``, ``-H``).
+- :data:`USER_FLAGS`, :data:`HEADER_FLAGS`: curl's ``-u user:pw`` and ``-H 'Name: X'``;
+  :data:`NEXT_WORD_FLAGS` the flags whose next word is a secret.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "ABOUT_SECRETS",
     "AUTH_SCHEMES",
     "BEFORE_SECRET",
+    "HEADER_FLAGS",
     "HEADER_WORDS",
     "KEY_SHAPES",
     "NAME_WORDS",
@@ -43,6 +45,7 @@ __all__ = [
     "RUN_TOGETHER_ENDS",
     "SHORT_PASSWORD_FLAGS",
     "TEXT_HEADERS",
+    "USER_FLAGS",
     "KeyShape",
     "key_pattern",
     "pieces",
@@ -143,13 +146,17 @@ SHORT_PASSWORD_FLAGS: dict[str, tuple[str, bool, bool]] = {
     "sshpass": ("-p", True, True),
     "redis-cli": ("-a", True, True),
 }
-#: The flags whose next word (in text: after a space) is a secret or holds one: curl's
-#: ``-u user:pw`` and ``-H 'X-Auth: X'``; and the short password flags that take the next
-#: argument (:data:`SHORT_PASSWORD_FLAGS`).
+#: curl's flags whose value holds a password (``-u user:pw``) and a header (``-H 'X-Auth:
+#: X'``), as one argument, or the next.
+USER_FLAGS = ("-u", "--user")
+HEADER_FLAGS = ("-H", "--header")
+#: The flags whose next word (in text: after a space) is a secret or holds one: those, and
+#: the short password flags that take the next argument (:data:`SHORT_PASSWORD_FLAGS`).
 NEXT_WORD_FLAGS = (
-    "-u", "--user", "-H", "--header",
+    *USER_FLAGS,
+    *HEADER_FLAGS,
     *sorted({flag for flag, _, separate in SHORT_PASSWORD_FLAGS.values() if separate}),
-)  # fmt: skip
+)
 
 # --- what is derived from it ---------------------------------------------------------------
 
