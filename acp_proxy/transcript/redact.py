@@ -152,7 +152,6 @@ _URL_TAG = re.compile(r"redacted-[0-9a-f]{10}")
 #: API-key shaped strings, in any text (each from a word's start: :func:`_word_start`,
 #: but those found wherever they start: :data:`_DISTINCT`).
 _KEY_SHAPES = re.compile(key_pattern())
-_BEARER = "Bearer "
 _SCHEMES = "|".join(AUTH_SCHEMES)
 #: A key shape's scheme (``Bearer X``): kept, the token hidden.
 _SCHEME = re.compile(rf"(?i)(?:{_SCHEMES})[ \t]+")
@@ -1085,7 +1084,8 @@ def _could_go_on(text: str) -> bool:
     if any(lower.startswith(start) or start.startswith(lower) for start in _KEY_STARTS_ANY_CASE):
         return True
     tail = text[-200:]
-    if _SCHEME_THEN_WORD.search(tail) is not None:  # ("Bearer a", then "bcdefgh")
+    after_space = last is not None and text[last.start() - 1 : last.start()] in (" ", "\t")
+    if after_space and _SCHEME_THEN_WORD.search(tail) is not None:  # "Bearer a", "bcdefgh"
         return True
     return any(match.end() == len(tail) for match in _KEY_SHAPES.finditer(tail))
 

@@ -16,6 +16,7 @@ import orjson
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import WireModel
+from acp_proxy.live import addons
 from acp_proxy.live.addons import STDERR_PIECE, StderrLines
 from acp_proxy.transcript.records import frame_record, start_record, stderr_record
 from acp_proxy.transcript.redact import Redactor, redact_lines
@@ -124,6 +125,7 @@ def test_every_key_shape_is_found_by_every_path() -> None:
 def test_the_stderr_cutter_never_cuts_after_what_a_secret_follows() -> None:
     """The cutter reads the table: after each of :data:`BEFORE_SECRET` and a space, a long
     stderr line is not cut (it is cut before), so what the secret is found by stays with it."""
+    assert addons._BEFORE_SECRET is BEFORE_SECRET  # (not a list of its own)
     for before in BEFORE_SECRET:
         line = b"x" * (STDERR_PIECE - 40) + b" " + before.upper() + b" " + b"S" * 100
         head = StderrLines().feed(line)[0]
