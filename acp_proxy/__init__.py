@@ -73,6 +73,7 @@ module's own docstring says what it is for and what it promises.
     transcript/reading.py    open_recording, open_lines, RecordingError
     transcript/names.py      default_record_dir, recording_name
     transcript/redact.py     Redactor, redact_stream
+    transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
     live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy

@@ -600,6 +600,7 @@ READERS = {
     "report": ["report", "-o", os.devnull, "RECORDING"],
     "diff": ["diff", "RECORDING", "RECORDING"],
     "search": ["search", "never-matches-anything", "RECORDING"],
+    "redact": ["redact", "RECORDING", "-o", os.devnull],
     "replay --as client": [
         *("replay", "--as", "client", "RECORDING", "--", sys.executable),
         *("-m", "acp_proxy.devtools.bench", "agent", "FRAMES"),

@@ -39,7 +39,8 @@ from acp_proxy.transcript.records import (
     stderr_record,
     violation_record,
 )
-from acp_proxy.transcript.redact import AUTH_SCHEMES, ChunkJoin, Redactor
+from acp_proxy.transcript.redact import ChunkJoin, Redactor
+from acp_proxy.transcript.secrets import BEFORE_SECRET
 
 if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.findings import Violation
@@ -94,7 +95,7 @@ STDERR_CUT_WINDOW = 4 * 1024
 _WHITESPACE = frozenset(b" \t\r\x0b\x0c")
 #: What comes before a secret and a space (``token: X``, ``Authorization: Bearer X``): no
 #: piece is cut there, or the secret would stand alone in the next one, unrecognised.
-_BEFORE_SECRET = (b":", b"=", *(scheme.encode() for scheme in AUTH_SCHEMES))
+_BEFORE_SECRET = BEFORE_SECRET  # (what is secret: one table, read by redact too)
 
 
 class StderrLines:

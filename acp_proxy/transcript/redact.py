@@ -7,9 +7,9 @@ the wire model) and picks the values to hide:
 
 - the values of ``env`` and ``headers`` entries (MCP servers, terminals, auth methods);
 - the parameters of ``authenticate`` and ``auth/login`` (all but ``methodId``);
-- any field whose name looks like a token, key, secret, password, credential, cookie
-  or authorization, at any depth (``_meta`` included), run together too (``PGPASSWORD``,
-  ``GITHUBTOKEN``, ``PRIVATEKEY``);
+- any field whose name looks like a token, key, secret, password (``pass``, ``pw``),
+  credential, cookie or authorization, at any depth (``_meta`` included), run together too
+  (``PGPASSWORD``, ``GITHUBTOKEN``, ``PRIVATEKEY``, ``apiKeys``);
 - in command lines (the recorded agent argv, MCP servers' and ``terminal/create``'s
   ``args``): the value of a secret-looking flag (``--token X``, ``--api-key=X``), of a
   ``NAME=value`` whose name looks secret, of a secret-named header
@@ -51,7 +51,8 @@ what a reader reads; so is a frame record with a key it does not have or its fra
 than one of ``msg``, ``text`` and ``base64`` (the rest left out, ``(record)`` listed).
 
 No secret, left as they are: a name whose last word makes it a fact about secrets
-(``token_count``, ``keyName``: :data:`_ABOUT_SECRETS`), and a value that stands for one
+(``token_count``, ``keyName``:
+:data:`~acp_proxy.transcript.secrets.ABOUT_SECRETS`), and a value that stands for one
 (``key=value``, ``<token>``, ``$API_KEY``: :data:`_STANDS_FOR`).
 
 A string that is one of the redaction's tags, whole, is left as it is (one that only starts
@@ -68,13 +69,18 @@ findings are kept. Redaction works a frame at a time and never raises: a frame i
 splice (nested past what the splicer follows) is stored as a line that says its size
 (``"redacted": ["(frame)"]``), never as it was, and the frames after it go on as before.
 Pure: bytes in, bytes out.
+
+What is secret (the words of a name, the key shapes, the schemes, the headers, the password
+flags) is one table, :mod:`acp_proxy.transcript.secrets`: every pattern and hint here is made
+from it, and the live stderr cutter reads it too. Every path judges a name alike
+(:func:`~acp_proxy.transcript.secrets.secret_name`): a JSON field, a flag, ``NAME=value``, a
+query parameter, ``name: value`` in stderr.
 """
 
 from __future__ import annotations
 
 import binascii
 import bisect
-import functools
 import hashlib
 import hmac
 import os
@@ -100,11 +106,25 @@ from acp_proxy.transcript.records import (
     parse_record,
     stderr_record,
 )
+from acp_proxy.transcript.secrets import (
+    AUTH_SCHEMES,
+    HEADER_FLAGS,
+    KEY_SHAPES,
+    NAME_WORDS,
+    RUN_TOGETHER,
+    RUN_TOGETHER_ENDS,
+    SHORT_PASSWORD_FLAGS,
+    TEXT_HEADERS,
+    USER_FLAGS,
+    KeyShape,
+    key_pattern,
+    pieces,
+    secret_header,
+    secret_name,
+)
 
 __all__ = [
-    "AUTH_SCHEMES",
     "CHUNK_TEXT",
-    "SHORT_PASSWORD_FLAGS",
     "ChunkJoin",
     "Redactor",
     "chunk_stream",
@@ -115,49 +135,6 @@ __all__ = [
 Path = tuple[str | int, ...]
 _Item = TypeVar("_Item")
 
-#: Parts of a field name that make its value a secret (``apiKey``, ``auth_token``...).
-_SECRET_WORDS = frozenset(
-    {
-        "token",
-        "key",
-        "apikey",
-        "secret",
-        "password",
-        "passwd",
-        "passphrase",
-        "authorization",
-        "credential",
-        "credentials",
-        "cookie",
-        "bearer",
-    }
-)
-_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-#: A word run together from others that holds a secret word (``PGPASSWORD``) ...
-_RUN_TOGETHER = re.compile(
-    r"password|passwd|passphrase|secret|credential|authoriz|cookie|bearer|apikey"
-)
-#: ... or ends with one (``GITHUBTOKEN``, ``PRIVATEKEY``; not ``inputTokens``, ``monkey``).
-_RUN_TOGETHER_ENDS = (
-    "token",
-    "privatekey",
-    "accesskey",
-    "secretkey",
-    "signingkey",
-    "masterkey",
-    "authkey",
-    "sshkey",
-    "licensekey",
-    "encryptionkey",
-)
-#: A last word that makes a secret-named field a fact about secrets, not one
-#: (``token_count``, ``keyName``, ``password_file``, ``tokenType``): its value is searched as
-#: any string is, not hidden whole.
-_ABOUT_SECRETS = frozenset(
-    {"count", "counts", "limit", "limits", "usage", "used", "type", "types", "id", "ids",
-     "name", "names", "length", "size", "total", "budget", "index", "file", "path", "env",
-     "expiry", "expires", "ttl", "hint", "required", "set", "present", "source", "remaining"}
-)  # fmt: skip
 _AUTH_METHODS = frozenset({"authenticate", "auth/login"})
 #: A command-line flag whose value is a secret: ``--api-key X`` or ``--token=X``.
 _SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_-]+)(=(.*))?$", re.DOTALL)
@@ -172,19 +149,12 @@ _URL_DONE = "redacted-"
 #: starts like a tag may carry anything after it).
 _TAG = re.compile(r"\[redacted:(?:[0-9]+ bytes:)?[0-9a-f]{10}\]")
 _URL_TAG = re.compile(r"redacted-[0-9a-f]{10}")
-#: API-key shaped strings, in any text (each from a word's start: :func:`_word_start`).
-_KEY_SHAPES = re.compile(
-    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9\-]{10,}"
-    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
-    r"|glpat-[A-Za-z0-9_\-]{20,}|Bearer [A-Za-z0-9._~+/=\-]{8,}"
-    # (``bearer`` in any case: a token with a digit or a sign, or a long one; not prose)
-    r"|(?i:bearer)[ \t]+(?:(?=[A-Za-z0-9._~+/=\-]*[0-9._~+/=\-])[A-Za-z0-9._~+/=\-]{8,}"
-    r"|[A-Za-z0-9._~+/=\-]{16,})"
-)
-_BEARER = "Bearer "
-_SCHEME = re.compile(r"(?i)bearer[ \t]+")
+#: API-key shaped strings, in any text (each from a word's start: :func:`_word_start`,
+#: but those found wherever they start: :data:`_DISTINCT`).
+_KEY_SHAPES = re.compile(key_pattern())
+_SCHEMES = "|".join(AUTH_SCHEMES)
+#: A key shape's scheme (``Bearer X``): kept, the token hidden.
+_SCHEME = re.compile(rf"(?i)(?:{_SCHEMES})[ \t]+")
 #: A private key block's body, to its end line (or the text's end, if cut short).
 _PEM = re.compile(
     r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----(.*?)(?=-----END \1PRIVATE KEY-----|\Z)",
@@ -193,41 +163,37 @@ _PEM = re.compile(
 #: A URL's ``user:password@``, from its ``://`` (no ``/`` in either: not a host's port).
 _USERINFO = re.compile(r"[^\s/?#@:'\"\\]+:([^\s/?#@'\"\\]+)@")
 #: ``curl -u user:password`` (``--user``, ``-uuser:pw``; not ``-u 1000:1000``, a uid and gid).
-_CLI_USER = re.compile(r"(?<![\w-])(?:-u|--user)[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
-#: The schemes an authorization's credentials follow (``Authorization: Bearer X``): one
-#: list for the patterns here and for where a long stderr line may be cut
-#: (:mod:`acp_proxy.live.addons`: never between a scheme and its secret).
-AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate")
-_SCHEMES = "|".join(AUTH_SCHEMES)
+_USER_FLAG = "|".join(map(re.escape, USER_FLAGS))
+_CLI_USER = re.compile(rf"(?<![\w-])(?:{_USER_FLAG})[ \t]*=?[ \t]*['\"]?[^\s:'\"\\]+:([^\s'\"\\]+)")
 #: ``-H 'Name: value'`` (``--header``), a value after its scheme (``Bearer X``).
 _CLI_HEADER = re.compile(
-    r"(?<![\w-])(?:-H|--header)[ \t]*=?[ \t]*['\"]?([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
+    rf"(?<![\w-])(?:{'|'.join(map(re.escape, HEADER_FLAGS))})[ \t]*=?[ \t]*['\"]?"
+    r"([A-Za-z0-9_-]+)[ \t]*:[ \t]*"
     rf"((?i:(?:{_SCHEMES})[ \t]+)?)([^\s'\"\\]+)"
 )
-#: The words of a header's name that make it secret, besides :func:`secret_name`'s
-#: (``X-Auth``; not ``Author``).
-_HEADER_WORDS = frozenset({"auth", "pass", "pw", "pwd"})
 #: Key shapes no word ends with: found wherever they start (``x%3Dsk-ant-…``, ``\\nghp_…``).
 #: The others (a bare ``sk-``, ``Bearer``) from a word's start only (not ``disk-…``).
-_DISTINCT = ("sk-ant-", "sk-proj-", "gh", "github_pat_", "xox", "AKIA", "AIza", "glpat-", "eyJ")
+_DISTINCT = tuple(start for shape in KEY_SHAPES if shape.anywhere for start in shape.starts)
 _HEX = frozenset("0123456789abcdefABCDEF")
-#: No key shape is shorter (``sk-`` and 12 more).
-_SHORTEST_KEY = 15
+#: No key shape is shorter.
+_SHORTEST_KEY = min(len(shape.example) for shape in KEY_SHAPES)
 #: Where a field's name may be: found from a secret word in it (``token``, ``KEY``...), its
 #: run of name characters around it, and what follows a field's name: ``": ``, ``=``...
-_SECRET_PIECE = re.compile(r"token|key|secret|pass|auth|cookie|credential|bearer", re.IGNORECASE)
+_NAME_PIECES = pieces([*NAME_WORDS, *RUN_TOGETHER, *RUN_TOGETHER_ENDS])
+_SECRET_PIECE = re.compile(  # (the lookahead first: a fast scan for where one may start)
+    rf"(?=[{''.join(sorted({piece[0] for piece in _NAME_PIECES}))}])(?:{'|'.join(_NAME_PIECES)})",
+    re.IGNORECASE,
+)
 _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _SEPARATOR = re.compile(r"\s*[:=]\s*")
 #: A field's value: a JSON string (to its end, if the text is cut before its closing quote),
 #: or a word.
 _VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]+')
-#: What makes a field's name look secret in text that is not JSON.
-_SECRETISH = re.compile(r"token|key|secret|passw|authoriz|cookie|credential", re.IGNORECASE)
 #: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
 #: Basic X``, ``Cookie: a=b; c=d``.
 _AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|cookie|x-api-key)(\s*:\s*"
+    rf"(?i)\b({'|'.join(map(re.escape, TEXT_HEADERS))})(\s*:\s*"
     rf"(?:(?:{_SCHEMES})\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
 )
 #: A run of base64 long enough to hold ``user:secret`` or a key (a docker config's ``auth``,
@@ -235,20 +201,6 @@ _AUTH_HEADER = re.compile(
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/]{12,}={0,2}(?![A-Za-z0-9+/=_-])")
 #: What a decoded run holds when it is ``user:secret`` (printable, no space, one colon at least).
 _USER_SECRET = re.compile(rb"[!-9;-~]{1,128}:[!-~]{3,}")
-#: The commands whose short flag takes a password, and how: ``mysql -pSECRET`` (attached
-#: only: ``-p`` alone asks for one), ``sshpass -p SECRET`` or ``-pSECRET``, ``redis-cli -a
-#: SECRET``. One table for command lines (:meth:`Redactor.argv`) and text (:data:`_SHORT_FLAG`).
-SHORT_PASSWORD_FLAGS: dict[str, tuple[str, bool, bool]] = {
-    # command: (flag, its value may be attached, may be the next argument)
-    "mysql": ("-p", True, False),
-    "mysqldump": ("-p", True, False),
-    "mysqladmin": ("-p", True, False),
-    "mysqlimport": ("-p", True, False),
-    "mariadb": ("-p", True, False),
-    "mariadb-dump": ("-p", True, False),
-    "sshpass": ("-p", True, True),
-    "redis-cli": ("-a", True, True),
-}
 
 
 def _short_flag_pattern() -> re.Pattern[str]:
@@ -266,25 +218,37 @@ def _short_flag_pattern() -> re.Pattern[str]:
 
 _SHORT_FLAG = _short_flag_pattern()
 _SHORT_FLAG_HINTS = tuple(SHORT_PASSWORD_FLAGS)
-#: Pieces every key shape holds, and (lowercased) every secret-named field or header: a
-#: text with none of them is not searched further.
-_KEY_HINTS = (
-    "sk-",
-    "hp_",
-    "ho_",
-    "hu_",
-    "hs_",
-    "hr_",
-    "_pat_",
-    "AKIA",
-    "AIza",
-    "xox",
-    "eyJ",
-    "glpat-",
-    "Bearer ",
+
+
+def _key_hints(shape: KeyShape) -> tuple[str, ...]:
+    """What a key shape's text holds: what its beginnings start with, if that is 3
+    characters or more (``xox``; not ``gh``, which prose is full of); else each beginning."""
+    shared = shape.starts[0]
+    for start in shape.starts[1:]:
+        while not start.startswith(shared):
+            shared = shared[:-1]
+    return (shared,) if len(shared) >= 3 else shape.starts
+
+
+#: Pieces every key shape holds (as written; those of any case: lowercased), every
+#: secret-named field and every header of :data:`TEXT_HEADERS` (lowercased): a text with
+#: none of them is not searched further.
+_KEY_HINTS_ANY_CASE = pieces(s for shape in KEY_SHAPES if shape.fold for s in shape.starts)
+_KEY_HINTS = tuple(
+    hint
+    for hint in pieces(
+        (hint for shape in KEY_SHAPES if not shape.fold for hint in _key_hints(shape)), False
+    )
+    if not any(piece in hint.lower() for piece in _KEY_HINTS_ANY_CASE)  # (Bearer: bearer)
 )
-_FIELD_HINTS = ("token", "key", "secret", "pass", "auth", "cookie", "credential", "bearer")
-_HEADER_HINTS = ("authoriz", "cookie", "api-key")
+_FIELD_HINTS = _NAME_PIECES
+_HEADER_HINTS = pieces(TEXT_HEADERS)
+#: (Either of those: the same as :data:`_FIELD_HINTS` while each header holds a name's piece.)
+_TEXT_HINTS = pieces([*_FIELD_HINTS, *_HEADER_HINTS])
+#: What every header flag holds (lowercased), and every user flag: one piece each (more,
+#: and these would be tuples to search, as the hints above).
+(_HEADER_FLAG_HINT,) = pieces(HEADER_FLAGS)
+(_USER_FLAG_HINT,) = pieces(USER_FLAGS, fold=False)
 #: A long string of nothing but base64 (an image's data, a blob): no secret stands in it as
 #: text, and it is not searched.
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -339,43 +303,6 @@ def _placeholder(value: str) -> bool:
 
 def _url_done(value: str) -> bool:
     return _URL_TAG.fullmatch(value) is not None
-
-
-@functools.lru_cache(maxsize=4096)
-def secret_name(name: str) -> bool:
-    """Whether a field name looks like it holds a secret (names repeat: remembered)."""
-    if not name or name in ("sessionId", "toolCallId", "keyId"):
-        return False
-    words = _WORDS.findall(name.replace("-", "_"))
-    if len(words) > 1 and words[-1].lower() in _ABOUT_SECRETS:
-        return False
-    lowered = {w.lower() for w in words}
-    if lowered & _SECRET_WORDS or name.lower() in _SECRET_WORDS:
-        return True
-    return any(_run_together(word) for word in words)
-
-
-def _secretish(name: str) -> bool:
-    """Whether a name in text that is not JSON looks secret (``token: X``; not
-    ``token_count: 3``: :data:`_ABOUT_SECRETS`)."""
-    if _SECRETISH.search(name) is None:
-        return False
-    words = _WORDS.findall(name.replace("-", "_"))
-    return not (len(words) > 1 and words[-1].lower() in _ABOUT_SECRETS)
-
-
-def _secret_header(name: str) -> bool:
-    """Whether a header's name (after ``-H``) looks secret: ``X-Auth`` too."""
-    words = name.lower().replace("_", "-").split("-")
-    return secret_name(name) or any(word in _HEADER_WORDS for word in words)
-
-
-def _run_together(word: str) -> bool:
-    """``PGPASSWORD``, ``GITHUBTOKEN``, ``PRIVATEKEY``: one word made of several."""
-    lower = word.lower()
-    if _RUN_TOGETHER.search(lower) is not None or lower.endswith(_RUN_TOGETHER_ENDS):
-        return True
-    return len(word) > 3 and word.isupper() and word.endswith("KEY")  # OPENAIKEY
 
 
 def _show(path: Path) -> str:
@@ -632,31 +559,39 @@ class Redactor:
 
     def _hide(self, text: str, prose: bool) -> str:
         """Headers, fields and key shapes in ``text``; in time linear in its length."""
+        lower = text.lower()
+        if "private key-----" in lower:
+            text = _PEM.sub(self._pem, text)
+        if any(hint in lower for hint in _TEXT_HINTS):
+            text = self._named(text, lower, prose)
+        if _HEADER_FLAG_HINT in lower:
+            text = _CLI_HEADER.sub(self._cli_header, text)
+        if _USER_FLAG_HINT in text:
+            text = _CLI_USER.sub(self._cli_user, text)
+        if "://" in text:
+            text = self._url_passwords(text)
+        if any(hint in lower for hint in _SHORT_FLAG_HINTS):
+            text = _SHORT_FLAG.sub(self._short_flag, text)
+        if any(hint in text for hint in _KEY_HINTS) or any(
+            hint in lower for hint in _KEY_HINTS_ANY_CASE
+        ):
+            text = self._keys(text)
+        if len(text) >= 12:
+            text = _BASE64_RUN.sub(self._encoded_secret, text)
+        return text
+
+    def _named(self, text: str, lower: str, prose: bool) -> str:
+        """The values of :data:`TEXT_HEADERS` and of secret-named fields in ``text``."""
 
         def header(match: re.Match[str]) -> str:
             if _done(match.group(3)):
                 return match.group(0)
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
-        lower = text.lower()
-        if "private key-----" in lower:
-            text = _PEM.sub(self._pem, text)
+        if any(hint in lower for hint in _HEADER_HINTS):
+            text = _AUTH_HEADER.sub(header, text)
         if any(hint in lower for hint in _FIELD_HINTS):
-            if any(hint in lower for hint in _HEADER_HINTS):
-                text = _AUTH_HEADER.sub(header, text)
             text = self._fields(text, prose)
-        if "-h" in lower or "--header" in lower:
-            text = _CLI_HEADER.sub(self._cli_header, text)
-        if "-u" in text:
-            text = _CLI_USER.sub(self._cli_user, text)
-        if "://" in text:
-            text = self._url_passwords(text)
-        if any(hint in lower for hint in _SHORT_FLAG_HINTS):
-            text = _SHORT_FLAG.sub(self._short_flag, text)
-        if any(hint in text for hint in _KEY_HINTS) or "bearer" in lower:
-            text = self._keys(text)
-        if len(text) >= 12:
-            text = _BASE64_RUN.sub(self._encoded_secret, text)
         return text
 
     def _short_flag(self, match: re.Match[str]) -> str:
@@ -691,7 +626,7 @@ class Redactor:
 
     def _cli_header(self, match: re.Match[str]) -> str:
         value = match.group(3)
-        if not _secret_header(match.group(1)) or _done(value):
+        if not secret_header(match.group(1)) or _done(value):
             return match.group()
         return match.group()[: match.start(3) - match.start()] + self.tag(value)
 
@@ -732,7 +667,7 @@ class Redactor:
             name = text[begin:end]
             quoted = begin > 0 and text[begin - 1] == '"' and text.startswith('"', end)
             sep = _SEPARATOR.match(text, end + quoted)
-            if sep is None or not (secret_name(name) if prose else _secretish(name)):
+            if sep is None or not secret_name(name):
                 continue
             if prose and not quoted and "=" not in sep.group():  # "the key: value"
                 continue
@@ -1035,10 +970,10 @@ class Redactor:
                     out[index] = self.tag(arg)
                     changed.append(f"argv[{index}]")
                 continue
-            if after in ("-u", "--user"):
+            if after in USER_FLAGS:
                 hidden: str | None = self._credentials(arg)
-            elif after in ("-H", "--header"):
-                hidden = self._header(arg, _secret_header)
+            elif after in HEADER_FLAGS:
+                hidden = self._header(arg, secret_header)
             else:
                 hidden = self._argument(arg)
             after = arg
@@ -1106,11 +1041,14 @@ _CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message
 #: The path of a chunk's text in its frame.
 CHUNK_TEXT: Path = ("params", "update", "content", "text")
 #: The beginnings of key shapes (:data:`_KEY_SHAPES`): a chunk whose last word is one, or
-#: the start of one, could be followed by the rest of a key.
-_KEY_STARTS = ("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "AIza",
-               "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "eyJ", "glpat-", "Bearer",
-               "bearer", "BEARER")  # fmt: skip
+#: the start of one, could be followed by the rest of a key (those of any case: lowercased).
+_KEY_STARTS = tuple(start for shape in KEY_SHAPES if not shape.fold for start in shape.starts)
+_KEY_STARTS_ANY_CASE = tuple(s.lower() for shape in KEY_SHAPES if shape.fold for s in shape.starts)
 _LAST_WORD = re.compile(r"[A-Za-z0-9_.~+/=\-]*[ \t]?\Z")
+#: A text that ends with a key shape's scheme (any case) and the start of its token.
+_SCHEME_THEN_WORD = re.compile(
+    rf"(?i)(?:{'|'.join(map(re.escape, _KEY_STARTS_ANY_CASE))})[ \t]+[A-Za-z0-9._~+/=\-]+\Z"
+)
 #: How much a stream may hold back, at most: chunks of the stream, frames in all, and
 #: characters of the held stream's text (a longer run is no key: it is let go as it is).
 HOLD_CHUNKS = 16
@@ -1134,15 +1072,21 @@ def chunk_stream(message: Message | None) -> tuple[_Stream, str] | None:
 
 def _could_go_on(text: str) -> bool:
     """Whether the next chunk could carry on a key that ``text`` ends with the start of:
-    its last word is a key shape's beginning (``sk-ant-api03-``, ``gh``, ``Bearer ``), or a
-    key shape that runs to its end."""
+    its last word is a key shape's beginning (``sk-ant-api03-``, ``gh``, ``Bearer ``), it
+    ends with a scheme and a word (``Bearer a``), or a key shape that runs to its end."""
     last = _LAST_WORD.search(text)
     word = last.group().rstrip(" \t") if last is not None else ""
     if not word:
         return False
     if any(word.startswith(start) or start.startswith(word) for start in _KEY_STARTS):
         return True
+    lower = word.lower()
+    if any(lower.startswith(start) or start.startswith(lower) for start in _KEY_STARTS_ANY_CASE):
+        return True
     tail = text[-200:]
+    after_space = last is not None and text[last.start() - 1 : last.start()] in (" ", "\t")
+    if after_space and _SCHEME_THEN_WORD.search(tail) is not None:  # "Bearer a", "bcdefgh"
+        return True
     return any(match.end() == len(tail) for match in _KEY_SHAPES.finditer(tail))
 
 
@@ -1237,13 +1181,13 @@ class ChunkJoin(Generic[_Item]):
             begin, end = match.span()
             if not match.group().startswith(_DISTINCT) and not _word_start(joined, begin):
                 continue
+            last = bisect.bisect_right(starts, end - 1) - 1
+            if bisect.bisect_right(starts, begin) - 1 == last:
+                continue  # within one chunk: its own redaction finds it
             scheme = _SCHEME.match(match.group())
-            if scheme is not None:
+            if scheme is not None:  # (the token alone may be in the next chunk)
                 begin += scheme.end()
             first = bisect.bisect_right(starts, begin) - 1
-            last = bisect.bisect_right(starts, end - 1) - 1
-            if first == last:
-                continue  # within one chunk: its own redaction finds it
             tag = self.redactor.tag(joined[begin:end])
             for index in range(first, last + 1):
                 low = max(begin, starts[index]) - starts[index]

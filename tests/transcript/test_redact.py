@@ -14,7 +14,8 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import WireModel
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord
-from acp_proxy.transcript.redact import Redactor, secret_name
+from acp_proxy.transcript.redact import Redactor
+from acp_proxy.transcript.secrets import secret_name
 
 SECRETS = [b"ghp_s3cr3t", b"Bearer abc.def", b"sk-proxy-123", b"sk-ant-xyz", b"tok123", b"1234"]
 

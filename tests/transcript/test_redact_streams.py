@@ -29,7 +29,8 @@ from acp_proxy.transcript.records import (
     frame_record,
     start_record,
 )
-from acp_proxy.transcript.redact import Redactor, redact_stream, secret_name
+from acp_proxy.transcript.redact import Redactor, redact_stream
+from acp_proxy.transcript.secrets import secret_name
 
 T = "2026-01-01T00:00:00.000000Z"
 KEY = "sk-ant-api03-Zq7xK2mP9vL4tR8wQ1nB6dF"

@@ -1,0 +1,225 @@
+"""What is secret: one table, read by every path that hides a secret or keeps one whole.
+
+``redact`` and ``run --redact`` (:mod:`acp_proxy.transcript.redact`: a JSON field, a command
+line's flag or ``NAME=value``, a header, a URL's query parameter, the same in text and in
+the agent's stderr, a key cut between chunks) and the live stderr cutter
+(:mod:`acp_proxy.live.addons`: where a long stderr line may be cut) read it from here.
+Every pattern and every hint they test is made from these rows (:func:`key_pattern`,
+:func:`pieces`, :data:`BEFORE_SECRET`), so no path knows a word, a key shape or a scheme
+that another one misses. Pure data, and the two functions that read a name against it.
+
+The rows:
+
+- :data:`NAME_WORDS`: the words of a name (a field, a flag, an environment variable, a
+  query parameter, a header; split at ``_``, ``-`` and case: ``apiKey``, ``DB_PASS``) that
+  make its value a secret; :data:`RUN_TOGETHER` and :data:`RUN_TOGETHER_ENDS` the same
+  inside one word (``PGPASSWORD``, ``GITHUBTOKEN``); :data:`ABOUT_SECRETS` the last words
+  that make a name a fact about a secret, not one (``token_count``);
+- :data:`HEADER_WORDS`: words that make a header's name secret and no other name's;
+- :data:`TEXT_HEADERS`: the headers whose value is hidden in any text, prose too;
+- :data:`AUTH_SCHEMES`: what an authorization's credentials follow;
+- :data:`KEY_SHAPES`: API-key shapes, found in any string;
+- :data:`SHORT_PASSWORD_FLAGS`: the commands whose short flag takes a password;
+- :data:`USER_FLAGS`, :data:`HEADER_FLAGS`: curl's ``-u user:pw`` and ``-H 'Name: X'``;
+  :data:`NEXT_WORD_FLAGS` the flags whose next word is a secret.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+__all__ = [
+    "ABOUT_SECRETS",
+    "AUTH_SCHEMES",
+    "BEFORE_SECRET",
+    "HEADER_FLAGS",
+    "HEADER_WORDS",
+    "KEY_SHAPES",
+    "NAME_WORDS",
+    "NEXT_WORD_FLAGS",
+    "NOT_SECRET",
+    "RUN_TOGETHER",
+    "RUN_TOGETHER_ENDS",
+    "SHORT_PASSWORD_FLAGS",
+    "TEXT_HEADERS",
+    "USER_FLAGS",
+    "KeyShape",
+    "key_pattern",
+    "pieces",
+    "secret_header",
+    "secret_name",
+]
+
+# --- the table ---------------------------------------------------------------------------
+
+#: The words of a name that make its value a secret (``apiKey``, ``auth_token``,
+#: ``DB_PASS``, ``--pw``).
+NAME_WORDS = frozenset(
+    {"token", "key", "apikey", "secret", "password", "passwd", "passphrase", "pass", "pw",
+     "authorization", "credential", "credentials", "cookie", "bearer"}
+)  # fmt: skip
+#: A word run together from others that holds one of these is secret (``PGPASSWORD``;
+#: ``apiKeys``, whose words joined hold ``apikey``) ...
+RUN_TOGETHER = ("password", "passwd", "passphrase", "secret", "credential", "authoriz",
+                "cookie", "bearer", "apikey")  # fmt: skip
+#: ... or one that ends with one of these (``GITHUBTOKEN``, ``PRIVATEKEY``; not
+#: ``inputTokens``, ``monkey``).
+RUN_TOGETHER_ENDS = ("token", "privatekey", "accesskey", "secretkey", "signingkey",
+                     "masterkey", "authkey", "sshkey", "licensekey", "encryptionkey")  # fmt: skip
+#: Names that are the protocol's, whatever their words.
+NOT_SECRET = frozenset({"sessionId", "toolCallId", "keyId"})
+#: A last word that makes a secret-named field a fact about secrets, not one
+#: (``token_count``, ``keyName``, ``password_file``, ``tokenType``): its value is searched as
+#: any string is, not hidden whole.
+ABOUT_SECRETS = frozenset(
+    {"count", "counts", "limit", "limits", "usage", "used", "type", "types", "id", "ids",
+     "name", "names", "length", "size", "total", "budget", "index", "file", "path", "env",
+     "expiry", "expires", "ttl", "hint", "required", "set", "present", "source", "remaining"}
+)  # fmt: skip
+#: Words that make a header's name secret (``X-Auth``, ``X-Pwd``) and no other name's:
+#: ``authMethods`` is the protocol's, ``PWD`` the working directory.
+HEADER_WORDS = frozenset({"auth", "pwd"})
+#: The headers whose value is hidden wherever ``Name: value`` stands, prose too
+#: (``Authorization: Basic X``, ``Cookie: a=b; c=d``); other secret-named headers after
+#: ``-H``, and in text that is not prose.
+TEXT_HEADERS = ("proxy-authorization", "authorization", "cookie", "x-api-key")
+#: The schemes an authorization's credentials follow (``Authorization: Bearer X``).
+AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate")
+
+
+class KeyShape(NamedTuple):
+    """An API key's shape: how it begins and what follows."""
+
+    #: Its beginnings, literal (any one of them).
+    starts: tuple[str, ...]
+    #: What follows a beginning, as a pattern.
+    rest: str
+    #: Found wherever it starts (no word ends with its beginning: ``x%3Dsk-ant-…``), or
+    #: only from a word's start (``sk-``: not ``disk-…``).
+    anywhere: bool
+    #: Its shortest example (tests read it; the shortest of all bounds what is searched).
+    example: str
+    #: Its beginning in any case (``bearer``, ``BEARER``).
+    fold: bool = False
+
+    def pattern(self) -> str:
+        """The shape as a pattern: one of its beginnings, then the rest."""
+        starts = "|".join(re.escape(start) for start in self.starts)
+        return f"(?i:{starts}){self.rest}" if self.fold else f"(?:{starts}){self.rest}"
+
+
+_TOKEN68 = r"[A-Za-z0-9._~+/=\-]"
+#: API-key shaped strings, in any text (in this order: the first that matches is taken).
+KEY_SHAPES = (
+    KeyShape(("sk-ant-", "sk-proj-"), r"[A-Za-z0-9_\-]{12,}", True, "sk-ant-abcdefghijkl"),
+    KeyShape(("sk-",), r"[A-Za-z0-9_\-]{12,}", False, "sk-abcdefghijkl"),
+    KeyShape(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"[A-Za-z0-9]{20,}", True,
+             "ghp_abcdefghijklmnopqrst"),
+    KeyShape(("github_pat_",), r"[A-Za-z0-9_]{20,}", True, "github_pat_abcdefghijklmnopqrst"),
+    KeyShape(("AKIA",), r"[0-9A-Z]{16}(?![A-Za-z0-9_])", True, "AKIAIOSFODNN7EXAMPLE"),
+    KeyShape(("AIza",), r"[0-9A-Za-z_\-]{30,}", True, "AIza" + "abcdefghij" * 3),
+    KeyShape(("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"), r"[A-Za-z0-9\-]{10,}", True,
+             "xoxb-0123456789"),
+    KeyShape(("eyJ",), r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", True,
+             "eyJabcdefgh.abcdefgh.abcdefgh"),
+    KeyShape(("glpat-",), r"[A-Za-z0-9_\-]{20,}", True, "glpat-abcdefghijklmnopqrst"),
+    KeyShape(("Bearer ",), rf"{_TOKEN68}{{8,}}", False, "Bearer abcdefgh"),
+    # (``bearer`` in any case: a token with a digit or a sign, or a long one; not prose)
+    KeyShape(("bearer",), rf"[ \t]+(?:(?={_TOKEN68}*[0-9._~+/=\-]){_TOKEN68}{{8,}}"
+             rf"|{_TOKEN68}{{16,}})", False, "bearer abcdefg1", fold=True),
+)  # fmt: skip
+
+#: The commands whose short flag takes a password, and how: ``mysql -pSECRET`` (attached
+#: only: ``-p`` alone asks for one), ``sshpass -p SECRET`` or ``-pSECRET``, ``redis-cli -a
+#: SECRET``.
+SHORT_PASSWORD_FLAGS: dict[str, tuple[str, bool, bool]] = {
+    # command: (flag, its value may be attached, may be the next argument)
+    "mysql": ("-p", True, False),
+    "mysqldump": ("-p", True, False),
+    "mysqladmin": ("-p", True, False),
+    "mysqlimport": ("-p", True, False),
+    "mariadb": ("-p", True, False),
+    "mariadb-dump": ("-p", True, False),
+    "sshpass": ("-p", True, True),
+    "redis-cli": ("-a", True, True),
+}
+#: curl's flags whose value holds a password (``-u user:pw``) and a header (``-H 'X-Auth:
+#: X'``), as one argument, or the next.
+USER_FLAGS = ("-u", "--user")
+HEADER_FLAGS = ("-H", "--header")
+#: The flags whose next word (in text: after a space) is a secret or holds one: those, and
+#: the short password flags that take the next argument (:data:`SHORT_PASSWORD_FLAGS`).
+NEXT_WORD_FLAGS = (
+    *USER_FLAGS,
+    *HEADER_FLAGS,
+    *sorted({flag for flag, _, separate in SHORT_PASSWORD_FLAGS.values() if separate}),
+)
+
+# --- what is derived from it ---------------------------------------------------------------
+
+
+def pieces(words: Iterable[str], fold: bool = True) -> tuple[str, ...]:
+    """The fewest pieces (lowercased, with ``fold``) one of which every word holds: a text
+    that holds none of them holds none of the words."""
+    every = {word.lower() if fold else word for word in words}
+    return tuple(sorted(w for w in every if not any(o != w and o in w for o in every)))
+
+
+def key_pattern() -> str:
+    """:data:`KEY_SHAPES` as one pattern, in their order."""
+    return "|".join(shape.pattern() for shape in KEY_SHAPES)
+
+
+#: Where a long stderr line is not cut, after these and a space (lowercase, at most 9
+#: bytes: the cutter looks that far back): what a secret follows in text that is not JSON
+#: (``token: X``, ``TOKEN = X``, ``Cookie: a=b; c=d``, ``Authorization: Bearer X``,
+#: ``-u user:pw``, ``-H 'X-Auth: X'``, ``sshpass -p X``, and such a command before its
+#: flag), or the next piece would hold the secret alone, unrecognised.
+BEFORE_SECRET: tuple[bytes, ...] = tuple(
+    word.lower().encode()
+    for word in (
+        *(":", "=", ";"),
+        *AUTH_SCHEMES,
+        *NEXT_WORD_FLAGS,
+        *sorted(
+            command for command, (_, _, next_word) in SHORT_PASSWORD_FLAGS.items() if next_word
+        ),
+    )
+)
+
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_RUN_TOGETHER = re.compile("|".join(RUN_TOGETHER))
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a name looks like it holds a secret: a field, a flag (``--api-key``), an
+    environment variable, a query parameter, ``name: value`` in text (names repeat:
+    remembered)."""
+    if not name or name in NOT_SECRET:
+        return False
+    words = _WORDS.findall(name.replace("-", "_"))
+    if len(words) > 1 and words[-1].lower() in ABOUT_SECRETS:
+        return False
+    lowered = {w.lower() for w in words}
+    if lowered & NAME_WORDS or name.lower() in NAME_WORDS:
+        return True
+    return any(_run_together(word) for word in (*words, "".join(words)))
+
+
+def secret_header(name: str) -> bool:
+    """Whether a header's name looks secret: as :func:`secret_name`, and ``X-Auth`` too
+    (:data:`HEADER_WORDS`)."""
+    words = name.lower().replace("_", "-").split("-")
+    return secret_name(name) or any(word in HEADER_WORDS for word in words)
+
+
+def _run_together(word: str) -> bool:
+    """``PGPASSWORD``, ``GITHUBTOKEN``, ``PRIVATEKEY``: one word made of several."""
+    lower = word.lower()
+    if _RUN_TOGETHER.search(lower) is not None or lower.endswith(RUN_TOGETHER_ENDS):
+        return True
+    return len(word) > 3 and word.isupper() and word.endswith("KEY")  # OPENAIKEY
