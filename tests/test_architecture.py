@@ -181,9 +181,9 @@ def test_the_checker_catches_a_forbidden_import():
     edges["acp_proxy.core.wire"] = [*edges["acp_proxy.core.wire"], ("acp_proxy.live.relay", True)]
     edges["acp_proxy.readers.stats"] = [("acp_proxy.live.observer", False)]
     edges["acp_proxy.log"] = [("acp_proxy.devtools.bench", False)]
-    edges["acp_proxy.core.rules"] = [("acp_proxy.core.validator", True)]  # the other way round
+    edges["acp_proxy.core.validator_v2"] = [("acp_proxy.core.rules", True)]  # the other way round
     edges["acp_proxy.readers.text"] = [("acp_proxy.clihelp", False)]  # not a commands module
-    assert ("acp_proxy.core.rules", True) in edges["acp_proxy.core.validator"]
+    assert ("acp_proxy.core.validator_v2", True) in edges["acp_proxy.core.rules"]
     found = violations(edges)
     assert any(
         line.startswith("acp_proxy.core.wire imports acp_proxy.live.relay") for line in found
@@ -194,7 +194,7 @@ def test_the_checker_catches_a_forbidden_import():
         line.startswith("acp_proxy.readers.text imports acp_proxy.clihelp") for line in found
     )
     assert any(
-        {"acp_proxy.core.rules", "acp_proxy.core.validator"} <= set(cycle)
+        {"acp_proxy.core.rules", "acp_proxy.core.validator_v2"} <= set(cycle)
         for cycle in cycles(edges)
     )
 
