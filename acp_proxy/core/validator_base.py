@@ -45,7 +45,14 @@ from acp_proxy.core.wire import (
     successor_inner,
 )
 
-__all__ = ["RULES", "SELF_RULES", "ValidatorBase"]
+__all__ = [
+    "RULES",
+    "SELF_RULES",
+    "Pending",
+    "SessionState",
+    "ValidatorBase",
+    "known_to_either",
+]
 
 E, W, N = Level.ERROR, Level.WARNING, Level.INFO  # N: a note
 V1, V2 = Scope.V1, Scope.V2
@@ -391,7 +398,7 @@ def _spec(schema: Schema) -> str:
     return f"ACP v{schema.version}{' unstable' if schema.unstable else ''} schema {tag}"
 
 
-def _known_to_either(
+def known_to_either(
     schema: Schema, defects: list[Defect], check: Callable[[Schema], list[Defect] | None]
 ) -> tuple[Schema, list[Defect] | None]:
     """What the stable schema does not know is checked against the unstable one (which
@@ -429,7 +436,7 @@ def _is_error_object(value: Any) -> bool:
 
 
 @dataclass(slots=True)
-class _Pending:
+class Pending:
     """What the rules follow of a request waiting for its response."""
 
     #: session/prompt: the client sent session/cancel while it was pending.
@@ -450,7 +457,7 @@ class _Pending:
 
 
 @dataclass(slots=True)
-class _Session:
+class SessionState:
     """What the rules need to know about one session."""
 
     id: str
@@ -502,8 +509,8 @@ class ValidatorBase:
         #: v2: the agent's capabilities.session (None until the initialize result).
         self._session_caps: dict[str, Any] | None = None
         #: Rule state of the pending requests that rules follow.
-        self._notes: dict[Request, _Pending] = {}
-        self._sessions: dict[str, _Session] = {}
+        self._notes: dict[Request, Pending] = {}
+        self._sessions: dict[str, SessionState] = {}
         #: Ids a pending session/new or session/fork vouched for (an update came before its
         #: answer), with the seq of the first such update: once no such request is pending,
         #: those no answer named were never created.
@@ -566,15 +573,15 @@ class ValidatorBase:
 
     # --- the rules a streamed chunk runs (ChunkRules, for the shortcut) -------
 
-    def chunk_session(self, session_id: Any) -> _Session | None:
+    def chunk_session(self, session_id: Any) -> SessionState | None:
         """The rule state of ``session_id``, once initialized."""
         return self._sessions.get(session_id) if self._initialized else None
 
-    def new_chunk(self, message: Message, session: _Session, update: dict[str, Any]) -> bool:
+    def new_chunk(self, message: Message, session: SessionState, update: dict[str, Any]) -> bool:
         """A chunk no template knows: every rule that can fire on it (the subclass's)."""
         raise NotImplementedError
 
-    def known_chunk(self, message: Message, session: _Session) -> None:
+    def known_chunk(self, message: Message, session: SessionState) -> None:
         """A chunk that is a checked, clean one but for its text (the subclass's)."""
         raise NotImplementedError
 
@@ -609,12 +616,16 @@ class ValidatorBase:
         """The connection ended: what each session left unfinished."""
         raise NotImplementedError
 
-    def _dispatch(self, message: Message, session: _Session | None) -> None:
+    def _dispatch(self, message: Message, session: SessionState | None) -> None:
         """A request's or notification's own rules, after the common ones."""
         raise NotImplementedError
 
-    def _answered(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _answered(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         """A response's own rules, once it is paired with its request."""
+        raise NotImplementedError
+
+    def _cancel_with_id(self, message: Message) -> None:
+        """session/cancel sent as a request (with an id), before any other rule of it."""
         raise NotImplementedError
 
     # --- plumbing -------------------------------------------------------------
@@ -645,7 +656,7 @@ class ValidatorBase:
     def _v2(self) -> bool:
         return self.version == 2
 
-    def _session(self, session_id: Any) -> _Session | None:
+    def _session(self, session_id: Any) -> SessionState | None:
         return self._sessions.get(session_id) if isinstance(session_id, str) else None
 
     # --- JSON-RPC --------------------------------------------------------------
@@ -797,7 +808,7 @@ class ValidatorBase:
             return  # v1 docs show `"result": null` for empty results; SDKs accept it
         defects = checker(target)
         if defects:
-            schema, defects = _known_to_either(
+            schema, defects = known_to_either(
                 schema, defects, lambda s: (_checker(s, method, part, notification) or _ok)(target)
             )
         if defects:
@@ -936,9 +947,7 @@ class ValidatorBase:
         if isinstance(message, RequestMessage) and not self._request_id(message):
             return
         if method == "session/cancel" and is_request:
-            self._flag(
-                "cancel-with-id", f"the client sent session/cancel with id {_show(message.id)}"
-            )
+            self._cancel_with_id(message)
 
         table = methods_for(self.version)
         info = table.get(method) or UNSTABLE_METHODS.get(method)
@@ -1011,7 +1020,7 @@ class ValidatorBase:
             # the id is not known yet, so a pending session/new vouches for it; so does
             # a pending session/fork, whose new session's history may come first; until
             # the answers come (_after_new_session).
-            self._sessions[session_id] = _Session(session_id)
+            self._sessions[session_id] = SessionState(session_id)
             self._vouched[session_id] = self._seq
             return
         self._flag(
@@ -1068,19 +1077,19 @@ class ValidatorBase:
             return
         self._session_id = request.session
         note = self._notes.pop(request, None)
-        self._answered(message, request, note or _Pending())
+        self._answered(message, request, note or Pending())
 
-    def _note(self, message: Message) -> _Pending | None:
+    def _note(self, message: Message) -> Pending | None:
         """Start following a pending request (a rule needs its answer)."""
         request = message.request
         if request is None:
             return None
-        note = self._notes[request] = _Pending()
+        note = self._notes[request] = Pending()
         if len(self._notes) > 2 * MAX_PENDING:  # as many as both sides may leave pending
             del self._notes[next(iter(self._notes))]
         return note
 
-    def _pending_notes(self, method: str, session: str) -> list[_Pending]:
+    def _pending_notes(self, method: str, session: str) -> list[Pending]:
         return [
             self._notes[request]
             for request in self.wire.pending_requests(method, session)
@@ -1089,7 +1098,7 @@ class ValidatorBase:
 
     # --- requests and notifications: sessions -------------------------------------------
 
-    def _on_resume(self, message: Message, session: _Session | None) -> None:
+    def _on_resume(self, message: Message, session: SessionState | None) -> None:
         session_id = message.session
         if session_id is None or message.kind is not Kind.REQUEST:
             return
@@ -1097,25 +1106,25 @@ class ValidatorBase:
         if note is None:
             return
         note.was_known = session_id in self._sessions
-        resumed = self._sessions.setdefault(session_id, _Session(session_id))
+        resumed = self._sessions.setdefault(session_id, SessionState(session_id))
         resumed.rejected_seq = None  # what is replayed is history, not a rejected submission
         if message.params.get("replayFrom") is not None:
             note.replay = True
             resumed.replaying += 1
 
-    def _on_load(self, message: Message, session: _Session | None) -> None:
+    def _on_load(self, message: Message, session: SessionState | None) -> None:
         session_id = message.session
         if session_id is None or message.kind is not Kind.REQUEST:
             return
         note = self._note(message)
         if note is not None:
             note.was_known = session_id in self._sessions
-            loaded = self._sessions.setdefault(session_id, _Session(session_id))
+            loaded = self._sessions.setdefault(session_id, SessionState(session_id))
             loaded.rejected_seq = None  # what is replayed is history
 
     # --- responses: initialization and sessions -------------------------------------------
 
-    def _after_initialize(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _after_initialize(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         if message.is_error:
             return
         result = message.result
@@ -1148,12 +1157,10 @@ class ValidatorBase:
         self._prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
         self._session_caps = session_caps if isinstance(session_caps, dict) else {}
 
-    def _after_new_session(
-        self, message: ResponseMessage, request: Request, note: _Pending
-    ) -> None:
+    def _after_new_session(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         session_id = message.result.get("sessionId")
         if isinstance(session_id, str) and not message.is_error:
-            self._sessions.setdefault(session_id, _Session(session_id))
+            self._sessions.setdefault(session_id, SessionState(session_id))
             self._vouched.pop(session_id, None)
         pending = self.wire.pending
         if self._vouched and not (pending.any("session/new") or pending.any("session/fork")):
@@ -1167,6 +1174,6 @@ class ValidatorBase:
                 )
             self._vouched.clear()
 
-    def _after_load(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _after_load(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         if message.is_error and not note.was_known and request.session:
             self._sessions.pop(request.session, None)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from acp_proxy.core import examples as ex
 from acp_proxy.core.findings import Level, Rule, Scope
+from acp_proxy.core.jsontext import preview
 from acp_proxy.core.lifecycle import IDLE_EVENTS, Event, Step
 from acp_proxy.core.protocol import (
     BASELINE_PROMPT_CONTENT,
@@ -32,11 +33,10 @@ from acp_proxy.core.protocol import (
 from acp_proxy.core.validator_base import RULES as BASE_RULES
 from acp_proxy.core.validator_base import (
     SELF_RULES,
+    Pending,
+    SessionState,
     ValidatorBase,
-    _known_to_either,
-    _Pending,
-    _Session,
-    _show,
+    known_to_either,
 )
 from acp_proxy.core.validator_v1 import RULES as V1_RULES
 from acp_proxy.core.validator_v1 import system_prompt_problems
@@ -613,6 +613,8 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+_show = preview
+
 #: Every rule, in the order of the catalog (``acp-proxy rules``).
 CATALOG: tuple[Rule, ...] = (*BASE_RULES, *RULES, *V1_RULES, *SELF_RULES)
 
@@ -633,7 +635,7 @@ class Validator(ValidatorBase):
 
     # --- the rules a streamed chunk runs (ChunkRules, for the shortcut) -------
 
-    def new_chunk(self, message: Message, session: _Session, update: dict[str, Any]) -> bool:
+    def new_chunk(self, message: Message, session: SessionState, update: dict[str, Any]) -> bool:
         """A chunk no template knows: every rule that can fire on it; True if its shape
         is clean (it becomes the template of its session's variant)."""
         self._session_id = session.id
@@ -648,7 +650,7 @@ class Validator(ValidatorBase):
         assert schema is not None
         defects = schema.update_params(message.params, update, message.variant)
         if defects:
-            schema, defects = _known_to_either(schema, defects, lambda s: s.update(message.params))
+            schema, defects = known_to_either(schema, defects, lambda s: s.update(message.params))
         if defects:
             before = len(self._found)
             self._report(defects, "session/update ", "params", 0, schema)
@@ -657,7 +659,7 @@ class Validator(ValidatorBase):
             # only what this connection was told is unknown: the same shape says no more
         return shaped < 0 or len(self._found) == shaped
 
-    def known_chunk(self, message: Message, session: _Session) -> None:
+    def known_chunk(self, message: Message, session: SessionState) -> None:
         """A chunk that is a checked, clean one of ``session`` but for its text: only what
         follows state runs."""
         self._session_id = session.id
@@ -709,7 +711,7 @@ class Validator(ValidatorBase):
 
     # --- dispatch ---------------------------------------------------------------------
 
-    def _dispatch(self, message: Message, session: _Session | None) -> None:
+    def _dispatch(self, message: Message, session: SessionState | None) -> None:
         """The method's own rules: common and v2 here, v1 in :class:`V1Rules`."""
         handler = _CALLS.get(message.method or "")
         if handler is not None:
@@ -727,7 +729,7 @@ class Validator(ValidatorBase):
             ):
                 self._flag(rule, said)
 
-    def _answered(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _answered(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         handler = _RESPONSES.get(request.method)
         if handler is not None:
             handler(self, message, request, note)
@@ -736,7 +738,7 @@ class Validator(ValidatorBase):
 
     # --- requests and notifications -----------------------------------------------
 
-    def _on_prompt(self, message: Message, session: _Session | None) -> None:
+    def _on_prompt(self, message: Message, session: SessionState | None) -> None:
         if message.kind is Kind.REQUEST and message.side is Side.CLIENT:
             self._note(message)
             if session is not None:
@@ -758,7 +760,10 @@ class Validator(ValidatorBase):
                     f"agent did not advertise the {needed} prompt capability",
                 )
 
-    def _on_cancel(self, message: Message, session: _Session | None) -> None:
+    def _cancel_with_id(self, message: Message) -> None:
+        self._flag("cancel-with-id", f"the client sent session/cancel with id {_show(message.id)}")
+
+    def _on_cancel(self, message: Message, session: SessionState | None) -> None:
         if session is None:
             return
         prompts = [
@@ -774,7 +779,7 @@ class Validator(ValidatorBase):
         if self.wire.state(session.id) != State.IDLE or prompts:
             session.cancelled = True
 
-    def _on_permission(self, message: Message, session: _Session | None) -> None:
+    def _on_permission(self, message: Message, session: SessionState | None) -> None:
         if session is None or message.kind is not Kind.REQUEST:
             return
         note = self._note(message)
@@ -787,7 +792,7 @@ class Validator(ValidatorBase):
 
     # --- responses -----------------------------------------------------------------
 
-    def _after_resume(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _after_resume(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         session = self._session(request.session)
         if session is None:
             return
@@ -804,7 +809,7 @@ class Validator(ValidatorBase):
                 "before the response",
             )
 
-    def _after_prompt(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _after_prompt(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         session = self._session(request.session)
         if message.is_error:
             error = message.error
@@ -847,7 +852,7 @@ class Validator(ValidatorBase):
         if message_id not in session.user_messages:
             session.owed_user_messages[message_id] = self._seq or 0
 
-    def _after_permission(self, message: ResponseMessage, request: Request, note: _Pending) -> None:
+    def _after_permission(self, message: ResponseMessage, request: Request, note: Pending) -> None:
         outcome = message.result.get("outcome")
         chosen = outcome.get("outcome") if isinstance(outcome, dict) else None
         option = outcome.get("optionId") if isinstance(outcome, dict) else None
@@ -888,7 +893,7 @@ class Validator(ValidatorBase):
 
     # --- session/update -------------------------------------------------------------
 
-    def _on_update(self, message: Message, session: _Session | None) -> None:
+    def _on_update(self, message: Message, session: SessionState | None) -> None:
         if not self._v2:
             return
         update = message.params.get("update")
@@ -907,7 +912,7 @@ class Validator(ValidatorBase):
             handler(self, message, session, update)
 
     def _state_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         if "state" not in update or update["state"] is None:
             self._flag("state-missing", "state_update without state")
@@ -937,7 +942,7 @@ class Validator(ValidatorBase):
             session.running_seq = self._seq
 
     def _idle(
-        self, message: Message, session: _Session, update: dict[str, Any], taken: Step
+        self, message: Message, session: SessionState, update: dict[str, Any], taken: Step
     ) -> None:
         """An idle: what it says (its stop reason and error), the lifecycle's pair, and what
         the turn it ends left undone."""
@@ -1004,7 +1009,7 @@ class Validator(ValidatorBase):
         # a malformed error is the schema's: lenient (x-deserialize-default-on-error)
 
     def _message_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         variant = update["sessionUpdate"]
         message_id = update.get("messageId")
@@ -1033,7 +1038,7 @@ class Validator(ValidatorBase):
         else:
             self._agent_output(session, variant, message_id)
 
-    def _agent_output(self, session: _Session, variant: str | None, message_id: Any) -> None:
+    def _agent_output(self, session: SessionState, variant: str | None, message_id: Any) -> None:
         """The agent's message or thought while requires_action is the reported state, after
         a permission request was answered and with none pending: the work resumed, without running
         reported (inferred from the output, hence a warning; once until the next state).
@@ -1058,7 +1063,7 @@ class Validator(ValidatorBase):
             "requires_action for was resolved, without reporting running",
         )
 
-    def _user_message_seen(self, session: _Session, message_id: str) -> None:
+    def _user_message_seen(self, session: SessionState, message_id: str) -> None:
         session.owed_user_messages.pop(message_id, None)
         if message_id in session.user_messages:
             return
@@ -1083,7 +1088,7 @@ class Validator(ValidatorBase):
             session.rejected_seq = None
 
     def _tool_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         variant = update["sessionUpdate"]
         tool_id = update.get("toolCallId")
@@ -1104,7 +1109,7 @@ class Validator(ValidatorBase):
             session.tools[tool_id] = status if isinstance(status, str) else "pending"
 
     def _terminal_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         variant = update["sessionUpdate"]
         if not isinstance(update.get("terminalId"), str):
@@ -1125,14 +1130,16 @@ class Validator(ValidatorBase):
                 )
 
     def _plan_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         plan = update.get("plan")
         if not (isinstance(plan, dict) and isinstance(plan.get("planId"), str)):
             said = _lacks(plan, "planId") if isinstance(plan, dict) else _lacks(update, "plan")
             self._flag("plan-id-missing", f"plan_update {said.replace('planId', 'plan.planId')}")
 
-    def _notice(self, message: Message, session: _Session | None, update: dict[str, Any]) -> None:
+    def _notice(
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
+    ) -> None:
         severity = update.get("severity")
         if severity is None:
             self._flag("notice-severity-missing", "notice without severity")
@@ -1158,7 +1165,7 @@ class Validator(ValidatorBase):
             )
 
     def _compaction_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         compaction_id = update.get("compactionId")
         status = update.get("status")
@@ -1188,7 +1195,7 @@ class Validator(ValidatorBase):
         session.compactions[compaction_id] = status if isinstance(status, str) else "_unknown"
 
     def _compaction_chunk(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         compaction_id = update.get("compactionId")
         if not isinstance(compaction_id, str) or update.get("content") is None:
@@ -1206,7 +1213,7 @@ class Validator(ValidatorBase):
             )
 
     def _usage_update(
-        self, message: Message, session: _Session | None, update: dict[str, Any]
+        self, message: Message, session: SessionState | None, update: dict[str, Any]
     ) -> None:
         for name in ("used", "size"):
             value = update.get(name)
