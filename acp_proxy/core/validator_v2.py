@@ -48,6 +48,8 @@ E, W = Level.ERROR, Level.WARNING
 V2 = Scope.V2
 SCHEMA = "ACP v2 schema"
 
+_show = preview
+
 #: The requests that may carry the client's system prompt (v2; v1: :class:`V1Rules`).
 SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
@@ -612,8 +614,6 @@ RULES: tuple[Rule, ...] = (
         gives_way=False,
     ),
 )
-
-_show = preview
 
 #: Every rule, in the order of the catalog (``acp-proxy rules``).
 CATALOG: tuple[Rule, ...] = (*BASE_RULES, *RULES, *V1_RULES, *SELF_RULES)
