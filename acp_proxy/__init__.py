@@ -59,12 +59,15 @@ module's own docstring says what it is for and what it promises.
     core/times.py            format_time, parse_time
     core/wire.py             WireModel, Message (a type per kind), Turn: what each frame is
     core/lifecycle.py        TRANSITIONS, step: the v2 prompt lifecycle as a (state, event) table
-    core/findings.py         Violation: a finding, as data
-    core/rules.py            RULES: the catalog
-    core/examples.py         EXAMPLES: for a rule, frames that break it (rules RULE)
+    core/findings.py         Violation, Rule: a finding and a rule, as data
+    core/rules.py            RULES, explain_lines: the catalog, gathered from the validator's
+    core/examples.py         INIT, TURN, update...: the frames rules' examples are built of
     core/schema.py           schema_for: the official schemas compiled into checks
     core/unstable.py         surface_for: what only the unstable schemas define
-    core/validator.py        Validator, Violation; the v1 rules composed in (validator_v1.py)
+    core/validator.py        Validator, Violation: what the package imports (the three below)
+    core/validator_base.py   ValidatorBase: what every version shares, and its rules
+    core/validator_v2.py     Validator: the prompt lifecycle's rules (v2), CATALOG
+    core/validator_v1.py     V1Rules: the v1 pages' rules, composed in
     core/chunks.py           Shortcut: the streamed-chunk shortcut, whole
     core/visible.py          visible, dumps: wire strings made safe to show
     core/version.py          VERSION

@@ -1,33 +1,21 @@
-"""ACP exchanges for the validator tests, and the check that every reader agrees on them:
-frames built by hand (a request, a notification, an update, a turn), fed to the validator
-live and offline, the short way for streamed chunks and the long way, and through
-``show``, ``stats``, the conversation and the report."""
+"""ACP exchanges for the validator tests: frames built by hand (a request, a notification,
+an update, a turn), fed to the validator the short way for streamed chunks and the long
+way. The core alone: that every reader agrees on what the validator finds is
+tests/readers/test_agreement.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
 from hypothesis import strategies as st
 
-from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import RULES
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.validator import Validator, Violation
-from acp_proxy.readers.annotate import annotate, located, read
-from acp_proxy.readers.conversation import Conversation
-from acp_proxy.readers.report import document as report_document
-from acp_proxy.readers.report import todays_findings
-from acp_proxy.readers.stats import Stats
-from acp_proxy.readers.summary import TimelineFilter, chunk_summary, frame_summary
-from acp_proxy.readers.text import Timeline, conversation_lines
 from acp_proxy.transcript.records import (
-    FORMAT,
-    FrameRecord,
-    StartRecord,
     frame_record,
     start_record,
 )
@@ -142,6 +130,40 @@ def turn(id_: Any = 10, message_id: str = "u1", reason: str = "end_turn") -> Fra
     ]
 
 
+def proxy_setup() -> Frames:
+    """A conductor opening a proxy component: proxy/initialize instead of initialize."""
+    frames = setup(1)
+    frames[0] = (C, req(0, "proxy/initialize", frames[0][1]["params"]))
+    return frames
+
+
+def successor(sender: str, id_: int | None, method: str, params: Any) -> tuple[str, Any]:
+    envelope = {"method": method, "params": params}
+    if id_ is None:
+        return (sender, note("proxy/successor", envelope))
+    return (sender, req(id_, "proxy/successor", envelope))
+
+
+def next_hop(prompt: dict[str, Any]) -> Frames:
+    """The proxy (the agent here) opens its successor and prompts it through the conductor."""
+    init = {
+        "protocolVersion": 1,
+        "clientCapabilities": {},
+        "clientInfo": {"name": "p", "version": "1"},
+    }
+    result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}}
+    return [
+        successor(A, 100, "initialize", init),
+        (C, ok(100, result)),
+        successor(A, 101, "session/new", {"cwd": "/", "mcpServers": []}),
+        (C, ok(101, {"sessionId": "inner"})),
+        successor(A, 102, "session/prompt", prompt),
+        successor(C, None, "session/update", {"sessionId": "inner", "update": chunk}),
+        (C, ok(102, {"stopReason": "end_turn"})),
+    ]
+
+
 def findings(frames: Frames, end: bool = True, fast: bool = True) -> list[Violation]:
     validator = Validator()
     validator.shortcut.enabled = fast
@@ -154,83 +176,10 @@ def findings(frames: Frames, end: bool = True, fast: bool = True) -> list[Violat
     if fast:
         # the short way for streamed chunks finds exactly what the long way finds
         assert findings(frames, end, fast=False) == found
-        views(frames, found if end else None)
     return found
 
 
 T0 = "2026-11-30T00:00:00.000000Z"
-
-
-def views(frames: Frames, live: list[Violation] | None) -> None:
-    """Every exchange the validator tests use also goes through the readers: the recording
-    validates offline exactly as live, and `show --conversation` and `stats` render it."""
-    records: list[Any] = [StartRecord(1, T0, ["agent"], 1, FORMAT, "0")]
-    for seq, (side, message) in enumerate(frames, start=1):
-        raw = message if isinstance(message, bytes) else orjson.dumps(message)
-        records.append(FrameRecord(seq + 1, seq, T0, side, parse_frame(raw)))
-    annotated = list(annotate(records))
-    offline = [f for item in annotated for f in item.findings]
-    for item in annotated:  # a chunk's summary is its envelope's part, then its text's
-        if item.message is not None and is_text_chunk(item.message):
-            head, words = chunk_summary(item.message)
-            assert (f"{head} {words!r}" if words else head) == frame_summary(item.message)
-    if live is not None:
-        assert offline == live
-    # validate's short way, on the lines the recorder writes, finds the same
-    lines = [start_record(T0, ["agent"], 1)]
-    lines += [frame_record(r.seq, r.t, r.side, r.frame) for r in records[1:]]
-    numbered = list(enumerate((line.rstrip(b"\n") for line in lines), 1))
-    assert [f for _, f in located(read(numbered, run=256))] == offline
-    # and show's short way shows the same timeline, recomputed or stored findings
-    for stored in (True, False):
-        long_way = timeline(annotate(records, stored=stored))
-        for run in (1, 256):  # repeated chunks one by one, or together
-            assert timeline(read(numbered, stored=stored, run=run)) == long_way
-    stats = Stats()
-    for item in annotated:
-        stats.add(item)
-    assert stats.lines() and stats.as_json()["frames"] == stats.frames
-    assert list(conversation_lines(Conversation.per_connection(annotated)))
-    readers_agree(records, numbered)
-
-
-def readers_agree(records: list[Any], numbered: list[tuple[int, bytes]]) -> None:
-    """stats, show --conversation and report read the lines the short way (read(),
-    repeated chunks taken in runs or one by one) and make what reading every record makes
-    (the report with its stored findings, and with today's)."""
-    stats = Stats()
-    for item in annotate(records):
-        stats.add(item)
-    conversation = seen(Conversation.per_connection(annotate(records, validate=False)))
-    today = todays_findings(annotate(records))
-    pages = [report_document("r", annotate(records, stored=True), now) for now in (None, today)]
-    for run in (1, 2, 256):
-        for now, page in zip((None, today), pages, strict=True):
-            short_way = read(numbered, stored=True, run=run)
-            assert report_document("r", short_way, now) == page
-        short = Stats()
-        short.feed(read(numbered, run=run))
-        assert short.as_json() == stats.as_json()
-        items = read(numbered, validate=False, run=run)
-        assert seen(Conversation.per_connection(items)) == conversation
-
-
-def seen(connections: list[Any]) -> tuple[dict[str, Any], list[Any]]:
-    """A conversation's document, and the frames that addressed each entity."""
-    seqs = [
-        (key, entity.seqs)
-        for _, model in connections
-        for view in model.sessions.values()
-        for key, entity in view.entities.items()
-    ]
-    return Conversation.document(connections), seqs
-
-
-def timeline(items: Iterable[Any], only: TimelineFilter | None = None) -> list[str]:
-    """The lines ``show`` prints for ``items`` (with colour: its styles are part of it)."""
-    lines: list[str] = []
-    Timeline(lines.append, only, color=True).feed(items)
-    return lines
 
 
 def rules(frames: Frames, end: bool = True) -> list[str]:

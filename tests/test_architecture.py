@@ -12,6 +12,10 @@
 - no import cycles between modules, at import time or through a lazy import;
 - the conversation model imports no validator (``core.validator*``, ``core.schema``,
   ``core.rules``), directly or through what it imports.
+- ``tests/core`` loads nothing above the core (readers, live, drive, devtools), directly,
+  through a test helper or through what it imports;
+- every rule of the catalog is one ``Rule(...)``, in the validator module whose code flags
+  it, with its example (or why it has none).
 
 Imports are read from the source (every ``import`` statement, lazy ones inside functions
 too), so a forbidden import fails here before anyone runs it.
@@ -194,9 +198,9 @@ def test_the_checker_catches_a_forbidden_import():
     edges["acp_proxy.core.wire"] = [*edges["acp_proxy.core.wire"], ("acp_proxy.live.relay", True)]
     edges["acp_proxy.readers.stats"] = [("acp_proxy.live.observer", False)]
     edges["acp_proxy.log"] = [("acp_proxy.devtools.bench", False)]
-    edges["acp_proxy.core.rules"] = [("acp_proxy.core.validator", True)]  # the other way round
+    edges["acp_proxy.core.validator_v2"] = [("acp_proxy.core.rules", True)]  # the other way round
     edges["acp_proxy.readers.text"] = [("acp_proxy.clihelp", False)]  # not a commands module
-    assert ("acp_proxy.core.rules", True) in edges["acp_proxy.core.validator"]
+    assert ("acp_proxy.core.validator_v2", True) in edges["acp_proxy.core.rules"]
     found = violations(edges)
     assert any(
         line.startswith("acp_proxy.core.wire imports acp_proxy.live.relay") for line in found
@@ -207,7 +211,7 @@ def test_the_checker_catches_a_forbidden_import():
         line.startswith("acp_proxy.readers.text imports acp_proxy.clihelp") for line in found
     )
     assert any(
-        {"acp_proxy.core.rules", "acp_proxy.core.validator"} <= set(cycle)
+        {"acp_proxy.core.rules", "acp_proxy.core.validator_v2"} <= set(cycle)
         for cycle in cycles(edges)
     )
 
@@ -332,3 +336,105 @@ def test_one_hook_protocol_live_and_offline():
     for module, name in subclasses:
         cls = getattr(importlib.import_module(module), name)
         assert issubclass(cls, Addon), f"{module}.{name} is not the one Addon"
+
+
+# --- tests/core tests the core alone; a rule has one home ---------------------------------
+
+TESTS = Path(__file__).parent
+
+#: What tests/core may not load: the layers above the core (the readers' agreement with
+#: the validator is tests/readers/test_agreement.py's, once).
+ABOVE_CORE = ("readers", "live", "drive", "devtools", "clihelp")
+
+
+def loads_above_core(
+    path: Path, helpers: Path, edges: dict[str, list[tuple[str, bool]]]
+) -> list[str]:
+    """The modules above the core that ``path`` loads: through its imports (lazy ones too),
+    the test helpers it imports from ``helpers`` (``exchanges``, ``conftest``), and what
+    the acp_proxy modules among them import in turn (``edges``: :func:`graph`)."""
+    found: set[str] = set()
+    todo, seen = [path], {path}
+    while todo:
+        tree = ast.parse(todo.pop().read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                helper = helpers / f"{name}.py"
+                if helper.is_file() and helper not in seen:
+                    seen.add(helper)
+                    todo.append(helper)
+                if name == "acp_proxy" or name.startswith("acp_proxy."):
+                    found |= {name, *reached(edges, name)}
+    above = {m for m in found if layer(m) in ABOVE_CORE or m == "acp_proxy.cli"}
+    return sorted(above)
+
+
+def test_tests_core_loads_nothing_above_the_core(tmp_path):
+    """Every module of tests/core tests the core alone: it imports no reader, live shell,
+    front-end or devtool, not directly, not through a test helper, not through an acp_proxy
+    module. The check is not vacuous: a helper that imports a reader is caught."""
+    edges = graph()
+    core_tests = sorted((TESTS / "core").glob("*.py"))
+    assert len(core_tests) > 10
+    assert {p.name: loads_above_core(p, TESTS, edges) for p in core_tests} == {
+        p.name: [] for p in core_tests
+    }
+    (tmp_path / "helper.py").write_text("from acp_proxy.readers.stats import Stats\n")
+    (tmp_path / "test_x.py").write_text("import helper\nfrom acp_proxy.core import rules\n")
+    assert "acp_proxy.readers.stats" in loads_above_core(tmp_path / "test_x.py", tmp_path, edges)
+    (tmp_path / "test_y.py").write_text("from acp_proxy.devtools.demo import DemoClient\n")
+    assert "acp_proxy.readers.annotate" in loads_above_core(tmp_path / "test_y.py", tmp_path, edges)
+
+
+def rule_homes() -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+    """Where each rule is defined (a ``Rule("id", ...)`` call), and the modules whose code
+    names the id otherwise (its check: a ``_flag("id", ...)``, a table the code reads)."""
+    defined: dict[str, list[str]] = {}
+    named: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        tree = ast.parse(path.read_text())
+        ids = set()
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Rule"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                defined.setdefault(node.args[0].value, []).append(module)
+                ids.add(id(node.args[0]))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in ids
+            ):
+                named.setdefault(node.value, set()).add(module)
+    return defined, named
+
+
+def test_every_rule_has_one_home_with_its_check_and_its_example():
+    """A rule is one ``Rule(...)`` in one module, with its example (or why it has none), and
+    that module's code flags it: adding a rule is editing one place, which the catalog,
+    ``acp-proxy rules``, the validator and the example-driven tests all read."""
+    from acp_proxy.core.rules import CATALOG
+
+    defined, named = rule_homes()
+    catalog = {rule.id for rule in CATALOG}
+    assert set(defined) == catalog, "a Rule(...) outside the catalog, or a rule without one"
+    homes = {rule_id: modules for rule_id, modules in defined.items() if len(modules) != 1}
+    assert homes == {}, "a rule defined twice"
+    for rule in CATALOG:
+        home = defined[rule.id][0]
+        assert home.startswith("acp_proxy.core.validator"), (rule.id, home)
+        assert home in named.get(rule.id, set()), f"{rule.id}: no check beside it in {home}"
+        assert (rule.example is None) != (rule.no_example == ""), rule.id

@@ -442,8 +442,7 @@ def test_show_seq_prints_one_frame_whole_with_its_findings():
 
 
 def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
-    from acp_proxy.core.examples import EXAMPLES, NO_EXAMPLE
-    from acp_proxy.core.rules import RULES
+    from acp_proxy.core.rules import EXAMPLES, NO_EXAMPLE, RULES
     from acp_proxy.readers.annotate import located, read
 
     proc = acp("rules", "usage-cost-fields")

@@ -15,9 +15,10 @@ by their scope, so none fires on a v2 connection. It keeps what v1 makes checkab
   ``session/load`` was just answered or a ``session/resume`` is pending;
 - the terminals ``terminal/create`` returned, and which were released.
 
-Each rule quotes its sentence of the v1 pages in the tests; the sources are listed
-in ``rules.py`` (``spec``). The wire model has already paired responses with
-requests and ended v1 turns on the prompt's ``stopReason`` response.
+Each rule's catalog entry, its source (``spec``) and its example are :data:`RULES`, here
+beside the code that flags it; the tests quote its sentence of the v1 pages. The wire
+model has already paired responses with requests and ended v1 turns on the prompt's
+``stopReason`` response.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from acp_proxy.core import examples as ex
+from acp_proxy.core.findings import Level, Rule, Scope
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import REQUEST_CANCELLED
 from acp_proxy.core.wire import (
@@ -40,7 +43,514 @@ from acp_proxy.core.wire import (
     is_request_id,
 )
 
-__all__ = ["Flag", "V1Rules", "system_prompt_problems"]
+__all__ = ["RULES", "Flag", "V1Rules", "system_prompt_problems"]
+
+E, W = Level.ERROR, Level.WARNING
+V1 = Scope.V1
+
+#: The rules of the v1 pages (v1-rules: the stable v1 pages), in the catalog's order; two
+#: (the system prompt's) hold on v2 too.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "capability-fs",
+        E,
+        "v1 File System (Checking Support)",
+        "The agent called fs/read_text_file or fs/write_text_file although the client did not "
+        "advertise fs.readTextFile or fs.writeTextFile.",
+        V1,
+        example=(
+            *ex.session_v1(client="{}"),
+            ("client", ex.PROMPT),
+            ex.call_v1("agent", 0, "fs/read_text_file", ex.READ_V1),
+        ),
+    ),
+    Rule(
+        "capability-terminal",
+        E,
+        "v1 Terminals (Checking Support)",
+        "The agent called a terminal/* method although the client did not advertise terminal.",
+        V1,
+        example=(
+            *ex.session_v1(client='{"fs":{"readTextFile":true,"writeTextFile":true}}'),
+            ("client", ex.PROMPT),
+            ex.CREATE_V1,
+        ),
+    ),
+    Rule(
+        "capability-config-boolean",
+        E,
+        "v1 Session Config Options (Boolean)",
+        "A boolean config option offered although the client did not advertise "
+        "session.configOptions.boolean.",
+        V1,
+        example=ex.session_v1(
+            result=',"configOptions":[{"id":"fast","name":"Fast mode","type":"boolean",'
+            '"currentValue":false}]'
+        ),
+    ),
+    Rule(
+        "capability-notices",
+        E,
+        "v1 schema (SessionUpdate notice)",
+        "A notice update although the client did not advertise session.notices.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.update('{"sessionUpdate":"notice","severity":"warning","title":"Rate limited"}'),
+        ),
+    ),
+    Rule(
+        "capability-compaction",
+        E,
+        "v1 schema (SessionUpdate compaction_update); v1 draft Prompt Turn (Session Compaction)",
+        "A compaction update although the client did not advertise session.compaction.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.update(
+                '{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}'
+            ),
+        ),
+    ),
+    Rule(
+        "capability-session",
+        E,
+        "v1 Session Setup, List, Delete; Authentication (Checking Support)",
+        "The client called session/load, resume, close, list, delete, fork (or another "
+        "session method of the unstable schema) or logout although the agent did not "
+        "advertise it.",
+        V1,
+        example=(*ex.INIT_V1, ex.call_v1("client", 1, "session/load", ex.LOAD_V1)),
+    ),
+    Rule(
+        "capability-additional-directories",
+        E,
+        "v1 Session Setup (Additional Workspace Roots)",
+        "additionalDirectories sent although the agent did not advertise "
+        "sessionCapabilities.additionalDirectories.",
+        V1,
+        example=(
+            *ex.INIT_V1,
+            ("client", ex.NEW.replace("[]", '[],"additionalDirectories":["/lib"]')),
+        ),
+    ),
+    Rule(
+        "capability-system-prompt",
+        E,
+        "unstable schema (SystemPrompt, SystemPromptMode; stable from v1 schema 1.30)",
+        "A systemPrompt on session/new, load, resume or fork although the agent did not "
+        "advertise it (v1 sessionCapabilities.systemPrompt, v2 session.systemPrompt: "
+        '"Clients MUST only send this when the Agent advertises" it), or in override mode '
+        "without its mode.override.",
+        example=(*ex.INIT, ("client", ex.SYSTEM_PROMPT)),
+    ),
+    Rule(
+        "system-prompt-empty",
+        E,
+        "unstable schema (SystemPrompt.content; stable from v1 schema 1.30)",
+        'A systemPrompt whose content is an empty array ("Clients MUST NOT send an empty array").',
+        example=(
+            ex.INIT[0],
+            (
+                "agent",
+                ex.INIT[1][1].replace(
+                    '"capabilities":{}', '"capabilities":{"session":{"systemPrompt":{}}}'
+                ),
+            ),
+            ("client", ex.SYSTEM_PROMPT.replace('[{"type":"text","text":"Be terse."}]', "[]")),
+        ),
+    ),
+    Rule(
+        "capability-mcp-transport",
+        E,
+        "v1 Session Setup (Checking Transport Support)",
+        "An http or sse MCP server passed although the agent did not advertise that transport.",
+        V1,
+        example=(
+            *ex.INIT_V1,
+            ("client", ex.NEW.replace("[]", ex.HTTP_MCP_V1)),
+        ),
+    ),
+    Rule(
+        "path-not-absolute",
+        E,
+        "v1 Overview (Argument Requirements)",
+        "A relative path where v1 requires an absolute one: cwd, additionalDirectories, fs "
+        "paths, terminal cwd, diff paths, tool call locations, a listed session's cwd.",
+        V1,
+        example=(*ex.INIT_V1, ("client", ex.NEW.replace('"/w"', '"w"'))),
+    ),
+    Rule(
+        "prompt-overlap",
+        W,
+        "v1 Prompt Turn",
+        "A session/prompt while another prompt of the same session is still running.",
+        V1,
+        example=(*ex.RUNNING_V1, ("client", ex.PROMPT.replace('"id":2', '"id":3'))),
+    ),
+    Rule(
+        "cancel-answered-with-error",
+        E,
+        "v1 Prompt Turn (Cancellation)",
+        "A cancelled prompt answered with a JSON-RPC error instead of the cancelled stop reason.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.CHUNK_V1,
+            ex.CANCEL_V1,
+            ("agent", '{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Aborted"}}'),
+        ),
+    ),
+    Rule(
+        "cancelled-without-cancel",
+        W,
+        "v1 schema (StopReason cancelled)",
+        "A prompt that ended with stop reason cancelled although the client never cancelled it.",
+        V1,
+        example=(*ex.RUNNING_V1, ex.CHUNK_V1, ex.CANCELLED_V1),
+    ),
+    Rule(
+        "update-after-cancelled",
+        E,
+        "v1 Prompt Turn (Cancellation)",
+        "A message chunk or tool call update after the response to the cancelled prompt.",
+        V1,
+        example=(*ex.RUNNING_V1, ex.CANCEL_V1, ex.CANCELLED_V1, ex.CHUNK_V1),
+    ),
+    Rule(
+        "line-not-1-based",
+        W,
+        "v1 Overview (Argument Requirements); File System (Reading Files)",
+        'A tool call location line or an fs/read_text_file line below 1: "Line numbers are '
+        '1-based" (the schema allows 0, hence a warning).',
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.call_v1(
+                "agent", 0, "fs/read_text_file", ex.READ_V1.replace("}", ',"line":0,"limit":40}')
+            ),
+        ),
+    ),
+    Rule(
+        "auth-method-duplicate",
+        W,
+        "v1 schema (AuthMethod id)",
+        'An initialize result that offers the same auth method id twice ("Unique identifier '
+        'for this authentication method").',
+        V1,
+        example=ex.init_v1(
+            auth='[{"id":"api-key","name":"API key"},{"id":"api-key","name":"API key (env)"}]'
+        ),
+    ),
+    Rule(
+        "mode-current-unknown",
+        W,
+        "v1 Session Modes (SessionModeState)",
+        "A session's current mode (in the session/new, load or resume result, or a "
+        "current_mode_update) that is not among the modes it offers.",
+        V1,
+        example=ex.session_v1(result=ex.MODES_V1.replace('Id":"ask"', 'Id":"architect"')),
+    ),
+    Rule(
+        "config-current-unknown",
+        W,
+        "v1 Session Config Options (Default Values)",
+        "A select config option whose currentValue is not one of its options.",
+        V1,
+        example=ex.session_v1(
+            result=',"configOptions":['
+            + ex.MODEL_V1.replace('Value":"fast"', 'Value":"gpt-4"')
+            + "]"
+        ),
+    ),
+    Rule(
+        "initialize-again",
+        W,
+        "v1 schema (ClientRequest initialize)",
+        'A second initialize on a connection ("This method is called once at the beginning of '
+        'the connection").',
+        V1,
+        example=(*ex.SESSION_V1, ("client", ex.INIT_V1[0][1].replace('"id":0', '"id":2'))),
+    ),
+    Rule(
+        "cancel-request-unknown",
+        W,
+        "v1 schema ($/cancel_request); ACP v2 schema ($/cancel_request)",
+        'A $/cancel_request for a request its sender does not have outstanding ("sent by the '
+        'side that sent a request to cancel that request"); v2 too, where it is the same '
+        "protocol-level notification.",
+        example=(  # the client cancels the agent's request, not one of its own
+            *ex.RUNNING_V1,
+            ex.call_v1("agent", 5, "session/request_permission", ex.PERMISSION_V1),
+            ("client", '{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}'),
+        ),
+    ),
+    Rule(
+        "cancel-request-error-code",
+        W,
+        "v1 Cancellation ($/cancel_request)",
+        "A request cancelled with $/cancel_request answered with an error other than -32800 "
+        "(Request Cancelled); a warning, as it may have failed before the cancel arrived.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.call_v1("agent", 0, "fs/read_text_file", ex.READ_V1),
+            ("agent", '{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":0}}'),
+            (
+                "client",
+                '{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"Internal error"}}',
+            ),
+        ),
+    ),
+    Rule(
+        "list-cursor-unknown",
+        E,
+        "v1 Session List (Pagination)",
+        'A session/list cursor that no nextCursor on this connection issued: "Clients MUST '
+        'treat cursors as opaque tokens — do not parse, modify, or persist them".',
+        V1,
+        example=(  # the client decoded the cursor and moved its offset on
+            *ex.init_v1(agent=ex.LISTING_V1),
+            ex.call_v1("client", 1, "session/list", "{}"),
+            ex.ok_v1("agent", 1, ex.LISTED_V1 + ',"nextCursor":"eyJvZmZzZXQiOjF9"}'),
+            ex.call_v1("client", 2, "session/list", '{"cursor":"eyJvZmZzZXQiOjJ9"}'),
+        ),
+    ),
+    Rule(
+        "list-cwd-filter",
+        E,
+        "v1 Session List (Listing Sessions)",
+        'A session/list result for a cwd that lists a session of another cwd ("Only sessions '
+        'with a matching cwd are returned").',
+        V1,
+        example=(
+            *ex.init_v1(agent=ex.LISTING_V1),
+            ex.call_v1("client", 1, "session/list", '{"cwd":"/home"}'),
+            ex.ok_v1("agent", 1, ex.LISTED_V1 + "}"),
+        ),
+    ),
+    Rule(
+        "baseline-method-not-found",
+        E,
+        "v1 Initialization (Agent Capabilities, Client Capabilities)",
+        'A -32601 (Method not found) answer to initialize, session/new or session/prompt ("As '
+        'a baseline, all Agents MUST support session/new, session/prompt [...]"), or to a '
+        "method whose capability the responder advertised.",
+        V1,
+        example=(
+            *ex.INIT_V1,
+            ("client", ex.NEW),
+            (
+                "agent",
+                '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}',
+            ),
+        ),
+    ),
+    Rule(
+        "update-after-close",
+        W,
+        "v1 Session Setup (Closing a Session)",
+        "A session/update for a session after the agent answered its session/close (derived: "
+        '"The Agent MUST cancel any ongoing work for that session [...], then free the '
+        'resources associated with the session"). Once per close.',
+        V1,
+        example=(
+            *ex.session_v1(agent=',"sessionCapabilities":{"close":{}}'),
+            ex.call_v1("client", 2, "session/close", '{"sessionId":"s1"}'),
+            ex.ok_v1("agent", 2),
+            ex.CHUNK_V1,
+        ),
+    ),
+    Rule(
+        "deleted-session-listed",
+        E,
+        "v1 Session Delete (Semantics)",
+        'A session/list result that lists a session session/delete removed ("Deleted sessions '
+        'no longer appear in future session/list results").',
+        V1,
+        example=(
+            *ex.init_v1(agent=ex.LISTING_V1),
+            ex.call_v1("client", 1, "session/delete", '{"sessionId":"s1"}'),
+            ex.ok_v1("agent", 1),
+            ex.call_v1("client", 2, "session/list", "{}"),
+            ex.ok_v1("agent", 2, ex.LISTED_V1 + "}"),
+        ),
+    ),
+    Rule(
+        "prompt-end-turn-open-tools",
+        W,
+        "v1 Prompt Turn (Check for Completion)",
+        "A prompt answered end_turn while tool calls of its turn are still pending or "
+        "in_progress (agents MAY stop a turn at any point, hence a warning).",
+        V1,
+        example=(*ex.RUNNING_V1, ex.tool_call_v1("in_progress"), ex.END_TURN_V1),
+    ),
+    Rule(
+        "tool-call-unknown",
+        W,
+        "v1 Tool Calls (Creating)",
+        "A tool_call_update for a tool call that no tool_call announced.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.update(
+                '{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}'
+            ),
+        ),
+    ),
+    Rule(
+        "terminal-unknown",
+        E,
+        "v1 Terminals",
+        "A terminal id (in a terminal/* request or tool call content) that no terminal/create "
+        "returned.",
+        V1,
+        example=(*ex.RUNNING_V1, ex.call_v1("agent", 0, "terminal/output", ex.TERMINAL_V1)),
+    ),
+    Rule(
+        "terminal-released",
+        E,
+        "v1 Terminals (Releasing)",
+        "A terminal/* request for a terminal already released.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.CREATE_V1,
+            ex.CREATED_V1,
+            ex.call_v1("agent", 1, "terminal/release", ex.TERMINAL_V1),
+            ex.ok_v1("client", 1),
+            ex.call_v1("agent", 2, "terminal/output", ex.TERMINAL_V1),
+        ),
+    ),
+    Rule(
+        "terminal-unreleased",
+        W,
+        "v1 Terminals (Executing Commands)",
+        "A terminal never released with terminal/release by the end of the connection.",
+        V1,
+        example=(*ex.RUNNING_V1, ex.CREATE_V1, ex.CREATED_V1),
+    ),
+    Rule(
+        "load-replay-after-response",
+        E,
+        "v1 Session Setup (Loading a Session)",
+        "A replayed user message after the session/load response (the replay must come first).",
+        V1,
+        example=(
+            *ex.init_v1(agent=',"loadSession":true'),
+            ex.call_v1("client", 1, "session/load", ex.LOAD_V1),
+            ex.ok_v1("agent", 1),
+            ex.update(
+                '{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"}}'
+            ),
+        ),
+    ),
+    Rule(
+        "resume-replayed-history",
+        E,
+        "v1 Session Setup (Resuming a Session)",
+        "Conversation history sent while a session/resume is pending.",
+        V1,
+        example=(
+            *ex.init_v1(agent=',"sessionCapabilities":{"resume":{}}'),
+            ex.call_v1("client", 1, "session/resume", '{"sessionId":"s1","cwd":"/w"}'),
+            ex.CHUNK_V1,
+        ),
+    ),
+    Rule(
+        "mode-unknown",
+        E,
+        "v1 Session Modes (From the Client)",
+        "A session/set_mode with a mode the session did not offer.",
+        V1,
+        example=(
+            *ex.session_v1(result=ex.MODES_V1),
+            ex.call_v1("client", 2, "session/set_mode", '{"sessionId":"s1","modeId":"architect"}'),
+        ),
+    ),
+    Rule(
+        "config-value-unknown",
+        E,
+        "v1 Session Config Options (From the Client)",
+        "A session/set_config_option for an option the session did not offer, or a value not "
+        "among the option's values (a boolean for a boolean option).",
+        V1,
+        example=(
+            *ex.session_v1(result=f',"configOptions":[{ex.MODEL_V1}]'),
+            ex.call_v1("client", 2, "session/set_config_option", ex.SET_MODEL_V1),
+        ),
+    ),
+    Rule(
+        "capability-elicitation",
+        E,
+        "v1 Elicitation (Checking Support)",
+        "An elicitation/create in a mode (form, url) the client did not advertise.",
+        V1,
+        example=(
+            *ex.RUNNING_V1,
+            ex.call_v1("agent", 0, "elicitation/create", ex.ELICIT_V1),
+        ),
+    ),
+    Rule(
+        "session-id-reused",
+        E,
+        "v1 Session Setup (Creating a Session)",
+        "A session/new or session/fork result whose sessionId an earlier session/new or "
+        "session/fork on the connection returned.",
+        V1,
+        example=(
+            *ex.SESSION_V1,
+            ("client", ex.NEW_2_V1),
+            ex.ok_v1("agent", 2, '{"sessionId":"s1"}'),
+        ),
+    ),
+    Rule(
+        "tool-call-duplicate",
+        W,
+        "v1 Tool Calls (Creating)",
+        "A tool_call that announces a tool call id already announced (updates are "
+        "tool_call_update).",
+        V1,
+        example=(*ex.RUNNING_V1, ex.tool_call_v1("pending"), ex.tool_call_v1("completed")),
+    ),
+    Rule(
+        "capability-auth-terminal",
+        E,
+        "v1 Authentication (Authentication Method Types); v1 schema (AuthMethodTerminal)",
+        "An initialize result that offers a terminal auth method although the client did not "
+        'advertise clientCapabilities.auth.terminal ("Agents MUST advertise this method only '
+        'when the client enabled its terminal authentication capability").',
+        V1,
+        example=ex.init_v1(
+            auth='[{"id":"login","name":"Log in","type":"terminal","args":["--login"]}]'
+        ),
+    ),
+    Rule(
+        "auth-terminal-method",
+        E,
+        "v1 Authentication (Terminal Authentication)",
+        "An authenticate that names a terminal auth method (the user runs it, not the client).",
+        V1,
+        example=(
+            *ex.init_v1(
+                client=ex.CLIENT_V1[:-1] + ',"auth":{"terminal":true}}',
+                auth='[{"id":"login","name":"Log in","type":"terminal","args":["--login"]}]',
+            ),
+            ex.call_v1("client", 1, "authenticate", '{"methodId":"login"}'),
+        ),
+    ),
+    Rule(
+        "auth-method-unknown",
+        E,
+        "v1 Authentication",
+        "An authenticate whose methodId the agent did not advertise in authMethods.",
+        V1,
+        example=(
+            *ex.init_v1(auth='[{"id":"api-key","name":"API key"},{"id":"oauth","name":"Log in"}]'),
+            ex.call_v1("client", 1, "authenticate", '{"methodId":"github"}'),
+        ),
+    ),
+)
 
 #: Terminals and announced tool calls remembered, per connection and per session.
 _REMEMBERED = 4096

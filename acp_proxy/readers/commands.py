@@ -930,8 +930,7 @@ def rules(fmt: str, rule: str | None) -> None:
     (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule
     explained: its level, versions, source, what it flags, and an example of a frame that
     breaks it."""
-    from acp_proxy.core.examples import explain_lines
-    from acp_proxy.core.rules import RULES, catalog_lines
+    from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
 
     if rule is None:
         lines = catalog_lines(fmt)

@@ -5,20 +5,16 @@ beside a broken twin that is still flagged."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import acp
-from exchanges import A, C, Frames, S, findings, note, ok, req, setup, upd
+from exchanges import A, C, Frames, S, findings, next_hop, ok, proxy_setup, req, setup, upd
 
-from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import UNSTABLE_METHODS, official_schema
 from acp_proxy.core.rules import RULES, Level
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.unstable import feature_named, surface_for
-from acp_proxy.transcript.records import end_record, frame_record, start_record
 
 FORK: dict[str, Any] = {"sessionCapabilities": {"fork": {}}}
 NEW = "sess_fork"
@@ -150,13 +146,6 @@ def test_resume_and_close_keep_their_rules():
     assert loud([*setup(1), close, (A, ok(6, {}))]) == ["capability-session"]
 
 
-def proxy_setup() -> Frames:
-    """A conductor opening a proxy component: proxy/initialize instead of initialize."""
-    frames = setup(1)
-    frames[0] = (C, req(0, "proxy/initialize", frames[0][1]["params"]))
-    return frames
-
-
 def test_proxy_initialize_opens_the_connection():
     """ "The params and the response are the same as for `initialize`"
     (InitializeProxyRequest): the version is negotiated, session/new is clean after it, and
@@ -164,33 +153,6 @@ def test_proxy_initialize_opens_the_connection():
     assert loud([*proxy_setup(), *v1_turn(S)]) == []
     assert infos(proxy_setup()) == ["proxy/initialize"]
     assert "before-initialize" in loud(setup(1)[2:])
-
-
-def successor(sender: str, id_: int | None, method: str, params: Any) -> tuple[str, Any]:
-    envelope = {"method": method, "params": params}
-    if id_ is None:
-        return (sender, note("proxy/successor", envelope))
-    return (sender, req(id_, "proxy/successor", envelope))
-
-
-def next_hop(prompt: dict[str, Any]) -> Frames:
-    """The proxy (the agent here) opens its successor and prompts it through the conductor."""
-    init = {
-        "protocolVersion": 1,
-        "clientCapabilities": {},
-        "clientInfo": {"name": "p", "version": "1"},
-    }
-    result = {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}
-    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}}
-    return [
-        successor(A, 100, "initialize", init),
-        (C, ok(100, result)),
-        successor(A, 101, "session/new", {"cwd": "/", "mcpServers": []}),
-        (C, ok(101, {"sessionId": "inner"})),
-        successor(A, 102, "session/prompt", prompt),
-        successor(C, None, "session/update", {"sessionId": "inner", "update": chunk}),
-        (C, ok(102, {"stopReason": "end_turn"})),
-    ]
 
 
 def test_proxy_successor_checks_its_inner_message():
@@ -263,61 +225,3 @@ def test_stable_traffic_uses_nothing_unstable(version: int):
         raw = orjson.dumps(message)
         assert orjson.loads(raw) == message
     assert [f for f in findings(setup(version)) if f.level == Level.INFO] == []
-
-
-# --- the readers ------------------------------------------------------------------------
-
-
-def recording(path: Path, frames: Frames) -> Path:
-    """A transcript of (side, message) frames, as the proxy writes one."""
-    with open(path, "wb") as out:
-        out.write(start_record("2026-01-01T00:00:00.000000Z", ["agent"], 1))
-        for seq, (side, message) in enumerate(frames, 1):
-            frame = parse_frame(orjson.dumps(message))
-            out.write(frame_record(seq, f"2026-01-01T00:00:{seq:02d}.000000Z", side, frame))
-        out.write(end_record("2026-01-01T00:01:00.000000Z", 0, "client closed stdin"))
-    return path
-
-
-def test_show_and_the_conversation_name_the_next_hops_method(tmp_path: Path):
-    """show prints proxy/successor with the inner method (and its answer's); the
-    conversation (text and JSON) has the next hop's session, turn and agent text; stats
-    lists the proxy methods as unstable features."""
-    good = {"sessionId": "inner", "prompt": [{"type": "text", "text": "hi there"}]}
-    path = recording(tmp_path / "chain.jsonl", [*proxy_setup(), *next_hop(good)])
-    shown = acp("show", "--no-color", str(path)).stdout.decode()
-    assert "proxy/successor → session/prompt" in shown
-    assert "#102 proxy/successor → session/prompt ok stopReason end_turn" in shown
-    assert "proxy/successor → session/update [inner] agent_message_chunk" in shown
-    text = acp("show", "--conversation", "--no-color", str(path)).stdout.decode()
-    assert "Session inner (next hop 1, through proxy/successor)" in text
-    document = orjson.loads(acp("show", "--conversation", "--json", str(path)).stdout)
-    sessions = document["connections"][0]["sessions"]
-    inner = next(s for s in sessions if s["sessionId"] == "inner")
-    assert inner["hop"] == 1 and inner["turns"][0]["stopReason"] == "end_turn"
-    assert inner["turns"][0]["prompt"] == good["prompt"]
-    stats = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)
-    assert stats["unstable_features"] == ["proxy/initialize", "proxy/successor"]
-
-
-def test_show_prints_an_error_responses_data(tmp_path: Path):
-    """An error response's error.data is the detail people ask for: show prints it,
-    shortened on one line."""
-    load = {"sessionId": S, "cwd": "/", "mcpServers": []}
-    data = {"details": "No previous sessions found for this project."}
-    failed = {"code": -32603, "message": "Internal error", "data": data}
-    frames = [
-        *setup(1, agent={"loadSession": True}),
-        (C, req(5, "session/load", load)),
-        (A, {"jsonrpc": "2.0", "id": 5, "error": failed}),
-    ]
-    shown = acp("show", "--no-color", str(recording(tmp_path / "e.jsonl", frames)))
-    line = next(x for x in shown.stdout.decode().splitlines() if "#5 session/load error" in x)
-    assert line.endswith(
-        'error -32603: Internal error (data: {"details":"No previous sessions found for this project."})'
-    )
-    long = {"code": 1, "message": "m", "data": "x" * 500}
-    frames[-1] = (A, {"jsonrpc": "2.0", "id": 5, "error": long})
-    shown = acp("show", "--no-color", str(recording(tmp_path / "l.jsonl", frames)))
-    line = next(x for x in shown.stdout.decode().splitlines() if "#5 session/load error" in x)
-    assert len(line) < 200 and line.endswith("…)")

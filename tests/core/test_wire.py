@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import (
@@ -25,10 +22,6 @@ from acp_proxy.core.wire import (
     is_notice,
     kind_of,
 )
-from acp_proxy.readers.annotate import annotate
-from acp_proxy.readers.stats import Stats
-from acp_proxy.transcript.reading import iter_records
-from acp_proxy.transcript.records import end_record, frame_record, start_record
 
 S = "s1"
 
@@ -203,61 +196,6 @@ def test_v1_turn_ends_with_the_stop_reason_response():
     assert closing.closed is opened and opened.stop_reason == "cancelled" and not opened.void
 
 
-def _recording(frames: list[tuple[str, str, Any]]) -> bytes:
-    out = start_record("2026-01-01T00:00:00.000000Z", ["agent"], 1)
-    for seq, (t, side, message) in enumerate(frames, 1):
-        frame = parse_frame(orjson.dumps(message))
-        out += frame_record(seq, f"2026-01-01T00:00:{t}Z", side, frame)
-    return out
-
-
-def _stats_of(path: Path, frames: list[tuple[str, str, Any]]) -> Stats:
-    """stats over a recording of these frames, read back from a file."""
-    path.write_bytes(_recording(frames))
-    stats = Stats()
-    with open(path, "rb") as stream:
-        for item in annotate(iter_records(stream)):
-            stats.add(item)
-    return stats
-
-
-def test_stats_does_not_fold_a_rejected_prompt_into_the_next_turn(tmp_path):
-    """The bug: a prompt rejected at 0 s, then a 1 s turn at 10 s, was one 11 s turn."""
-    idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
-    frames = [
-        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
-        ("00.100000", "agent", ok(0, protocolVersion=2)),
-        ("00.200000", "client", req(1, "session/prompt", sessionId=S, prompt=[])),
-        ("00.300000", "agent", err(1)),
-        ("10.000000", "client", req(2, "session/prompt", sessionId=S, prompt=[])),
-        ("10.100000", "agent", update(sessionUpdate="state_update", state="running")),
-        ("10.200000", "agent", ok(2, messageId="m")),
-        ("11.000000", "agent", idle),
-    ]
-    stats = _stats_of(tmp_path / "r.jsonl", frames)
-    turns = stats.as_json()["turns"]
-    assert len(turns) == 1
-    assert turns[0]["seq"] == 5 and turns[0]["duration"] == 1.0
-    assert stats.latencies["session/prompt"] == pytest.approx([0.1, 0.2])
-
-
-def test_stats_keeps_nothing_of_a_turn_once_it_closed(tmp_path):
-    """A v2 prompt rejected after a chunk but before any running state is no turn; its
-    first-chunk time must not stay behind (one per rejected prompt, for the session)."""
-    chunk = update(sessionUpdate="agent_message_chunk", messageId="m", content={})
-    frames = [
-        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
-        ("00.100000", "agent", ok(0, protocolVersion=2)),
-        ("00.200000", "client", req(1, "session/prompt", sessionId=S, prompt=[])),
-        ("00.250000", "agent", chunk),
-        ("00.300000", "agent", err(1)),
-    ]
-    stats = _stats_of(tmp_path / "r.jsonl", frames)
-    assert stats.turns == []
-    # The first-chunk time is the wire model's Turn's own: stats keeps no turn it closed.
-    assert stats._open == {}
-
-
 def test_side_is_typed():
     model = WireModel()
     message = feed(model, "agent", update(sessionUpdate="x"), 1)
@@ -289,28 +227,6 @@ def test_a_notice_is_the_same_thing_with_and_without_a_connection():
         assert feed(model, "agent", value, seq).is_notice is expected, value
 
 
-def test_stats_columns_fit_long_session_ids(tmp_path):
-    """Agents name sessions with UUIDs: the turns table widens to fit them."""
-    long = "01a22adc-5f81-7ec3-990a-543429406596"
-    idle = update(sessionUpdate="state_update", state="idle", stopReason="end_turn")
-    idle["params"]["sessionId"] = long
-    running = update(sessionUpdate="state_update", state="running")
-    running["params"]["sessionId"] = long
-    frames = [
-        ("00.000000", "client", req(0, "initialize", protocolVersion=2)),
-        ("00.100000", "agent", ok(0, protocolVersion=2)),
-        ("00.200000", "client", req(1, "session/prompt", sessionId=long, prompt=[])),
-        ("00.300000", "agent", running),
-        ("00.400000", "agent", ok(1, messageId="m")),
-        ("01.000000", "agent", idle),
-    ]
-    lines = _stats_of(tmp_path / "r.jsonl", frames).lines()
-    header = next(line for line in lines if "stop reason" in line)
-    row = next(line for line in lines if long in line)
-    assert row.index(" 3 ") < header.index("seq") + len("seq") <= row.index(" 3 ") + 3
-    assert header.index("stop reason") == row.index("end_turn")
-
-
 def test_a_turns_first_agent_output_is_the_wire_models():
     """The time to the first agent chunk has one home: the Turn. It counts from the prompt,
     once a prompt is there, and takes the first agent output whose time can be read."""
@@ -334,22 +250,3 @@ def test_a_turns_first_agent_output_is_the_wire_models():
 
 def first_output(turn):
     return turn.first_output_seq, turn.first_output
-
-
-def test_the_annotator_says_where_a_connection_begins(tmp_path):
-    """One test of "a new connection begins" for every reader: the start record, and the
-    first frame of a connection without one; so stats counts two recordings without a
-    start record as two sessions."""
-    chunk = update(sessionUpdate="agent_message_chunk", messageId="m", content={})
-    frame = frame_record(
-        1, "2026-01-01T00:00:00.000000Z", "agent", parse_frame(orjson.dumps(chunk))
-    )
-    recorded = _recording([("00.000000", "agent", chunk)])
-    end = end_record("2026-01-01T00:00:01.000000Z", 0, "exit")
-    items = list(annotate(iter_records(io.BytesIO(frame + recorded + frame + end + frame))))
-    assert [item.opens for item in items] == [True, True, False, False, False, True]
-    stats = Stats()
-    for _ in range(2):
-        for item in annotate(iter_records(io.BytesIO(frame + frame))):
-            stats.add(item)
-    assert stats.sessions == 2

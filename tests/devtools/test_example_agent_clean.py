@@ -1,0 +1,58 @@
+"""The example agent, driven through the proxy by the demo's client: a whole session, v1 and
+v2, with a cancelled turn, is clean (the validator's own tests are tests/core's)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_proxy.core.validator import Validator
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_example_agent_session_is_clean(version: int, tmp_path: Path) -> None:
+    """A whole session with the example agent, driven through the proxy: zero findings."""
+    import subprocess
+
+    from conftest import PROXY, clean_env
+
+    from acp_proxy.devtools.demo import DemoClient
+    from acp_proxy.transcript.reading import read_records
+    from acp_proxy.transcript.records import FrameRecord
+
+    record = tmp_path / "t.jsonl"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.02"]
+    with subprocess.Popen(
+        [*PROXY, "run", "--record", str(record), "--", *agent],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        client = DemoClient(proc)
+        info = {"name": "t", "version": "1"}
+        names = ("info", "capabilities") if version == 2 else ("clientInfo", "clientCapabilities")
+        client.request("initialize", {"protocolVersion": version, names[0]: info, names[1]: {}})
+        session = client.request("session/new", {"cwd": "/", "mcpServers": []})["result"][
+            "sessionId"
+        ]
+        client.request(
+            "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "a"}]}
+        )
+        if version == 2:
+            client.until_idle(session)
+            client.request(
+                "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "b"}]}
+            )
+            assert client.until_idle(session, cancel_after_chunks=2) == "cancelled"
+        assert client.close() == 0
+        assert proc.stderr is not None
+        log = proc.stderr.read().decode()
+    validator = Validator()  # the recording, checked as validate checks it
+    found = [
+        finding
+        for r in read_records(record)
+        if isinstance(r, FrameRecord)
+        for finding in validator.feed(r.side, r.frame, r.seq, r.t)
+    ]
+    assert [*found, *validator.end()] == []
+    assert "rule=" not in log
