@@ -151,42 +151,6 @@ class _Group(click.Group):
             raise
 
 
-def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """``--version``: acp-proxy's, and the schemas it checks against (read when asked)."""
-    if not value or ctx.resilient_parsing:
-        return
-    from acp_proxy.core.schema import schema_sources
-
-    click.echo(f"acp-proxy, version {__version__}")
-    click.echo(f"checks against {schema_sources().summary()}")
-    ctx.exit()
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_version,
-    help="Show the version and the ACP schemas it checks against, and exit.",
-)
-def cli() -> None:
-    """A transparent proxy for the Agent Client Protocol (ACP).
-
-    It relays an agent's stdio unchanged, records every session to a JSONL
-    transcript and flags violations of the protocol version the two sides
-    negotiated (v1 or v2).
-    """
-    # Logging is configured by the commands that log (`run` once the agent is started),
-    # and by get_logger if nothing did: never to stdout, and not loaded by the readers.
-    # Every frame makes a few short-lived objects that reference counting frees; the
-    # cycle collector's default pace (a young collection every 700 allocations, and a
-    # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
-    exempt_from_gc()
-    gc.set_threshold(GC_YOUNG)
-
-
 def _from_the_environment(command: click.Command) -> None:
     """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
     ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
@@ -236,15 +200,50 @@ class _Commands(MutableMapping[str, click.Command]):
         return len(self._where)
 
 
-cli.commands = _Commands(COMMANDS)
-cli.epilog = (
-    "\b\nExamples:\n"
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: acp-proxy's, and the schemas it checks against (read when asked)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from acp_proxy.core.schema import schema_sources
+
+    click.echo(f"acp-proxy, version {__version__}")
+    click.echo(f"checks against {schema_sources().summary()}")
+    ctx.exit()
+
+
+@click.group(
+    cls=_Group,
+    commands=_Commands(COMMANDS),
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExamples:\n"
     "  acp-proxy run -- my-agent --acp     (as the agent command in the editor)\n"
     "  acp-proxy probe -- my-agent --acp\n"
     "  acp-proxy ls                        (the recorded sessions, newest first)\n"
     "  acp-proxy report session.jsonl\n"
-    "\nacp-proxy COMMAND --help says more about each."
+    "\nacp-proxy COMMAND --help says more about each.",
 )
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show the version and the ACP schemas it checks against, and exit.",
+)
+def cli() -> None:
+    """A transparent proxy for the Agent Client Protocol (ACP).
+
+    It relays an agent's stdio unchanged, records every session to a JSONL
+    transcript and flags violations of the protocol version the two sides
+    negotiated (v1 or v2).
+    """
+    # Logging is configured by the commands that log (`run` once the agent is started),
+    # and by get_logger if nothing did: never to stdout, and not loaded by the readers.
+    # Every frame makes a few short-lived objects that reference counting frees; the
+    # cycle collector's default pace (a young collection every 700 allocations, and a
+    # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
+    exempt_from_gc()
+    gc.set_threshold(GC_YOUNG)
 
 
 def main(early: Early | None = None) -> None:
