@@ -44,14 +44,15 @@ Where things are
 The package is in layers, and ``tests/test_architecture.py`` holds them: ``core`` imports only
 ``core``, ``transcript`` only ``core``, ``readers`` never ``live``, nothing but ``cli`` imports
 ``devtools`` or ``drive`` (front-ends over ``live/client.py``, free of asyncio), a layer's
-``commands.py`` (its click commands) may also import ``clihelp``, and no import cycles. Each
-module's own docstring says what it is for and what it promises.
+``commands/`` (its click commands, a module each named for it) may also import ``clihelp``
+and reaches nothing above its layer, and no import cycles. Each module's own docstring says
+what it is for and what it promises.
 
 ::
 
-    cli.py                   the group, the examples, main: each command is beside its code
+    cli.py                   the group (COMMANDS: where each is), main; loaded as asked
                              (``__main__`` first starts run's, probe's or chat's agent)
-    clihelp.py               what the commands share: --color, seconds, output, exit statuses
+    clihelp.py               what the commands share: command(), --color, seconds, output, exits
     log.py, files.py         Logger, LogStream (never raise or block); open_output (as a recording)
     core/protocol.py         Side, Kind, State, StopReason, methods_for: ACP facts per version
     core/framing.py          Framer, Frame, parse_frame, LineSplicer
@@ -74,7 +75,7 @@ module's own docstring says what it is for and what it promises.
     transcript/records.py    the record types and writers, parse_record
     transcript/heads.py      PlainHeads, plain_frame_head: the readers' fast path
     transcript/reading.py    open_recording, open_lines, RecordingError
-    transcript/names.py      default_record_dir, recording_name
+    transcript/names.py      default_record_dir, recording_name, prune, being_written
     transcript/redact.py     Redactor, redact_stream
     transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
@@ -90,7 +91,7 @@ module's own docstring says what it is for and what it promises.
     live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
-    live/commands.py         run: a session assembled, the agent started first
+    live/commands/run.py     run: a session assembled, the agent started first
     live/user_addons.py      load_addons: run --addon FILE, views of the user's own
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw
@@ -102,18 +103,22 @@ module's own docstring says what it is for and what it promises.
     readers/replay.py        AgentReplay, ClientReplay, load_script: the replays, pure
     readers/compare.py       difference, Normalizer: what "the same" means (replay, diff)
     readers/diff.py          load, compare
-    readers/catalog.py       list_sessions, search, prune
+    readers/catalog.py       list_sessions, search
     readers/ci.py            junit, sarif
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
-    readers/commands.py      show, validate, stats, diff, ls, search, report, replay...: options
+    readers/commands/show.py    a command a module, named for it (follow.py, stats.py, report.py)
+    readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
+    readers/commands/shared.py  what they share: which files, frames, session (replay's too)
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
     drive/replay.py          drive_agent: replay --as client, over the client core
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
-    drive/commands.py        probe, chat, test-agent: their options
+    drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)
+    drive/commands/shared.py  what probe and chat share: --protocol, recording, -- AGENT
     drive/test_agent.py      TestAgent, serve: the agent that checks a client (select, no asyncio)
-    devtools/                example_agent.py, demo.py, bench.py, commands.py (demo)
+    devtools/                example_agent.py, demo.py, bench.py
+    devtools/commands/demo.py  demo
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
 

@@ -1,6 +1,9 @@
-"""Command-line interface: the group, the examples every ``--help`` ends with, and the entry
-point. Each command lives beside the code it drives (``readers.commands``, ``live.commands``,
-``drive.commands``, ``devtools.commands``); what they share is in ``clihelp``."""
+"""Command-line interface: the group and the entry point. Each command is defined beside the
+code it drives, in its layer's ``commands`` package, a module each named for it
+(``readers/commands/stats.py`` defines ``stats``), with its options, help, few words and
+examples (:func:`acp_proxy.clihelp.command`); what the commands share is in ``clihelp``. The
+group only assembles them (:data:`COMMANDS`), each module imported when its command is asked
+for."""
 
 from __future__ import annotations
 
@@ -8,16 +11,13 @@ import contextlib
 import gc
 import os
 import sys
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from acp_proxy import __version__
-from acp_proxy.clihelp import EXIT_INTERRUPTED, _say, _settle, _Unreadable
-from acp_proxy.devtools import commands as devtools_commands
-from acp_proxy.drive import commands as drive_commands
-from acp_proxy.live import commands as live_commands
-from acp_proxy.readers import commands as readers_commands
+from acp_proxy.clihelp import EXIT_INTERRUPTED, Unreadable, exempt_from_gc, say
 
 if TYPE_CHECKING:
     from acp_proxy.live.spawn import Early
@@ -28,7 +28,28 @@ if TYPE_CHECKING:
 # imports what it uses, in its body (tests/test_launch.py holds it). The exit statuses are
 # clihelp's (EXIT_*: the commands return them).
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
+
+#: Each command, and the module that defines it (as the attribute named as the module).
+COMMANDS = {
+    "run": "acp_proxy.live.commands.run",
+    "replay": "acp_proxy.drive.commands.replay",
+    "report": "acp_proxy.readers.commands.report",
+    "redact": "acp_proxy.readers.commands.redact",
+    "validate": "acp_proxy.readers.commands.validate",
+    "ls": "acp_proxy.readers.commands.ls",
+    "inspect": "acp_proxy.readers.commands.inspect",
+    "search": "acp_proxy.readers.commands.search",
+    "show": "acp_proxy.readers.commands.show",
+    "follow": "acp_proxy.readers.commands.follow",
+    "diff": "acp_proxy.readers.commands.diff",
+    "stats": "acp_proxy.readers.commands.stats",
+    "rules": "acp_proxy.readers.commands.rules",
+    "demo": "acp_proxy.devtools.commands.demo",
+    "probe": "acp_proxy.drive.commands.probe",
+    "chat": "acp_proxy.drive.commands.chat",
+    "test-agent": "acp_proxy.drive.commands.test_agent",
+}
 
 #: Allocations between the cycle collector's young collections (Python's default: 700).
 GC_YOUNG = 50_000
@@ -53,7 +74,7 @@ class _Usage(click.UsageError):
         self.command = command
 
     def show(self, file: Any = None) -> None:
-        _say(f"{self.command}: {self.message} ({self.command} --help)")
+        say(f"{self.command}: {self.message} ({self.command} --help)")
 
 
 class _Failed(click.ClickException):
@@ -66,7 +87,7 @@ class _Failed(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # (the exception's, kept)
 
     def show(self, file: Any = None) -> None:
-        _say(f"{self.command}: {self.message}")
+        say(f"{self.command}: {self.message}")
 
 
 def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
@@ -126,8 +147,57 @@ class _Group(click.Group):
             reading = sys.modules.get("acp_proxy.transcript.reading")
             if reading is not None and isinstance(exc, reading.RecordingError):
                 command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
-                raise _Failed(str(exc), command, _Unreadable.exit_code) from None
+                raise _Failed(str(exc), command, Unreadable.exit_code) from None
             raise
+
+
+def _from_the_environment(command: click.Command) -> None:
+    """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
+    ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
+    never counts as given: an option that would do nothing, or contradict the command
+    line, is an error only when typed (:func:`~acp_proxy.clihelp.no_effect`)."""
+    for param in command.params:
+        if isinstance(param, click.Option) and param.envvar is None:
+            longest = max(param.opts, key=len)  # (-l alone: its name, FILES_WITH_MATCHES)
+            name = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
+            name = name.upper().replace("-", "_")
+            param.envvar = f"ACP_PROXY_{name}"
+
+
+class _Commands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each imported from its module when it is first asked
+    for (``acp-proxy stats`` loads no other command; ``acp-proxy --help`` loads them all, for
+    their few words), its options then read from the environment too."""
+
+    def __init__(self, where: Mapping[str, str]) -> None:
+        self._where = dict(where)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module = self._where[name]  # (KeyError: no such command)
+            attribute = module.rpartition(".")[2]
+            # (as an import statement does it: `python -X importtime` shows it, as importlib's
+            # import_module is not)
+            command = getattr(__import__(module, fromlist=[attribute]), attribute)
+            _from_the_environment(command)
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        _from_the_environment(command)
+        self._where.setdefault(name, "")
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._where[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
 
 
 def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -141,7 +211,17 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     ctx.exit()
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_Group,
+    commands=_Commands(COMMANDS),
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExamples:\n"
+    "  acp-proxy run -- my-agent --acp     (as the agent command in the editor)\n"
+    "  acp-proxy probe -- my-agent --acp\n"
+    "  acp-proxy ls                        (the recorded sessions, newest first)\n"
+    "  acp-proxy report session.jsonl\n"
+    "\nacp-proxy COMMAND --help says more about each.",
+)
 @click.option(
     "--version",
     is_flag=True,
@@ -162,151 +242,8 @@ def cli() -> None:
     # Every frame makes a few short-lived objects that reference counting frees; the
     # cycle collector's default pace (a young collection every 700 allocations, and a
     # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
-    _settle()
+    exempt_from_gc()
     gc.set_threshold(GC_YOUNG)
-
-
-for _command in (
-    live_commands.run,
-    drive_commands.replay,
-    readers_commands.report,
-    readers_commands.redact,
-    readers_commands.validate,
-    readers_commands.list_recordings,
-    readers_commands.inspect,
-    readers_commands.search,
-    readers_commands.show,
-    readers_commands.follow,
-    readers_commands.diff,
-    readers_commands.stats,
-    readers_commands.rules,
-    devtools_commands.demo,
-    drive_commands.probe,
-    drive_commands.chat,
-    drive_commands.test_agent,
-):
-    cli.add_command(_command)
-
-
-def _from_the_environment(command: click.Command) -> None:
-    """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
-    ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
-    never counts as given: an option that would do nothing, or contradict the command
-    line, is an error only when typed (:func:`~acp_proxy.clihelp._only_with`)."""
-    for param in command.params:
-        if isinstance(param, click.Option) and param.envvar is None:
-            longest = max(param.opts, key=len)  # (-l alone: its name, FILES_WITH_MATCHES)
-            name = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
-            name = name.upper().replace("-", "_")
-            param.envvar = f"ACP_PROXY_{name}"
-
-
-for _command in cli.commands.values():
-    _from_the_environment(_command)
-
-
-#: What every command's ``--help`` ends with: two or three commands to copy.
-_EXAMPLES = {
-    "run": ["acp-proxy run -- my-agent --acp", "acp-proxy run --record out/ --redact -- my-agent"],
-    "replay": [
-        "acp-proxy replay session.jsonl",
-        "acp-proxy replay --as client session.jsonl -- my-agent --acp",
-        "acp-proxy replay --connection 2 --speed 0 sessions.jsonl",
-    ],
-    "report": [
-        "acp-proxy report session.jsonl",
-        "acp-proxy report session.jsonl -o - | gzip > s.html.gz",
-    ],
-    "redact": [
-        "acp-proxy redact session.jsonl -o shared.jsonl",
-        "acp-proxy redact --contents session.jsonl -o -",
-    ],
-    "validate": [
-        "acp-proxy validate session.jsonl",
-        "acp-proxy validate --by-rule out/*.jsonl",
-        "acp-proxy validate --format junit out/*.jsonl > junit.xml",
-    ],
-    "ls": [
-        "acp-proxy ls",
-        "acp-proxy ls --with-findings --since 2d",
-        "acp-proxy ls --prune --keep-days 30 --dry-run",
-    ],
-    "inspect": ["acp-proxy inspect", "acp-proxy inspect --open session.jsonl"],
-    "search": [
-        "acp-proxy search session/request_permission",
-        "acp-proxy search --rule 'message-id-*' . out/",
-        "acp-proxy search -l --from client README",
-    ],
-    "show": [
-        "acp-proxy show session.jsonl",
-        "acp-proxy show --violations --from agent session.jsonl",
-        "acp-proxy show --seq 12 session.jsonl",
-    ],
-    "follow": [
-        "acp-proxy follow ~/.local/state/acp-proxy/recordings",
-        "acp-proxy follow --violations session.jsonl",
-    ],
-    "diff": [
-        "acp-proxy diff before.jsonl after.jsonl",
-        "acp-proxy diff --only conversation,findings a.jsonl b.jsonl",
-        "acp-proxy diff --session sess_0001 --format json a.jsonl b.jsonl",
-    ],
-    "stats": ["acp-proxy stats session.jsonl", "acp-proxy stats --format json out/*.jsonl"],
-    "rules": [
-        "acp-proxy rules",
-        "acp-proxy rules message-id-missing",
-        "acp-proxy rules --format markdown",
-    ],
-    "probe": [
-        "acp-proxy probe -- my-agent --acp",
-        "acp-proxy probe --only prompt --only cancel -- my-agent",
-        "acp-proxy probe --format junit -- my-agent > probe.xml",
-    ],
-    "chat": [
-        "acp-proxy chat -- my-agent --acp",
-        "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
-        "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
-    ],
-    "test-agent": [
-        "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",
-        "acp-proxy test-agent --format json --report client.json --allow-write",
-    ],
-    "demo": ["acp-proxy demo", "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl"],
-}
-for _name, _lines in _EXAMPLES.items():
-    cli.commands[_name].epilog = "\b\nExamples:\n" + "\n".join(f"  {line}" for line in _lines)
-
-#: Each command in a few words, for the group's list (its docstring's first sentence is
-#: cut there at the terminal's width).
-_SHORT = {
-    "run": "Relay an agent's stdio, recording and validating it.",
-    "probe": "Check an agent without an editor.",
-    "chat": "Talk to an agent from a terminal or a script.",
-    "test-agent": "Be the agent a client talks to, and check the client.",
-    "demo": "Try the proxy on the example agent.",
-    "show": "A recording as a timeline or as the conversation.",
-    "follow": "Show a recording live as it grows (tail -f).",
-    "report": "A recording as one self-contained HTML page.",
-    "inspect": "Serve the sessions' pages on 127.0.0.1, live.",
-    "validate": "Check recorded sessions again; exit 1 on an error.",
-    "rules": "The rules the validator checks, or one explained.",
-    "stats": "Figures: traffic, methods, latency, turns.",
-    "diff": "What changed between two recorded sessions.",
-    "ls": "The recorded sessions, newest first.",
-    "search": "Frames across recordings matching a pattern.",
-    "redact": "A copy of a recording safe to share.",
-    "replay": "Play a recording as the agent, or as the client.",
-}
-for _name, _short in _SHORT.items():
-    cli.commands[_name].short_help = _short
-cli.epilog = (
-    "\b\nExamples:\n"
-    "  acp-proxy run -- my-agent --acp     (as the agent command in the editor)\n"
-    "  acp-proxy probe -- my-agent --acp\n"
-    "  acp-proxy ls                        (the recorded sessions, newest first)\n"
-    "  acp-proxy report session.jsonl\n"
-    "\nacp-proxy COMMAND --help says more about each."
-)
 
 
 def main(early: Early | None = None) -> None:

@@ -1,9 +1,10 @@
-"""What the commands share: the parameter types (seconds, sizes, ``--color``, the logging
-options), the one output path for text, the one-line messages and exits, and the exit
-statuses. Any layer's ``commands`` module may import it; it imports click, ``log`` and
-``core.visible`` and, inside the functions that need them, the readers' size parsing and
-pruning (so that a command's import stays cheap: `run` starts the agent first). Its names
-keep their underscore: they are the CLI's, not the Python API."""
+"""What the commands share: how a command is declared (:func:`command`: its options, help,
+few words and examples in one place), the parameter types (seconds, sizes, ages, ``--color``,
+the logging options), the one output path for text, the one-line messages and exits, and the
+exit statuses. Any layer's ``commands`` package may import it; it imports only click, ``log``
+and ``core`` (so that a command's import stays cheap, `run` starting the agent first, and a
+command reaches no layer above its own through it).
+"""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ import contextlib
 import gc
 import math
 import os
+import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from acp_proxy.core.visible import visible
-from acp_proxy.log import LEVELS, Logger, LogStream, open_log
+from acp_proxy.log import LEVELS
 
 if TYPE_CHECKING:
     import subprocess
@@ -32,11 +35,64 @@ EXIT_PROXY_FAILED = 70
 EXIT_INTERRUPTED = 130
 
 
-def _open_log(log_file: str | None) -> LogStream:
-    return open_log(log_file)
+class Command(click.Command):
+    """A command of acp-proxy: besides its options and its help (the docstring), its few
+    words for the group's list (``short_help``) and the two or three command lines its
+    ``--help`` ends with (``examples``), all given where it is defined (:func:`command`)."""
+
+    def __init__(self, *args: Any, examples: Sequence[str] = (), **settings: Any) -> None:
+        self.examples = tuple(examples)
+        if self.examples:
+            lines = "\n".join(f"  {line}" for line in self.examples)
+            settings.setdefault("epilog", f"\b\nExamples:\n{lines}")
+        super().__init__(*args, **settings)
 
 
-class _Seconds(click.ParamType):  # type: ignore[type-arg]  # (generic from click 8.2)
+def command(
+    name: str | None = None,
+    *,
+    short: str,
+    examples: Sequence[str],
+    cls: type[Command] = Command,
+    **settings: Any,
+) -> Callable[[Callable[..., Any]], Command]:
+    """``@click.command``, with what the command says about itself in one place: ``short``,
+    its few words for ``acp-proxy --help`` (the docstring's first sentence would be cut at
+    the terminal's width), and ``examples``, what its ``--help`` ends with."""
+    return click.command(name, cls=cls, short_help=short, examples=examples, **settings)
+
+
+def format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format text|json`` (the value is the parameter ``fmt``)."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=description,
+    )
+
+
+def json_format_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format text|json`` and ``--json``, hidden: its older spelling (the parameter
+    ``legacy_json``; :func:`wants_json` reads the two)."""
+
+    def add(func: Any) -> Any:
+        func = click.option("--json", "legacy_json", is_flag=True, hidden=True)(func)
+        return format_option(description)(func)
+
+    return add
+
+
+def wants_json(fmt: str, legacy_json: bool) -> bool:
+    """Whether :func:`json_format_option` asked for JSON (``--json`` said deprecated)."""
+    if legacy_json:
+        warn_deprecated("--json", "--format json")
+    return legacy_json or fmt == "json"
+
+
+class Seconds(click.ParamType):  # type: ignore[type-arg]  # (generic from click 8.2)
     """A finite number of seconds within bounds: ``nan``, ``inf`` and what is out of range
     are a clear error (exit 2), never a traceback later."""
 
@@ -61,31 +117,45 @@ class _Seconds(click.ParamType):  # type: ignore[type-arg]  # (generic from clic
         return number
 
 
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    if value is None:  # (run calls this too: nothing more is loaded before the agent starts)
-        return None
-    from acp_proxy.readers.catalog import parse_size
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
+
+def parse_age(text: str) -> timedelta:
+    """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not an age (2d, 12h, 30m)")
+    return timedelta(seconds=float(found.group(1)) * _AGE_UNITS[found.group(2) or "d"])
+
+
+def parse_size(text: str) -> int:
+    """``500M``, ``2G``, ``100k``, ``1024`` (bytes)."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not a size (500M, 2G)")
+    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+
+
+def as_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """An option's SIZE (500M, 2G) in bytes (a callback: ``--keep-size``)."""
+    if value is None:
+        return None
     try:
         return parse_size(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
-def _prune(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
-    """Tidy the default recordings directory as a session starts; never raises. (Here,
-    not beside ``run``: the proxy shell imports no reader.)"""
-    from acp_proxy.readers.catalog import prune
-    from acp_proxy.transcript.names import default_record_dir
-
+def as_age(ctx: click.Context, param: click.Parameter, value: str | None) -> timedelta | None:
+    """An option's AGE (2d, 12h) as a span of time (a callback: ``ls --since``)."""
     try:
-        for removed in prune(default_record_dir(), keep_days, keep_size):
-            log.info("removed an old recording", path=str(removed))
-    except Exception as exc:  # tidying must never cost the session
-        log.warning("could not tidy the recordings directory", error=repr(exc))
+        return None if value is None else parse_age(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """One line for the user on stderr, its wire strings escaped; never raises (stderr may
     be gone: the client that started us went away). A line of the running command's said
     as ``acp-proxy: ...`` is said as ``acp-proxy COMMAND: ...``."""
@@ -107,7 +177,7 @@ def _who() -> str:
     return "acp-proxy"
 
 
-def _exit(status: int) -> NoReturn:
+def exit_with(status: int) -> NoReturn:
     """Exit with ``status`` whatever happened to stderr (Python makes a failed flush of it
     at exit status 120)."""
     try:
@@ -119,13 +189,13 @@ def _exit(status: int) -> NoReturn:
     sys.exit(status)
 
 
-def _given(name: str) -> bool:
+def was_given(name: str) -> bool:
     """Whether option ``name`` was given on the command line."""
     ctx = click.get_current_context()
     return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
 
 
-def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
+def no_effect(needed: str, *names: str) -> None:  # needed: "without --prune"
     """An option given on the command line where it has no effect is a usage error (exit
     2): what is set in the environment is for the commands it fits."""
     ctx = click.get_current_context()
@@ -137,7 +207,7 @@ def _only_with(needed: str, *names: str) -> None:  # needed: "without --prune"
                 raise click.UsageError(f"{option} has no effect {needed}")
 
 
-def _not_stdout(why: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+def not_stdout(why: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """An option naming a file that ``-`` (standard output, as elsewhere) cannot be:
     ``--record -`` or ``--log-file -`` would write into what stdout carries."""
 
@@ -149,7 +219,7 @@ def _not_stdout(why: str) -> Callable[[click.Context, click.Parameter, Any], Any
     return check
 
 
-def _env(name: str) -> str:
+def envvar(name: str) -> str:
     return f"ACP_PROXY_{name}"
 
 
@@ -167,7 +237,7 @@ def _no_color(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         ctx.meta["acp_proxy.no_color"] = True
 
 
-def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def color_option(description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--color WHEN`` (and ``--no-color``, hidden: ``--color never``)."""
 
     def add(func: Any) -> Any:
@@ -180,7 +250,7 @@ def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[.
             type=click.Choice(COLOR_WHEN),
             default="auto",
             show_default=True,
-            envvar=_env("COLOR"),
+            envvar=envvar("COLOR"),
             metavar="WHEN",
             help=f"{description}: auto (only on a terminal, not when NO_COLOR is set or "
             "TERM=dumb), always or never.",
@@ -189,14 +259,14 @@ def _color_option(description: str) -> Callable[[Callable[..., Any]], Callable[.
     return add
 
 
-def _logging_options(func: Any) -> Any:
-    func = _color_option("Colour log lines")(func)
+def logging_options(func: Any) -> Any:
+    func = color_option("Colour log lines")(func)
     func = click.option(
         "--log-format",
         type=click.Choice(["console", "json"]),
         default="console",
         show_default=True,
-        envvar=_env("LOG_FORMAT"),
+        envvar=envvar("LOG_FORMAT"),
         help="Format of log lines.",
     )(func)
     func = click.option(
@@ -204,31 +274,31 @@ def _logging_options(func: Any) -> Any:
         type=click.Choice(LEVELS, case_sensitive=False),
         default="info",
         show_default=True,
-        envvar=_env("LOG_LEVEL"),
+        envvar=envvar("LOG_LEVEL"),
         help="Least severe level logged. 'debug' logs every frame.",
     )(func)
     func = click.option(
         "--log-file",
         type=click.Path(dir_okay=False),
-        envvar=_env("LOG_FILE"),
-        callback=_not_stdout("which logs never go to: leave --log-file out to log to stderr"),
+        envvar=envvar("LOG_FILE"),
+        callback=not_stdout("which logs never go to: leave --log-file out to log to stderr"),
         help="Append logs to this file instead of stderr.",
     )(func)
     return func
 
 
-def _deprecated(old: str, new: str) -> None:
+def warn_deprecated(old: str, new: str) -> None:
     """An older spelling still works, and says (once) what to write instead."""
     if old not in _SAID:
         _SAID.add(old)
-        _say(f"acp-proxy: {old} is deprecated: use {new}")
+        say(f"acp-proxy: {old} is deprecated: use {new}")
 
 
 #: The deprecation notes given so far.
 _SAID: set[str] = set()
 
 
-def _cannot_write(path: str, exc: OSError) -> NoReturn:
+def cannot_write(path: str, exc: OSError) -> NoReturn:
     """A file that could not be written: one line, exit 1; but stdout (``-o -``) closed by
     its reader (``| head``) is no error: it goes on to the quiet exit of a closed stdout."""
     if path == "-" and isinstance(exc, BrokenPipeError):
@@ -236,21 +306,21 @@ def _cannot_write(path: str, exc: OSError) -> NoReturn:
     raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}")) from None
 
 
-class _Unreadable(click.ClickException):
+class Unreadable(click.ClickException):
     """A recording that cannot be read: exit status 2, one clear line."""
 
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        _say(f"acp-proxy: {self.message}")
+        say(f"acp-proxy: {self.message}")
 
 
 @contextlib.contextmanager
-def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
+def stdout_lines(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
     """The one output path for text. Lines are written in blocks (a write per line
     costs more than rendering it, and one system call each when PYTHONUNBUFFERED is
     set), or each at once when ``live``; coloured as ``color`` (``--color``) says."""
-    keep = _colored(color)
+    keep = use_color(color)
     pager = _pager()
     stream: Any = sys.stdout
     if pager is not None and pager.stdin is not None:
@@ -295,7 +365,7 @@ def _output(color: str, live: bool = False) -> Iterator[Callable[[str], None]]:
             pager.wait()
 
 
-def _pager_option(func: Any) -> Any:
+def pager_option(func: Any) -> Any:
     """``--no-pager``: the command's output paged on a terminal (:func:`_pager`) unless
     this says not to."""
     return click.option(
@@ -313,7 +383,7 @@ def _pager_wanted(ctx: click.Context, param: click.Parameter, value: bool) -> No
 
 def _pager() -> subprocess.Popen[bytes] | None:
     """The pager the output goes through, as git's: on a terminal only, for the commands
-    that page (``show``, ``diff``, ``rules``: :func:`_pager_option`), unless ``--no-pager``;
+    that page (``show``, ``diff``, ``rules``: :func:`pager_option`), unless ``--no-pager``;
     ``$PAGER`` (run by the shell, as git runs it), else ``less -R``; ``$LESS`` set to
     ``FRX`` where unset (one screen: no pager; colours kept). ``PAGER=`` or ``cat``: none."""
     ctx = click.get_current_context(silent=True)
@@ -340,7 +410,7 @@ def _pager() -> subprocess.Popen[bytes] | None:
         return None
 
 
-def _colored(color: str, stream: Any = None) -> bool:
+def use_color(color: str, stream: Any = None) -> bool:
     """Whether ``stream`` (stdout by default) is coloured: as ``--color`` says; ``auto``
     only on a terminal, not when ``NO_COLOR`` is set (no-color.org), and not on a terminal
     that says it shows none (``TERM=dumb``, as git and ripgrep)."""
@@ -355,50 +425,11 @@ def _colored(color: str, stream: Any = None) -> bool:
     return bool(getattr(stream, "isatty", bool)())
 
 
-#: Lines written at once by :func:`_output`.
+#: Lines written at once by :func:`stdout_lines`.
 _BLOCK = 1024
 
 
-def _settle() -> None:
+def exempt_from_gc() -> None:
     """What exists now (modules, click, compiled checks) is never garbage: it leaves
     the cycle collector's scans."""
     gc.freeze()
-
-
-def _connection_options(which: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--connection N`` and ``--session ID``: which recorded session of a file to take."""
-
-    def add(func: Any) -> Any:
-        func = click.option(
-            "--session",
-            "session_id",
-            metavar="ID",
-            help="The recorded session holding ACP session ID (as show --session ID); "
-            "a number is the older spelling of --connection (deprecated).",
-        )(func)
-        return click.option(
-            "--connection",
-            type=click.IntRange(min=1),
-            metavar="N",
-            help=f"Which recorded session of a file with several: 1 is the first{which}. "
-            "Default: 1.",
-        )(func)
-
-    return add
-
-
-def _connection(path: str, connection: int | None, session_id: str | None) -> int:
-    """The connection ``--connection`` or ``--session`` names in ``path`` (default: 1)."""
-    if session_id is None:
-        return connection or 1
-    if connection is not None:
-        raise click.UsageError("give --connection N or --session ID, not both")
-    if session_id.isdigit():
-        _deprecated(f"--session {session_id}", f"--connection {session_id}")
-        return int(session_id)
-    from acp_proxy.readers.annotate import connection_of
-
-    number = connection_of(path, session_id)
-    if number is None:
-        raise _Unreadable(f"{path} has no session {session_id}")
-    return number

@@ -4,9 +4,10 @@
 - ``transcript`` imports only ``core`` (and itself);
 - ``readers`` never import ``live``;
 - nothing but ``cli`` imports ``devtools``;
-- a layer's ``commands`` module (the CLI's commands beside the code they drive) may also
-  import ``clihelp`` (what the commands share); nothing else but ``cli`` imports it, and it
-  imports no ``live``, ``drive`` or ``devtools``;
+- a layer's ``commands`` package (the CLI's commands beside the code they drive, a module
+  each) may also import ``clihelp`` (what the commands share); nothing else but ``cli``
+  imports it, and it imports only ``core`` and ``log``: so a command reaches nothing above
+  its layer, directly or through what it imports (``run``, in ``live``, no reader);
 - ``drive`` (the front-ends that drive an agent: probe) imports live, readers and core, no
   asyncio itself, and nothing but ``cli`` imports it;
 - no import cycles between modules, at import time or through a lazy import;
@@ -38,11 +39,18 @@ ALLOWED = {
     "live": {"core", "transcript", "live", "files", "log"},
     "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
     "drive": {"core", "transcript", "readers", "live", "drive", "files", "log"},
-    "clihelp": {"core", "transcript", "readers", "files", "log"},
+    "clihelp": {"core", "log"},
 }
 
-#: What a layer's ``commands`` module may import besides what its layer may.
+#: What a layer's ``commands`` package may import besides what its layer may.
 COMMANDS = {"clihelp"}
+
+
+def is_command_module(module: str) -> bool:
+    """Whether ``module`` is in a layer's ``commands`` package (``acp_proxy.readers.commands``,
+    ``acp_proxy.readers.commands.stats``)."""
+    parts = module.split(".")
+    return len(parts) >= 3 and parts[2] == "commands"
 
 
 def module_name(path: Path) -> str:
@@ -95,7 +103,7 @@ def violations(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
                 found.append(f"{module} imports {target}: only cli imports devtools")
             elif there == "drive" and module != "acp_proxy.cli" and here != "drive":
                 found.append(f"{module} imports {target}: only cli imports drive")
-            elif there in COMMANDS and module.endswith(".commands") and here in ALLOWED:
+            elif there in COMMANDS and is_command_module(module) and here in ALLOWED:
                 continue
             elif there == "clihelp" and module != "acp_proxy.cli":
                 found.append(f"{module} imports {target}: only cli and commands import clihelp")
@@ -103,6 +111,22 @@ def violations(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
                 found.append(
                     f"{module} imports {target}: {here} may import {sorted(ALLOWED[here])}"
                 )
+    return found
+
+
+def reaching_above(edges: dict[str, list[tuple[str, bool]]]) -> list[str]:
+    """Every command module that reaches a layer above its own, directly or through what it
+    imports (lazy imports too): what it may reach is what its layer may import, and
+    ``clihelp``."""
+    found = []
+    for module in sorted(edges):
+        if not is_command_module(module):
+            continue
+        here = layer(module)
+        may = ALLOWED[here] | COMMANDS | {here}
+        for target in sorted(reached(edges, module)):
+            if target != "acp_proxy" and layer(target) not in may:
+                found.append(f"{module} reaches {target}: {here} may reach {sorted(may)}")
     return found
 
 
@@ -178,6 +202,58 @@ def test_the_views_that_read_items_import_no_validator(view):
 
 def test_the_layers_hold():
     assert violations(graph()) == []
+
+
+def test_no_command_reaches_above_its_layer():
+    """``run`` (live) reaches no reader, a reader's command no live shell and no front-end:
+    not directly, not through ``clihelp`` nor through what the code it drives imports."""
+    assert reaching_above(graph()) == []
+
+
+def test_the_checker_catches_a_command_reaching_above_its_layer():
+    """As ``run`` once did: its size option parsed by a reader, through ``clihelp``."""
+    edges = graph()
+    edges["acp_proxy.clihelp"] = [*edges["acp_proxy.clihelp"], ("acp_proxy.readers.catalog", False)]
+    edges["acp_proxy.readers.commands.stats"] = [("acp_proxy.drive.commands.shared", False)]
+    found = reaching_above(edges)
+    assert any(
+        line.startswith("acp_proxy.live.commands.run reaches acp_proxy.readers.catalog")
+        for line in found
+    )
+    assert any(
+        line.startswith("acp_proxy.readers.commands.stats reaches acp_proxy.drive")
+        for line in found
+    )
+    assert any(
+        line.startswith("acp_proxy.clihelp imports acp_proxy.readers") for line in violations(edges)
+    )
+
+
+def test_each_command_is_defined_beside_its_code_and_assembled_by_cli():
+    """Every command of ``acp-proxy`` is in its layer's ``commands`` package, in a module named
+    for it that defines it under that name (``test-agent``: ``test_agent.py``); every module
+    there but ``shared`` defines one command, which ``cli`` assembles: none is left out."""
+    from acp_proxy.cli import COMMANDS
+
+    defined = {}
+    for path in PACKAGE.glob("*/commands/*.py"):
+        if path.stem in ("__init__", "shared"):
+            continue
+        defined[module_name(path)] = path
+    assert sorted(COMMANDS.values()) == sorted(defined)
+    for name, module in COMMANDS.items():
+        assert module.rpartition(".")[2] == name.replace("-", "_"), name
+        tree = ast.parse(defined[module].read_text())
+        commands = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", "") == "command"
+                for d in node.decorator_list
+            )
+        ]
+        assert commands == [name.replace("-", "_")], (module, commands)
 
 
 def test_no_import_cycles():
@@ -272,8 +348,9 @@ def test_the_python_api_is_what_the_package_says():
 def test_the_packages_module_map_names_every_module_and_only_those():
     """A newcomer finds the file to open from the module map in the package's docstring
     (``Where things are``, what ``help(acp_proxy)`` shows): every module of a layer has its
-    line, named as its path (a line may name two: ``log.py, files.py``; or a module beside it,
-    in parentheses: ``(validator_v1.py)``), and no line names a module that is not there."""
+    line, named as its path (a line may name two: ``log.py, files.py``; or modules beside it,
+    in parentheses: ``(validator_v1.py)``, ``(show.py, stats.py)``), and no line names a module
+    that is not there."""
     import re
     import textwrap
 
@@ -287,7 +364,11 @@ def test_the_packages_module_map_names_every_module_and_only_those():
         paths, _, what = line.partition("  ")
         names = [name.strip() for name in paths.split(", ")]
         folder = names[0].rpartition("/")[0]
-        beside = re.findall(r"\((\w+\.py)\)", what)
+        beside = [
+            name
+            for group in re.findall(r"\(([^)]*)\)", what)
+            for name in re.findall(r"\w+\.py", group)
+        ]
         named.update([*names, *(f"{folder}/{name}" if folder else name for name in beside)])
     modules = {
         str(path.relative_to(PACKAGE))

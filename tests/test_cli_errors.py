@@ -269,7 +269,8 @@ def test_each_commands_help_examples_run_as_printed_on_the_shipped_recordings(tm
     error, none fails."""
     import shutil
 
-    from acp_proxy.cli import _EXAMPLES
+    from acp_proxy.cli import cli
+    from acp_proxy.clihelp import Command
 
     out = tmp_path / "out"
     out.mkdir()
@@ -278,7 +279,9 @@ def test_each_commands_help_examples_run_as_printed_on_the_shipped_recordings(tm
     for copy in ("session", "before", "after", "a", "b"):
         shutil.copy(RECORDINGS / "v1-tour.jsonl", tmp_path / f"{copy}.jsonl")
     shown = acp(name, "--help").stdout.decode()
-    for example in _EXAMPLES[name]:
+    defined = cli.commands[name]  # (its examples given where it is defined)
+    assert isinstance(defined, Command) and defined.examples
+    for example in defined.examples:
         assert f"  {example}\n" in shown + "\n"
         python = " ".join(shlex.quote(part) for part in PROXY)
         command = example.replace("acp-proxy", python, 1)

@@ -154,3 +154,19 @@ def test_commands_that_start_no_agent_load_only_what_they_use(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout or args[0] == "ls"  # (it did what it is for; ls: nothing to list)
     assert proc.stderr.strip().splitlines()[-1] == repr(loaded)
+
+
+def test_a_command_loads_no_other_commands_module() -> None:
+    """The group imports a command's module when the command is asked for (``cli.COMMANDS``):
+    ``acp-proxy rules`` loads ``rules.py`` alone, none of the other sixteen (``--help``, which
+    lists each one's few words, loads them all)."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['acp-proxy', 'rules']\n"
+        "from acp_proxy.__main__ import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+        "print(sorted(m for m in sys.modules if '.commands.' in m), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "['acp_proxy.readers.commands.rules']"

@@ -1,2 +1,2 @@
 """Shipped, but not the proxy: the example agent, the demo and the benchmark (only ``cli``
-imports them)."""
+imports them); ``commands`` (``demo``'s)."""

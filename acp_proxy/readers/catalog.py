@@ -1,5 +1,5 @@
-"""Many recordings: list them (``ls``), find frames across them (``search``), keep the
-directory tidy (pruning).
+"""Many recordings: list them (``ls``), find frames across them (``search``). (Keeping the
+directory tidy is :func:`acp_proxy.transcript.names.prune`'s.)
 
 Theory of operation
 -------------------
@@ -11,16 +11,11 @@ that changed since is read again; an index that is missing, malformed, of anothe
 the user's own regular file or writable by others is no index (made again, silently); and the
 index is never trusted over the file (a file it does not name is read). Writing it is best
 effort: without a cache directory, the listing is made all the same.
-
-Pruning removes the oldest recordings the proxy made (``<UTC time>-<pid>.jsonl`` names) in one
-directory, past an age or a total size, never a file it did not make and never one another
-session is writing (the recorder's ``flock``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import fnmatch
 import hashlib
 import importlib
@@ -41,7 +36,7 @@ from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
-from acp_proxy.transcript.names import PROXY_NAME
+from acp_proxy.transcript.names import being_written
 from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
@@ -52,9 +47,6 @@ __all__ = [
     "Unlisted",
     "index_path",
     "list_sessions",
-    "parse_age",
-    "parse_size",
-    "prune",
     "recordings_in",
     "search",
     "select",
@@ -298,24 +290,6 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unl
     return sessions, problems
 
 
-def being_written(path: Path) -> bool:
-    """Whether a session is recording to ``path`` now: the recorder holds the file's lock
-    while it writes (see :mod:`acp_proxy.live.recorder`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False  # a filesystem without locks: nobody to ask
-    finally:
-        os.close(fd)  # (closing lets a lock taken here go)
-    return False
-
-
 #: The type of each field of a summary in the index (what is not is a malformed index).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
@@ -497,98 +471,6 @@ def _write_index(directory: Path, files: dict[str, Any]) -> None:
 
 
 # --- filters and figures ---------------------------------------------------------------------
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_age(text: str) -> timedelta:
-    """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days)."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
-    if found is None:
-        raise ValueError(f"{text!r} is not an age (2d, 12h, 30m)")
-    return timedelta(seconds=float(found.group(1)) * _UNITS[found.group(2) or "d"])
-
-
-def parse_size(text: str) -> int:
-    """``500M``, ``2G``, ``100k``, ``1024`` (bytes)."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
-    if found is None:
-        raise ValueError(f"{text!r} is not a size (500M, 2G)")
-    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
-
-
-# --- pruning ---------------------------------------------------------------------------------
-
-
-def prune(
-    directory: Path,
-    keep_days: float | None,
-    keep_size: int | None,
-    now: datetime | None = None,
-    dry_run: bool = False,
-) -> list[Path]:
-    """Remove the oldest recordings the proxy made in ``directory``: those older than
-    ``keep_days``, then the oldest until the rest fit ``keep_size`` bytes. Never a file it
-    did not make, never one a session holds locked. Returns what was removed (``dry_run``:
-    what would be, nothing removed)."""
-    now = now or datetime.now(UTC)
-    try:
-        made = sorted(p for p in directory.iterdir() if PROXY_NAME.match(p.name) and p.is_file())
-    except OSError:
-        return []
-    sizes = {}
-    for path in made:
-        with contextlib.suppress(OSError):
-            sizes[path] = path.stat().st_size
-    made = [p for p in made if p in sizes]  # names sort by start time: oldest first
-    doomed: list[Path] = []
-    if keep_days is not None:
-        cutoff = now - timedelta(days=keep_days)
-        doomed += [p for p in made if _started(p) is not None and _started(p) < cutoff]  # type: ignore[operator]
-    if keep_size is not None:
-        total = sum(sizes[p] for p in made if p not in doomed)
-        for path in made:
-            if total <= keep_size:
-                break
-            if path not in doomed:
-                doomed.append(path)
-                total -= sizes[path]
-    removed = []
-    for path in doomed:
-        if _remove_unless_locked(path, dry_run):
-            removed.append(path)
-    return removed
-
-
-def _started(path: Path) -> datetime | None:
-    try:
-        return datetime.strptime(path.name[:23], "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-def _remove_unless_locked(path: Path, dry_run: bool = False) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return False  # a session is writing it
-    except OSError:
-        pass
-    try:
-        if not dry_run:
-            path.unlink()
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # (closing lets the lock go)
 
 
 # --- search ----------------------------------------------------------------------------------

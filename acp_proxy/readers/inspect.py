@@ -56,8 +56,9 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from acp_proxy.core.visible import visible
 from acp_proxy.files import open_output
 from acp_proxy.log import get_logger
-from acp_proxy.readers.catalog import being_written, list_sessions, select
+from acp_proxy.readers.catalog import list_sessions, select
 from acp_proxy.readers.report import build_document, embed, live_page
+from acp_proxy.transcript.names import being_written
 
 __all__ = ["MAX_WAITING", "REQUEST_TIMEOUT", "Inspector", "redirect_file", "serve"]
 

@@ -18,20 +18,19 @@ from acp_proxy.clihelp import (
     EXIT_NOT_FOUND,
     EXIT_PROXY_FAILED,
     NOT_A_RECORDING_PLACE,
-    _colored,
-    _env,
-    _exit,
-    _logging_options,
-    _not_stdout,
-    _only_with,
-    _open_log,
-    _prune,
-    _say,
-    _Seconds,
-    _settle,
-    _size,
+    Seconds,
+    as_size,
+    command,
+    envvar,
+    exempt_from_gc,
+    exit_with,
+    logging_options,
+    no_effect,
+    not_stdout,
+    say,
+    use_color,
 )
-from acp_proxy.log import Logger, configure, get_logger
+from acp_proxy.log import Logger, configure, get_logger, open_log
 
 if TYPE_CHECKING:
     import subprocess
@@ -113,10 +112,10 @@ def _observer(
     )
     observer = Observer(recorder, log, validator, addons=chain)
     if record is None and (keep_days is not None or keep_size is not None):
-        _prune(log, keep_days, keep_size)
+        _tidy_recordings(log, keep_days, keep_size)
     if inspect_live and recorder.path is not None:
         inspector.append(_start_inspector(recorder.path, log))
-    _settle()
+    exempt_from_gc()
     return observer
 
 
@@ -138,6 +137,18 @@ def _user_addons(files: tuple[str, ...]) -> list[Addon]:
     return addons
 
 
+def _tidy_recordings(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
+    """Tidy the default recordings directory as a session starts (``--keep-days``,
+    ``--keep-size``); never raises."""
+    from acp_proxy.transcript.names import default_record_dir, prune
+
+    try:
+        for removed in prune(default_record_dir(), keep_days, keep_size):
+            log.info("removed an old recording", path=str(removed))
+    except Exception as exc:  # tidying must never cost the session
+        log.warning("could not tidy the recordings directory", error=repr(exc))
+
+
 def _spool_for(record: str | None, pid: int) -> Path | None:
     """Where the relay spools a line too long to hold: the recording's directory (None:
     it cannot even be worked out, and the session will not be recorded)."""
@@ -149,71 +160,78 @@ def _spool_for(record: str | None, pid: int) -> Path | None:
         return None
 
 
-def _no_effect(record: str | None, no_record: bool) -> None:
+def _what_does_nothing(record: str | None, no_record: bool) -> None:
     """``run``'s options that would do nothing, given on the command line: usage errors."""
     if no_record:  # options that shape, serve or tidy the recordings, where there is none
-        _only_with("with --no-record", "record", "redact", "no_stderr", "inspect_live",
+        no_effect("with --no-record", "record", "redact", "no_stderr", "inspect_live",
                    "keep_days", "keep_size")  # fmt: skip
     if record is not None:
-        _only_with("with --record (it tidies the default recordings directory)",
+        no_effect("with --record (it tidies the default recordings directory)",
                    "keep_days", "keep_size")  # fmt: skip
 
 
-@click.command(context_settings={"allow_interspersed_args": False})
+@command(
+    context_settings={"allow_interspersed_args": False},
+    short="Relay an agent's stdio, recording and validating it.",
+    examples=[
+        "acp-proxy run -- my-agent --acp",
+        "acp-proxy run --record out/ --redact -- my-agent",
+    ],
+)
 @click.option(
     "--record",
     "record",
     metavar="PATH",
-    envvar=_env("RECORD"),
-    callback=_not_stdout(NOT_A_RECORDING_PLACE),
+    envvar=envvar("RECORD"),
+    callback=not_stdout(NOT_A_RECORDING_PLACE),
     help="Directory (or path ending in /) for a new file per session, or a file to append to. "
     "Default: $ACP_PROXY_RECORD_DIR, else $XDG_STATE_HOME/acp-proxy/recordings, "
     "else ~/.local/state/acp-proxy/recordings.",
 )
 @click.option(
-    "--no-record", is_flag=True, envvar=_env("NO_RECORD"), help="Do not record the session."
+    "--no-record", is_flag=True, envvar=envvar("NO_RECORD"), help="Do not record the session."
 )
 @click.option(
     "--grace",
-    type=_Seconds(),
+    type=Seconds(),
     default=5.0,
     show_default=True,
-    envvar=_env("GRACE"),
+    envvar=envvar("GRACE"),
     help="Seconds the agent gets to exit after its stdin closes, before SIGTERM, "
     "and again before SIGKILL.",
 )
 @click.option(
     "--no-stderr",
     is_flag=True,
-    envvar=_env("NO_STDERR"),
+    envvar=envvar("NO_STDERR"),
     help="Do not record the agent's stderr (it still passes through to ours).",
 )
 @click.option(
     "--redact",
     is_flag=True,
-    envvar=_env("REDACT"),
+    envvar=envvar("REDACT"),
     help="Record with secrets (env and headers values, auth parameters, token/key/secret/"
     "password fields) replaced by tags, as `acp-proxy redact` does. The wire is untouched.",
 )
 @click.option(
     "--notify-client",
     is_flag=True,
-    envvar=_env("NOTIFY_CLIENT"),
+    envvar=envvar("NOTIFY_CLIENT"),
     help="Also tell the user in their editor: insert a live-only notice into the agent's "
     "stream for each rule a v2 session breaks (once per rule per session).",
 )
 @click.option(
     "--keep-days",
-    type=_Seconds(high=100_000.0),
-    envvar=_env("KEEP_DAYS"),
+    type=Seconds(high=100_000.0),
+    envvar=envvar("KEEP_DAYS"),
     metavar="N",
     help="When a session starts, remove recordings older than N days from the default "
     "recordings directory (only files the proxy made, never one being written).",
 )
 @click.option(
     "--keep-size",
-    callback=_size,
-    envvar=_env("KEEP_SIZE"),
+    callback=as_size,
+    envvar=envvar("KEEP_SIZE"),
     metavar="SIZE",
     help="When a session starts, remove the oldest recordings of the default recordings "
     "directory until the rest fit SIZE (500M, 2G).",
@@ -222,7 +240,7 @@ def _no_effect(record: str | None, no_record: bool) -> None:
     "--inspect",
     "inspect_live",
     is_flag=True,
-    envvar=_env("INSPECT"),
+    envvar=envvar("INSPECT"),
     help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
     "process, stopped with the proxy); its URL goes to stderr.",
 )
@@ -231,11 +249,11 @@ def _no_effect(record: str | None, no_record: bool) -> None:
     "addon_files",
     multiple=True,
     metavar="FILE[:NAME]",
-    envvar=_env("ADDON"),
+    envvar=envvar("ADDON"),
     help="Also hand the session to addons of your own: a Python file's `addons` list, or "
     "NAME in it (acp_proxy.Addon: the same class reads a recording). Repeatable.",
 )
-@_logging_options
+@logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     record: str | None,
@@ -261,7 +279,7 @@ def run(
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, take_agent
 
-    _no_effect(record, no_record)
+    _what_does_nothing(record, no_record)
     argv = list(command)
     addons = _user_addons(addon_files)
     # The agent first (started before click was loaded, by acp_proxy.__main__, when it
@@ -269,17 +287,17 @@ def run(
     try:
         agent = take_agent(click.get_current_context().obj, argv)
     except AgentNotFound:
-        _say(f"acp-proxy: agent command not found: {argv[0]}")
+        say(f"acp-proxy: agent command not found: {argv[0]}")
         sys.exit(EXIT_NOT_FOUND)
     except AgentNotExecutable as exc:
-        _say(f"acp-proxy: agent command cannot be executed: {exc}")
+        say(f"acp-proxy: agent command cannot be executed: {exc}")
         sys.exit(EXIT_NOT_EXECUTABLE)
 
     from acp_proxy.core.times import format_time
     from acp_proxy.live.later import LateObserver
 
-    stream = _open_log(log_file)
-    configure(log_level.lower(), log_format, stream, _colored(color, stream))
+    stream = open_log(log_file)
+    configure(log_level.lower(), log_format, stream, use_color(color, stream))
     log = get_logger()
     pid = agent.process.pid
     started = format_time()  # (the start record's time: every frame comes after it)
@@ -305,10 +323,10 @@ def run(
         agent.kill()
         log.exception("acp-proxy failed; the agent was stopped")
         observer.finish(None, f"acp-proxy failed: {exc!r}")
-        _exit(EXIT_PROXY_FAILED)
+        exit_with(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
     for page in inspector:
         if page is not None:
             with contextlib.suppress(OSError):
                 page.terminate()
-    _exit(result.exit_status)
+    exit_with(result.exit_status)

@@ -1,5 +1,5 @@
-"""``demo``: the example agent behind the proxy, one session driven (only ``cli`` imports
-it)."""
+"""``demo``: the example agent behind the proxy, one session driven
+(:mod:`acp_proxy.devtools.demo`; only ``cli`` imports it)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,33 @@ import click
 
 from acp_proxy.clihelp import (
     NOT_A_RECORDING_PLACE,
-    _color_option,
-    _not_stdout,
-    _output,
-    _say,
-    _Seconds,
+    Seconds,
+    color_option,
+    command,
+    not_stdout,
+    say,
+    stdout_lines,
 )
 from acp_proxy.core.visible import visible
 
 
-@click.command()
+@command(
+    short="Try the proxy on the example agent.",
+    examples=[
+        "acp-proxy demo",
+        "acp-proxy demo --scenario misbehaving --record /tmp/demo.jsonl",
+    ],
+)
 @click.option(
     "--record",
     metavar="FILE",
     type=click.Path(dir_okay=False),
-    callback=_not_stdout(NOT_A_RECORDING_PLACE),
+    callback=not_stdout(NOT_A_RECORDING_PLACE),
     help="Where to write the demo's transcript. Default: a new file in the recordings directory.",
 )
 @click.option(
     "--delay",
-    type=_Seconds(high=60.0),
+    type=Seconds(high=60.0),
     default=0.02,
     show_default=True,
     help="Seconds between the example agent's streamed chunks.",
@@ -44,7 +51,7 @@ from acp_proxy.core.visible import visible
     "v1: one prompt over ACP v1, as most shipping agents speak it. v1-tour: v1 with a mode "
     "switch, a file read, a terminal, and a second prompt that is cancelled.",
 )
-@_color_option("Colour the conversation")
+@color_option("Colour the conversation")
 def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
     """Try the proxy: run the example agent behind it and drive one session.
 
@@ -66,11 +73,11 @@ def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
     try:
         status = run_demo(path, delay=delay, scenario=scenario)
     except (OSError, EOFError, ValueError, KeyError) as exc:
-        _say(f"acp-proxy demo: the session failed: {exc}")
+        say(f"acp-proxy demo: the session failed: {exc}")
         sys.exit(1)
     from acp_proxy.devtools.demo import report_lines
 
-    with _output(color) as emit:
+    with stdout_lines(color) as emit:
         for line in report_lines(path, status):
             emit(line)
     if not path.exists():

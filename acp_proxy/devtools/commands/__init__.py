@@ -1,0 +1,1 @@
+"""The developers' tools' command, ``demo`` (``demo.py``)."""

@@ -1,0 +1,138 @@
+"""``chat``: talk to an agent from a terminal or a script (:mod:`acp_proxy.drive.chat`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from acp_proxy.clihelp import Seconds, color_option, command, exit_with, no_effect, say, use_color
+from acp_proxy.drive.commands.shared import (
+    agent_argument,
+    agent_starting,
+    check_agent_options,
+    protocol_option,
+    recording_options,
+)
+from acp_proxy.log import configure, get_logger, open_log
+
+
+@command(
+    context_settings={"allow_interspersed_args": False},
+    short="Talk to an agent from a terminal or a script.",
+    examples=[
+        "acp-proxy chat -- my-agent --acp",
+        "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
+        "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
+    ],
+)
+@protocol_option
+@click.option(
+    "--cwd",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="The session's working directory, and the only one the agent's fs requests may "
+    "touch. Default: the current directory.",
+)
+@click.option("--session", "session_id", metavar="ID", help="Load or resume this session.")
+@click.option(
+    "--timeout",
+    type=Seconds(open_low=True, high=86_400.0),
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for a response or, in a turn, for the agent's next message (then "
+    "the turn is cancelled, and given up after as long again).",
+)
+@click.option(
+    "--permissions",
+    type=click.Choice(["allow", "reject"]),
+    default="reject",
+    show_default=True,
+    help="How permission requests are answered when stdin or stdout is not a terminal "
+    "(on one, you are asked).",
+)
+@click.option(
+    "--allow-terminal",
+    is_flag=True,
+    help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
+)
+@click.option(
+    "--prompt",
+    metavar="TEXT",
+    help="One turn with this prompt (stdin is not read), its answer on stdout, as piped.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON object a line on stdout, each with a type (text, thought, "
+    "tool_call, plan, permission, finding, turn_end, ...), as piped.",
+)
+@recording_options
+@color_option("Colour the conversation")
+@agent_argument
+def chat(
+    protocol: str,
+    cwd: str | None,
+    session_id: str | None,
+    timeout: float,
+    permissions: str,
+    allow_terminal: bool,
+    prompt: str | None,
+    fmt: str,
+    record: str | None,
+    no_record: bool,
+    grace: float,
+    color: str,
+    command: tuple[str, ...],
+) -> None:
+    """Talk to AGENT (started behind the proxy, recorded and validated as by run): each
+    line a prompt. On a terminal, the reply is drawn as it streams and permission requests
+    are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
+    text is written, on stdout (a loaded --session's history is not; /new, /mode, /model,
+    /config, /cancel and /quit are the chat's, any other /WORD the agent's).
+
+    \b
+    Exit status: 0; 1 a turn failed (an error, a refusal, or cut off by --timeout), a
+    finding was an error, or the agent is gone; 2 usage, or the agent cannot start;
+    130 Ctrl-C.
+    """
+    check_agent_options(command, record, no_record)
+    # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
+    # the agent's text only, as when piped, and the lines typed are the prompts.
+    # (--prompt and --format json: as piped, on a terminal too)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and fmt == "text" and prompt is None
+    if interactive:
+        no_effect("on a terminal (there, you are asked)", "permissions")
+    from acp_proxy.drive import chat as chatting
+
+    configure("warning", "console", open_log(None))
+    options = chatting.Options(
+        cwd=Path(cwd or os.getcwd()),
+        protocol=int(protocol),
+        session=session_id,
+        timeout=timeout,
+        permissions=permissions,
+        allow_terminal=allow_terminal,
+        record=record,
+        no_record=no_record,
+        grace=grace,
+        fmt=fmt,
+        prompt=prompt,
+    )
+    if allow_terminal:
+        say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
+    with agent_starting("chat", command):
+        status = chatting.chat(
+            list(command),
+            options,
+            get_logger(),
+            interactive=interactive,
+            colour=use_color(color),
+            err_colour=use_color(color, sys.stderr),
+            early=click.get_current_context().obj,
+        )
+    exit_with(status)

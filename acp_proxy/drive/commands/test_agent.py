@@ -1,0 +1,118 @@
+"""``test-agent``: be the agent a client talks to, and check the client
+(:mod:`acp_proxy.drive.test_agent`)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from acp_proxy.clihelp import (
+    NOT_A_RECORDING_PLACE,
+    Seconds,
+    command,
+    envvar,
+    exit_with,
+    no_effect,
+    not_stdout,
+    say,
+    was_given,
+)
+from acp_proxy.core.visible import dumps, visible
+from acp_proxy.log import configure, get_logger, open_log
+
+
+@command(
+    "test-agent",
+    short="Be the agent a client talks to, and check the client.",
+    examples=[
+        "acp-proxy test-agent --report /tmp/client.txt   (as the client's agent command)",
+        "acp-proxy test-agent --format json --report client.json --allow-write",
+    ],
+)
+@click.option(
+    "--report",
+    metavar="FILE",
+    callback=not_stdout("which carries the protocol: name a file"),
+    help="Write the report here when the client is done (stdout carries the protocol; "
+    "one summary line goes to stderr in any case).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="The report's format: text, a line per check; json, one document.",
+)
+@click.option(
+    "--allow-write",
+    is_flag=True,
+    help="Ask the client to write a file (acp-proxy-test-agent.txt, in the session's cwd). "
+    "Off by default: nothing is written.",
+)
+@click.option(
+    "--timeout",
+    type=Seconds(open_low=True, high=3600.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds the client gets for each answer, and to read what the agent writes "
+    "(then the check fails, and the scenario asks nothing more).",
+)
+@click.option(
+    "--record",
+    metavar="PATH",
+    envvar=envvar("RECORD"),
+    callback=not_stdout(NOT_A_RECORDING_PLACE),
+    help="Where the session is recorded, as for run. Default: the recordings directory.",
+)
+@click.option("--no-record", is_flag=True, help="Do not record the session.")
+def test_agent(
+    report: str | None,
+    fmt: str,
+    allow_write: bool,
+    timeout: float,
+    record: str | None,
+    no_record: bool,
+) -> None:
+    """Be the agent a client (an editor, a plugin) talks to, and check the client: put
+    `acp-proxy test-agent` where the agent command goes. Each prompt runs one scripted turn
+    (every session update, a 1 MB chunk, a permission request, the client's files and
+    terminal where it offers them) that ends with what passed and failed, in the chat. The
+    session is recorded and validated as by run; stdout carries only the protocol.
+
+    \b
+    Exit status: 0 no check failed, 1 a check of the client failed, 2 usage."""
+    if no_record and record is not None and was_given("record"):
+        raise click.UsageError("--record and --no-record contradict each other")
+    if report is None:
+        no_effect("without --report", "fmt")
+    from acp_proxy.drive import test_agent as testing
+    from acp_proxy.files import open_output
+
+    out = None
+    if report is not None:
+        try:
+            out = open_output(report)
+        except OSError as exc:
+            say(f"acp-proxy test-agent: cannot write {report}: {exc.strerror or exc}")
+            exit_with(2)
+    configure("warning", "console", open_log(None))
+    if allow_write:
+        say("acp-proxy test-agent: --allow-write: the client will be asked to write a file")
+    options = testing.Options(allow_write=allow_write, timeout=timeout)
+    try:
+        result = testing.serve(options, get_logger(), record=record, no_record=no_record)
+    except KeyboardInterrupt:
+        exit_with(130)
+    if out is not None:
+        if fmt == "json":
+            import orjson
+
+            text = dumps(result.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n"
+        else:
+            text = "".join(visible(line) + "\n" for line in result.text_lines())
+        with os.fdopen(out, "w", encoding="utf-8") as stream:
+            stream.write(text)
+    say(f"acp-proxy test-agent: {result.summary()}")
+    exit_with(1 if result.failed else 0)

@@ -1,0 +1,2 @@
+"""The live shell's command, ``run`` (``run.py``): a session assembled beside the relay,
+the observer and the recorder it starts."""

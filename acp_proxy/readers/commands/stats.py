@@ -1,0 +1,36 @@
+"""``stats``: figures about recorded sessions (:mod:`acp_proxy.readers.stats`)."""
+
+from __future__ import annotations
+
+import click
+
+from acp_proxy.clihelp import command, format_option, stdout_lines
+from acp_proxy.core.visible import dumps
+
+
+@command(
+    short="Figures: traffic, methods, latency, turns.",
+    examples=[
+        "acp-proxy stats session.jsonl",
+        "acp-proxy stats --format json out/*.jsonl",
+    ],
+)
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@format_option("How to print the figures.")
+def stats(recordings: tuple[str, ...], fmt: str) -> None:
+    """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
+    import orjson
+
+    from acp_proxy.readers.annotate import read
+    from acp_proxy.readers.stats import Stats
+
+    figures = Stats()
+    for path in recordings:
+        figures.recording = path
+        figures.feed(read(path))
+    with stdout_lines("never") as emit:
+        if fmt == "json":
+            emit(dumps(figures.as_json(), option=orjson.OPT_INDENT_2).decode())
+        else:
+            for line in figures.lines():
+                emit(line)
