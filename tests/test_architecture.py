@@ -519,3 +519,25 @@ def test_every_rule_has_one_home_with_its_check_and_its_example():
         assert home.startswith("acp_proxy.core.validator"), (rule.id, home)
         assert home in named.get(rule.id, set()), f"{rule.id}: no check beside it in {home}"
         assert (rule.example is None) != (rule.no_example == ""), rule.id
+
+
+def test_each_packages_docstring_names_every_module_of_it_and_only_those():
+    """``help(acp_proxy.live)`` (and every package's): its ``Modules::`` block has a line for
+    each module of the package (``name.py``) and each package in it (``name/``), and none
+    for a module that is gone."""
+    import ast
+
+    packages = [path.parent for path in PACKAGE.rglob("__init__.py") if path.parent != PACKAGE]
+    assert len(packages) >= 10
+    for package in packages:
+        if not any(package.glob("*.py")) or package.name == "templates":
+            continue
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+        where = package.relative_to(PACKAGE)
+        assert "Modules::\n\n" in doc, f"{where}: no Modules:: block"
+        block = doc.split("Modules::\n\n", 1)[1].split("\n\n", 1)[0]
+        named = {line.split()[0] for line in block.splitlines() if line.strip()}
+        there = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+        there |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()}
+        assert there - named == set(), f"{where}: modules without a line"
+        assert named - there == set(), f"{where}: lines for modules that are not there"

@@ -7,4 +7,25 @@ official schemas compiled into checks), ``unstable`` (what only the unstable sch
 ``validator_v1``: the rules, each defined beside its check with its example), ``examples``
 (the frames the examples are built of), ``chunks`` (the streamed-chunk shortcut),
 ``visible`` (wire strings made safe to show), ``version``.
+
+Modules::
+
+    chunks.py          Shortcut: the streamed-chunk shortcut, whole
+    examples.py        INIT, TURN, update...: the frames rules' examples are built of
+    findings.py        Violation, Rule: a finding and a rule, as data
+    framing.py         Framer, Frame, parse_frame, LineSplicer
+    jsontext.py        string_end, value_spans, loads_long, preview: JSON text as bytes
+    lifecycle.py       TRANSITIONS, step: the v2 prompt lifecycle as a (state, event) table
+    protocol.py        Side, Kind, State, StopReason, methods_for: ACP facts per version
+    rules.py           RULES, explain_lines: the catalog, gathered from the validator's
+    schema.py          schema_for: the official schemas compiled into checks
+    times.py           format_time, parse_time
+    unstable.py        surface_for: what only the unstable schemas define
+    validator.py       Validator, Violation: what the package imports (the three below)
+    validator_base.py  ValidatorBase: what every version shares, and its rules
+    validator_v1.py    V1Rules: the v1 pages' rules, composed in
+    validator_v2.py    Validator: the prompt lifecycle's rules (v2), CATALOG
+    version.py         VERSION
+    visible.py         visible, dumps: wire strings made safe to show
+    wire.py            WireModel, Message (a type per kind), Turn: what each frame is
 """

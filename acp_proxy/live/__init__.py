@@ -3,4 +3,21 @@
 ``spawn`` (the agent process), ``relay`` (the pumps, the loop and the session's lifecycle),
 ``observer`` (each frame stamped, checked, recorded, logged), ``recorder`` (the transcript file);
 ``commands`` (``run``: a session assembled).
+
+Modules::
+
+    addons.py       run_addons; Save, LiveLog, LogFindings, Notify: a session's parts
+    client.py       Client: acp-proxy as the client, in-process, back-pressure not loss
+    later.py        LateObserver: the relay started before its observer is ready
+    loop.py         event_loop, SpinningSelector: polls a little before it sleeps
+    observer.py     Observer: each frame stamped and checked, handed to the addons
+    pipes.py        FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
+    recorder.py     Recorder: the transcript file, opened safely
+    relay.py        run_relay: the pumps and the session's lifecycle, signals, shutdown
+    sandbox.py      Sandbox: files beneath a directory descriptor, never raced
+    services.py     Services: the agent's requests answered, safe by construction
+    spawn.py        start_agent, Watchdog: the agent process, its group stopped with us
+    spool.py        Spooler: a line too long to hold, spooled to a file as it crosses
+    user_addons.py  load_addons: run --addon FILE, views of the user's own
+    commands/       the layer's click commands, a module each, named for the command
 """

@@ -1,1 +1,6 @@
-"""The developers' tools' command, ``demo`` (``demo.py``)."""
+"""The developers' tools' command, ``demo`` (``demo.py``).
+
+Modules::
+
+    demo.py  demo
+"""
