@@ -94,7 +94,7 @@ def test_one_run_prints_every_workload_for_every_setup() -> None:
 
     assert offline[0] == "offline: over the stream's recording (1,008 frames)"
     readers = [
-        *("validate", "show", "show --conversation", "stats", "report", "diff", "search"),
+        *("validate", "show", "show --conversation", "stats", "report", "diff", "search", "redact"),
         "replay --as client",
     ]
     for what, row in zip(readers, offline[2:], strict=True):
