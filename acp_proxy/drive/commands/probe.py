@@ -31,7 +31,7 @@ from acp_proxy.drive.commands.shared import (
 from acp_proxy.log import configure, get_logger, open_log
 
 if TYPE_CHECKING:
-    from acp_proxy.drive.probe import ProbeResult
+    from acp_proxy.drive.probe import Options, ProbeResult
 
 
 def _probe_checks(
@@ -177,10 +177,45 @@ def probe(
         _probe_list(command, fmt)
         return
     with _cannot_run(fmt, command):
-        _probe_run(
-            protocol, prompt_text, timeout, permissions, allow_terminal, auth, initialize,
-            only, skip, fmt, record, no_record, grace, color, command,
-        )  # fmt: skip
+        from acp_proxy.drive import probe as probing
+
+        check_agent_options(command, record, no_record)
+        if prompt_text is not None and not prompt_text.strip():
+            raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
+        if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
+            raise click.UsageError("--only and --skip leave no check to run")
+        if fmt != "text":
+            no_effect(f"with --format {fmt}", "color", "no_color")
+        options = probing.Options(
+            protocol=int(protocol),
+            prompt=prompt_text or probing.DEFAULT_PROMPT,
+            timeout=timeout,
+            permissions=permissions,
+            allow_terminal=allow_terminal,
+            auth=auth,
+            only=only,
+            skip=skip,
+            record=record,
+            no_record=no_record,
+            grace=grace,
+            initialize=initialize,
+        )
+        if prompt_text is not None and not options.prompts():
+            raise click.UsageError(
+                "--prompt has no effect without a check that sends it (prompt, permission, "
+                "session-load)"
+            )
+        configure("warning", "console", open_log(None))
+        if allow_terminal:
+            say(
+                "acp-proxy probe: --allow-terminal: commands the agent asks for WILL RUN "
+                "(in the probe's scratch directory)"
+            )
+        colour = use_color(color) if fmt == "text" else False
+        result = _checked(command, options, fmt, colour)
+        if fmt != "text":
+            _probe_output(result, fmt, color)
+        exit_with(1 if result.failed else 0)
 
 
 @contextlib.contextmanager
@@ -216,58 +251,9 @@ def _probe_failed_document(fmt: str, command: tuple[str, ...], why: str) -> None
             emit(probing.cannot_run_junit(why))
 
 
-def _probe_run(
-    protocol: str,
-    prompt_text: str | None,
-    timeout: float,
-    permissions: str,
-    allow_terminal: bool,
-    auth: str | None,
-    initialize: str,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    fmt: str,
-    record: str | None,
-    no_record: bool,
-    grace: float,
-    color: str,
-    command: tuple[str, ...],
-) -> None:
+def _checked(command: tuple[str, ...], options: Options, fmt: str, colour: bool) -> ProbeResult:
+    """The probe run (text: each check's lines written as it ends); Ctrl-C: 130."""
     from acp_proxy.drive import probe as probing
-
-    check_agent_options(command, record, no_record)
-    if prompt_text is not None and not prompt_text.strip():
-        raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
-    if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
-        raise click.UsageError("--only and --skip leave no check to run")
-    if fmt != "text":
-        no_effect(f"with --format {fmt}", "color", "no_color")
-    options = probing.Options(
-        protocol=int(protocol),
-        prompt=prompt_text or probing.DEFAULT_PROMPT,
-        timeout=timeout,
-        permissions=permissions,
-        allow_terminal=allow_terminal,
-        auth=auth,
-        only=only,
-        skip=skip,
-        record=record,
-        no_record=no_record,
-        grace=grace,
-        initialize=initialize,
-    )
-    if prompt_text is not None and not options.prompts():
-        raise click.UsageError(
-            "--prompt has no effect without a check that sends it (prompt, permission, "
-            "session-load)"
-        )
-    configure("warning", "console", open_log(None))
-    if allow_terminal:
-        say(
-            "acp-proxy probe: --allow-terminal: commands the agent asks for WILL RUN "
-            "(in the probe's scratch directory)"
-        )
-    colour = use_color(color) if fmt == "text" else False
 
     def style(text: str, name: str) -> str:
         return click.style(text, fg=name, bold=True) if colour else text
@@ -277,22 +263,19 @@ def _probe_run(
         with agent_starting("probe", command):
             early = click.get_current_context().obj  # (the agent, if started before click)
             if fmt != "text":
+                return probing.probe(list(command), options, get_logger(), say=tell,
+                                     early=early)  # fmt: skip
+            with stdout_lines("always" if colour else "never", live=True) as emit:
+                stream = probing.TextStream(emit, style)
                 result = probing.probe(list(command), options, get_logger(), say=tell,
-                                       early=early)  # fmt: skip
-            else:  # each check's lines as it ends
-                with stdout_lines("always" if colour else "never", live=True) as emit:
-                    stream = probing.TextStream(emit, style)
-                    result = probing.probe(list(command), options, get_logger(), say=tell,
-                                           listener=stream, early=early)  # fmt: skip
-                    if not stream.headed:
-                        emit(probing.head_line(result.who, result.protocol))
-                    for line in probing.tail_lines(result):
-                        emit(line)
+                                       listener=stream, early=early)  # fmt: skip
+                if not stream.headed:
+                    emit(probing.head_line(result.who, result.protocol))
+                for line in probing.tail_lines(result):
+                    emit(line)
+                return result
     except KeyboardInterrupt:
         exit_with(130)
-    if fmt != "text":
-        _probe_output(result, fmt, color)
-    exit_with(1 if result.failed else 0)
 
 
 #: probe's options that do nothing with --list (all but --format).
