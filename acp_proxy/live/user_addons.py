@@ -9,7 +9,8 @@ same file reads a recording with no change: ``View().feed(acp_proxy.read(path))`
 What the file's code prints goes to stderr: stdout belongs to the protocol (``run`` points
 ``sys.stdout`` at stderr before the file is loaded). An addon that raises while the session
 runs is said once in the log and dropped, as any part of the chain; one that cannot be
-loaded is a usage error, before anything crosses.
+loaded is a usage error, before anything crosses. An addon runs as the frames cross (in the
+relay's thread, as every part of the chain): one that is slow slows the session.
 """
 
 from __future__ import annotations
