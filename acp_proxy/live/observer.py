@@ -42,7 +42,16 @@ from acp_proxy.live.addons import (
 )
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import Logger
-from acp_proxy.transcript.items import Addon, Annotated, Seen, implements, is_view
+from acp_proxy.transcript.items import (
+    Addon,
+    Annotated,
+    Repeated,
+    Seen,
+    Taken,
+    implements,
+    is_view,
+    takes_runs,
+)
 from acp_proxy.transcript.records import (
     FORMAT,
     EndRecord,
@@ -127,12 +136,17 @@ class Observer:
         self._ends = [(a, a.end) for a in live if implements(a, "end")]
         #: The views, handed the end record when the connection ends.
         self._views = [a for a in live if is_view(a)]
-        #: Whether an addon needs every frame parsed and looked at (none plain): a view does.
-        parses = any(addon.parses or is_view(addon) for addon in live)
+        #: The views that take a run of streamed chunks whole (:meth:`Addon.add_run`).
+        self._run_views = [(a, a.add_run) for a in self._views if takes_runs(a)]
+        #: Whether an addon needs every frame parsed and looked at (none plain): a view
+        #: does, but one that takes runs lets a chunk known by its bytes go unparsed.
+        parses = any(a.parses or (is_view(a) and not takes_runs(a)) for a in live)
         keep = bool(self._records) and not parses
         #: How plain frames go (see :meth:`_way`), for any read: their records kept; passed
-        #: over at once (no addon takes them); none plain (every frame parsed, looked at).
-        self._mode = (keep, not keep and not parses, parses)
+        #: over at once (no addon takes them); none plain (every frame parsed, looked at);
+        #: the chunks known by their bytes gathered in runs, every other frame looked at.
+        runs = bool(self._run_views) and not parses
+        self._mode = (keep, not keep and not parses and not runs, parses, runs)
         #: Whether the chain changed since the current read's way was decided.
         self._stale = True
 
@@ -192,23 +206,25 @@ class Observer:
                 )
             return b""
 
-    def _way(self, t: str, side: Side) -> tuple[bytes, bool, bool, bool]:
+    def _way(self, t: str, side: Side) -> tuple[bytes, bool, bool, bool, list[Taken] | None]:
         """How the frames of a read go: the stamp a plain frame's record starts with (what
         :func:`frame_record` would write for it, byte for byte); whether plain frames'
         records are kept (an addon has :meth:`~Addon.plain_records`); whether a frame with
         nothing to say is passed over at once (no addon takes plain frames); whether a chunk
-        known by its bytes skips parsing. No frame is plain when an addon parses every frame
-        (a view does), or when records are kept and the time needs escaping (then each is
-        written whole)."""
+        known by its bytes skips parsing; and, when views take runs, the run being gathered
+        (else None: no frame then takes the plain way, each is looked at). No frame is plain
+        when an addon parses every frame (a view does), or when records are kept and the
+        time needs escaping (then each is written whole)."""
         self._stale = False
-        keep, idle, parses = self._mode
+        keep, idle, parses, runs = self._mode
         stamp = b""
-        if keep:
+        if keep or runs:
             found = frame_stamp(t, side)
             if found is None:  # every frame looked at, as when an addon parses them
-                return stamp, False, False, False
+                return stamp, False, False, False, None
             stamp = found
-        return stamp, keep, idle, not parses and self.validator is not None
+        quick = not parses and self.validator is not None
+        return stamp, keep, idle, quick, [] if runs and quick else None
 
     def _observe(self, side: Side, frames: Iterable[Frame | bytes], t: str | None) -> bytes:  # noqa: C901, PLR0912 - the hot path, in one piece
         """:meth:`observe`, unguarded. A plain frame (JSON, no finding, not a notice) goes
@@ -220,7 +236,7 @@ class Observer:
         notices = b""
         if t is None:
             t = format_time()  # the frames of one chunk arrived together
-        stamp, keep, idle, quick = self._way(t, side)
+        stamp, keep, idle, quick, run = self._way(t, side)
         batch: list[bytes] = []
         seq = first = self.seq
         try:
@@ -228,15 +244,22 @@ class Observer:
                 seq += 1
                 if isinstance(item, Frame):
                     frame = item
-                elif quick and len(item) < WRITE_IN_PIECES and self._known(side, item):
-                    if keep:
-                        batch.append(plain_frame_record(seq, stamp, item))
-                    continue
+                elif quick and len(item) < WRITE_IN_PIECES:
+                    text = self._known(side, item)
+                    if text is not None:
+                        if keep or run is not None:
+                            record = plain_frame_record(seq, stamp, item)
+                            if keep:
+                                batch.append(record)
+                            if run is not None:
+                                run.append((seq, t, text, len(item), record[:-1]))
+                        continue
+                    frame = parse_frame(item)
                 else:
                     frame = parse_frame(item)
                 message, findings = self._check(side, frame, seq, t)
                 if not findings and (message is None or not message.is_notice):
-                    if keep and _plain(frame):
+                    if keep and run is None and _plain(frame):
                         batch.append(plain_frame_record(seq, stamp, frame.raw))
                         continue
                     if idle:
@@ -244,19 +267,34 @@ class Observer:
                 self.seq = seq
                 if batch:
                     self._plain_records(batch)
+                if run:
+                    self._run(run)
                 notices += self._frame(side, frame, message, findings, seq, t)
                 if self._stale:  # an addon was dropped
-                    stamp, keep, idle, quick = self._way(t, side)
+                    stamp, keep, idle, quick, run = self._way(t, side)
         finally:  # even if observing a frame failed: what was read before it is recorded
             self.seq = seq
             if batch:
                 self._plain_records(batch)
+            if run:
+                self._run(run)
             for addon, hook in self._reads:
                 try:
                     hook(side, range(first + 1, seq + 1))
                 except Exception as exc:
                     self._drop(addon, exc)
         return notices
+
+    def _run(self, run: list[Taken]) -> None:
+        """The chunks gathered, as one run, to the views that take runs (the chunk they
+        repeat: the frame looked at last, which the shortcut compared them with)."""
+        repeated = self._items.run(run)
+        for addon, hook in self._run_views:
+            try:
+                hook(repeated)
+            except Exception as exc:
+                self._drop(addon, exc)
+        run.clear()
 
     def _plain_records(self, batch: list[bytes]) -> None:
         """The plain records gathered so far, to the addons that keep them."""
@@ -320,17 +358,18 @@ class Observer:
             self._validator_failed(exc)
             return message, _NONE
 
-    def _known(self, side: Side, raw: bytes) -> bool:
-        """Whether ``raw`` is the streamed chunk before it around another text, taken as
-        checking it would (:meth:`Shortcut.repeat`); a validator that fails is off."""
+    def _known(self, side: Side, raw: bytes) -> str | None:
+        """The text of ``raw`` if it is the streamed chunk before it around another text,
+        taken as checking it would (:meth:`Shortcut.repeat`), else None; a validator that
+        fails is off."""
         validator = self.validator
         if validator is None:
-            return False
+            return None
         try:
-            return validator.shortcut.repeat(side, raw) is not None
+            return validator.shortcut.repeat(side, raw)
         except Exception as exc:  # a bug here must not cost the user their session
             self._validator_failed(exc)
-            return False
+            return None
 
     def stderr(self, data: bytes, t: str | None = None) -> None:
         """What the agent wrote to stderr (``b""``: its end), to the addons (the recorder
@@ -416,6 +455,8 @@ class _Items:
         self.line = 0
         self._seen: Seen | None = None
         self._made: list[Annotated] = []
+        #: The item of the frame looked at last: the chunk a run repeats.
+        self._last: Annotated | None = None
         self._stderr = StderrLines()
         self._stderr_made: list[Annotated] | None = None
 
@@ -457,9 +498,16 @@ class _Items:
             frame_record = FrameRecord(
                 self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored
             )
-            made.append(self._item(frame_record, seen.findings, message))
+            self._last = self._item(frame_record, seen.findings, message)
+            made.append(self._last)
         self._seen, self._made = seen, made
         return made
+
+    def run(self, frames: list[Taken]) -> Repeated:
+        """Chunks known by their bytes, after the frame looked at last (their template)."""
+        assert self._last is not None, "a run of chunks with no chunk before it"
+        self.line += len(frames)
+        return Repeated(list(frames), self._last)
 
     def hook(self, view: Addon) -> Callable[[Seen], bytes | None]:
         """``view``'s frame hook: the frame's records, to its :meth:`~Addon.add`."""

@@ -179,7 +179,9 @@ class Addon:
     frame by frame, each as reading it whole makes it, unless the view asks for runs by
     overriding :meth:`add_run`: a view that knows nothing of the short way is right on a
     streamed turn; one that wants the speed reads the run's aggregates (``run.count``,
-    ``run.wire_bytes``, ``run.texts``...) in a line or two.
+    ``run.wire_bytes``, ``run.texts``...) in a line or two. Live alike: while every view of
+    the chain takes runs, a chunk known by its bytes is not even parsed, and the chunks of a
+    read reach them as a run; a view that does not take runs has every frame parsed.
 
     **A live session's own parts** (the transcript, the live log, the findings log, the
     notices, the client core's front-end: :mod:`acp_proxy.live.addons`) implement the wire

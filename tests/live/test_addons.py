@@ -18,7 +18,7 @@ from acp_proxy.live.client import Client, Services, initialize_params
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
-from acp_proxy.transcript.items import Addon, Annotated, Seen
+from acp_proxy.transcript.items import Addon, Annotated, Repeated, Seen
 from acp_proxy.transcript.redact import Redactor
 
 
@@ -374,3 +374,66 @@ def test_a_view_written_once_runs_live_and_on_the_recording(tmp_path):
     assert live.stops == offline.stops
     assert live.records == offline.records == with_runs.records
     assert live.records[0] == "StartRecord" and live.records[-1] == "EndRecord"
+
+
+class Texts(Addon):
+    """A view that takes runs: every frame's seq, and each message chunk's text, in order;
+    how many runs it was handed."""
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self.texts: list[str] = []
+        self.runs = 0
+
+    def add(self, item: Annotated) -> None:
+        message = item.message
+        if message is None:
+            return
+        self.seqs.append(message.seq)
+        update = message.update or {}
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            self.texts.append(update["content"]["text"])
+
+    def add_run(self, run: Repeated) -> None:
+        self.runs += 1
+        self.seqs += run.seqs
+        self.texts += run.texts
+
+
+def test_a_view_that_takes_runs_gets_the_known_chunks_unparsed_live_and_is_right(tmp_path):
+    """The chunk shortcut behind one interface, live as offline: with only views that take
+    runs in the chain, a chunk known by its bytes is not parsed, and reaches them in a run
+    (``add_run``); they make of the session what they make of its recording."""
+    from exchanges import CLEAN_CHUNK, setup, turn
+
+    from acp_proxy.readers.annotate import read, read_items
+    from acp_proxy.readers.stats import Stats
+
+    log = get_logger()
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, log, ["agent"], 1)
+    live_stats, live = Stats(), Texts()
+    validator = Validator()
+    chain = run_addons(recorder, log, validator, then=[live_stats, live])
+    observer = Observer(recorder, log, validator, addons=chain)
+    framer = Framer()
+    for side, message in [*setup(2), *turn()[:4]]:
+        observer.observe(Side(side), framer.lines(line(message)))
+    for batch in range(3):
+        chunks = [
+            CLEAN_CHUNK.replace(b'"ab"', b'"word %d.%d "' % (batch, n)) + b"\n" for n in range(40)
+        ]
+        observer.observe(Side.AGENT, framer.lines(b"".join(chunks)))
+    observer.observe(Side.AGENT, framer.lines(line(WRONG)))
+    for side, message in turn()[4:]:
+        observer.observe(Side(side), framer.lines(line(message)))
+    observer.finish(0, "done")
+    assert live.runs >= 3  # (each read's chunks after the first: one run)
+    offline_stats, offline, with_runs = Stats(), Texts(), Texts()
+    offline_stats.feed(read(path))
+    offline.feed(read_items(path))  # each record an item
+    with_runs.feed(read(path))  # the readers' way: runs too
+    assert live_stats.as_json() == offline_stats.as_json()
+    assert live.seqs == offline.seqs == with_runs.seqs == list(range(1, observer.seq + 1))
+    assert live.texts == offline.texts == with_runs.texts
+    assert "word 2.39 " in live.texts
