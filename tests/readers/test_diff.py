@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, acp, clean_env
+from conftest import PROXY, clean_env, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +40,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def diff(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return acp("diff", *args)
+    return invoke("diff", *args)
 
 
 def as_json(a: Path, b: Path, *options: str) -> dict[str, Any]:
