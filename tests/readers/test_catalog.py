@@ -512,13 +512,11 @@ def test_search_finds_a_literal_and_gap_pattern_across_a_long_message(tmp_path):
 
     path = tmp_path / "errors.jsonl"
     hostile_recording(str(path), "search", 64)
-    found = subprocess.run([*PROXY, "search", "error.*timeout", str(path)],
-                           capture_output=True, text=True, env=clean_env(), check=False)  # fmt: skip
-    assert found.returncode == 1 and found.stdout == ""
+    found = invoke("search", "error.*timeout", str(path))
+    assert found.returncode == 1 and found.stdout == b""
     path.write_bytes(path.read_bytes().replace(b'error "}', b'error timeout"}'))
-    found = subprocess.run([*PROXY, "search", "ERROR.*TIMEOUT", "-i", str(path)],
-                           capture_output=True, text=True, env=clean_env(), check=False)  # fmt: skip
-    assert found.returncode == 0 and found.stdout.count("agent_message_chunk") == 1, found
+    found = invoke("search", "ERROR.*TIMEOUT", "-i", str(path))
+    assert found.returncode == 0 and found.stdout.count(b"agent_message_chunk") == 1, found
 
 
 def test_the_index_keeps_every_figure_of_a_summary():

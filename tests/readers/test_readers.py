@@ -593,15 +593,14 @@ def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
         out.write(frame_record(4, t, "agent", parse_frame(orjson.dumps(answer))))
     root = RECORDINGS
     for path, expected in [(odd, 2), *((p, 1) for p in sorted(root.glob("*.jsonl")))]:
-        stats = json.loads(subprocess.run([*PROXY, "stats", "--format", "json", str(path)],
-                                          capture_output=True, check=True).stdout)  # fmt: skip
-        conversation = json.loads(subprocess.run(
-            [*PROXY, "show", "--conversation", "--json", str(path)], capture_output=True, check=True
-        ).stdout)  # fmt: skip
+        said = [
+            invoke("stats", "--format", "json", str(path)),
+            invoke("show", "--conversation", "--json", str(path)),
+            invoke("report", str(path), "-o", str(tmp_path / "page.html")),
+        ]
+        assert [proc.returncode for proc in said] == [0] * 3, [proc.stderr for proc in said]
+        stats, conversation = json.loads(said[0].stdout), json.loads(said[1].stdout)
         page = tmp_path / "page.html"
-        subprocess.run(
-            [*PROXY, "report", str(path), "-o", str(page)], capture_output=True, check=True
-        )
         data = re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S)
         assert data is not None
         sections = json.loads(data.group(1))["sections"]

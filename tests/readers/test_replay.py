@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, clean_env, invoke
 from exchanges import streamed_recording
 
 from acp_proxy.core.framing import parse_frame
@@ -68,7 +68,7 @@ def test_the_same_client_gets_exactly_the_recorded_agent_bytes(recording, tmp_pa
     replay = [*PROXY, "replay", "--speed", "0", str(recording)]
     assert run_demo(again, echo=None, scenario="clean", agent=replay) == 0
     assert frames(again) == frames(recording)
-    validate = subprocess.run([*PROXY, "validate", str(again)], capture_output=True)
+    validate = invoke("validate", str(again))
     assert (validate.returncode, validate.stdout) == (0, b"")
 
 
@@ -285,8 +285,7 @@ def test_options_after_the_recording_are_options_and_after_dashes_the_agents(rec
     assert proc.returncode == 0, proc.stderr.decode()
     assert len(frames(new)) == len(frames(recording))
     request = client_lines(recording)[0] + b"\n"
-    fast = subprocess.run([*PROXY, "replay", str(recording), "--speed", "0"], input=request,
-                          capture_output=True, timeout=60, env=clean_env())  # fmt: skip
+    fast = invoke("replay", str(recording), "--speed", "0", input=request)
     assert fast.returncode == 1 and b"the client stopped early" in fast.stderr, fast.stderr
 
 
