@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import io
 import os
 import signal
@@ -11,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +97,7 @@ def invoke(
     ``ACP_PROXY_*`` plus ``env``; in ``cwd``. For what a command prints: a process only where
     the process is the point (signals, a pipe closed, a terminal, start-up) is :func:`acp`.
     An exception is not caught: it fails the test, as a traceback in the process's stderr."""
+    import click
     from click.testing import CliRunner
 
     from acp_proxy import cli, log
@@ -108,6 +109,7 @@ def invoke(
     with contextlib.ExitStack() as stack:
         out, err, _ = stack.enter_context(CliRunner().isolation(env=overrides))
         fd_out, fd_err = (stack.enter_context(_fd_captured(fd)) for fd in (1, 2))
+        click.formatting.FORCED_WIDTH = None  # (the help as wide as a process makes it)
         if input is None:
             sys.stdin = stack.enter_context(open(os.devnull))
         else:
@@ -116,8 +118,9 @@ def invoke(
             feeder.start()
             stack.callback(feeder.join, 10)
             sys.stdin = stack.enter_context(open(read_end, encoding="utf-8"))
-        sys.argv = ["acp-proxy", *args]  # (click names the program after it: "acp-proxy")
-        sys.modules["__main__"] = types.ModuleType("__main__")
+        # named as click names `python -m acp_proxy`, the process acp() starts
+        sys.modules["__main__"] = entry = importlib.import_module("acp_proxy.__main__")
+        sys.argv = [entry.__file__ or "acp_proxy/__main__.py", *args]
         log._configured = False  # (logging set up afresh, as in a new process)
         for module, name in _ONCE_PER_PROCESS:  # (what a process says once, said again)
             getattr(sys.modules.get(module), name, set()).clear()
