@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: drive the real ``acp-proxy`` over real pipes."""
+"""Helpers shared by the tests: drive the real ``acp-proxy`` over real pipes (:func:`acp`), or
+run a command in-process to check what it prints (:func:`invoke`)."""
 
 from __future__ import annotations
 
