@@ -319,10 +319,7 @@ def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: P
     ],
 )
 def test_values_out_of_range_are_a_clear_error(args: list[str]):
-    root = ROOT
-    proc = subprocess.run(
-        [*PROXY, *args], capture_output=True, env=clean_env(), cwd=root, timeout=30
-    )
+    proc = invoke(*args, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     said = proc.stderr.decode()
     assert "invalid value" in said and "Traceback" not in said
@@ -474,10 +471,10 @@ def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path)
 
 def validated(recording: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """``acp-proxy validate [options] RECORDING``, its output as text."""
-    return subprocess.run(
-        [*PROXY, "validate", *options, str(recording)],
-        capture_output=True, text=True, timeout=60, env=clean_env(),
-    )  # fmt: skip
+    proc = invoke("validate", *options, str(recording))
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
 
 
 def test_a_frame_as_deep_as_the_relay_reads_is_found_again_in_its_recording(run_proxy, tmp_path):
@@ -574,11 +571,8 @@ def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path)
     assert result.lines()[1].endswith(b',"msg":' + chunk + b"}")
     checked = validated(result.transcript)
     assert "warning lone-surrogate" in checked.stdout and "not-json" not in checked.stdout
-    conversation = subprocess.run(
-        [*PROXY, "show", "--conversation", str(result.transcript)],
-        capture_output=True, text=True, timeout=60, env=clean_env(),
-    )  # fmt: skip
-    assert "agent: cut \ufffd" in conversation.stdout
+    conversation = invoke("show", "--conversation", str(result.transcript))
+    assert "agent: cut \ufffd" in conversation.stdout.decode()
 
 
 # --- every output format stays valid; ls and search lines are lines ---------------------------
@@ -679,8 +673,7 @@ def _planted(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, object]]:
 
 
 def _ls(shared: Path, env: dict[str, str]) -> list[dict[str, object]]:
-    proc = subprocess.run([*PROXY, "ls", "--json", str(shared)], capture_output=True, env=env,
-                          timeout=60)  # fmt: skip
+    proc = invoke("ls", "--json", str(shared), env=env)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
     return [orjson.loads(line) for line in proc.stdout.splitlines()]
 
