@@ -1,12 +1,19 @@
-"""Helpers shared by the tests: drive the real ``acp-proxy`` over real pipes."""
+"""Helpers shared by the tests: drive the real ``acp-proxy`` over real pipes (:func:`acp`), or
+run a command in-process to check what it prints (:func:`invoke`)."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
+import io
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +82,100 @@ def acp(
         timeout=timeout,
         cwd=cwd,
     )
+
+
+def invoke(
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``acp-proxy ARGS`` in this process, as :func:`acp` runs it as one: the entry point
+    (``acp_proxy.cli.main``, its quiet exits and one-line errors) under click's ``CliRunner``;
+    stdout and stderr captured apart as bytes (what is written to the descriptors 1 and 2
+    themselves, as the log does, too: after what went through ``sys``); on stdin a real
+    descriptor, ``/dev/null`` or a pipe ``input`` is fed into; the environment without
+    ``ACP_PROXY_*`` plus ``env``; in ``cwd``. For what a command prints: a process only where
+    the process is the point (signals, a pipe closed, a terminal, start-up) is :func:`acp`.
+    An exception is not caught: it fails the test, as a traceback in the process's stderr."""
+    import click
+    from click.testing import CliRunner
+
+    from acp_proxy import cli, log
+
+    overrides: dict[str, str | None] = {k: None for k in os.environ if k.startswith("ACP_PROXY_")}
+    overrides.update(env or {})
+    saved = sys.argv, sys.modules["__main__"], os.getcwd(), gc.get_threshold()
+    code = 0
+    with contextlib.ExitStack() as stack:
+        out, err, _ = stack.enter_context(CliRunner().isolation(env=overrides))
+        fd_out, fd_err = (stack.enter_context(_fd_captured(fd)) for fd in (1, 2))
+        click.formatting.FORCED_WIDTH = None  # (the help as wide as a process makes it)
+        if input is None:
+            sys.stdin = stack.enter_context(open(os.devnull))
+        else:
+            read_end, write_end = os.pipe()
+            feeder = threading.Thread(target=_feed, args=(write_end, input), daemon=True)
+            feeder.start()
+            stack.callback(feeder.join, 10)
+            sys.stdin = stack.enter_context(open(read_end, encoding="utf-8"))
+        # named as click names `python -m acp_proxy`, the process acp() starts
+        sys.modules["__main__"] = entry = importlib.import_module("acp_proxy.__main__")
+        sys.argv = [entry.__file__ or "acp_proxy/__main__.py", *args]
+        log._configured = False  # (logging set up afresh, as in a new process)
+        for module, name in _ONCE_PER_PROCESS:  # (what a process says once, said again)
+            getattr(sys.modules.get(module), name, set()).clear()
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            cli.main()
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:  # sys.exit("message"): said on stderr, status 1
+                print(exc.code, file=sys.stderr)
+                code = 1
+        finally:
+            sys.argv, sys.modules["__main__"] = saved[0], saved[1]
+            os.chdir(saved[2])
+            gc.unfreeze()  # (the group freezes what exists and slows the collector: undone)
+            gc.set_threshold(*saved[3])
+            log._configured = False
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+    stdout = out.getvalue() + fd_out.getvalue()
+    stderr = err.getvalue() + fd_err.getvalue()
+    return subprocess.CompletedProcess(["acp-proxy", *args], code, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _fd_captured(fd: int) -> Iterator[io.BytesIO]:
+    """Descriptor ``fd`` pointed at a file while the block runs; yields what was written to
+    it, filled in when the block ends (and the descriptor is given back)."""
+    written = io.BytesIO()
+    with tempfile.TemporaryFile() as file:
+        kept = os.dup(fd)
+        try:
+            os.dup2(file.fileno(), fd)
+            yield written
+        finally:
+            os.dup2(kept, fd)
+            os.close(kept)
+            file.seek(0)
+            written.write(file.read())
+
+
+#: What a command says once per process: the notes given so far (module, set).
+_ONCE_PER_PROCESS = (
+    ("acp_proxy.clihelp", "_SAID"),
+    ("acp_proxy.transcript.reading", "_FORMATS_SAID"),
+)
+
+
+def _feed(fd: int, data: bytes) -> None:
+    """Write ``data`` into pipe ``fd`` and close it (the reader may stop early: no error)."""
+    with contextlib.suppress(OSError), open(fd, "wb") as pipe:
+        pipe.write(data)
 
 
 @pytest.fixture

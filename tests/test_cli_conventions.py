@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env
+from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 # --- a file that is no recording ---------------------------------------------------------
 
@@ -43,7 +43,7 @@ def test_json_lines_that_are_no_recording_are_exit_2_and_say_so(command, tmp_pat
         options = {"report": ["-o", str(tmp_path / "out.html")],
                    "redact": ["-o", str(tmp_path / "out.jsonl")],
                    "diff": [str(RECORDINGS / "clean.jsonl")]}.get(command, [])  # fmt: skip
-        proc = acp(command, str(path), *options)
+        proc = invoke(command, str(path), *options)
         lines = proc.stderr.decode().strip().splitlines()
         assert proc.returncode == 2, (command, name, proc.stderr)
         assert len(lines) == 1, lines
@@ -104,7 +104,7 @@ def test_path_colon_n_is_the_line_of_the_file_in_validate_and_search():
     recording = RECORDINGS / "misbehaving.jsonl"
     lines = recording.read_bytes().splitlines()
     for command in (["validate"], ["search", "session/prompt"]):
-        proc = acp(*command, str(recording))
+        proc = invoke(*command, str(recording))
         out = proc.stdout.decode().splitlines()
         assert out, (command, proc.stderr)
         for text in out:
@@ -125,7 +125,7 @@ def test_a_finding_of_a_connections_end_has_one_line_in_validate_and_search(tmp_
     cut.write_bytes(b"\n".join(kept) + b"\n")
     said = []
     for command in (["validate"], ["search", "still running"]):
-        out = acp(*command, str(cut)).stdout.decode().splitlines()
+        out = invoke(*command, str(cut)).stdout.decode().splitlines()
         said += [text for text in out if "still running" in text]
     assert len(said) == 2, said
     assert {text.split(": seq ")[0] for text in said} == {f"{cut}:{len(kept) + 1}"}
@@ -149,19 +149,19 @@ def test_options_that_would_do_nothing_are_usage_errors(tmp_path):
         (["search", "-l", "--format", "json", "x", recording], "--format json"),
         (["validate", "--by-rule", "--format", "sarif", recording], "--by-rule"),
     ):
-        proc = acp(*args)
+        proc = invoke(*args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert f"{option} has no effect".encode() in proc.stderr and proc.stdout == b""
-    assert acp("ls", str(tmp_path), env={"ACP_PROXY_KEEP_DAYS": "3"}).returncode == 0
+    assert invoke("ls", str(tmp_path), env={"ACP_PROXY_KEEP_DAYS": "3"}).returncode == 0
 
 
 def test_prune_dry_run_says_what_would_go_and_removes_nothing(tmp_path):
     old = tmp_path / "20200101T000000.000000Z-agent.jsonl"
     old.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
-    dry = acp("ls", "--prune", "--keep-days", "1", "--dry-run", str(tmp_path))
+    dry = invoke("ls", "--prune", "--keep-days", "1", "--dry-run", str(tmp_path))
     assert dry.returncode == 0, dry.stderr
     assert f"would remove {old}".encode() in dry.stderr and old.exists()
-    wet = acp("ls", "--prune", "--keep-days", "1", str(tmp_path))
+    wet = invoke("ls", "--prune", "--keep-days", "1", str(tmp_path))
     assert f"removed {old}".encode() in wet.stderr and not old.exists()
 
 
@@ -175,14 +175,14 @@ def test_prune_acts_on_the_one_directory_named_never_the_default(tmp_path):
         (directory / old).write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
     env = {"ACP_PROXY_RECORD_DIR": str(default)}
     for extra, verb in ((["--dry-run"], "would remove"), ([], "removed")):
-        proc = acp("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
+        proc = invoke("ls", "--prune", "--keep-size", "1K", *extra, str(named), env=env)
         assert proc.returncode == 0, proc.stderr
         said = [line for line in proc.stderr.decode().splitlines() if "remove" in line]
         assert said == [f"acp-proxy ls: {verb} {named / old}"]
         assert (default / old).exists()
     assert not (named / old).exists()
     for args in ([str(default / old)], [str(default), str(named)]):
-        proc = acp("ls", "--prune", "--keep-days", "1", *args, env=env)
+        proc = invoke("ls", "--prune", "--keep-days", "1", *args, env=env)
         assert proc.returncode == 2 and b"--prune tidies one directory" in proc.stderr
         assert proc.stdout == b"" and (default / old).exists()
 
@@ -343,15 +343,15 @@ def test_no_color_and_color_when_on_every_command_that_colours(tmp_path):
         assert SGR not in on_a_terminal([*PROXY, *command[:1], "--color", "never", *command[1:]])
         forced = [*PROXY, *command[:1], "--color", "always", *command[1:]]
         assert SGR in on_a_terminal(forced, NO_COLOR="1"), command
-    piped = acp("show", "--color", "always", recording)
-    assert SGR.encode() in piped.stdout and SGR.encode() not in acp("show", recording).stdout
+    piped = invoke("show", "--color", "always", recording)
+    assert SGR.encode() in piped.stdout and SGR.encode() not in invoke("show", recording).stdout
 
 
 def test_a_summary_is_plain_text_and_only_the_terminal_colours_it(tmp_path):
     """An error response is red on a terminal, but ``search --json`` (and any summary a tool
     reads) carries no terminal colour."""
     path = str(with_an_error_response(tmp_path / "error.jsonl"))
-    found = acp("search", "--json", "boom", path)
+    found = invoke("search", "--json", "boom", path)
     assert found.returncode == 0, found.stderr
     assert orjson.loads(found.stdout)["summary"] == "#0 initialize error -32603: boom"
     assert b"\\u001b" not in found.stdout and b"\x1b" not in found.stdout
@@ -410,7 +410,7 @@ def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
 
 def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     recording = str(RECORDINGS / "misbehaving.jsonl")
-    proc = acp("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
+    proc = invoke("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
     findings = proc.stdout.decode().splitlines()
     assert proc.returncode == 1 and all(line.startswith(recording) for line in findings)
     errors = sum(" error " in line for line in findings)
@@ -420,7 +420,7 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     by_rule = dict(line.strip().split(": ", 1) for line in said[1:])
     missing = sum("message-id-missing" in line for line in findings)
     assert by_rule["message-id-missing"] == f"{missing} error" and missing > 1
-    assert acp("validate", "--by-rule", "--format", "json", recording).returncode == 2
+    assert invoke("validate", "--by-rule", "--format", "json", recording).returncode == 2
 
 
 # --- one frame, one rule ---------------------------------------------------------------------
@@ -428,7 +428,7 @@ def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
 
 def test_show_seq_prints_one_frame_whole_with_its_findings():
     recording = RECORDINGS / "misbehaving.jsonl"
-    proc = acp("show", "--seq", "52", str(recording))
+    proc = invoke("show", "--seq", "52", str(recording))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     line = next(
@@ -437,7 +437,7 @@ def test_show_seq_prints_one_frame_whole_with_its_findings():
     assert out.startswith(f"{recording}:{line}: seq 52, agent → client")
     assert '\n  "method": "session/update",\n' in out  # pretty JSON, whole
     assert "error usage-fields:" in out and "error usage-cost-fields:" in out
-    missing = acp("show", "--seq", "9999", str(recording))
+    missing = invoke("show", "--seq", "9999", str(recording))
     assert missing.returncode == 1 and b"no frame with seq 9999" in missing.stderr
 
 
@@ -445,18 +445,18 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     from acp_proxy.core.rules import EXAMPLES, NO_EXAMPLE, RULES
     from acp_proxy.readers.annotate import located, read
 
-    proc = acp("rules", "usage-cost-fields")
+    proc = invoke("rules", "usage-cost-fields")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode().splitlines()
     rule = RULES["usage-cost-fields"]
     assert out[0] == f"usage-cost-fields: {rule.level}, ACP versions: {rule.scope}"
     assert out[1] == f"source: {rule.spec}" and out[2] == rule.description
     assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
-    unknown = acp("rules", "usage-cost")
+    unknown = invoke("rules", "usage-cost")
     assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr
     assert set(EXAMPLES) <= set(RULES) and not set(EXAMPLES) & set(NO_EXAMPLE)
     assert set(EXAMPLES) | set(NO_EXAMPLE) == set(RULES)  # each rule shown, or why not
-    why = acp("rules", "validator-error").stdout.decode().splitlines()[-1]
+    why = invoke("rules", "validator-error").stdout.decode().splitlines()[-1]
     assert why == f"example: {NO_EXAMPLE['validator-error']}"
     for rule_id, frames in EXAMPLES.items():  # each example breaks its rule, at its last frame
         path = tmp_path / f"{rule_id}.jsonl"
@@ -487,12 +487,12 @@ def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
         (RECORDINGS / "clean.jsonl").read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes()
     )
     v1 = str(RECORDINGS / "v1.jsonl")
-    by_index = acp("diff", "--connection", "2", str(two), str(two))
+    by_index = invoke("diff", "--connection", "2", str(two), str(two))
     assert by_index.returncode == 0 and by_index.stderr == b"", by_index.stderr
-    old = acp("diff", "--session", "2", "--format", "json", str(two), str(two))
+    old = invoke("diff", "--session", "2", "--format", "json", str(two), str(two))
     assert b"--session 2 is deprecated: use --connection 2" in old.stderr
     assert old.stderr.count(b"deprecated") == 1
-    new = acp("diff", "--connection", "2", "--format", "json", str(two), str(two))
+    new = invoke("diff", "--connection", "2", "--format", "json", str(two), str(two))
     assert orjson.loads(old.stdout)["differences"] == orjson.loads(new.stdout)["differences"]
     session = orjson.loads(next(
         line for line in (RECORDINGS / "v1.jsonl").read_bytes().splitlines() if b'"sessionId"' in line
@@ -501,14 +501,14 @@ def test_session_is_an_id_everywhere_and_an_index_is_connection(tmp_path):
     clean_only.write_bytes(
         (RECORDINGS / "clean.jsonl").read_bytes().replace(session.encode(), b"s_other")
     )
-    picked = acp("diff", "--session", session, str(clean_only), str(clean_only))
+    picked = invoke("diff", "--session", session, str(clean_only), str(clean_only))
     assert picked.returncode == 2 and f"has no session {session}".encode() in picked.stderr
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_bytes(clean_only.read_bytes() + (RECORDINGS / "v1.jsonl").read_bytes())
-    by_id = acp("diff", "--session", session, "--format", "json", str(mixed), v1)
+    by_id = invoke("diff", "--session", session, "--format", "json", str(mixed), v1)
     assert by_id.returncode == 0, (by_id.stdout[:500], by_id.stderr)
     assert orjson.loads(by_id.stdout)["session"] == [2, 1]
-    replayed = acp("replay", "--session", session, str(mixed))
+    replayed = invoke("replay", "--session", session, str(mixed))
     assert b"no session" not in replayed.stderr and b"has several sessions" in replayed.stderr
 
 
@@ -517,14 +517,14 @@ def test_json_is_format_json_everywhere_and_the_old_spelling_says_so(tmp_path):
         (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
     recordings = str(tmp_path)
     for command in (["ls", recordings], ["search", "initialize", recordings]):
-        new = acp(*command[:1], "--format", "json", *command[1:])
+        new = invoke(*command[:1], "--format", "json", *command[1:])
         assert new.returncode == 0 and new.stderr == b"", (command, new.stderr)
         orjson.loads(new.stdout.splitlines()[0])
-        old = acp(*command[:1], "--json", *command[1:])
+        old = invoke(*command[:1], "--json", *command[1:])
         assert old.stdout == new.stdout or command[0] == "ls"  # (ls: from its index the 2nd time)
         assert b"--json is deprecated: use --format json" in old.stderr
-    shown = acp("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
-    before = acp("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
+    shown = invoke("show", "--format", "json", str(RECORDINGS / "clean.jsonl"))
+    before = invoke("show", "--conversation", "--json", str(RECORDINGS / "clean.jsonl"))
     assert shown.returncode == 0 and shown.stderr == b"", shown.stderr
     assert orjson.loads(shown.stdout) == orjson.loads(before.stdout)
 
@@ -533,13 +533,13 @@ def test_every_command_help_ends_with_examples():
     from acp_proxy.cli import cli
 
     for name in cli.commands:
-        proc = acp(name, "--help")
+        proc = invoke(name, "--help")
         lines = proc.stdout.decode().rstrip().splitlines()
         start = max(i for i, line in enumerate(lines) if line.strip() == "Examples:")
         examples = [line.strip() for line in lines[start + 1 :]]
         assert 2 <= len(examples) <= 3, (name, examples)
         assert all(line.startswith(f"acp-proxy {name}") for line in examples), (name, examples)
-    group = acp("--help").stdout.decode()
+    group = invoke("--help").stdout.decode()
     listed = group[group.index("Commands:") : group.index("Examples:")].splitlines()[1:]
     assert {line.split()[0] for line in listed if line.strip()} == set(cli.commands)
     assert not [line for line in listed if line.endswith("...")], listed  # none cut short
@@ -552,8 +552,8 @@ def test_dash_is_standard_input_for_the_readers():
     file does."""
     recording = RECORDINGS / "misbehaving.jsonl"
     for command in (["validate"], ["stats"], ["show", "--color", "never"]):
-        piped = acp(*command, "-", input=recording.read_bytes())
-        direct = acp(*command, str(recording))
+        piped = invoke(*command, "-", input=recording.read_bytes())
+        direct = invoke(*command, str(recording))
         assert piped.returncode == direct.returncode, piped.stderr
         shown = direct.stdout.replace(str(recording).encode(), b"(standard input)")
         assert piped.stdout == shown, command
@@ -564,27 +564,27 @@ def test_standard_input_is_named_as_grep_names_it_in_every_format():
     its errors), as search and grep say it; SARIF keeps ``-``, a valid URI reference.
     ``inspect -`` is a usage error: it serves files."""
     data = (RECORDINGS / "misbehaving.jsonl").read_bytes()
-    text = acp("validate", "-", input=data).stdout.decode().splitlines()
+    text = invoke("validate", "-", input=data).stdout.decode().splitlines()
     assert text and all(line.startswith("(standard input):") for line in text)
-    search = acp("search", "prompt", "-", input=data).stdout.decode().splitlines()
+    search = invoke("search", "prompt", "-", input=data).stdout.decode().splitlines()
     assert search and all(line.startswith("(standard input):") for line in search)
     rows = [
         orjson.loads(r)
-        for r in acp("validate", "--format", "json", "-", input=data).stdout.splitlines()
+        for r in invoke("validate", "--format", "json", "-", input=data).stdout.splitlines()
     ]
     assert rows and {row["file"] for row in rows} == {"(standard input)"}
-    junit = acp("validate", "--format", "junit", "-", input=data).stdout.decode()
+    junit = invoke("validate", "--format", "junit", "-", input=data).stdout.decode()
     assert 'testsuite name="(standard input)"' in junit and ">-:" not in junit
-    sarif = orjson.loads(acp("validate", "--format", "sarif", "-", input=data).stdout)
+    sarif = orjson.loads(invoke("validate", "--format", "sarif", "-", input=data).stdout)
     uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
             for result in sarif["runs"][0]["results"] for loc in result["locations"]}  # fmt: skip
     assert uris == {"-"}
-    empty = acp("validate", "-", input=b"")
+    empty = invoke("validate", "-", input=b"")
     assert (
         empty.stderr
         == b"acp-proxy validate: (standard input) is empty: not an acp-proxy transcript\n"
     )
-    inspect = acp("inspect", "-")
+    inspect = invoke("inspect", "-")
     lines = inspect.stderr.decode().splitlines()
     assert inspect.returncode == 2 and len(lines) == 1, lines
     assert "not standard input" in lines[0]

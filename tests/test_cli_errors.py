@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env
+from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 READERS = {
     "validate": [],
@@ -41,7 +41,7 @@ def test_bad_recordings_are_exit_2_with_one_line(command, tmp_path):
     """Exit 2 and one line naming the file and what is wrong with it."""
     options = [o.format(tmp=tmp_path) for o in READERS[command]]
     for what, (path, said) in bad_inputs(tmp_path).items():
-        proc = acp(command, *options, str(path))
+        proc = invoke(command, *options, str(path))
         assert proc.returncode == 2, (command, what, proc.stderr)
         lines = proc.stderr.decode().strip().splitlines()
         assert len(lines) == 1 and said.decode() in lines[0], (command, what, lines)
@@ -75,7 +75,7 @@ COMMANDS = sorted(
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_unknown_option_is_exit_2_and_says_which(command):
     """A usage error: exit 2, the option named, no traceback."""
-    proc = acp(command, "--no-such-option")
+    proc = invoke(command, "--no-such-option")
     assert proc.returncode == 2
     assert b"no such option '--no-such-option'" in proc.stderr
     assert b"Traceback" not in proc.stderr and proc.stdout == b""
@@ -98,7 +98,7 @@ def test_an_unknown_option_is_exit_2_and_says_which(command):
 def test_a_usage_error_is_one_line_naming_the_command_and_its_help(args):
     """As every other error of acp-proxy: one line on stderr, exit 2, the command it is
     about first and where its help is (click's own four lines are not kept)."""
-    proc = acp(*args)
+    proc = invoke(*args)
     command = (
         "acp-proxy" if args[0].startswith("-") or args[0] == "bogus" else f"acp-proxy {args[0]}"
     )
@@ -111,9 +111,9 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(args):
 def test_usage_keeps_help_version_and_the_bare_group_help():
     """What is no usage error stays as it was: --help, --version, and `acp-proxy` alone
     (its help, exit 2)."""
-    assert acp("show", "--help").stdout.startswith(b"Usage: ")
-    assert acp("--version").stdout.startswith(b"acp-proxy, version ")
-    bare = acp()
+    assert invoke("show", "--help").stdout.startswith(b"Usage: ")
+    assert invoke("--version").stdout.startswith(b"acp-proxy, version ")
+    bare = invoke()
     assert bare.returncode == 2 and b"Commands:" in bare.stdout + bare.stderr
 
 
@@ -121,7 +121,7 @@ def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
     """report and redact say which output they cannot write (exit 1)."""
     recording = RECORDINGS / "clean.jsonl"
     for command in ("report", "redact"):
-        proc = acp(command, str(recording), "-o", str(tmp_path))
+        proc = invoke(command, str(recording), "-o", str(tmp_path))
         assert proc.returncode == 1, proc.stderr
         said = proc.stderr.decode().splitlines()
         assert said[0].startswith(f"acp-proxy {command}: cannot write {tmp_path}: "), said
@@ -131,20 +131,20 @@ def test_an_output_that_cannot_be_written_is_a_clear_error(tmp_path):
 def test_a_search_rule_glob_that_matches_no_rule_is_a_usage_error_naming_close_ones():
     """`search --rule` takes globs of the catalog's rules; one that matches none could only
     ever find nothing: exit 2, the close rules named (as `rules RULE`)."""
-    proc = acp("search", "--rule", "message-id-missng", "x", str(RECORDINGS))
+    proc = invoke("search", "--rule", "message-id-missng", "x", str(RECORDINGS))
     assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
     assert b"matches no rule" in proc.stderr and b"message-id-missing" in proc.stderr
-    assert acp("search", "--rule", "bogus-rule", "x", str(RECORDINGS)).returncode == 2
-    found = acp("search", "--rule", "message-id-*", ".", str(RECORDINGS))
+    assert invoke("search", "--rule", "bogus-rule", "x", str(RECORDINGS)).returncode == 2
+    found = invoke("search", "--rule", "message-id-*", ".", str(RECORDINGS))
     assert found.returncode == 0 and b"[message-id-missing]" in found.stdout, found.stderr
 
 
 def test_a_usage_line_keeps_an_ellipsis_and_drops_only_a_sentences_stop():
     """The one-line form drops the stop that ends click's sentence, not the last dot of
     ``[ARGS]...`` (it said ``[ARGS]..``)."""
-    missing = acp("replay", "--as", "client", str(RECORDINGS / "clean.jsonl")).stderr.decode()
+    missing = invoke("replay", "--as", "client", str(RECORDINGS / "clean.jsonl")).stderr.decode()
     assert "-- AGENT [ARGS]... (acp-proxy replay --help)" in missing, missing
-    unknown = acp("show", "--bogus").stderr.decode()
+    unknown = invoke("show", "--bogus").stderr.decode()
     assert "no such option '--bogus' (" in unknown, unknown
 
 
@@ -190,7 +190,7 @@ def test_stdout_is_never_a_file_and_options_that_would_do_nothing_are_refused(ar
     """``-`` is standard output, which carries the protocol (run, replay) or the command's
     own output: never where a recording or the log goes, as a file named ``-`` or on it.
     An option the others make do nothing is a usage error; nothing is started."""
-    proc = acp(*args, cwd=tmp_path)
+    proc = invoke(*args, cwd=tmp_path)
     lines = proc.stderr.decode().splitlines()
     if args[:2] == ["probe", "--format"]:  # a document that says why (CI reads it), no output
         assert proc.returncode == 2 and said in proc.stdout.decode(), proc.stdout
@@ -251,7 +251,7 @@ def test_a_terminal_on_standard_input_is_said_as_one():
 
 def test_a_missing_connection_is_said_in_words_without_a_raw_plural() -> None:
     """``--connection 5`` of a file with one: "connection" as the option says it, no "(s)"."""
-    proc = acp("replay", "--connection", "5", str(RECORDINGS / "clean.jsonl"))
+    proc = invoke("replay", "--connection", "5", str(RECORDINGS / "clean.jsonl"))
     lines = proc.stderr.decode().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, lines
     assert lines[0].endswith("clean.jsonl has 1 connection; there is no connection 5")
@@ -278,7 +278,7 @@ def test_each_commands_help_examples_run_as_printed_on_the_shipped_recordings(tm
         shutil.copy(recording, out / recording.name)
     for copy in ("session", "before", "after", "a", "b"):
         shutil.copy(RECORDINGS / "v1-tour.jsonl", tmp_path / f"{copy}.jsonl")
-    shown = acp(name, "--help").stdout.decode()
+    shown = invoke(name, "--help").stdout.decode()
     defined = cli.commands[name]  # (its examples given where it is defined)
     assert isinstance(defined, Command) and defined.examples
     for example in defined.examples:
@@ -310,7 +310,7 @@ def test_one_is_said_in_the_singular(tmp_path):
     one = tmp_path / "one.jsonl"
     one.write_bytes(lines[0] + next(line for line in lines if b'"seq":2,' in line))
     said = b"".join(
-        acp(*command, str(one)).stdout + acp(*command, str(one)).stderr
+        invoke(*command, str(one)).stdout + invoke(*command, str(one)).stderr
         for command in (["stats"], ["validate"], ["validate", "--by-rule"], ["ls"])
     ).decode()
     assert "1 frame " in said and "1 error," in said and "not-json: 1 error" in said, said

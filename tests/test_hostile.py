@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, acp, clean_env
+from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, acp, clean_env, invoke
 
 from acp_proxy.core.visible import visible, visible_json
 
@@ -160,7 +160,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
     clean(log, tty=False)  # the proxy's own log
     assert "\\x1b]52" in log  # (it did log the hostile strings: escaped)
     for reader in READERS:
-        piped = acp(*reader, str(record))
+        piped = invoke(*reader, str(record))
         assert piped.returncode in (0, 1), (reader, piped.stderr)
         clean(piped.stdout.decode(), tty=False)
         clean(piped.stderr.decode(), tty=False)
@@ -174,7 +174,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
         ["diff", str(record), str(other)],
         ["diff", "--format", "json", str(record), str(other)],
     ):
-        piped = acp(*args)
+        piped = invoke(*args)
         assert piped.returncode == 1
         clean(piped.stdout.decode(), tty=False)
         clean(through_a_pty([*PROXY, *args]), tty=True)
@@ -182,7 +182,7 @@ def test_no_reader_lets_a_control_character_through(tmp_path: Path):
     assert "session started" in followed
     clean(followed, tty=True)
     # what users look for is still there, made visible
-    text = acp("show", str(record)).stdout.decode()
+    text = invoke("show", str(record)).stdout.decode()
     assert "\\x1b]52;c;aGk=\\x07" in text and "\\u202eevil" in text
 
 
@@ -273,12 +273,12 @@ def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Pat
         (["redact", str(recording), "-o", str(planted("copy.jsonl"))], tmp_path / "copy.jsonl"),
     ]
     for args, link in writers:
-        proc = acp(*args)
+        proc = invoke(*args)
         assert proc.returncode != 0 and "symbolic link" in proc.stderr.decode(), proc.stderr
         assert target.read_text() == "precious"
         assert "Traceback" not in proc.stderr.decode()
         link.unlink()
-        proc = acp(*args)
+        proc = invoke(*args)
         assert proc.returncode == 0, proc.stderr
         assert stat.S_IMODE(link.stat().st_mode) == 0o600, args
     # the log file
@@ -298,7 +298,7 @@ def test_every_file_we_write_refuses_a_planted_symlink_and_is_0600(tmp_path: Pat
 def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: Path):
     recording = tmp_path / "a{{DATA}}.jsonl"
     recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
-    proc = acp("report", str(recording))
+    proc = invoke("report", str(recording))
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "a{{DATA}}.html").read_text()
     assert page.count('id="report-data"') == 1
@@ -319,10 +319,7 @@ def test_a_recording_named_with_the_template_marker_makes_its_report(tmp_path: P
     ],
 )
 def test_values_out_of_range_are_a_clear_error(args: list[str]):
-    root = ROOT
-    proc = subprocess.run(
-        [*PROXY, *args], capture_output=True, env=clean_env(), cwd=root, timeout=30
-    )
+    proc = invoke(*args, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     said = proc.stderr.decode()
     assert "invalid value" in said and "Traceback" not in said
@@ -351,7 +348,7 @@ def test_a_recorded_gap_longer_than_a_day_waits_a_day():
 
 def test_readers_refuse_a_character_device_and_a_line_too_long(tmp_path: Path):
     for reader in (["validate"], ["show"], ["stats"]):
-        proc = acp(*reader, "/dev/zero", timeout=30)
+        proc = invoke(*reader, "/dev/zero")
         assert proc.returncode == 2 and "character device" in proc.stderr.decode()
     long = tmp_path / "long.jsonl"
     long.write_bytes(b"x" * 5_000_000)
@@ -474,10 +471,10 @@ def test_a_frame_the_redaction_chokes_on_never_stops_observation(tmp_path: Path)
 
 def validated(recording: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """``acp-proxy validate [options] RECORDING``, its output as text."""
-    return subprocess.run(
-        [*PROXY, "validate", *options, str(recording)],
-        capture_output=True, text=True, timeout=60, env=clean_env(),
-    )  # fmt: skip
+    proc = invoke("validate", *options, str(recording))
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    )
 
 
 def test_a_frame_as_deep_as_the_relay_reads_is_found_again_in_its_recording(run_proxy, tmp_path):
@@ -574,11 +571,8 @@ def test_a_lone_surrogate_is_a_message_with_a_warning(run_proxy, tmp_path: Path)
     assert result.lines()[1].endswith(b',"msg":' + chunk + b"}")
     checked = validated(result.transcript)
     assert "warning lone-surrogate" in checked.stdout and "not-json" not in checked.stdout
-    conversation = subprocess.run(
-        [*PROXY, "show", "--conversation", str(result.transcript)],
-        capture_output=True, text=True, timeout=60, env=clean_env(),
-    )  # fmt: skip
-    assert "agent: cut \ufffd" in conversation.stdout
+    conversation = invoke("show", "--conversation", str(result.transcript))
+    assert "agent: cut \ufffd" in conversation.stdout.decode()
 
 
 # --- every output format stays valid; ls and search lines are lines ---------------------------
@@ -596,7 +590,7 @@ def test_junit_holds_what_xml_cannot_and_its_counts_add_up(tmp_path: Path):
         + b'"text":"bad \xef\xbf\xbe \xef\xbf\xbf \\u0001 line"}\n'
     )
     recordings = [str(bad), str(RECORDINGS / "misbehaving.jsonl"), str(RECORDINGS / "clean.jsonl")]
-    proc = acp("validate", "--format", "junit", *recordings)
+    proc = invoke("validate", "--format", "junit", *recordings)
     assert proc.returncode == 1, proc.stderr
     root = ET.fromstring(proc.stdout)  # a real parser (expat)
     assert "\\ufffe" in proc.stdout.decode() and "\\uffff" in proc.stdout.decode()
@@ -620,7 +614,7 @@ def test_a_sarif_location_is_a_uri(tmp_path: Path):
     """``a#1.jsonl`` was written as it is: a URI whose fragment is ``1.jsonl``."""
     name = tmp_path / "a#1 %41.jsonl"
     name.write_bytes((RECORDINGS / "misbehaving.jsonl").read_bytes())
-    document = orjson.loads(acp("validate", "--format", "sarif", str(name)).stdout)
+    document = orjson.loads(invoke("validate", "--format", "sarif", str(name)).stdout)
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
             for r in document["runs"][0]["results"]}  # fmt: skip
     (uri,) = uris
@@ -647,7 +641,7 @@ def test_a_newline_in_an_agent_name_a_file_name_or_a_finding_forges_no_line(tmp_
     )
     for args in (["ls", str(tmp_path)], ["search", "FORGED", str(tmp_path)],
                  ["search", "-l", "FORGED", str(tmp_path)], ["search", "r", str(tmp_path)]):  # fmt: skip
-        proc = acp(*args)
+        proc = invoke(*args)
         lines = proc.stdout.decode().splitlines()
         if args[0] == "ls":  # (its header, then a line per session)
             assert lines[0].startswith("START (UTC)")
@@ -679,8 +673,7 @@ def _planted(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, object]]:
 
 
 def _ls(shared: Path, env: dict[str, str]) -> list[dict[str, object]]:
-    proc = subprocess.run([*PROXY, "ls", "--json", str(shared)], capture_output=True, env=env,
-                          timeout=60)  # fmt: skip
+    proc = invoke("ls", "--json", str(shared), env=env)
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
     return [orjson.loads(line) for line in proc.stdout.splitlines()]
 
@@ -740,18 +733,18 @@ def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Pa
     os.mkfifo(planted)
     for reader in (["validate"], ["show"], ["stats"], ["report", "-o", str(tmp_path / "p.html")],
                    ["redact", "-o", str(tmp_path / "r.jsonl")], ["replay"]):  # fmt: skip
-        proc = acp(*reader, str(planted), timeout=30)
+        proc = invoke(*reader, str(planted))
         assert proc.returncode == 2, reader
         said = f"acp-proxy {reader[0]}: {planted} is a named pipe nothing was written to: not an acp-proxy"
         assert proc.stderr.decode().splitlines() == [f"{said} transcript"], reader
     for lister in (["ls"], ["search", "x"]):  # (they skip what is not a regular file)
-        proc = acp(*lister, str(planted), timeout=30)
+        proc = invoke(*lister, str(planted))
         assert (proc.returncode, proc.stderr.decode()) == (
             2, f"acp-proxy {lister[0]}: {planted}: not a regular file\n"
         ), lister  # fmt: skip
     with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
         time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)
-        proc = acp("validate", str(planted), timeout=30)
+        proc = invoke("validate", str(planted))
     assert proc.returncode == 1 and b"idle-without-running" in proc.stdout
 
 

@@ -18,7 +18,7 @@ import contextlib
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -92,7 +92,7 @@ def _open_fd(path: str) -> int:
     return fd
 
 
-def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
+def open_lines(path: str) -> Generator[tuple[int, bytes], None, None]:
     """The numbered lines of a recording that are not blank, once its first is known to
     be a record. ``-`` is standard input (as for grep and jq). Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
@@ -115,7 +115,7 @@ def open_lines(path: str) -> Iterator[tuple[int, bytes]]:
     named_pipe = stat.S_ISFIFO(mode) and path != "-"
     path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
 
-    def lines() -> Iterator[tuple[int, bytes]]:
+    def lines() -> Generator[tuple[int, bytes], None, None]:
         with stream:
             try:
                 numbered = enumerate(iter_lines(stream, limit), start=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import orjson
-from conftest import PROXY, clean_env
+from conftest import PROXY, clean_env, invoke
 
 
 def test_demo_drives_a_whole_session_through_the_proxy(tmp_path):
@@ -128,19 +128,9 @@ def test_v1_tour_uses_fs_terminals_modes_and_a_cancel_and_validates_clean(tmp_pa
         assert method in methods, method
     stops = [m["result"]["stopReason"] for m in msgs if "stopReason" in m.get("result", {})]
     assert stops == ["end_turn", "cancelled"]
-    validate = subprocess.run(
-        [*PROXY, "validate", str(record)], capture_output=True, env=clean_env()
-    )
+    validate = invoke("validate", str(record))
     assert (validate.returncode, validate.stdout) == (0, b"")
-    stats = orjson.loads(
-        subprocess.run(
-            [*PROXY, "stats", "--format", "json", str(record)], capture_output=True, env=clean_env()
-        ).stdout
-    )
+    stats = orjson.loads(invoke("stats", "--format", "json", str(record)).stdout)
     assert [t["stop_reason"] for t in stats["turns"]] == ["end_turn", "cancelled"]
-    shown = subprocess.run(
-        [*PROXY, "show", "--conversation", "--no-color", str(record)],
-        capture_output=True,
-        env=clean_env(),
-    ).stdout.decode()
+    shown = invoke("show", "--conversation", "--no-color", str(record)).stdout.decode()
     assert "ended: cancelled" in shown and "'ls' (execute): completed" in shown

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
+from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.drive.words import command_words
 
@@ -50,9 +50,7 @@ def test_piped_prompts_get_the_reply_on_stdout_and_a_clean_recording(tmp_path, p
     assert run.stdout.splitlines() == [run.stdout.splitlines()[0]] * 2
     assert run.stdout.startswith(REPLY)
     assert "rec.jsonl" in run.stderr.splitlines()[-1]
-    validated = subprocess.run(
-        [*PROXY, "validate", str(tmp_path / "rec.jsonl")], capture_output=True, text=True
-    )
+    validated = invoke("validate", str(tmp_path / "rec.jsonl"))
     assert validated.returncode == 0, validated.stdout
     prompts = [f for f in frames(tmp_path / "rec.jsonl") if f.get("method") == "session/prompt"]
     assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["hello", "again"]  # type: ignore[index]

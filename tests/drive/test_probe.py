@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env
+from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
@@ -55,9 +55,7 @@ def own_seqs(recording: Path) -> set[int]:
 def agents_errors(recording: Path) -> list[dict[str, Any]]:
     """validate's error findings of a probe's recording: what is found at the probe's own
     frames (marked in the recording) is said as the probe's, at level info, and counts not."""
-    run = subprocess.run(
-        [*PROXY, "validate", "--format", "json", str(recording)], capture_output=True
-    )
+    run = invoke("validate", "--format", "json", str(recording))
     found = [orjson.loads(line) for line in run.stdout.splitlines()]
     errors = [f for f in found if f["level"] == "error"]
     assert run.returncode == (1 if errors else 0)
@@ -263,9 +261,7 @@ def test_a_v2_agent_is_spoken_to_in_v2_auth_method_ids_and_config_value_types(tm
     status, found, _ = checks(tmp_path, V2_AGENT, "--protocol", "2", "--auth", "api-key", *options)
     assert status == 0 and statuses(found) == dict.fromkeys(only, "pass"), found
     assert found["handshake"]["reason"].endswith("auth methods: api-key")
-    validate = subprocess.run(
-        [*PROXY, "validate", str(tmp_path / "rec.jsonl")], capture_output=True
-    )
+    validate = invoke("validate", str(tmp_path / "rec.jsonl"))
     assert (validate.returncode, validate.stdout) == (0, b"")
 
 
@@ -622,7 +618,7 @@ def test_each_new_check_fails_on_its_bug_and_points_at_the_frame(
     if rule is not None:
         assert rule in {f["rule"] for f in outcome["findings"]}
         assert f"acp-proxy rules {rule}" in outcome["see"]
-    shown = subprocess.run([*PROXY, "show", "--seq", str(seq), str(record)], capture_output=True)
+    shown = invoke("show", "--seq", str(seq), str(record))
     assert shown.returncode == 0 and f"seq {seq}".encode() in shown.stdout
     # said in the text report too
     run = probe(tmp_path, [*PROBE_AGENT, bug], "--only", check)

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import orjson
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.live.recorder import Recorder, recording_name
 from acp_proxy.log import get_logger
@@ -194,7 +194,7 @@ def test_two_sessions_recording_to_one_file_do_not_interleave(tmp_path):
     assert str(sibling) in second.stderr.decode()
     # every recording is readable session by session
     for path in (shared, sibling):
-        check = subprocess.run([*PROXY, "validate", str(path)], capture_output=True, env=env)
+        check = invoke("validate", str(path))
         assert check.returncode == 0, check.stdout
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 #: Traffic that a careless proxy would damage.
 TRICKY = b"".join(
@@ -631,10 +631,10 @@ def test_the_agents_stderr_passes_through_and_is_recorded(tmp_path):
     stderr = [r for r in records if r["kind"] == "stderr"]
     assert [r.get("text") for r in stderr] == ["API key missing", None, "last words"]
     assert base64.b64decode(stderr[1]["base64"]) == b"\xff\xfe bad"
-    shown = subprocess.run([*PROXY, "show", "--no-color", str(transcript)], capture_output=True)
+    shown = invoke("show", "--no-color", str(transcript))
     assert b"agent stderr  API key missing" in shown.stdout
     assert b"(not UTF-8, 6 bytes)" in shown.stdout
-    checked = subprocess.run([*PROXY, "validate", str(transcript)], capture_output=True)
+    checked = invoke("validate", str(transcript))
     assert checked.returncode == 0 and checked.stdout == b""
     quiet = tmp_path / "quiet.jsonl"
     subprocess.run(

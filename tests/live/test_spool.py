@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import clean_env, invoke
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer, LineEnd, LinePiece
@@ -139,20 +139,18 @@ def test_a_whole_recorded_long_line_is_read_by_the_readers(tmp_path: Path) -> No
     it is; a reader bounded below its size says so in one line, with no traceback."""
     size = 3 << 20
     _, record = _run_long_line(tmp_path, size, ACP_PROXY_MAX_FRAME=str(1 << 20))
-    checked = subprocess.run([*PROXY, "validate", str(record)], capture_output=True,
-                             text=True, timeout=60, env=clean_env())  # fmt: skip
-    assert f"error oversized-frame: the agent sent a line of {size:,} bytes" in checked.stdout
-    shown = subprocess.run([*PROXY, "show", str(record)], capture_output=True, text=True,
-                           timeout=60, env=clean_env())  # fmt: skip
+    checked = invoke("validate", str(record))
+    said = f"error oversized-frame: the agent sent a line of {size:,} bytes"
+    assert said in checked.stdout.decode()
+    shown = invoke("show", str(record))
     assert shown.returncode == 0, shown.stderr
-    assert f"(a line of {size:,} bytes, recorded whole)" in shown.stdout
-    bounded = clean_env(ACP_PROXY_MAX_RECORD=str(1 << 20))
+    assert f"(a line of {size:,} bytes, recorded whole)" in shown.stdout.decode()
+    bounded = {"ACP_PROXY_MAX_RECORD": str(1 << 20)}
     for reader in ("validate", "show"):
-        refused = subprocess.run([*PROXY, reader, str(record)], capture_output=True, text=True,
-                                 timeout=60, env=bounded)  # fmt: skip
-        assert refused.returncode != 0 and "Traceback" not in refused.stderr
-        assert "line 2 is longer than 1,048,576 bytes" in refused.stderr
-        assert "ACP_PROXY_MAX_RECORD" in refused.stderr
+        refused = invoke(reader, str(record), env=bounded)
+        assert refused.returncode != 0 and b"Traceback" not in refused.stderr
+        assert b"line 2 is longer than 1,048,576 bytes" in refused.stderr
+        assert b"ACP_PROXY_MAX_RECORD" in refused.stderr
 
 
 def test_a_line_past_a_cap_below_the_hold_is_spooled_and_recorded_whole(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, acp, clean_env
+from conftest import PROXY, README, RECORDINGS, clean_env, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +38,7 @@ def directory(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def ls(*args: str) -> list[dict[str, Any]]:
-    proc = acp("ls", "--json", *args)
+    proc = invoke("ls", "--json", *args)
     assert proc.returncode == 0, proc.stderr
     return [orjson.loads(line) for line in proc.stdout.splitlines()]
 
@@ -77,7 +77,7 @@ def test_ls_lists_each_session_once_with_its_figures_then_from_its_index(directo
     assert ls("--agent", "nobody", str(directory)) == []
     assert len(ls("--since", "1d", str(directory))) == len(first)
     assert ls("--until", "1d", str(directory)) == []
-    text = acp("ls", str(directory)).stdout.decode()
+    text = invoke("ls", str(directory)).stdout.decode()
     assert "a.jsonl" in text and "v2" in text and "turns" in text
 
 
@@ -105,7 +105,7 @@ def test_ls_says_which_session_is_still_being_recorded_and_which_lost_its_end(di
             assert states == {
                 "a.jsonl": "ended", "d-truncated.jsonl": "no end", "e-live.jsonl": "recording"
             }  # fmt: skip
-        text = acp("ls", str(tmp_path)).stdout.decode()
+        text = invoke("ls", str(tmp_path)).stdout.decode()
         assert re.search(r"\blive\b.*e-live\.jsonl", text) and "no end" in text
     finally:
         assert proc.stdin is not None
@@ -116,7 +116,7 @@ def test_ls_says_which_session_is_still_being_recorded_and_which_lost_its_end(di
 
 def test_ls_has_a_header_and_says_findings_in_words(directory):
     """A header names the columns; findings are counted in words, zeros left out."""
-    lines = acp("ls", str(directory)).stdout.decode().splitlines()
+    lines = invoke("ls", str(directory)).stdout.decode().splitlines()
     assert lines[0].split() == [
         "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "BYTES", "PATH"
     ]  # fmt: skip
@@ -125,7 +125,7 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     said = f"{c['errors']} errors, {c['warnings']} warning{'' if c['warnings'] == 1 else 's'}"
     assert c["infos"] == 0 and said in by_name["c.jsonl"] and "0I" not in by_name["c.jsonl"]
     assert " none " in by_name["a.jsonl"]
-    assert acp("ls", "--agent", "nobody", str(directory)).stdout == b""  # no header for nothing
+    assert invoke("ls", "--agent", "nobody", str(directory)).stdout == b""  # no header for nothing
     # the columns line up: each header starts where its cells do
     at = lines[0].index("FRAMES") + len("FRAMES")
     assert all(line[at - 1] != " " and line[at] == " " for line in lines[1:])
@@ -140,19 +140,19 @@ def test_a_session_cut_during_a_turn_has_an_unfinished_turn(tmp_path):
     path.write_bytes(b"".join(clean[:cut]))
     (summary,) = ls(str(path))
     assert summary["turns"] == 1 and summary["unfinished"] == 1 and summary["state"] == "no end"
-    assert "1 turn (1 unfinished)" in acp("ls", str(path)).stdout.decode()
+    assert "1 turn (1 unfinished)" in invoke("ls", str(path)).stdout.decode()
     for name in ("clean.jsonl", "v1-tour.jsonl"):  # (copied: ls writes its index beside)
         (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
     whole = [*ls(str(tmp_path / "clean.jsonl")), *ls(str(tmp_path / "v1-tour.jsonl"))]
     assert [(s["turns"], s["unfinished"]) for s in whole] == [(1, 0), (2, 0)]
-    stats = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)
+    stats = orjson.loads(invoke("stats", "--format", "json", str(path)).stdout)
     (turn,) = stats["turns"]
     assert turn["unfinished"] is True and turn["duration"] is None and turn["first_chunk"] > 0
-    text = acp("stats", str(path)).stdout.decode()
+    text = invoke("stats", str(path)).stdout.decode()
     assert re.search(r"sess_0001 +\d+ +[\d.]+s +- +unfinished", text), text
     # a whole recording after it: its turn ends, the cut one stays unfinished
     both = orjson.loads(
-        acp("stats", "--format", "json", str(path), str(tmp_path / "clean.jsonl")).stdout
+        invoke("stats", "--format", "json", str(path), str(tmp_path / "clean.jsonl")).stdout
     )
     assert [t["unfinished"] for t in both["turns"]] == [True, False]
     from acp_proxy.readers.report import build_document
@@ -162,17 +162,17 @@ def test_a_session_cut_during_a_turn_has_an_unfinished_turn(tmp_path):
 
 
 def test_ls_says_what_it_cannot_read_and_lists_the_rest(directory, tmp_path):
-    proc = acp("ls", "--json", str(directory), str(tmp_path / "nowhere"))
+    proc = invoke("ls", "--json", str(directory), str(tmp_path / "nowhere"))
     assert proc.returncode == 2  # (as grep: a path named that is not there fails the command)
     assert "nowhere: no such file or directory" in proc.stderr.decode()
     assert len(proc.stdout.splitlines()) == 4
-    alone = acp("ls", str(tmp_path / "nowhere"))
+    alone = invoke("ls", str(tmp_path / "nowhere"))
     assert alone.returncode == 2 and "Traceback" not in alone.stderr.decode()
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.jsonl").write_text("not a recording\n")
     (bad / "y.jsonl").write_bytes((directory / "a.jsonl").read_bytes())
-    mixed = acp("ls", "--json", str(bad))
+    mixed = invoke("ls", "--json", str(bad))
     assert "not an acp-proxy transcript" in mixed.stderr.decode()
     assert [Path(orjson.loads(line)["path"]).name for line in mixed.stdout.splitlines()] == [
         "y.jsonl"
@@ -181,7 +181,7 @@ def test_ls_says_what_it_cannot_read_and_lists_the_rest(directory, tmp_path):
 
 def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
     def lines(*args: str) -> list[str]:
-        proc = acp("search", *args, str(directory))
+        proc = invoke("search", *args, str(directory))
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.decode().splitlines()
 
@@ -202,13 +202,13 @@ def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
     assert only and all("session/prompt" in line for line in only)
     hits = [
         orjson.loads(line)
-        for line in acp(
+        for line in invoke(
             "search", "--json", "--rule", "message-id-*", ".", str(directory)
         ).stdout.splitlines()
     ]
     assert hits and all(any(r.startswith("message-id") for r in h["rules"]) for h in hits)
-    assert acp("search", "no-such-thing-anywhere", str(directory)).returncode == 1
-    assert acp("search", "(", str(directory)).returncode == 2
+    assert invoke("search", "no-such-thing-anywhere", str(directory)).returncode == 1
+    assert invoke("search", "(", str(directory)).returncode == 2
 
 
 def test_search_l_stops_reading_a_file_at_its_first_match(directory, tmp_path):
@@ -222,10 +222,10 @@ def test_search_l_stops_reading_a_file_at_its_first_match(directory, tmp_path):
         + b'"}\n'
     )
     limit = {"ACP_PROXY_MAX_RECORD": "1500000"}
-    files = acp("search", "-l", "session/prompt", str(path), env=limit)
+    files = invoke("search", "-l", "session/prompt", str(path), env=limit)
     assert files.returncode == 0 and files.stdout.decode().splitlines() == [str(path)]
     assert files.stderr == b""
-    every = acp("search", "session/prompt", str(path), env=limit)
+    every = invoke("search", "session/prompt", str(path), env=limit)
     assert b"ACP_PROXY_MAX_RECORD" in every.stderr
 
 
@@ -244,7 +244,7 @@ def test_pruning_removes_only_old_files_the_proxy_made_never_a_locked_one(tmp_pa
     locked = os.open(made / names[0], os.O_RDONLY)
     fcntl.flock(locked, fcntl.LOCK_EX)  # a session still writes the oldest
     try:
-        proc = acp("ls", "--prune", "--keep-days", "7.5", str(made))
+        proc = invoke("ls", "--prune", "--keep-days", "7.5", str(made))
         removed = [
             line.split("removed ", 1)[1]
             for line in proc.stderr.decode().splitlines()
@@ -254,12 +254,12 @@ def test_pruning_removes_only_old_files_the_proxy_made_never_a_locked_one(tmp_pa
         left = sorted(p.name for p in made.iterdir() if not p.name.startswith("."))
         assert left == sorted([names[0], *names[3:], "mine.jsonl", "20200101T000000.000000Z-1.txt"])
         size = source.stat().st_size
-        proc = acp("ls", "--prune", "--keep-size", str(size), str(made))
+        proc = invoke("ls", "--prune", "--keep-size", str(size), str(made))
         left = sorted(p.name for p in made.iterdir() if p.name.endswith(".jsonl"))
         assert left == sorted([names[0], names[4], "mine.jsonl"])  # the newest fits; locked stays
     finally:
         os.close(locked)
-    assert acp("ls", "--prune", str(made)).returncode == 2  # --prune says what to keep
+    assert invoke("ls", "--prune", str(made)).returncode == 2  # --prune says what to keep
 
 
 def test_run_keeps_the_default_recordings_directory_tidy(tmp_path):
@@ -280,7 +280,7 @@ def test_run_keeps_the_default_recordings_directory_tidy(tmp_path):
 def test_junit_is_what_ci_servers_read(directory):
     """A test suite per recording, a test case per rule that found an error (one failure
     each, all its findings in it) or one ``valid`` case; the counts add up."""
-    proc = acp(
+    proc = invoke(
         "validate", "--format", "junit", *(str(p) for p in sorted(directory.glob("[abc].jsonl")))
     )
     assert proc.returncode == 1  # c has errors
@@ -291,7 +291,9 @@ def test_junit_is_what_ci_servers_read(directory):
     assert [c.get("name") for c in suites[0].findall("testcase")] == ["valid"]
     errors = [
         orjson.loads(e)
-        for e in acp("validate", "--format", "json", str(directory / "c.jsonl")).stdout.splitlines()
+        for e in invoke(
+            "validate", "--format", "json", str(directory / "c.jsonl")
+        ).stdout.splitlines()
     ]
     errors = [e for e in errors if e["level"] == "error"]
     cases = suites[2].findall("testcase")
@@ -313,7 +315,7 @@ def test_junit_is_what_ci_servers_read(directory):
 def test_sarif_is_sarif_2_1_0(directory):
     import jsonschema
 
-    proc = acp(
+    proc = invoke(
         "validate", "--format", "sarif", str(directory / "c.jsonl"), str(directory / "a.jsonl")
     )
     document = orjson.loads(proc.stdout)
@@ -356,7 +358,7 @@ def test_sarif_passes_the_official_sarif_2_1_0_schema(directory, tmp_path):
         assert member is not None
         schema = orjson.loads(member.read())
     recordings = [str(directory / name) for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
-    proc = acp("validate", "--format", "sarif", *recordings)
+    proc = invoke("validate", "--format", "sarif", *recordings)
     document = orjson.loads(proc.stdout)
     assert document["runs"][0]["results"], "c.jsonl has findings"
     jsonschema.Draft4Validator.check_schema(schema)
@@ -419,11 +421,11 @@ def test_the_readmes_duckdb_queries_run_over_the_recordings(directory, source):
     con.execute(f"SET VARIABLE recordings = '{directory}/*.jsonl'")
     con.execute(blocks[0])
     methods = dict(con.sql(blocks[1]).fetchall())
-    stats = orjson.loads(acp("stats", "--format", "json", *map(str, files)).stdout)
+    stats = orjson.loads(invoke("stats", "--format", "json", *map(str, files)).stdout)
     assert methods == stats["methods"]
     errors = dict(con.sql(blocks[2]).fetchall())
     found = [orjson.loads(line) for p in files
-             for line in acp("validate", "--format", "json", str(p)).stdout.splitlines()]  # fmt: skip
+             for line in invoke("validate", "--format", "json", str(p)).stdout.splitlines()]  # fmt: skip
     stored = (directory / "c.jsonl").read_bytes().count(b'"level":"error"')
     assert errors == {"acp-proxy-example-agent 0.1.0": stored} and stored
     assert sum(1 for f in found if f["level"] == "error") >= stored
@@ -511,13 +513,11 @@ def test_search_finds_a_literal_and_gap_pattern_across_a_long_message(tmp_path):
 
     path = tmp_path / "errors.jsonl"
     hostile_recording(str(path), "search", 64)
-    found = subprocess.run([*PROXY, "search", "error.*timeout", str(path)],
-                           capture_output=True, text=True, env=clean_env(), check=False)  # fmt: skip
-    assert found.returncode == 1 and found.stdout == ""
+    found = invoke("search", "error.*timeout", str(path))
+    assert found.returncode == 1 and found.stdout == b""
     path.write_bytes(path.read_bytes().replace(b'error "}', b'error timeout"}'))
-    found = subprocess.run([*PROXY, "search", "ERROR.*TIMEOUT", "-i", str(path)],
-                           capture_output=True, text=True, env=clean_env(), check=False)  # fmt: skip
-    assert found.returncode == 0 and found.stdout.count("agent_message_chunk") == 1, found
+    found = invoke("search", "ERROR.*TIMEOUT", "-i", str(path))
+    assert found.returncode == 0 and found.stdout.count(b"agent_message_chunk") == 1, found
 
 
 def test_the_index_keeps_every_figure_of_a_summary():

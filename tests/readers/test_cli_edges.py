@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env
+from conftest import PROXY, RECORDINGS, clean_env, invoke
 from test_cli_conventions import on_a_terminal
 
 CLEAN = RECORDINGS / "clean.jsonl"
@@ -72,7 +72,7 @@ def one_line(proc: subprocess.CompletedProcess[bytes]) -> str:
 
 def test_ls_of_a_file_that_is_no_recording_is_exit_2(strays: dict[str, Path]) -> None:
     for path in strays.values():
-        proc = acp("ls", str(path))
+        proc = invoke("ls", str(path))
         assert proc.returncode == 2, (path, proc.stderr)
         assert str(path) in one_line(proc)
 
@@ -85,7 +85,7 @@ def test_ls_of_an_unreadable_file_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_ls_lists_the_others_and_still_exits_2(strays: dict[str, Path]) -> None:
-    proc = acp("ls", "--format", "json", str(CLEAN), str(strays["raw"]))
+    proc = invoke("ls", "--format", "json", str(CLEAN), str(strays["raw"]))
     assert proc.returncode == 2, proc.stderr
     assert [orjson.loads(line)["path"] for line in proc.stdout.splitlines()] == [str(CLEAN)]
     assert "raw.jsonl" in one_line(proc)
@@ -95,7 +95,7 @@ def test_ls_of_a_directory_notes_a_stray_file_but_does_not_fail(
     strays: dict[str, Path], tmp_path: Path
 ) -> None:
     shutil.copy(CLEAN, tmp_path / "clean.jsonl")
-    proc = acp("ls", "--format", "json", str(tmp_path))
+    proc = invoke("ls", "--format", "json", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 1
     said = proc.stderr.decode()
@@ -112,18 +112,18 @@ def test_ls_of_a_directory_with_an_unreadable_recording_is_exit_2(tmp_path: Path
 
 
 def test_ls_of_standard_input_is_a_usage_error() -> None:
-    proc = acp("ls", "-", input=CLEAN.read_bytes())
+    proc = invoke("ls", "-", input=CLEAN.read_bytes())
     assert proc.returncode == 2 and "standard input" in one_line(proc)
 
 
 def test_the_default_directory_not_made_yet_is_no_recordings(tmp_path: Path) -> None:
     none = tmp_path / "none"
     env = {"ACP_PROXY_RECORD_DIR": str(none)}
-    listed = acp("ls", env=env)
+    listed = invoke("ls", env=env)
     assert listed.returncode == 0 and listed.stdout == b"", listed.stderr
     assert one_line(listed) == f"acp-proxy ls: no recordings yet in {none}"
-    assert acp("ls", "--format", "json", env=env).returncode == 0
-    found = acp("search", "x", env=env)
+    assert invoke("ls", "--format", "json", env=env).returncode == 0
+    found = invoke("search", "x", env=env)
     assert found.returncode == 1 and found.stdout == b"" and found.stderr == b""
     assert not none.exists()
 
@@ -131,7 +131,7 @@ def test_the_default_directory_not_made_yet_is_no_recordings(tmp_path: Path) -> 
 def test_a_directory_named_that_does_not_exist_stays_an_error(tmp_path: Path) -> None:
     none = str(tmp_path / "none")
     for command in (["ls", none], ["search", "x", none]):
-        proc = acp(*command)
+        proc = invoke(*command)
         assert (
             proc.returncode == 2
             and one_line(proc) == f"acp-proxy {command[0]}: {none}: no such file or directory"
@@ -145,8 +145,8 @@ def test_search_of_a_file_that_is_no_recording_is_exit_2_even_with_a_match(
     strays: dict[str, Path],
 ) -> None:
     for path in strays.values():
-        assert acp("search", "x", str(path)).returncode == 2, path
-    proc = acp("search", "session/prompt", str(CLEAN), str(strays["raw"]))
+        assert invoke("search", "x", str(path)).returncode == 2, path
+    proc = invoke("search", "session/prompt", str(CLEAN), str(strays["raw"]))
     assert proc.returncode == 2 and proc.stdout  # as grep: 2 wins over 0
     assert "raw.jsonl" in one_line(proc)
 
@@ -161,21 +161,21 @@ def test_search_in_a_directory_with_a_stray_file_does_not_fail(
     strays: dict[str, Path], tmp_path: Path
 ) -> None:
     shutil.copy(CLEAN, tmp_path / "clean.jsonl")
-    assert acp("search", "session/prompt", str(tmp_path)).returncode == 0
-    assert acp("search", "no-such-thing-anywhere", str(tmp_path)).returncode == 1
+    assert invoke("search", "session/prompt", str(tmp_path)).returncode == 0
+    assert invoke("search", "no-such-thing-anywhere", str(tmp_path)).returncode == 1
 
 
 def test_search_reads_standard_input_as_dash() -> None:
-    proc = acp("search", "session/prompt", "-", input=CLEAN.read_bytes())
+    proc = invoke("search", "session/prompt", "-", input=CLEAN.read_bytes())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(b"(standard input):")
     hit = orjson.loads(
-        acp(
+        invoke(
             "search", "--format", "json", "session/prompt", "-", input=CLEAN.read_bytes()
         ).stdout.splitlines()[0]
     )
     assert hit["path"] == "(standard input)"
-    nothing = acp("search", "no-such-thing-anywhere", "-", input=CLEAN.read_bytes())
+    nothing = invoke("search", "no-such-thing-anywhere", "-", input=CLEAN.read_bytes())
     assert nothing.returncode == 1
 
 
@@ -186,7 +186,7 @@ def test_inspect_refuses_a_file_that_is_no_recording_before_serving(
     strays: dict[str, Path],
 ) -> None:
     for name in ("log", "raw", "empty", "binary"):
-        proc = acp("inspect", str(strays[name]), timeout=30)
+        proc = invoke("inspect", str(strays[name]))
         assert proc.returncode == 2, (name, proc.stderr)
         assert "http://" not in one_line(proc)
 
@@ -223,10 +223,10 @@ def test_inspect_serves_an_empty_file_a_session_is_recording(tmp_path: Path) -> 
     [["--violations"], ["--from", "agent"], ["--method", "x*"], ["--revalidate"]],
 )
 def test_show_conversation_refuses_a_filter_it_cannot_apply(options: list[str]) -> None:
-    proc = acp("show", "--conversation", *options, str(CLEAN))
+    proc = invoke("show", "--conversation", *options, str(CLEAN))
     assert proc.returncode == 2, proc.stderr
     assert f"{options[0]} has no effect with --conversation" in one_line(proc)
-    typed = acp("show", "--format", "json", *options, str(CLEAN))
+    typed = invoke("show", "--format", "json", *options, str(CLEAN))
     assert typed.returncode == 2 and "with --format json" in one_line(typed)
 
 
@@ -235,31 +235,31 @@ def test_json_output_refuses_color() -> None:
         ["show", "--format", "json", "--color", "always", str(CLEAN)],
         ["diff", "--format", "json", "--color", "always", str(CLEAN), str(MISBEHAVING)],
     ):
-        proc = acp(*command)
+        proc = invoke(*command)
         assert proc.returncode == 2, command
         assert "--color has no effect with --format json" in one_line(proc)
     # set in the environment, it is for the commands it fits
     env = {"ACP_PROXY_COLOR": "always"}
-    assert acp("show", "--format", "json", str(CLEAN), env=env).returncode == 0
+    assert invoke("show", "--format", "json", str(CLEAN), env=env).returncode == 0
 
 
 def test_diff_refuses_slower_without_the_timing_layer() -> None:
-    proc = acp("diff", "--only", "conversation", "--slower", "3", str(CLEAN), str(CLEAN))
+    proc = invoke("diff", "--only", "conversation", "--slower", "3", str(CLEAN), str(CLEAN))
     assert proc.returncode == 2 and "--slower" in one_line(proc) and "timing" in one_line(proc)
-    kept = acp("diff", "--only", "timing,wire", "--slower", "3", str(CLEAN), str(CLEAN))
+    kept = invoke("diff", "--only", "timing,wire", "--slower", "3", str(CLEAN), str(CLEAN))
     assert kept.returncode == 0, kept.stderr
 
 
 def test_show_seq_names_the_option_as_typed() -> None:
-    proc = acp("show", "--format", "json", "--seq", "3", str(CLEAN))
+    proc = invoke("show", "--format", "json", "--seq", "3", str(CLEAN))
     assert proc.returncode == 2 and "--format json" in one_line(proc)
     assert "--json" not in one_line(proc)
-    proc = acp("show", "--conversation", "--seq", "3", str(CLEAN))
+    proc = invoke("show", "--conversation", "--seq", "3", str(CLEAN))
     assert proc.returncode == 2 and "--conversation" in one_line(proc)
 
 
 def test_one_line_is_the_first_line(strays: dict[str, Path]) -> None:
-    said = one_line(acp("ls", str(strays["log"])))
+    said = one_line(invoke("ls", str(strays["log"])))
     assert "in the first line" in said and "first 1 lines" not in said
 
 
@@ -281,11 +281,11 @@ def test_a_start_record_from_a_newer_format_is_shown_without_none_and_said_once(
     a format this version does not write (``acp-proxy/99``) is read, with one warning."""
     path = tmp_path / "f99.jsonl"
     path.write_text('{"kind":"start","t":"2026-11-29T21:05:04.707852Z","format":"acp-proxy/99"}\n')
-    proc = acp("show", "--color", "never", str(path))
+    proc = invoke("show", "--color", "never", str(path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode() == "── session started 2026-11-29T21:05:04.707852Z\n"
     said = proc.stderr.decode().splitlines()
     assert len(said) == 1 and "warning" in said[0] and "acp-proxy/99" in said[0], said
     assert "newer acp-proxy" in said[0]
-    clean = acp("show", "--color", "never", str(RECORDINGS / "clean.jsonl"))
+    clean = invoke("show", "--color", "never", str(RECORDINGS / "clean.jsonl"))
     assert clean.stderr == b"" and b"agent pid " in clean.stdout.splitlines()[0]

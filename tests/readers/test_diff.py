@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, acp, clean_env
+from conftest import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +40,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def diff(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return acp("diff", *args)
+    return invoke("diff", *args)
 
 
 def as_json(a: Path, b: Path, *options: str) -> dict[str, Any]:
@@ -259,10 +259,7 @@ def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_pat
     a, b = pair
     changed = edited(b, tmp_path / "changed.jsonl", changed_tool_status)
     page = tmp_path / "page.html"
-    proc = subprocess.run(
-        [*PROXY, "report", str(changed), "--against", str(a), "-o", str(page)],
-        capture_output=True, env=clean_env(), timeout=60,
-    )  # fmt: skip
+    proc = invoke("report", str(changed), "--against", str(a), "-o", str(page))
     assert proc.returncode == 0, proc.stderr
     data = re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S)
     assert data is not None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env
+from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.transcript.records import frame_record, start_record
@@ -60,15 +60,15 @@ def _files(directory: Path) -> set[str]:
 def test_redact_reads_standard_input_for_dash(tmp_path: Path) -> None:
     """``redact - -o FILE`` and ``redact - -o -`` read stdin, as show and validate do."""
     data = CLEAN.read_bytes()
-    copy = acp("redact", "-", "-o", "out.jsonl", input=data, cwd=tmp_path)
+    copy = invoke("redact", "-", "-o", "out.jsonl", input=data, cwd=tmp_path)
     assert copy.returncode == 0, copy.stderr
     assert (tmp_path / "out.jsonl").read_bytes() == data
     assert copy.stdout.decode().startswith("out.jsonl: 54 records")
-    piped = acp("redact", "-", "-o", "-", input=data, cwd=tmp_path)
+    piped = invoke("redact", "-", "-o", "-", input=data, cwd=tmp_path)
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == data
     assert _files(tmp_path) == {"out.jsonl"}  # no file named -
-    bad = acp("redact", "-", "-o", "x.jsonl", input=b'{"level":"info"}\n', cwd=tmp_path)
+    bad = invoke("redact", "-", "-o", "x.jsonl", input=b'{"level":"info"}\n', cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.decode().splitlines() == [
         "acp-proxy redact: (standard input) is not an acp-proxy recording: no start record in the first line"
@@ -86,7 +86,7 @@ def test_redact_keeps_blank_lines_and_the_mode_of_the_copy_it_replaces(tmp_path:
     out = tmp_path / "out.jsonl"
     out.write_bytes(b"old\n")
     out.chmod(0o640)
-    proc = acp("redact", str(source), "-o", str(out))
+    proc = invoke("redact", str(source), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == spaced
     assert out.stat().st_mode & 0o777 == 0o640
@@ -168,7 +168,7 @@ def test_a_recording_unreadable_halfway_leaves_no_copy(tmp_path: Path) -> None:
     source = tmp_path / "long.jsonl"
     _big(source, 20)
     _append(source, _frame(99, "x" * 200_000))
-    proc = acp("redact", str(source), "-o", str(tmp_path / "out.jsonl"),
+    proc = invoke("redact", str(source), "-o", str(tmp_path / "out.jsonl"),
                env={"ACP_PROXY_MAX_RECORD": "100000"})  # fmt: skip
     assert proc.returncode == 2 and b"cannot read" in proc.stderr, proc.stderr
     assert _files(tmp_path) == {"long.jsonl"}
@@ -176,7 +176,7 @@ def test_a_recording_unreadable_halfway_leaves_no_copy(tmp_path: Path) -> None:
 
 def test_redact_prints_a_hostile_output_name_escaped(tmp_path: Path) -> None:
     out = f"out{HOSTILE}.jsonl"
-    proc = acp("redact", str(CLEAN), "-o", out, cwd=tmp_path)
+    proc = invoke("redact", str(CLEAN), "-o", out, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"outx\\x1b[31mRED\\x0aFAKE.jsonl: 54 records, 0 redacted\n"
     assert (tmp_path / out).read_bytes() == CLEAN.read_bytes()
@@ -189,21 +189,21 @@ def test_report_from_standard_input_asks_where_to_write(tmp_path: Path) -> None:
     """A page's name cannot be made from stdin: without -o it is a usage error; -o FILE and
     -o - write where they say."""
     data = CLEAN.read_bytes()
-    bare = acp("report", "-", input=data, cwd=tmp_path)
+    bare = invoke("report", "-", input=data, cwd=tmp_path)
     assert bare.returncode == 2 and b"-o OUT.html" in bare.stderr, bare.stderr
     assert len(bare.stderr.decode().splitlines()) == 1
     assert _files(tmp_path) == set()
-    named = acp("report", "-", "-o", "page.html", input=data, cwd=tmp_path)
+    named = invoke("report", "-", "-o", "page.html", input=data, cwd=tmp_path)
     assert named.returncode == 0, named.stderr
     assert named.stdout.decode().startswith("page.html (")
-    piped = acp("report", "-", "-o", "-", input=data, cwd=tmp_path)
+    piped = invoke("report", "-", "-o", "-", input=data, cwd=tmp_path)
     assert piped.returncode == 0 and b"<html" in piped.stdout[:500]
     assert _files(tmp_path) == {"page.html"}
 
 
 def test_report_prints_a_hostile_name_escaped_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
     (tmp_path / f"{HOSTILE}.jsonl").write_bytes(CLEAN.read_bytes())
-    proc = acp("report", f"{HOSTILE}.jsonl", cwd=tmp_path)
+    proc = invoke("report", f"{HOSTILE}.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     said = proc.stdout.decode()
     assert said.startswith("x\\x1b[31mRED\\x0aFAKE.html (") and said.count("\n") == 1
@@ -218,7 +218,7 @@ def test_a_failed_report_leaves_the_older_page_whole(tmp_path: Path) -> None:
     _append(source, _frame(99, "x" * 200_000))
     page = tmp_path / "long.html"
     page.write_bytes(b"older page")
-    proc = acp("report", str(source), env={"ACP_PROXY_MAX_RECORD": "100000"})
+    proc = invoke("report", str(source), env={"ACP_PROXY_MAX_RECORD": "100000"})
     assert proc.returncode == 2, proc.stderr
     assert page.read_bytes() == b"older page"
     assert _files(tmp_path) == {"long.jsonl", "long.html"}
@@ -253,7 +253,7 @@ def test_follow_says_what_is_no_recording_and_exits_2(
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 1 and said in lines[0] and str(path) in lines[0], lines
     assert "UTF-8" not in lines[0] and "char 0" not in lines[0]
-    shown = acp("show", str(path))
+    shown = invoke("show", str(path))
     assert shown.returncode == 2
     assert shown.stderr.decode().splitlines()[0] == lines[0].replace("follow", "show", 1)
 
@@ -285,7 +285,7 @@ def test_follow_refuses_a_character_device_as_show_does() -> None:
     proc = acp("follow", "/dev/null", timeout=20)
     assert proc.returncode == 2 and proc.stdout == b""
     assert proc.stderr == b"acp-proxy follow: /dev/null is a character device, not a recording\n"
-    shown = acp("show", "/dev/null").stderr
+    shown = invoke("show", "/dev/null").stderr
     assert shown == proc.stderr.replace(b"follow", b"show")
     piped = acp("follow", "-", timeout=20)  # (its stdin: /dev/null)
     assert piped.returncode == 2 and b"standard input is a character device" in piped.stderr
@@ -428,6 +428,6 @@ def test_a_copy_never_replaces_its_recording_under_another_name(tmp_path: Path) 
         ["report", str(recording), "-o", str(tmp_path / "c.html")],
         ["report", str(recording)],
     ):
-        proc = acp(*args)
+        proc = invoke(*args)
         assert proc.returncode == 2 and b"would overwrite the recording" in proc.stderr, args
     assert recording.read_bytes() == (RECORDINGS / "clean.jsonl").read_bytes()

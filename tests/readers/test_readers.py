@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env
+from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -77,7 +77,7 @@ def test_clean_recording_has_what_it_promises():
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
 def test_show_renders_every_recording(path):
     """show prints a line per stored frame, in both views, with no error."""
-    proc = acp("show", "--no-color", str(path))
+    proc = invoke("show", "--no-color", str(path))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     frames = sum(1 for r in read_records(path) if hasattr(r, "frame"))
@@ -87,10 +87,10 @@ def test_show_renders_every_recording(path):
     )
     assert out.splitlines()[0].startswith("── session started")
     assert out.splitlines()[-1].startswith("── session ended")
-    conversation = acp("show", "--conversation", "--no-color", str(path))
+    conversation = invoke("show", "--conversation", "--no-color", str(path))
     assert conversation.returncode == 0
     assert "── Turn 1" in conversation.stdout.decode()
-    document = orjson.loads(acp("show", "--conversation", "--json", str(path)).stdout)
+    document = orjson.loads(invoke("show", "--conversation", "--json", str(path)).stdout)
     (session,) = document["connections"][0]["sessions"]
     assert session["turns"]
 
@@ -103,17 +103,17 @@ def test_the_v1_recording_is_one_turn_that_the_prompt_response_ends():
     assert not any(
         m.get("params", {}).get("update", {}).get("sessionUpdate") == "state_update" for m in frames
     )
-    (turn,) = orjson.loads(acp("stats", "--format", "json", str(RECORDINGS / "v1.jsonl")).stdout)[
-        "turns"
-    ]
+    (turn,) = orjson.loads(
+        invoke("stats", "--format", "json", str(RECORDINGS / "v1.jsonl")).stdout
+    )["turns"]
     assert turn["stop_reason"] == "end_turn" and turn["duration"] > 0
-    out = acp("show", "--conversation", "--no-color", str(RECORDINGS / "v1.jsonl")).stdout
+    out = invoke("show", "--conversation", "--no-color", str(RECORDINGS / "v1.jsonl")).stdout
     assert b"ended: end_turn" in out and b"tool call_2 'Read README.md' (read): completed" in out
 
 
 def test_the_v1_timeline_says_which_tool_call_and_how_far_the_plan_is():
     """v1's tool_call and plan variants are summarised as their v2 counterparts are."""
-    out = acp("show", "--no-color", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
+    out = invoke("show", "--no-color", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
     assert "tool_call \"call_2\" 'Read README.md' pending" in out
     assert "tool_call \"call_3\" 'ls' in_progress" in out
     assert "plan 0/1 done" in out
@@ -121,12 +121,12 @@ def test_the_v1_timeline_says_which_tool_call_and_how_far_the_plan_is():
 
 def test_show_timeline_lines_say_what_happened():
     """A response names its request's method and says ok; updates are summarized; findings sit under their frame."""
-    out = acp("show", "--no-color", str(RECORDINGS / "clean.jsonl")).stdout.decode()
+    out = invoke("show", "--no-color", str(RECORDINGS / "clean.jsonl")).stdout.decode()
     assert "response #2 session/prompt ok messageId" in out
     assert "state_update idle (end_turn)" in out
     assert "tool_call_update \"call_2\" 'Read README.md' pending" in out
     bad = (
-        acp("show", "--no-color", str(RECORDINGS / "misbehaving.jsonl"))
+        invoke("show", "--no-color", str(RECORDINGS / "misbehaving.jsonl"))
         .stdout.decode()
         .splitlines()
     )
@@ -137,16 +137,16 @@ def test_show_timeline_lines_say_what_happened():
 def test_show_filters():
     """--from, --method, --session and --violations narrow the timeline."""
     path = str(RECORDINGS / "clean.jsonl")
-    agent_only = acp("show", "--no-color", "--from", "agent", path).stdout.decode()
+    agent_only = invoke("show", "--no-color", "--from", "agent", path).stdout.decode()
     assert "client → agent" not in agent_only and "agent → client" in agent_only
     prompts = (
-        acp("show", "--no-color", "--method", "session/pr*", path).stdout.decode().splitlines()
+        invoke("show", "--no-color", "--method", "session/pr*", path).stdout.decode().splitlines()
     )
     frames = [line for line in prompts if "→" in line]
     assert len(frames) == 2 and "request" in frames[0] and "response" in frames[1]
-    none = acp("show", "--no-color", "--session", "nope", path).stdout.decode()
+    none = invoke("show", "--no-color", "--session", "nope", path).stdout.decode()
     assert "→" not in none
-    violations = acp(
+    violations = invoke(
         "show", "--no-color", "--violations", str(RECORDINGS / "misbehaving.jsonl")
     ).stdout.decode()
     shown = violations.splitlines()
@@ -163,21 +163,21 @@ def test_show_filters():
     assert "notice-title-missing" in violations  # a standalone finding (notices are not stored)
     assert (
         "state_update running"
-        not in acp("show", "--no-color", "--violations", path).stdout.decode()
+        not in invoke("show", "--no-color", "--violations", path).stdout.decode()
     )
 
 
 def test_show_color_only_when_asked_or_on_a_terminal():
     """Colour codes appear with --color, never with --no-color or in a pipe by default."""
     path = str(RECORDINGS / "misbehaving.jsonl")
-    assert b"\x1b[" in acp("show", "--color", "always", path).stdout
-    assert b"\x1b[" not in acp("show", "--no-color", path).stdout
-    assert b"\x1b[" not in acp("show", path).stdout
+    assert b"\x1b[" in invoke("show", "--color", "always", path).stdout
+    assert b"\x1b[" not in invoke("show", "--no-color", path).stdout
+    assert b"\x1b[" not in invoke("show", path).stdout
 
 
 def test_show_an_unreadable_recording_is_a_clear_error(tmp_path):
     """A missing file: exit 2, one line, no traceback."""
-    proc = acp("show", str(tmp_path / "missing.jsonl"))
+    proc = invoke("show", str(tmp_path / "missing.jsonl"))
     assert proc.returncode == 2
     assert proc.stderr.decode().startswith("acp-proxy show: cannot read")
     assert b"Traceback" not in proc.stderr
@@ -297,7 +297,7 @@ def test_stats_figures_match_timings_the_test_wrote(tmp_path):
             sizes[side] += len(raw) + 1
             out.write(frame_record(seq, at(when), side, parse_frame(raw)))
         out.write(end_record(at(5), 0, "client closed stdin"))
-    figures = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)
+    figures = orjson.loads(invoke("stats", "--format", "json", str(path)).stdout)
     assert figures["frames"] == {"client": 3, "agent": 8}
     assert figures["bytes"] == sizes
     assert figures["methods"] == {
@@ -313,7 +313,7 @@ def test_stats_figures_match_timings_the_test_wrote(tmp_path):
     assert turn["first_chunk"] == pytest.approx(0.75) and turn["duration"] == pytest.approx(2.0)
     assert turn["stop_reason"] == "end_turn" and turn["seq"] == 5
     assert figures["findings"] == {"not-json": 1}
-    text = acp("stats", str(path)).stdout.decode()
+    text = invoke("stats", str(path)).stdout.decode()
     assert "initialize" in text and "0.500" in text and "not-json" in text
 
 
@@ -449,7 +449,7 @@ def test_stats_counts_v1_turns_that_end_with_the_prompt_response(tmp_path):
         out.write(start_record(T0, ["agent"], 1))
         for seq, (when, side, message) in enumerate(frames, 1):
             out.write(frame_record(seq, at(when), side, parse_frame(orjson.dumps(message))))
-    (turn,) = orjson.loads(acp("stats", "--format", "json", str(path)).stdout)["turns"]
+    (turn,) = orjson.loads(invoke("stats", "--format", "json", str(path)).stdout)["turns"]
     assert turn["first_chunk"] == pytest.approx(0.5) and turn["duration"] == pytest.approx(1.5)
     assert turn["stop_reason"] == "cancelled"
 
@@ -585,15 +585,14 @@ def test_every_reader_counts_the_same_connections_on_an_odd_file(tmp_path):
         out.write(frame_record(4, t, "agent", parse_frame(orjson.dumps(answer))))
     root = RECORDINGS
     for path, expected in [(odd, 2), *((p, 1) for p in sorted(root.glob("*.jsonl")))]:
-        stats = json.loads(subprocess.run([*PROXY, "stats", "--format", "json", str(path)],
-                                          capture_output=True, check=True).stdout)  # fmt: skip
-        conversation = json.loads(subprocess.run(
-            [*PROXY, "show", "--conversation", "--json", str(path)], capture_output=True, check=True
-        ).stdout)  # fmt: skip
+        said = [
+            invoke("stats", "--format", "json", str(path)),
+            invoke("show", "--conversation", "--json", str(path)),
+            invoke("report", str(path), "-o", str(tmp_path / "page.html")),
+        ]
+        assert [proc.returncode for proc in said] == [0] * 3, [proc.stderr for proc in said]
+        stats, conversation = json.loads(said[0].stdout), json.loads(said[1].stdout)
         page = tmp_path / "page.html"
-        subprocess.run(
-            [*PROXY, "report", str(path), "-o", str(page)], capture_output=True, check=True
-        )
         data = re.search(r'id="report-data">(.*?)</script>', page.read_text(), re.S)
         assert data is not None
         sections = json.loads(data.group(1))["sections"]
@@ -648,18 +647,18 @@ def test_no_python_on_screen(tmp_path):
     odd = _odd_recording(tmp_path / "odd.jsonl")
     for path in [*GOLDEN, odd]:
         for command in (["show"], ["show", "--conversation"], ["stats"]):
-            proc = acp(*command, str(path))
+            proc = invoke(*command, str(path))
             assert proc.returncode in (0, 1), proc.stderr
             said = proc.stdout.decode()
             assert not re.search(r"\bNone\b|plan plan:|unknown update", said), (command, said)
         page = tmp_path / f"{path.stem}.html"
-        assert acp("report", str(path), "-o", str(page)).returncode == 0
+        assert invoke("report", str(path), "-o", str(page)).returncode == 0
         assert not re.search(r"\bNone\b", page.read_text())
-    shown = acp("show", "--conversation", str(RECORDINGS / "misbehaving.jsonl")).stdout.decode()
+    shown = invoke("show", "--conversation", str(RECORDINGS / "misbehaving.jsonl")).stdout.decode()
     assert "usage: -1/200000 tokens, cost 1\n" in shown
-    tour = acp("show", "--conversation", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
+    tour = invoke("show", "--conversation", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
     assert "  mode: code\n" in tour and "  plan:\n" in tour
-    timeline = acp("show", str(odd)).stdout.decode()
+    timeline = invoke("show", str(odd)).stdout.decode()
     assert "error: busy" in timeline and "usage_update 5 tokens, cost 1" in timeline
     demo = acp("demo", "--scenario", "misbehaving", "--delay", "0", "--record",
                str(tmp_path / "demo.jsonl"))  # fmt: skip
@@ -671,11 +670,11 @@ def test_stats_over_several_recordings_says_which_each_turn_is_in():
     """Seqs and session ids repeat across files: over several recordings each turn names its
     recording (text: a column, only then; json: always)."""
     clean, cancelled = str(RECORDINGS / "clean.jsonl"), str(RECORDINGS / "cancelled.jsonl")
-    text = acp("stats", clean, cancelled).stdout.decode().splitlines()
+    text = invoke("stats", clean, cancelled).stdout.decode().splitlines()
     turns = text[text.index("prompt turns:") + 1 : text.index("findings:") - 1]
     assert turns[0].split()[-1] == "recording"
     assert [row.split()[-1] for row in turns[1:]] == [clean, cancelled]
-    alone = acp("stats", clean).stdout.decode().splitlines()
+    alone = invoke("stats", clean).stdout.decode().splitlines()
     assert alone[alone.index("prompt turns:") + 1].split()[-2:] == ["stop", "reason"]
-    document = orjson.loads(acp("stats", "--format", "json", clean, cancelled).stdout)
+    document = orjson.loads(invoke("stats", "--format", "json", clean, cancelled).stdout)
     assert [turn["recording"] for turn in document["turns"]] == [clean, cancelled]

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+from conftest import PROXY, clean_env, invoke
 from exchanges import streamed_recording
 
 from acp_proxy.core.framing import parse_frame
@@ -43,14 +43,9 @@ def frames(path: Path) -> list[tuple[str, bytes]]:
     return [(r.side, r.frame.raw) for r in read_records(path) if isinstance(r, FrameRecord)]
 
 
-def replay_agent(recording: Path, *options: str, stdin: bytes, timeout: float = 60) -> Any:
-    return subprocess.run(
-        [*PROXY, "replay", *options, str(recording)],
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        env=clean_env(),
-    )
+def replay_agent(recording: Path, *options: str, stdin: bytes) -> Any:
+    """``acp-proxy replay`` playing the agent to ``stdin``'s client lines (in-process)."""
+    return invoke("replay", *options, str(recording), input=stdin)
 
 
 def client_lines(path: Path) -> list[bytes]:
@@ -68,7 +63,7 @@ def test_the_same_client_gets_exactly_the_recorded_agent_bytes(recording, tmp_pa
     replay = [*PROXY, "replay", "--speed", "0", str(recording)]
     assert run_demo(again, echo=None, scenario="clean", agent=replay) == 0
     assert frames(again) == frames(recording)
-    validate = subprocess.run([*PROXY, "validate", str(again)], capture_output=True)
+    validate = invoke("validate", str(again))
     assert (validate.returncode, validate.stdout) == (0, b"")
 
 
@@ -172,7 +167,7 @@ def test_a_client_that_diverges_gets_an_error_and_replay_exits_1(recording):
     other = orjson.loads(lines[prompt_index])
     other["params"]["prompt"][0]["text"] = "Something else entirely."
     stdin = b"".join(raw + b"\n" for raw in [*lines[:prompt_index], orjson.dumps(other)])
-    proc = replay_agent(recording, "--speed", "0", stdin=stdin, timeout=30)
+    proc = replay_agent(recording, "--speed", "0", stdin=stdin)
     assert proc.returncode == 1
     last = orjson.loads(proc.stdout.split(b"\n")[-2])
     assert last["id"] == other["id"] and last["error"]["code"] == -32099
@@ -183,7 +178,7 @@ def test_a_client_that_diverges_gets_an_error_and_replay_exits_1(recording):
     )
     assert "replay mismatch" in proc.stderr.decode()
     # lenient matching lets the same client through
-    lenient = replay_agent(recording, "--speed", "0", "--match", "method", stdin=stdin, timeout=30)
+    lenient = replay_agent(recording, "--speed", "0", "--match", "method", stdin=stdin)
     assert b'"error"' not in lenient.stdout.split(b"\n")[-2]
 
 
@@ -285,8 +280,7 @@ def test_options_after_the_recording_are_options_and_after_dashes_the_agents(rec
     assert proc.returncode == 0, proc.stderr.decode()
     assert len(frames(new)) == len(frames(recording))
     request = client_lines(recording)[0] + b"\n"
-    fast = subprocess.run([*PROXY, "replay", str(recording), "--speed", "0"], input=request,
-                          capture_output=True, timeout=60, env=clean_env())  # fmt: skip
+    fast = invoke("replay", str(recording), "--speed", "0", input=request)
     assert fast.returncode == 1 and b"the client stopped early" in fast.stderr, fast.stderr
 
 

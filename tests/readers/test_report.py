@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import RECORDINGS, acp
+from conftest import RECORDINGS, invoke
 from test_inspect import DevTools
 
 from acp_proxy.core.framing import parse_frame
@@ -49,7 +49,7 @@ def dom(page: Path, fragment: str = "", tmp: Path | None = None) -> str:
 
 def report_of(recording: Path, tmp_path: Path, *options: str) -> Path:
     out = tmp_path / (recording.stem + ".html")
-    proc = acp("report", str(recording), "-o", str(out), *options)
+    proc = invoke("report", str(recording), "-o", str(out), *options)
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout.decode()
     return out
@@ -203,9 +203,9 @@ def test_show_prints_stored_findings_and_revalidate_recomputes(tmp_path):
         out.write(start_record(T, ["agent"], 1))
         out.write(frame_record(1, T, "agent", parse_frame(b"Loading..."), [custom]))
         out.write(end_record(T, 0, "done"))
-    shown = acp("show", "--no-color", str(path)).stdout.decode()
+    shown = invoke("show", "--no-color", str(path)).stdout.decode()
     assert "custom-rule" in shown and "not-json" not in shown
-    recomputed = acp("show", "--no-color", "--revalidate", str(path)).stdout.decode()
+    recomputed = invoke("show", "--no-color", "--revalidate", str(path)).stdout.decode()
     assert "not-json" in recomputed and "custom-rule" not in recomputed
 
 
@@ -214,15 +214,15 @@ def test_report_cli_defaults_and_errors(tmp_path):
     recording is exit 2 with one line; the recording itself is never overwritten."""
     recording = tmp_path / "clean.jsonl"
     recording.write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
-    proc = acp("report", str(recording))
+    proc = invoke("report", str(recording))
     assert proc.returncode == 0 and (tmp_path / "clean.html").exists()
     assert proc.stdout.decode().startswith(str(tmp_path / "clean.html"))
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    bad = acp("report", str(text))
+    bad = invoke("report", str(text))
     assert bad.returncode == 2 and b"not an acp-proxy transcript" in bad.stderr
     assert b"Traceback" not in bad.stderr
-    same = acp("report", str(recording), "-o", str(recording))
+    same = invoke("report", str(recording), "-o", str(recording))
     assert (
         same.returncode == 2 and recording.read_bytes() == (RECORDINGS / "clean.jsonl").read_bytes()
     )

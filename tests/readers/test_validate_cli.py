@@ -8,7 +8,7 @@ from importlib import resources
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, acp, clean_env
+from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy import __version__
 from acp_proxy.core.framing import parse_frame
@@ -50,7 +50,7 @@ def test_validate_clean_file_exits_0(tmp_path):
     """No findings: nothing printed but the summary line on stderr, exit 0."""
     path = tmp_path / "clean.jsonl"
     write_session(path, INIT)
-    proc = acp("validate", str(path))
+    proc = invoke("validate", str(path))
     summary = b"1 file: 0 errors, 0 warnings, 0 info\n"
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, b"", summary)
 
@@ -67,7 +67,7 @@ def test_validate_prints_file_seq_level_rule_message(tmp_path):
             ("client", {"jsonrpc": "2.0", "id": 5, "method": "_x"}),
         ],
     )
-    proc = acp("validate", str(path))
+    proc = invoke("validate", str(path))
     assert proc.returncode == 1
     lines = proc.stdout.decode().splitlines()
     assert (
@@ -82,7 +82,7 @@ def test_validate_json_format(tmp_path):
     """--format json prints one object per finding."""
     path = tmp_path / "bad.jsonl"
     write_session(path, [*INIT, ("agent", b"oops")])
-    proc = acp("validate", "--format", "json", str(path))
+    proc = invoke("validate", "--format", "json", str(path))
     rows = [orjson.loads(line) for line in proc.stdout.splitlines()]
     assert rows == [
         {
@@ -101,7 +101,7 @@ def test_warnings_alone_exit_0(tmp_path):
     """Only warnings: exit status 0."""
     path = tmp_path / "warn.jsonl"
     write_session(path, [*INIT, ("client", b"")])
-    proc = acp("validate", str(path))
+    proc = invoke("validate", str(path))
     assert proc.returncode == 0 and b"blank-line" in proc.stdout
 
 
@@ -112,7 +112,7 @@ def test_sessions_appended_to_one_file_are_validated_one_by_one(tmp_path):
     response = ("agent", {"jsonrpc": "2.0", "id": 9, "result": {}})
     write_session(path, [*INIT, request])
     write_session(path, [*INIT, response], mode="ab")
-    out = acp("validate", str(path)).stdout.decode().splitlines()
+    out = invoke("validate", str(path)).stdout.decode().splitlines()
     assert [line.split(" ")[4].rstrip(":") for line in out] == [
         "unanswered-request",
         "unexpected-response",
@@ -143,7 +143,7 @@ def test_stored_findings_are_ignored_but_notice_findings_are_kept(tmp_path):
             )
         )
         out.write(end_record(T, 0, "x"))
-    lines = acp("validate", str(path)).stdout.decode().splitlines()
+    lines = invoke("validate", str(path)).stdout.decode().splitlines()
     assert lines == [f"{path}:4: seq 3: error notice-title-missing: notice with title null"]
 
 
@@ -153,7 +153,7 @@ def test_truncated_last_line_is_reported_not_fatal(tmp_path):
     write_session(path, [*INIT, ("agent", b"junk")], end=False)
     with open(path, "ab") as out:
         out.write(b'{"kind":"frame","seq":4,"t":"')
-    proc = acp("validate", str(path))
+    proc = invoke("validate", str(path))
     assert proc.returncode == 1
     said = proc.stdout.decode()
     assert "not-json" in said and "unreadable-record: line 5" in said
@@ -168,7 +168,7 @@ def test_unreadable_files_exit_2(tmp_path):
         (tmp_path, "Is a directory"),
         (not_transcript, "is not an acp-proxy transcript"),
     ):
-        proc = acp("validate", str(path))
+        proc = invoke("validate", str(path))
         assert proc.returncode == 2
         assert message in proc.stderr.decode()
         assert b"Traceback" not in proc.stderr
@@ -201,10 +201,10 @@ def test_validate_streams_in_constant_memory(tmp_path):
 def test_rules_lists_the_catalog_and_the_readme_points_to_it():
     """`acp-proxy rules` prints every rule, as text, a markdown table and JSON; the README
     points to it (the catalog has one home: the code)."""
-    proc = acp("rules")
+    proc = invoke("rules")
     schemas, *lines = proc.stdout.decode().splitlines()
     assert [line.split()[0] for line in lines] == [rule.id for rule in CATALOG]
-    markdown = acp("rules", "--format", "markdown").stdout.decode().splitlines()
+    markdown = invoke("rules", "--format", "markdown").stdout.decode().splitlines()
     assert markdown[0] == schemas and markdown[1] == ""
     assert markdown[2] == "| rule | level | versions | spec | description |"
     assert [row.split("|")[1].strip().strip("`") for row in markdown[4:]] == [
@@ -215,7 +215,7 @@ def test_rules_lists_the_catalog_and_the_readme_points_to_it():
     assert "### `acp-proxy rules [--format text|json|markdown]`" in readme
     example = readme.split("$ acp-proxy rules | head -3\n", 1)[1].split("```", 1)[0]
     assert example.splitlines() == [schemas, *lines[:2]]  # the README shows what it prints
-    rows = [orjson.loads(line) for line in acp("rules", "--format", "json").stdout.splitlines()]
+    rows = [orjson.loads(line) for line in invoke("rules", "--format", "json").stdout.splitlines()]
     assert {row["rule"] for row in rows} == {rule.id for rule in CATALOG}
 
 
@@ -267,7 +267,7 @@ def test_live_findings_land_on_the_right_frame_and_in_the_log(tmp_path):
     standalone = [r for r in records if r["kind"] == "violation"]
     assert {r["rule"] for r in standalone} >= {"notice-title-missing", "notice-severity-unknown"}
     # the same findings, recomputed offline
-    proc = acp("validate", str(record))
+    proc = invoke("validate", str(record))
     assert proc.returncode == 1
     assert "prompt-result-message-id" in proc.stdout.decode()
 
@@ -416,13 +416,13 @@ def test_validate_each_unknown_kind_is_a_warning_its_broken_twin_an_error(tmp_pa
     unknown, broken = tmp_path / "unknown.jsonl", tmp_path / "broken.jsonl"
     write_session(unknown, [*INIT_V1, *unknown_frames])
     write_session(broken, [*INIT_V1, *broken_frames])
-    proc = acp("validate", "--format", "json", str(unknown))
+    proc = invoke("validate", "--format", "json", str(unknown))
     assert proc.returncode == 0, proc.stdout
     (row,) = [orjson.loads(line) for line in proc.stdout.splitlines()]
     assert row["level"] == "warning" and row["line"] == 5 + len(unknown_frames), row
     assert f"is not in ACP v1 schema {schema_sources().tag(1)} (the unstable" in row["message"]
-    assert acp("validate", "--strict", str(unknown)).returncode == 1
-    proc = acp("validate", "--format", "json", str(broken))
+    assert invoke("validate", "--strict", str(unknown)).returncode == 1
+    proc = invoke("validate", "--format", "json", str(broken))
     assert proc.returncode == 1, proc.stdout
     errors = [r for r in map(orjson.loads, proc.stdout.splitlines()) if r["level"] == "error"]
     assert [r["line"] for r in errors] == [5 + len(broken_frames)], errors
@@ -437,22 +437,22 @@ def test_validate_unknown_is_a_warning_strict_makes_it_fail(tmp_path):
     suggestions = {"sessionUpdate": "prompt_suggestions", "suggestions": ["Go on"]}
     write_session(unknown, [*INIT_V1, update_v1(suggestions)])
     write_session(broken, [*INIT_V1, update_v1({"suggestions": ["Go on"]})])
-    proc = acp("validate", str(unknown))
+    proc = invoke("validate", str(unknown))
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.decode() == (
         f"{unknown}:6: seq 5: warning not-in-schema: session/update params.update.sessionUpdate: "
         f'"prompt_suggestions" is not in ACP v1 schema {tag} (the unstable schema does not '
         "define it either; a newer schema may) (SessionUpdate)\n"
     )
-    assert acp("validate", "--strict", str(unknown)).returncode == 1
-    found = acp("validate", "--format", "json", str(broken))
+    assert invoke("validate", "--strict", str(unknown)).returncode == 1
+    found = invoke("validate", "--format", "json", str(broken))
     assert found.returncode == 1
     (row,) = [orjson.loads(line) for line in found.stdout.splitlines()]
     assert (row["line"], row["seq"], row["rule"], row["level"]) == (6, 5, "schema", "error")
     # --strict fails on a warning only: a clean file stays 0
     clean = tmp_path / "clean.jsonl"
     write_session(clean, INIT_V1)
-    assert acp("validate", "--strict", str(clean)).returncode == 0
+    assert invoke("validate", "--strict", str(clean)).returncode == 0
 
 
 def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
@@ -464,13 +464,13 @@ def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
     rows = [line.split("|") for line in sources if line.startswith("| `acp-v")]
     tags = {row[1].strip().strip("`"): row[3].strip() for row in rows}
     assert len(tags) == 4
-    version = acp("--version").stdout.decode()
+    version = invoke("--version").stdout.decode()
     assert version.startswith(f"acp-proxy, version {__version__}\n")
     for file, tag in tags.items():
         kind = "unstable " if "unstable" in file else "schema "
         assert f"{kind}{tag}" in version, (file, version)
     assert "@agentclientprotocol/sdk " in version
-    (schemas, *_) = acp("rules").stdout.decode().splitlines()
+    (schemas, *_) = invoke("rules").stdout.decode().splitlines()
     assert schemas == f"Schemas: {version.splitlines()[1].removeprefix('checks against ')}."
     recorded = tmp_path / "r.jsonl"
     proc = subprocess.run(
@@ -485,7 +485,7 @@ def test_version_and_rules_name_the_schemas_and_recordings_keep_them(tmp_path):
     assert start["schemas"]["v2-unstable"] == tags["acp-v2-schema.unstable.json"]
     # the report page says them, from the start record
     page = tmp_path / "r.html"
-    assert acp("report", str(recorded), "-o", str(page)).returncode == 0
+    assert invoke("report", str(recorded), "-o", str(page)).returncode == 0
     shown = ", ".join(f"{k} {v}" for k, v in start["schemas"].items())
     assert f'"schemas":"{shown}"' in page.read_text()
 
@@ -499,14 +499,14 @@ def test_a_recording_checked_against_other_schemas_says_so(tmp_path):
     start["schemas"] = {**shipped, "v1": "1.28.0"}
     older = tmp_path / "older.jsonl"
     older.write_bytes(orjson.dumps(start) + b"\n" + b"".join(lines[1:]))
-    proc = acp("validate", str(older))
+    proc = invoke("validate", str(older))
     assert proc.returncode == 0
     said = [line for line in proc.stderr.decode().splitlines() if "recorded against" in line]
     assert said == [
         f"acp-proxy validate: {older}:1: recorded against schema v1 1.28.0; checked against "
         f"v1 {shipped['v1']} (the stored findings may differ)"
     ]
-    today = acp("validate", str(RECORDINGS / "clean.jsonl"))
+    today = invoke("validate", str(RECORDINGS / "clean.jsonl"))
     assert b"recorded against" not in today.stderr
 
 
@@ -516,5 +516,5 @@ def test_shipped_recordings_keep_their_exit_status_strict_or_not():
     for path in sorted(RECORDINGS.glob("*.jsonl")):
         expected = 1 if path.name == "misbehaving.jsonl" else 0
         for strict in ((), ("--strict",)):
-            proc = acp("validate", *strict, str(path))
+            proc = invoke("validate", *strict, str(path))
             assert proc.returncode == expected, (path.name, strict, proc.stdout[:500])

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
+from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import WireModel
@@ -88,9 +88,7 @@ def test_redact_removes_secrets_and_keeps_the_rest_byte_for_byte(tmp_path):
     original = transcript.read_bytes()
     assert all(secret in original for secret in SECRETS)
     out = tmp_path / "shared.jsonl"
-    proc = subprocess.run(
-        [*PROXY, "redact", str(transcript), "-o", str(out)], capture_output=True, env=clean_env()
-    )
+    proc = invoke("redact", str(transcript), "-o", str(out))
     assert proc.returncode == 0 and str(out).encode() in proc.stdout
     copy = out.read_bytes()
     assert not any(secret in copy for secret in SECRETS)
@@ -116,10 +114,7 @@ def test_redact_removes_secrets_and_keeps_the_rest_byte_for_byte(tmp_path):
     ]
     env_value = session_new["msg"]["params"]["mcpServers"][0]["env"][0]["value"]
     assert env_value.startswith("[redacted:") and env_value.endswith("]")
-    validate = [
-        subprocess.run([*PROXY, "validate", str(p)], capture_output=True).stdout.split(b": ", 1)[-1]
-        for p in (transcript, out)
-    ]
+    validate = [invoke("validate", str(p)).stdout.split(b": ", 1)[-1] for p in (transcript, out)]
     assert validate[0].count(b"\n") == validate[1].count(b"\n")
 
 
@@ -128,7 +123,7 @@ def test_redact_contents_also_hides_prompts_and_file_contents(tmp_path):
     size and a tag."""
     transcript, _, _ = record(tmp_path)
     out = tmp_path / "shared.jsonl"
-    subprocess.run([*PROXY, "redact", "--contents", str(transcript), "-o", str(out)], check=True)
+    assert invoke("redact", "--contents", str(transcript), "-o", str(out)).returncode == 0
     copy = out.read_bytes()
     assert b"my prompt" not in copy and b"[redacted:9 bytes:" in copy
 
@@ -211,8 +206,7 @@ def test_redaction_reaches_every_place_a_secret_hides_and_a_second_pass_changes_
     assert b"key-in-binary" not in original  # stored as base64: a plain search misses it
     once, twice = tmp_path / "once.jsonl", tmp_path / "twice.jsonl"
     for source, target in ((path, once), (once, twice)):
-        subprocess.run([*PROXY, "redact", str(source), "-o", str(target)], check=True,
-                       capture_output=True, env=clean_env())  # fmt: skip
+        assert invoke("redact", str(source), "-o", str(target)).returncode == 0
     copy = once.read_bytes()
     decoded = copy + b"".join(r.frame.raw for r in read_records(once) if isinstance(r, FrameRecord))
     for secret in PLANTED:
@@ -244,8 +238,7 @@ def redacted(path: Path, *options: str) -> bytes:
     """`acp-proxy redact` of ``path``: the copy, with its frames' own bytes (base64 and text
     frames decoded) added, so a search finds what they hold."""
     out = path.with_name(path.stem + "-shared.jsonl")
-    subprocess.run([*PROXY, "redact", *options, str(path), "-o", str(out)], check=True,
-                   capture_output=True, env=clean_env())  # fmt: skip
+    assert invoke("redact", *options, str(path), "-o", str(out)).returncode == 0
     copy = out.read_bytes()
     return copy + b"".join(r.frame.raw for r in read_records(out) if isinstance(r, FrameRecord))
 
@@ -375,8 +368,7 @@ def test_a_second_pass_leaves_every_tag_alone(tmp_path: Path):
         once = tmp_path / "once.jsonl"
         again = tmp_path / "again.jsonl"
         for source, target in ((path, once), (once, again)):
-            subprocess.run([*PROXY, "redact", *options, str(source), "-o", str(target)],
-                           check=True, capture_output=True, env=clean_env())  # fmt: skip
+            assert invoke("redact", *options, str(source), "-o", str(target)).returncode == 0
         assert again.read_bytes() == once.read_bytes(), options
         assert b"sk-ant-xyz" not in once.read_bytes() and b"dXNlcjpwdw" not in once.read_bytes()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import acp
+from conftest import invoke
 
 from acp_proxy.core.framing import oversized_frame, parse_frame
 from acp_proxy.core.wire import WireModel
@@ -183,7 +183,7 @@ def test_redact_twice_through_the_cli_changes_nothing_and_leaks_nothing(tmp_path
             out.write(frame_record(seq, T, "agent", item, []))
         out.write(b'{"kind":"frame","seq":9,"t":"x","msg":{"apiKey":"SECRET_TRUNCATED_LINE_1"')
     for source, target in ((path, once), (once, again)):
-        result = acp("redact", str(source), "-o", str(target))
+        result = invoke("redact", str(source), "-o", str(target))
         assert result.returncode == 0, result.stderr
     copy = once.read_bytes() + b"".join(
         r.frame.raw for r in read_records(once) if hasattr(r, "frame")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import SCRIPTED_AGENT, acp
+from conftest import SCRIPTED_AGENT, invoke
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer, parse_frame
@@ -63,7 +63,7 @@ def offline(tmp_path: Path, frames: Frames, *options: str) -> bytes:
             out.write(frame_record(seq, T, side, parse_frame(orjson.dumps(value))))
         out.write(end_record(T, 0, "client closed stdin"))
     copy = tmp_path / "shared.jsonl"
-    done = acp("redact", *options, str(source), "-o", str(copy))
+    done = invoke("redact", *options, str(source), "-o", str(copy))
     assert done.returncode == 0, done.stderr
     assert_second_pass_changes_nothing(copy.read_bytes(), "--contents" in options)
     return copy.read_bytes()
@@ -248,7 +248,7 @@ def test_run_redact_and_show_conversation_of_the_copy_never_print_a_streamed_key
     assert result.stdout == source.read_bytes()  # the wire untouched
     data = result.transcript.read_bytes()
     assert b"Zq7xK2mP9vL4" not in data and b"tR8wQ1nB6dF" not in data
-    shown = acp("show", "--conversation", "--color", "never", str(result.transcript))
+    shown = invoke("show", "--conversation", "--color", "never", str(result.transcript))
     assert shown.returncode == 0, shown.stderr
     assert b"your key is [redacted:" in shown.stdout and b"Zq7x" not in shown.stdout
     frames = [r for r in read_records(result.transcript) if isinstance(r, FrameRecord)]

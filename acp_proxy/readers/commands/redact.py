@@ -61,6 +61,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
     first = next(lines)  # says clearly if it is no transcript, before anything is written
     try:
         with contextlib.ExitStack() as stack:
+            stack.callback(lines.close)  # (the recording closed on a failed write too)
             # the copy whole or not at all (files.whole): Ctrl-C leaves no half of it that
             # reads as a shorter recording; closed (flushed) before it is renamed into place
             target = output if to_stdout else stack.enter_context(whole(output))
