@@ -19,6 +19,7 @@ nothing leaks: through real processes, as a user meets them.
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import pty
 import re
@@ -27,6 +28,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -742,9 +744,26 @@ def test_readers_do_not_wait_on_a_named_pipe_planted_as_a_recording(tmp_path: Pa
         assert (proc.returncode, proc.stderr.decode()) == (
             2, f"acp-proxy {lister[0]}: {planted}: not a regular file\n"
         ), lister  # fmt: skip
-    with subprocess.Popen(["sh", "-c", f"cat {RECORDINGS / 'misbehaving.jsonl'} > {planted}"]):
-        time.sleep(0.5)  # (the writer is there first, as in `producer > fifo & acp-proxy ...`)
-        proc = invoke("validate", str(planted))
+    # A writer there first, as in `producer > fifo & acp-proxy ...`: held open before the
+    # reader comes, with a pipe smaller than what it writes, so it cannot be done (and gone,
+    # and its bytes with it) before the reader has read them (no sleep, no race).
+    content = (RECORDINGS / "misbehaving.jsonl").read_bytes()
+    writer = os.open(planted, os.O_RDWR)
+    fcntl.fcntl(writer, 1031, 4096)  # F_SETPIPE_SZ: one page
+    assert len(content) > 4096
+
+    def produce() -> None:
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(writer, view) :]
+        finally:
+            os.close(writer)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    proc = invoke("validate", str(planted))
+    producer.join(30)
     assert proc.returncode == 1 and b"idle-without-running" in proc.stdout
 
 
