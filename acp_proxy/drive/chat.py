@@ -62,6 +62,7 @@ from acp_proxy.live.client import (
     Client,
     Event,
     Pending,
+    RunEvent,
     Services,
     TimedOut,
     config_option_params,
@@ -70,6 +71,7 @@ from acp_proxy.live.client import (
 from acp_proxy.live.spawn import Early
 from acp_proxy.log import Logger
 from acp_proxy.readers.text import LiveConversation
+from acp_proxy.transcript.records import FrameRecord
 
 __all__ = ["HELP", "Options", "chat", "json_events"]
 
@@ -378,6 +380,9 @@ class _Chat:
         message = event.message
         if message is None:  # (the wire model failed, said in the log: nothing to draw)
             return
+        if type(event) is RunEvent:
+            self._take_run(event)
+            return
         if message.closed is not None:  # (taken: what the agent sent before it is drawn)
             self._closed.add(id(message.closed))
         if event.side is Side.CLIENT:
@@ -405,6 +410,26 @@ class _Chat:
             request_id = event.value.get("id")
             if type(request_id) is int:
                 self._replies[request_id] = event
+
+    def _take_run(self, event: RunEvent) -> None:
+        """Message chunks the client core took by their bytes, each the chunk before it
+        around another text: drawn as one (their texts appended to the message), unless the
+        json output, a late text or another session's asks for each, whole."""
+        run = event.run
+        assert run is not None
+        if self.notes or self.records:
+            self._notes()
+        session = event.session
+        if session is not None and self.listening is not None and session != self.listening:
+            return
+        late = self.turned and not self.in_turn
+        if self.json or late:
+            for item in run.items():
+                record = item.record
+                assert isinstance(record, FrameRecord)
+                self.take(Event(record.frame, record.seq, item.message, Side.AGENT))
+            return
+        self.stream.show_run(run)
 
     def _json(self, message: Message, late: bool = False) -> None:
         """``--format json``: what ``message`` says, as :func:`json_events`' objects."""
@@ -1145,6 +1170,7 @@ def chat(
     client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
         grace=options.grace, on_finding=session.found, both_sides=True, early=early,
+        runs=True,
     )  # fmt: skip
 
     def interrupted(signum: int, frame: Any) -> None:

@@ -69,7 +69,8 @@ from acp_proxy.live.relay import RelayResult, relay
 from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
 from acp_proxy.live.spawn import Agent, Early, take_agent
 from acp_proxy.log import Logger
-from acp_proxy.transcript.items import Addon, Seen
+from acp_proxy.transcript.items import Addon, Repeated, Seen
+from acp_proxy.transcript.records import FrameRecord
 
 __all__ = [
     "AgentGone",
@@ -77,6 +78,7 @@ __all__ = [
     "Event",
     "Pending",
     "Reply",
+    "RunEvent",
     "ServiceError",
     "Services",
     "TimedOut",
@@ -167,6 +169,11 @@ class Event:
         return self.frame.raw
 
     @property
+    def held(self) -> int:
+        """The bytes it stands for, as the queue counts them (back-pressure)."""
+        return len(self.frame.raw)
+
+    @property
     def is_json(self) -> bool:
         return self.frame.error is None
 
@@ -221,6 +228,22 @@ class Event:
         update = params.get("update") if isinstance(params, dict) else None
         variant = update.get("sessionUpdate") if isinstance(update, dict) else None
         return variant if isinstance(variant, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent(Event):
+    """Message chunks the agent streamed, each the one before it around another text, known
+    by their bytes and not parsed (a front-end that asked for runs: ``runs=True``). As an
+    :class:`Event` it is the chunk they repeat (its frame and message); :attr:`run` has each
+    one's seq and text (``run.seqs``, ``run.texts``), and ``run.items()`` makes each what
+    reading its record gives, for a front-end that needs every frame whole."""
+
+    run: Repeated | None = None
+
+    @property
+    def held(self) -> int:
+        """Every chunk's bytes (``run.sizes``), as the queue counts them."""
+        return sum(self.run.sizes) if self.run is not None else len(self.frame.raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,7 +365,7 @@ class _Events:
             size = 0
             while items and len(taken) < limit and items[0] is not _GONE:
                 event = items.popleft()
-                size += len(event.frame.raw)
+                size += event.held
                 taken.append(event)
             self.size -= size
             return taken or [_GONE]
@@ -356,7 +379,7 @@ class _Events:
             if item is not _GONE:  # (the end stays: every later wait finds it)
                 self._items.popleft()
                 if isinstance(item, Event):
-                    self.size -= len(item.frame.raw)
+                    self.size -= item.held
             return item
 
 
@@ -498,6 +521,16 @@ class _ToFrontEnd(Addon):
         self._client._found(findings)
 
 
+class _RunsToFrontEnd(_ToFrontEnd):
+    """The same, for a front-end that takes runs (``runs=True``: chat): the streamed chunks
+    known by their bytes are not parsed, and come as one :class:`RunEvent` per read."""
+
+    parses = False
+
+    def add_run(self, run: Repeated) -> None:
+        self._client._took_run(run)
+
+
 @dataclass
 class _Loop:
     """What the loop thread owns."""
@@ -552,6 +585,7 @@ class Client:
         on_finding: Callable[[Violation], None] | None = None,
         both_sides: bool = False,
         addons: Iterable[Addon] = (),
+        runs: bool = False,
     ) -> None:
         self.agent = agent
         self._services = services
@@ -572,7 +606,7 @@ class Client:
             log,
             self.validator,
             log_findings=False,
-            then=[*addons, _ToFrontEnd(self)],
+            then=[*addons, _RunsToFrontEnd(self) if runs else _ToFrontEnd(self)],
         )
         self.observer = Observer(self.recorder, log, self.validator, addons=chain)
         self._recorded = self.recorder.active
@@ -926,6 +960,17 @@ class Client:
             with self._served:
                 self._serving += 1
             self._asked.append(value)
+
+    def _took_run(self, run: Repeated) -> None:
+        """(The loop) chunks known by their bytes, after the frame seen last: one event."""
+        if self._closing:
+            return
+        template = run.template
+        record = template.record
+        assert isinstance(record, FrameRecord)
+        event = RunEvent(record.frame, run.frames[-1][0], template.message, Side.AGENT, run)
+        self._read.append(event)
+        self._read_size += event.held
 
     def _read_done(self) -> None:
         """(The loop) the events of one read, to the front-end together (one lock, one

@@ -464,6 +464,17 @@ class LiveConversation:
             if element.closed is not None:
                 self._ended(view, element.closed)
 
+    def show_run(self, run: Repeated) -> None:
+        """Chunks that each repeat the message chunk shown last but for its text (a run the
+        client core did not parse): applied to the model as a recording's are
+        (:meth:`Conversation.again`), and drawn as showing each would draw it."""
+        template = run.template.message
+        session = template.session if template is not None else None
+        view = self.model.sessions.get(session) if session is not None else None
+        self.model.again(run)
+        if view is not None and run.frames:
+            self._changed(view, run.frames[-1][0])
+
     def _changed(self, view: SessionView, seq: int) -> None:
         keys = [view.last_key] if view.last_key is not None else []
         if not keys or view.entities[keys[0]].seqs[-1:] != [seq]:

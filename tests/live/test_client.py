@@ -307,3 +307,43 @@ def test_a_flood_nobody_reads_is_held_back_in_the_agents_pipe_and_nothing_is_los
         assert MAX_EVENTS <= len(client._events) <= MAX_EVENTS + (1 << 16) // 200
         seqs = [client.next_event(5).seq or 0 for _ in range(3 * MAX_EVENTS)]
     assert seqs == list(range(seqs[0], seqs[0] + 3 * MAX_EVENTS))
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_a_front_end_that_takes_runs_gets_the_known_chunks_unparsed_and_all_of_them(tmp_path, runs):
+    """``runs=True`` (chat): the chunks the shortcut knows by their bytes come as RunEvents
+    (not parsed), every text and seq there, in order; without it, an event per frame."""
+    from acp_proxy.live.client import RunEvent
+
+    hostile = [sys.executable, str(HERE / "hostile_agent.py"), "chunks", "2000"]
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    with Client.start(
+        hostile, Services(sandbox), get_logger(), record=str(tmp_path / "rec.jsonl"), runs=runs
+    ) as client:
+        assert client.call("initialize", initialize_params(1, client.services), 10).ok
+        session_id = client.call("session/new", {"cwd": str(sandbox), "mcpServers": []}, 10)
+        prompt = client.request(
+            "session/prompt",
+            {
+                "sessionId": session_id.result["sessionId"],
+                "prompt": [{"type": "text", "text": "go"}],
+            },
+        )
+        texts: list[str] = []
+        seqs: list[int] = []
+        kinds: set[type] = set()
+        while not prompt.done():
+            for event in client.next_events(10):
+                kinds.add(type(event))
+                if type(event) is RunEvent:
+                    assert event.run is not None
+                    texts += event.run.texts
+                    seqs += event.run.seqs
+                elif event.update == "agent_message_chunk":
+                    texts.append(event.value["params"]["update"]["content"]["text"])
+                    seqs.append(event.seq or 0)
+    assert texts == [f"w{i} " for i in range(2000)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 2000
+    assert (RunEvent in kinds) is runs
+    assert client.findings == []
