@@ -891,13 +891,7 @@ class _Probe:
         self.client.notify("session/cancel", {"sessionId": session})
         self.idle_cancelled = session
         answers = []
-        settle = time.monotonic() + min(SETTLE, self.timeout)
-        while (left := settle - time.monotonic()) > 0:
-            try:
-                event = self.client.next_event(left)
-            except TimedOut:
-                break
-            self.note(event)
+        for event in self.settling():
             if event.kind is Kind.RESPONSE:
                 answers.append(event)
         if answers:
@@ -1079,17 +1073,22 @@ class _Probe:
                         f"{errors[0].seq}: {visible(errors[0].message)}")  # fmt: skip
         return replayed, reply
 
-    def listen(self, session: str) -> list[Event]:
-        """:data:`SETTLE` seconds of what comes after a response: the conversation's
-        updates of ``session`` among it (a replay late)."""
-        late = []
+    def settling(self) -> Iterator[Event]:
+        """What comes within :data:`SETTLE` seconds (the timeout, if shorter), each noted."""
         settle = time.monotonic() + min(SETTLE, self.timeout)
         while (left := settle - time.monotonic()) > 0:
             try:
                 event = self.client.next_event(left)
             except TimedOut:
-                break
+                return
             self.note(event)
+            yield event
+
+    def listen(self, session: str) -> list[Event]:
+        """:data:`SETTLE` seconds of what comes after a response: the conversation's
+        updates of ``session`` among it (a replay late)."""
+        late = []
+        for event in self.settling():
             if event.session == session and event.update in _HISTORY:
                 late.append(event)
         return late
@@ -1236,13 +1235,7 @@ class _Probe:
                 turn.cancelled_at = self.client.seq  # what the agent wrote before it
                 turn.cancelled_time = time.monotonic()
                 self.client.notify("session/cancel", {"sessionId": session})
-        settle = time.monotonic() + min(SETTLE, self.timeout)
-        while (left := settle - time.monotonic()) > 0:
-            try:
-                event = self.client.next_event(left)
-            except TimedOut:
-                break
-            self.note(event)
+        for event in self.settling():
             if event.session == session and event.method == "session/update":  # noqa: SIM102
                 if event.update not in SESSION_UPDATES:
                     turn.after.append(event)
