@@ -276,6 +276,23 @@ def test_ctrl_c_stops_follow_and_inspect_quietly():
 # --- colour ----------------------------------------------------------------------------------
 
 
+def drained(master: int, timeout: float) -> bytes:
+    """What a pseudo-terminal's other side writes, until every writer is gone (EIO) or
+    nothing comes for ``timeout`` seconds."""
+    out = b""
+    while True:
+        readable, _, _ = select.select([master], [], [], timeout)
+        if not readable:
+            return out
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # EIO: the other end closed
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
 def on_a_terminal(command: list[str], **env: str) -> str:
     """All ``command`` writes to a terminal (a pty for stdout and stderr), to its end."""
     master, slave = pty.openpty()
@@ -287,18 +304,7 @@ def on_a_terminal(command: list[str], **env: str) -> str:
         env=clean_env(**{"PAGER": "cat", **env}),  # (colour, not the pager: tested below)
     ) as proc:
         os.close(slave)
-        out = b""
-        while True:
-            readable, _, _ = select.select([master], [], [], 30)
-            if not readable:
-                break
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:  # EIO: the other end closed
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = drained(master, 30)
         proc.wait(30)
     os.close(master)
     return out.decode("utf-8", "replace")
@@ -639,18 +645,7 @@ def paged_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tupl
         [*PROXY, *args], stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd
     )
     os.close(follower)
-    shown = b""
-    while True:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(leader, 1 << 16)
-        except OSError:  # EIO: every writer is gone
-            break
-        if not chunk:
-            break
-        shown += chunk
+    shown = drained(leader, 60)
     os.close(leader)
     return proc.wait(60), shown
 
