@@ -56,6 +56,7 @@ __all__ = [
     "Save",
     "describe",
     "run_addons",
+    "stderr_pieces",
     "violation_notice",
 ]
 
@@ -124,6 +125,12 @@ class StderrLines:
             out.append(bytes(pending))
             pending.clear()
         return out
+
+
+def stderr_pieces(line: bytes) -> list[bytes]:
+    """A stderr line as it is recorded: in records of at most :data:`STDERR_PIECE` bytes
+    (an empty line is one record)."""
+    return [line[start : start + STDERR_PIECE] for start in range(0, len(line) or 1, STDERR_PIECE)]
 
 
 def _piece_end(pending: bytearray) -> int:
@@ -330,8 +337,8 @@ class Save(Addon):
     def _stderr_line(self, t: str, line: bytes) -> None:
         if self.redactor is not None:  # API-key shaped strings, secret-named fields
             line = self.redactor.text(line)
-        for start in range(0, len(line) or 1, STDERR_PIECE):
-            self._put(stderr_record(t, line[start : start + STDERR_PIECE]))
+        for piece in stderr_pieces(line):
+            self._put(stderr_record(t, piece))
 
     def end(self, findings: list[Violation], t: str) -> None:
         self._flush_held()

@@ -39,6 +39,7 @@ from acp_proxy.live.addons import (
     StderrLines,
     describe,
     run_addons,
+    stderr_pieces,
 )
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import Logger
@@ -539,9 +540,8 @@ class _Items:
             return self._stderr_made
         made = self._start()
         for line in self._stderr.feed(data):  # as the recorder records them
-            for start in range(0, len(line) or 1, STDERR_PIECE):
-                record = StderrRecord(self.line + 1, t, line[start : start + STDERR_PIECE])
-                made.append(self._item(record, [], None))
+            for piece in stderr_pieces(line):
+                made.append(self._item(StderrRecord(self.line + 1, t, piece), [], None))
         self._stderr_made = made
         return made
 
