@@ -74,6 +74,8 @@ def _as_addons(given: Any, where: str) -> list[Addon]:
         one = _made(value, where) if isinstance(value, type) else value
         if not isinstance(one, Addon):
             raise AddonFileError(f"{where}: {visible(repr(one)[:80])} is not an acp_proxy.Addon")
+        if one.name == Addon.name:  # what the log calls it, if it fails: the user's own
+            one.name = f"the addon {visible(type(one).__name__)} ({where})"
         addons.append(one)
     return addons
 

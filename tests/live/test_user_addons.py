@@ -38,6 +38,7 @@ def test_the_addons_list_or_the_named_thing_is_loaded(tmp_path):
     path = write(tmp_path, VIEW)
     (default,) = load_addons(str(path))
     assert isinstance(default, Addon) and type(default).__name__ == "Count"
+    assert default.name == f"the addon Count ({path}:addons)"  # (what the log says of it)
     (made,) = load_addons(f"{path}:other")  # a class: made with no arguments
     assert isinstance(made, Addon) and made is not default
     assert [type(a).__name__ for a in load_addons(f"{path}:both")] == ["Count", "Count"]
