@@ -13,13 +13,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import clean_env, invoke
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer, LineEnd, LinePiece
 from acp_proxy.live.spool import PREVIEW, SpooledFrame, Spooler
 from acp_proxy.log import get_logger
 from acp_proxy.transcript.records import FrameRecord, base64_record_ends, parse_record
+from tests.conftest import clean_env, invoke
 
 #: A 1 MiB block of every byte but ``\n`` (not UTF-8, not JSON): what the agent repeats.
 _BLOCK = bytes(b for b in range(256) if b != 0x0A) * 4200
