@@ -67,6 +67,7 @@ what it is for and what it promises.
     core/unstable.py         surface_for: what only the unstable schemas define
     core/validator.py        Validator, Violation: what the package imports (the three below)
     core/validator_base.py   ValidatorBase: what every version shares, and its rules
+    core/validator_schema.py  SchemaRules: the official schemas' rules, a base of ValidatorBase
     core/validator_v2.py     Validator: the prompt lifecycle's rules (v2), CATALOG
     core/validator_v1.py     V1Rules: the v1 pages' rules, composed in
     core/chunks.py           Shortcut: the streamed-chunk shortcut, whole

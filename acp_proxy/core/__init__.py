@@ -23,6 +23,7 @@ Modules::
     unstable.py        surface_for: what only the unstable schemas define
     validator.py       Validator, Violation: what the package imports (the three below)
     validator_base.py  ValidatorBase: what every version shares, and its rules
+    validator_schema.py SchemaRules: the official schemas' rules, a base of ValidatorBase
     validator_v1.py    V1Rules: the v1 pages' rules, composed in
     validator_v2.py    Validator: the prompt lifecycle's rules (v2), CATALOG
     version.py         VERSION

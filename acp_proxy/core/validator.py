@@ -17,12 +17,14 @@ state on top of that, and only as long as a rule needs it:
 - each pending request that a rule follows (prompts, permission requests,
   resumes, loads): what its response will be checked against.
 
-It is three modules, each holding its rules' catalog entries and examples beside the code
+It is four modules, each holding its rules' catalog entries and examples beside the code
 that flags them (:mod:`acp_proxy.core.rules` gathers the catalog):
 
 - :mod:`~acp_proxy.core.validator_base`: what every version shares: the entry points,
   the rule state, the gate by version, and the rules of the transport, JSON-RPC, the
   schemas, initialization and sessions;
+- :mod:`~acp_proxy.core.validator_schema`: the official schemas of the negotiated version
+  (:class:`~acp_proxy.core.validator_schema.SchemaRules`, a base of the base);
 - :mod:`~acp_proxy.core.validator_v2`: the prompt lifecycle (the v2 page), and the
   :class:`Validator` that completes the base with it;
 - :mod:`~acp_proxy.core.validator_v1`: the v1 pages' rules, composed in

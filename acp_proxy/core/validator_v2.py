@@ -36,8 +36,9 @@ from acp_proxy.core.validator_base import (
     Pending,
     SessionState,
     ValidatorBase,
-    known_to_either,
 )
+from acp_proxy.core.validator_schema import RULES as SCHEMA_RULES
+from acp_proxy.core.validator_schema import known_to_either
 from acp_proxy.core.validator_v1 import RULES as V1_RULES
 from acp_proxy.core.validator_v1 import system_prompt_problems
 from acp_proxy.core.wire import Kind, Message, Request, ResponseMessage, Side, State
@@ -616,7 +617,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 #: Every rule, in the order of the catalog (``acp-proxy rules``).
-CATALOG: tuple[Rule, ...] = (*BASE_RULES, *RULES, *V1_RULES, *SELF_RULES)
+CATALOG: tuple[Rule, ...] = (*BASE_RULES, *SCHEMA_RULES, *RULES, *V1_RULES, *SELF_RULES)
 
 
 def _lacks(holder: dict[str, Any], name: str) -> str:
