@@ -120,6 +120,7 @@ RULE_HOMES = [
     "acp_proxy.core.validator_base",
     "acp_proxy.core.validator_schema",
     "acp_proxy.core.validator_v1",
+    "acp_proxy.core.validator_v1_agent",
     "acp_proxy.core.validator_v2",
 ]
 

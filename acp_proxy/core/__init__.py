@@ -25,6 +25,7 @@ Modules::
     validator_base.py  ValidatorBase: what every version shares, and its rules
     validator_schema.py SchemaRules: the official schemas' rules, a base of ValidatorBase
     validator_v1.py    V1Rules: the v1 pages' rules, composed in
+    validator_v1_agent.py V1AgentRules: v1's rules of what the agent does, V1Rules's base
     validator_v2.py    Validator: the prompt lifecycle's rules (v2), CATALOG
     version.py         VERSION
     visible.py         visible, dumps: wire strings made safe to show
