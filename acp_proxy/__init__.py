@@ -69,6 +69,7 @@ what it is for and what it promises.
     core/validator_base.py   ValidatorBase: what every version shares, and its rules
     core/validator_schema.py  SchemaRules: the official schemas' rules, a base of ValidatorBase
     core/validator_v2.py     Validator: the prompt lifecycle's rules (v2), CATALOG
+    core/validator_v2_updates.py  V2UpdateRules: what a v2 session update carries, its base
     core/validator_v1.py     V1Rules: the v1 pages' rules, composed in
     core/validator_v1_agent.py  V1AgentRules: v1's rules of what the agent does, V1Rules's base
     core/chunks.py           Shortcut: the streamed-chunk shortcut, whole

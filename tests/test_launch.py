@@ -122,6 +122,7 @@ RULE_HOMES = [
     "acp_proxy.core.validator_v1",
     "acp_proxy.core.validator_v1_agent",
     "acp_proxy.core.validator_v2",
+    "acp_proxy.core.validator_v2_updates",
 ]
 
 

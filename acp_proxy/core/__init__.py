@@ -27,6 +27,7 @@ Modules::
     validator_v1.py    V1Rules: the v1 pages' rules, composed in
     validator_v1_agent.py V1AgentRules: v1's rules of what the agent does, V1Rules's base
     validator_v2.py    Validator: the prompt lifecycle's rules (v2), CATALOG
+    validator_v2_updates.py V2UpdateRules: what a v2 session update carries, Validator's base
     version.py         VERSION
     visible.py         visible, dumps: wire strings made safe to show
     wire.py            WireModel, Message (a type per kind), Turn: what each frame is
