@@ -64,6 +64,7 @@ what it is for and what it promises.
     core/rules.py            RULES, explain_lines: the catalog, gathered from the validator's
     core/examples.py         INIT, TURN, update...: the frames rules' examples are built of
     core/schema.py           schema_for: the official schemas compiled into checks
+    core/checks.py           Defect, Checker: the checks a schema compiles to (its combinators)
     core/unstable.py         surface_for: what only the unstable schemas define
     core/validator.py        Validator, Violation: what the package imports (the three below)
     core/validator_base.py   ValidatorBase: what every version shares, and its rules

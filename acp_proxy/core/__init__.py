@@ -19,6 +19,7 @@ Modules::
     protocol.py        Side, Kind, State, StopReason, methods_for: ACP facts per version
     rules.py           RULES, explain_lines: the catalog, gathered from the validator's
     schema.py          schema_for: the official schemas compiled into checks
+    checks.py          Defect, Checker: the checks a schema compiles to (its combinators)
     times.py           format_time, parse_time
     unstable.py        surface_for: what only the unstable schemas define
     validator.py       Validator, Violation: what the package imports (the three below)
