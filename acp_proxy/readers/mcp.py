@@ -184,7 +184,8 @@ def _cut(line: str, limit: int = LINE_CHARS) -> str:
 
 
 class Pager:
-    """Lines into pages of at most :data:`PAGE_CHARS`; keeps only the page asked for."""
+    """Lines into pages of at most :data:`PAGE_CHARS` (a line longer than :data:`LINE_CHARS`
+    wrapped: the next page goes on with it); keeps only the page asked for."""
 
     def __init__(self, page: int) -> None:
         self.page = page
@@ -194,13 +195,17 @@ class Pager:
 
     def add(self, line: str) -> None:
         for part in line.split("\n"):
-            piece = _cut(click.unstyle(part))
-            if self._size and self._size + len(piece) + 1 > PAGE_CHARS:
-                self.pages += 1
-                self._size = 0
-            self._size += len(piece) + 1
-            if self.pages == self.page:
-                self.kept.append(piece)
+            part = click.unstyle(part)  # noqa: PLW2901 - (the line as text)
+            for at in range(0, max(len(part), 1), LINE_CHARS):  # a long line: wrapped
+                self._line(part[at : at + LINE_CHARS])
+
+    def _line(self, piece: str) -> None:
+        if self._size and self._size + len(piece) + 1 > PAGE_CHARS:
+            self.pages += 1
+            self._size = 0
+        self._size += len(piece) + 1
+        if self.pages == self.page:
+            self.kept.append(piece)
 
     def text(self, again: str) -> str:
         """The page, and a note of how to get the rest (``again``: the call, with ``page=``)."""

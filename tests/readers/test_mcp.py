@@ -66,10 +66,12 @@ def run_client(
             args=[*PROXY[1:], "mcp", str(directory)],
             env=clean_env(XDG_CACHE_HOME=str(cache)),
         )
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, message_handler=handler) as session:
-                await session.initialize()
-                return await body(session)
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, message_handler=handler) as session,
+        ):
+            await session.initialize()
+            return await body(session)
 
     return anyio.run(main)
 
@@ -94,7 +96,7 @@ def calls(directory: Path, cache: Path, todo: list[tuple[str, dict[str, Any]]]) 
     async def body(session: ClientSession) -> list[Any]:
         return [await session.call_tool(name, arguments) for name, arguments in todo]
 
-    return run_client(directory, body, cache)  # type: ignore[no-any-return]
+    return run_client(directory, body, cache)
 
 
 def text(result: Any) -> str:
@@ -199,7 +201,10 @@ def test_a_word_of_a_reply_is_found_with_its_session(cache: Path) -> None:
     assert all(word in m["matched"] for m in matches)
     # narrowed: by side, by method
     by_client = call(RECORDINGS, cache, "search_recorded_frames", pattern=word, side="client")
-    assert all(m["file"] != "clean.jsonl" or m["seq"] not in seqs for m in by_client.structured_content["matches"])
+    assert all(
+        m["file"] != "clean.jsonl" or m["seq"] not in seqs
+        for m in by_client.structured_content["matches"]
+    )
 
 
 def _lines_with(path: Path, word: str) -> list[bytes]:
@@ -217,7 +222,9 @@ def test_the_findings_are_the_rules_validate_gives(cache: Path) -> None:
     mine: list[tuple[str, int, str]] = []
     page = 1
     while True:
-        result = call(RECORDINGS, cache, "list_session_findings", file="misbehaving.jsonl", page=page)
+        result = call(
+            RECORDINGS, cache, "list_session_findings", file="misbehaving.jsonl", page=page
+        )
         assert not result.is_error, text(result)
         data = result.structured_content
         mine += [(f["rule"], f["seq"] or 0, f["level"]) for f in data["findings"]]
@@ -227,7 +234,9 @@ def test_the_findings_are_the_rules_validate_gives(cache: Path) -> None:
             break
         page += 1
     assert sorted(mine) == expected
-    only = call(RECORDINGS, cache, "list_session_findings", file="misbehaving.jsonl", level="warning")
+    only = call(
+        RECORDINGS, cache, "list_session_findings", file="misbehaving.jsonl", level="warning"
+    )
     assert {f["level"] for f in only.structured_content["findings"]} == {"warning"}
 
 
@@ -244,7 +253,9 @@ def test_the_conversation_holds_the_prompt_and_the_reply(cache: Path) -> None:
     assert not result.is_error
     assert prompt in text(result)
     assert reply in text(result)
-    timeline = call(RECORDINGS, cache, "show_session_timeline", file="clean.jsonl", from_seq=5, to_seq=6)
+    timeline = call(
+        RECORDINGS, cache, "show_session_timeline", file="clean.jsonl", from_seq=5, to_seq=6
+    )
     assert "session/prompt" in text(timeline)
     assert "initialize" not in text(timeline)
 
@@ -304,10 +315,14 @@ def directory(tmp_path: Path) -> Path:
 
 def test_paths_that_leave_the_directory_are_refused(directory: Path, cache: Path) -> None:
     outside = str(directory.parent / "outside" / "secret.jsonl")
-    names = ["../outside/secret.jsonl", outside, "link.jsonl", "sub/secret.jsonl", "./../outside/secret.jsonl"]
-    todo = [
-        (tool, {"file": name, **extra}) for tool, extra in FILE_TOOLS.items() for name in names
+    names = [
+        "../outside/secret.jsonl",
+        outside,
+        "link.jsonl",
+        "sub/secret.jsonl",
+        "./../outside/secret.jsonl",
     ]
+    todo = [(tool, {"file": name, **extra}) for tool, extra in FILE_TOOLS.items() for name in names]
     todo += [("diff_sessions", {"a": "clean.jsonl", "b": name}) for name in names]
     results = calls(directory, cache, todo)
     for (tool, arguments), result in zip(todo, results, strict=True):
@@ -408,7 +423,9 @@ def big_recording(path: Path, size: int = 50 << 20) -> None:
     count = 0
     while written < size:
         record["seq"] = seq + count
-        record["msg"]["params"]["update"]["content"]["text"] = words if count != 10 else "X" * (4 << 20)
+        record["msg"]["params"]["update"]["content"]["text"] = (
+            words if count != 10 else "X" * (4 << 20)
+        )
         line = orjson.dumps(record)
         out.append(line)
         written += len(line) + 1
@@ -458,6 +475,9 @@ def test_a_50_mb_recording_answers_in_bounded_size(tmp_path: Path, cache: Path) 
         assert size < ANSWER_BOUND, tool
     timeline = text(answers[1])
     assert "[page 1 of " in timeline and "page=2" in timeline
+    conversation = text(answers[3])  # (the view previews a long reply: show_frame has it all)
+    assert "user: Summarize the project README." in conversation
+    assert "ended: end_turn" in conversation
     big_frame = answers[5].structured_content["frames"][0]
     assert big_frame["pages"] > 100 and "page=2" in big_frame["note"]
     assert answers[7].structured_content.get("note")  # cut, and says how to get more
