@@ -15,7 +15,7 @@ from acp_proxy.clihelp import command
     short="The recordings as an MCP server on stdio, for a coding agent.",
     examples=[
         "acp-proxy mcp",
-        "claude mcp add acp-recordings -- acp-proxy mcp ~/work/recordings",
+        "acp-proxy mcp ~/work/recordings     (claude mcp add acp -- acp-proxy mcp DIR)",
     ],
 )
 @click.argument("directory", required=False, metavar="[DIR]")
