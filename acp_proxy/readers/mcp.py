@@ -51,16 +51,16 @@ from acp_proxy.core.framing import Frame, Framer
 from acp_proxy.core.rules import CATALOG, RULES, explain_lines
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.readers import catalog
+from acp_proxy.readers import catalog, conversation
 from acp_proxy.readers.annotate import RUN, read
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.diff import LAYERS, compare, load
 from acp_proxy.readers.diff import lines as diff_lines
 from acp_proxy.readers.stats import Stats
-from acp_proxy.readers.summary import TimelineFilter
+from acp_proxy.readers.summary import TimelineFilter, usage_text
 from acp_proxy.readers.text import Timeline, conversation_lines
 from acp_proxy.transcript.beneath import Outside, open_beneath
-from acp_proxy.transcript.items import Annotated, Repeated
+from acp_proxy.transcript.items import Annotated, Chain, Repeated
 from acp_proxy.transcript.names import being_written
 from acp_proxy.transcript.reading import RecordingError, open_lines
 from acp_proxy.transcript.records import FrameRecord
@@ -715,14 +715,24 @@ def _bounded(value: Any, depth: int = 0) -> Any:
 
 
 def _stats(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``stats``' figures, and the token usage each session's agent reported (the
+    conversation's ``usage_update``), in one pass."""
     figures = Stats()
     figures.recording = args["file"]
-    figures.feed(recordings.items(args["file"]))
-    data = _bounded(figures.as_json())
+    connections = conversation._Connections()
+    Chain(figures, connections).feed(recordings.items(args["file"]))
+    usage = [
+        {"connection": number, "session": view.id, **view.usage}
+        for number, (_, model) in enumerate(connections.connections, start=1)
+        for view in model.views()
+        if view.usage
+    ]
+    data = _bounded({**figures.as_json(), "usage": usage})
     pager = Pager(1)
     for line in figures.lines():
         pager.add(line)
+    for row in usage:
+        pager.add(f"usage, session {row['session']}: {usage_text(row)}")
     return Answer(pager.text("session_stats"), {"file": args["file"], **data})
 
 

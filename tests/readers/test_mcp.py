@@ -282,6 +282,11 @@ def test_a_frame_a_diff_stats_and_a_rule_come_back(cache: Path) -> None:
     assert differ.structured_content["differences"]
     by_stats = acp_json("stats", "--format", "json", str(RECORDINGS / "clean.jsonl"))
     assert stats.structured_content["methods"] == by_stats["methods"]
+    reported = [
+        orjson.loads(line)["msg"]["params"]["update"]
+        for line in _lines_with(RECORDINGS / "clean.jsonl", '"usage_update"')
+    ]
+    assert reported and stats.structured_content["usage"][0]["used"] == reported[-1]["used"]
     by_rules = acp_json("rules", "--format", "json")
     assert [r["rule"] for r in catalog.structured_content["rules"]] == [r["rule"] for r in by_rules]
     explained = rule.structured_content
