@@ -481,7 +481,9 @@ def search(recordings: Recordings, args: dict[str, Any]) -> Answer:
     if more:
         data["note"] = f"cut at {PAGE_ITEMS} matches; call search_recorded_frames page={page + 1}"
     lines = [
-        f"{m['file']}:{m['line']}: connection {m['connection']} seq {m['seq']}: "
+        f"{m['file']}:{m['line']}: connection {m['connection']}"
+        + (f" session {m['session']}" if m["session"] else "")
+        + f" seq {m['seq']}: "
         f"{m['summary']}  «{m['matched']}»" + (f"  [{', '.join(m['rules'])}]" if m["rules"] else "")
         for m in matches
     ] or ["(no match)"]
@@ -518,6 +520,7 @@ def _hit(hit: Any, item: Annotated, pattern: Any) -> dict[str, Any]:
         "file": hit.path,
         "line": hit.line,
         "connection": item.connection,
+        "session": message.session if message is not None else None,
         "seq": hit.seq,
         "side": hit.side,
         "method": hit.method,
@@ -872,6 +875,7 @@ TOOLS = [
                             "file": {"type": "string"},
                             "line": {"type": "integer"},
                             "connection": {"type": "integer"},
+                            "session": {"type": ["string", "null"]},
                             "seq": {"type": ["integer", "null"]},
                             "matched": {"type": "string"},
                         },

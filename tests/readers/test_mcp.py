@@ -199,6 +199,8 @@ def test_a_word_of_a_reply_is_found_with_its_session(cache: Path) -> None:
     mine = {m["seq"] for m in matches if m["file"] == "clean.jsonl"}
     assert mine == seqs
     assert all(word in m["matched"] for m in matches)
+    assert {m["session"] for m in matches if m["file"] == "clean.jsonl"} == {"sess_0001"}
+    assert "session sess_0001" in text(result)
     # narrowed: by side, by method
     by_client = call(RECORDINGS, cache, "search_recorded_frames", pattern=word, side="client")
     assert all(
