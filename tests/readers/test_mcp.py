@@ -255,6 +255,8 @@ def test_the_conversation_holds_the_prompt_and_the_reply(cache: Path) -> None:
     assert not result.is_error
     assert prompt in text(result)
     assert reply in text(result)
+    cancelled = call(RECORDINGS, cache, "show_session_conversation", file="cancelled.jsonl")
+    assert "ended: cancelled" in text(cancelled)  # the README's question has its answer
     timeline = call(
         RECORDINGS, cache, "show_session_timeline", file="clean.jsonl", from_seq=5, to_seq=6
     )
