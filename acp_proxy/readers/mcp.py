@@ -293,7 +293,6 @@ def _age(text: str) -> timedelta:
 
 
 def _known_rule(glob: str) -> None:
-
     if any(fnmatch.fnmatchcase(name, glob) for name in RULES):
         return
     close = difflib.get_close_matches(glob, list(RULES), n=3)
@@ -389,8 +388,9 @@ def _finding(found: Any) -> dict[str, Any]:
     }
 
 
-def list_sessions(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+def _list_sessions(recordings: Recordings, args: dict[str, Any]) -> Answer:
+    """``ls``: each file opened beneath the directory, its summary from ``ls``' index when
+    the file has not changed (the index is ``ls``'s, in the user's cache)."""
     since = _age(args["since"]) if "since" in args else None
     index = catalog._read_index(recordings.root)
     changed = False
@@ -460,8 +460,8 @@ def list_sessions(recordings: Recordings, args: dict[str, Any]) -> Answer:
     return Answer("\n".join(lines), data)
 
 
-def search(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+def _search(recordings: Recordings, args: dict[str, Any]) -> Answer:
+    """``search``, a page of matches at a time, each with the text it matched."""
     try:
         pattern = catalog.Pattern(args["pattern"], args.get("ignore_case", False))
     except re.error as exc:
@@ -555,7 +555,7 @@ def _matched(pattern: Any, fields: list[str]) -> str:
 
 
 def _conversation(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``show --conversation``, paged."""
     connections = Conversation.per_connection(recordings.items(args["file"], validate=False))
     pager = Pager(args.get("page", 1))
     wanted = args.get("connection")
@@ -585,7 +585,7 @@ def _seq_in(item: Any, low: int, high: int | None) -> bool:
 
 
 def _timeline(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``show``'s timeline, narrowed as ``show`` narrows (and to a seq range), paged."""
     only = TimelineFilter(
         args.get("side"), args.get("method"), None, args.get("violations_only", False)
     )
@@ -598,6 +598,7 @@ def _timeline(recordings: Recordings, args: dict[str, Any]) -> Answer:
 
 
 def _findings(recordings: Recordings, args: dict[str, Any]) -> Answer:
+    """``validate``'s findings (recomputed), a page at a time, with the count per rule."""
     found: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     for item in recordings.items(args["file"]):
@@ -648,7 +649,7 @@ def _body(frame: Frame) -> str:
 
 
 def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``show --seq N``: the frame of each connection with that seq, its text paged."""
     seq, wanted = args["seq"], args.get("connection")
     frames: list[dict[str, Any]] = []
     page = args.get("page", 1)
@@ -676,7 +677,7 @@ def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
         if page < pages:
             row["note"] = f"cut: page {page} of {pages}; call show_frame page={page + 1}"
         frames.append(row)
-        if len(frames) == 8:
+        if len(frames) == PAGE_ITEMS:  # (one a connection: a file of many)
             break
     if not frames:
         raise ToolError(f"{args['file']} has no frame with seq {seq}")
@@ -740,7 +741,7 @@ def _stats(recordings: Recordings, args: dict[str, Any]) -> Answer:
 
 
 def _diff(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``diff A B``: the differences, a page at a time."""
     only = tuple(part.strip() for part in args.get("only", ",".join(LAYERS)).split(","))
     unknown = [part for part in only if part not in LAYERS]
     if unknown or not only:
@@ -764,7 +765,7 @@ def _diff(recordings: Recordings, args: dict[str, Any]) -> Answer:
 
 
 def _rules(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``rules``: the catalog."""
     rules = [
         {
             "rule": r.id,
@@ -782,7 +783,7 @@ def _rules(recordings: Recordings, args: dict[str, Any]) -> Answer:
 
 
 def _explain(recordings: Recordings, args: dict[str, Any]) -> Answer:
-
+    """``rules RULE``: one rule, and the frames that break it."""
     explained = explain_lines(args["rule"])
     rule = RULES.get(args["rule"])
     if explained is None or rule is None:
@@ -838,7 +839,7 @@ TOOLS = [
             },
             "page": _PAGE,
         },
-        list_sessions,
+        _list_sessions,
         output=_object(
             {"sessions": {"type": "array", "items": _SESSION_ROW}, **_PAGING}, ["sessions"]
         ),
@@ -864,7 +865,7 @@ TOOLS = [
             "ignore_case": {"type": "boolean"},
             "page": _PAGE,
         },
-        search,
+        _search,
         ["pattern"],
         _object(
             {
