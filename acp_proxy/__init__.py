@@ -83,6 +83,7 @@ what it is for and what it promises.
     transcript/redact.py     Redactor, redact_stream
     transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
+    transcript/beneath.py    open_beneath: a file a caller named, opened beneath a directory
     live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
@@ -111,8 +112,10 @@ what it is for and what it promises.
     readers/ci.py            junit, sarif
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
+    readers/mcp.py           Server, TOOLS: the recordings as an MCP server on stdio
     readers/commands/show.py    a command a module, named for it (follow.py, stats.py, report.py)
     readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
+    readers/commands/mcp.py     mcp: the MCP server's command
     readers/commands/shared.py  what they share: which files, frames, session (replay's too)
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core

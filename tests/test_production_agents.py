@@ -103,13 +103,13 @@ def _whole(prefix: Path) -> bool:
     return bool(listed) and all((prefix / name).exists() for name in listed)
 
 
-def _install(npm: str, prefix: Path) -> None:
+def _install(npm: str, prefix: Path, packages: list[str] | None = None) -> None:
+    """``packages`` (default: :data:`PACKAGES`) installed into ``prefix``, with a manifest."""
     prefix.mkdir(parents=True)
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
+    packages = list(PACKAGES.values()) if packages is None else packages
     try:
-        proc = subprocess.run(
-            [*command, *PACKAGES.values()], capture_output=True, timeout=600, check=False
-        )
+        proc = subprocess.run([*command, *packages], capture_output=True, timeout=600, check=False)
     except subprocess.TimeoutExpired:
         pytest.skip("npm install did not finish in 10 minutes (no registry?)")
     if proc.returncode != 0:
