@@ -195,6 +195,34 @@ def was_given(name: str) -> bool:
     return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
 
 
+#: ``ctx.meta`` key: the variable each option set from the environment was read from (the
+#: option's name: ``ACP_PROXY_STATS_FORMAT`` or ``ACP_PROXY_FORMAT``; see ``cli``).
+ENVIRONMENT = "acp_proxy.environment"
+
+
+def set_by(name: str, ctx: click.Context | None = None) -> str:
+    """`` (set by $ACP_PROXY_...)`` if option ``name``'s value came from the environment
+    (an error about it then says where it is set), else nothing."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source(name) != click.core.ParameterSource.ENVIRONMENT:
+        return ""
+    variable = ctx.meta.get(ENVIRONMENT, {}).get(name)
+    if variable is None:
+        param = next((p for p in ctx.command.params if p.name == name), None)
+        variable = param.envvar if param is not None and isinstance(param.envvar, str) else None
+    return f" (set by ${variable})" if variable else ""
+
+
+def overruled(name: str, *typed: str) -> bool:
+    """Whether option ``name``, set in the environment, gives way to one of ``typed``, given
+    on the command line, which it contradicts: a typed option wins (``--record`` typed
+    records, whatever ``$ACP_PROXY_NO_RECORD`` says)."""
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source(name) != click.core.ParameterSource.ENVIRONMENT:
+        return False
+    return any(was_given(other) for other in typed)
+
+
 def no_effect(needed: str, *names: str) -> None:  # needed: "without --prune"
     """An option given on the command line where it has no effect is a usage error (exit
     2): what is set in the environment is for the commands it fits."""
@@ -303,7 +331,12 @@ def cannot_write(path: str, exc: OSError) -> NoReturn:
     its reader (``| head``) is no error: it goes on to the quiet exit of a closed stdout."""
     if path == "-" and isinstance(exc, BrokenPipeError):
         raise exc
-    raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}")) from None
+    ctx = click.get_current_context(silent=True)
+    where = ""
+    if ctx is not None:  # a file named in the environment: said where (ACP_PROXY_OUTPUT)
+        named = (param.name for param in ctx.command.params if param.name)
+        where = next((set_by(n, ctx) for n in named if ctx.params.get(n) == path), "")
+    raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}{where}")) from None
 
 
 class Unreadable(click.ClickException):
