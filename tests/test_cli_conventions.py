@@ -653,7 +653,7 @@ def test_safety_switches_are_honoured_only_when_typed(monkeypatch, capsys):
     }  # fmt: skip
     for name, value in loose.items():
         monkeypatch.setenv(name, value)
-    cases = {
+    cases: dict[str, tuple[list[str], dict[str, object]]] = {
         "chat": (["--", "agent"], {"permissions": "reject", "allow_terminal": False, "cwd": None}),
         "probe": (["--", "agent"], {"permissions": "reject", "allow_terminal": False}),
         "replay": (["r.jsonl"], {"allow_actions": False}),
@@ -777,7 +777,7 @@ def test_no_command_s_own_variable_is_another_s_shared_one():
     own, shared = set(), {"ACP_PROXY_RECORD_DIR", "ACP_PROXY_MAX_FRAME", "ACP_PROXY_MAX_RECORD"}
     for command in cli.commands.values():
         for param in command.params:
-            if isinstance(param, click.Option):
+            if isinstance(param, click.Option) and isinstance(param.envvar, list):
                 own.add(param.envvar[0])
                 shared.add(param.envvar[1])
     assert not own & shared, own & shared
