@@ -395,7 +395,8 @@ def stdout_lines(color: str, live: bool = False) -> Iterator[Callable[[str], Non
         with contextlib.suppress(OSError, ValueError):
             stream.close()
         with contextlib.suppress(KeyboardInterrupt):
-            pager.wait()
+            if pager.wait() in (126, 127):  # (the shell could not run it: said)
+                say(f"acp-proxy: the pager failed (exit {pager.returncode}): see $PAGER")
 
 
 def pager_option(func: Any) -> Any:
@@ -432,6 +433,12 @@ def _pager() -> subprocess.Popen[bytes] | None:
         return None
     import subprocess  # (only on a terminal)
 
+    where = " ($PAGER)" if "PAGER" in os.environ else ""
+    program = _program(command)
+    if program is not None and not _runnable(program):  # (as git: said, and not paged)
+        say(f"acp-proxy: cannot run the pager {program}{where}: not found; not paging")
+        return None
+
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")
     with contextlib.suppress(OSError, ValueError):
@@ -439,8 +446,35 @@ def _pager() -> subprocess.Popen[bytes] | None:
     try:
         # (the user's $PAGER, run by the shell as git runs it)
         return subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
-    except OSError:
+    except OSError as exc:
+        say(f"acp-proxy: cannot run the pager{where}: {exc.strerror or exc}; not paging")
         return None
+
+
+#: Shell words a pager command may start with that are no program on PATH.
+_SHELL_WORDS = frozenset({"exec", "command", "builtin", "eval", "{", "(", "!", "time"})
+
+
+def _program(command: str) -> str | None:
+    """The program a pager command runs, where it can be told (``less`` of ``LESS=R less``;
+    None for a command the shell alone can make sense of)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words.pop(0)  # (VAR=value before the program)
+    if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`(){};|&<>*?"):
+        return None
+    return words[0]
+
+
+def _runnable(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
 
 
 def use_color(color: str, stream: Any = None) -> bool:

@@ -822,6 +822,18 @@ def paged_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tupl
     return proc.wait(60), shown
 
 
+@pytest.mark.parametrize("pager", ["/nonexistent/pager", "nosuchpager", "nosuchpager -R",
+                                   "LESS=X nosuchpager"])  # fmt: skip
+def test_a_pager_that_cannot_run_leaves_the_output_unpaged(tmp_path, pager):
+    """$PAGER naming a program that is not there: as git, one line says so and the output
+    is printed unpaged (never exit 0 on an empty screen)."""
+    env = clean_env(TERM="xterm", PAGER=pager)
+    status, shown = paged_on_a_terminal(["rules"], env, tmp_path)
+    text = shown.decode(errors="replace")
+    assert status == 0 and "message-id-missing" in text, text
+    assert text.count("cannot run the pager") == 1 and "($PAGER): not found" in text, text
+
+
 @pytest.mark.parametrize("args", [["show", "v1-tour.jsonl"], ["rules"],
                                   ["diff", "clean.jsonl", "v1-tour.jsonl"]])  # fmt: skip
 def test_on_a_terminal_show_diff_and_rules_page_as_git_does(tmp_path, args):
