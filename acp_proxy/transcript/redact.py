@@ -24,10 +24,10 @@ the wire model) and picks the values to hide:
   strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``bearer …`` in any case, JSON web tokens...),
   a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
   the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
-  ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``, of a
-  config file's ``name: value`` line (``client-key-data: X``)
-  (``-H 'X-Auth: X'``), the short password flags, and a base64 run that decodes to
-  ``user:secret`` or holds a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
+  ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
+  (``-H 'X-Auth: X'``), of a config file's ``name: value`` line (``client-key-data: X``),
+  the short password flags, and a base64 run that decodes to ``user:secret``, a private
+  key or a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
 - a key cut between chunks of streamed text: found in the chunks of a message joined
   (per session, kind and message id: :class:`ChunkJoin`); the chunk it starts in gets its
   tag, the others lose their part (a live redaction holds back a chunk that could end in a
