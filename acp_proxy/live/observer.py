@@ -337,6 +337,7 @@ class Observer:
         self._bind()
         with contextlib.suppress(Exception):
             self._log.error(f"{addon.name} failed; the session goes on without it", error=repr(exc))
+            _traceback(self._log, exc)
 
     def _check(
         self, side: Side, frame: Frame, seq: int, t: str
@@ -425,6 +426,7 @@ class Observer:
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     self._log.error(f"{addon.name} failed at the end", error=repr(exc))
+                    _traceback(self._log, exc)
         return findings
 
     def _wire_failed(self, exc: Exception) -> None:
@@ -552,3 +554,11 @@ class _Items:
         return Annotated(
             EndRecord(self.line, format_time(), exit_status, reason), findings, None, 1
         )
+
+
+def _traceback(log: Logger, exc: BaseException) -> None:
+    """At debug, where an addon failed: its traceback, a log line each."""
+    import traceback  # (only when one failed)
+
+    for line in "".join(traceback.format_exception(exc)).splitlines():
+        log.debug(line)
