@@ -22,6 +22,7 @@ same way.
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -558,7 +559,5 @@ class _Items:
 
 def _traceback(log: Logger, exc: BaseException) -> None:
     """At debug, where an addon failed: its traceback, a log line each."""
-    import traceback  # (only when one failed)
-
     for line in "".join(traceback.format_exception(exc)).splitlines():
         log.debug(line)
