@@ -358,6 +358,22 @@ def cli() -> None:
     # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
     exempt_from_gc()
     gc.set_threshold(GC_YOUNG)
+    _check_variables()
+
+
+#: The variables that are no option's: a number of bytes each, above 0.
+_BYTES = ("ACP_PROXY_MAX_FRAME", "ACP_PROXY_MAX_RECORD")
+
+
+def _check_variables() -> None:
+    """A variable of :data:`_BYTES` that holds no number of bytes: a usage error naming it
+    (as an option's variable is), never a default taken in silence."""
+    for name in _BYTES:
+        value = os.environ.get(name, "")
+        if value and not (value.isascii() and value.isdigit() and int(value) > 0):
+            ctx = click.get_current_context()
+            command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+            raise _Usage(f"${name}={value!r} is not a number of bytes (above 0)", command)
 
 
 def main(early: Early | None = None) -> None:
