@@ -189,7 +189,7 @@ class _FromTheEnvironment(click.Option):
 
     def resolve_envvar_value(self, ctx: click.Context) -> str | None:
         own, shared = self.own, self.shared
-        option = max(self.opts, key=len)
+        option = option_name(self)
         for variable in (own, shared):
             raw = os.environ.get(variable)
             if not raw:
