@@ -104,6 +104,20 @@ def test_a_hard_link_in_the_sandbox_does_not_change_the_file_outside(tmp_path):
     assert outside.read_text() == "precious\n"
 
 
+@pytest.mark.parametrize("name", ["é" * 118 + "x", "文" * 79, "a" * 255, "é" * 127 + "a"],
+                         ids=["237 bytes of é", "237 bytes of 文", "255 bytes", "255 of é"])  # fmt: skip
+def test_a_long_valid_file_name_can_be_written(tmp_path, name):
+    """A name up to NAME_MAX (255) bytes in UTF-8 is written and replaced (before: its
+    temporary name was cut at 200 characters, not bytes, and 237 bytes of 2- or 3-byte
+    characters could not be written: ENAMETOOLONG)."""
+    assert len(name.encode()) in (237, 255)
+    box = sandbox_module.Sandbox(tmp_path)
+    for content in (b"first\n", b"second\n"):
+        box.write(str(tmp_path / name), content)
+        assert (tmp_path / name).read_bytes() == content
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # (no temporary left behind)
+
+
 #: A front-end over the hostile agent, in a process of its own, that prints its peak memory.
 PEAK_DRIVER = textwrap.dedent("""
     import resource, sys, time

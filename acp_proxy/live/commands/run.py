@@ -27,6 +27,7 @@ from acp_proxy.clihelp import (
     logging_options,
     no_effect,
     not_stdout,
+    overruled,
     say,
     use_color,
 )
@@ -132,8 +133,10 @@ def _user_addons(files: tuple[str, ...]) -> list[Addon]:
     for spec in files:
         try:
             addons += load_addons(spec)
-        except AddonFileError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--addon'") from None
+        except AddonFileError as exc:  # (the context's: where it is set said, if not typed)
+            ctx = click.get_current_context()
+            param = next(p for p in ctx.command.params if p.name == "addon_files")
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
     return addons
 
 
@@ -160,11 +163,14 @@ def _spool_for(record: str | None, pid: int) -> Path | None:
         return None
 
 
+#: run's options that shape or serve the recording.
+_RECORDING = ("record", "redact", "no_stderr", "inspect_live")
+
+
 def _what_does_nothing(record: str | None, no_record: bool) -> None:
     """``run``'s options that would do nothing, given on the command line: usage errors."""
     if no_record:  # options that shape, serve or tidy the recordings, where there is none
-        no_effect("with --no-record", "record", "redact", "no_stderr", "inspect_live",
-                   "keep_days", "keep_size")  # fmt: skip
+        no_effect("with --no-record", *_RECORDING, "keep_days", "keep_size")
     if record is not None:
         no_effect("with --record (it tidies the default recordings directory)",
                    "keep_days", "keep_size")  # fmt: skip
@@ -274,11 +280,14 @@ def run(
 ) -> None:
     """Run COMMAND (the agent) and relay its stdio, recording the session.
 
-    Every option can also be set in the environment as ACP_PROXY_<OPTION>,
-    for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
+    Every option can also be set in the environment as ACP_PROXY_RUN_<OPTION>
+    (run's own) or ACP_PROXY_<OPTION>, for example ACP_PROXY_LOG_FILE=/tmp/acp.log
+    or ACP_PROXY_NO_RECORD=1; a typed option wins.
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, take_agent
 
+    # A typed option that shapes the recording wins over $ACP_PROXY_NO_RECORD.
+    no_record = no_record and not overruled("no_record", *_RECORDING)
     _what_does_nothing(record, no_record)
     argv = list(command)
     addons = _user_addons(addon_files)
