@@ -17,7 +17,8 @@ values a redacted copy replaced; ``"oversized":N`` a line of N bytes, longer tha
 relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning,
 or (``base64`` of N bytes) the whole line: a recording relay spools such a line and writes
 it whole (:func:`base64_record_ends`), and a reader reads it as the relay observed it, an
-oversized frame, not parsed.
+oversized frame, not parsed; ``"cut":WHY`` says why only its beginning could be recorded (the
+spool that keeps it whole could not be written: :class:`~acp_proxy.core.framing.CutFrame`).
 A frame record is read as the relay read the frame: its message may be as deep as orjson
 reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
 escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
@@ -41,7 +42,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.core.framing import UNPARSED, Frame, oversized_frame, parse_frame
+from acp_proxy.core.framing import UNPARSED, CutFrame, Frame, oversized_frame, parse_frame
 from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
@@ -204,6 +205,8 @@ def _frame_head(
         head += b',"unterminated":true'
     if frame.oversized:  # longer than the relay's cap: its size
         head += b',"oversized":%d' % frame.oversized
+        if isinstance(frame, CutFrame):  # only its beginning recorded, and why
+            head += b',"cut":' + orjson.dumps(frame.cut)
     return head
 
 
