@@ -70,7 +70,7 @@ from acp_proxy.readers.compare import (
     difference,
 )
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
-from acp_proxy.transcript.records import FrameRecord
+from acp_proxy.transcript.records import FrameRecord, recorded_whole
 
 if TYPE_CHECKING:
     from acp_proxy.log import Logger
@@ -240,7 +240,7 @@ def unvouched(step: Step) -> str | None:
     frame = step.message.frame
     raw = frame.raw
     if frame.oversized:
-        if len(raw) == frame.oversized:  # recorded whole, but never parsed or checked
+        if recorded_whole(frame):  # recorded whole, but never parsed or checked
             return "longer than the proxy's frame cap: never checked"
         return "cut at the proxy's frame cap, its rest unknown"
     if not frame.is_json:

@@ -17,6 +17,7 @@ from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
+from acp_proxy.transcript.records import recorded_whole
 
 __all__ = [
     "SETTINGS",
@@ -346,7 +347,7 @@ def frame_summary(message: Message) -> str:
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
         if frame.oversized:  # past the relay's cap: not parsed, as the relay did not
-            kept = "whole" if len(frame.raw) == frame.oversized else "in part"
+            kept = "whole" if recorded_whole(frame) else "in part"
             return f"(a line of {frame.oversized:,} bytes, recorded {kept})"
         if frame.utf8:
             return visible(f"(not JSON) {_show(frame.raw.decode(), 70)}")

@@ -52,6 +52,8 @@ __all__ = [
     "PLAIN_HEAD",
     "EndRecord",
     "FrameRecord",
+    "LongRecord",
+    "ReadInPart",
     "Record",
     "StartRecord",
     "StderrRecord",
@@ -65,8 +67,10 @@ __all__ = [
     "frame_stamp",
     "parse_record",
     "plain_frame_record",
+    "recorded_whole",
     "start_record",
     "stderr_record",
+    "stored_size",
     "violation_record",
 ]
 
@@ -493,6 +497,8 @@ def parse_record(number: int, line: bytes) -> Record | None:
     """One line (with or without its ``\\n``) as a typed record; None for a kind this
     version does not know. Never raises: a line that does not fit is an
     :class:`UnreadableLine` that says why, with its line number."""
+    if type(line) is LongRecord:
+        return _long_record(number, line)
     if len(line) >= LONG_FRAME:
         spooled = _base64_frame(number, line)
         if spooled is not None:
@@ -515,6 +521,55 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return _record(number, line, kind, record)
     except (_Malformed, ValueError) as exc:
         return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
+
+
+class LongRecord(bytes):
+    """A long frame record of a line past the relay's cap, read in flat memory (by
+    :func:`~acp_proxy.transcript.reading.iter_lines`): its bytes are the record's head (the
+    record up to its ``base64``, closed: JSON of its own), with the beginning of the line's
+    bytes (:attr:`preview`), how many bytes its ``base64`` held (:attr:`stored`), and why
+    it cannot be read, if so (:attr:`problem`). :func:`parse_record` reads it as the relay
+    observed the line: an oversized frame (:class:`ReadInPart`)."""
+
+    preview: bytes = b""
+    stored: int = 0
+    problem: str | None = None
+
+
+@dataclass(slots=True, eq=True)
+class ReadInPart(Frame):
+    """An oversized frame read from a long record in flat memory: :attr:`raw` is the
+    line's beginning (as the relay observed it), :attr:`stored` how many of its bytes the
+    record holds (all of them: :func:`recorded_whole`)."""
+
+    stored: int = 0
+
+
+def stored_size(frame: Frame) -> int:
+    """How many of the frame's bytes its record holds (``len(frame.raw)``, but for a long
+    record read in flat memory: :class:`ReadInPart`)."""
+    return frame.stored if isinstance(frame, ReadInPart) else len(frame.raw)
+
+
+def recorded_whole(frame: Frame) -> bool:
+    """Whether an oversized frame's record holds the whole line (its base64: the relay
+    spooled it), not only its beginning."""
+    return bool(frame.oversized) and stored_size(frame) == frame.oversized
+
+
+def _long_record(number: int, line: LongRecord) -> Record | None:
+    if line.problem is not None:
+        return UnreadableLine(number, f"malformed frame record ({line.problem})")
+    try:
+        head = orjson.loads(bytes(line))  # (orjson reads bytes, not a subclass of it)
+        size = head["oversized"]
+        error = f"a line of {size:,} bytes"
+        terminated = head.get("unterminated") is not True
+        frame = ReadInPart(line.preview, UNPARSED, error, terminated, oversized=size,
+                           stored=line.stored)  # fmt: skip
+        return _record(number, line, "frame", head, frame)
+    except (_Malformed, ValueError, KeyError, TypeError) as exc:
+        return UnreadableLine(number, f"malformed {_brief('frame')} record ({exc})")
 
 
 #: Where a frame record's ``base64`` begins, and how far into a long line it is looked for.
