@@ -377,6 +377,10 @@ def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
     if size is not None:  # the beginning of a longer line
         if type(size) is not int:
             raise _Malformed(f"oversized is {_brief(size)}, not an integer")
+        cut = record.get("cut")
+        if isinstance(cut, str):  # only its beginning could be recorded, and why
+            error = f"a line of {size:,} bytes"
+            return CutFrame(stored, UNPARSED, error, terminated, oversized=size, cut=cut)
         return oversized_frame(stored, size, terminated)
     return parse_frame(stored, terminated)
 

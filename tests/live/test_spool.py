@@ -297,6 +297,7 @@ def test_a_full_disk_past_the_cap_records_the_beginning_and_says_why(
     assert orjson.loads(record)["cut"] == frame.cut
     read = parse_record(1, record)
     assert isinstance(read, FrameRecord) and read.frame.oversized == 180
+    assert isinstance(read.frame, CutFrame) and read.frame.cut == frame.cut
     spooler.close()
 
 
