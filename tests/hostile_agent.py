@@ -14,8 +14,8 @@ Usage: python hostile_agent.py MODE [ARGS...]
   big-permission           a turn that asks permission with 1 MB in every field it controls
   terminals N              creates N terminals of `true` and never releases one; says how
                            many were created and the errors of the others
-  waits-then-reads KIND PATH
-                           ten requests that wait long (KIND terminal: terminal/wait_for_exit
+  waits-then-reads KIND PATH [N]
+                           N (10) requests that wait long (KIND terminal: terminal/wait_for_exit
                            on `sleep 300`; permission: session/request_permission), then a
                            burst of 30 reads of PATH; says how many reads were answered, then
                            releases the terminal (the waits are answered) and ends its turn
@@ -183,12 +183,13 @@ def terminals(session: str) -> None:
 
 def waits_then_reads(session: str) -> None:
     kind, path = ARGS[0], ARGS[1]
+    waits = int(ARGS[2]) if len(ARGS) > 2 else 10
     terminal = None
     if kind == "terminal":
         created = ask("terminal/create", {"sessionId": session, "command": "sleep",
                                           "args": ["300"]})  # fmt: skip
         terminal = created["result"]["terminalId"]  # type: ignore[index]
-    for _ in range(10):
+    for _ in range(waits):
         if terminal is not None:
             request("terminal/wait_for_exit", {"sessionId": session, "terminalId": terminal})
         else:

@@ -339,3 +339,26 @@ def test_terminals_never_released_are_bounded_and_keep_no_process(tmp_path):
         f"{MAX_TERMINALS_KEPT} terminals are not released: release one first"
     ] * (40 - MAX_TERMINALS_KEPT)
     assert len(left) <= 2, f"{len(left)} processes left"
+
+
+def test_requests_that_wait_are_bounded_and_one_more_gets_an_error(tmp_path):
+    """70 permission requests the user has not answered yet, then 30 reads: 64 wait (a
+    thread each), the 6 beyond get an error at once, and the reads are still answered."""
+    from acp_proxy.live.client import MAX_WAITING
+
+    (tmp_path / "notes.txt").write_text("line one\n")
+    services = AskingUser(tmp_path)
+    argv = [*HOSTILE, "waits-then-reads", "permission", str(tmp_path / "notes.txt"), "70"]
+    try:
+        with Client.start(argv, services, get_logger(), record=str(tmp_path / "rec.jsonl")) as c:
+            found = result_of(turn(c, timeout=25))
+            services.user_answers.set()
+    finally:
+        services.user_answers.set()
+    assert found == {"reads": 30}
+    lines = (tmp_path / "rec.jsonl").read_bytes().splitlines()
+    errors = [r["msg"]["error"]["message"] for r in map(orjson.loads, lines)
+              if r.get("from") == "client" and "error" in r.get("msg", {})]  # fmt: skip
+    assert errors == [f"{MAX_WAITING} requests of the agent's wait already; answer one first"] * (
+        70 - MAX_WAITING
+    )
