@@ -157,7 +157,7 @@ def load_script(path: str, session: int = 1) -> Script:
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
     steps = _Steps()
     count = 0
-    for item in read(path, validate=False):
+    for item in read(path, validate=False, flat=False):  # (a line is played whole)
         count = max(count, item.connection)
         if item.connection == session:
             steps.take(item)

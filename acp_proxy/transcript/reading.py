@@ -94,11 +94,12 @@ def _open_fd(path: str) -> int:
     return fd
 
 
-def open_lines(path: str) -> Generator[tuple[int, bytes], None, None]:
+def open_lines(path: str, flat: bool = False) -> Generator[tuple[int, bytes], None, None]:
     """The numbered lines of a recording that are not blank, once its first is known to
     be a record. ``-`` is standard input (as for grep and jq). Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
-    read)."""
+    read). ``flat``: a long record of a line past the cap is read in flat memory, as the
+    relay observed the line (:func:`iter_lines`)."""
     source = None
     try:
         source = sys.stdin.fileno() if path == "-" else _open_fd(path)
@@ -120,7 +121,7 @@ def open_lines(path: str) -> Generator[tuple[int, bytes], None, None]:
     def lines() -> Generator[tuple[int, bytes], None, None]:
         with stream:
             try:
-                numbered = enumerate(iter_lines(stream, limit), start=1)
+                numbered = enumerate(iter_lines(stream, limit, flat), start=1)
                 kept = ((n, line) for n, line in numbered if line and not line.isspace())
                 yield from _after_start(path, kept, named_pipe)
             except OSError as exc:
@@ -246,19 +247,20 @@ def record_limit() -> int:
     return max(64 << 20, available // 4)
 
 
-def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+def iter_lines(stream: BinaryIO, limit: int | None = None, flat: bool = False) -> Iterator[bytes]:
     """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
     and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
     memory held is a block and the longest line. A line longer than ``limit`` raises
     :class:`RecordTooLarge` (naming it) once the lines before it are given, and before more
     of it is read.
 
-    A line longer than :data:`LONG_LINE` that is the record of a line past the relay's cap
+    ``flat``: a line longer than :data:`LONG_LINE` that is the record of a line past the cap
     (``"oversized"``, its bytes in ``base64``, last, as the recorder writes it) is not held:
     its base64 is decoded as it is read, and it comes as a
     :class:`~acp_proxy.transcript.records.LongRecord` (its head, the line's beginning, its
-    size), read as the relay observed the line. Memory stays flat however long it is."""
-    framer = Framer(hold=LONG_LINE)
+    size), read as the relay observed the line. Memory stays flat however long it is (what
+    needs the line's every byte, ``replay`` playing it, ``redact`` copying it, reads it whole)."""
+    framer = Framer(hold=LONG_LINE if flat else None)
     count = 0
     long: _LongLine | None = None
     # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
