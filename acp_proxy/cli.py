@@ -45,6 +45,7 @@ COMMANDS = {
     "diff": "acp_proxy.readers.commands.diff",
     "stats": "acp_proxy.readers.commands.stats",
     "rules": "acp_proxy.readers.commands.rules",
+    "mcp": "acp_proxy.readers.commands.mcp",
     "demo": "acp_proxy.devtools.commands.demo",
     "probe": "acp_proxy.drive.commands.probe",
     "chat": "acp_proxy.drive.commands.chat",

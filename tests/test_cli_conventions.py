@@ -15,7 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
+
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 # --- a file that is no recording ---------------------------------------------------------
 

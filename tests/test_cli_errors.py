@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
+
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 READERS = {
     "validate": [],

@@ -361,7 +361,7 @@ def read(
         path = os.fspath(source)
         if run is None:
             run = RUN if os.path.isfile(path) else 1
-        lines: Iterable[tuple[int, bytes]] = open_lines(path, flat)
+        lines: Iterable[tuple[int, bytes]] = open_lines(path, flat=flat)
     else:
         lines = source
     return _read(lines, validate, stored, 1 if run is None else run)

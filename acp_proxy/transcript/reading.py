@@ -94,29 +94,36 @@ def _open_fd(path: str) -> int:
     return fd
 
 
-def open_lines(path: str, flat: bool = False) -> Generator[tuple[int, bytes], None, None]:
+def open_lines(
+    path: str, opened: int | None = None, flat: bool = False
+) -> Generator[tuple[int, bytes], None, None]:
     """The numbered lines of a recording that are not blank, once its first is known to
-    be a record. ``-`` is standard input (as for grep and jq). Raises
+    be a record. ``-`` is standard input (as for grep and jq). ``opened``: a descriptor of
+    the file, opened already (:func:`~acp_proxy.transcript.beneath.open_beneath`), taken over
+    and closed with the lines; ``path`` is then only its name. Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
     read). ``flat``: a long record of a line past the cap is read in flat memory, as the
     relay observed the line (:func:`iter_lines`)."""
-    source = None
+    source = opened
+    ours = opened is not None or path != "-"  # (standard input stays open)
     try:
-        source = sys.stdin.fileno() if path == "-" else _open_fd(path)
-        stream = open(source, "rb", closefd=path != "-")  # noqa: SIM115 - closed by the generator
+        if source is None:
+            source = sys.stdin.fileno() if path == "-" else _open_fd(path)
+        stream = open(source, "rb", closefd=ours)  # noqa: SIM115 - closed by the generator
     except OSError as exc:
-        if source is not None and path != "-":
+        if source is not None and ours:
             os.close(source)  # (a directory: opened, but no file to read)
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
     mode = os.fstat(stream.fileno()).st_mode
     try:
-        refuse_device(stream.fileno(), "standard input" if path == "-" else path)
+        refuse_device(stream.fileno(), "standard input" if path == "-" and opened is None else path)
     except RecordingError:
         stream.close()
         raise
     limit = record_limit()
-    named_pipe = stat.S_ISFIFO(mode) and path != "-"
-    path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
+    named_pipe = stat.S_ISFIFO(mode) and ours
+    if path == "-" and opened is None:
+        path = STDIN_NAME  # (named as in PATH:LINE, from here on)
 
     def lines() -> Generator[tuple[int, bytes], None, None]:
         with stream:

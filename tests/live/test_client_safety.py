@@ -16,12 +16,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT
 
 from acp_proxy.live import sandbox as sandbox_module
 from acp_proxy.live.client import Client, Event, Services, initialize_params
 from acp_proxy.live.services import MAX_TERMINALS_KEPT, TERMINAL_OUTPUT_CAP
 from acp_proxy.log import get_logger
+from tests.conftest import HERE, PROXY, SCRIPTED_AGENT
 
 HOSTILE = [sys.executable, str(HERE / "hostile_agent.py")]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]

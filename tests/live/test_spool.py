@@ -15,7 +15,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import clean_env, invoke
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import CutFrame, Framer, LineEnd, LinePiece
@@ -27,6 +26,7 @@ from acp_proxy.transcript.records import (
     frame_record,
     parse_record,
 )
+from tests.conftest import clean_env, invoke
 
 #: A 1 MiB block of every byte but ``\n`` (not UTF-8, not JSON): what the agent repeats.
 _BLOCK = bytes(b for b in range(256) if b != 0x0A) * 4200

@@ -119,10 +119,10 @@ def test_run_hands_the_session_to_the_users_view_which_reads_the_recording_alike
     import runpy
 
     import orjson
-    from conftest import SCRIPTED_AGENT
-    from exchanges import setup, turn
 
     import acp_proxy
+    from tests.conftest import SCRIPTED_AGENT
+    from tests.exchanges import setup, turn
 
     view = write(tmp_path, FRAMES_PER_METHOD)
     messages = [*setup(2), *turn()]
@@ -146,7 +146,7 @@ def test_run_hands_the_session_to_the_users_view_which_reads_the_recording_alike
 
 def test_run_refuses_an_addon_file_that_gives_none_before_anything_crosses(tmp_path, run_proxy):
     """A file that cannot give addons: exit 2, one line, the agent stopped unread."""
-    from conftest import SCRIPTED_AGENT
+    from tests.conftest import SCRIPTED_AGENT
 
     broken = write(tmp_path, "addons = [1]\n")
     seen = tmp_path / "seen"

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.annotate import annotate, located
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord, end_record, frame_record, start_record
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
 MISBEHAVING_RULES = {

@@ -10,6 +10,7 @@ Modules::
     follow.py    follow
     inspect.py   inspect
     ls.py        ls (and pruning's options)
+    mcp.py       mcp
     redact.py    redact
     report.py    report
     rules.py     rules
