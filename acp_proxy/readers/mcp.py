@@ -155,15 +155,18 @@ class Recordings:
         os.set_blocking(fd, True)
         return fd, info
 
-    def lines(self, name: Any) -> Iterator[tuple[int, bytes]]:
-        """The numbered lines of recording ``name`` (:func:`open_lines`, named by ``name``)."""
+    def lines(self, name: Any, flat: bool = True) -> Iterator[tuple[int, bytes]]:
+        """The numbered lines of recording ``name`` (:func:`open_lines`, named by ``name``):
+        ``flat``, a line recorded past the cap is read in flat memory (its beginning)."""
         fd, _ = self.open(name)
-        return open_lines(name, opened=fd)
+        return open_lines(name, opened=fd, flat=flat)
 
-    def items(self, name: Any, validate: bool = True) -> Iterator[Annotated | Repeated]:
-        """The items of recording ``name``, as every reader reads them."""
-
-        return read(self.lines(name), validate=validate, run=RUN)
+    def items(
+        self, name: Any, validate: bool = True, flat: bool = True
+    ) -> Iterator[Annotated | Repeated]:
+        """The items of recording ``name``, as every reader reads them (``flat``: in flat
+        memory; only a frame asked for by its seq is read whole, to be paged)."""
+        return read(self.lines(name, flat), validate=validate, run=RUN)
 
 
 def _refusal(name: str, exc: OSError) -> str:
@@ -414,7 +417,7 @@ def _list_sessions(recordings: Recordings, args: dict[str, Any]) -> Answer:
         else:
             summaries = catalog._Summaries(name, info.st_size)
             try:
-                summaries.feed(read(open_lines(name, opened=fd), run=RUN))
+                summaries.feed(read(open_lines(name, opened=fd, flat=True), run=RUN))
             except RecordingError as exc:
                 unreadable.append(str(exc))
                 continue
@@ -653,7 +656,7 @@ def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
     seq, wanted = args["seq"], args.get("connection")
     frames: list[dict[str, Any]] = []
     page = args.get("page", 1)
-    for item in _with_seq(recordings.items(args["file"]), seq, wanted):
+    for item in _with_seq(recordings.items(args["file"], flat=False), seq, wanted):
         record = item.record
         assert isinstance(record, FrameRecord)
         frame = record.frame
