@@ -44,6 +44,7 @@ COMMANDS = {
     "follow": "acp_proxy.readers.commands.follow",
     "diff": "acp_proxy.readers.commands.diff",
     "stats": "acp_proxy.readers.commands.stats",
+    "export": "acp_proxy.readers.commands.export",
     "rules": "acp_proxy.readers.commands.rules",
     "demo": "acp_proxy.devtools.commands.demo",
     "probe": "acp_proxy.drive.commands.probe",
