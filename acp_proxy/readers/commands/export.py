@@ -11,10 +11,10 @@ from acp_proxy.clihelp import command, say
 
 
 @command(
-    short="Send recorded sessions to an OpenTelemetry backend, a trace each.",
+    short="Sessions as traces to an OpenTelemetry backend.",
     examples=[
         "acp-proxy export --otlp http://127.0.0.1:4318 session.jsonl",
-        "OTEL_EXPORTER_OTLP_ENDPOINT=https://otel.example.com acp-proxy export out/*.jsonl",
+        "acp-proxy export --otlp https://otel.example.com --redact out/*.jsonl",
     ],
 )
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
