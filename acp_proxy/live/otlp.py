@@ -7,8 +7,9 @@ when the frame that ends it is observed; the rest when the connection ends) to a
 thread through a bounded queue. The relay never waits on the backend: a batch that finds the
 queue full is not sent; the first request that fails stops the sending. Either way that costs
 one log line, at the end, saying how many spans were not sent and why (``acp-proxy export``
-sends them later from the recording: what was sent is not sent twice). At the end the sender
-gets at most the request timeout to finish.
+sends them later from the recording: what was sent is not sent twice). At the end (the
+editor's stdout already closed) the sender gets at most :data:`END_WAIT` seconds to finish: the
+proxy's exit waits no longer on the backend.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 
 from acp_proxy.log import Logger
 from acp_proxy.otlp.encode import Span
 from acp_proxy.otlp.send import Exporter, SendError, Target
 from acp_proxy.otlp.spans import Spans
 
-__all__ = ["QUEUE", "LiveExport"]
+__all__ = ["END_WAIT", "QUEUE", "LiveExport"]
 
 #: Batches waiting to be sent, at most (a turn's spans each).
 QUEUE = 64
+#: Seconds the sender gets at the end to send what waits (at most the request timeout).
+END_WAIT = 2.0
 
 
 class LiveExport(Spans):
@@ -98,16 +102,20 @@ class LiveExport(Spans):
                 self._lost(refused, f"the backend rejected spans{': ' + said if said else ''}")
 
     def done(self, exit_status: int | None, reason: str) -> None:
-        """The last batch is queued (the end record's): the sender gets the request timeout
-        to send what waits; then one line if anything was not sent. Never raises."""
+        """The last batch is queued (the end record's): the sender gets :data:`END_WAIT`
+        seconds to send what waits; then one line if anything was not sent. Never raises."""
         thread = self._thread
         if thread is not None:
+            wait = min(END_WAIT, self.where.timeout)
+            deadline = time.monotonic() + wait
             with contextlib.suppress(queue.Full):
-                self._queue.put(None, timeout=self.where.timeout)
-            thread.join(self.where.timeout + 1)
+                self._queue.put(None, timeout=wait)
+            thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():  # still waiting on the backend: what is left is not sent
-                waiting = self.queued - self.exporter.accepted - self.unsent
-                self._lost(max(0, waiting), f"no answer in {self.where.timeout:g} s")
+                with self._lock:
+                    waiting = self.queued - self.exporter.accepted - self.unsent
+                    self.unsent += max(0, waiting)
+                    self.reason = self.reason or f"no answer in {wait:g} s at the end"
         with contextlib.suppress(Exception):
             if self.unsent:
                 self.log.warning(

@@ -4,6 +4,8 @@ one line how many spans were not sent and why."""
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 
 from otlp_backend import closed_port, live_session
@@ -30,3 +32,22 @@ def test_an_unreachable_backend_changes_nothing_for_the_session(tmp_path: Path) 
         return [line.split(b',"msg":', 1)[1] for line in lines if b'"kind":"frame"' in line]
 
     assert frames(tmp_path / "otlp.jsonl") == frames(tmp_path / "plain.jsonl")
+
+
+def test_a_backend_that_never_answers_costs_one_line(tmp_path: Path) -> None:
+    """A backend that takes the connection and never answers: the same bytes and exit, and
+    one warning that every span waits unsent (the sender is not waited on past its bound)."""
+    plain = live_session(tmp_path / "plain.jsonl")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # (never accepted: a request is sent, and no answer comes)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        sent = live_session(tmp_path / "otlp.jsonl", "--otlp", url)
+        took = time.monotonic() - started
+    assert sent.lines == plain.lines
+    assert sent.returncode == plain.returncode == 0
+    warned = [line for line in sent.stderr.splitlines() if "were not sent" in line]
+    assert len(warned) == 1, sent.stderr
+    assert "9 of 9 spans" in warned[0] and "no answer" in warned[0]
+    print(f"session with a silent backend: {took:.2f} s")
