@@ -77,8 +77,7 @@ class Span:
 # --- protobuf -----------------------------------------------------------------------------
 
 
-def _varint(value: int) -> bytes:
-    """A base-128 varint; a negative int64 as its two's complement (ten bytes)."""
+def _slow_varint(value: int) -> bytes:
     value &= (1 << 64) - 1
     out = bytearray()
     while value > 0x7F:
@@ -86,6 +85,15 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+#: The varints of the lengths and numbers most requests are made of, made once.
+_SMALL = [_slow_varint(n) for n in range(1 << 14)]
+
+
+def _varint(value: int) -> bytes:
+    """A base-128 varint; a negative int64 as its two's complement (ten bytes)."""
+    return _SMALL[value] if 0 <= value < 16384 else _slow_varint(value)
 
 
 def _tag(number: int, wire: int) -> bytes:
@@ -126,12 +134,27 @@ def _any_value(value: Any) -> bytes:
     return _bytes_field(1, str(value).encode("utf-8", "surrogatepass"))
 
 
+#: Each attribute key's field, made once (the same few keys make every span).
+_KEYS: dict[str, bytes] = {}
+
+
+def _key(key: str) -> bytes:
+    made = _KEYS.get(key)
+    if made is None:
+        made = _string(1, key)
+        if len(_KEYS) < 4096:
+            _KEYS[key] = made
+    return made
+
+
 def _key_values(number: int, attributes: Mapping[str, Any]) -> bytes:
     """Repeated ``KeyValue``s, as field ``number``."""
-    return b"".join(
-        _bytes_field(number, _string(1, key) + _bytes_field(2, _any_value(value)))
-        for key, value in attributes.items()
-    )
+    tag = _tag(number, 2)
+    out = []
+    for key, value in attributes.items():
+        pair = _key(key) + _bytes_field(2, _any_value(value))
+        out.append(tag + _varint(len(pair)) + pair)
+    return b"".join(out)
 
 
 def _event(event: Event) -> bytes:
