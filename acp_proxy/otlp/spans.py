@@ -197,13 +197,11 @@ class Spans(Addon):
         if now is not None and now > connection.last_ns:
             connection.last_ns = now
         if isinstance(record, FrameRecord) and item.message is not None:
-            target = connection.root
             batch = item.message.kind is Kind.BATCH
+            found = item.findings  # (on the span of the frame: its first message's)
             for index, element in enumerate(item.message.messages):
-                spanned = self._message(connection, element, index, batch)
-                if index == 0:
-                    target = spanned
-            self._findings(target, item.findings, now or connection.last_ns)
+                self._message(connection, element, index, batch, found, now)
+                found = []
         elif isinstance(record, EndRecord):
             self._findings(connection.root, item.findings, now or connection.last_ns)
             self._close(record.exit, record.reason, now)
@@ -329,9 +327,12 @@ class Spans(Addon):
         return span
 
     def _message(
-        self, connection: _Connection, message: Message, index: int, element: bool
-    ) -> Span:
-        """Read one message (``element`` of a batch: its ``index``); the span of its frame."""
+        self, connection: _Connection, message: Message, index: int, element: bool,
+        findings: list[Violation], now: int | None,
+    ) -> None:  # fmt: skip
+        """Read one message (``element`` of a batch: its ``index``); ``findings`` go on the
+        span of its frame before a batch that holds the span is handed over (a batch is
+        never changed once handed over: live, another thread sends it)."""
         session = message.session
         if session is not None and session not in connection.sessions:
             connection.sessions[session] = None
@@ -356,6 +357,7 @@ class Spans(Addon):
             raw_update = params.get("update")
             update: dict[str, Any] = raw_update if isinstance(raw_update, dict) else {}
             target = self._update(connection, message, update, turn) or target
+        self._findings(target, findings, now or connection.last_ns)
         connection.chunks_of = turn
         closed = message.closed
         if closed is not None and closed in connection.turns:
@@ -366,7 +368,6 @@ class Spans(Addon):
             self._send([*connection.loose, *self._turn_spans(connection, ending, end)], connection)
             connection.loose = []
             connection.chunks_of = None
-        return target
 
     def _new_turn(self, connection: _Connection, turn: Turn, message: Message) -> _TurnSpans:
         name = connection.agent or "agent"

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from conftest import RECORDINGS
 
-from acp_proxy.otlp.encode import STATUS_ERROR, Span
+from acp_proxy.otlp.encode import STATUS_ERROR, Span, protobuf_request
 from acp_proxy.otlp.spans import CONVERSATION_ID, VIOLATION, Spans, time_ns
 from acp_proxy.readers.annotate import located, read
 from acp_proxy.transcript.items import Annotated
@@ -210,3 +210,20 @@ def test_redact_applies_before_anything_leaves(tmp_path: Path) -> None:
         [(s.name, s.attributes, [e.attributes for e in s.events]) for s in hidden]
     )
     assert any("process.command" in s.attributes for s in hidden)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.name)
+def test_a_batch_is_never_changed_once_handed_over(path: Path) -> None:
+    """Live, another thread sends a batch as soon as it is handed over: what it holds then
+    (a finding on the frame that ends a turn included) is what it holds at the end."""
+    handed: list[tuple[list[Span], bytes]] = []
+
+    def emit(batch: list[Span]) -> None:
+        handed.append((batch, protobuf_request({}, ("t", "0"), batch)))
+
+    view = Spans(emit)
+    view.feed(read(path))
+    view.finish()
+    assert handed
+    for batch, then in handed:
+        assert protobuf_request({}, ("t", "0"), batch) == then
