@@ -22,7 +22,7 @@ PATHS = sorted(RECORDINGS.glob("*.jsonl"))
 #: Phoenix files each request under the project its header names.
 PROJECT_HEADER = "OTEL_EXPORTER_OTLP_HEADERS"
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1500)  # (the first run installs Phoenix)
 
 
 @pytest.fixture(scope="module")
