@@ -45,7 +45,7 @@ import orjson
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.times import parse_time
-from acp_proxy.core.wire import Message, Request, Turn
+from acp_proxy.core.wire import MAX_PENDING, Message, Request, Turn
 from acp_proxy.otlp.encode import (
     KIND_CLIENT,
     KIND_INTERNAL,
@@ -69,6 +69,10 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 VIOLATION = "acp.violation"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Requests with a span waiting for their answer, at most (the wire model's bound).
+MAX_OPEN = MAX_PENDING
+#: Finished spans under no turn held for the next batch, at most.
+LOOSE = 512
 #: The statuses that end a tool call.
 _DONE = frozenset({"completed", "failed"})
 #: The tool call fields that become ``acp.tool_call.*`` attributes.
@@ -282,6 +286,14 @@ class Spans(Addon):
         batch.append(root)
         self._send(batch, connection)
 
+    def _loose(self, connection: _Connection, span: Span) -> None:
+        """A finished span under no open turn: sent with the next batch, or now when
+        :data:`LOOSE` wait (a connection of requests and no turn stays bounded)."""
+        connection.loose.append(span)
+        if len(connection.loose) >= LOOSE:
+            batch, connection.loose = connection.loose, []
+            self._send(batch, connection)
+
     def _send(self, batch: list[Span], connection: _Connection) -> None:
         """A batch to ``emit``, each span that has no session given the connection's first
         (initialize, session/new: before the session is said)."""
@@ -494,6 +506,11 @@ class Spans(Addon):
             span.attributes["gen_ai.tool.call.id"] = tool_id
         _request_attributes(method, params, span.attributes)
         connection.requests[request] = (span, turn)
+        if len(connection.requests) > MAX_OPEN:  # the oldest given up on, as the wire model does
+            oldest = next(iter(connection.requests))
+            given_up, _ = connection.requests.pop(oldest)
+            given_up.attributes["acp.request.unanswered"] = True
+            self._loose(connection, given_up)
         return span
 
     def _response(
@@ -529,7 +546,7 @@ class Spans(Addon):
         if owner is not None and owner.turn in connection.turns:
             owner.done.append(span)
         else:
-            connection.loose.append(span)
+            self._loose(connection, span)
         return span
 
     def _initialized(self, connection: _Connection, result: dict[str, Any]) -> None:

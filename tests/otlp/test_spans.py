@@ -227,3 +227,44 @@ def test_a_batch_is_never_changed_once_handed_over(path: Path) -> None:
     assert handed
     for batch, then in handed:
         assert protobuf_request({}, ("t", "0"), batch) == then
+
+
+def _requests_only(path: Path, count: int, answered: bool) -> None:
+    """A recording of ``count`` client requests and no turn (answered, or not)."""
+    t = "2026-12-02T17:03:44.700000Z"
+    lines = [{"kind": "start", "t": t, "format": "acp-proxy/1", "version": "0", "argv": ["a"],
+              "pid": 1}]  # fmt: skip
+    seq = 0
+    for n in range(count):
+        seq += 1
+        request = {"jsonrpc": "2.0", "id": n, "method": "session/list", "params": {}}
+        lines.append({"kind": "frame", "seq": seq, "t": t, "from": "client", "msg": request})
+        if answered:
+            seq += 1
+            answer = {"jsonrpc": "2.0", "id": n, "result": {"sessions": []}}
+            lines.append({"kind": "frame", "seq": seq, "t": t, "from": "agent", "msg": answer})
+    path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+
+
+def test_what_waits_for_a_batch_stays_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests under no turn are handed over 512 at a time, not held to the end; requests
+    never answered are given up on past the bound (marked unanswered), as the wire model
+    gives up on them: every span still arrives, once."""
+    import acp_proxy.otlp.spans
+
+    path = tmp_path / "requests.jsonl"
+    _requests_only(path, 1_200, answered=True)
+    batches: list[list[Span]] = []
+    view = Spans(batches.append)
+    view.feed(read(path))
+    assert [len(b) for b in batches] == [512, 512]
+    view.finish()
+    assert sum(len(b) for b in batches) == 1_201  # (and the root)
+
+    monkeypatch.setattr(acp_proxy.otlp.spans, "MAX_OPEN", 10)
+    _requests_only(path, 30, answered=False)
+    spans = spans_of(path)
+    assert len(spans) == 31 and len({s.span_id for s in spans}) == 31
+    assert sum(1 for s in spans if s.attributes.get("acp.request.unanswered")) == 30

@@ -42,7 +42,8 @@ def export(recordings: tuple[str, ...], endpoint: str | None, otlp_content: bool
 
     A span per connection, per prompt turn, per tool call and per request; each finding
     an acp.violation event. Ids come from the recording, so exporting it again (or after
-    `run --otlp` sent it live) adds nothing. The OTEL_EXPORTER_OTLP_* variables
+    `run --otlp` sent it live) sends the same spans again (a backend that keeps a span
+    once, as Phoenix, adds nothing). The OTEL_EXPORTER_OTLP_* variables
     (headers, protocol http/protobuf or http/json, timeout, compression) and
     OTEL_SERVICE_NAME are honoured. Exit status: 0 every span accepted, 1 the backend
     could not be reached or refused spans, 2 usage or an unreadable recording.
