@@ -45,8 +45,11 @@ class LiveExport(Spans):
         started: tuple[str, int | None],
         content: bool = False,
         redact: bool = False,
+        recorded: bool = True,
     ) -> None:
-        """``redact`` (``--redact``): secrets replaced before anything leaves."""
+        """``redact`` (``--redact``): secrets replaced before anything leaves. ``recorded``:
+        the session is recorded (what is not sent can be, from the recording)."""
+        self.recorded = recorded
         redactor = None
         if redact:
             from acp_proxy.transcript.redact import Redactor  # noqa: PLC0415 - (its tables)
@@ -118,9 +121,10 @@ class LiveExport(Spans):
                     self.reason = self.reason or f"no answer in {wait:g} s at the end"
         with contextlib.suppress(Exception):
             if self.unsent:
+                later = " (`acp-proxy export` sends them from the recording)"
                 self.log.warning(
                     f"{self.unsent} of {self.spans} spans of this session were not sent to the "
-                    "OTLP backend (`acp-proxy export` sends them from the recording)",
+                    f"OTLP backend{later if self.recorded else ''}",
                     endpoint=self.where.url,
                     reason=self.reason,
                 )

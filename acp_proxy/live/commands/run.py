@@ -154,14 +154,15 @@ def _otlp_target(endpoint: str | None, content: bool) -> Target | None:
 
 def _with_otlp(
     parts: Callable[[], Observer], addons: list[Addon], where: Target, log: Logger,
-    started: tuple[str, int | None], content: bool, redact: bool,
+    started: tuple[str, int | None], content: bool, redact: bool, recorded: bool,
 ) -> Callable[[], Observer]:  # fmt: skip
     """``parts``, the OTLP view (:mod:`acp_proxy.live.otlp`) added to ``addons`` first."""
 
     def assemble() -> Observer:
         from acp_proxy.live.otlp import LiveExport
 
-        addons.append(LiveExport(where, log, started=started, content=content, redact=redact))
+        addons.append(LiveExport(where, log, started=started, content=content, redact=redact,
+                                 recorded=recorded))  # fmt: skip
         return parts()
 
     return assemble
@@ -355,7 +356,8 @@ def run(
         addons=addons,
     )  # fmt: skip
     if where is not None:  # the OTLP view is loaded with the observer, in its thread
-        parts = _with_otlp(parts, addons, where, log, (started, pid), otlp_content, redact)
+        parts = _with_otlp(parts, addons, where, log, (started, pid), otlp_content, redact,
+                           recorded=not no_record)  # fmt: skip
     from acp_proxy.live.relay import run_relay
 
     # The relay starts now, and observation is loaded in a thread meanwhile (once the relay
