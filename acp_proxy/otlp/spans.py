@@ -154,7 +154,7 @@ class _Connection:
     #: Finished spans under no open turn, sent with the next batch.
     loose: list[Span] = field(default_factory=list)
     agent: str | None = None
-    #: The last tool-call or turn span a frame went to (what a run of chunks belongs to).
+    #: The turn of the frame read last (the turn a run of chunks that repeat it belongs to).
     chunks_of: _TurnSpans | None = None
 
 
