@@ -84,6 +84,9 @@ what it is for and what it promises.
     transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
     transcript/beneath.py    open_beneath: a file a caller named, opened beneath a directory
+    otlp/encode.py           Span: an OTLP ExportTraceServiceRequest, protobuf or JSON, by hand
+    otlp/spans.py            Spans: a session as spans (a view, live and over a recording)
+    otlp/send.py             target, Exporter: OTEL_* and --otlp, the OTLP/HTTP request
     live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
@@ -98,6 +101,7 @@ what it is for and what it promises.
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands/run.py     run: a session assembled, the agent started first
     live/user_addons.py      load_addons: run --addon FILE, views of the user's own
+    live/otlp.py             LiveExport: run --otlp, each turn's spans sent off the relay's path
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
@@ -113,7 +117,7 @@ what it is for and what it promises.
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
     readers/mcp.py           Server, TOOLS: the recordings as an MCP server on stdio
-    readers/commands/show.py    a command a module, named for it (follow.py, stats.py, report.py)
+    readers/commands/show.py    a command a module (follow.py, stats.py, report.py, export.py)
     readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
     readers/commands/mcp.py     mcp: the MCP server's command
     readers/commands/shared.py  what they share: which files, frames, session (replay's too)

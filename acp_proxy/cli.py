@@ -44,6 +44,7 @@ COMMANDS = {
     "follow": "acp_proxy.readers.commands.follow",
     "diff": "acp_proxy.readers.commands.diff",
     "stats": "acp_proxy.readers.commands.stats",
+    "export": "acp_proxy.readers.commands.export",
     "rules": "acp_proxy.readers.commands.rules",
     "mcp": "acp_proxy.readers.commands.mcp",
     "demo": "acp_proxy.devtools.commands.demo",

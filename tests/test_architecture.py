@@ -3,6 +3,8 @@
 - ``core`` imports only ``core`` (pure: no I/O, no asyncio);
 - ``transcript`` imports only ``core`` (and itself);
 - ``readers`` never import ``live``;
+- ``otlp`` (the OTLP view, encoder and sender) imports only ``core`` and ``transcript``: below
+  both ``readers`` (``export``) and ``live`` (``run --otlp``), which may import it;
 - nothing but ``cli`` imports ``devtools``;
 - a layer's ``commands`` package (the CLI's commands beside the code they drive, a module
   each) may also import ``clihelp`` (what the commands share); nothing else but ``cli``
@@ -35,8 +37,9 @@ PACKAGE = Path(__file__).parent.parent / "acp_proxy"
 ALLOWED = {
     "core": {"core"},
     "transcript": {"core", "transcript"},
-    "readers": {"core", "transcript", "readers", "files", "log"},
-    "live": {"core", "transcript", "live", "files", "log"},
+    "otlp": {"core", "transcript", "otlp"},
+    "readers": {"core", "transcript", "otlp", "readers", "files", "log"},
+    "live": {"core", "transcript", "otlp", "live", "files", "log"},
     "devtools": {"core", "transcript", "readers", "devtools", "files", "log"},
     "drive": {"core", "transcript", "readers", "live", "drive", "files", "log"},
     "clihelp": {"core", "log"},
