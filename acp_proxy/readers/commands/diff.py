@@ -11,6 +11,7 @@ from acp_proxy.clihelp import (
     Unreadable,
     color_option,
     command,
+    complete_path,
     format_option,
     no_effect,
     pager_option,
@@ -42,8 +43,8 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
         "acp-proxy diff --session sess_0001 --format json a.jsonl b.jsonl",
     ],
 )
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
+@click.argument("a", metavar="A", shell_complete=complete_path)
+@click.argument("b", metavar="B", shell_complete=complete_path)
 @format_option("text: grouped by layer and turn; json: one document, for tools.")
 @click.option(
     "--only",

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import Seconds, Unreadable, command, say, stdout_lines, use_color
+from acp_proxy.clihelp import (
+    Seconds,
+    Unreadable,
+    command,
+    complete_path,
+    say,
+    stdout_lines,
+    use_color,
+)
 from acp_proxy.core.visible import visible
 from acp_proxy.readers.commands.shared import timeline_filter_options
 
@@ -19,7 +27,7 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
         "acp-proxy follow --violations session.jsonl",
     ],
 )
-@click.argument("path", metavar="PATH")
+@click.argument("path", metavar="PATH", shell_complete=complete_path)
 @timeline_filter_options
 @click.option(
     "--revalidate",

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from acp_proxy.clihelp import cannot_write, command, say, stdout_lines
+from acp_proxy.clihelp import cannot_write, command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
 from acp_proxy.readers.commands.shared import same_file
 
@@ -19,9 +19,14 @@ from acp_proxy.readers.commands.shared import same_file
         "acp-proxy redact --contents session.jsonl -o -",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", metavar="RECORDING", shell_complete=complete_path)
 @click.option(
-    "-o", "--output", metavar="OUT", required=True, help="Where to write the copy (-: stdout)."
+    "-o",
+    "--output",
+    metavar="OUT",
+    required=True,
+    shell_complete=complete_path,
+    help="Where to write the copy (-: stdout).",
 )
 @click.option(
     "--contents",

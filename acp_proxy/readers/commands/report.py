@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import cannot_write, command, say, stdout_lines
+from acp_proxy.clihelp import cannot_write, command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
 from acp_proxy.readers.commands.shared import same_file
 
@@ -19,11 +19,12 @@ from acp_proxy.readers.commands.shared import same_file
         "acp-proxy report session.jsonl -o - | gzip > s.html.gz",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", metavar="RECORDING", shell_complete=complete_path)
 @click.option(
     "-o",
     "--output",
     metavar="OUT.html",
+    shell_complete=complete_path,
     help="Where to write the page (-: stdout). Default: the recording's path with .html "
     "(from stdin, RECORDING -, -o is needed).",
 )

@@ -6,7 +6,15 @@ import sys
 
 import click
 
-from acp_proxy.clihelp import command, json_format_option, say, stdout_lines, wants_json
+from acp_proxy.clihelp import (
+    command,
+    complete_path,
+    complete_rule,
+    json_format_option,
+    say,
+    stdout_lines,
+    wants_json,
+)
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
 
@@ -20,9 +28,14 @@ from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
     ],
 )
 @click.argument("pattern")
-@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]", shell_complete=complete_path)
 @click.option("--method", metavar="GLOB", help="Only frames whose method matches.")
-@click.option("--rule", metavar="GLOB", help="Only frames with a finding of a matching rule.")
+@click.option(
+    "--rule",
+    metavar="GLOB",
+    shell_complete=complete_rule,
+    help="Only frames with a finding of a matching rule.",
+)
 @click.option(
     "--from", "side", type=click.Choice(["client", "agent"]), help="Only frames sent by that side."
 )

@@ -10,6 +10,7 @@ import click
 
 from acp_proxy.clihelp import (
     command,
+    complete_path,
     json_format_option,
     no_effect,
     pager_option,
@@ -30,7 +31,7 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
         "acp-proxy show --seq 12 session.jsonl",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", metavar="RECORDING", shell_complete=complete_path)
 @click.option(
     "--conversation",
     is_flag=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from acp_proxy.clihelp import command, format_option, stdout_lines
+from acp_proxy.clihelp import command, complete_path, format_option, stdout_lines
 from acp_proxy.core.visible import dumps
 
 
@@ -15,7 +15,9 @@ from acp_proxy.core.visible import dumps
         "acp-proxy stats --format json out/*.jsonl",
     ],
 )
-@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.argument(
+    "recordings", nargs=-1, required=True, metavar="RECORDING...", shell_complete=complete_path
+)
 @format_option("How to print the figures.")
 def stats(recordings: tuple[str, ...], fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from acp_proxy.clihelp import command, say, stdout_lines
+from acp_proxy.clihelp import command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
 
 if TYPE_CHECKING:
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
         "acp-proxy validate --format junit out/*.jsonl > junit.xml",
     ],
 )
-@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.argument(
+    "recordings", nargs=-1, required=True, metavar="RECORDING...", shell_complete=complete_path
+)
 @click.option(
     "--format",
     "fmt",
