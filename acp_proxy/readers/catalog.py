@@ -488,6 +488,12 @@ class Hit:
     method: str | None
     summary: str
     rules: list[str]
+    #: What matched in the frame's bytes (when the pattern matched there, not only its
+    #: method, variant or a rule), and up to :data:`AROUND` characters either side of it
+    #: (one more when there is more).
+    match: str | None = None
+    before: str = ""
+    after: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -506,6 +512,30 @@ class Pattern:
         # the flags as plain booleans (a flag enum's `&` costs a few calls per text searched)
         self._ignore_case = bool(self.regex.flags & re.IGNORECASE)
         self._dotall = bool(self.regex.flags & re.DOTALL)
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where in ``text`` the first match is (start, end), or None. Literals with gaps are
+        found as :meth:`search` finds them (from the first literal to the end of the last:
+        linear, no backtracking); any other pattern by :mod:`re`."""
+        pieces = self._pieces
+        if pieces is None or (self._ignore_case and not text.isascii()):
+            found = self.regex.search(text)
+            return None if found is None else found.span()
+        folded = text.lower() if self._ignore_case else text
+        offset = 0
+        for line in [folded] if self._dotall else folded.split("\n"):
+            at, start = 0, None
+            for before, literal in pieces[0]:
+                where = line.find(literal, at + before)
+                if where < 0:
+                    break
+                start = where if start is None else start
+                at = where + len(literal)
+            else:
+                if len(line) - at >= pieces[1]:
+                    return (offset + (at if start is None else start), offset + at)
+            offset += len(line) + 1
+        return None
 
     def search(self, text: str) -> bool:
         """Whether ``text`` holds a match."""
@@ -649,4 +679,15 @@ def _match(regex: Pattern, path: str, item: Annotated, only: TimelineFilter) -> 
     if not any(regex.search(value) for value in fields):
         return None
     summary = frame_summary(message)
-    return Hit(path, record.line, message.seq, str(message.side), message.method, summary, rules)
+    hit = Hit(path, record.line, message.seq, str(message.side), message.method, summary, rules)
+    span = regex.span(text) if text else None
+    if span is not None and span[1] > span[0]:
+        start, end = span
+        hit.match = text[start:end]
+        hit.before = text[max(0, start - AROUND - 1) : start]  # (one more: cut, said with …)
+        hit.after = text[end : end + AROUND + 1]
+    return hit
+
+
+#: Characters of a frame shown either side of what matched in it (``search``).
+AROUND = 30
