@@ -46,12 +46,22 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Warnings fail too (exit 1), such as what the shipped schemas do not define yet.",
 )
-def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool) -> None:
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="text: a line for every finding (identical ones, same rule and message, are "
+    "otherwise one line: the first, with a count and the seqs they span).",
+)
+def validate(
+    recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool, every: bool
+) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
     Stored findings are ignored and recomputed; a file with several sessions
     appended is validated session by session. As text, a line per finding,
-    and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
+    identical ones (rule and message) one line with a count (x31, seq 19-49) as
+    compilers do, and a summary line on stderr: files, errors, warnings, info. Exit status: 0 no
     error-level finding (with --strict: no warning either), 1 at least one, 2 a file
     that cannot be read.
     """
@@ -61,6 +71,9 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
 
     if by_rule and fmt != "text":
         raise click.UsageError("--by-rule has no effect with --format " + fmt)
+    if every and fmt != "text":
+        raise click.UsageError("--all has no effect with --format " + fmt)
+    collapse = fmt == "text" and not every
     errors = 0
     failing = ("error", "warning") if strict else ("error",)
     unreadable = False
@@ -71,6 +84,7 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
         for path in recordings:
             item = Checked(path)
             checked.append(item)
+            same: dict[tuple[str, str, str], list[Any]] = {}  # (the first line, its seqs)
             try:
                 name = item.name  # (- is "(standard input)", as grep and search say)
                 marks = probe_marks(path)
@@ -80,12 +94,20 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
                     rules[finding.rule] = (rules.get(finding.rule, (0, ""))[0] + 1, finding.level)
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
+                    elif collapse:
+                        key = (finding.level, finding.rule, finding.message)
+                        if key in same:
+                            same[key][2].append(finding.seq)
+                        else:
+                            same[key] = [line, finding, [finding.seq]]
                     else:
                         emit(finding_line(name, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
                 item.unreadable = str(exc)
                 unreadable = True
+            for line, finding, seqs in same.values():
+                emit(finding_line(name, line, finding, fmt) + _times(seqs))
         if fmt == "junit":
             emit(junit(checked))
         elif fmt == "sarif":
@@ -97,6 +119,16 @@ def validate(recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool)
             if by_rule:
                 say(f"  {rule}: {count} {level}")
     sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+def _times(seqs: list[int | None]) -> str:
+    """How often a finding came, and the seqs it spans: `` (x31, seq 19-49)``; nothing
+    for one."""
+    if len(seqs) == 1:
+        return ""
+    known = [seq for seq in seqs if seq is not None]
+    span = f", seq {min(known)}-{max(known)}" if known and min(known) != max(known) else ""
+    return f" (x{len(seqs)}{span})"
 
 
 def _schemas_noted(path: str, items: Iterable[Any]) -> Iterator[Any]:
