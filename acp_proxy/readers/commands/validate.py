@@ -69,10 +69,9 @@ def validate(
     from acp_proxy.readers.ci import Checked, junit, sarif
     from acp_proxy.transcript.reading import RecordingError
 
-    if by_rule and fmt != "text":
-        raise click.UsageError("--by-rule has no effect with --format " + fmt)
-    if every and fmt != "text":
-        raise click.UsageError("--all has no effect with --format " + fmt)
+    for option, given in (("--by-rule", by_rule), ("--all", every)):
+        if given and fmt != "text":
+            raise click.UsageError(f"{option} has no effect with --format {fmt}")
     collapse = fmt == "text" and not every
     errors = 0
     failing = ("error", "warning") if strict else ("error",)
@@ -84,7 +83,7 @@ def validate(
         for path in recordings:
             item = Checked(path)
             checked.append(item)
-            same: dict[tuple[str, str, str], list[Any]] = {}  # (the first line, its seqs)
+            same = _Same()
             try:
                 name = item.name  # (- is "(standard input)", as grep and search say)
                 marks = probe_marks(path)
@@ -95,40 +94,58 @@ def validate(
                     if fmt in ("junit", "sarif"):
                         item.findings.append((line, finding))
                     elif collapse:
-                        key = (finding.level, finding.rule, finding.message)
-                        if key in same:
-                            same[key][2].append(finding.seq)
-                        else:
-                            same[key] = [line, finding, [finding.seq]]
+                        same.add(line, finding)
                     else:
                         emit(finding_line(name, line, finding, fmt))
             except RecordingError as exc:
                 _complain(exc)
                 item.unreadable = str(exc)
                 unreadable = True
-            for line, finding, seqs in same.values():
-                emit(finding_line(name, line, finding, fmt) + _times(seqs))
+            for text in same.lines(name):
+                emit(text)
         if fmt == "junit":
             emit(junit(checked))
         elif fmt == "sarif":
             emit(sarif(checked).decode())
-    if fmt == "text" and not all(item.unreadable for item in checked):
-        # on stderr, as a compiler's count: stdout is the findings, a line each
-        say(_validated(checked, levels))
-        for rule, (count, level) in sorted(rules.items(), key=lambda r: (-r[1][0], r[0])):
-            if by_rule:
-                say(f"  {rule}: {count} {level}")
+    if fmt == "text":
+        _summary(checked, levels, rules if by_rule else {})
     sys.exit(2 if unreadable else 1 if errors else 0)
 
 
-def _times(seqs: list[int | None]) -> str:
-    """How often a finding came, and the seqs it spans: `` (x31, seq 19-49)``; nothing
-    for one."""
-    if len(seqs) == 1:
-        return ""
-    known = [seq for seq in seqs if seq is not None]
-    span = f", seq {min(known)}-{max(known)}" if known and min(known) != max(known) else ""
-    return f" (x{len(seqs)}{span})"
+def _summary(checked: list[Any], levels: dict[str, int], rules: dict[str, tuple[int, str]]) -> None:
+    """On stderr, as a compiler's count (stdout is the findings, a line each): files,
+    errors, warnings, info; a line per rule of ``rules`` (``--by-rule``)."""
+    if all(item.unreadable for item in checked):
+        return
+    say(_validated(checked, levels))
+    for rule, (count, level) in sorted(rules.items(), key=lambda r: (-r[1][0], r[0])):
+        say(f"  {rule}: {count} {level}")
+
+
+class _Same:
+    """A file's findings, identical ones (level, rule, message) as one: the first's line,
+    and every seq it came at."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, str], tuple[int, Any, list[int | None]]] = {}
+
+    def add(self, line: int, finding: Any) -> None:
+        key = (finding.level, finding.rule, finding.message)
+        if key in self._seen:
+            self._seen[key][2].append(finding.seq)
+        else:
+            self._seen[key] = (line, finding, [finding.seq])
+
+    def lines(self, name: str) -> Iterator[str]:
+        """A line each, in the order they first came: `` (x31, seq 19-49)`` after one that
+        came more than once."""
+        from acp_proxy.readers.annotate import finding_line
+
+        for line, finding, seqs in self._seen.values():
+            known = [seq for seq in seqs if seq is not None]
+            span = f", seq {min(known)}-{max(known)}" if len(set(known)) > 1 else ""
+            times = f" (x{len(seqs)}{span})" if len(seqs) > 1 else ""
+            yield finding_line(name, line, finding, "text") + times
 
 
 def _schemas_noted(path: str, items: Iterable[Any]) -> Iterator[Any]:
