@@ -20,7 +20,7 @@ from acp_proxy.clihelp import (
     wants_json,
 )
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.readers.commands.shared import timeline_filter_options
+from acp_proxy.readers.commands.shared import last_option, the_recording, timeline_filter_options
 
 
 @command(
@@ -29,9 +29,11 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
         "acp-proxy show session.jsonl",
         "acp-proxy show --violations --from agent session.jsonl",
         "acp-proxy show --seq 12 session.jsonl",
+        "acp-proxy show --last --conversation",
     ],
 )
-@click.argument("recording", metavar="RECORDING", shell_complete=complete_path)
+@click.argument("recording", required=False, metavar="RECORDING", shell_complete=complete_path)
+@last_option
 @click.option(
     "--conversation",
     is_flag=True,
@@ -53,7 +55,8 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
 @timeline_filter_options
 @pager_option
 def show(
-    recording: str,
+    recording: str | None,
+    last: bool,
     conversation: bool,
     fmt: str,
     legacy_json: bool,
@@ -72,6 +75,7 @@ def show(
     request / response / notify, the method and a summary; findings right
     under their frame, as stored in the recording (--revalidate: recomputed).
     """
+    recording = the_recording(recording, last)
     as_json = wants_json(fmt, legacy_json)
     import orjson
 

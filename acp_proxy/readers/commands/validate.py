@@ -11,6 +11,7 @@ import click
 
 from acp_proxy.clihelp import command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
+from acp_proxy.readers.commands.shared import last_option, the_recordings
 
 if TYPE_CHECKING:
     from acp_proxy.transcript.reading import RecordingError
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     ],
 )
 @click.argument(
-    "recordings", nargs=-1, required=True, metavar="RECORDING...", shell_complete=complete_path
+    "recordings", nargs=-1, required=False, metavar="RECORDING...", shell_complete=complete_path
 )
 @click.option(
     "--format",
@@ -53,8 +54,9 @@ if TYPE_CHECKING:
     help="text: a line for every finding (identical ones, same rule and message, are "
     "otherwise one line: the first, with a count and the seqs they span).",
 )
+@last_option
 def validate(
-    recordings: tuple[str, ...], fmt: str, by_rule: bool, strict: bool, every: bool
+    recordings: tuple[str, ...], last: bool, fmt: str, by_rule: bool, strict: bool, every: bool
 ) -> None:
     """Re-run the validator over recorded sessions and print the findings.
 
@@ -68,6 +70,8 @@ def validate(
     from acp_proxy.readers.annotate import finding_line, located, probe_marks, read
     from acp_proxy.readers.ci import Checked, junit, sarif
     from acp_proxy.transcript.reading import RecordingError
+
+    recordings = the_recordings(recordings, last)
 
     for option, given in (("--by-rule", by_rule), ("--all", every)):
         if given and fmt != "text":
