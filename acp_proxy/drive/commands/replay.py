@@ -70,7 +70,8 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
     default="exact",
     show_default=True,
     help="As the agent: how a client message must match the recorded one. exact: same method "
-    "and params (without _meta); method: the method only.",
+    "and params (without _meta; of initialize, the protocol version only: another client's "
+    "capabilities and info are its own); method: the method only.",
 )
 @connection_options("")
 @click.option(

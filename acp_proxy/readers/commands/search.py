@@ -27,7 +27,6 @@ from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
     examples=[
         "acp-proxy search session/request_permission",
         "acp-proxy search --rule 'message-id-*' out/",
-        "acp-proxy search -e 'sk-ant-' out/ session.jsonl",
         "acp-proxy search -l --from client README",
     ],
 )

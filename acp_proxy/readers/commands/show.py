@@ -28,7 +28,6 @@ from acp_proxy.readers.commands.shared import last_option, the_recording, timeli
     examples=[
         "acp-proxy show session.jsonl",
         "acp-proxy show --violations --from agent session.jsonl",
-        "acp-proxy show --seq 12 session.jsonl",
         "acp-proxy show --last --conversation",
     ],
 )
