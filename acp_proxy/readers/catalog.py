@@ -35,6 +35,7 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
+from acp_proxy.readers.usage import Usage
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.names import being_written
 from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 #: The version of what an index holds.
-_INDEX_VERSION = 3
+_INDEX_VERSION = 4
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -79,6 +80,10 @@ class SessionSummary:
     warnings: int = 0
     infos: int = 0
     size: int = 0
+    #: Tokens the agent reported (its unstable ``Usage``: input + output, or the total),
+    #: and its cost (``usage_update``: ``0.002 USD``); None if it reported none.
+    tokens: int | None = None
+    cost: str | None = None
     #: Whether its end record is there.
     ended: bool = False
     #: True when it came from the index (the file was not read).
@@ -111,6 +116,13 @@ class SessionSummary:
         return f"{text} ({self.unfinished} unfinished)" if self.unfinished else text
 
     @property
+    def usage_text(self) -> str:
+        """``0.002 USD, 3,400 tokens``; ``-`` when the agent reported neither."""
+        said = [self.cost] if self.cost else []
+        said += [] if self.tokens is None else [_counted(self.tokens, "token")]
+        return visible(", ".join(said)) or "-"
+
+    @property
     def findings_text(self) -> str:
         """``38 errors, 2 warnings``; ``none``."""
         levels = ((self.errors, "error"), (self.warnings, "warning"), (self.infos, "info"))
@@ -130,6 +142,7 @@ class SessionSummary:
             self.turns_text,
             f"{self.frames:,}",
             self.findings_text,
+            self.usage_text,
             f"{self.size:,}",
             visible(self.path),
         )
@@ -144,6 +157,7 @@ COLUMNS = (
     ("TURNS", False),
     ("FRAMES", True),
     ("FINDINGS", False),
+    ("USAGE", False),
     ("BYTES", True),
     ("PATH", False),
 )
@@ -294,6 +308,8 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unl
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
     "protocol": (int, type(None)),
+    "tokens": (int, type(None)),
+    "cost": (str, type(None)),
     **dict.fromkeys(
         ("session", "turns", "unfinished", "frames", "errors", "warnings", "infos", "size"), (int,)
     ),
@@ -326,6 +342,16 @@ def summarize(path: Path) -> list[SessionSummary]:
 
     summaries = _Summaries(str(path), path.stat().st_size)
     summaries.feed(read(path))
+    for number, usage in summaries.usage.items():
+        summary, tokens = summaries.sessions[number], usage.tokens()
+        if "inputTokens" in tokens or "outputTokens" in tokens:
+            summary.tokens = tokens.get("inputTokens", 0) + tokens.get("outputTokens", 0)
+        else:
+            summary.tokens = tokens.get("totalTokens")
+        costs = [
+            f"{amount:g} {currency or '(no currency)'}" for currency, amount in usage.cost().items()
+        ]
+        summary.cost = ", ".join(costs) or None
     return list(summaries.sessions.values())
 
 
@@ -335,6 +361,8 @@ class _Summaries(Addon):
     def __init__(self, path: str, size: int) -> None:
         self.path, self.size = path, size
         self.sessions: dict[int, SessionSummary] = {}
+        #: What each session's agent reported it cost.
+        self.usage: dict[int, Usage] = {}
 
     def _summary(self, connection: int) -> SessionSummary:
         number = max(connection, 1)
@@ -345,6 +373,10 @@ class _Summaries(Addon):
 
     def add(self, item: Annotated) -> None:
         _add(self._summary(item.connection), item)
+        if item.message is not None:
+            usage = self.usage.setdefault(max(item.connection, 1), Usage())
+            for element in item.message.messages:
+                usage.take(element)
 
     def add_run(self, run: Repeated) -> None:
         """Streamed chunks: frames, and their times; nothing else a summary counts (no
