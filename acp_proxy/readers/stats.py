@@ -78,6 +78,7 @@ class Stats(Addon):
         record = item.record
         if item.opens:  # a connection begins, as the annotator says
             self.sessions += 1
+            self.usage.begin()
             self.turns += self._unfinished()  # (a connection's turns end with it)
             self._open.clear()
         if isinstance(record, StartRecord):

@@ -33,14 +33,23 @@ class Usage:
     def __init__(self) -> None:
         #: The negotiated version of the connection being read (v1: Usage is cumulative).
         self._version: int | None = None
+        #: The connection being read (session ids repeat across recordings).
+        self._connection = 0
         #: Per session: the last context window (used, size), cost (amount, currency),
         #: and tokens (v1: the last reported; v2: the sum).
         self._context: dict[Any, tuple[int | None, int | None]] = {}
         self._cost: dict[Any, tuple[float, str | None]] = {}
         self._tokens: dict[Any, dict[str, int]] = {}
 
+    def begin(self) -> None:
+        """A connection opens: what follows is another connection's (its own version, its
+        own sessions, even if their ids are the last one's)."""
+        self._connection += 1
+        self._version = None
+
     def take(self, message: Message) -> None:
         """One message (of a batch: each)."""
+        session = (self._connection, message.session)
         if isinstance(message, ResponseMessage):
             result = message.frame.value.get("result") if not message.is_error else None
             if not isinstance(result, dict):
@@ -49,7 +58,7 @@ class Usage:
                 version = result.get("protocolVersion")
                 self._version = version if type(version) is int else self._version
             elif message.method == "session/prompt" and isinstance(result.get("usage"), dict):
-                self._add_tokens(message.session, result["usage"])
+                self._add_tokens(session, result["usage"])
             return
         update = message.update
         if update is None:
@@ -58,18 +67,18 @@ class Usage:
         if variant == "usage_update":
             used, size = _count(update.get("used")), _count(update.get("size"))
             if used is not None or size is not None:
-                self._context[message.session] = (used, size)
+                self._context[session] = (used, size)
             cost = update.get("cost")
             if isinstance(cost, dict) and type(cost.get("amount")) in (int, float):
                 currency = cost.get("currency")
-                self._cost[message.session] = (
+                self._cost[session] = (
                     float(cost["amount"]),
                     currency if isinstance(currency, str) else None,
                 )
             elif "cost" in update and cost is None:  # v2: null clears it
-                self._cost.pop(message.session, None)
+                self._cost.pop(session, None)
         elif variant == "state_update" and isinstance(update.get("usage"), dict):
-            self._add_tokens(message.session, update["usage"])
+            self._add_tokens(session, update["usage"])
 
     def _add_tokens(self, session: Any, usage: dict[str, Any]) -> None:
         counts = {k: c for k in TOKEN_FIELDS if (c := _count(usage.get(k))) is not None}

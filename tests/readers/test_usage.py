@@ -106,3 +106,11 @@ def test_the_reports_header_says_the_usage(tmp_path: Path) -> None:
     html = page.read_text()
     assert '"usage":"cost 0.002 USD, context 2,400/200,000"' in html
     assert 'add("usage"' in html
+
+
+def test_stats_over_several_recordings_adds_their_costs(tmp_path: Path) -> None:
+    """Two recordings whose sessions share an id (each agent's first, sess_0001) are two
+    sessions: their costs add up."""
+    clean = str(RECORDINGS / "clean.jsonl")
+    figures = orjson.loads(invoke("stats", "--format", "json", clean, clean).stdout)
+    assert figures["usage"]["cost"] == {"USD": 0.004}
