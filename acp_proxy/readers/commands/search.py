@@ -13,6 +13,7 @@ from acp_proxy.clihelp import (
     complete_path,
     complete_rule,
     json_format_option,
+    no_effect,
     say,
     stdout_lines,
     use_color,
@@ -76,6 +77,8 @@ def search(
     """
     as_json = wants_json(fmt, legacy_json)
     pattern, paths = _pattern_and_paths(pattern, paths, regexp, bool(rule or method))
+    if as_json or files_only:
+        no_effect("with --format json" if as_json else "with -l", "color")
     if files_only and as_json:
         raise click.UsageError("--format json has no effect with -l (it prints file names)")
     import re
