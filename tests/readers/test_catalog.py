@@ -118,7 +118,8 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     """A header names the columns; findings are counted in words, zeros left out."""
     lines = invoke("ls", str(directory)).stdout.decode().splitlines()
     assert lines[0].split() == [
-        "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "BYTES", "PATH"
+        "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "USAGE", "BYTES",
+        "PATH",
     ]  # fmt: skip
     by_name = {line.rsplit("/", 1)[-1]: line for line in lines[1:]}
     (c,) = [s for s in ls(str(directory)) if s["path"].endswith("c.jsonl")]
