@@ -52,6 +52,10 @@ def test_last_and_a_recording_or_no_recording_at_all_are_usage_errors(
     env = {"ACP_PROXY_RECORD_DIR": str(directory)}
     both = invoke("show", "--last", str(RECORDINGS / "clean.jsonl"), env=env)
     assert both.returncode == 2 and b"RECORDING or --last, not both" in both.stderr
+    typed = invoke(
+        "show", "--seq", "1", str(RECORDINGS / "clean.jsonl"), env={**env, "ACP_PROXY_LAST": "1"}
+    )
+    assert typed.returncode == 0 and b"clean.jsonl" in typed.stdout  # (the environment's yields)
     neither = invoke("show", env=env)
     assert neither.returncode == 2 and b"missing argument 'RECORDING' (or --last" in neither.stderr
     assert invoke("stats", env=env).returncode == 2

@@ -127,10 +127,15 @@ def last_option(func: Any) -> Any:
 
 
 def the_recording(given: str | None, last: bool) -> str:
-    """RECORDING as given, or with ``--last`` the newest one; one of the two is needed."""
+    """RECORDING as given, or with ``--last`` the newest one; one of the two is needed. A
+    RECORDING typed wins over ``ACP_PROXY_LAST`` (only a typed ``--last`` contradicts it)."""
     if last:
         if given is not None:
-            raise click.UsageError("give RECORDING or --last, not both")
+            from acp_proxy.clihelp import was_given
+
+            if was_given("last"):
+                raise click.UsageError("give RECORDING or --last, not both")
+            return given
         return newest_recording()
     if given is None:
         raise click.UsageError("missing argument 'RECORDING' (or --last: the newest recording)")
