@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from acp_proxy.readers.commands.shared import last_option, the_recording, timeli
     ],
 )
 @click.argument("path", required=False, metavar="[PATH]", shell_complete=complete_path)
-@last_option
+@functools.partial(last_option, instead="PATH")
 @timeline_filter_options
 @click.option(
     "--revalidate",

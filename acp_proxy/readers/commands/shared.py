@@ -115,14 +115,14 @@ def connection_number(path: str, connection: int | None, session_id: str | None)
     return number
 
 
-def last_option(func: Any) -> Any:
+def last_option(func: Any, instead: str = "RECORDING") -> Any:
     """``--last``: the newest recording of the recordings directory, in place of RECORDING
     (:func:`the_recording`)."""
     return click.option(
         "--last",
         is_flag=True,
         help="The newest recording of the recordings directory (the session started last, "
-        "as ls lists it first), in place of RECORDING.",
+        f"as ls lists it first), in place of {instead}.",
     )(func)
 
 
