@@ -107,6 +107,7 @@ what it is for and what it promises.
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
     readers/text.py          Timeline, render_conversation, LiveConversation (as it happens)
     readers/stats.py         Stats
+    readers/usage.py         Usage: tokens and cost, as the agent reported them
     readers/report.py        write_report (+ templates/report.html)
     readers/follow.py        follow_records
     readers/replay.py        AgentReplay, ClientReplay, load_script: the replays, pure

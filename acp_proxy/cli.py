@@ -385,6 +385,10 @@ def main(early: Early | None = None) -> None:
     error worth a traceback. ``early``: the agent ``acp_proxy.__main__`` started before
     loading this, for the command to take (the context's ``obj``); stopped if none does.
     """
+    if "_ACP_PROXY_COMPLETE" in os.environ:  # (Tab: completion asked for, or its script)
+        from acp_proxy.clihelp import install_completion
+
+        install_completion()
     try:
         try:
             cli(standalone_mode=True, obj=early)

@@ -500,3 +500,37 @@ def exempt_from_gc() -> None:
     """What exists now (modules, click, compiled checks) is never garbage: it leaves
     the cycle collector's scans."""
     gc.freeze()
+
+
+# --- tab completion ------------------------------------------------------------------------
+
+
+def complete_path(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A file or directory argument completes as the shell completes file names (bash's
+    own: ``~``, quoting, directories), not as a word list (``shell_complete=``)."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]
+
+
+def complete_rule(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """A rule name completes as the rules of the catalog starting with what is typed."""
+    from click.shell_completion import CompletionItem
+
+    from acp_proxy.core.rules import RULES
+
+    return [CompletionItem(name) for name in sorted(RULES) if name.startswith(incomplete)]
+
+
+def install_completion() -> None:
+    """Bash completion as git's: ``complete -o bashdefault -o default``, so that where
+    acp-proxy offers nothing (an agent's arguments after ``--``, a word it does not know),
+    bash's own file-name completion still works; click's script alone takes it away."""
+    from click.shell_completion import BashComplete, add_completion_class
+
+    class Bash(BashComplete):
+        source_template = BashComplete.source_template.replace(
+            "complete -o nosort -F", "complete -o nosort -o bashdefault -o default -F"
+        )
+
+    add_completion_class(Bash, "bash")

@@ -417,7 +417,7 @@ def test_a_repeated_finding_is_logged_three_times_then_counted(tmp_path):
 
 def test_validate_keeps_a_line_per_finding_and_ends_with_a_summary():
     recording = str(RECORDINGS / "misbehaving.jsonl")
-    proc = invoke("validate", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
+    proc = invoke("validate", "--all", "--by-rule", recording, str(RECORDINGS / "clean.jsonl"))
     findings = proc.stdout.decode().splitlines()
     assert proc.returncode == 1 and all(line.startswith(recording) for line in findings)
     errors = sum(" error " in line for line in findings)

@@ -516,9 +516,10 @@ class ExampleAgent:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m acp_proxy.devtools.example_agent``."""
+    """Entry point of ``acp-proxy-example-agent`` (installed beside ``acp-proxy``) and of
+    ``python -m acp_proxy.devtools.example_agent``."""
     parser = argparse.ArgumentParser(
-        prog="python -m acp_proxy.devtools.example_agent", description=__doc__.split("\n\n")[0]
+        prog="acp-proxy-example-agent", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks")
     parser.add_argument("--misbehave", action="store_true", help="break the protocol on purpose")

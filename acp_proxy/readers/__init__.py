@@ -22,5 +22,6 @@ Modules::
     summary.py       frame_summary, wanted: a frame in one line, the filters
     text.py          Timeline, render_conversation, LiveConversation (as it happens)
     timing.py        Timing: where the time went
+    usage.py         Usage: tokens and cost, as the agent reported them
     commands/        the layer's click commands, a module each, named for the command
 """

@@ -35,6 +35,7 @@ from acp_proxy.core.times import parse_time
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Message, RequestMessage, ResponseMessage
 from acp_proxy.readers.summary import TimelineFilter, frame_summary, wanted
+from acp_proxy.readers.usage import Usage
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.names import being_written
 from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 #: The version of what an index holds.
-_INDEX_VERSION = 3
+_INDEX_VERSION = 4
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -79,6 +80,10 @@ class SessionSummary:
     warnings: int = 0
     infos: int = 0
     size: int = 0
+    #: Tokens the agent reported (its unstable ``Usage``: input + output, or the total),
+    #: and its cost (``usage_update``: ``0.002 USD``); None if it reported none.
+    tokens: int | None = None
+    cost: str | None = None
     #: Whether its end record is there.
     ended: bool = False
     #: True when it came from the index (the file was not read).
@@ -111,6 +116,13 @@ class SessionSummary:
         return f"{text} ({self.unfinished} unfinished)" if self.unfinished else text
 
     @property
+    def usage_text(self) -> str:
+        """``0.002 USD, 3,400 tokens``; ``-`` when the agent reported neither."""
+        said = [self.cost] if self.cost else []
+        said += [] if self.tokens is None else [_counted(self.tokens, "token")]
+        return visible(", ".join(said)) or "-"
+
+    @property
     def findings_text(self) -> str:
         """``38 errors, 2 warnings``; ``none``."""
         levels = ((self.errors, "error"), (self.warnings, "warning"), (self.infos, "info"))
@@ -130,6 +142,7 @@ class SessionSummary:
             self.turns_text,
             f"{self.frames:,}",
             self.findings_text,
+            self.usage_text,
             f"{self.size:,}",
             visible(self.path),
         )
@@ -144,6 +157,7 @@ COLUMNS = (
     ("TURNS", False),
     ("FRAMES", True),
     ("FINDINGS", False),
+    ("USAGE", False),
     ("BYTES", True),
     ("PATH", False),
 )
@@ -294,6 +308,8 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unl
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
     "protocol": (int, type(None)),
+    "tokens": (int, type(None)),
+    "cost": (str, type(None)),
     **dict.fromkeys(
         ("session", "turns", "unfinished", "frames", "errors", "warnings", "infos", "size"), (int,)
     ),
@@ -326,6 +342,16 @@ def summarize(path: Path) -> list[SessionSummary]:
 
     summaries = _Summaries(str(path), path.stat().st_size)
     summaries.feed(read(path))
+    for number, usage in summaries.usage.items():
+        summary, tokens = summaries.sessions[number], usage.tokens()
+        if "inputTokens" in tokens or "outputTokens" in tokens:
+            summary.tokens = tokens.get("inputTokens", 0) + tokens.get("outputTokens", 0)
+        else:
+            summary.tokens = tokens.get("totalTokens")
+        costs = [
+            f"{amount:g} {currency or '(no currency)'}" for currency, amount in usage.cost().items()
+        ]
+        summary.cost = ", ".join(costs) or None
     return list(summaries.sessions.values())
 
 
@@ -335,6 +361,8 @@ class _Summaries(Addon):
     def __init__(self, path: str, size: int) -> None:
         self.path, self.size = path, size
         self.sessions: dict[int, SessionSummary] = {}
+        #: What each session's agent reported it cost.
+        self.usage: dict[int, Usage] = {}
 
     def _summary(self, connection: int) -> SessionSummary:
         number = max(connection, 1)
@@ -345,6 +373,10 @@ class _Summaries(Addon):
 
     def add(self, item: Annotated) -> None:
         _add(self._summary(item.connection), item)
+        if item.message is not None:
+            usage = self.usage.setdefault(max(item.connection, 1), Usage())
+            for element in item.message.messages:
+                usage.take(element)
 
     def add_run(self, run: Repeated) -> None:
         """Streamed chunks: frames, and their times; nothing else a summary counts (no
@@ -488,6 +520,12 @@ class Hit:
     method: str | None
     summary: str
     rules: list[str]
+    #: What matched in the frame's bytes (when the pattern matched there, not only its
+    #: method, variant or a rule), and up to :data:`AROUND` characters either side of it
+    #: (one more when there is more).
+    match: str | None = None
+    before: str = ""
+    after: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -506,6 +544,30 @@ class Pattern:
         # the flags as plain booleans (a flag enum's `&` costs a few calls per text searched)
         self._ignore_case = bool(self.regex.flags & re.IGNORECASE)
         self._dotall = bool(self.regex.flags & re.DOTALL)
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where in ``text`` the first match is (start, end), or None. Literals with gaps are
+        found as :meth:`search` finds them (from the first literal to the end of the last:
+        linear, no backtracking); any other pattern by :mod:`re`."""
+        pieces = self._pieces
+        if pieces is None or (self._ignore_case and not text.isascii()):
+            found = self.regex.search(text)
+            return None if found is None else found.span()
+        folded = text.lower() if self._ignore_case else text
+        offset = 0
+        for line in [folded] if self._dotall else folded.split("\n"):
+            at, start = 0, None
+            for before, literal in pieces[0]:
+                where = line.find(literal, at + before)
+                if where < 0:
+                    break
+                start = where if start is None else start
+                at = where + len(literal)
+            else:
+                if len(line) - at >= pieces[1]:
+                    return (offset + (at if start is None else start), offset + at)
+            offset += len(line) + 1
+        return None
 
     def search(self, text: str) -> bool:
         """Whether ``text`` holds a match."""
@@ -649,4 +711,15 @@ def _match(regex: Pattern, path: str, item: Annotated, only: TimelineFilter) -> 
     if not any(regex.search(value) for value in fields):
         return None
     summary = frame_summary(message)
-    return Hit(path, record.line, message.seq, str(message.side), message.method, summary, rules)
+    hit = Hit(path, record.line, message.seq, str(message.side), message.method, summary, rules)
+    span = regex.span(text) if text else None
+    if span is not None and span[1] > span[0]:
+        start, end = span
+        hit.match = text[start:end]
+        hit.before = text[max(0, start - AROUND - 1) : start]  # (one more: cut, said with …)
+        hit.after = text[end : end + AROUND + 1]
+    return hit
+
+
+#: Characters of a frame shown either side of what matched in it (``search``).
+AROUND = 30

@@ -9,15 +9,16 @@ Two pure state machines play it; thin shells do the pipes and the clock: :func:`
 here, and ``acp_proxy.drive.replay.drive_agent`` over the client core (the agent started,
 relayed and recorded in-process, as every front-end's is).
 
-**As the agent** (:class:`AgentReplay`): the recording expects client frames in order.
-Each client message is matched against the next one: same method (a response: an answer to
-the same agent request) and equal params or result, compared as JSON without ``_meta``
-(``match="method"``: the method only). On a match, the agent frames that followed it in the
-recording go out byte for byte, each after its recorded gap (scaled by ``speed``); a
-response to a client request gets the id the client used (only the id's bytes change). On a
-mismatch, a report names the recorded seq, what was expected, what came and the first path
-where they differ; a request gets a JSON-RPC error carrying it, and from then on no agent
-frame is sent and every request gets that error.
+**As the agent** (:class:`AgentReplay`): the recording expects client frames in order. Each
+client message is matched against the next one: same method (a response: an answer to the same
+agent request) and equal params or result, compared as JSON without ``_meta``
+(``match="method"``: the method only; ``initialize``: its protocol version only, as the
+client's capabilities and info are another client's own). On a match, the agent frames that
+followed it in the recording go out byte for byte, each after its recorded gap (scaled by
+``speed``); a response to a client request gets the id the client used (only the id's bytes
+change). On a mismatch, a report names the recorded seq, what was expected, what came and the
+first path where they differ; a request gets a JSON-RPC error carrying it, and from then on no
+agent frame is sent and every request gets that error.
 
 A recording someone shared must not act through the editor: the agent frames that ask the
 client to act (:func:`client_action`: write or read a file, run a command, call an MCP
@@ -324,6 +325,16 @@ class Emit:
 MAX_GAP = 86_400.0
 
 
+def _version_only(params: Any) -> Any:
+    """What of ``initialize``'s params must match the recording's: the protocol version
+    (another version is another conversation); the client's capabilities, info and
+    ``_meta`` are its own (another editor, or the same one updated, still gets the
+    recorded session: what it cannot do shows when the agent's requests come)."""
+    return (
+        {"protocolVersion": params.get("protocolVersion")} if isinstance(params, dict) else params
+    )
+
+
 class AgentReplay:
     """The recording as an agent. Pure: client lines in, agent lines out."""
 
@@ -432,11 +443,15 @@ class AgentReplay:
                 return "a request where the recording has a notification, or the reverse"
             if self.match == "method":
                 return None
-            found = difference(
+            recorded, got = (
                 expected.frame.value.get("params", _MISSING),
                 value.get("params", _MISSING),
-                "params",
             )
+            if message.method == "initialize":  # another client, or another version of it
+                recorded, got = _version_only(recorded), _version_only(got)
+            found = difference(recorded, got, "params")
+            if found is not None:
+                return f"{_report_difference(found, 'got')} (--match method: the method alone)"
         return None if found is None else _report_difference(found, "got")
 
     def _emit(self) -> list[Emit]:

@@ -483,6 +483,8 @@ def _section_document(section: _Section) -> dict[str, Any]:
         "duration": seconds_between(start.t, end.t) if start and end else None,
         "exit": end.exit if end else None,
         "reason": end.reason if end else None,
+        # tokens, cost and context window, as the agent reported them
+        "usage": section.stats.usage.words() or None,
         "frames": dict(section.frames),
         "bytes": dict(section.bytes),
         "levels": dict(levels),

@@ -11,6 +11,7 @@ from acp_proxy.core.unstable import RULE as UNSTABLE_RULE
 from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
+from acp_proxy.readers.usage import Usage
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord, StartRecord, stored_size
 
@@ -57,6 +58,8 @@ class Stats(Addon):
     latencies: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     turns: list[_Turn] = field(default_factory=list)
     sessions: int = 0
+    #: Tokens, cost and context window, as the agent reported them.
+    usage: Usage = field(default_factory=Usage)
     #: The recording being read, if the reader names it (``stats`` over several files: each
     #: turn says which it is in).
     recording: str | None = None
@@ -75,6 +78,7 @@ class Stats(Addon):
         record = item.record
         if item.opens:  # a connection begins, as the annotator says
             self.sessions += 1
+            self.usage.begin()
             self.turns += self._unfinished()  # (a connection's turns end with it)
             self._open.clear()
         if isinstance(record, StartRecord):
@@ -108,6 +112,7 @@ class Stats(Addon):
             self.updates[str(message.update.get("sessionUpdate"))] += count
 
     def _message(self, message: Message) -> None:
+        self.usage.take(message)
         if message.kind in (Kind.REQUEST, Kind.NOTIFICATION) and message.method is not None:
             self.methods[message.method] += 1
         update = message.update
@@ -162,6 +167,7 @@ class Stats(Addon):
         """Everything, for machines."""
         return {
             "sessions": self.sessions,
+            "usage": self.usage.as_json(),
             "frames": dict(self.frames),
             "bytes": dict(self.bytes),
             "methods": dict(self.methods.most_common()),
@@ -194,7 +200,8 @@ class Stats(Addon):
     def lines(self) -> list[str]:
         """Everything, for people."""
         data = self.as_json()
-        out = [f"sessions: {self.sessions}", "", "frames and bytes:"]
+        usage = self.usage.words() or "not reported by the agent"
+        out = [f"sessions: {self.sessions}", f"usage: {usage}", "", "frames and bytes:"]
         for side, arrow in (("client", "client → agent"), ("agent", "agent → client")):
             frames, size = self.frames[side], self.bytes[side]
             nouns = ("frame " if frames == 1 else "frames", "byte" if size == 1 else "bytes")

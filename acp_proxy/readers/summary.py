@@ -24,6 +24,7 @@ __all__ = [
     "SETTINGS",
     "TimelineFilter",
     "chunk_summary",
+    "chunk_text",
     "error_summary",
     "first_words",
     "frame_summary",
@@ -39,11 +40,12 @@ __all__ = [
 
 
 def text_of(content: Any, limit: int = 60) -> str:
-    """The first words of a content block or a list of them."""
+    """The first words of a content block or a list of them; a text block (a streamed
+    chunk's) as it is, its spaces kept (``"This "``: words run together are a bug to see)."""
     if type(content) is dict and content.get("type") == "text":  # a streamed chunk's
         text = content.get("text")
         if type(text) is str:
-            return first_words(text, limit)
+            return chunk_text(text, limit)
     blocks = content if isinstance(content, list) else [content]
     parts: list[str] = []
     for block in blocks:
@@ -63,6 +65,11 @@ def text_of(content: Any, limit: int = 60) -> str:
         elif isinstance(kind, str):
             parts.append(f"[{kind}]")
     return first_words("".join(parts), limit)
+
+
+def chunk_text(text: str, limit: int) -> str:
+    """A chunk's text as it is, cut to ``limit`` (shown quoted: ``'This '``)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def first_words(text: str, limit: int) -> str:
@@ -243,6 +250,9 @@ def _summarize_params(method: str, params: Any) -> str:
             tool = params.get("toolCall")
             title = tool.get("title") if isinstance(tool, dict) else None
         return prefix + (repr(title) if title else "")
+    said = _what_it_asks(method, params)
+    if said is not None:
+        return prefix + said
     if method == "session/set_mode" and params.get("modeId") is not None:
         return prefix + word(params["modeId"])
     if method == "initialize":
@@ -253,6 +263,35 @@ def _summarize_params(method: str, params: Any) -> str:
         if isinstance(inner, str):
             return f"→ {inner} {_summarize_params(inner, params.get('params'))}".rstrip()
     return prefix.rstrip()
+
+
+def _what_it_asks(method: str, params: dict[str, Any]) -> str | None:
+    """What a debugger wants to see of a request: the file of an ``fs/*`` request, the cwd
+    and the MCP servers of a new session, the command of a terminal."""
+    if method.startswith("fs/") and isinstance(params.get("path"), str):
+        return _file_words(params)
+    if method in ("session/new", "session/load") and "cwd" in params:
+        servers = params.get("mcpServers")
+        count = len(servers) if isinstance(servers, list) else 0
+        mcp = f", {count} MCP server{'s' if count != 1 else ''}" if count else ""
+        return f"cwd {word(params['cwd'])}{mcp}"
+    if method == "terminal/create" and isinstance(params.get("command"), str):
+        args = params.get("args")
+        argv = [params["command"], *(args if isinstance(args, list) else [])]
+        return repr(chunk_text(" ".join(a for a in argv if isinstance(a, str)), 80))
+    return None
+
+
+def _file_words(params: dict[str, Any]) -> str:
+    """An ``fs/*`` request's path, and what else it says: ``/p/README.md line 10 limit 5``,
+    ``/p/out.txt (120 chars)``."""
+    words = [word(params["path"])]
+    for key in ("line", "limit"):
+        if params.get(key) is not None:
+            words.append(f"{key} {word(params[key])}")
+    if isinstance(params.get("content"), str):
+        words.append(f"({len(params['content']):,} chars)")
+    return " ".join(words)
 
 
 def _summarize_result(method: str | None, result: Any) -> str:
@@ -329,7 +368,7 @@ def chunk_summary(message: Message) -> tuple[str, str]:
 def repeated_summary(head: str, text: str) -> str:
     """:func:`frame_summary` of a text chunk whose :func:`chunk_summary` head is ``head``,
     around ``text`` (a frame that repeats it: :class:`~acp_proxy.readers.annotate.Repeated`)."""
-    return joined_summary(head, first_words(text, 60))
+    return joined_summary(head, chunk_text(text, 60))
 
 
 def error_summary(error: Any) -> str:

@@ -16,6 +16,7 @@ import click
 from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame
+from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.visible import visible
@@ -24,8 +25,8 @@ from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, Sessio
 from acp_proxy.readers.summary import (
     TimelineFilter,
     chunk_summary,
+    chunk_text,
     error_summary,
-    first_words,
     frame_summary,
     joined_summary,
     setting_words,
@@ -72,18 +73,55 @@ def _red_outcome(summary: str, message: ResponseMessage) -> str:
     return summary[: len(summary) - len(outcome)] + click.style(outcome, fg="red")
 
 
+class _Fold:
+    """Consecutive text chunks of one message (``show``'s default): the first one's time,
+    seq and line, how many, and the start of their text (no more is kept than is shown)."""
+
+    __slots__ = ("count", "head", "key", "last", "seq", "size", "start", "texts", "when")
+
+    def __init__(
+        self, when: str, seq: int, start: str, head: str, key: tuple[Any, ...], text: str
+    ) -> None:
+        self.when, self.seq, self.last, self.start, self.head, self.key = (
+            when, seq, seq, start, head, key,
+        )  # fmt: skip
+        self.count, self.texts, self.size = 1, [text], len(text)
+
+    def add(self, seq: int, text: str) -> None:
+        self.last, self.count = seq, self.count + 1
+        if self.size <= FOLDED:
+            self.texts.append(text)
+            self.size += len(text)
+
+    def line(self) -> str:
+        text = "".join(self.texts)
+        text = text if len(text) <= FOLDED else text[: FOLDED - 1] + "…"
+        count = f" x{self.count} (seq {self.seq}-{self.last})" if self.count > 1 else ""
+        return f"{self.when}  {self.seq:>5}  {self.start}{self.head}{count} {text!r}"
+
+
+#: The characters of a folded message shown.
+FOLDED = 100
+
+
 class Timeline(Addon):
     """Turns annotated records into timeline lines, one frame per line, each handed to
     ``emit`` as it is made (an :class:`~acp_proxy.transcript.items.Addon`: feed it the items
-    of :func:`~acp_proxy.readers.annotate.read` or ``annotate``)."""
+    of :func:`~acp_proxy.readers.annotate.read` or ``annotate``). ``fold``: the consecutive
+    text chunks of one message are one line (``show``; a live view shows each as it comes)."""
 
     def __init__(
         self,
         emit: Callable[[str], object],
         only: TimelineFilter | None = None,
         color: bool = True,
+        fold: bool = False,
     ) -> None:
         self.emit = emit
+        self.fold = fold
+        self._folding: _Fold | None = None
+        #: What makes chunks one message: side, line head, messageId.
+        self._chunk_key: tuple[Any, ...] = ()
         self.only = only or TimelineFilter()
         self._narrowed = self._filtered()
         #: Without colour, a frame's line carries no style to strip (errors still do).
@@ -106,11 +144,27 @@ class Timeline(Addon):
     def add_run(self, run: Repeated) -> None:
         """A streamed turn's chunks: the line of the one before, around each text."""
         emit = self.emit
-        for line in self._repeated(run):
+        for line in self._folded_run(run) if self.fold else self._repeated(run):
             emit(line)
+
+    def feed(self, items: Any) -> None:
+        """Every item; then the message being folded, if any."""
+        super().feed(items)
+        for line in self._flush():
+            self.emit(line)
+
+    def _flush(self) -> list[str]:
+        """The line of the message being folded, if any (it ended)."""
+        fold, self._folding = self._folding, None
+        return [] if fold is None else [fold.line()]
 
     def lines(self, item: Annotated) -> list[str]:
         """The lines for one record and its findings (none if filtered out)."""
+        if self._folding is not None and not isinstance(item.record, FrameRecord):
+            return [*self._flush(), *self._lines(item)]
+        return self._lines(item)
+
+    def _lines(self, item: Annotated) -> list[str]:
         record = item.record
         if isinstance(record, StartRecord):
             self._start = parse_time(record.t)
@@ -173,10 +227,44 @@ class Timeline(Addon):
         gap = self._gap(record.seq)
         if not self._wanted(record.side, method, session, findings):
             return []
+        if self.fold and self._chunk is not None:
+            update = message.update or {}
+            self._chunk_key = (record.side, head, shown(update.get("messageId")))
+            if not findings:
+                return self._folded(record.seq, record.t, update["content"].get("text"), gap)
         line = f"{self._when_text(record.t)}  {record.seq:>5}  {arrow}  {kind:<8} {body.rstrip()}"
-        if not gap and not findings:
+        done = self._flush() if self._folding is not None else []
+        if not gap and not findings and not done:
             return [line]
-        return [*gap, line, *self._findings(findings, standalone=False)]
+        return [*done, *gap, line, *self._findings(findings, standalone=False)]
+
+    def _folded(self, seq: int, t: str, text: Any, gap: list[str]) -> list[str]:
+        """A text chunk, folded into the message before it if it goes on that message
+        (the same side, method, session, variant and messageId, the next seq, no
+        gap between), else the start of a message (the one before, ended, shown)."""
+        text = text if isinstance(text, str) else ""
+        fold, key = self._folding, self._chunk_key
+        if fold is not None and not gap and fold.key == key and seq == fold.last + 1:
+            fold.add(seq, text)
+            return []
+        assert self._chunk is not None
+        start, head = self._chunk[0], self._chunk[1]
+        done = self._flush()
+        self._folding = _Fold(self._when_text(t), seq, start, head, key, text)
+        return [*done, *gap]
+
+    def _folded_run(self, item: Repeated) -> list[str]:
+        """:meth:`_repeated`, folded: the run's texts go on the message of the chunk before."""
+        if self._chunk is None:
+            raise ValueError("a repeated frame without a message chunk before it")
+        _, _, side, method, session = self._chunk
+        if self._narrowed and not self._wanted(side, method, session, []):
+            self._last_seq = max([self._last_seq, *item.seqs])
+            return []
+        lines: list[str] = []
+        for seq, t, text in zip(item.seqs, item.times, item.texts, strict=True):
+            lines += self._folded(seq, t, text, self._gap(seq))
+        return lines
 
     def _repeated(self, item: Repeated) -> list[str]:
         """The message chunk before, around other texts (:class:`Repeated`)."""
@@ -200,7 +288,7 @@ class Timeline(Addon):
                 last = seq
             if t != when_t:
                 when, when_t = self._when_text(t), t
-            words = first_words(text, 60)
+            words = chunk_text(text, 60)
             add(f"{when}  {seq:>5}{quoted}{words!r}" if words else f"{when}  {seq:>5}{bare}")
         self._last_seq = last
         return lines

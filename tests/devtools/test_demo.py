@@ -135,3 +135,31 @@ def test_v1_tour_uses_fs_terminals_modes_and_a_cancel_and_validates_clean(tmp_pa
     assert [t["stop_reason"] for t in stats["turns"]] == ["end_turn", "cancelled"]
     shown = invoke("show", "--conversation", "--no-color", str(record)).stdout.decode()
     assert "ended: cancelled" in shown and "'ls' (execute): completed" in shown
+
+
+def test_the_example_agent_has_a_command_of_its_own_that_works_outside_the_checkout(tmp_path):
+    """The README's example-agent command: ``acp-proxy-example-agent`` is installed beside
+    ``acp-proxy`` (pip, pipx, uv tool), so it runs from any directory, with the venv on PATH
+    or named by path (``python -m acp_proxy...`` needs the venv's python: outside the
+    checkout, a bare ``python`` has no acp_proxy)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    bin_dir = Path(sys.executable).parent
+    agent = bin_dir / "acp-proxy-example-agent"
+    assert agent.is_file(), "acp-proxy-example-agent is not installed beside acp-proxy"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bare = {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    for path, command in (
+        (f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin", "acp-proxy-example-agent"),
+        (f"/usr/bin{os.pathsep}/bin", str(agent)),  # (the venv not activated)
+    ):
+        proc = subprocess.run(
+            [str(bin_dir / "acp-proxy"), "chat", "--protocol", "2", "--prompt", "hi",
+             "--no-record", "--", command],
+            cwd=elsewhere, capture_output=True, timeout=120, env={**bare, "PATH": path},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert b"This is the example agent" in proc.stdout

@@ -489,7 +489,7 @@ def test_reader_output_closed_early_is_not_an_error(tmp_path):
                 frame_record(seq, "2026-11-29T20:00:00.000000Z", "agent", parse_frame(b"not json"))
             )
     with subprocess.Popen(
-        [*PROXY, "validate", str(path)],
+        [*PROXY, "validate", "--all", str(path)],  # (a line each: identical ones are one)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=clean_env(),

@@ -118,7 +118,8 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     """A header names the columns; findings are counted in words, zeros left out."""
     lines = invoke("ls", str(directory)).stdout.decode().splitlines()
     assert lines[0].split() == [
-        "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "BYTES", "PATH"
+        "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "USAGE", "BYTES",
+        "PATH",
     ]  # fmt: skip
     by_name = {line.rsplit("/", 1)[-1]: line for line in lines[1:]}
     (c,) = [s for s in ls(str(directory)) if s["path"].endswith("c.jsonl")]
@@ -203,12 +204,58 @@ def test_search_finds_a_method_a_rule_and_a_text_with_path_and_seq(directory):
     hits = [
         orjson.loads(line)
         for line in invoke(
-            "search", "--json", "--rule", "message-id-*", ".", str(directory)
+            "search", "--json", "--rule", "message-id-*", str(directory)
         ).stdout.splitlines()
     ]
     assert hits and all(any(r.startswith("message-id") for r in h["rules"]) for h in hits)
     assert invoke("search", "no-such-thing-anywhere", str(directory)).returncode == 1
     assert invoke("search", "(", str(directory)).returncode == 2
+
+
+def test_search_with_a_filter_takes_a_directory_as_where_to_look_not_as_the_pattern(directory):
+    """``search --rule GLOB DIR`` searches DIR (it once took DIR as the pattern, matched
+    nothing and said nothing); ``-e PATTERN`` makes every argument a place."""
+    by_rule = invoke("search", "--rule", "message-id-*", str(directory))
+    assert by_rule.returncode == 0, by_rule.stderr
+    lines = by_rule.stdout.decode().splitlines()
+    assert lines and all(line.startswith(f"{directory / 'c.jsonl'}:") for line in lines)
+    assert all("message-id-missing" in line for line in lines)
+    by_method = invoke("search", "--method", "session/prompt", str(directory / "b.jsonl"))
+    assert by_method.returncode == 0 and b"session/prompt" in by_method.stdout
+    explicit = invoke("search", "-e", "README", str(directory / "b.jsonl"))
+    assert explicit.returncode == 0 and b"README" in explicit.stdout
+    bare = invoke("search")
+    assert bare.returncode == 2 and b"missing argument 'PATTERN'" in bare.stderr
+
+
+def test_search_shows_what_matched_in_the_frame_highlighted_and_escaped(directory):
+    """As grep shows the matched line: what matched in the frame's bytes, with a little
+    around it; on a terminal (--color always here) in bold red; JSON carries it too."""
+    proc = invoke("search", "Summarize the project", str(directory / "b.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.decode().splitlines()[0]
+    assert line.endswith('"text","text":"Summarize the project README."}]}}'), line
+    coloured = invoke("search", "--color", "always", "proj.ct", str(directory / "b.jsonl"))
+    assert b"\x1b[31m\x1b[1mproject\x1b[0m".decode("unicode_escape") in (coloured.stdout.decode())
+    hit = orjson.loads(invoke("search", "--format", "json", "proj.ct", str(directory / "b.jsonl"))
+                       .stdout.splitlines()[0])  # fmt: skip
+    assert hit["match"] == "project" and hit["before"].endswith("Summarize the ")
+    # a method matched: its name is in the line already, no text is added
+    method = invoke("search", "^session/prompt$", str(directory / "b.jsonl")).stdout.decode()
+    assert method and all('{"' not in line for line in method.splitlines())
+
+
+def test_search_escapes_what_matched(tmp_path):
+    """What matched is a wire string: an escape sequence in it is shown, never acted on."""
+    path = tmp_path / "hostile.jsonl"
+    start = {"kind": "start", "t": "2026-12-01T10:00:00.000000Z", "format": "acp-proxy/1"}
+    raw = b"bad \x1b]0;owned\x07 line"  # (not JSON: the agent's banner, say)
+    frame = {"kind": "frame", "t": "2026-12-01T10:00:00.100000Z", "seq": 1, "from": "agent",
+             "text": raw.decode("unicode_escape")}  # fmt: skip
+    path.write_bytes(orjson.dumps(start) + b"\n" + orjson.dumps(frame) + b"\n")
+    proc = invoke("search", "owned", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
 
 
 def test_search_l_stops_reading_a_file_at_its_first_match(directory, tmp_path):

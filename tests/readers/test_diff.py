@@ -46,7 +46,7 @@ def diff(*args: str) -> subprocess.CompletedProcess[bytes]:
 def as_json(a: Path, b: Path, *options: str) -> dict[str, Any]:
     proc = diff("--format", "json", *options, str(a), str(b))
     document: dict[str, Any] = orjson.loads(proc.stdout)
-    assert proc.returncode == (1 if document["differences"] else 0), proc.stderr
+    assert proc.returncode == (0 if document["identical"] else 1), proc.stderr
     return document
 
 
@@ -161,7 +161,7 @@ def test_each_change_is_reported_once_in_its_layer_with_both_seqs(pair, tmp_path
     a, b = pair
     change, layer, what = CHANGES[name]
     changed = edited(b, tmp_path / "changed.jsonl", change)
-    document = as_json(a, changed)
+    document = as_json(a, changed, *(("--timing",) if layer == "timing" else ()))
     assert document["identical"] is False
     here = [d for d in document["differences"] if d["layer"] == layer and d["what"] == what]
     assert len(here) == 1, document["differences"]
@@ -178,6 +178,23 @@ def test_each_change_is_reported_once_in_its_layer_with_both_seqs(pair, tmp_path
     )
     silent = as_json(a, changed, "--only", others)
     assert [d for d in silent["differences"] if d["what"] == what and d["layer"] == layer] == []
+
+
+def test_two_runs_that_differ_only_in_timing_exit_0_unless_timing_is_asked_for(pair, tmp_path):
+    """Model latency varies from run to run: a CI gate must not flap on it. The timing is
+    shown, said not to count, and counts with --timing (or --only timing)."""
+    a, b = pair
+    slow = edited(b, tmp_path / "slow.jsonl", three_times_slower)
+    shown = diff(str(a), str(slow))
+    said = shown.stdout.decode()
+    assert shown.returncode == 0, said
+    assert "turn duration (s)" in said and "not counted" in said
+    assert as_json(a, slow)["identical"] is True
+    assert diff("--timing", str(a), str(slow)).returncode == 1
+    assert diff("--only", "timing", str(a), str(slow)).returncode == 1
+    assert as_json(a, slow, "--timing")["identical"] is False
+    refused = diff("--timing", "--only", "wire", str(a), str(slow))
+    assert refused.returncode == 2 and b"--timing has no effect" in refused.stderr
 
 
 def test_ignore_silences_what_it_names(pair, tmp_path):

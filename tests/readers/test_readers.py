@@ -77,8 +77,8 @@ def test_clean_recording_has_what_it_promises():
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
 def test_show_renders_every_recording(path):
-    """show prints a line per stored frame, in both views, with no error."""
-    proc = invoke("show", "--no-color", str(path))
+    """show --no-fold prints a line per stored frame, in both views, with no error."""
+    proc = invoke("show", "--no-color", "--no-fold", str(path))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     frames = sum(1 for r in read_records(path) if hasattr(r, "frame"))
@@ -781,3 +781,40 @@ def test_a_long_line_is_read_as_it_comes_and_as_the_short_way_reads_it(monkeypat
     # what needs every byte (replay, redact) reads it whole
     (read,) = [parse_record(1, line) for line in reading.iter_lines(io.BytesIO(good))]
     assert isinstance(read, FrameRecord) and read.frame.raw == data
+
+
+def test_show_folds_a_messages_chunks_into_one_line_and_no_fold_shows_each():
+    """A streamed message is one line by default: the variant, how many chunks and their
+    seqs, the text joined with its spaces; --no-fold gives a line per chunk, each text as it
+    is (``'This '``, never ``'This'``: words that run together are a bug to see)."""
+    path = str(RECORDINGS / "v1-tour.jsonl")
+    folded = invoke("show", "--no-color", path).stdout.decode().splitlines()
+    messages = [line for line in folded if "agent_message_chunk" in line]
+    assert len(messages) == 2, messages  # one per turn
+    assert (
+        " 25  " in messages[0]
+        and "agent_message_chunk x31 (seq 25-55) 'This is the" in (messages[0])
+    )
+    each = invoke("show", "--no-color", "--no-fold", path).stdout.decode().splitlines()
+    chunks = [line for line in each if "agent_message_chunk" in line]
+    assert len(chunks) > 31 and chunks[0].endswith("agent_message_chunk 'This '"), chunks[0]
+    assert len(each) - len(folded) == len(chunks) - len(messages)  # nothing else changed
+
+
+def test_show_folds_only_what_is_one_message(tmp_path):
+    """A chunk with a finding, another messageId or a frame between ends the fold: the
+    misbehaving recording's chunks carry findings, so each keeps its line and its finding."""
+    bad = invoke("show", "--no-color", str(RECORDINGS / "misbehaving.jsonl")).stdout.decode()
+    assert bad.count("↳ error message-id-missing") == 31
+    clean = invoke("show", "--no-color", str(RECORDINGS / "clean.jsonl")).stdout.decode()
+    assert " x" in clean and "(seq " in clean
+    assert (
+        invoke("show", "--no-fold", "--seq", "3", str(RECORDINGS / "clean.jsonl")).returncode == 2
+    )
+
+
+def test_show_says_the_file_an_fs_request_names_and_a_new_sessions_cwd():
+    out = invoke("show", "--no-color", str(RECORDINGS / "v1-tour.jsonl")).stdout.decode()
+    assert "fs/read_text_file [sess_0001] /home/me/project/README.md limit 20" in out
+    assert "session/new cwd /home/me/project" in out
+    assert "terminal/create [sess_0001] 'ls'" in out

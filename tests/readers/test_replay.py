@@ -574,3 +574,27 @@ def test_a_client_line_past_the_cap_is_its_beginning_never_held_whole():
     inbox = _lines(io.BytesIO(b"a" * 10 + b"\nok\n" + b"\0" * 1000), cap=4)
     got = [inbox.get(timeout=10) for _ in range(4)]
     assert got == [b"aaaa", b"ok\n", b"\0" * 4, None]
+
+
+def test_another_client_gets_through_initialize_and_a_mismatch_suggests_match_method(recording):
+    """The README's use, the recording named as the agent in an editor's config: another
+    client (or the same one updated) says other capabilities and info in initialize, and is
+    served all the same (only the protocol version must match); a mismatch of params names
+    --match method."""
+    lines = client_lines(recording)
+    first = orjson.loads(lines[0])
+    assert first["method"] == "initialize"
+    other = dict(first)
+    other["params"] = {
+        **first["params"],
+        "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}},
+        "clientInfo": {"name": "another-editor", "version": "9.9"},
+    }
+    stdin = b"".join(raw + b"\n" for raw in [orjson.dumps(other), *lines[1:]])
+    proc = replay_agent(recording, "--speed", "0", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr.decode()
+    another = {**other, "params": {**other["params"], "protocolVersion": 999}}
+    stdin = orjson.dumps(another) + b"\n"
+    refused = replay_agent(recording, "--speed", "0", stdin=stdin)
+    report = orjson.loads(refused.stdout.split(b"\n")[-2])["error"]["data"]["report"]
+    assert "params.protocolVersion" in report and "--match method" in report, report

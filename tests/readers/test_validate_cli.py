@@ -518,3 +518,25 @@ def test_shipped_recordings_keep_their_exit_status_strict_or_not():
         for strict in ((), ("--strict",)):
             proc = invoke("validate", *strict, str(path))
             assert proc.returncode == expected, (path.name, strict, proc.stdout[:500])
+
+
+def test_identical_findings_are_one_line_with_a_count_and_their_seqs():
+    """One defect repeated on every chunk is one line (the first, with x31 and the seqs it
+    spans), as compilers collapse repeats; --all prints each; JSON keeps one per finding."""
+    path = str(RECORDINGS / "misbehaving.jsonl")
+    proc = invoke("validate", path)
+    lines = proc.stdout.decode().splitlines()
+    repeated = [line for line in lines if "message-id-missing" in line]
+    assert proc.returncode == 1
+    assert repeated == [
+        f"{path}:20: seq 19: error message-id-missing: agent_message_chunk without a messageId"
+        " (x31, seq 19-49)"
+    ], lines
+    assert len(lines) == len(set(line.split(": seq ")[1] for line in lines))  # no repeats left
+    assert b"38 errors" in proc.stderr  # the count is of every finding, as before
+    every = invoke("validate", "--all", path).stdout.decode().splitlines()
+    assert sum("message-id-missing" in line for line in every) == 31
+    rows = invoke("validate", "--format", "json", path).stdout.splitlines()
+    assert sum(orjson.loads(row)["rule"] == "message-id-missing" for row in rows) == 31
+    refused = invoke("validate", "--all", "--format", "json", path)
+    assert refused.returncode == 2 and b"--all has no effect" in refused.stderr

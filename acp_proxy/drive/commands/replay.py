@@ -14,6 +14,7 @@ from acp_proxy.clihelp import (
     Seconds,
     Unreadable,
     command,
+    complete_path,
     logging_options,
     no_effect,
     not_stdout,
@@ -69,7 +70,8 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
     default="exact",
     show_default=True,
     help="As the agent: how a client message must match the recorded one. exact: same method "
-    "and params (without _meta); method: the method only.",
+    "and params (without _meta; of initialize, the protocol version only: another client's "
+    "capabilities and info are its own); method: the method only.",
 )
 @connection_options("")
 @click.option(
@@ -106,6 +108,7 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
 @click.option(
     "--record",
     metavar="PATH",
+    shell_complete=complete_path,
     callback=not_stdout(NOT_A_RECORDING_PLACE),
     help="As the client: record the new session there (as `run --record` does).",
 )
@@ -116,7 +119,7 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
     "(-: stdout).",
 )
 @logging_options
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", metavar="RECORDING", shell_complete=complete_path)
 @click.argument("agent", nargs=-1, type=click.UNPROCESSED, metavar="[-- AGENT [ARGS]...]")
 def replay(
     role: str,

@@ -14,6 +14,7 @@ import click
 from acp_proxy.clihelp import (
     NOT_A_RECORDING_PLACE,
     Seconds,
+    complete_path,
     envvar,
     exit_with,
     not_stdout,
@@ -43,6 +44,7 @@ def recording_options(func: Any) -> Any:
             click.option(
                 "--record",
                 metavar="PATH",
+                shell_complete=complete_path,
                 envvar=envvar("RECORD"),
                 callback=not_stdout(NOT_A_RECORDING_PLACE),
                 help="Where the session is recorded, as for run. Default: the recordings "

@@ -11,6 +11,7 @@ from acp_proxy.clihelp import (
     NOT_A_RECORDING_PLACE,
     Seconds,
     command,
+    complete_path,
     envvar,
     exit_with,
     no_effect,
@@ -64,6 +65,7 @@ from acp_proxy.log import configure, get_logger, open_log
 @click.option(
     "--record",
     metavar="PATH",
+    shell_complete=complete_path,
     envvar=envvar("RECORD"),
     callback=not_stdout(NOT_A_RECORDING_PLACE),
     help="Where the session is recorded, as for run. Default: the recordings directory.",

@@ -21,6 +21,7 @@ from acp_proxy.clihelp import (
     Seconds,
     as_size,
     command,
+    complete_path,
     envvar,
     exempt_from_gc,
     exit_with,
@@ -219,6 +220,7 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     "--record",
     "record",
     metavar="PATH",
+    shell_complete=complete_path,
     envvar=envvar("RECORD"),
     callback=not_stdout(NOT_A_RECORDING_PLACE),
     help="Directory (or path ending in /) for a new file per session, or a file to append to. "

@@ -11,6 +11,7 @@ from acp_proxy.clihelp import (
     Unreadable,
     color_option,
     command,
+    complete_path,
     format_option,
     no_effect,
     pager_option,
@@ -42,8 +43,8 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
         "acp-proxy diff --session sess_0001 --format json a.jsonl b.jsonl",
     ],
 )
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
+@click.argument("a", metavar="A", shell_complete=complete_path)
+@click.argument("b", metavar="B", shell_complete=complete_path)
 @format_option("text: grouped by layer and turn; json: one document, for tools.")
 @click.option(
     "--only",
@@ -70,6 +71,13 @@ def _layers(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     show_default=True,
     help="Timing: flag a median only this many times slower or faster (and 50 ms apart).",
 )
+@click.option(
+    "--timing",
+    "timing_counts",
+    is_flag=True,
+    help="Count timing differences in the exit status (by default they are shown, not "
+    "counted: two runs of one scenario differ in pace); --only timing counts them too.",
+)
 @color_option("Colour the layers' headings")
 @pager_option
 def diff(
@@ -82,6 +90,7 @@ def diff(
     ignore: tuple[str, ...],
     meta: bool,
     slower: float,
+    timing_counts: bool,
     color: str,
 ) -> None:
     """What changed between two recorded sessions, A and B: the handshake, the conversation,
@@ -89,6 +98,7 @@ def diff(
     one scenario compare equal.
 
     Exit status, as diff(1): 0 no layer differs, 1 they differ, 2 a file cannot be read.
+    Timing is shown but makes no difference unless asked (--timing, or --only timing).
     """
     import orjson
 
@@ -97,7 +107,10 @@ def diff(
     if fmt == "json":
         no_effect("with --format json", "color", "no_color")
     if "timing" not in only:
-        no_effect("without timing in --only", "slower")
+        no_effect("without timing in --only", "slower", "timing_counts")
+    from acp_proxy.clihelp import was_given
+
+    timing_counts = timing_counts or (was_given("only") and "timing" in only)
     sides = []
     numbers = [connection_number(path, connection, session_id) for path in (a, b)]
     session = numbers[0] if numbers[0] == numbers[1] else numbers
@@ -107,6 +120,7 @@ def diff(
         except ValueError as exc:
             raise Unreadable(str(exc)) from None
     found = compare(sides[0], sides[1], only, slower)
+    counted = [d for d in found if timing_counts or d.layer != "timing"]
     with stdout_lines(color) as emit:
         if fmt == "json":
             document = {
@@ -114,7 +128,8 @@ def diff(
                 "b": b,
                 "session": session,
                 "sessions": {"a": sides[0].connections, "b": sides[1].connections},
-                "identical": not found,
+                "identical": not counted,
+                "timing_counted": timing_counts,
                 "differences": [d.as_json() for d in found],
             }
             emit(dumps(document, option=orjson.OPT_INDENT_2).decode())
@@ -122,4 +137,6 @@ def diff(
             for line in lines(found, (sides[0].connections, sides[1].connections)):
                 styled = line.endswith(":") and not line.startswith(" ")
                 emit(click.style(visible(line), bold=True) if styled else visible(line))
-    sys.exit(1 if found else 0)
+                if line == "timing:" and not timing_counts:
+                    emit("  (shown, not counted as a difference: --timing counts it)")
+    sys.exit(1 if counted else 0)

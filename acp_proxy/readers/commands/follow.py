@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import Seconds, Unreadable, command, say, stdout_lines, use_color
+from acp_proxy.clihelp import (
+    Seconds,
+    Unreadable,
+    command,
+    complete_path,
+    say,
+    stdout_lines,
+    use_color,
+)
 from acp_proxy.core.visible import visible
-from acp_proxy.readers.commands.shared import timeline_filter_options
+from acp_proxy.readers.commands.shared import last_option, the_recording, timeline_filter_options
 
 
 @command(
     short="Show a recording live as it grows (tail -f).",
     examples=[
-        "acp-proxy follow ~/.local/state/acp-proxy/recordings",
+        "acp-proxy follow                    (the recordings directory)",
+        "acp-proxy follow --last",
         "acp-proxy follow --violations session.jsonl",
     ],
 )
-@click.argument("path", metavar="PATH")
+@click.argument("path", required=False, metavar="[PATH]", shell_complete=complete_path)
+@functools.partial(last_option, instead="PATH")
 @timeline_filter_options
 @click.option(
     "--revalidate",
@@ -34,7 +45,8 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
     help="Seconds between checks for new records.",
 )
 def follow(
-    path: str,
+    path: str | None,
+    last: bool,
     side: str | None,
     method: str | None,
     session: str | None,
@@ -46,7 +58,8 @@ def follow(
     """Show a recording live, as frames are appended (tail -f for ACP).
 
     PATH may be a recording, or a directory: then the newest recording in it is
-    followed, and each new one as new sessions start; or - for standard input,
+    followed, and each new one as new sessions start (default: the recordings
+    directory, waited for if no session made it yet); or - for standard input,
     shown as it arrives, to its end. Ctrl-C stops. Exit status: 2 when PATH is
     no recording (an empty file is waited on: a recording being written).
     """
@@ -56,6 +69,9 @@ def follow(
     from acp_proxy.readers.text import Timeline
     from acp_proxy.transcript.reading import RecordingError, refuse_device
 
+    if path is None and not last:
+        path = str(_recordings_directory())
+    path = the_recording(path, last)
     target = Path(path)
     if path == "-":
         refuse_device(sys.stdin.fileno(), "standard input")  # (as the other readers)
@@ -90,3 +106,16 @@ def follow(
         raise Unreadable(visible(f"cannot follow {path}: {exc.strerror}")) from None
     except RecordingError as exc:
         raise Unreadable(str(exc)) from None
+
+
+def _recordings_directory() -> Path:
+    """The recordings directory, made (as a session would make it) if no session did yet:
+    ``follow`` in a second pane before the first session waits for it, as ``tail -F``."""
+    import contextlib
+
+    from acp_proxy.transcript.names import default_record_dir
+
+    directory = default_record_dir()
+    with contextlib.suppress(OSError):  # (if it cannot be made, following it says why)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return directory

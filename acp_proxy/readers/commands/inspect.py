@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import Seconds, Unreadable, command, envvar, say
+from acp_proxy.clihelp import Seconds, Unreadable, command, complete_path, envvar, say
 
 
 @command(
@@ -18,7 +18,7 @@ from acp_proxy.clihelp import Seconds, Unreadable, command, envvar, say
         "acp-proxy inspect --open session.jsonl",
     ],
 )
-@click.argument("path", required=False, metavar="[DIR|FILE]")
+@click.argument("path", required=False, metavar="[DIR|FILE]", shell_complete=complete_path)
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
 @click.option(

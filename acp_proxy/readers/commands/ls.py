@@ -14,6 +14,7 @@ from acp_proxy.clihelp import (
     as_age,
     as_size,
     command,
+    complete_path,
     envvar,
     json_format_option,
     no_effect,
@@ -34,7 +35,7 @@ from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
         "acp-proxy ls --prune --keep-days 30 --dry-run",
     ],
 )
-@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]")
+@click.argument("paths", nargs=-1, metavar="[DIR|FILES...]", shell_complete=complete_path)
 @json_format_option("text: a line per session; json: an object per session, for tools.")
 @click.option(
     "--since",

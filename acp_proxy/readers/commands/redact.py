@@ -7,9 +7,9 @@ import os
 
 import click
 
-from acp_proxy.clihelp import cannot_write, command, say, stdout_lines
+from acp_proxy.clihelp import cannot_write, command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
-from acp_proxy.readers.commands.shared import same_file
+from acp_proxy.readers.commands.shared import last_option, same_file, the_recording
 
 
 @command(
@@ -19,9 +19,15 @@ from acp_proxy.readers.commands.shared import same_file
         "acp-proxy redact --contents session.jsonl -o -",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", required=False, metavar="RECORDING", shell_complete=complete_path)
+@last_option
 @click.option(
-    "-o", "--output", metavar="OUT", required=True, help="Where to write the copy (-: stdout)."
+    "-o",
+    "--output",
+    metavar="OUT",
+    required=True,
+    shell_complete=complete_path,
+    help="Where to write the copy (-: stdout).",
 )
 @click.option(
     "--contents",
@@ -30,7 +36,7 @@ from acp_proxy.readers.commands.shared import same_file
     "its echoes: session titles) and what tool calls carry (content, rawInput, rawOutput) "
     "with their size and a tag.",
 )
-def redact(recording: str, output: str, contents: bool) -> None:
+def redact(recording: str | None, last: bool, output: str, contents: bool) -> None:
     """Write a copy of RECORDING that is safe to attach to a bug report.
 
     \b
@@ -54,6 +60,7 @@ def redact(recording: str, output: str, contents: bool) -> None:
     from acp_proxy.transcript.reading import open_lines
     from acp_proxy.transcript.redact import redact_lines
 
+    recording = the_recording(recording, last)
     to_stdout = output == "-"
     if recording != "-" and not to_stdout and same_file(output, recording):
         raise click.UsageError("the copy would overwrite the recording; give another -o")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.clihelp import cannot_write, command, say, stdout_lines
+from acp_proxy.clihelp import cannot_write, command, complete_path, say, stdout_lines
 from acp_proxy.core.visible import visible
-from acp_proxy.readers.commands.shared import same_file
+from acp_proxy.readers.commands.shared import last_option, same_file, the_recording
 
 
 @command(
@@ -19,11 +19,13 @@ from acp_proxy.readers.commands.shared import same_file
         "acp-proxy report session.jsonl -o - | gzip > s.html.gz",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", required=False, metavar="RECORDING", shell_complete=complete_path)
+@last_option
 @click.option(
     "-o",
     "--output",
     metavar="OUT.html",
+    shell_complete=complete_path,
     help="Where to write the page (-: stdout). Default: the recording's path with .html "
     "(from stdin, RECORDING -, -o is needed).",
 )
@@ -38,12 +40,16 @@ from acp_proxy.readers.commands.shared import same_file
     help="Also list what differs from this recording (as `acp-proxy diff A RECORDING`), each "
     "difference linked to its row.",
 )
-def report(recording: str, output: str | None, revalidate: bool, against: str | None) -> None:
+def report(
+    recording: str | None, last: bool, output: str | None, revalidate: bool, against: str | None
+) -> None:
     """Write RECORDING as one self-contained HTML page: the sequence of frames with their
     findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
     so it can be attached to a bug report.
     """
     from acp_proxy.files import whole
+
+    recording = the_recording(recording, last)
     from acp_proxy.readers.report import write_report
 
     if recording == "-" and output is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from acp_proxy.clihelp import command, pager_option, stdout_lines, was_given
+from acp_proxy.clihelp import command, complete_rule, pager_option, stdout_lines, was_given
 from acp_proxy.core.visible import visible
 
 
@@ -25,7 +25,7 @@ from acp_proxy.core.visible import visible
     show_default=True,
     help="How to print the catalog.",
 )
-@click.argument("rule", required=False, metavar="[RULE]")
+@click.argument("rule", required=False, metavar="[RULE]", shell_complete=complete_rule)
 @pager_option
 def rules(fmt: str, rule: str | None) -> None:
     """Print the catalog of rules the validator checks, and the schemas it checks against

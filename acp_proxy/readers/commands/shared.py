@@ -113,3 +113,54 @@ def connection_number(path: str, connection: int | None, session_id: str | None)
     if number is None:
         raise Unreadable(f"{path} has no session {session_id}")
     return number
+
+
+def last_option(func: Any, instead: str = "RECORDING") -> Any:
+    """``--last``: the newest recording of the recordings directory, in place of RECORDING
+    (:func:`the_recording`)."""
+    return click.option(
+        "--last",
+        is_flag=True,
+        help="The newest recording of the recordings directory (the session started last, "
+        f"as ls lists it first), in place of {instead}.",
+    )(func)
+
+
+def the_recording(given: str | None, last: bool) -> str:
+    """RECORDING as given, or with ``--last`` the newest one; one of the two is needed. A
+    RECORDING typed wins over ``ACP_PROXY_LAST`` (only a typed ``--last`` contradicts it)."""
+    if last:
+        if given is not None:
+            from acp_proxy.clihelp import was_given
+
+            if was_given("last"):
+                raise click.UsageError("give RECORDING or --last, not both")
+            return given
+        return newest_recording()
+    if given is None:
+        raise click.UsageError("missing argument 'RECORDING' (or --last: the newest recording)")
+    return given
+
+
+def the_recordings(given: tuple[str, ...], last: bool) -> tuple[str, ...]:
+    """RECORDING... as given, or with ``--last`` the newest one."""
+    return (the_recording(None, last),) if last or not given else given
+
+
+def newest_recording() -> str:
+    """The recording of the recordings directory whose session started last: of the files
+    the proxy named (by their start), the last; else the one written last. None there is
+    exit 2, saying where it looked."""
+    from acp_proxy.transcript.names import PROXY_NAME, default_record_dir
+
+    directory = default_record_dir()
+    try:
+        files = [p for p in directory.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+    except OSError:
+        files = []
+    named = [p for p in files if PROXY_NAME.match(p.name)]
+    if named:
+        return str(max(named, key=lambda p: p.name))
+    if files:
+        return str(max(files, key=lambda p: p.stat().st_mtime_ns))
+    raise Unreadable(f"--last: no recording in {directory} yet (run records there)")

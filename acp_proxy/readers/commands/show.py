@@ -10,6 +10,7 @@ import click
 
 from acp_proxy.clihelp import (
     command,
+    complete_path,
     json_format_option,
     no_effect,
     pager_option,
@@ -19,7 +20,7 @@ from acp_proxy.clihelp import (
     wants_json,
 )
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.readers.commands.shared import timeline_filter_options
+from acp_proxy.readers.commands.shared import last_option, the_recording, timeline_filter_options
 
 
 @command(
@@ -27,10 +28,11 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
     examples=[
         "acp-proxy show session.jsonl",
         "acp-proxy show --violations --from agent session.jsonl",
-        "acp-proxy show --seq 12 session.jsonl",
+        "acp-proxy show --last --conversation",
     ],
 )
-@click.argument("recording", metavar="RECORDING")
+@click.argument("recording", required=False, metavar="RECORDING", shell_complete=complete_path)
+@last_option
 @click.option(
     "--conversation",
     is_flag=True,
@@ -49,15 +51,24 @@ from acp_proxy.readers.commands.shared import timeline_filter_options
     metavar="N",
     help="Only frame N, whole: where it is, its JSON pretty-printed, its findings.",
 )
+@click.option(
+    "--fold/--no-fold",
+    default=True,
+    show_default=True,
+    help="Timeline: the consecutive text chunks of one message as one line (x31, the seqs, "
+    "the text joined); --no-fold: a line per chunk.",
+)
 @timeline_filter_options
 @pager_option
 def show(
-    recording: str,
+    recording: str | None,
+    last: bool,
     conversation: bool,
     fmt: str,
     legacy_json: bool,
     revalidate: bool,
     seq: int | None,
+    fold: bool,
     side: str | None,
     method: str | None,
     session: str | None,
@@ -71,6 +82,7 @@ def show(
     request / response / notify, the method and a summary; findings right
     under their frame, as stored in the recording (--revalidate: recomputed).
     """
+    recording = the_recording(recording, last)
     as_json = wants_json(fmt, legacy_json)
     import orjson
 
@@ -85,7 +97,7 @@ def show(
     if seq is not None:
         if conversation or as_json:
             raise click.UsageError(f"--seq shows one frame: not with {view}")
-        no_effect("with --seq", "side", "method", "session", "violations")
+        no_effect("with --seq", "side", "method", "session", "violations", "fold")
         _show_frame(recording, seq, revalidate, color)
         return
     if conversation or as_json:
@@ -93,7 +105,7 @@ def show(
 
         # The conversation is the session's state, as a client renders it: no frames to keep
         # by side or method, no findings (so none to recompute); --session picks one.
-        no_effect(f"with {view}", "side", "method", "violations", "revalidate")
+        no_effect(f"with {view}", "side", "method", "violations", "revalidate", "fold")
         if as_json:
             no_effect(f"with {as_typed}", "color", "no_color")
 
@@ -113,7 +125,7 @@ def show(
     # pipe, each line goes out as soon as it is read (read() says which).
     items = read(recording, stored=not revalidate)
     with stdout_lines(color, live=not Path(recording).is_file()) as emit:
-        Timeline(emit, only, use_color(color)).feed(items)
+        Timeline(emit, only, use_color(color), fold=fold).feed(items)
 
 
 def _show_frame(recording: str, seq: int, revalidate: bool, color: str) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from acp_proxy.clihelp import command, format_option, stdout_lines
+from acp_proxy.clihelp import command, complete_path, format_option, stdout_lines
 from acp_proxy.core.visible import dumps
+from acp_proxy.readers.commands.shared import last_option, the_recordings
 
 
 @command(
@@ -13,13 +14,19 @@ from acp_proxy.core.visible import dumps
     examples=[
         "acp-proxy stats session.jsonl",
         "acp-proxy stats --format json out/*.jsonl",
+        "acp-proxy stats --last",
     ],
 )
-@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.argument(
+    "recordings", nargs=-1, required=False, metavar="RECORDING...", shell_complete=complete_path
+)
+@last_option
 @format_option("How to print the figures.")
-def stats(recordings: tuple[str, ...], fmt: str) -> None:
+def stats(recordings: tuple[str, ...], last: bool, fmt: str) -> None:
     """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
     import orjson
+
+    recordings = the_recordings(recordings, last)
 
     from acp_proxy.readers.annotate import read
     from acp_proxy.readers.stats import Stats
