@@ -49,6 +49,7 @@ from acp_proxy.transcript.items import (
     Repeated,
     Seen,
     Taken,
+    frame_item,
     implements,
     is_view,
     takes_runs,
@@ -499,7 +500,8 @@ class _Items:
             frame_record = FrameRecord(
                 self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored
             )
-            self._last = self._item(frame_record, seen.findings, message)
+            self.line += 1  # (the item maker of a recording's frames: bounded alike)
+            self._last = frame_item(frame_record, seen.findings, message, 1)
             made.append(self._last)
         self._seen, self._made = seen, made
         return made

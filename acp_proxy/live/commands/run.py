@@ -87,6 +87,7 @@ def _observer(
     from acp_proxy.live.addons import run_addons
     from acp_proxy.live.observer import Observer
     from acp_proxy.live.recorder import Recorder, session_recorder
+    from acp_proxy.live.user_addons import off_relay
 
     redactor = None
     recorded_argv = argv
@@ -108,7 +109,7 @@ def _observer(
         redactor=redactor,
         record_stderr=record_stderr,
         notify_client=notify_client,
-        then=addons,
+        then=off_relay(addons, log),  # the user's code, off the relay's thread
     )
     observer = Observer(recorder, log, validator, addons=chain)
     if record is None and (keep_days is not None or keep_size is not None):
