@@ -360,3 +360,27 @@ def test_an_addon_that_falls_behind_misses_items_counted_and_said(tmp_path):
     assert len(seen) == len(items) - off.dropped
     said = [entry["event"] for entry in logs if entry["log_level"] == "warning"]
     assert len(said) == 2 and f"{off.dropped} items were dropped" in said[1], said
+
+
+def test_the_readmes_addon_prints_the_same_live_and_over_the_recording(tmp_path, run_proxy):
+    """The README's example addon (From Python), as it stands: under ``run --addon`` and run
+    over the recording as a script, it prints the same line."""
+    import subprocess
+    import sys
+
+    from conftest import README
+
+    text = README.read_text(encoding="utf-8").split("### From Python", 1)[1]
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    addon = write(tmp_path, example, "prompts.py")
+    agent, client, _ = _session(tmp_path, exit_status=0)
+    result = run_proxy(agent, client, ("--addon", str(addon)))
+    assert result.returncode == 0, result.stderr
+    live = [line for line in result.stderr.splitlines() if " prompts, " in line]
+    offline = subprocess.run(
+        [sys.executable, str(addon), str(result.transcript)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert live == offline == ["1 prompts, 3 stderr lines, exit 0"]
