@@ -132,8 +132,8 @@ class Repeated:
     :func:`~acp_proxy.readers.annotate.read`), one after the other: each is the frame before
     it (a message chunk) around another text, and nothing else changed; no findings. The
     agent sent them (only an agent streams chunks), in one read. An addon reads a run by its
-    aggregates (:attr:`count`, :attr:`texts`, :attr:`seqs`, :attr:`times`, :attr:`sizes`,
-    :attr:`wire_bytes`, :attr:`last_t`, :meth:`raws`); :meth:`items` makes them what
+    aggregates (:attr:`count`, :attr:`texts`, :attr:`seqs`, :attr:`last_seq`, :attr:`times`,
+    :attr:`sizes`, :attr:`wire_bytes`, :attr:`last_t`, :meth:`raws`); :meth:`items` makes them what
     :func:`~acp_proxy.readers.annotate.annotate` gives."""
 
     #: Each frame's seq, t, text, size and record line (:data:`Taken`; read by the names below).
@@ -155,6 +155,11 @@ class Repeated:
     def seqs(self) -> list[int]:
         """Each frame's seq."""
         return [frame[0] for frame in self.frames]
+
+    @property
+    def last_seq(self) -> int:
+        """The last frame's seq."""
+        return self.frames[-1][0]
 
     @property
     def times(self) -> list[str]:
@@ -244,9 +249,15 @@ class Addon:
     the chain takes runs, a chunk known by its bytes is not even parsed, and the chunks of a
     read reach them as a run; a view that does not take runs has every frame parsed.
 
+    **Every hook, over a recording too.** An addon of one's own may also implement
+    :meth:`frame`, :meth:`stderr`, :meth:`end` and :meth:`done`: over a recording
+    (:meth:`feed`, a :class:`Chain`) and live under ``run --addon`` alike, one driver fires
+    them from the items (:class:`Driver`: every frame, each stderr line as recorded, the end
+    and the exit status), so the same class counts the same both ways.
+
     **A live session's own parts** (the transcript, the live log, the findings log, the
     notices, the client core's front-end: :mod:`acp_proxy.live.addons`) implement the wire
-    hooks, which only the observer calls, in the chain's order:
+    hooks, which the observer calls on the wire itself, in the chain's order:
 
     - :meth:`frame`: a frame that needs looking at (:class:`Seen`): one with findings or a
       notice; any other that is not plain (not JSON, unfinished, big) when an addon keeps
