@@ -57,6 +57,12 @@ QUEUE_BYTES = 64 << 20
 #: Seconds the end of a session waits for the user's addons to finish their items.
 GRACE = 2.0
 
+#: The thread is woken when this many items wait (or the end record) ...
+BATCH = 64
+
+#: ... or after this many seconds: fewer wake-ups, and the relay's thread keeps the GIL.
+PAUSE = 0.02
+
 
 class AddonFileError(Exception):
     """The file of ``--addon`` could not give addons: what went wrong, in a line."""
@@ -134,10 +140,11 @@ class OffRelay(Addon):
     """The user's addons, off the relay: the chain hands this view each item (the observer
     makes them, as reading the recording would); a thread of its own hands them to the
     addons (:class:`~acp_proxy.transcript.items.Driver`: every hook, as over a recording).
-    Between the two, a queue of at most ``items`` items and ``size`` bytes of frames: an
-    item that finds it full is dropped for the user's addons (counted; said once when it
-    begins, and the count at the end), the relay never waits. The end record always gets
-    in. :meth:`done` waits ``grace`` seconds at most for the thread."""
+    Between the two, a queue of at most ``items`` items and ``size`` bytes of frames (besides
+    the batch the thread works on): an item that finds it full is dropped for the user's
+    addons (counted; said once when it begins, and the count at the end), the relay never
+    waits. The end record always gets in. :meth:`done` waits ``grace`` seconds at most for
+    the thread, woken every :data:`BATCH` items (or :data:`PAUSE` seconds)."""
 
     name = "your addons (run --addon)"
 
@@ -156,7 +163,9 @@ class OffRelay(Addon):
         self._items, self._size, self._grace = items, size, grace
         self._queue: deque[tuple[Annotated | None, int]] = deque()
         self._bytes = 0
-        self._ready = threading.Condition()
+        self._ready = threading.Condition(threading.Lock())
+        #: Whether the thread waits for items (it is woken for a batch of them, not for each).
+        self._idle = False
         #: Items the user's addons missed (the queue was full).
         self.dropped = 0
         self._thread: threading.Thread | None = None
@@ -164,14 +173,14 @@ class OffRelay(Addon):
     def add(self, item: Annotated) -> None:
         record = item.record
         size = len(record.frame.raw) if type(record) is FrameRecord else 0
+        end = type(record) is EndRecord
         with self._ready:
             queue = self._queue
-            if (len(queue) < self._items and self._bytes + size <= self._size) or type(
-                record
-            ) is EndRecord:
+            if end or (len(queue) < self._items and self._bytes + size <= self._size):
                 queue.append((item, size))
                 self._bytes += size
-                self._ready.notify()
+                if self._idle and (end or len(queue) >= BATCH):
+                    self._ready.notify()
                 dropped = 0
             else:
                 self.dropped += 1
@@ -190,24 +199,27 @@ class OffRelay(Addon):
         self._thread.start()
 
     def _work(self) -> None:
-        """The thread: each item to each addon still on, in order, until the end."""
-        ready, queue = self._ready, self._queue
+        """The thread: the items queued, a batch at a time, to each addon still on, in order,
+        until the end."""
+        ready = self._ready
         while True:
             with ready:
-                while not queue:
-                    ready.wait()
-                item, size = queue.popleft()
-                self._bytes -= size
-            for driver in list(self._drivers):
-                try:
-                    if item is None:
-                        driver.close()
-                    else:
-                        driver.take(item)
-                except BaseException as exc:  # SystemExit too: the user's code
-                    self._failed(driver, exc)
-            if item is None:
-                return
+                while not self._queue:
+                    self._idle = True
+                    ready.wait(PAUSE)  # (woken at once for a batch, or the end)
+                self._idle = False
+                batch, self._queue, self._bytes = self._queue, deque(), 0
+            for item, _ in batch:
+                for driver in list(self._drivers):
+                    try:
+                        if item is None:
+                            driver.close()
+                        else:
+                            driver.take(item)
+                    except BaseException as exc:  # SystemExit too: the user's code
+                        self._failed(driver, exc)
+                if item is None:
+                    return
 
     def _failed(self, driver: Driver, exc: BaseException) -> None:
         """An addon raised (``SystemExit`` too): said once, by its class and file (the

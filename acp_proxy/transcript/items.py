@@ -370,6 +370,9 @@ def wired(addon: Addon) -> bool:
     return any(implements(addon, hook) for hook in WIRE_HOOKS)
 
 
+#: A record's side, as the wire's (looked up once, not made per frame).
+_SIDES = {str(side): side for side in Side}
+
 #: What :meth:`Addon.done` is told of a connection whose end record is missing.
 NO_END = "(no end record)"
 
@@ -422,15 +425,9 @@ class Driver:
         record = item.record
         if type(record) is FrameRecord:
             if self._frame is not None:
-                seen = Seen(
-                    Side(record.side),
-                    record.frame,
-                    item.message,
-                    item.findings,
-                    record.seq,
-                    record.t,
-                )
-                self._frame(seen)
+                side = _SIDES.get(record.side) or Side(record.side)
+                found, seq = item.findings, record.seq
+                self._frame(Seen(side, record.frame, item.message, found, seq, record.t))
         elif type(record) is StderrRecord:
             if self._stderr is not None:
                 self._stderr(record.data, record.t)
