@@ -92,7 +92,7 @@ what it is for and what it promises.
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands/run.py     run: a session assembled, the agent started first
-    live/user_addons.py      load_addons: run --addon FILE, views of the user's own
+    live/user_addons.py      load_addons, OffRelay: run --addon FILE, off the relay
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
