@@ -100,7 +100,7 @@ what it is for and what it promises.
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands/run.py     run: a session assembled, the agent started first
-    live/user_addons.py      load_addons: run --addon FILE, views of the user's own
+    live/user_addons.py      load_addons, OffRelay: run --addon FILE, off the relay
     live/otlp.py             LiveExport: run --otlp, each turn's spans sent off the relay's path
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw
@@ -140,9 +140,13 @@ pattern). Every reader of a file is an addon fed ``read(path)``'s items (the pub
 feeds several in one pass; the same addon put in a live observer's chain
 (``live.observer.Observer``: ``run``, the client core) is handed each frame as it crosses,
 as the item reading its record would give. A new one writes ``add(item)``: a run of
-streamed chunks known by their bytes (``core.chunks.Shortcut``) reaches it frame by frame
-unless it overrides ``add_run``, where the run's aggregates (``run.count``,
-``run.wire_bytes``, ``run.texts``, ``run.seqs``, ``run.last_t``) make it a line or two.
+streamed chunks known by their bytes reaches it frame by frame unless it overrides
+``add_run``, where the run's aggregates (``run.count``, ``run.wire_bytes``, ``run.texts``,
+``run.seqs``, ``run.last_t``) make it a line or two. Its ``frame``, ``stderr``, ``end`` and
+``done`` hooks fire over a recording as under ``run --addon`` (``transcript.items.Driver``);
+there, the user's addons run in a thread of their own, off the relay
+(``live.user_addons.OffRelay``). How a chunk is known by its bytes (``core/chunks.py``) is
+the chain's and its two drivers' (``readers/annotate.py``, ``live/observer.py``) only.
 """
 
 from __future__ import annotations

@@ -423,6 +423,67 @@ def test_one_hook_protocol_live_and_offline():
         assert issubclass(cls, Addon), f"{module}.{name} is not the one Addon"
 
 
+#: The streamed-chunk shortcut's own names (``core/chunks.py``, the run's frames as taken).
+SHORTCUT_NAMES = {"Shortcut", "TextTemplates", "Envelope", "ChunkRules", "Taken", "takes_runs"}
+
+#: The modules outside ``core`` that know the shortcut: the addon chain and its two drivers,
+#: offline (a recording's lines) and live (the wire's).
+SHORTCUT_HOMES = {
+    "acp_proxy.transcript.items",
+    "acp_proxy.readers.annotate",
+    "acp_proxy.live.observer",
+}
+
+
+def names_the_shortcut(source: str) -> list[str]:
+    """What ``source`` names of the streamed-chunk shortcut: ``core.chunks`` imported, one of
+    :data:`SHORTCUT_NAMES` imported, the validator's ``.shortcut``, a run made
+    (``Repeated(...)``). A view that reads a run's aggregates (``add_run``) names none."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "acp_proxy.core.chunks":
+                found.append("acp_proxy.core.chunks")
+            found += [alias.name for alias in node.names if alias.name in SHORTCUT_NAMES]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "acp_proxy.core.chunks"]
+        elif isinstance(node, ast.Attribute) and node.attr == "shortcut":
+            found.append(".shortcut")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Repeated":
+            found.append("Repeated(...)")
+    return found
+
+
+def test_the_chunk_shortcut_is_known_to_the_chain_and_its_two_drivers_only():
+    """The known-chunk speed-up stays behind the addon chain: outside ``core``, at most three
+    modules name it (the chain, the offline and the live driver); a view implements ``add``
+    and may implement ``add_run``, reading a run's aggregates, nothing of how it was made."""
+    knowing = {}
+    for path in PACKAGE.rglob("*.py"):
+        if layer(module_name(path)) == "core":
+            continue
+        found = names_the_shortcut(path.read_text(encoding="utf-8"))
+        if found:
+            knowing[module_name(path)] = sorted(set(found))
+    assert set(knowing) <= SHORTCUT_HOMES, knowing
+    assert len(knowing) <= 3
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from acp_proxy.core.chunks import is_text_chunk\n",
+        "import acp_proxy.core.chunks\n",
+        "from acp_proxy.transcript.items import Taken\n",
+        "def f(v):\n    return v.shortcut.repeat(1)\n",
+        "def f(a, b):\n    return Repeated(a, b)\n",
+    ],
+)
+def test_the_checker_catches_a_module_that_names_the_shortcut(source):
+    assert names_the_shortcut(source)
+    assert not names_the_shortcut("def add_run(self, run):\n    return run.count\n")
+
+
 # --- tests/core tests the core alone; a rule has one home ---------------------------------
 
 TESTS = Path(__file__).parent

@@ -49,8 +49,8 @@ from typing import Any, Protocol
 import orjson
 
 from acp_proxy.core.jsontext import DEPTH, deeper
-from acp_proxy.core.protocol import CHUNK_TEXT, MESSAGE_CHUNKS, Kind, Side
-from acp_proxy.core.wire import Message, WireModel
+from acp_proxy.core.protocol import CHUNK_TEXT, Kind, Side
+from acp_proxy.core.wire import Message, WireModel, is_text_chunk
 
 __all__ = ["ChunkRules", "Envelope", "Shortcut", "TextTemplates", "is_text_chunk"]
 
@@ -257,14 +257,6 @@ def _put(value: Any, path: tuple[str, ...], item: Any) -> None:
     for key in path[:-1]:
         value = value[key]
     value[path[-1]] = item
-
-
-def is_text_chunk(message: Message) -> bool:
-    """Whether ``message`` is a message chunk whose content is a text block."""
-    if message.variant not in MESSAGE_CHUNKS or message.update is None:
-        return False
-    content = message.update.get("content")
-    return type(content) is dict and content.get("type") == "text"
 
 
 class ChunkRules(Protocol):

@@ -40,7 +40,7 @@ import orjson
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.jsontext import shown
 from acp_proxy.core.lifecycle import Event, Phase, Step, state_event, step
-from acp_proxy.core.protocol import AGENT_OUTPUT, Kind, Side, State, StopReason
+from acp_proxy.core.protocol import AGENT_OUTPUT, MESSAGE_CHUNKS, Kind, Side, State, StopReason
 from acp_proxy.core.times import parse_time
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "id_key",
     "is_notice",
     "is_request_id",
+    "is_text_chunk",
     "kind_of",
     "seconds_between",
     "update_variant",
@@ -816,3 +817,11 @@ def successor_inner(message: Message) -> tuple[Side, bytes] | None:
         if params is not None:
             inner["params"] = params
     return message.side.other, orjson.dumps(inner)
+
+
+def is_text_chunk(message: Message) -> bool:
+    """Whether ``message`` is a message chunk whose content is a text block."""
+    if message.variant not in MESSAGE_CHUNKS or message.update is None:
+        return False
+    content = message.update.get("content")
+    return type(content) is dict and content.get("type") == "text"

@@ -19,6 +19,6 @@ Modules::
     services.py     Services: the agent's requests answered, safe by construction
     spawn.py        start_agent, Watchdog: the agent process, its group stopped with us
     spool.py        Spooler: a line too long to hold, spooled to a file as it crosses
-    user_addons.py  load_addons: run --addon FILE, views of the user's own
+    user_addons.py  load_addons, OffRelay: run --addon FILE, off the relay
     commands/       the layer's click commands, a module each, named for the command
 """

@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, oversized_frame
 from acp_proxy.core.protocol import Side
-from acp_proxy.core.wire import Message, WireModel
+from acp_proxy.core.wire import Message
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.live.spool import SpooledFrame
 from acp_proxy.log import Logger
@@ -49,7 +48,7 @@ __all__ = [
     "LOG_REPEATS",
     "STDERR_PIECE",
     "WRITE_IN_PIECES",
-    "FrameValidator",
+    "Checks",
     "LiveLog",
     "LogFindings",
     "Notify",
@@ -71,23 +70,15 @@ LOG_REPEATS = 3
 WRITE_IN_PIECES = 1 << 16
 
 
-class FrameValidator(Protocol):
-    """What the observer needs of a validator: it checks the messages of its wire model."""
-
-    wire: WireModel
+class Checks(Protocol):
+    """What the notifier needs of the session's validator: the version it checks, and the
+    sessions it knows."""
 
     @property
     def version(self) -> int | None: ...
 
     @property
     def sessions(self) -> frozenset[str]: ...
-
-    def check(self, message: Message) -> list[Violation]: ...
-
-    @property
-    def shortcut(self) -> Shortcut: ...
-
-    def end(self) -> list[Violation]: ...
 
 
 #: A long stderr line's piece ends at its last whitespace within this many bytes of its
@@ -444,7 +435,7 @@ class Notify(Addon):
 
     name = "the notifier"
 
-    def __init__(self, validator: FrameValidator, log: Logger) -> None:
+    def __init__(self, validator: Checks, log: Logger) -> None:
         self.validator = validator
         self.log = log
         self._notified: set[tuple[str, str]] = set()
@@ -469,7 +460,7 @@ class Notify(Addon):
 def run_addons(
     recorder: Recorder,
     log: Logger,
-    validator: FrameValidator | None,
+    validator: Checks | None,
     *,
     redactor: Redactor | None = None,
     record_stderr: bool = True,

@@ -980,7 +980,7 @@ class Client:
         template = run.template
         record = template.record
         assert isinstance(record, FrameRecord)
-        event = RunEvent(record.frame, run.frames[-1][0], template.message, Side.AGENT, run)
+        event = RunEvent(record.frame, run.last_seq, template.message, Side.AGENT, run)
         self._read.append(event)
         self._read_size += event.held
 

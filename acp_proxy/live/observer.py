@@ -25,8 +25,9 @@ import contextlib
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.core.times import format_time
@@ -35,7 +36,6 @@ from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.live.addons import (
     STDERR_PIECE,
     WRITE_IN_PIECES,
-    FrameValidator,
     LiveLog,
     StderrLines,
     describe,
@@ -50,6 +50,7 @@ from acp_proxy.transcript.items import (
     Repeated,
     Seen,
     Taken,
+    frame_item,
     implements,
     is_view,
     takes_runs,
@@ -70,6 +71,26 @@ if TYPE_CHECKING:  # the validator is loaded only when a session is validated
     from acp_proxy.core.findings import Violation
 
 __all__ = ["STDERR_PIECE", "FrameValidator", "Observer", "describe"]
+
+
+class FrameValidator(Protocol):
+    """What the observer needs of a validator: it checks the messages of its wire model, and
+    lends its streamed-chunk shortcut (a line known by its bytes is not even parsed)."""
+
+    wire: WireModel
+
+    @property
+    def version(self) -> int | None: ...
+
+    @property
+    def sessions(self) -> frozenset[str]: ...
+
+    def check(self, message: Message) -> list[Violation]: ...
+
+    @property
+    def shortcut(self) -> Shortcut: ...
+
+    def end(self) -> list[Violation]: ...
 
 
 #: No findings (shared: never changed).
@@ -502,7 +523,8 @@ class _Items:
             frame_record = FrameRecord(
                 self.line + 1, seen.seq, seen.t, str(seen.side), seen.frame, stored
             )
-            self._last = self._item(frame_record, seen.findings, message)
+            self.line += 1  # (the item maker of a recording's frames: bounded alike)
+            self._last = frame_item(frame_record, seen.findings, message, 1)
             made.append(self._last)
         self._seen, self._made = seen, made
         return made

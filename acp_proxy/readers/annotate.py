@@ -23,13 +23,12 @@ from typing import Any
 import orjson
 
 from acp_proxy.core.chunks import Shortcut
-from acp_proxy.core.framing import Frame
-from acp_proxy.core.jsontext import DEPTH, deeper, shallow, shown
+from acp_proxy.core.jsontext import shown
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.core.wire import BatchMessage, Kind, Message, WireModel
+from acp_proxy.core.wire import Message, WireModel
 from acp_proxy.transcript.heads import PlainHeads
-from acp_proxy.transcript.items import Annotated, Repeated, Taken
+from acp_proxy.transcript.items import Annotated, Repeated, Taken, frame_item
 from acp_proxy.transcript.reading import open_lines
 from acp_proxy.transcript.records import (
     PLAIN_HEAD,
@@ -72,37 +71,6 @@ def stored_findings(record: FrameRecord) -> list[Violation]:
         )
         for v in record.violations
     ]
-
-
-def _bounded(message: Message) -> None:
-    """A message nested deeper than :data:`~acp_proxy.core.jsontext.DEPTH`, once the
-    validator has seen it whole, made to hold its value down to that depth only (what is
-    deeper is :data:`~acp_proxy.core.jsontext.DEEP`): no view walks, formats or writes more
-    (Python recurses 1,000 levels, orjson writes 254; a frame may nest 1,024)."""
-    value = shallow(message.frame.value)
-    message.frame = Frame(message.frame.raw, value, message.frame.error, message.frame.terminated)
-    if isinstance(message, BatchMessage) and isinstance(value, list):
-        for element, item in zip(message.elements, value, strict=False):
-            element.frame = Frame(message.frame.raw, item)
-            _bounded_fields(element, item)
-    _bounded_fields(message, value)
-
-
-def _bounded_fields(message: Message, value: Any) -> None:
-    """What the wire model read off ``value`` (made shallow), read off it again."""
-    if not isinstance(value, dict):
-        return
-    if message.has_id:
-        message.id = value.get("id")
-    if message.kind is not Kind.REQUEST and message.kind is not Kind.NOTIFICATION:
-        return  # (a response's params are its request's, made shallow with it)
-    params = value.get("params")
-    message.params = params if isinstance(params, dict) else {}
-    if message.request is not None and message.request.seq == message.seq:
-        message.request.params = message.params
-    if message.update is not None:
-        update = message.params.get("update")
-        message.update = update if isinstance(update, dict) else None
 
 
 def _string(value: Any) -> str:
@@ -176,11 +144,9 @@ class _Annotator:
             self.last_seq = max(self.last_seq, record.seq)
             message = self.wire.feed(record.side, record.frame, record.seq, record.t)
             found = self._check(message)
-            if deeper(record.frame.value, DEPTH, record.frame.raw):
-                _bounded(message)
             if self.stored:
                 found = stored_findings(record)
-            yield Annotated(record, found, message, self.number, opens)
+            yield frame_item(record, found, message, self.number, opens)
         elif isinstance(record, StartRecord):
             if self.wire is not None:
                 yield from self.finish(record.line, record.t)

@@ -25,12 +25,11 @@ from typing import Any
 import click
 import orjson
 
-from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.findings import Violation
 from acp_proxy.core.jsontext import deeper, shallow
 from acp_proxy.core.times import format_time, parse_exact_time
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message, ResponseMessage, seconds_between
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, is_text_chunk, seconds_between
 from acp_proxy.files import open_output
 from acp_proxy.readers.annotate import read
 from acp_proxy.readers.conversation import Conversation, SessionView, TextRun

@@ -13,14 +13,13 @@ from typing import Any
 
 import click
 
-from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.times import parse_time
 from acp_proxy.core.visible import visible
-from acp_proxy.core.wire import Kind, Message, ResponseMessage, Side, WireModel
+from acp_proxy.core.wire import Kind, Message, ResponseMessage, Side, WireModel, is_text_chunk
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity, SessionView, Turn
 from acp_proxy.readers.summary import (
     TimelineFilter,
@@ -560,8 +559,8 @@ class LiveConversation:
         session = template.session if template is not None else None
         view = self.model.sessions.get(session) if session is not None else None
         self.model.again(run)
-        if view is not None and run.frames:
-            self._changed(view, run.frames[-1][0])
+        if view is not None and run.count:
+            self._changed(view, run.last_seq)
 
     def _changed(self, view: SessionView, seq: int) -> None:
         keys = [view.last_key] if view.last_key is not None else []

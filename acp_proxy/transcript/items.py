@@ -17,23 +17,36 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp_proxy.core.findings import Violation
 from acp_proxy.core.framing import Frame
+from acp_proxy.core.jsontext import DEPTH, deeper, shallow
 from acp_proxy.core.protocol import Side
-from acp_proxy.core.wire import Message
-from acp_proxy.transcript.records import FrameRecord, Record, parse_record
+from acp_proxy.core.wire import BatchMessage, Kind, Message
+from acp_proxy.transcript.records import (
+    EndRecord,
+    FrameRecord,
+    Record,
+    StderrRecord,
+    parse_record,
+)
 
 __all__ = [
+    "NO_END",
+    "WIRE_HOOKS",
     "Addon",
     "Annotated",
     "Chain",
+    "Driver",
     "Repeated",
     "Seen",
     "Taken",
+    "frame_item",
     "implements",
     "is_view",
     "takes_runs",
+    "wired",
 ]
 
 
@@ -60,6 +73,54 @@ class Annotated:
     opens: bool = False
 
 
+def frame_item(
+    record: FrameRecord,
+    findings: list[Violation],
+    message: Message | None,
+    connection: int,
+    opens: bool = False,
+) -> Annotated:
+    """The item of a frame record: the one maker, for a recording
+    (:func:`~acp_proxy.readers.annotate.read`) and live (the observer), once the wire model
+    and the validator have seen the frame whole. A message nested deeper than
+    :data:`~acp_proxy.core.jsontext.DEPTH` is made to hold its value down to that depth only
+    (:func:`bounded`), so that no view walks, formats or writes more."""
+    if message is not None and deeper(record.frame.value, DEPTH, record.frame.raw):
+        bounded(message)
+    return Annotated(record, findings, message, connection, opens)
+
+
+def bounded(message: Message) -> None:
+    """``message``, nested deeper than :data:`~acp_proxy.core.jsontext.DEPTH`, made to hold
+    its value down to that depth only (what is deeper is
+    :data:`~acp_proxy.core.jsontext.DEEP`): Python recurses 1,000 levels, orjson writes 254;
+    a frame may nest 1,024."""
+    value = shallow(message.frame.value)
+    message.frame = Frame(message.frame.raw, value, message.frame.error, message.frame.terminated)
+    if isinstance(message, BatchMessage) and isinstance(value, list):
+        for element, item in zip(message.elements, value, strict=False):
+            element.frame = Frame(message.frame.raw, item)
+            _bounded_fields(element, item)
+    _bounded_fields(message, value)
+
+
+def _bounded_fields(message: Message, value: Any) -> None:
+    """What the wire model read off ``value`` (made shallow), read off it again."""
+    if not isinstance(value, dict):
+        return
+    if message.has_id:
+        message.id = value.get("id")
+    if message.kind is not Kind.REQUEST and message.kind is not Kind.NOTIFICATION:
+        return  # (a response's params are its request's, made shallow with it)
+    params = value.get("params")
+    message.params = params if isinstance(params, dict) else {}
+    if message.request is not None and message.request.seq == message.seq:
+        message.request.params = message.params
+    if message.update is not None:
+        update = message.params.get("update")
+        message.update = update if isinstance(update, dict) else None
+
+
 #: A frame record taken the short way: the frame's seq, t, text, size and the record's line.
 #: Read only here: an addon reads a run by :class:`Repeated`'s names.
 Taken = tuple[int, str, str, int, bytes]
@@ -71,8 +132,8 @@ class Repeated:
     :func:`~acp_proxy.readers.annotate.read`), one after the other: each is the frame before
     it (a message chunk) around another text, and nothing else changed; no findings. The
     agent sent them (only an agent streams chunks), in one read. An addon reads a run by its
-    aggregates (:attr:`count`, :attr:`texts`, :attr:`seqs`, :attr:`times`, :attr:`sizes`,
-    :attr:`wire_bytes`, :attr:`last_t`, :meth:`raws`); :meth:`items` makes them what
+    aggregates (:attr:`count`, :attr:`texts`, :attr:`seqs`, :attr:`last_seq`, :attr:`times`,
+    :attr:`sizes`, :attr:`wire_bytes`, :attr:`last_t`, :meth:`raws`); :meth:`items` makes them what
     :func:`~acp_proxy.readers.annotate.annotate` gives."""
 
     #: Each frame's seq, t, text, size and record line (:data:`Taken`; read by the names below).
@@ -94,6 +155,11 @@ class Repeated:
     def seqs(self) -> list[int]:
         """Each frame's seq."""
         return [frame[0] for frame in self.frames]
+
+    @property
+    def last_seq(self) -> int:
+        """The last frame's seq."""
+        return self.frames[-1][0]
 
     @property
     def times(self) -> list[str]:
@@ -183,9 +249,15 @@ class Addon:
     the chain takes runs, a chunk known by its bytes is not even parsed, and the chunks of a
     read reach them as a run; a view that does not take runs has every frame parsed.
 
+    **Every hook, over a recording too.** An addon of one's own may also implement
+    :meth:`frame`, :meth:`stderr`, :meth:`end` and :meth:`done`: over a recording
+    (:meth:`feed`, a :class:`Chain`) and live under ``run --addon`` alike, one driver fires
+    them from the items (:class:`Driver`: every frame, each stderr line as recorded, the end
+    and the exit status), so the same class counts the same both ways.
+
     **A live session's own parts** (the transcript, the live log, the findings log, the
     notices, the client core's front-end: :mod:`acp_proxy.live.addons`) implement the wire
-    hooks, which only the observer calls, in the chain's order:
+    hooks, which the observer calls on the wire itself, in the chain's order:
 
     - :meth:`frame`: a frame that needs looking at (:class:`Seen`): one with findings or a
       notice; any other that is not plain (not JSON, unfinished, big) when an addon keeps
@@ -235,10 +307,17 @@ class Addon:
             self.add(item)
 
     def feed(self, items: Iterable[Annotated | Repeated]) -> None:
-        """Every item."""
-        take = self.take
+        """Every item (a recording's: :func:`acp_proxy.read`), each hook fired as live
+        (:class:`Driver`)."""
+        if not wired(self):
+            take = self.take
+            for item in items:
+                take(item)
+            return
+        driver = Driver(self)
         for item in items:
-            take(item)
+            driver.take(item)
+        driver.close()
 
     # The wire's hooks: a live session only (see the class).
 
@@ -282,6 +361,94 @@ def takes_runs(addon: Addon) -> bool:
     return implements(addon, "add_run")
 
 
+#: The hooks :class:`Driver` fires from items, besides the views' (:meth:`Addon.add`).
+WIRE_HOOKS = ("frame", "stderr", "end", "done")
+
+
+def wired(addon: Addon) -> bool:
+    """Whether ``addon`` has a hook of its own that :class:`Driver` fires from items."""
+    return any(implements(addon, hook) for hook in WIRE_HOOKS)
+
+
+#: A record's side, as the wire's (looked up once, not made per frame).
+_SIDES = {str(side): side for side in Side}
+
+#: What :meth:`Addon.done` is told of a connection whose end record is missing.
+NO_END = "(no end record)"
+
+
+class Driver:
+    """The one driver of an addon's hooks over items: a recording's
+    (:func:`acp_proxy.read`, :meth:`Addon.feed`) and, live, an addon of the user's own
+    (``run --addon``, handed the items the observer makes). Each item goes to
+    :meth:`Addon.add` (a run to :meth:`Addon.add_run`: :meth:`Addon.take`), then, from the
+    record it holds:
+
+    - a frame: :meth:`Addon.frame` with its :class:`Seen` (what it returns is not sent);
+    - a line of the agent's stderr: :meth:`Addon.stderr` with the line as recorded (a piece
+      of a long one), without its newline;
+    - the end record: :meth:`Addon.end` with the connection's last findings, then
+      :meth:`Addon.done` with the agent's exit status and why;
+    - a connection that ends without its end record (another begins, or the items end:
+      :meth:`close`): :meth:`Addon.end` with none, and :meth:`Addon.done` (None,
+      :data:`NO_END`).
+
+    So a view written once counts the same live and over the recording, hooks included."""
+
+    __slots__ = ("_done", "_end", "_frame", "_open", "_stderr", "addon")
+
+    def __init__(self, addon: Addon) -> None:
+        self.addon = addon
+        self._frame = addon.frame if implements(addon, "frame") else None
+        self._stderr = addon.stderr if implements(addon, "stderr") else None
+        self._end = addon.end if implements(addon, "end") else None
+        self._done = addon.done if implements(addon, "done") else None
+        #: Whether a connection began and has not ended.
+        self._open = False
+
+    def take(self, item: Annotated | Repeated) -> None:
+        """One item: to the view's hooks, then to the others."""
+        self.addon.take(item)
+        self.hooks(item)
+
+    def hooks(self, item: Annotated | Repeated) -> None:
+        """One item, to the hooks but the view's."""
+        if type(item) is Repeated:
+            if self._frame is not None:
+                for one in item.items():
+                    self.hooks(one)
+            return
+        assert isinstance(item, Annotated)
+        if item.opens and self._open:
+            self.close()
+        self._open = True
+        record = item.record
+        if type(record) is FrameRecord:
+            if self._frame is not None:
+                side = _SIDES.get(record.side) or Side(record.side)
+                found, seq = item.findings, record.seq
+                self._frame(Seen(side, record.frame, item.message, found, seq, record.t))
+        elif type(record) is StderrRecord:
+            if self._stderr is not None:
+                self._stderr(record.data, record.t)
+        elif type(record) is EndRecord:
+            self._open = False
+            if self._end is not None:
+                self._end(item.findings, record.t)
+            if self._done is not None:
+                self._done(None if record.missing else record.exit, record.reason)
+
+    def close(self) -> None:
+        """The items ended: a connection still open ends without its end record."""
+        if not self._open:
+            return
+        self._open = False
+        if self._end is not None:
+            self._end([], "")
+        if self._done is not None:
+            self._done(None, NO_END)
+
+
 class Chain(Addon):
     """Addons fed together, in one pass over a recording, each item to each in order. A
     run goes whole to the addons that take runs, and is made frames once for the rest."""
@@ -304,3 +471,18 @@ class Chain(Addon):
             for item in run.items():
                 for add in self._frames:
                     add(item)
+
+    def feed(self, items: Iterable[Annotated | Repeated]) -> None:
+        """Every item, to each addon's view hooks and, each by its :class:`Driver`, its other
+        hooks."""
+        drivers = [Driver(addon) for addon in self.addons if wired(addon)]
+        if not drivers:
+            super().feed(items)
+            return
+        take = self.take
+        for item in items:
+            take(item)
+            for driver in drivers:
+                driver.hooks(item)
+        for driver in drivers:
+            driver.close()

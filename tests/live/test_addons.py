@@ -435,3 +435,38 @@ def test_a_view_that_takes_runs_gets_the_known_chunks_unparsed_live_and_is_right
     assert live.seqs == offline.seqs == with_runs.seqs == list(range(1, observer.seq + 1))
     assert live.texts == offline.texts == with_runs.texts
     assert "word 2.39 " in live.texts
+
+
+class Values(Addon):
+    """A view that keeps each frame's value as the item's message holds it."""
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+
+    def add(self, item: Annotated) -> None:
+        if item.message is not None:
+            self.values.append(orjson.dumps(item.message.frame.value))
+
+
+def test_live_and_offline_one_item_maker_bounds_a_deeply_nested_frame(tmp_path):
+    """A frame nested past the readers' depth reaches a live view as reading its record gives
+    it (the one item maker): its value bounded, what is deeper said, the same bytes both ways."""
+    import acp_proxy
+
+    deep = b'{"jsonrpc":"2.0","method":"_deep","params":{"x":%s"bottom"%s}}\n' % (
+        b"[" * 400,
+        b"]" * 400,
+    )  # (orjson writes 254 levels at most)
+    path = tmp_path / "t.jsonl"
+    recorder = Recorder(path, get_logger(), ["agent"], 1)
+    live = Values()
+    chain = run_addons(recorder, get_logger(), Validator(), then=[live])
+    observer = Observer(recorder, get_logger(), Validator(), addons=chain)
+    framer = Framer()
+    observer.observe(Side.CLIENT, framer.feed(line({"jsonrpc": "2.0", "method": "_a"})))
+    observer.observe(Side.CLIENT, framer.feed(deep))
+    observer.finish(0, "done")
+    offline = Values()
+    offline.feed(acp_proxy.read(path))
+    assert live.values == offline.values and len(live.values) == 2
+    assert b"nested deeper than" in live.values[1] and b"bottom" not in live.values[1]

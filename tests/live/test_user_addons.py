@@ -4,6 +4,7 @@ clear line saying why not (never a traceback)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,232 @@ def test_a_failing_addon_s_traceback_is_logged_at_debug(tmp_path, run_proxy):
         where = f'File "{boom}", line 7, in add'
         assert (where in result.stderr) is traced, result.stderr
         assert ('raise ValueError("oops in my view")' in result.stderr) is traced
+
+
+#: An addon with every hook a recording can fire: what it counted, printed at ``done``.
+HOOKS = """
+import json
+import acp_proxy
+
+
+class Hooks(acp_proxy.Addon):
+    def __init__(self):
+        self.counts = {"add": 0, "frame": 0, "stderr": 0, "end": 0, "done": 0}
+        self.findings, self.exits = 0, []
+
+    def add(self, item):
+        self.counts["add"] += 1
+
+    def frame(self, seen):
+        self.counts["frame"] += 1
+        self.findings += len(seen.findings)
+
+    def stderr(self, data, t):
+        self.counts["stderr"] += 1
+
+    def end(self, findings, t):
+        self.counts["end"] += 1
+        self.findings += len(findings)
+
+    def done(self, exit_status, reason):
+        self.counts["done"] += 1
+        self.exits.append(exit_status)
+        print("hooks:", json.dumps([self.counts, self.findings, self.exits]))
+
+
+addons = [Hooks()]
+"""
+
+
+def _session(tmp_path: Path, exit_status: int = 0) -> tuple[list[str], bytes, bytes]:
+    """An agent that writes three lines to stderr, answers a clean v2 setup and turn, then
+    exits with ``exit_status``; the client's bytes; the agent's."""
+    import sys
+
+    import orjson
+
+    from tests.exchanges import setup, turn
+
+    messages = [*setup(2), *turn()]
+    client = b"".join(orjson.dumps(m) + b"\n" for side, m in messages if side == "client")
+    agent = b"".join(orjson.dumps(m) + b"\n" for side, m in messages if side == "agent")
+    emitted = tmp_path / "agent.jsonl"
+    emitted.write_bytes(agent)
+    script = (
+        "import os, sys\n"
+        "os.write(2, b'one\\ntwo\\nthree\\n')\n"
+        f"data = open({str(emitted)!r}, 'rb').read()\n"
+        "os.write(1, data)\n"
+        "while os.read(0, 65536): pass\n"
+        f"sys.exit({exit_status})\n"
+    )
+    return [sys.executable, "-c", script], client, agent
+
+
+def _said(stderr: str, mark: str) -> Any:
+    import json
+
+    said = [line for line in stderr.splitlines() if line.startswith(mark)]
+    assert len(said) == 1, stderr
+    return json.loads(said[0][len(mark) :])
+
+
+def test_every_hook_fires_alike_under_run_and_over_the_recording(tmp_path, run_proxy):
+    """An addon with ``frame``, ``stderr``, ``end`` and ``done`` hooks prints the same counts
+    under ``run --addon`` and fed the recording through the public ``acp_proxy.read``."""
+    import contextlib
+    import io
+    import runpy
+
+    import acp_proxy
+
+    agent, client, _ = _session(tmp_path, exit_status=5)
+    view = write(tmp_path, HOOKS)
+    result = run_proxy(agent, client, ("--addon", str(view)))
+    assert result.returncode == 5, result.stderr
+    live = _said(result.stderr, "hooks: ")
+    counts, _, exits = live
+    assert counts["frame"] > 0 and counts["stderr"] == 3 and counts["end"] == counts["done"] == 1
+    assert exits == [5]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        runpy.run_path(str(view))["Hooks"]().feed(acp_proxy.read(result.transcript))
+    assert _said(printed.getvalue(), "hooks: ") == live
+
+
+SLEEPS = """
+import time
+import acp_proxy
+
+
+class Sleeps(acp_proxy.Addon):
+    def add(self, item):
+        time.sleep(600)
+
+
+addons = [Sleeps]
+"""
+
+EXITS = """
+import sys
+import acp_proxy
+
+
+class Exits(acp_proxy.Addon):
+    def frame(self, seen):
+        sys.exit(3)
+
+
+addons = [Exits]
+"""
+
+
+@pytest.mark.parametrize(("text", "said"), [(SLEEPS, "still busy"), (EXITS, "SystemExit: 3")])
+def test_an_addon_that_sleeps_or_exits_cannot_stop_the_relay(tmp_path, run_proxy, text, said):
+    """The relay's bytes, the session's exit status and the transcript's end record are what
+    they are without the addon; an addon that exits is named once, by its class and file."""
+    agent, client, emitted = _session(tmp_path, exit_status=4)
+    plain = run_proxy(agent, client, ("--no-record",))
+    addon = write(tmp_path, text, "addon.py")
+    result = run_proxy(agent, client, ("--addon", str(addon)), timeout=30)
+    assert result.returncode == plain.returncode == 4, result.stderr
+    assert result.stdout == plain.stdout == emitted
+    records = result.records()
+    assert records[-1]["kind"] == "end" and records[-1]["exit"] == 4
+    frames = [r for r in records if r["kind"] == "frame"]
+    assert len(frames) == client.count(b"\n") + emitted.count(b"\n")
+    lines = [line for line in result.stderr.splitlines() if said in line]
+    assert len(lines) == 1 and (text is SLEEPS or str(addon) in lines[0]), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_sigterm_ends_a_session_whose_addon_sleeps(tmp_path):
+    """SIGTERM is not held by the user's addon: the session ends, its end record written."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import PROXY, SCRIPTED_AGENT, clean_env
+
+    addon = write(tmp_path, SLEEPS, "addon.py")
+    transcript = tmp_path / "t.jsonl"
+    agent = [*SCRIPTED_AGENT, "echo", str(tmp_path / "seen")]
+    command = [*PROXY, "run", "--record", str(transcript), "--addon", str(addon), "--", *agent]
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"_x"}\n')
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b'{"jsonrpc":"2.0","method":"_x"}\n'  # relayed
+        time.sleep(0.5)  # (the addon is asleep by now)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+        took = time.monotonic() - started
+    assert took < 15
+    assert transcript.read_bytes().splitlines()[-1].startswith(b'{"kind":"end"')
+
+
+def test_an_addon_that_falls_behind_misses_items_counted_and_said(tmp_path):
+    """The queue to the user's addons is bounded: an item that finds it full is dropped for
+    them, never waited for; said once as it begins, and the count at the end."""
+    import threading
+
+    from structlog.testing import capture_logs
+
+    from acp_proxy.live.user_addons import OffRelay
+    from acp_proxy.log import get_logger
+    from acp_proxy.readers.annotate import plain, read
+
+    entered, release, seen = threading.Event(), threading.Event(), []
+
+    class Slow(Addon):
+        def add(self, item: Any) -> None:
+            entered.set()
+            release.wait(10)
+            seen.append(item)
+
+    path = Path(__file__).parents[2] / "recordings" / "clean.jsonl"
+    items = list(plain(read(path)))
+    off = OffRelay([Slow()], get_logger(), items=3, grace=10)
+    with capture_logs() as logs:
+        off.add(items[0])
+        assert entered.wait(10)  # the thread holds the first item: three more fit
+        for item in items[1:]:
+            off.add(item)
+        release.set()
+        off.done(0, "")
+    assert items[-1].record.line and type(items[-1].record).__name__ == "EndRecord"
+    assert off.dropped == len(items) - 1 - 3 - 1  # the one held, three queued, the end
+    assert len(seen) == len(items) - off.dropped
+    said = [entry["event"] for entry in logs if entry["log_level"] == "warning"]
+    assert len(said) == 2 and f"{off.dropped} items were dropped" in said[1], said
+
+
+def test_the_readmes_addon_prints_the_same_live_and_over_the_recording(tmp_path, run_proxy):
+    """The README's example addon (From Python), as it stands: under ``run --addon`` and run
+    over the recording as a script, it prints the same line."""
+    import subprocess
+    import sys
+
+    from tests.conftest import README
+
+    text = README.read_text(encoding="utf-8").split("### From Python", 1)[1]
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    addon = write(tmp_path, example, "prompts.py")
+    agent, client, _ = _session(tmp_path, exit_status=0)
+    result = run_proxy(agent, client, ("--addon", str(addon)))
+    assert result.returncode == 0, result.stderr
+    live = [line for line in result.stderr.splitlines() if " prompts, " in line]
+    offline = subprocess.run(
+        [sys.executable, str(addon), str(result.transcript)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert live == offline == ["1 prompts, 3 stderr lines, exit 0"]

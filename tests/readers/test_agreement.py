@@ -14,11 +14,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.core.chunks import is_text_chunk
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.rules import CATALOG
 from acp_proxy.core.validator import Violation
+from acp_proxy.core.wire import is_text_chunk
 from acp_proxy.readers.annotate import annotate, located, read
 from acp_proxy.readers.conversation import Conversation
 from acp_proxy.readers.report import document as report_document

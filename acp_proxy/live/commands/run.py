@@ -83,14 +83,18 @@ def _observer(
     inspect_live: bool,
     inspector: list[subprocess.Popen[bytes] | None],
     addons: list[Addon],
+    views: list[Addon],
 ) -> Observer:
     """``run``'s observer and its parts (the transcript, the validator, the live log, the
-    findings log, the notices), loaded and built while the relay runs; the recordings
-    tidied (``--keep-*``), the page served (``--inspect``: the process, to ``inspector``)."""
+    findings log, the notices, our own ``views``: the OTLP export, off the relay already),
+    then the user's ``addons`` (off the relay's thread), loaded and built while the relay
+    runs; the recordings tidied (``--keep-*``), the page served (``--inspect``: the
+    process, to ``inspector``)."""
     from acp_proxy.core.validator import Validator
     from acp_proxy.live.addons import run_addons
     from acp_proxy.live.observer import Observer
     from acp_proxy.live.recorder import Recorder, session_recorder
+    from acp_proxy.live.user_addons import off_relay
 
     redactor = None
     recorded_argv = argv
@@ -112,7 +116,7 @@ def _observer(
         redactor=redactor,
         record_stderr=record_stderr,
         notify_client=notify_client,
-        then=addons,
+        then=[*views, *off_relay(addons, log)],  # the user's code, off the relay's thread
     )
     observer = Observer(recorder, log, validator, addons=chain)
     if record is None and (keep_days is not None or keep_size is not None):
@@ -157,15 +161,15 @@ def _otlp_target(endpoint: str | None, content: bool) -> Target | None:
 
 
 def _with_otlp(
-    parts: Callable[[], Observer], addons: list[Addon], where: Target, log: Logger,
+    parts: Callable[[], Observer], views: list[Addon], where: Target, log: Logger,
     started: tuple[str, int | None], content: bool, redact: bool, recorded: bool,
 ) -> Callable[[], Observer]:  # fmt: skip
-    """``parts``, the OTLP view (:mod:`acp_proxy.live.otlp`) added to ``addons`` first."""
+    """``parts``, the OTLP view (:mod:`acp_proxy.live.otlp`) added to ``views`` first."""
 
     def assemble() -> Observer:
         from acp_proxy.live.otlp import LiveExport
 
-        addons.append(LiveExport(where, log, started=started, content=content, redact=redact,
+        views.append(LiveExport(where, log, started=started, content=content, redact=redact,
                                  recorded=recorded))  # fmt: skip
         return parts()
 
@@ -360,14 +364,15 @@ def run(
     pid = agent.process.pid
     started = format_time()  # (the start record's time: every frame comes after it)
     inspector: list[subprocess.Popen[bytes] | None] = []
+    views: list[Addon] = []  # our own (the OTLP export), before the user's addons
     parts: Callable[[], Observer] = functools.partial(
         _observer, argv, pid, log, started=started, record=record, no_record=no_record,
         redact=redact, record_stderr=not no_stderr, notify_client=notify_client,
         keep_days=keep_days, keep_size=keep_size, inspect_live=inspect_live, inspector=inspector,
-        addons=addons,
+        addons=addons, views=views,
     )  # fmt: skip
     if where is not None:  # the OTLP view is loaded with the observer, in its thread
-        parts = _with_otlp(parts, addons, where, log, (started, pid), otlp_content, redact,
+        parts = _with_otlp(parts, views, where, log, (started, pid), otlp_content, redact,
                            recorded=not no_record)  # fmt: skip
     from acp_proxy.live.relay import run_relay
 
