@@ -459,16 +459,16 @@ def test_an_error_during_a_check_that_skipped_after_its_traffic_began_fails_it()
     a loaded machine the misbehaving agent's cancel check skipped and hid its findings. A
     check that skipped before any traffic keeps its skip."""
     from acp_proxy.core.findings import Violation
-    from acp_proxy.drive.probe import CHECKS, FAIL, SKIP, Outcome, _attribute
+    from acp_proxy.drive.probe import CHECKS, FAIL, SKIP, Outcome, attribute
 
     by_name = {check.name: check for check in CHECKS}
     ran = Outcome(by_name["cancel"], SKIP, "the turn ended before it could be cancelled", (5, 9))
     idle = Outcome(by_name["session-fork"], SKIP, "not advertised")
     error = Violation("prompt-result-message-id", "error", "no messageId", "spec", 8)
     warning = Violation("stop-reason-unknown", "warning", "unknown", "spec", 9)
-    _attribute([ran, idle], [warning])
+    attribute([ran, idle], [warning])
     assert ran.status == SKIP and ran.findings == [warning]
-    _attribute([ran, idle], [error])
+    attribute([ran, idle], [error])
     assert ran.status == FAIL and ran.reason.startswith("prompt-result-message-id at seq 8")
     assert idle.status == SKIP and idle.findings == []
 
