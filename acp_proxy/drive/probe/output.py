@@ -177,16 +177,10 @@ def junit_cases(result: ProbeResult) -> list[tuple[str, str, str, str]]:
 
 
 def list_lines() -> list[str]:
-    """``probe --list``: each check, what it checks, the spec page it comes from, its level
-    and basis, and what it needs."""
+    """``probe --list``: each check, its level (MUST: a failure; SHOULD: a warning), what
+    it checks, and the spec page it comes from (its basis and needs: ``--format json``)."""
     width = _width()
-    lines = []
-    for c in REGISTRY:
-        lines.append(f"{c.name:<{width}}  {c.what} ({c.spec})")
-        needs = [*c.needs, *(["a first prompt turn that did not fail"] if c.turn else [])]
-        said = f"{c.level}: {c.basis}" + (f"; needs: {', '.join(needs)}" if needs else "")
-        lines.append(f"{'':<{width}}  {said}")
-    return lines
+    return [f"{c.name:<{width}}  {c.level:<6}  {c.what} ({c.spec})" for c in REGISTRY]
 
 
 def list_json() -> list[dict[str, Any]]:

@@ -88,6 +88,9 @@ WENT_ON = 5
 #: ... and over more than this many seconds after the cancel (not a burst already written).
 WENT_ON_SECONDS = 0.3
 
+#: The checks whose failure leaves those that need them nothing to build on.
+_FIRST_NEEDS = frozenset({"handshake", "authenticate", "session-new"})
+
 #: Seconds the probe listens after a turn's end for what should not come.
 SETTLE = 0.5
 
@@ -211,9 +214,9 @@ class Probe:
         self.unreported: str | None = None
         #: The session cancel-idle cancelled while idle.
         self.idle_cancelled: str | None = None
-        #: How each check that ran ended, by its body (before the findings): what the
-        #: checks that need it go by.
-        self.ended_as: dict[str, str] = {}
+        #: The checks that failed so that those that need them have nothing to build on
+        #: (the handshake, session/new; the first prompt turn, unanswered or an error).
+        self.broken: set[str] = set()
         #: The check whose prompt turn, the first sent, failed: every later prompt skips.
         self.turn_failed: str | None = None
 
@@ -231,9 +234,8 @@ class Probe:
         turns = len(self.turns)
         status, reason, seq = self._outcome(check)
         last = self.client.seq
-        self.ended_as[name] = status
-        if check.turn and turns == 0 and len(self.turns) > 0 and status == FAIL:
-            self.turn_failed = name  # the first prompt turn failed: no other prompt is sent
+        if status == FAIL:
+            self._broken(check, turns)
         seqs = (first, last) if last >= first else None
         if status == FAIL and check.level == SHOULD:
             status = WARN  # (a SHOULD, a suggested code, a peer suite's rule: said, not failed)
@@ -259,11 +261,21 @@ class Probe:
         if self.listener is not None:
             self.listener.ended(outcome)
 
+    def _broken(self, check: Check, turns: int) -> None:
+        """``check`` failed: whether the checks that need it have nothing to build on."""
+        if check.name in _FIRST_NEEDS:
+            self.broken.add(check.name)
+        if check.turn and turns == 0 and self.turns:
+            turn = self.turns[0][1]
+            if not turn.ended or turn.error is not None:  # unanswered, or an error
+                self.turn_failed = check.name  # the first prompt turn: no other is sent
+                self.broken.add(check.name)
+
     def _outcome(self, check: Check) -> tuple[str, str, int | None]:
         if self.gone is not None and not check.at_end:
             return SKIP, "the agent is gone", None
-        failed = next((n for n in check.needs if self.ended_as.get(n) == FAIL), None)
-        if failed is not None:
+        failed = next((n for n in check.needs if n in self.broken), None)
+        if failed is not None and not check.at_end:
             return SKIP, failed_words(failed), None
         if check.turn and self.turn_failed is not None:
             return SKIP, f"{failed_words(self.turn_failed)} (the first prompt turn: no " \
