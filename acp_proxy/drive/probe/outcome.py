@@ -181,7 +181,13 @@ def who_words(info: tuple[str | None, str | None], argv: Sequence[str]) -> str:
     """The agent, for a person: the name and version it gave, escaped in double quotes
     (the agent's words, never read as the report's), else the command the user gave."""
     named = " ".join(part for part in info if part)
-    return f'"{shown(named)}"' if named else command_words(argv)
+    return quoted(named) if named else command_words(argv)
+
+
+def quoted(text: str) -> str:
+    """A string of the peer's in double quotes, escaped: its quotes and backslashes too, so
+    that nothing in it can end the quotes or pass for an escape."""
+    return '"' + shown(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
 
 
 def within(outcome: Outcome, seq: int) -> bool:
@@ -192,7 +198,7 @@ def wire(value: Any) -> str:
     """A value of the agent's in a sentence: a string escaped in double quotes, else its
     JSON (never a Python repr)."""
     if isinstance(value, str):
-        return f'"{shown(value)}"'
+        return quoted(value)
     return shown(dumps(value).decode())
 
 
