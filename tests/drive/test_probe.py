@@ -825,7 +825,9 @@ def test_what_no_must_requires_is_a_warning_not_a_failure(tmp_path, bug, check, 
     case = next(c for c in ET.fromstring(run.stdout).iter("testcase") if c.get("name") == check)
     assert case.find("failure") is None and case.find("skipped") is None
     prop = case.find("properties/property")
-    assert prop is not None and prop.get("name") == "warning" and reason in (prop.get("value") or "")
+    assert (
+        prop is not None and prop.get("name") == "warning" and reason in (prop.get("value") or "")
+    )
     run = probe(tmp_path, [*PROBE_AGENT, bug], "--only", check, "--format", "junit", "--strict")
     case = next(c for c in ET.fromstring(run.stdout).iter("testcase") if c.get("name") == check)
     assert run.returncode == 1 and case.find("failure") is not None
@@ -886,9 +888,9 @@ def test_each_check_is_registered_with_its_basis_level_and_needs():
     assert all(c.body is not None and c.basis and c.level in (MUST, SHOULD) for c in CHECKS)
     assert {c.name for c in CHECKS if c.level == SHOULD} == {"invalid-params", "unknown-session"}
     assert needed(["lifecycle"]) == {"prompt", "session-new", "authenticate", "handshake"}
-    for bad in ({"name": "prompt"}, {"name": "x", "needs": ("nothing",)}):
+    for name, needs in (("prompt", ()), ("x", ("nothing",))):
         with pytest.raises(ValueError):
-            check(bad["name"], spec="s", what="w", basis="b", needs=bad.get("needs", ()))(
+            check(name, spec="s", what="w", basis="b", needs=needs)(
                 lambda run: "")  # fmt: skip
     assert len(REGISTRY) == len(CHECKS)
 
