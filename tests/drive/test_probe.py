@@ -907,3 +907,80 @@ def test_the_modules_of_the_probe_stay_small():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ClassDef):
                 assert (node.end_lineno or 0) - node.lineno < 600, (path, node.name)
+
+
+def test_what_the_probe_provoked_is_no_error_in_ls_or_the_report(tmp_path):
+    """An agent that runs a turn for the session the probe made up: validate, ls and the
+    report say those frames' findings as the probe's doing (info), and ls marks the
+    session as the probe's."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "any-session"])
+    assert status == 0 and found["unknown-session"]["status"] == "warn"
+    record = tmp_path / "rec.jsonl"
+    marks = own_seqs(record)
+    seqs = found["unknown-session"]["seqs"]
+    assert set(range(seqs[0], seqs[1] + 1)) <= marks  # the request and every answer
+    assert agents_errors(record) == []
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    listed = invoke("ls", "--format", "json", str(record), env=env)
+    (session,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert session["by"] == "probe" and session["errors"] == 0 and session["infos"] > 0
+    text = invoke("ls", str(record), env=env).stdout.decode()
+    assert '"probe-agent 1.0" [probe]' in text or "probe-agent 1.0 [probe]" in text
+    page = tmp_path / "report.html"
+    assert invoke("report", "-o", str(page), str(record)).returncode == 0
+    html = page.read_text()
+    assert '"level":"error"' not in html and "provoked by the probe" in html
+
+
+#: The official Python SDK (PyPI ``agent-client-protocol``), pinned: its example agents.
+PYTHON_SDK = "0.12.1"
+
+
+@pytest.fixture(scope="module")
+def python_sdk_examples() -> tuple[Path, Path]:
+    """A venv with the pinned Python SDK and its sdist's ``examples/`` (the wheel ships
+    none), made once in the user's cache directory; skipped when PyPI cannot be reached."""
+    import shutil
+    import tarfile
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "acp-proxy-tests" / f"python-sdk-{PYTHON_SDK}"
+    python, examples = home / "venv" / "bin" / "python", home / "examples"
+    if not (python.exists() and (examples / "echo_agent.py").exists()):
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
+        pip = [str(python), "-m", "pip", "-q", "--disable-pip-version-check"]
+        package = f"agent-client-protocol=={PYTHON_SDK}"
+        installed = subprocess.run([*pip, "install", package], capture_output=True, timeout=600)
+        fetched = subprocess.run(
+            [*pip, "download", "--no-deps", "--no-binary", ":all:", "-d", str(home), package],
+            capture_output=True, timeout=600,
+        )  # fmt: skip
+        if installed.returncode or fetched.returncode:
+            shutil.rmtree(home, ignore_errors=True)
+            pytest.skip(f"cannot install {package} from PyPI")
+        (sdist,) = home.glob("*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            for member in tar.getmembers():
+                if "/examples/" in member.name and member.name.endswith(".py"):
+                    member.name = member.name.split("/examples/", 1)[1]
+                    tar.extract(member, examples, filter="data")
+    return python, examples
+
+
+@pytest.mark.parametrize("example", ["agent.py", "echo_agent.py"])
+def test_the_python_sdks_example_agents_answer_a_made_up_session_with_a_warning(
+    tmp_path, python_sdk_examples, example
+):
+    """They run a turn for the session the probe made up: no ACP sentence makes that their
+    error, so a warning (acpx's rule), exit 0; the recording holds no error of theirs."""
+    python, examples = python_sdk_examples
+    status, found, document = checks(
+        tmp_path, [str(python), str(examples / example)], "--timeout", "20"
+    )
+    failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
+    assert status == 0 and failed == {}, failed
+    assert found["unknown-session"]["status"] == "warn"
+    assert "answered with a turn" in found["unknown-session"]["reason"]
+    assert agents_errors(Path(document["recording"])) == []

@@ -391,8 +391,8 @@ class Probe:
         if mine:
             said = f"seq {', '.join(map(str, mine))}: the probe's own malformed {what}"
             if answers:
-                said += f"; {plural(len(answers), 'frame')} of the agent's answer (seq " \
-                    f"{answers[0]}-{answers[-1]}), provoked"  # fmt: skip
+                span = f"{answers[0]}-{answers[-1]}" if len(answers) > 1 else f"{answers[0]}"
+                said += f"; {plural(len(answers), 'frame')} of the agent's answer (seq {span})"
             self.services.note(said)
 
     def load(self, session: str) -> tuple[int, Reply]:
