@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -984,3 +985,26 @@ def test_the_python_sdks_example_agents_answer_a_made_up_session_with_a_warning(
     assert found["unknown-session"]["status"] == "warn"
     assert "answered with a turn" in found["unknown-session"]["reason"]
     assert agents_errors(Path(document["recording"])) == []
+
+
+@pytest.mark.parametrize(
+    ("client", "agent", "tag"),
+    [
+        (b"acp-proxy", b"probe-agent", "chat"),  # (chat's client core gives its bare name)
+        (b"acp-proxy chat", b"probe-agent", "chat"),
+        (b"zed", b"acp-proxy test-agent", "test-agent"),
+        (b"zed", b"probe-agent", None),
+    ],
+)
+def test_ls_tags_the_sessions_acp_proxy_played_a_side_of(tmp_path, client, agent, tag):
+    """By the name given in initialize: the client's (probe, chat), or the agent's
+    (test-agent); an editor's session with another agent is not tagged."""
+    checks(tmp_path, PROBE_AGENT, "--only", "handshake")
+    record = tmp_path / "rec.jsonl"
+    data = record.read_bytes().replace(b'"name":"acp-proxy probe"', b'"name":"' + client + b'"')
+    data = re.sub(rb'"name": ?"probe-agent"', b'"name":"' + agent + b'"', data)
+    record.write_bytes(data)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    listed = invoke("ls", "--format", "json", str(record), env=env)
+    (session,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert session["by"] == tag

@@ -301,10 +301,16 @@ class Probe:
         then written whole): all but those that count against a later check of their own
         (the transport's against stdout, a permission rule's against permission), which
         :meth:`attribute_rest` gives at the end."""
+        fresh = []
+        if outcome.check.name == "stdout":  # (it runs last: the transport's findings, whole)
+            for index, finding in enumerate(self.client.findings):
+                if index not in self.taken and finding.rule in TRANSPORT_RULES:
+                    self.taken.add(index)
+                    fresh.append(finding)
         if outcome.seqs is None:
+            attribute([outcome], fresh, self.own)
             return
         low, high = outcome.seqs
-        fresh = []
         for index, finding in enumerate(self.client.findings):
             if index in self.taken or finding.seq is None or not low <= finding.seq <= high:
                 continue
