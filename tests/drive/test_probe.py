@@ -920,6 +920,9 @@ def test_what_the_probe_provoked_is_no_error_in_ls_or_the_report(tmp_path):
     marks = own_seqs(record)
     seqs = found["unknown-session"]["seqs"]
     assert set(range(seqs[0], seqs[1] + 1)) <= marks  # the request and every answer
+    lines = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    provoked = {line["seq"]: line["provoked"] for line in lines if line["kind"] == "probe"}
+    assert provoked[seqs[0]] == "request" and provoked[seqs[1]] == "answer"
     assert agents_errors(record) == []
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     listed = invoke("ls", "--format", "json", str(record), env=env)

@@ -750,13 +750,16 @@ def probe(
 
 
 def _mark_own(recording: Path | None, own: Mapping[int, str]) -> None:
-    """The probe's own malformed requests, said in its recording: a ``probe`` record per
-    frame after the session's end (readers skip a kind they do not know, as the format
-    promises), so that whoever reads it finds whose doing their findings are."""
+    """What the probe provoked, said in its recording: a ``probe`` record per frame after
+    the session's end (readers skip a kind they do not know, as the format promises), so that
+    whoever reads it finds whose doing their findings are: ``"own": true`` (what readers go
+    by, since the first such record), and ``"provoked"``: ``request`` (the probe's malformed
+    request) or ``answer`` (the agent's answer to one)."""
     if recording is None or not own:
         return
     lines = b"".join(
         dumps({"kind": "probe", "t": format_time(), "seq": seq, "own": True,
+               "provoked": "answer" if what.startswith("the agent's") else "request",
                "note": f"{what}: its findings are the probe's doing, not the agent's"}) + b"\n"
         for seq, what in sorted(own.items())
     )  # fmt: skip
