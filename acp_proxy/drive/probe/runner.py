@@ -217,8 +217,9 @@ class Probe:
         #: The checks that failed so that those that need them have nothing to build on
         #: (the handshake, session/new; the first prompt turn, unanswered or an error).
         self.broken: set[str] = set()
-        #: The check whose prompt turn, the first sent, failed: every later prompt skips.
-        self.turn_failed: str | None = None
+        #: The check whose prompt turn failed so (the first: unanswered or an error; any: never
+        #: answered), and how: every later prompt skips.
+        self.turn_failed: tuple[str, str] | None = None
 
     # --- running a check ------------------------------------------------------------------
 
@@ -265,10 +266,13 @@ class Probe:
         """``check`` failed: whether the checks that need it have nothing to build on."""
         if check.name in _FIRST_NEEDS:
             self.broken.add(check.name)
-        if check.turn and turns == 0 and self.turns:
-            turn = self.turns[0][1]
-            if not turn.ended or turn.error is not None:  # unanswered, or an error
-                self.turn_failed = check.name  # the first prompt turn: no other is sent
+        if check.turn and len(self.turns) > turns and self.turn_failed is None:
+            turn = self.turns[turns][1]
+            if turn.response is None:  # never answered, even after session/cancel
+                self.turn_failed = (check.name, "its prompt was never answered")
+            elif turns == 0 and (not turn.ended or turn.error is not None):
+                self.turn_failed = (check.name, "the first prompt turn")
+            if self.turn_failed is not None:  # no other prompt is sent
                 self.broken.add(check.name)
 
     def _outcome(self, check: Check) -> tuple[str, str, int | None]:
@@ -278,8 +282,8 @@ class Probe:
         if failed is not None and not check.at_end:
             return SKIP, failed_words(failed), None
         if check.turn and self.turn_failed is not None:
-            return SKIP, f"{failed_words(self.turn_failed)} (the first prompt turn: no " \
-                "other prompt is sent)", None  # fmt: skip
+            name, why = self.turn_failed
+            return SKIP, f"{failed_words(name)} ({why}: no other prompt is sent)", None
         assert check.body is not None
         try:
             return PASS, check.body(self), None
