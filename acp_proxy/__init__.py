@@ -122,7 +122,8 @@ what it is for and what it promises.
     readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
     readers/commands/mcp.py     mcp: the MCP server's command
     readers/commands/shared.py  what they share: which files, frames, session (replay's too)
-    drive/probe.py           probe, CHECKS: an agent's checks, over the client core
+    drive/probe/checks.py    probe's checks, one @check each (catalog.py, runner.py, outcome.py)
+    drive/probe/output.py    probe's report: text, JSON, JUnit, --list
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core
     drive/replay.py          drive_agent: replay --as client, over the client core
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say

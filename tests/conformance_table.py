@@ -4,7 +4,7 @@ Usage: python tests/conformance_table.py DIR
 
 DIR holds the JSON reports `tests/test_production_agents.py` keeps there when run with
 ``ACP_PROXY_PROBE_OUT=DIR`` (``NAME.json``, one per agent): a row per check, a column per
-agent (its verdict: a check mark pass, a dash skip, a cross fail; checks with the same verdicts share a row), and
+agent (its verdict: a check mark pass, a dash skip, a cross fail, ! a warning; checks with the same verdicts share a row), and
 the suites that check something alike (as issue #46 compared them: acpx's ``acp-core-v1``
 profile and the ACP registry's protocol matrix; ¹ both, ² what they tried first; unmarked:
 probe alone).
@@ -28,7 +28,7 @@ AGENTS = (
     ("qwen", "qwen"),
 )
 #: A verdict in a cell (the README stays within 40 KB: one character each).
-MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**"}
+MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**", "warn": "!"}
 
 #: Which suites check what a probe check checks (issue #46's comparison): "peers" for what
 #: the peer suites try and probe did not before; "all three" for what they share.

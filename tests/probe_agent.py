@@ -17,6 +17,8 @@ Usage: python probe_agent.py [BUG [ARG]]
   bad-params          accepts a session/new whose cwd is not a string
   any-session         runs a turn for a prompt naming a session it never created
   same-id             every session/new answers the same session id
+  int-id              session/new answers an integer sessionId
+  other-code          answers malformed params with -32600 (not -32602 Invalid params)
   answer-cancel       answers the session/cancel notification (a response with id null)
   stale-cancel        a session/cancel while idle cancels the session's next turn
   no-resource-link    answers a prompt made of a resource_link block with an error
@@ -204,7 +206,8 @@ def turn(request_id: object, session: str) -> None:
 
 
 def invalid(ident: object, why: str) -> None:
-    send({"id": ident, "error": {"code": -32602, "message": f"Invalid params: {why}"}})
+    code = -32600 if BUG == "other-code" else -32602
+    send({"id": ident, "error": {"code": code, "message": f"Invalid params: {why}"}})
 
 
 def initialize(ident: object, params: dict[str, object]) -> None:
@@ -331,7 +334,7 @@ def handle(method: str, ident: object, params: dict[str, object]) -> None:  # no
             return
         session = "s1" if BUG == "same-id" else f"s{next(_sessions)}"
         _open.add(session)
-        send({"id": ident, "result": {"sessionId": session}})
+        send({"id": ident, "result": {"sessionId": 7 if BUG == "int-id" else session}})
     elif method == "session/prompt":
         prompt(ident, params)
     elif method == "session/cancel":

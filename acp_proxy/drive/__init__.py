@@ -5,7 +5,7 @@ commands (``probe``, ``chat``, ``test-agent``, ``replay``) are in ``commands``, 
 Modules::
 
     chat.py        chat: a prompt line (or piped prompts), over the client core
-    probe.py       probe, CHECKS: an agent's checks, over the client core
+    probe/         probe, CHECKS: an agent's checks, one @check each, over the client core
     replay.py      drive_agent: replay --as client, over the client core
     test_agent.py  TestAgent, serve: the agent that checks a client (select, no asyncio)
     words.py       agent_words, ended_words, shown_line...: what probe and chat say

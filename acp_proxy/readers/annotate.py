@@ -50,6 +50,7 @@ __all__ = [
     "located",
     "plain",
     "probe_marks",
+    "provoked",
     "read",
     "read_items",
 ]
@@ -368,13 +369,33 @@ def located(
             line = item.record.line
             for found in item.findings:
                 if marks and (item.connection, found.seq) in marks:
-                    yield line, replace(found, level="info", message=found.message + _OWN)
+                    yield line, _provoked(found)
                 else:
                     yield line, found
 
 
+def provoked(
+    items: Iterable[Annotated | Repeated], marks: Container[tuple[int, int]]
+) -> Iterator[Annotated | Repeated]:
+    """``items`` with each finding on a frame ``marks`` names (:func:`probe_marks`) said as
+    the probe's doing, at level info: what ``acp-proxy probe`` provoked is never the
+    agent's error (``report``, ``ls``)."""
+    for item in items:
+        if marks and type(item) is Annotated and item.findings:
+            found, at = item.findings, item.connection
+            if any((at, f.seq) in marks for f in found):
+                mine = [_provoked(f) if (at, f.seq) in marks else f for f in found]
+                yield replace(item, findings=mine)
+                continue
+        yield item
+
+
+def _provoked(found: Violation) -> Violation:
+    return replace(found, level="info", message=found.message + _OWN)
+
+
 #: What a finding on a probe's deliberately malformed request adds to its message.
-_OWN = " (the probe's own deliberately malformed request: its doing, not the agent's)"
+_OWN = " (provoked by the probe's own deliberately malformed request: not the agent's)"
 
 
 #: How a ``probe`` record begins (``acp-proxy probe`` writes it so, after a session's end).

@@ -22,7 +22,7 @@ import importlib
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 #: The version of what an index holds.
-_INDEX_VERSION = 4
+_INDEX_VERSION = 5
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -91,6 +91,9 @@ class SessionSummary:
     #: Whether a session is recording it now (its file locked by the recorder); never
     #: taken from the index.
     live: bool = False
+    #: The acp-proxy front-end that played a side of it (``probe``, ``chat``,
+    #: ``test-agent``), by the name it gave in ``initialize``; None for an editor's session.
+    by: str | None = None
 
     @property
     def state(self) -> str:
@@ -136,7 +139,8 @@ class SessionSummary:
         protocol = "-" if self.protocol is None else f"v{self.protocol}"
         return (
             (self.start or "-")[:19],
-            visible((self.agent or "-")[:32]),  # a newline in it makes no line
+            visible((self.agent or "-")[:32])  # a newline in it makes no line
+            + (f" [{self.by}]" if self.by else ""),
             protocol,
             took,
             self.turns_text,
@@ -306,7 +310,7 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unl
 
 #: The type of each field of a summary in the index (what is not is a malformed index).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("start", "end", "agent"), (str, type(None))),
+    **dict.fromkeys(("start", "end", "agent", "by"), (str, type(None))),
     "protocol": (int, type(None)),
     "tokens": (int, type(None)),
     "cost": (str, type(None)),
@@ -338,9 +342,9 @@ def _from_index(entry: Any, path: str) -> list[SessionSummary] | None:
 
 def summarize(path: Path) -> list[SessionSummary]:
     """One pass over a recording: a summary per session (connection)."""
-    from acp_proxy.readers.annotate import read  # noqa: PLC0415 - the validator: ls loads it only for what is not in the index
+    from acp_proxy.readers.annotate import probe_marks, read  # noqa: PLC0415 - the validator: ls loads it only for what is not in the index
 
-    summaries = _Summaries(str(path), path.stat().st_size)
+    summaries = _Summaries(str(path), path.stat().st_size, probe_marks(str(path)))
     summaries.feed(read(path))
     for number, usage in summaries.usage.items():
         summary, tokens = summaries.sessions[number], usage.tokens()
@@ -356,10 +360,12 @@ def summarize(path: Path) -> list[SessionSummary]:
 
 
 class _Summaries(Addon):
-    """The summaries of :func:`summarize`, an item at a time."""
+    """The summaries of :func:`summarize`, an item at a time; a finding at a frame
+    ``marks`` names (what ``acp-proxy probe`` provoked) counts as an info, not the agent's."""
 
-    def __init__(self, path: str, size: int) -> None:
+    def __init__(self, path: str, size: int, marks: set[tuple[int, int]] | None = None) -> None:
         self.path, self.size = path, size
+        self.marks = marks or set()
         self.sessions: dict[int, SessionSummary] = {}
         #: What each session's agent reported it cost.
         self.usage: dict[int, Usage] = {}
@@ -372,7 +378,7 @@ class _Summaries(Addon):
         return summary
 
     def add(self, item: Annotated) -> None:
-        _add(self._summary(item.connection), item)
+        _add(self._summary(item.connection), item, self.marks)
         if item.message is not None:
             usage = self.usage.setdefault(max(item.connection, 1), Usage())
             for element in item.message.messages:
@@ -387,15 +393,19 @@ class _Summaries(Addon):
         summary.end = last if summary.end is None or last > summary.end else summary.end
 
 
-def _add(summary: SessionSummary, item: Annotated) -> None:
+#: The names acp-proxy's front-ends give in ``initialize`` (the client's, or test-agent's as
+#: the agent), and the tag ``ls`` shows for them.
+_FRONT_ENDS = {
+    "acp-proxy probe": "probe",
+    "acp-proxy chat": "chat",
+    "acp-proxy": "chat",
+    "acp-proxy test-agent": "test-agent",
+}
+
+
+def _add(summary: SessionSummary, item: Annotated, marks: Container[tuple[int, int]] = ()) -> None:
     record = item.record
-    for finding in item.findings:
-        if finding.level == "error":
-            summary.errors += 1
-        elif finding.level == "warning":
-            summary.warnings += 1
-        else:
-            summary.infos += 1
+    _count(summary, item, marks)
     if isinstance(record, StartRecord):
         summary.start = record.t
         summary.agent = summary.agent or " ".join(record.argv)
@@ -414,15 +424,40 @@ def _add(summary: SessionSummary, item: Annotated) -> None:
         return
     for element in message.messages:
         _turns(summary, element)
+    if isinstance(message, RequestMessage) and message.method in _OPENERS:
+        summary.by = _front_end(message.params) or summary.by
     if isinstance(message, ResponseMessage) and message.method in _OPENERS:
         result = message.result
         info = result.get("agentInfo") or result.get("info")
+        if isinstance(info, dict) and info.get("name") == "acp-proxy test-agent":
+            summary.by = "test-agent"
         if isinstance(info, dict) and info.get("name"):
             named = f" {info['version']}" if info.get("version") else ""
             summary.agent = f"{info['name']}{named}"
         protocol = result.get("protocolVersion")
         if isinstance(protocol, int) and not isinstance(protocol, bool):
             summary.protocol = protocol
+
+
+def _count(summary: SessionSummary, item: Annotated, marks: Container[tuple[int, int]]) -> None:
+    """An item's findings by level; one at a frame ``marks`` names (what ``acp-proxy
+    probe`` provoked) is an info: the probe's doing, not the agent's error."""
+    for finding in item.findings:
+        if (item.connection, finding.seq) in marks:
+            summary.infos += 1
+        elif finding.level == "error":
+            summary.errors += 1
+        elif finding.level == "warning":
+            summary.warnings += 1
+        else:
+            summary.infos += 1
+
+
+def _front_end(params: Any) -> str | None:
+    """Which of acp-proxy's front-ends sent ``initialize`` (by the client's name)."""
+    client = params.get("clientInfo") or params.get("info") if isinstance(params, dict) else None
+    name = client.get("name") if isinstance(client, dict) else None
+    return _FRONT_ENDS.get(name) if isinstance(name, str) else None
 
 
 def _turns(summary: SessionSummary, message: Message) -> None:

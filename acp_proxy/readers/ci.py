@@ -231,7 +231,8 @@ def sarif(checked: Sequence[Checked]) -> bytes:
 
 def junit_checks(suite: str, cases: Sequence[tuple[str, str, str, str]]) -> str:
     """A test case per named check, ``(name, status, message, detail)``: ``fail`` is a
-    failure, ``skip`` skipped, ``pass`` an empty case (``probe --format junit``)."""
+    failure, ``skip`` skipped, ``warn`` a passing case with a ``warning`` property, ``pass``
+    an empty case (``probe --format junit``)."""
     failures = sum(1 for _, status, _, _ in cases if status == "fail")
     skipped = sum(1 for _, status, _, _ in cases if status == "skip")
     counts = f'tests="{len(cases)}" failures="{failures}" errors="0"'
@@ -248,6 +249,11 @@ def junit_checks(suite: str, cases: Sequence[tuple[str, str, str, str]]) -> str:
             )
         elif status == "skip":
             lines.append(f"      <skipped message={_attr(message)}/>")
+        elif status == "warn":  # a passing case that says its warning
+            lines.append("      <properties>")
+            lines.append(f'        <property name="warning" value={_attr(message)}/>')
+            lines.append("      </properties>")
+            lines.append(f"      <system-out>warning: {_text(detail)}</system-out>")
         else:
             lines.append(f"      <system-out>{_text(detail)}</system-out>")
         lines.append("    </testcase>")

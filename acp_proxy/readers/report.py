@@ -31,7 +31,7 @@ from acp_proxy.core.times import format_time, parse_exact_time
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, is_text_chunk, seconds_between
 from acp_proxy.files import open_output
-from acp_proxy.readers.annotate import read
+from acp_proxy.readers.annotate import probe_marks, provoked, read
 from acp_proxy.readers.conversation import Conversation, SessionView, TextRun
 from acp_proxy.readers.stats import Stats
 from acp_proxy.readers.summary import chunk_summary, frame_summary, joined_summary, repeated_summary
@@ -284,8 +284,9 @@ Today = dict[tuple[int, int | None], list[Violation]]
 def build_document(path: str, revalidate: bool = False) -> dict[str, Any]:
     """Everything the page shows, as one JSON-able document. A streamed turn's repeated
     chunks are taken in runs, known by their bytes (:func:`~acp_proxy.readers.annotate.read`)."""
-    today = todays_findings(read(path)) if revalidate else None
-    return document(path, read(path, stored=True), today)
+    marks = probe_marks(path)  # (what acp-proxy probe provoked: its doing, not an error)
+    today = todays_findings(provoked(read(path), marks)) if revalidate else None
+    return document(path, provoked(read(path, stored=True), marks), today)
 
 
 def todays_findings(items: Iterable[Annotated | Repeated]) -> Today:

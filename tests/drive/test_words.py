@@ -98,5 +98,16 @@ def test_probes_report_names_the_command_of_an_agent_that_gave_no_name():
 def test_probes_report_names_the_agent_and_how_a_signal_ended_it():
     result = _result(name="my-agent", version="0.3", returncode=-signal.SIGTERM)
     lines = text_lines(result, lambda text, _: text)
-    assert lines[0] == "acp-proxy probe: my-agent 0.3, protocol 1"
-    assert lines[-1].endswith("; my-agent 0.3 ended (killed by SIGTERM)")
+    assert lines[0] == 'acp-proxy probe: "my-agent 0.3", protocol 1'
+    assert lines[-1].endswith('; "my-agent 0.3" ended (killed by SIGTERM)')
+
+
+def test_a_name_made_of_report_syntax_stays_quoted_after_the_counts():
+    """An agent named like the summary cannot put a count where the counts are read."""
+    result = _result(name='0 failed"\n3 checks: 3 passed', version="\x1b[2J", returncode=0)
+    lines = text_lines(result, lambda text, _: text)
+    assert lines[-1].startswith("2 checks: 0 passed, 1 failed, 1 skipped; ")
+    name = '"0 failed\\"\\x0a3 checks: 3 passed \\x1b[2J"'
+    assert lines[-1].endswith(f"; {name} exited with status 0")
+    assert lines[0] == f"acp-proxy probe: {name}, protocol 1"
+    assert all("\n" not in line and "\x1b" not in line for line in lines)

@@ -142,6 +142,12 @@ class _ProbeCommand(Command):
     show_default=True,
     help="text: a line per check; json: one document; junit: a test case per check.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail too (exit 1), as validate --strict: a SHOULD, a suggested error "
+    "code, a peer suite's stricter rule.",
+)
 @recording_options
 @color_option("Colour the checks' statuses")
 @agent_argument
@@ -157,6 +163,7 @@ def probe(
     skip: tuple[str, ...],
     list_checks: bool,
     fmt: str,
+    strict: bool,
     record: str | None,
     no_record: bool,
     grace: float,
@@ -170,9 +177,13 @@ def probe(
     show --seq N REC; the rule: acp-proxy rules RULE; the spec page). With --format json
     or junit, a probe that cannot run still writes a valid document that says why.
 
+    A check ends pass, fail (a MUST broken), warn (a SHOULD, a suggested code, a peer
+    suite's stricter rule: said, failing nothing unless --strict) or skip (not advertised,
+    or what it needs failed: fail fast).
+
     \b
-    Exit status: 0 no check failed, 1 a check failed (one run for --only's checks too),
-    2 the probe could not run."""
+    Exit status: 0 no check failed, 1 a check failed (one run for --only's checks too;
+    --strict: or warned), 2 the probe could not run."""
     if list_checks:
         _probe_list(command, fmt)
         return
@@ -199,6 +210,7 @@ def probe(
             no_record=no_record,
             grace=grace,
             initialize=initialize,
+            strict=strict,
         )
         if prompt_text is not None and not options.prompts():
             raise click.UsageError(
@@ -282,7 +294,7 @@ def _checked(command: tuple[str, ...], options: Options, fmt: str, colour: bool)
 _PROBE_RUN_OPTIONS = (
     "protocol", "prompt_text", "timeout", "permissions", "allow_terminal", "auth", "initialize",
     "only",
-    "skip", "record", "no_record", "grace", "color", "no_color",
+    "skip", "strict", "record", "no_record", "grace", "color", "no_color",
 )  # fmt: skip
 
 
