@@ -83,34 +83,11 @@ def _observer(
     """``run``'s observer and its parts (the transcript, the validator, the live log, the
     findings log, the notices), loaded and built while the relay runs; the recordings
     tidied (``--keep-*``), the page served (``--inspect``: the process, to ``inspector``)."""
-    from acp_proxy.core.validator import Validator
-    from acp_proxy.live.addons import run_addons
-    from acp_proxy.live.observer import Observer
-    from acp_proxy.live.recorder import Recorder, session_recorder
+    from acp_proxy.live.session import Recording, assemble
 
-    redactor = None
-    recorded_argv = argv
-    if redact:
-        from acp_proxy.transcript.redact import Redactor
-
-        redactor = Redactor()
-        recorded_argv = redactor.argv(argv)[0]
-    recorder = (
-        Recorder(None, log)
-        if no_record
-        else session_recorder(record, log, recorded_argv, pid, started)
-    )
-    validator = Validator()
-    chain = run_addons(
-        recorder,
-        log,
-        validator,
-        redactor=redactor,
-        record_stderr=record_stderr,
-        notify_client=notify_client,
-        then=addons,
-    )
-    observer = Observer(recorder, log, validator, addons=chain)
+    recording = Recording(record, no_record, redact, record_stderr, addons)
+    observer = assemble(log, argv, pid, recording, started=started, notify_client=notify_client)
+    recorder = observer.recorder
     if record is None and (keep_days is not None or keep_size is not None):
         _tidy_recordings(log, keep_days, keep_size)
     if inspect_live and recorder.path is not None:

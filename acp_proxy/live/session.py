@@ -1,0 +1,81 @@
+"""A session assembled, the one place it is, whatever side acp-proxy plays: the wire between
+two others (``run``), the client (:class:`~acp_proxy.live.client.Client`: ``probe``, ``chat``,
+``replay --as client``) or the agent (:class:`~acp_proxy.live.server.Server`: ``test-agent``,
+``replay``).
+
+A session is an :class:`~acp_proxy.live.observer.Observer` with its wire model (the
+validator's), the validator, the recorder (``--record``, ``--no-record``; ``--redact``: the
+command line recorded with its secrets hidden, and every frame as ``acp-proxy redact`` would
+write it) and the chain of addons (:func:`~acp_proxy.live.addons.run_addons`: the live log,
+the transcript, the findings log, the notices, then the role's own parts and the user's
+``--addon``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from acp_proxy.core.validator import Validator
+from acp_proxy.live.addons import run_addons
+from acp_proxy.live.observer import Observer
+from acp_proxy.live.recorder import Recorder, session_recorder
+from acp_proxy.log import Logger
+from acp_proxy.transcript.items import Addon
+
+__all__ = ["Recording", "assemble"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """How a session is recorded: as ``run``'s options say it (``record``: ``--record``, None
+    the default directory; ``no_record``; ``redact``; ``record_stderr``: not ``--no-stderr``)."""
+
+    record: str | None = None
+    no_record: bool = False
+    redact: bool = False
+    record_stderr: bool = True
+    #: The user's own addons (``--addon``), after the role's parts.
+    addons: Sequence[Addon] = field(default_factory=tuple)
+
+
+def assemble(
+    log: Logger,
+    argv: Sequence[str],
+    pid: int | None,
+    recording: Recording | None = None,
+    *,
+    started: str | None = None,
+    log_findings: bool = True,
+    notify_client: bool = False,
+    parts: Iterable[Addon] = (),
+) -> Observer:
+    """A session's observer, its validator and recorder (``observer.validator``,
+    ``observer.recorder``), and its chain: ``run``'s (:func:`run_addons`), then the role's
+    ``parts`` (a front-end's), then the user's addons. ``argv``, ``pid``, ``started``: what the
+    recording's start record says (``argv`` with its secrets hidden under ``--redact``);
+    ``log_findings`` False: the role shows the findings itself."""
+    recording = recording or Recording()
+    redactor = None
+    recorded_argv = list(argv)
+    if recording.redact:
+        from acp_proxy.transcript.redact import Redactor
+
+        redactor = Redactor()
+        recorded_argv = redactor.argv(recorded_argv)[0]
+    recorder = (
+        Recorder(None, log)
+        if recording.no_record
+        else session_recorder(recording.record, log, recorded_argv, pid, started)
+    )
+    validator = Validator()
+    chain = run_addons(
+        recorder,
+        log,
+        validator,
+        redactor=redactor,
+        record_stderr=recording.record_stderr,
+        notify_client=notify_client,
+        log_findings=log_findings,
+        then=[*parts, *recording.addons],
+    )
+    return Observer(recorder, log, validator, addons=chain)
