@@ -12,17 +12,22 @@ the transcript, the findings log, the notices, then the role's own parts and the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+import click
 
 from acp_proxy.core.validator import Validator
 from acp_proxy.live.addons import run_addons
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
+from acp_proxy.live.user_addons import AddonFileError, load_addons
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon
+from acp_proxy.transcript.redact import Redactor
 
-__all__ = ["Recording", "assemble"]
+__all__ = ["Recording", "assemble", "user_addons"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +63,6 @@ def assemble(
     redactor = None
     recorded_argv = list(argv)
     if recording.redact:
-        from acp_proxy.transcript.redact import Redactor
-
         redactor = Redactor()
         recorded_argv = redactor.argv(recorded_argv)[0]
     recorder = (
@@ -79,3 +82,21 @@ def assemble(
         then=[*parts, *recording.addons],
     )
     return Observer(recorder, log, validator, addons=chain)
+
+
+def user_addons(files: Iterable[str]) -> list[Addon]:
+    """``--addon`` (any role's): the user's addons, loaded before anything crosses (a file
+    that gives none is a usage error, exit 2). What their code prints goes to stderr from
+    here on: stdout belongs to the protocol (the relay writes to its descriptor, not
+    ``sys.stdout``)."""
+    files = list(files)
+    if not files:
+        return []
+    sys.stdout = sys.stderr
+    addons: list[Addon] = []
+    for spec in files:
+        try:
+            addons += load_addons(spec)
+        except AddonFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--addon'") from None
+    return addons

@@ -96,24 +96,6 @@ def _observer(
     return observer
 
 
-def _user_addons(files: tuple[str, ...]) -> list[Addon]:
-    """``--addon``: the user's addons, loaded before anything crosses (a file that gives
-    none is a usage error, exit 2). What their code prints goes to stderr from here on:
-    stdout belongs to the protocol (the relay writes to its descriptor, not ``sys.stdout``)."""
-    if not files:
-        return []
-    from acp_proxy.live.user_addons import AddonFileError, load_addons
-
-    sys.stdout = sys.stderr
-    addons: list[Addon] = []
-    for spec in files:
-        try:
-            addons += load_addons(spec)
-        except AddonFileError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--addon'") from None
-    return addons
-
-
 def _tidy_recordings(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
     """Tidy the default recordings directory as a session starts (``--keep-days``,
     ``--keep-size``); never raises."""
@@ -258,7 +240,11 @@ def run(
 
     _what_does_nothing(record, no_record)
     argv = list(command)
-    addons = _user_addons(addon_files)
+    addons: list[Addon] = []
+    if addon_files:  # (the session's parts are loaded later, in a thread: see below)
+        from acp_proxy.live.session import user_addons
+
+        addons = user_addons(addon_files)
     # The agent first (started before click was loaded, by acp_proxy.__main__, when it
     # could be): its start overlaps the proxy's (what it writes waits in its pipe).
     try:
