@@ -99,17 +99,23 @@ class _Said:
         self.ended = False
 
     def put(self, data: bytes) -> None:
+        """Kept, to go with what else is said now (:meth:`flush`)."""
         if self.ended or not data:
             return
         self._items.append(data)
         self.waiting += len(data)
-        self._schedule()
 
     def end(self) -> None:
         if not self.ended:
             self.ended = True
             self._items.append(b"")
-            self._schedule()
+            self.flush()
+
+    def flush(self) -> None:
+        """What was said, to the pump now (never from inside the observer's call: the
+        role's hooks run between two lines of the client's, or from the loop)."""
+        if not self._scheduled:
+            self._deliver()
 
     def _schedule(self) -> None:
         """Delivered from the loop, never inside the observer's call that made it."""
@@ -128,7 +134,7 @@ class _Said:
     def resume(self) -> None:
         self._paused = False
         self._server.resumed()
-        self._schedule()
+        self.flush()
 
     def stop(self) -> None:
         self._on_data = None
@@ -169,9 +175,6 @@ class _Heard:
         return not self._closed and self._server.behind()
 
     async def drain(self) -> None:
-        # Once round the loop first: what the role said to the line just read (delivered
-        # from the loop) is relayed, and observed, before the client's next line is.
-        await asyncio.sleep(0)
         while self.backlogged:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
@@ -186,13 +189,15 @@ class _Heard:
 
 
 class _Lines:
-    """Our stdin, as the relay's client-side feed, a line at a time: the rest of a read
-    waits (the stdin feed paused) until the pump takes more, so that the role answers a
-    line before the next one is observed. Lines are cut at their newline only: a line
+    """Our stdin, as the relay's client-side feed, a line at a time, ``between`` called
+    after each (the pump has relayed and observed it: the role answers it there, before the
+    next line is observed); the rest of a read waits (the stdin feed paused) while the pump
+    is paused. Lines are cut at their newline only: a line
     without one goes on as it comes (the relay caps what is observed of it)."""
 
-    def __init__(self, feed: Feed) -> None:
+    def __init__(self, feed: Feed, between: Callable[[], None]) -> None:
         self._feed = feed
+        self._between = between
         self._data = b""
         self._at = 0
         self._paused = False
@@ -218,6 +223,7 @@ class _Lines:
             line = data[self._at : end] if self._at or end < len(data) else data
             self._at = end
             self._on_data(line)
+            self._between()
         if self._paused or self._at < len(data) or self._on_data is None:
             return
         self._data, self._at = b"", 0
@@ -256,10 +262,6 @@ class _ToRole(Addon):
                 frame = Frame(bytes(frame.raw), frame.value, frame.error, frame.terminated)
             self._server.heard.append(Event(frame, seen.seq, seen.message, Side.CLIENT))
         return None
-
-    def read_done(self, side: Side, seqs: range) -> None:
-        if side is Side.CLIENT:
-            self._server.hand_over()
 
 
 class Server:
@@ -373,17 +375,15 @@ class Server:
     # --- the relay's side
 
     def behind(self) -> bool:
-        """Whether the relay stops reading the client: the role has frames to take, lines
-        wait for their delay, or :data:`SAID_BUDGET` bytes for the client to read."""
+        """Whether the relay stops reading the client: lines wait for their delay, or
+        :data:`SAID_BUDGET` bytes for the client to read."""
         said = self._said
-        return bool(self.heard or self._later or (said is not None and said.waiting >= SAID_BUDGET))
+        return bool(self._later or (said is not None and said.waiting >= SAID_BUDGET))
 
     def hand_over(self) -> None:
-        """The client's frames observed, to the role (from the loop, after the observer's
-        call): each once nothing said before waits for its delay."""
-        asyncio.get_running_loop().call_soon(self._take)
-
-    def _take(self) -> None:
+        """The client's frames observed, to the role (after the observer's call, before
+        the client's next line): each once nothing said before waits for its delay; what
+        the role says, to the pump."""
         while self.heard and not self._later and self._reason is None:
             event = self.heard.popleft()
             self._role("received", event)
@@ -428,7 +428,7 @@ class Server:
                 self._later[0][0], self._release
             )
         else:
-            self._take()
+            self.hand_over()
 
     def _wake(self) -> None:
         self._wake_timer = None
@@ -442,6 +442,8 @@ class Server:
         except Exception as exc:
             self.log.exception("the role failed; the session ends", hook=hook)
             self.stop(f"acp-proxy failed: {exc!r}")
+        if self._said is not None:
+            self._said.flush()
 
     def _sigterm(self) -> None:
         self._signalled = True
@@ -451,7 +453,7 @@ class Server:
         loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
         client = await stdio(*self._fds)
-        ours = Endpoint(_Lines(client.feed), client.sink)
+        ours = Endpoint(_Lines(client.feed, self.hand_over), client.sink)
         self._said, self._heard_sink = _Said(self), _Heard(self)
         agent = Endpoint(self._said, self._heard_sink)
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
@@ -483,7 +485,7 @@ class Server:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             if c2a in done:  # the client's end: what is said before it still goes out
                 self._client_ended = True
-                self._take()
+                self.hand_over()
             if a2c in done and a2c.result() == "broken":
                 self.stop("the client closed its side (stdout)")
             elif a2c in done:  # all said went to our stdout: it leaves, within a bound

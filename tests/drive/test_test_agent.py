@@ -4,6 +4,7 @@ frames checked by the validator in v1 and v2; then over real pipes through the C
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Callable
@@ -625,3 +626,101 @@ def test_a_client_that_closes_mid_wait_is_said_so(work):
         "side first"
     )
     assert statuses(checks)["terminal"] == "skip"
+
+
+# --- a hostile client: the relay's bounds (the server role) -----------------------------------
+
+#: The peak RSS a hostile client may take test-agent to (it idles at about 38 MiB).
+RSS_BOUND = 100 * 1024 * 1024
+
+
+def _hostile(
+    tmp_path: Path, data: bytes, close: bool, *options: str
+) -> tuple[int, int, dict[str, Any]]:
+    """test-agent under a client that writes ``data`` and never reads (``close``: then
+    closes its side, else holds it open 3 s first): exit status, peak RSS (VmHWM, sampled
+    while it runs) in bytes, the report."""
+    import threading
+    import time
+
+    report = tmp_path / "r.json"
+    with subprocess.Popen(
+        [*PROXY, "test-agent", "--report", str(report), "--format", "json", *options],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(data)
+                proc.stdin.flush()
+                if not close:
+                    time.sleep(3)
+                proc.stdin.close()
+            except OSError:  # (test-agent ended first)
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        peak = 0
+        began = time.monotonic()
+        while proc.poll() is None and time.monotonic() - began < 90:
+            with contextlib.suppress(OSError), open(f"/proc/{proc.pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+            time.sleep(0.05)
+        status_code = proc.wait(30)
+    return status_code, peak, orjson.loads(report.read_bytes())
+
+
+def _opening(work: Path) -> list[bytes]:
+    return [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+        b'"clientCapabilities":{}}}',
+        b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"'
+        + str(work).encode() + b'","mcpServers":[]}}',
+    ]  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_client_that_never_reads_over_300_turns_stays_within_the_bounds(tmp_path):
+    """300 prompts from a client that never reads a byte (a 1 MB chunk a turn once it
+    answers): the relay stops reading it once what waits for it is over its budget, and a
+    client that reads nothing of it for --timeout ends the session; memory stays flat (it
+    grew past 354 MiB, a select loop buffering all it said). The report still comes."""
+    work = tmp_path / "w"
+    work.mkdir()
+    prompts = [
+        orjson.dumps({"jsonrpc": "2.0", "id": 3 + n, "method": "session/prompt",
+                      "params": {"sessionId": "test_1", "prompt": [{"type": "text", "text": "go"}]}})
+        for n in range(300)
+    ]  # fmt: skip
+    data = b"".join(line + b"\n" for line in [*_opening(work), *prompts])
+    code, peak, report = _hostile(tmp_path, data, False, "--no-record", "--timeout", "1")
+    assert code == 1
+    assert peak < RSS_BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
+    assert report["ended"].startswith("the client")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("junk", ["bytes", "lines"])
+def test_600_kb_of_junk_stays_within_the_bounds(tmp_path, junk):
+    """600 KB of junk after a good start (random bytes, or short lines that are not JSON),
+    recorded: each line is relayed, observed (a line past the cap as its beginning, spooled
+    to the recording), and said a bad frame; test-agent ends when the client does, exit 1,
+    its memory within the bounds (it reached 378 MiB)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    rng = __import__("random").Random(55)
+    body = rng.randbytes(600_000) if junk == "bytes" else b"junk\n" * 20_000 + b"x" * 500_000
+    data = b"".join(line + b"\n" for line in _opening(work)) + body
+    code, peak, report = _hostile(
+        tmp_path, data, True, "--record", str(tmp_path / "rec.jsonl"), "--timeout", "2"
+    )
+    assert code == 1
+    assert peak < RSS_BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
+    assert any(c["status"] == "fail" for c in report["checks"])
+    ends = [r for r in map(orjson.loads, (tmp_path / "rec.jsonl").read_bytes().splitlines())]
+    assert ends[-1]["kind"] == "end"
