@@ -15,7 +15,9 @@ Modules::
     recorder.py     Recorder: the transcript file, opened safely
     relay.py        run_relay: the pumps and the session's lifecycle, signals, shutdown
     sandbox.py      Sandbox: files beneath a directory descriptor, never raced
+    server.py       Server: acp-proxy as the agent on its stdio (test-agent, replay)
     services.py     Services: the agent's requests answered, safe by construction
+    session.py      assemble: a session put together, the one place, whatever side we play
     spawn.py        start_agent, Watchdog: the agent process, its group stopped with us
     spool.py        Spooler: a line too long to hold, spooled to a file as it crosses
     user_addons.py  load_addons: run --addon FILE, views of the user's own
