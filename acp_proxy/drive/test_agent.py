@@ -1332,30 +1332,60 @@ class Report:
 _UNANSWERED = frozenset({"unanswered-request", "permission-unanswered"})
 
 
+#: The findings on the client's frames handed to the machine at most (the client core's
+#: bound): the rest are counted, said once in the log, and recorded all the same.
+MAX_FINDINGS = 10_000
+
+
 class _Findings(Addon):
     """The validator's findings, to the machine when they are on the client's frames (or
-    a request of the agent's the client never answered)."""
+    a request of the agent's the client never answered), up to :data:`MAX_FINDINGS`: a
+    client that sends junk does not grow test-agent with its every line."""
 
     name = "test-agent's findings"
 
-    def __init__(self, machine: TestAgent) -> None:
+    def __init__(self, machine: TestAgent, log: Logger) -> None:
         self.machine = machine
-        self.sides: dict[int, Side] = {}
+        self.log = log
+        #: A byte per frame, by seq: 1 for the client's.
+        self.clients = bytearray()
+        self.handed = 0
+        self.left_out = 0
 
     def frame(self, seen: Seen) -> bytes | None:
         if seen.findings and seen.side is Side.CLIENT:
-            self.machine.found(list(seen.findings))
+            self._hand(list(seen.findings))
         return None
 
     def read_done(self, side: Side, seqs: range) -> None:
-        for seq in seqs:
-            self.sides[seq] = side
+        clients = self.clients
+        if len(clients) < seqs.stop:
+            clients.extend(bytes(seqs.stop - len(clients)))
+        if side is Side.CLIENT:
+            clients[seqs.start : seqs.stop] = b"\1" * len(seqs)
 
     def end(self, findings: list[Violation], t: str) -> None:
-        sides = self.sides
-        self.machine.found(
-            [f for f in findings if sides.get(f.seq or 0) is Side.CLIENT or f.rule in _UNANSWERED]
-        )
+        clients = self.clients
+
+        def client(seq: int | None) -> bool:
+            return seq is not None and 0 <= seq < len(clients) and clients[seq] == 1
+
+        self._hand([f for f in findings if client(f.seq) or f.rule in _UNANSWERED])
+        if self.left_out:
+            self.log.warning(
+                f"over {MAX_FINDINGS} findings on the client's frames: the report has the "
+                "first, the recording has them all",
+                left_out=self.left_out,
+            )
+
+    def _hand(self, findings: list[Violation]) -> None:
+        room = max(MAX_FINDINGS - self.handed, 0)
+        if len(findings) > room:
+            self.left_out += len(findings) - room
+            findings = findings[:room]
+        self.handed += len(findings)
+        if findings:
+            self.machine.found(findings)
 
 
 class _Played(Role):
@@ -1417,7 +1447,7 @@ def serve(
         log,
         command,
         Recording(record, no_record, redact, addons=addons or ()),
-        parts=[_Findings(machine)],
+        parts=[_Findings(machine, log)],
         stall=options.timeout,
         log_findings=False,
         stdin_fd=stdin,
