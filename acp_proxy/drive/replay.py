@@ -33,6 +33,7 @@ from acp_proxy.live.session import Recording
 from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
 from acp_proxy.log import Logger, get_logger
 from acp_proxy.readers.replay import AgentReplay, ClientReplay, ClientResult, Emit, Script
+from acp_proxy.transcript.items import Addon
 
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "drive_agent", "serve_agent"]
 
@@ -74,6 +75,8 @@ def drive_agent(
     record: str | None = None,
     skip_updates: Iterable[str] = (),
     log: Logger | None = None,
+    redact: bool = False,
+    addons: Iterable[Addon] = (),
 ) -> ClientResult:
     """Run ``agent`` (relayed, validated and recorded as ``run`` does: to ``record``, else
     not at all) and play the recorded client against it. ``proxy_status`` is the exit
@@ -86,7 +89,7 @@ def drive_agent(
     try:
         client = Client.start(
             agent, None, log, record=record, no_record=record is None,
-            stderr=_to_our_stderr, addons=[findings],
+            stderr=_to_our_stderr, addons=[findings], redact=redact, user_addons=list(addons),
         )  # fmt: skip
     except AgentNotFound:
         result.divergences.append(f"agent command not found: {agent[0]}")

@@ -568,7 +568,8 @@ class Client:
     ``services=None``: the front-end answers the agent's requests itself (:meth:`send_raw`).
     ``both_sides``: the client's own frames are events too, in wire order (``chat``'s
     conversation view draws both). ``addons``: the front-end's own parts of the chain, after
-    the recorder (``replay --as client`` logs each finding as ``run`` does).
+    the recorder (``replay --as client`` logs each finding as ``run`` does); ``redact``,
+    ``user_addons``: ``run``'s ``--redact`` and ``--addon``, after the front-end's parts.
     """
 
     def __init__(
@@ -585,6 +586,8 @@ class Client:
         both_sides: bool = False,
         addons: Iterable[Addon] = (),
         runs: bool = False,
+        redact: bool = False,
+        user_addons: Sequence[Addon] = (),
     ) -> None:
         self.agent = agent
         self._services = services
@@ -598,7 +601,7 @@ class Client:
             log,
             agent.argv,
             agent.pid,
-            Recording(record, no_record),
+            Recording(record, no_record, redact, addons=user_addons),
             log_findings=False,
             parts=[*addons, _RunsToFrontEnd(self) if runs else _ToFrontEnd(self)],
         )

@@ -610,3 +610,51 @@ def test_a_client_line_past_the_cap_is_its_beginning_never_held_whole(tmp_path):
     assert b"a line that is not JSON" in run.stderr
     records = [r for r in read_records(new) if isinstance(r, FrameRecord)]
     assert [len(r.frame.raw) for r in records] == [5_000_000]
+
+
+COUNT_ADDON = """
+import acp_proxy
+
+
+class Count(acp_proxy.Addon):
+    def __init__(self):
+        self.sides = {}
+
+    def add(self, item):
+        side = str(item.record.side) if hasattr(item.record, "side") else None
+        if side is not None:
+            self.sides[side] = self.sides.get(side, 0) + 1
+
+    def done(self, exit_status, reason):
+        print("frames:", sorted(self.sides.items()))
+
+
+addons = [Count()]
+"""
+
+
+def test_replay_hands_the_session_to_the_users_addons_and_redacts_as_run(recording, tmp_path):
+    """Both roles get run's --addon (what it prints goes to stderr; stdout is the protocol's,
+    byte for byte as without it) and --redact (the recorded command line's secrets hidden)."""
+    addon = tmp_path / "count.py"
+    addon.write_text(COUNT_ADDON, encoding="utf-8")
+    stdin = b"".join(raw + b"\n" for raw in client_lines(recording))
+    plain = replay_agent(recording, "--speed", "0", "--no-record", stdin=stdin)
+    counted = replay_agent(recording, "--speed", "0", "--no-record", "--addon", str(addon),
+                           stdin=stdin)  # fmt: skip
+    assert counted.returncode == 0 and counted.stdout == plain.stdout
+    sides = [side for side, _ in frames(recording)]
+    said = f"frames: [('agent', {sides.count('agent')}), ('client', {sides.count('client')})]"
+    assert said.encode() in counted.stderr
+    new = tmp_path / "new.jsonl"
+    agent = [sys.executable, "-c", "import runpy, sys; sys.argv[1:] = ['--delay', '0.01']; "
+             "runpy.run_module('acp_proxy.devtools.example_agent', run_name='__main__')",
+             "--api-key", "s3cret"]  # fmt: skip
+    run = invoke("replay", "--as", "client", "--record", str(new), "--redact", str(recording),
+                 "--", *agent)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    start = orjson.loads(new.read_bytes().splitlines()[0])
+    assert start["argv"][:2] == agent[:2] and "s3cret" not in str(start["argv"])
+    unredacted = tmp_path / "plain.jsonl"
+    invoke("replay", "--as", "client", "--record", str(unredacted), str(recording), "--", *agent)
+    assert "s3cret" in str(orjson.loads(unredacted.read_bytes().splitlines()[0])["argv"])

@@ -114,14 +114,14 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
 @click.option(
     "--redact",
     is_flag=True,
-    help="As the agent: record with secrets replaced by tags, as `run --redact` does.",
+    help="Record with secrets replaced by tags, as `run --redact` does.",
 )
 @click.option(
     "--addon",
     "addon_files",
     multiple=True,
     metavar="FILE[:NAME]",
-    help="As the agent: also hand the session to addons of your own, as `run --addon` does.",
+    help="Also hand the session to addons of your own, as `run --addon` does. Repeatable.",
 )
 @click.option(
     "--junit",
@@ -182,6 +182,8 @@ def replay(
     agent = _replay_usage(role, agent, allow_actions, recording)
     if no_record:
         no_effect("with --no-record", "record", "redact")
+    if role == "client" and record is None:  # (as the client, nothing is recorded unasked)
+        no_effect("with --as client without --record", "redact")
     session = connection_number(recording, connection, session_id)
     try:
         script = load_script(recording, session)
@@ -197,7 +199,7 @@ def replay(
         sys.exit(serve_agent(fake, log, argv, played, stdin=sys.stdin.fileno()))
     result = drive_agent(
         script, list(agent), ignore=ignore, timeout=timeout, record=record,
-        skip_updates=ignore_updates,
+        skip_updates=ignore_updates, redact=redact, addons=user_addons(addon_files),
     )  # fmt: skip
     if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
         say(f"acp-proxy: {visible(result.divergences[-1])}")  # (as run says it)
@@ -237,7 +239,7 @@ def _replay_usage(
     if role == "agent":
         no_effect("without --as client", "ignore", "ignore_updates", "timeout", "junit")
     else:
-        no_effect("with --as client", "speed", "match", "no_record", "redact", "addon_files")
+        no_effect("with --as client", "speed", "match", "no_record")
     if role == "client" and not agent:
         raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
     if role == "client" and allow_actions:
