@@ -423,6 +423,8 @@ class Server:
         while self._later and self._later[0][0] <= 0:
             if self._said is not None:
                 self._said.put(self._later.popleft()[1])
+        if self._said is not None:
+            self._said.flush()
         if self._later:
             self._later_timer = asyncio.get_running_loop().call_later(
                 self._later[0][0], self._release

@@ -26,6 +26,7 @@ class Echo(Role):
         self.heard: list[Event] = []
         self.stalls: list[str] = []
         self.result: ServerResult | None = None
+        self.waited_out = False
 
     def opened(self, server: Server) -> None:
         self.server = server
@@ -51,14 +52,21 @@ class Echo(Role):
 
 
 def serve(
-    role: Echo, client: bytes, tmp_path: Path, *, stall: float | None = None, read: bool = True
+    role: Echo,
+    client: bytes,
+    tmp_path: Path,
+    *,
+    stall: float | None = None,
+    read: bool = True,
+    hold: int = 0,
 ) -> tuple[ServerResult, bytes, list[dict[str, Any]]]:
     """``role`` served on two pipes to a client that writes ``client`` then closes its side
-    (reading all, or nothing with ``read`` False): the result, what the client read, the
-    recording's records."""
+    (once it has read ``hold`` lines; reading all, or nothing with ``read`` False): the
+    result, what the client read, the recording's records."""
     into_r, into_w = os.pipe()
     out_r, out_w = os.pipe()
     got = bytearray()
+    enough = threading.Event()
 
     def write() -> None:
         view = memoryview(client)
@@ -67,11 +75,15 @@ def serve(
                 view = view[os.write(into_w, view) :]
         except OSError:
             pass
+        if hold and not enough.wait(10):
+            role.waited_out = True  # (closed without what it waited for)
         os.close(into_w)
 
     def drain() -> None:
         while data := os.read(out_r, 65536):
             got.extend(data)
+            if got.count(b"\n") >= hold:
+                enough.set()
 
     threads = [threading.Thread(target=write, daemon=True)]
     if read:
@@ -121,6 +133,16 @@ def test_delayed_answers_keep_their_order_and_an_unended_last_line_is_heard(tmp_
     _, got, _ = serve(role, request(1) + request(2) + request(3).rstrip(b"\n"), tmp_path)
     assert [orjson.loads(line).get("id") for line in got.splitlines()] == [None, 1, 2, 3]
     assert not role.heard[-1].terminated
+
+
+def test_an_answer_said_later_goes_out_while_the_client_waits_for_it(tmp_path):
+    """A line said with a delay goes out at its time, the client's side still open (the
+    client closes it only once it has read the answer)."""
+    role = Echo(after=0.05)
+    result, got, _ = serve(role, request(1), tmp_path, hold=2)
+    assert [orjson.loads(line).get("id") for line in got.splitlines()] == [None, 1]
+    assert not role.waited_out
+    assert result.reason == "the client closed its side (stdin)"
 
 
 def test_a_client_that_does_not_read_is_read_no_faster_and_ends_at_the_stall(tmp_path):
