@@ -1,8 +1,9 @@
 """The proxy shell: the only process, pipe and asyncio code.
 
-``spawn`` (the agent process), ``relay`` (the pumps, the loop and the session's lifecycle),
-``observer`` (each frame stamped, checked, recorded, logged), ``recorder`` (the transcript file);
-``commands`` (``run``: a session assembled).
+``spawn`` (the agent process), ``relay`` (the pumps between two endpoints, the loop and the
+session's lifecycle), ``session`` (a session assembled, the one place, whatever side we play:
+``run``, ``client`` as the client, ``server`` as the agent), ``observer`` (each frame stamped,
+checked, recorded, logged), ``recorder`` (the transcript file); ``commands`` (``run``).
 
 Modules::
 
