@@ -64,11 +64,15 @@ what it is for and what it promises.
     core/rules.py            RULES, explain_lines: the catalog, gathered from the validator's
     core/examples.py         INIT, TURN, update...: the frames rules' examples are built of
     core/schema.py           schema_for: the official schemas compiled into checks
+    core/checks.py           Defect, Checker: the checks a schema compiles to (its combinators)
     core/unstable.py         surface_for: what only the unstable schemas define
     core/validator.py        Validator, Violation: what the package imports (the three below)
     core/validator_base.py   ValidatorBase: what every version shares, and its rules
+    core/validator_schema.py  SchemaRules: the official schemas' rules, a base of ValidatorBase
     core/validator_v2.py     Validator: the prompt lifecycle's rules (v2), CATALOG
+    core/validator_v2_updates.py  V2UpdateRules: what a v2 session update carries, its base
     core/validator_v1.py     V1Rules: the v1 pages' rules, composed in
+    core/validator_v1_agent.py  V1AgentRules: v1's rules of what the agent does, V1Rules's base
     core/chunks.py           Shortcut: the streamed-chunk shortcut, whole
     core/visible.py          visible, dumps: wire strings made safe to show
     core/version.py          VERSION
@@ -79,6 +83,10 @@ what it is for and what it promises.
     transcript/redact.py     Redactor, redact_stream
     transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
+    transcript/beneath.py    open_beneath: a file a caller named, opened beneath a directory
+    otlp/encode.py           Span: an OTLP ExportTraceServiceRequest, protobuf or JSON, by hand
+    otlp/spans.py            Spans: a session as spans (a view, live and over a recording)
+    otlp/send.py             target, Exporter: OTEL_* and --otlp, the OTLP/HTTP request
     live/spawn.py            start_agent, Watchdog: the agent process, its group stopped with us
     live/pipes.py            FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     live/loop.py             event_loop, SpinningSelector: polls a little before it sleeps
@@ -95,6 +103,7 @@ what it is for and what it promises.
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands/run.py     run: a session assembled, the agent started first
     live/user_addons.py      load_addons: run --addon FILE, views of the user's own
+    live/otlp.py             LiveExport: run --otlp, each turn's spans sent off the relay's path
     readers/annotate.py      read, annotate, located: the one way into a file, findings attached
     readers/conversation.py  Conversation: what the user saw
     readers/summary.py       frame_summary, wanted: a frame in one line, the filters
@@ -109,8 +118,10 @@ what it is for and what it promises.
     readers/ci.py            junit, sarif
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
-    readers/commands/show.py    a command a module, named for it (follow.py, stats.py, report.py)
+    readers/mcp.py           Server, TOOLS: the recordings as an MCP server on stdio
+    readers/commands/show.py    a command a module (follow.py, stats.py, report.py, export.py)
     readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
+    readers/commands/mcp.py     mcp: the MCP server's command
     readers/commands/shared.py  what they share: which files, frames, session (replay's too)
     drive/probe.py           probe, CHECKS: an agent's checks, over the client core
     drive/chat.py            chat: a prompt line (or piped prompts), over the client core

@@ -23,8 +23,10 @@ __all__ = ["OPTIONS", "agent_argv", "main"]
 #: Each command that starts an agent: its options that take a value, and its flags.
 _LOGGING = ("--log-file", "--log-level", "--log-format")
 _RECORDING = ("--record", "--grace")
-_RUN_VALUED = ("--keep-days", "--keep-size", "--color", "--addon", *_RECORDING, *_LOGGING)
-_RUN_FLAGS = ("--no-record", "--no-stderr", "--redact", "--notify-client", "--inspect")
+_RUN_VALUED = ("--keep-days", "--keep-size", "--color", "--addon", "--otlp", *_RECORDING,
+               *_LOGGING)  # fmt: skip
+_RUN_FLAGS = ("--no-record", "--no-stderr", "--redact", "--notify-client", "--inspect",
+              "--otlp-content")  # fmt: skip
 _PROBE_VALUED = (
     "--protocol",
     "--prompt",

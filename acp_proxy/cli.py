@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from acp_proxy import __version__
-from acp_proxy.clihelp import EXIT_INTERRUPTED, Unreadable, exempt_from_gc, say
+from acp_proxy.clihelp import ENVIRONMENT, EXIT_INTERRUPTED, Unreadable, exempt_from_gc, say, set_by
 
 if TYPE_CHECKING:
     from acp_proxy.live.spawn import Early
@@ -44,7 +44,9 @@ COMMANDS = {
     "follow": "acp_proxy.readers.commands.follow",
     "diff": "acp_proxy.readers.commands.diff",
     "stats": "acp_proxy.readers.commands.stats",
+    "export": "acp_proxy.readers.commands.export",
     "rules": "acp_proxy.readers.commands.rules",
+    "mcp": "acp_proxy.readers.commands.mcp",
     "demo": "acp_proxy.devtools.commands.demo",
     "probe": "acp_proxy.drive.commands.probe",
     "chat": "acp_proxy.drive.commands.chat",
@@ -102,13 +104,12 @@ def _one_line(exc: click.UsageError, command: str) -> click.UsageError:
             ctx = ctx.parent
         command = " ".join(["acp-proxy", *reversed(names)])
     message = " ".join(exc.format_message().split())
-    param = getattr(exc, "param", None)
-    if exc.ctx is not None and isinstance(param, click.Option) and param.name:
-        source = exc.ctx.get_parameter_source(param.name)
-        if source == click.core.ParameterSource.ENVIRONMENT and param.envvar:
-            message += f" (set by ${param.envvar})"  # not on the command line: say where
+    message = message.replace("Recognized values: , ", "Recognized values: ")  # (bool's "")
     if not message.endswith(".."):  # a sentence's stop, not an ellipsis ("[ARGS]...")
         message = message.removesuffix(".")
+    param = getattr(exc, "param", None)
+    if exc.ctx is not None and isinstance(param, click.Option) and param.name:
+        message += set_by(param.name, exc.ctx)  # not on the command line: say where
     if message[:2].istitle():  # "No such option", "Invalid value", "Missing argument"
         message = message[0].lower() + message[1:]
     return _Usage(message, command)
@@ -151,17 +152,132 @@ class _Group(click.Group):
             raise
 
 
-def _from_the_environment(command: click.Command) -> None:
-    """Every option of ``command`` read from ``ACP_PROXY_<OPTION>`` too (``--no-record``:
-    ``ACP_PROXY_NO_RECORD``), unless it names its own variable. What the environment sets
-    never counts as given: an option that would do nothing, or contradict the command
-    line, is an error only when typed (:func:`~acp_proxy.clihelp.no_effect`)."""
+#: Options honoured only when typed, as git ignores ``safe.directory`` in a repository's own
+#: config: each loosens the sandbox or answers for the user (the values that do; None: any
+#: value but off). Set in the environment (exported once, it would act in every session of
+#: the shell, unseen), they are ignored, with one line naming the variable.
+TYPED_ONLY: dict[str, frozenset[str] | None] = {
+    "--allow-terminal": None,  # chat, probe: the agent's commands run
+    "--allow-client-actions": None,  # replay: the recording's writes and commands sent
+    "--allow-write": None,  # test-agent: the client asked to write a file
+    "--permissions": frozenset({"allow"}),  # chat, probe: every permission approved
+    "--cwd": None,  # chat: the directory the agent's fs requests may touch
+}
+
+#: Repeatable options whose variable holds one value, spaces and all (a file name: an
+#: addon file can list several addons); the others' are split at whitespace.
+ONE_VALUE = frozenset({"--addon"})
+
+
+def _tell_once(ctx: click.Context, line: str) -> None:
+    """``line`` about the environment, said once a command line (not while completing)."""
+    said = ctx.meta.setdefault("acp_proxy.environment_said", set())
+    if not ctx.resilient_parsing and line not in said:
+        said.add(line)
+        say(f"acp-proxy {ctx.info_name}: {line}")
+
+
+class _FromTheEnvironment(click.Option):
+    """An option also read from the environment: ``ACP_PROXY_<COMMAND>_<OPTION>``, the
+    command's own, else ``ACP_PROXY_<OPTION>``, shared by the commands (as git's
+    ``pager.<cmd>`` over ``core.pager``); ``envvar`` holds the two, in that order. A shared
+    value this command's option does not take but another command's does is for that one:
+    ignored here, said once; one no command takes is this command's usage error, naming the
+    variable. A switch of :data:`TYPED_ONLY` is never read from it."""
+
+    #: ``ACP_PROXY_<COMMAND>_<OPTION>``, ``ACP_PROXY_<OPTION>``
+    own: str
+    shared: str
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        own, shared = self.own, self.shared
+        option = option_name(self)
+        for variable in (own, shared):
+            raw = os.environ.get(variable)
+            if not raw:
+                continue
+            if self._loosens(option, raw):
+                typed = option if TYPED_ONLY[option] is None else f"{option} {raw.strip()}"
+                _tell_once(ctx, f"ignoring ${variable}: {typed} is honoured only when typed")
+                continue
+            if variable == shared and not _takes(self, ctx, raw) and _for_another(self, ctx, raw):
+                _tell_once(
+                    ctx,
+                    f"ignoring ${variable}={raw!r}, not a {option} of {ctx.info_name} "
+                    f"(${own} is its own)",
+                )
+                continue
+            ctx.meta.setdefault(ENVIRONMENT, {})[self.name] = variable
+            return raw
+        return None
+
+    def value_from_envvar(self, ctx: click.Context) -> Any:
+        if self.multiple and option_name(self) in ONE_VALUE:
+            raw = self.resolve_envvar_value(ctx)
+            return None if raw is None else [raw]
+        return super().value_from_envvar(ctx)
+
+    def _loosens(self, option: str, raw: str) -> bool:
+        if option not in TYPED_ONLY:
+            return False
+        values = TYPED_ONLY[option]
+        if values is not None:
+            return raw.strip().lower() in values
+        return not (self.is_flag and click.types.BoolParamType.str_to_bool(raw) is False)
+
+
+def option_name(param: click.Parameter) -> str:
+    """An option's longest spelling: ``--no-record``."""
+    return max(param.opts, key=len)
+
+
+def _takes(param: click.Option, ctx: click.Context, raw: str) -> bool:
+    """Whether ``param`` (of ``ctx``'s command) takes ``raw`` from the environment."""
+    try:
+        value = param.type_cast_value(ctx, [raw] if param.multiple else raw)
+        if param.callback is not None and param.expose_value:
+            param.callback(ctx, param, value)
+    except (click.ClickException, ValueError, TypeError):
+        return False
+    return True
+
+
+def _for_another(param: _FromTheEnvironment, ctx: click.Context, raw: str) -> bool:
+    """Whether an option of another command read from the same shared variable takes
+    ``raw`` (every command is loaded to know: only for a value this one does not take)."""
+    group = ctx.parent.command if ctx.parent is not None else cli
+    if not isinstance(group, click.Group):
+        return False
+    for name in group.list_commands(ctx):
+        other = group.get_command(ctx, name)
+        if other is None or name == ctx.info_name:
+            continue
+        same = (
+            theirs
+            for theirs in other.params
+            if isinstance(theirs, _FromTheEnvironment) and theirs.shared == param.shared
+        )
+        if any(_takes(theirs, click.Context(other, info_name=name), raw) for theirs in same):
+            return True
+    return False
+
+
+def _from_the_environment(command: click.Command, name: str) -> None:
+    """Every option of ``command`` read from ``ACP_PROXY_<COMMAND>_<OPTION>``, else
+    ``ACP_PROXY_<OPTION>`` too (``run --no-record``: ``ACP_PROXY_RUN_NO_RECORD``, else
+    ``ACP_PROXY_NO_RECORD``; :class:`_FromTheEnvironment`). What the environment sets never
+    counts as given: an option that would do nothing, or contradict the command line, is
+    an error only when typed (:func:`~acp_proxy.clihelp.no_effect`), and a typed one wins."""
+    prefix = "ACP_PROXY_" + name.upper().replace("-", "_")
     for param in command.params:
-        if isinstance(param, click.Option) and param.envvar is None:
-            longest = max(param.opts, key=len)  # (-l alone: its name, FILES_WITH_MATCHES)
-            name = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
-            name = name.upper().replace("-", "_")
-            param.envvar = f"ACP_PROXY_{name}"
+        if isinstance(param, click.Option) and not isinstance(param, _FromTheEnvironment):
+            longest = option_name(param)  # (-l alone: its name, FILES_WITH_MATCHES)
+            option = (longest if longest.startswith("--") else param.name or longest).lstrip("-")
+            option = option.upper().replace("-", "_")
+            param.__class__ = _FromTheEnvironment
+            assert isinstance(param, _FromTheEnvironment)
+            param.own, param.shared = f"{prefix}_{option}", f"ACP_PROXY_{option}"
+            param.envvar = [param.own, param.shared]
 
 
 class _Commands(MutableMapping[str, click.Command]):
@@ -180,12 +296,12 @@ class _Commands(MutableMapping[str, click.Command]):
             # (as an import statement does it: `python -X importtime` shows it, as importlib's
             # import_module is not)
             command = getattr(__import__(module, fromlist=[attribute]), attribute)
-            _from_the_environment(command)
+            _from_the_environment(command, name)
             self._loaded[name] = command
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: click.Command) -> None:
-        _from_the_environment(command)
+        _from_the_environment(command, name)
         self._where.setdefault(name, "")
         self._loaded[name] = command
 
@@ -244,6 +360,22 @@ def cli() -> None:
     # full one over every object every 70,000) cost 10% of the proxy's time on a stream.
     exempt_from_gc()
     gc.set_threshold(GC_YOUNG)
+    _check_variables()
+
+
+#: The variables that are no option's: a number of bytes each, above 0.
+_BYTES = ("ACP_PROXY_MAX_FRAME", "ACP_PROXY_MAX_RECORD")
+
+
+def _check_variables() -> None:
+    """A variable of :data:`_BYTES` that holds no number of bytes: a usage error naming it
+    (as an option's variable is), never a default taken in silence."""
+    for name in _BYTES:
+        value = os.environ.get(name, "")
+        if value and not (value.isascii() and value.isdigit() and int(value) > 0):
+            ctx = click.get_current_context()
+            command = " ".join(filter(None, ("acp-proxy", ctx.invoked_subcommand)))
+            raise _Usage(f"${name}={value!r} is not a number of bytes (above 0)", command)
 
 
 def main(early: Early | None = None) -> None:

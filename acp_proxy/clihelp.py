@@ -195,6 +195,34 @@ def was_given(name: str) -> bool:
     return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
 
 
+#: ``ctx.meta`` key: the variable each option set from the environment was read from (the
+#: option's name: ``ACP_PROXY_STATS_FORMAT`` or ``ACP_PROXY_FORMAT``; see ``cli``).
+ENVIRONMENT = "acp_proxy.environment"
+
+
+def set_by(name: str, ctx: click.Context | None = None) -> str:
+    """`` (set by $ACP_PROXY_...)`` if option ``name``'s value came from the environment
+    (an error about it then says where it is set), else nothing."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source(name) != click.core.ParameterSource.ENVIRONMENT:
+        return ""
+    variable = ctx.meta.get(ENVIRONMENT, {}).get(name)
+    if variable is None:
+        param = next((p for p in ctx.command.params if p.name == name), None)
+        variable = param.envvar if param is not None and isinstance(param.envvar, str) else None
+    return f" (set by ${variable})" if variable else ""
+
+
+def overruled(name: str, *typed: str) -> bool:
+    """Whether option ``name``, set in the environment, gives way to one of ``typed``, given
+    on the command line, which it contradicts: a typed option wins (``--record`` typed
+    records, whatever ``$ACP_PROXY_NO_RECORD`` says)."""
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source(name) != click.core.ParameterSource.ENVIRONMENT:
+        return False
+    return any(was_given(other) for other in typed)
+
+
 def no_effect(needed: str, *names: str) -> None:  # needed: "without --prune"
     """An option given on the command line where it has no effect is a usage error (exit
     2): what is set in the environment is for the commands it fits."""
@@ -303,7 +331,12 @@ def cannot_write(path: str, exc: OSError) -> NoReturn:
     its reader (``| head``) is no error: it goes on to the quiet exit of a closed stdout."""
     if path == "-" and isinstance(exc, BrokenPipeError):
         raise exc
-    raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}")) from None
+    ctx = click.get_current_context(silent=True)
+    where = ""
+    if ctx is not None:  # a file named in the environment: said where (ACP_PROXY_OUTPUT)
+        named = (param.name for param in ctx.command.params if param.name)
+        where = next((set_by(n, ctx) for n in named if ctx.params.get(n) == path), "")
+    raise click.ClickException(visible(f"cannot write {path}: {exc.strerror}{where}")) from None
 
 
 class Unreadable(click.ClickException):
@@ -362,7 +395,8 @@ def stdout_lines(color: str, live: bool = False) -> Iterator[Callable[[str], Non
         with contextlib.suppress(OSError, ValueError):
             stream.close()
         with contextlib.suppress(KeyboardInterrupt):
-            pager.wait()
+            if pager.wait() in (126, 127):  # (the shell could not run it: said)
+                say(f"acp-proxy: the pager failed (exit {pager.returncode}): see $PAGER")
 
 
 def pager_option(func: Any) -> Any:
@@ -399,6 +433,12 @@ def _pager() -> subprocess.Popen[bytes] | None:
         return None
     import subprocess  # (only on a terminal)
 
+    where = " ($PAGER)" if "PAGER" in os.environ else ""
+    program = _program(command)
+    if program is not None and not _runnable(program):  # (as git: said, and not paged)
+        say(f"acp-proxy: cannot run the pager {program}{where}: not found; not paging")
+        return None
+
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")
     with contextlib.suppress(OSError, ValueError):
@@ -406,8 +446,35 @@ def _pager() -> subprocess.Popen[bytes] | None:
     try:
         # (the user's $PAGER, run by the shell as git runs it)
         return subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
-    except OSError:
+    except OSError as exc:
+        say(f"acp-proxy: cannot run the pager{where}: {exc.strerror or exc}; not paging")
         return None
+
+
+#: Shell words a pager command may start with that are no program on PATH.
+_SHELL_WORDS = frozenset({"exec", "command", "builtin", "eval", "{", "(", "!", "time"})
+
+
+def _program(command: str) -> str | None:
+    """The program a pager command runs, where it can be told (``less`` of ``LESS=R less``;
+    None for a command the shell alone can make sense of)."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words.pop(0)  # (VAR=value before the program)
+    if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`(){};|&<>*?"):
+        return None
+    return words[0]
+
+
+def _runnable(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
 
 
 def use_color(color: str, stream: Any = None) -> bool:

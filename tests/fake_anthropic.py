@@ -15,7 +15,7 @@ import sys
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from fake_http import send_json, serve
+from tests.fake_http import send_json, serve
 
 REPLY = "Hello from the stand-in model."
 TOOL = "--tool" in sys.argv

@@ -14,7 +14,7 @@ import sys
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from fake_http import serve
+from tests.fake_http import serve
 
 REPLY = ["Hello from ", "the stand-in model."]
 USAGE = {

@@ -12,6 +12,13 @@ Usage: python hostile_agent.py MODE [ARGS...]
                            for it to exit and releases it
   chunks N                 a turn of N agent_message_chunk updates ("w0 ", "w1 ", ...)
   big-permission           a turn that asks permission with 1 MB in every field it controls
+  terminals N              creates N terminals of `true` and never releases one; says how
+                           many were created and the errors of the others
+  waits-then-reads KIND PATH [N]
+                           N (10) requests that wait long (KIND terminal: terminal/wait_for_exit
+                           on `sleep 300`; permission: session/request_permission), then a
+                           burst of 30 reads of PATH; says how many reads were answered, then
+                           releases the terminal (the waits are answered) and ends its turn
 
 Each mode answers initialize, session/new and session/prompt as an agent does; what a mode
 measures it says in an ``_result`` notification (params: what it counted) before the turn
@@ -162,6 +169,42 @@ def big_permission(session: str) -> None:
     })  # fmt: skip
 
 
+def terminals(session: str) -> None:
+    created, errors = 0, []
+    for _ in range(int(ARGS[0])):
+        reply = ask("terminal/create", {"sessionId": session, "command": "true"})
+        if "result" in reply:
+            created += 1
+        else:
+            errors.append(reply.get("error"))
+    time.sleep(0.5)
+    send({"method": "_result", "params": {"created": created, "errors": errors}})
+
+
+def waits_then_reads(session: str) -> None:
+    kind, path = ARGS[0], ARGS[1]
+    waits = int(ARGS[2]) if len(ARGS) > 2 else 10
+    terminal = None
+    if kind == "terminal":
+        created = ask("terminal/create", {"sessionId": session, "command": "sleep",
+                                          "args": ["300"]})  # fmt: skip
+        terminal = created["result"]["terminalId"]  # type: ignore[index]
+    for _ in range(waits):
+        if terminal is not None:
+            request("terminal/wait_for_exit", {"sessionId": session, "terminalId": terminal})
+        else:
+            options = [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}]
+            request("session/request_permission", {"sessionId": session, "options": options,
+                    "toolCall": {"toolCallId": "call_1", "title": "t"}})  # fmt: skip
+    reads = [request("fs/read_text_file", {"sessionId": session, "path": path})
+             for _ in range(30)]  # fmt: skip
+    deadline = time.monotonic() + 20
+    answered = sum(1 for r in reads if "result" in answer(r, deadline - time.monotonic()))
+    if terminal is not None:
+        ask("terminal/release", {"sessionId": session, "terminalId": terminal})
+    send({"method": "_result", "params": {"reads": answered}})
+
+
 def turn(request_id: object, session: str) -> None:
     if MODE in ("swap-read", "swap-write"):
         swap(session, MODE == "swap-write")
@@ -171,6 +214,10 @@ def turn(request_id: object, session: str) -> None:
         background(session)
     elif MODE == "big-permission":
         big_permission(session)
+    elif MODE == "terminals":
+        terminals(session)
+    elif MODE == "waits-then-reads":
+        waits_then_reads(session)
     elif MODE == "chunks":
         for i in range(int(ARGS[0])):
             update(session, {"sessionUpdate": "agent_message_chunk",

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
+
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 # --- a file that is no recording ---------------------------------------------------------
 
@@ -605,10 +606,13 @@ def test_every_option_of_every_command_reads_acp_proxy_option_from_the_environme
     from acp_proxy.cli import cli
 
     for name, command in cli.commands.items():
+        own = "ACP_PROXY_" + name.upper().replace("-", "_") + "_"
         for param in command.params:
             if isinstance(param, click.Option):
-                assert isinstance(param.envvar, str), (name, param.opts)
-                assert param.envvar.startswith("ACP_PROXY_"), (name, param.opts)
+                assert isinstance(param.envvar, list), (name, param.opts)
+                mine, shared = param.envvar  # (the command's own first, as git's pager.<cmd>)
+                assert shared.startswith("ACP_PROXY_"), (name, param.opts)
+                assert mine == own + shared.removeprefix("ACP_PROXY_"), (name, param.opts)
     monkeypatch.setenv("ACP_PROXY_TIMEOUT", "7")
     monkeypatch.setenv("ACP_PROXY_NO_RECORD", "1")
     for name in ("probe", "chat"):
@@ -629,9 +633,178 @@ def test_chat_reads_its_timeout_and_no_record_from_the_environment(tmp_path):
     assert proc.returncode == 1
     assert b"no response to initialize within 0.5s (--timeout)" in proc.stderr, proc.stderr
     assert b"recording:" not in proc.stderr and not default.exists()
-    # the command line's --record against the environment's --no-record: said, as run says it
+    # a typed --record wins over the environment's --no-record (typed both: a usage error)
     typed = acp("chat", "--record", str(tmp_path / "r.jsonl"), "--", "true", env=env)
-    assert typed.returncode == 2 and b"contradict" in typed.stderr
+    assert b"contradict" not in typed.stderr and (tmp_path / "r.jsonl").exists(), typed.stderr
+    both = acp("chat", "--record", "r2.jsonl", "--no-record", "--", "true", cwd=tmp_path)
+    assert both.returncode == 2 and b"contradict" in both.stderr
+
+
+def test_safety_switches_are_honoured_only_when_typed(monkeypatch, capsys):
+    """What loosens the sandbox or answers for the user acts only when typed, as git ignores
+    safe.directory in a repository's own config: set in the environment (a shell's export
+    reaches every session), it is ignored with one line naming the variable; the value
+    that loosens nothing (--permissions reject, a switch set to 0) is honoured."""
+    from acp_proxy.cli import cli
+
+    loose = {
+        "ACP_PROXY_PERMISSIONS": "allow", "ACP_PROXY_ALLOW_TERMINAL": "1",
+        "ACP_PROXY_ALLOW_CLIENT_ACTIONS": "yes", "ACP_PROXY_ALLOW_WRITE": "true",
+        "ACP_PROXY_CHAT_CWD": "/", "ACP_PROXY_PROBE_ALLOW_TERMINAL": "1",
+    }  # fmt: skip
+    for name, value in loose.items():
+        monkeypatch.setenv(name, value)
+    cases: dict[str, tuple[list[str], dict[str, object]]] = {
+        "chat": (["--", "agent"], {"permissions": "reject", "allow_terminal": False, "cwd": None}),
+        "probe": (["--", "agent"], {"permissions": "reject", "allow_terminal": False}),
+        "replay": (["r.jsonl"], {"allow_actions": False}),
+        "test-agent": ([], {"allow_write": False}),
+    }
+    for command, (args, expected) in cases.items():
+        params = cli.commands[command].make_context(command, list(args)).params
+        assert {key: params[key] for key in expected} == expected, command
+    said = capsys.readouterr().err.splitlines()
+    for line in (
+        "acp-proxy chat: ignoring $ACP_PROXY_PERMISSIONS: --permissions allow is honoured only "
+        "when typed",
+        "acp-proxy chat: ignoring $ACP_PROXY_CHAT_CWD: --cwd is honoured only when typed",
+        "acp-proxy probe: ignoring $ACP_PROXY_PROBE_ALLOW_TERMINAL: --allow-terminal is honoured "
+        "only when typed",
+        "acp-proxy replay: ignoring $ACP_PROXY_ALLOW_CLIENT_ACTIONS: --allow-client-actions is "
+        "honoured only when typed",
+        "acp-proxy test-agent: ignoring $ACP_PROXY_ALLOW_WRITE: --allow-write is honoured only "
+        "when typed",
+    ):
+        assert said.count(line) == 1, said
+    typed = cli.commands["chat"].make_context("chat", ["--permissions", "allow", "--", "a"])
+    assert typed.params["permissions"] == "allow"
+    capsys.readouterr()
+    monkeypatch.setenv("ACP_PROXY_PERMISSIONS", "cancel")  # (probe's: it loosens nothing)
+    monkeypatch.setenv("ACP_PROXY_ALLOW_TERMINAL", "0")
+    monkeypatch.delenv("ACP_PROXY_PROBE_ALLOW_TERMINAL")
+    params = cli.commands["probe"].make_context("probe", ["--", "agent"]).params
+    assert params["permissions"] == "cancel" and params["allow_terminal"] is False
+    assert "ignoring" not in capsys.readouterr().err
+
+
+def test_piped_chat_does_not_approve_for_the_user_from_the_environment(tmp_path):
+    """$ACP_PROXY_PERMISSIONS=allow, exported: piped chat still rejects the example agent's
+    permission request (a typed --permissions allow approves it)."""
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
+    env = {"ACP_PROXY_PERMISSIONS": "allow", "ACP_PROXY_NO_RECORD": "1"}
+    for typed, chosen in (([], "reject"), (["--permissions", "allow"], "allow")):
+        proc = acp("chat", "--format", "json", *typed, "--", *agent, input=b"hi\n", env=env,
+                   cwd=tmp_path)  # fmt: skip
+        decisions = [
+            event["outcome"]["optionId"]
+            for event in map(orjson.loads, proc.stdout.splitlines())
+            if event["type"] == "permission_decision"
+        ]
+        assert decisions == [chosen], proc.stderr
+        ignored = proc.stderr.count(b"ignoring $ACP_PROXY_PERMISSIONS")
+        assert ignored == (0 if typed else 1), proc.stderr
+
+
+def test_a_typed_option_wins_over_the_environment_both_ways(tmp_path):
+    """$ACP_PROXY_NO_RECORD and a typed --record: recorded (run, test-agent as chat);
+    $ACP_PROXY_ALLOW_CLIENT_ACTIONS does not break replay --as client."""
+    proc = acp("run", "--record", "r.jsonl", "--", "true", env={"ACP_PROXY_NO_RECORD": "1"},
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0 and (tmp_path / "r.jsonl").exists(), proc.stderr
+    proc = acp("run", "--redact", "--", "true", cwd=tmp_path,
+               env={"ACP_PROXY_NO_RECORD": "1", "ACP_PROXY_RECORD_DIR": str(tmp_path / "d")})  # fmt: skip
+    assert proc.returncode == 0 and len(list((tmp_path / "d").iterdir())) == 1, proc.stderr
+    proc = acp("test-agent", "--record", "t.jsonl", env={"ACP_PROXY_NO_RECORD": "1"},
+               cwd=tmp_path)  # fmt: skip
+    assert b"contradict" not in proc.stderr and (tmp_path / "t.jsonl").exists(), proc.stderr
+    proc = acp("replay", "--as", "client", str(RECORDINGS / "clean.jsonl"), "--", "true",
+               env={"ACP_PROXY_ALLOW_CLIENT_ACTIONS": "1"}, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 1 and b"divergence" in proc.stderr, proc.stderr  # (not usage: 2)
+
+
+def test_each_command_has_its_own_variables_over_the_shared_ones(tmp_path):
+    """ACP_PROXY_<COMMAND>_<OPTION> wins over ACP_PROXY_<OPTION> (as git's pager.<cmd> over
+    core.pager); a shared value another command takes (probe's --format junit) is ignored
+    where it does not fit, said once; a value no command takes is a usage error naming it."""
+    clean = str(RECORDINGS / "clean.jsonl")
+    proc = invoke("stats", clean, env={"ACP_PROXY_FORMAT": "junit"})
+    assert proc.returncode == 0 and proc.stdout.startswith(b"sessions:"), proc.stderr
+    assert proc.stderr.decode().splitlines() == [
+        "acp-proxy stats: ignoring $ACP_PROXY_FORMAT='junit', not a --format of stats "
+        "($ACP_PROXY_STATS_FORMAT is its own)"
+    ]
+    own = invoke("stats", clean, env={"ACP_PROXY_FORMAT": "text", "ACP_PROXY_STATS_FORMAT": "json"})
+    assert own.returncode == 0 and orjson.loads(own.stdout), own.stderr
+    typed = invoke("stats", "--format", "text", clean, env={"ACP_PROXY_STATS_FORMAT": "json"})
+    assert typed.stdout.startswith(b"sessions:")
+    for variable in ("ACP_PROXY_FORMAT", "ACP_PROXY_STATS_FORMAT"):
+        for value in ("xml", "junit"):
+            if (variable, value) == ("ACP_PROXY_FORMAT", "junit"):
+                continue
+            bad = invoke("stats", clean, env={variable: value})
+            lines = bad.stderr.decode().splitlines()
+            assert bad.returncode == 2 and len(lines) == 1, lines
+            assert f"'{value}' is not one of 'text', 'json' (set by ${variable})" in lines[0]
+
+
+def test_a_shared_variable_is_read_by_the_commands_it_fits(monkeypatch, capsys):
+    """ACP_PROXY_FORMAT=junit is probe's; ACP_PROXY_TIMEOUT=5000 fits chat (a day at most)
+    but not probe (an hour): probe keeps its default and says so; probe's own wins."""
+    from acp_proxy.cli import cli
+
+    monkeypatch.setenv("ACP_PROXY_FORMAT", "junit")
+    monkeypatch.setenv("ACP_PROXY_TIMEOUT", "5000")
+    probe = cli.commands["probe"].make_context("probe", ["--", "a"]).params
+    chat = cli.commands["chat"].make_context("chat", ["--", "a"]).params
+    assert probe["fmt"] == "junit" and probe["timeout"] == 30.0 and chat["timeout"] == 5000.0
+    assert capsys.readouterr().err == (
+        "acp-proxy probe: ignoring $ACP_PROXY_TIMEOUT='5000', not a --timeout of probe "
+        "($ACP_PROXY_PROBE_TIMEOUT is its own)\n"
+        "acp-proxy chat: ignoring $ACP_PROXY_FORMAT='junit', not a --format of chat "
+        "($ACP_PROXY_CHAT_FORMAT is its own)\n"
+    )
+    monkeypatch.setenv("ACP_PROXY_PROBE_TIMEOUT", "12")
+    assert cli.commands["probe"].make_context("probe", ["--", "a"]).params["timeout"] == 12.0
+    assert capsys.readouterr().err == ""
+
+
+def test_no_command_s_own_variable_is_another_s_shared_one():
+    """ACP_PROXY_<COMMAND>_<OPTION> never names a shared variable, nor one of the standalone
+    ones (ACP_PROXY_RECORD_DIR, MAX_FRAME, MAX_RECORD)."""
+    import click
+
+    from acp_proxy.cli import cli
+
+    own, shared = set(), {"ACP_PROXY_RECORD_DIR", "ACP_PROXY_MAX_FRAME", "ACP_PROXY_MAX_RECORD"}
+    for command in cli.commands.values():
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.envvar, list):
+                own.add(param.envvar[0])
+                shared.add(param.envvar[1])
+    assert not own & shared, own & shared
+
+
+def test_addon_and_report_from_the_environment(tmp_path):
+    """ACP_PROXY_ADDON is one file, spaces kept (not split at them); a bad one, or an
+    ACP_PROXY_REPORT that cannot be written, is one line, exit 2, naming the variable."""
+    folder = tmp_path / "my addons"
+    folder.mkdir()
+    (folder / "count frames.py").write_text(
+        "import sys\nfrom acp_proxy import Addon\n"
+        "print('addon ran', file=sys.stderr)\n"
+        "addons = [Addon()]\n"
+    )
+    env = {"ACP_PROXY_ADDON": str(folder / "count frames.py"), "ACP_PROXY_NO_RECORD": "1"}
+    proc = acp("run", "--", "true", env=env, cwd=tmp_path)
+    assert proc.returncode == 0 and b"addon ran" in proc.stderr, proc.stderr
+    for variable, value, args in (
+        ("ACP_PROXY_ADDON", str(folder / "missing one.py"), ["run", "--", "true"]),
+        ("ACP_PROXY_REPORT", str(tmp_path / "no" / "such" / "dir.txt"), ["test-agent"]),
+    ):
+        proc = acp(*args, env={variable: value}, cwd=tmp_path)
+        lines = proc.stderr.decode().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, lines
+        assert value in lines[0] and f"(set by ${variable})" in lines[0], lines
 
 
 # --- a pager on a terminal, as git's ------------------------------------------------------------
@@ -648,6 +821,18 @@ def paged_on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> tupl
     shown = drained(leader, 60)
     os.close(leader)
     return proc.wait(60), shown
+
+
+@pytest.mark.parametrize("pager", ["/nonexistent/pager", "nosuchpager", "nosuchpager -R",
+                                   "LESS=X nosuchpager"])  # fmt: skip
+def test_a_pager_that_cannot_run_leaves_the_output_unpaged(tmp_path, pager):
+    """$PAGER naming a program that is not there: as git, one line says so and the output
+    is printed unpaged (never exit 0 on an empty screen)."""
+    env = clean_env(TERM="xterm", PAGER=pager)
+    status, shown = paged_on_a_terminal(["rules"], env, tmp_path)
+    text = shown.decode(errors="replace")
+    assert status == 0 and "message-id-missing" in text, text
+    assert text.count("cannot run the pager") == 1 and "($PAGER): not found" in text, text
 
 
 @pytest.mark.parametrize("args", [["show", "v1-tour.jsonl"], ["rules"],

@@ -11,7 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
+
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 READERS = {
     "validate": [],
@@ -221,6 +222,17 @@ def test_a_bad_value_from_the_environment_names_the_variable(tmp_path):
     assert "invalid value for '--grace'" in lines[0] and "(set by $ACP_PROXY_GRACE)" in lines[0]
     given = acp("run", "--grace", "soon", "--", "true", cwd=tmp_path)
     assert b"set by" not in given.stderr
+
+
+@pytest.mark.parametrize("variable", ["ACP_PROXY_MAX_FRAME", "ACP_PROXY_MAX_RECORD"])
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "1.5", "²"])
+def test_a_variable_that_is_no_option_s_is_checked_too(tmp_path, variable, value):
+    """The byte bounds (no option's variables): a value that is no number of bytes is one line,
+    exit 2, the variable named (before: a default taken in silence, or a traceback for ²)."""
+    proc = invoke("validate", str(RECORDINGS / "clean.jsonl"), env={variable: value}, cwd=tmp_path)
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"acp-proxy validate: ${variable}={value!r} is not a number")
 
 
 def test_a_character_device_is_named_for_what_it_is():

@@ -36,9 +36,9 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, acp, clean_env, invoke
 
 from acp_proxy.core.visible import visible, visible_json
+from tests.conftest import PROXY, RECORDINGS, ROOT, SCRIPTED_AGENT, acp, clean_env, invoke
 
 #: A raw control or invisible format character (the line feed aside).
 RAW = re.compile(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RECORDINGS, acp, invoke
+
+from tests.conftest import RECORDINGS, acp, invoke
 
 MISBEHAVING = str(RECORDINGS / "misbehaving.jsonl")
 

@@ -118,8 +118,11 @@ HEAVY = ("acp_proxy.core.validator", "asyncio", "acp_proxy.live.relay", "acp_pro
 #: was the same before the rules moved there: the schemas it shows dominate).
 RULE_HOMES = [
     "acp_proxy.core.validator_base",
+    "acp_proxy.core.validator_schema",
     "acp_proxy.core.validator_v1",
+    "acp_proxy.core.validator_v1_agent",
     "acp_proxy.core.validator_v2",
+    "acp_proxy.core.validator_v2_updates",
 ]
 
 

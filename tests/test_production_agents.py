@@ -31,7 +31,11 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
+
+from tests.conftest import PROXY, clean_env
+
+#: Every test here runs a production agent or SDK: out of the quick loop (`-m "not agents"`).
+pytestmark = pytest.mark.agents
 
 #: Every package, pinned: what the README's "Tested with" table names.
 PACKAGES = {
@@ -99,13 +103,13 @@ def _whole(prefix: Path) -> bool:
     return bool(listed) and all((prefix / name).exists() for name in listed)
 
 
-def _install(npm: str, prefix: Path) -> None:
+def _install(npm: str, prefix: Path, packages: list[str] | None = None) -> None:
+    """``packages`` (default: :data:`PACKAGES`) installed into ``prefix``, with a manifest."""
     prefix.mkdir(parents=True)
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
+    packages = list(PACKAGES.values()) if packages is None else packages
     try:
-        proc = subprocess.run(
-            [*command, *PACKAGES.values()], capture_output=True, timeout=600, check=False
-        )
+        proc = subprocess.run([*command, *packages], capture_output=True, timeout=600, check=False)
     except subprocess.TimeoutExpired:
         pytest.skip("npm install did not finish in 10 minutes (no registry?)")
     if proc.returncode != 0:
@@ -134,7 +138,8 @@ def workspace(tmp_path: Path) -> Path:
 def stand_in(script: str, *args: str) -> Iterator[int]:
     """A model API stand-in (tests/fake_*.py) on a free port; yields the port."""
     with subprocess.Popen(
-        [sys.executable, str(HERE / script), "0", *args],
+        [sys.executable, "-m", f"tests.{script.removesuffix('.py')}", "0", *args],
+        cwd=HERE.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     ) as server:
@@ -413,7 +418,7 @@ def test_codex_acp(npm_bin: Path, workspace: Path, tmp_path: Path):
     a turn in the fork), close, resume, load and delete. Its config options carry the
     category "collaboration_mode", which v1 reserves (a schema-reserved warning: "Unknown
     categories ... MUST be ignored" is for clients; the schema lists the known ones)."""
-    from fake_openai import config
+    from tests.fake_openai import config
 
     for port in stand_in("fake_openai.py", str(workspace / "hello.txt")):
         codex_home = tmp_path / "codex"
@@ -699,7 +704,7 @@ def production_agent(
             )  # fmt: skip
             yield [str(npm_bin / "opencode"), "acp"], env
     elif name == "codex-acp":
-        from fake_openai import config as codex_config
+        from tests.fake_openai import config as codex_config
 
         for port in stand_in("fake_openai.py", str(workspace / "hello.txt")):
             codex_home = tmp_path / "codex"

@@ -30,6 +30,7 @@ from acp_proxy.core.jsontext import LONG_FRAME, loads_long, without_lone_surroga
 __all__ = [
     "MAX_FRAME",
     "UNPARSED",
+    "CutFrame",
     "Frame",
     "Framer",
     "LineEnd",
@@ -119,6 +120,14 @@ def parse_frame(raw: bytes, terminated: bool = True) -> Frame:
 def oversized_frame(kept: bytes, size: int, terminated: bool = True) -> Frame:
     """A line of ``size`` bytes, longer than the relay's cap: its first bytes, unparsed."""
     return Frame(kept, UNPARSED, f"a line of {size:,} bytes", terminated, oversized=size)
+
+
+@dataclass(slots=True, eq=True)
+class CutFrame(Frame):
+    """An oversized frame of which a recording can keep only the beginning, and why
+    (:attr:`cut`: its spool could not be written, say; its record says it)."""
+
+    cut: str = ""
 
 
 #: Lines at least this long keep the buffer they were gathered in (no copy).

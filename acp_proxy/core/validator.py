@@ -17,16 +17,21 @@ state on top of that, and only as long as a rule needs it:
 - each pending request that a rule follows (prompts, permission requests,
   resumes, loads): what its response will be checked against.
 
-It is three modules, each holding its rules' catalog entries and examples beside the code
+It is six modules, each holding its rules' catalog entries and examples beside the code
 that flags them (:mod:`acp_proxy.core.rules` gathers the catalog):
 
 - :mod:`~acp_proxy.core.validator_base`: what every version shares: the entry points,
   the rule state, the gate by version, and the rules of the transport, JSON-RPC, the
   schemas, initialization and sessions;
+- :mod:`~acp_proxy.core.validator_schema`: the official schemas of the negotiated version
+  (:class:`~acp_proxy.core.validator_schema.SchemaRules`, a base of the base);
 - :mod:`~acp_proxy.core.validator_v2`: the prompt lifecycle (the v2 page), and the
-  :class:`Validator` that completes the base with it;
+  :class:`Validator` that completes the base with it; what a session update carries
+  (messages, tool calls, notices, compaction, usage) in
+  :mod:`~acp_proxy.core.validator_v2_updates` (a base of it);
 - :mod:`~acp_proxy.core.validator_v1`: the v1 pages' rules, composed in
-  (:class:`~acp_proxy.core.validator_v1.V1Rules`).
+  (:class:`~acp_proxy.core.validator_v1.V1Rules`), with what the agent does in
+  :mod:`~acp_proxy.core.validator_v1_agent` (its base).
 
 A streamed chunk that is a checked one around another text is taken by the validator's
 :class:`~acp_proxy.core.chunks.Shortcut` in a few byte comparisons; the validator lends it

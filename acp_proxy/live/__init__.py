@@ -12,6 +12,7 @@ Modules::
     later.py        LateObserver: the relay started before its observer is ready
     loop.py         event_loop, SpinningSelector: polls a little before it sleeps
     observer.py     Observer: each frame stamped and checked, handed to the addons
+    otlp.py         LiveExport: run --otlp, each turn's spans sent off the relay's path
     pipes.py        FdSource, FdSink, ThreadFeed, FileSink: feeds and sinks, no copy
     recorder.py     Recorder: the transcript file, opened safely
     relay.py        run_relay: the pumps and the session's lifecycle, signals, shutdown

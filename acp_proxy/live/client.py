@@ -17,10 +17,14 @@ them raise :class:`AgentGone` (its exit status and the last lines of its stderr)
 
 **Nothing is lost, and memory is bounded by back-pressure.** The events wait for the
 front-end in a queue; once it holds :data:`MAX_EVENTS` events or :data:`MAX_EVENT_BYTES`
-bytes, or :data:`MAX_SERVING` of the agent's requests are being answered, the relay stops
+bytes, or :data:`MAX_SERVING` of the agent's requests wait for the worker, the relay stops
 reading the agent's stdout until the front-end has caught up: the pipe fills and the agent
 waits. Nothing is dropped. The other way, the answers the agent has not read yet are held
 to :data:`ANSWER_BUDGET` bytes: beyond, no request of the agent's is served until it reads.
+A request that waits on something other than us (the user's answer to a permission request,
+a command's exit) never holds the relay's reading: it is not counted there (else ten waits
+on a long command and a burst of reads stopped the reading for good); at most
+:data:`MAX_WAITING` of them wait at once, and one beyond is answered at once with an error.
 
 The agent's requests are answered by a :class:`Services` object, off the loop: files and
 terminal output by one worker, in order; a permission request (which may wait for the
@@ -95,8 +99,12 @@ STDERR_KEPT = 16 * 1024
 MAX_EVENTS = 10_000
 #: Bytes of events waiting for the front-end at most before the relay stops reading.
 MAX_EVENT_BYTES = 16 * 1024 * 1024
-#: The agent's requests being answered at most before the relay stops reading.
+#: The agent's requests waiting for the worker at most before the relay stops reading
+#: (the requests that wait on the user or on a command are not counted: :data:`MAX_WAITING`).
 MAX_SERVING = 16
+#: The agent's requests that wait on the user or on a command (each in a thread of its own)
+#: at most at once; one beyond is answered at once with an error (they never stop the reading).
+MAX_WAITING = 64
 #: Bytes of answers the agent has not read yet at most before no more are made.
 ANSWER_BUDGET = 16 * 1024 * 1024
 
@@ -613,6 +621,7 @@ class Client:
         #: Every finding counted by level (``error``, ``warning``, ``info``).
         self.counts: Counter[str] = Counter()
         self._said_cap = False
+        self._said_waiting = False
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
         self._pending_lock = threading.Lock()
@@ -620,10 +629,13 @@ class Client:
         self._ended = False
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
-        #: How many of the agent's requests are being answered.
+        #: How many of the agent's requests are being answered, and how many of them wait
+        #: on the user or on a command (:data:`_WAITING`, each in a thread of its own).
         self._serving = 0
+        self._waiting = 0
         self._served = threading.Condition()
-        self._work: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        #: The worker's requests, in order (True: refused, too many wait: MAX_WAITING).
+        self._work: queue.Queue[tuple[dict[str, Any], bool] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._events = _Events()
         #: The events of the read being observed, handed over at its end (:meth:`_read_done`).
@@ -824,7 +836,7 @@ class Client:
         return (
             len(self._events) >= MAX_EVENTS // divisor
             or self._events.size >= MAX_EVENT_BYTES // divisor
-            or self._serving >= MAX_SERVING // divisor
+            or self._serving - self._waiting >= MAX_SERVING // divisor
         )
 
     def _wake(self) -> None:
@@ -981,10 +993,13 @@ class Client:
                 pending._future.set_result(reply)
         self._answered.clear()
         for request in self._asked:  # (once queued: the front-end has all before it)
-            if request["method"] in _WAITING:
-                threading.Thread(target=self._answer, args=(request,), daemon=True).start()
-            else:
-                self._work.put(request)
+            if request["method"] in _WAITING and self._waiting < MAX_WAITING:
+                with self._served:
+                    self._waiting += 1
+                thread = threading.Thread(target=self._answer, args=(request, True), daemon=True)
+                thread.start()
+            else:  # (one that would wait beyond MAX_WAITING: refused by the worker, in order)
+                self._work.put((request, request["method"] in _WAITING))
         self._asked.clear()
         if not self._throttled and self._behind():
             self._throttled = True
@@ -992,16 +1007,40 @@ class Client:
     def _work_loop(self) -> None:
         """The services' worker: the agent's requests in order, each once the answers
         before it are read (at most :data:`ANSWER_BUDGET` bytes wait for the agent)."""
-        while (request := self._work.get()) is not None:
+        while (work := self._work.get()) is not None:
+            request, refused = work
             outbox = self._state.outbox
             if outbox is not None:
                 outbox.wait_below(ANSWER_BUDGET, lambda: self._ended)
-            self._answer(request)
+            if refused:
+                self._refuse(request)
+            else:
+                self._answer(request)
 
-    def _answer(self, request: dict[str, Any]) -> None:
+    def _answer(self, request: dict[str, Any], waits: bool = False) -> None:
         try:
             if not self._ended:
                 self._serve(request)
+        finally:
+            with self._served:
+                self._serving -= 1
+                self._waiting -= waits
+                self._served.notify_all()
+            if self._throttled and not self._behind(low=True):
+                self._throttled = False
+                self._wake()
+
+    def _refuse(self, request: dict[str, Any]) -> None:
+        """(The worker) a request that would wait, beyond :data:`MAX_WAITING`: an error."""
+        try:
+            if not self._ended:
+                message = f"{MAX_WAITING} requests of the agent's wait already; answer one first"
+                if not self._said_waiting:  # (said once: each is recorded)
+                    self._said_waiting = True
+                    with contextlib.suppress(Exception):
+                        self._log.warning(f"refused {request['method']}: {message}")
+                error = {"code": INTERNAL_ERROR, "message": message}
+                self._send({"jsonrpc": "2.0", "id": request["id"], "error": error})
         finally:
             with self._served:
                 self._serving -= 1

@@ -22,6 +22,7 @@ same way.
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -337,6 +338,7 @@ class Observer:
         self._bind()
         with contextlib.suppress(Exception):
             self._log.error(f"{addon.name} failed; the session goes on without it", error=repr(exc))
+            _traceback(self._log, exc)
 
     def _check(
         self, side: Side, frame: Frame, seq: int, t: str
@@ -425,6 +427,7 @@ class Observer:
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     self._log.error(f"{addon.name} failed at the end", error=repr(exc))
+                    _traceback(self._log, exc)
         return findings
 
     def _wire_failed(self, exc: Exception) -> None:
@@ -552,3 +555,9 @@ class _Items:
         return Annotated(
             EndRecord(self.line, format_time(), exit_status, reason), findings, None, 1
         )
+
+
+def _traceback(log: Logger, exc: BaseException) -> None:
+    """At debug, where an addon failed: its traceback, a log line each."""
+    for line in "".join(traceback.format_exception(exc)).splitlines():
+        log.debug(line)

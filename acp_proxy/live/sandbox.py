@@ -222,7 +222,7 @@ class Sandbox:
             raise _refusal(exc, path) from None
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise SandboxError(f"{path} is not a regular file")
-        temporary = f".{name[:200]}.acp-proxy-{secrets.token_hex(6)}"
+        temporary = _temporary_name(name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(temporary, flags, 0o600, dir_fd=parent)  # (made as a recording is)
@@ -240,6 +240,26 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=parent)
             raise SandboxError(f"cannot write {path}: {exc.strerror}") from None
+
+
+#: The longest file name, in bytes, the file systems take (Linux's and macOS's NAME_MAX).
+NAME_MAX = 255
+
+
+def _temporary_name(name: str) -> str:
+    """The name a new content is written under before it is renamed over ``name``:
+    ``.NAME.acp-proxy-RANDOM``, ``NAME`` cut to fit NAME_MAX in bytes (a 237-byte UTF-8
+    name is a valid one, though it is fewer than 200 characters), at a character's end."""
+    suffix = f".acp-proxy-{secrets.token_hex(6)}".encode()
+    room = NAME_MAX - 1 - len(suffix)
+    raw = os.fsencode(name)
+    if len(raw) > room:
+        raw = raw[:room]
+        while raw and raw[-1] & 0xC0 == 0x80:  # (a character cut: its lead byte goes too)
+            raw = raw[:-1]
+        if raw and raw[-1] >= 0xC0:
+            raw = raw[:-1]
+    return os.fsdecode(b"." + raw + suffix)
 
 
 def _is_link(name: str, dir_fd: int) -> bool:

@@ -11,8 +11,10 @@ agent gets). Safe by construction:
 - a permission request is answered by the policy, ``cancelled`` once its turn was;
 - a command runs only with ``allow_terminal``, in a process group of its own, watched so
   that it goes if we die (:class:`~acp_proxy.live.spawn.Watchdog`), killed as a group when
-  released, when its session closes and at the end; its output is kept under
-  :data:`TERMINAL_OUTPUT_CAP` whatever ``outputByteLimit`` asks.
+  released, when its session closes, when it exits (what it left running in the
+  background goes with it, and its watchdog ends) and at the end; its output is kept under
+  :data:`TERMINAL_OUTPUT_CAP` whatever ``outputByteLimit`` asks, until released, for at most
+  :data:`MAX_TERMINALS_KEPT` terminals (one more is refused): at most 32 MiB in all.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "MAX_TERMINALS",
+    "MAX_TERMINALS_KEPT",
     "METHOD_NOT_FOUND",
     "TERMINAL_OUTPUT_CAP",
     "ServiceError",
@@ -46,6 +49,8 @@ TERMINAL_OUTPUT_CAP = 1 << 20
 
 #: Commands running for the agent at most at once.
 MAX_TERMINALS = 16
+#: Terminals not released (running or not: each keeps its output for the agent) at most.
+MAX_TERMINALS_KEPT = 32
 
 #: JSON-RPC error codes the services answer with.
 METHOD_NOT_FOUND = -32601
@@ -247,7 +252,13 @@ class Services:
         with self._lock:
             if self._closed:
                 raise ServiceError(INTERNAL_ERROR, "the client is closing")
+            kept = len(self._terminals)
             running = sum(1 for t in self._terminals.values() if t.running)
+        if kept >= MAX_TERMINALS_KEPT:
+            raise ServiceError(
+                INTERNAL_ERROR,
+                f"{MAX_TERMINALS_KEPT} terminals are not released: release one first",
+            )
         if running >= MAX_TERMINALS:
             raise ServiceError(INTERNAL_ERROR, f"{MAX_TERMINALS} commands run already")
         cwd = params.get("cwd")
@@ -322,8 +333,12 @@ class _Terminal:
         self.data = bytearray()
         self.truncated = False
         self.lock = threading.Lock()
+        self._killing = threading.Lock()
+        self._killed = False
         self.reader = threading.Thread(target=self._read, daemon=True, name="acp-proxy terminal")
         self.reader.start()
+        watcher = threading.Thread(target=self._watch, daemon=True, name="acp-proxy terminal")
+        watcher.start()
 
     @property
     def running(self) -> bool:
@@ -340,6 +355,12 @@ class _Terminal:
                         del self.data[: len(self.data) - self.limit]
                         self.truncated = True
         out.close()
+
+    def _watch(self) -> None:
+        """Once the command exits, what it left in its group is killed and its watchdog
+        ends (a finished terminal keeps no process: only its output, until released)."""
+        self.process.wait()
+        self.kill()
 
     def exit_status(self) -> dict[str, Any]:
         code = self.process.poll()
@@ -372,8 +393,12 @@ class _Terminal:
     def kill(self) -> None:
         """The whole group killed, whether the command still runs or not (what it started
         in the background is in its group), and reaped."""
-        signal_group(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
-        if self.watchdog is not None:
-            self.watchdog.release()
+        with self._killing:  # (the watcher and the agent's release may meet here)
+            if self._killed:  # (once: the group's id may be another's by now)
+                return
+            self._killed = True
+            signal_group(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+            if self.watchdog is not None:
+                self.watchdog.release()

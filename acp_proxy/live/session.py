@@ -97,6 +97,8 @@ def user_addons(files: Iterable[str]) -> list[Addon]:
     for spec in files:
         try:
             addons += load_addons(spec)
-        except AddonFileError as exc:
-            raise click.BadParameter(str(exc), param_hint="'--addon'") from None
+        except AddonFileError as exc:  # (the context's: where it is set said, if not typed)
+            ctx = click.get_current_context()
+            param = next(p for p in ctx.command.params if p.name == "addon_files")
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
     return addons

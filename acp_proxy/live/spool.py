@@ -13,8 +13,10 @@ line ends:
   the spool: the recorder copies the spool into the frame record's ``base64``, so the
   record holds the whole line, byte-exact (:meth:`LineSpool.copy_base64`), in pieces.
 
-A spool that cannot be written (a full disk) is said once in the log; that line is then
-observed and recorded as its beginning and its size, and the session goes on.
+The recording's directory is made if it is not there yet. A spool that cannot be written
+(a full disk) is said once in the log; the line is then held in memory up to the cap, as a
+relay that does not record holds it (observed and recorded whole), and only a line past the
+cap is cut: recorded as its beginning and its size, its record saying why (``cut``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from acp_proxy.core.framing import UNPARSED, Frame, LineEnd, oversized_frame, parse_frame
+from acp_proxy.core.framing import UNPARSED, CutFrame, Frame, LineEnd, parse_frame
 from acp_proxy.log import Logger
 
 __all__ = ["BLOCK", "PREVIEW", "LineSpool", "SpooledFrame", "Spooler"]
@@ -98,11 +100,12 @@ class LineSpool:
             view = view[os.write(self.fd, view) :]
         return len(data)
 
-    def read_back(self) -> bytearray:
-        """The line's bytes, read at once (held: the line, once)."""
-        out = bytearray(self.size)
+    def read_back(self, size: int | None = None) -> bytearray:
+        """The line's bytes (its first ``size``), read at once (held: the line, once)."""
+        size = self.size if size is None else size
+        out = bytearray(size)
         view, at = memoryview(out), 0
-        while at < self.size:
+        while at < size:
             read = os.preadv(self.fd, [view[at:]], at)
             if not read:
                 raise OSError(errno.EIO, "the spool ended early")
@@ -149,18 +152,29 @@ def _unnamed_file(directory: Path) -> int:
 class Spooler:
     """One direction's long lines: each :class:`~acp_proxy.core.framing.LinePiece` goes to
     a spool, and its :class:`~acp_proxy.core.framing.LineEnd` becomes the line (up to
-    ``cap``) or a :class:`SpooledFrame` (past it)."""
+    ``cap``) or a :class:`SpooledFrame` (past it).
+
+    The recording's directory is made if it is not there yet (the recorder makes it too,
+    once observation is loaded: a line may come before). A spool that cannot be written (a
+    full disk) is said once in the log; the line is then held in memory instead, up to the
+    cap, as a relay that does not record holds it: observed and recorded whole. Only a line
+    past the cap is then cut, recorded as its beginning, its size and why
+    (:class:`~acp_proxy.core.framing.CutFrame`: its record's ``cut``)."""
 
     def __init__(self, directory: Path, cap: int, log: Logger) -> None:
         self.directory = directory
         self.cap = cap
         self._log = log
         self._spool: LineSpool | None = None
-        #: The current line's beginning (up to :data:`PREVIEW` bytes) and, when its spool
-        #: failed, the count of its bytes.
+        #: The current line's beginning (up to :data:`PREVIEW` bytes).
         self._head = bytearray()
-        self._lost = 0
+        #: The current line, in memory, when its spool failed (None: not held so).
+        self._held: bytearray | None = None
+        #: Why the current line cannot be recorded whole (None: it can).
+        self._cut: str | None = None
         self._failed = False
+        #: Why the last spool failed, in words.
+        self._reason = ""
         #: The spool of the last line ended, open until the next call (the recorder copies it).
         self._done: LineSpool | None = None
 
@@ -169,54 +183,102 @@ class Spooler:
         self.release()
         if len(self._head) < PREVIEW:
             self._head += data[: PREVIEW - len(self._head)]
-        if self._lost:
-            self._lost += len(data)
+        if self._cut is not None:
             return
+        if self._held is not None:
+            self._hold(data)
+            return
+        spool, written = self._spool, 0
         try:
-            if self._spool is None:
-                self._spool = LineSpool(_unnamed_file(self.directory), self.cap)
-            self._spool.add(data)
+            if spool is None:
+                spool = self._spool = LineSpool(self._unnamed_file(), self.cap)
+            written = spool.size
+            spool.add(data)
         except OSError as exc:
-            self._fail(exc, len(data))
+            self._fail(exc, data, written)
+
+    def _unnamed_file(self) -> int:
+        try:
+            return _unnamed_file(self.directory)
+        except FileNotFoundError:  # (the recorder makes it too, the same way, once loaded)
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            return _unnamed_file(self.directory)
+
+    def _hold(self, data: bytes | bytearray) -> None:
+        held = self._held
+        assert held is not None
+        if len(held) + len(data) > self.cap:  # past the cap: only its beginning is kept
+            self._held = None
+            self._cut = f"{self._reason}; the line is longer than the cap, and was not held"
+            return
+        held += data
 
     def end(self, end: LineEnd) -> bytes | Frame:
         """The line ends: its bytes (up to the cap, terminated), or its frame."""
         self.piece(end.tail)
         spool, self._spool = self._spool, None
         head, self._head = bytes(self._head), bytearray()
-        lost, self._lost = self._lost, 0
+        held, self._held = self._held, None
+        cut, self._cut = self._cut, None
+        if held is not None:  # (its spool failed: held, within the cap)
+            return self._line(held, end)
         try:
-            if spool is not None and not lost:
+            if spool is not None and cut is None:
                 spool.finish()
                 if end.size <= self.cap:
                     raw = spool.read_back()
                     spool.close()
-                    if end.terminated:  # (a bytearray reads like bytes: see Framer.lines)
-                        return cast(bytes, raw)
-                    return parse_frame(cast(bytes, raw), terminated=False)
+                    return self._line(raw, end)
                 self._done = spool
                 error = f"a line of {end.size:,} bytes"
                 return SpooledFrame(head, UNPARSED, error, end.terminated, oversized=end.size,
                                     spool=spool)  # fmt: skip
         except OSError as exc:
-            self._fail(exc, 0)
+            cut = self._said(exc)
         if spool is not None and spool is not self._done:
             spool.close()
-        return oversized_frame(head, end.size, end.terminated)
+        error = f"a line of {end.size:,} bytes"
+        why = cut or "its spool could not be written"
+        return CutFrame(head, UNPARSED, error, end.terminated, oversized=end.size, cut=why)
 
-    def _fail(self, exc: OSError, count: int) -> None:
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
-        self._lost += count or 1
+    @staticmethod
+    def _line(raw: bytearray, end: LineEnd) -> bytes | Frame:
+        if end.terminated:  # (a bytearray reads like bytes: see Framer.lines)
+            return cast(bytes, raw)
+        return parse_frame(cast(bytes, raw), terminated=False)
+
+    def _fail(self, exc: OSError, data: bytes, written: int) -> None:
+        """The spool failed as ``data`` was added to its ``written`` bytes: the line so far
+        held in memory (read back while within the cap), else cut."""
+        why = self._said(exc)
+        spool, self._spool = self._spool, None
+        held: bytearray | None = None
+        if spool is not None and spool.base64_at is None and written + len(data) <= self.cap:
+            with contextlib.suppress(OSError):
+                held = spool.read_back(written)
+        elif spool is None:  # (it could not even be made)
+            held = bytearray()
+        if spool is not None:
+            spool.close()
+        if held is None:
+            self._cut = f"{why}; the line is longer than the cap, and was not held"
+            return
+        self._held = held
+        self._hold(data)
+
+    def _said(self, exc: OSError) -> str:
+        """Why the spool failed, in words; said once in the log."""
+        self._reason = f"cannot spool it to record it whole: {exc.strerror or exc}"
         if not self._failed:
             self._failed = True
             self._log.error(
-                "cannot spool a long line to record it whole; it is recorded as its beginning "
-                "and its size",
+                "cannot spool a long line to record it whole; it is held in memory instead, "
+                "up to the cap (ACP_PROXY_MAX_FRAME): a longer one is recorded as its "
+                "beginning, its size and why",
                 directory=str(self.directory),
                 error=exc.strerror or str(exc),
             )
+        return self._reason
 
     def release(self) -> None:
         """Let go of the last line's spool: it has been observed and recorded."""

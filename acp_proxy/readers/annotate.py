@@ -338,6 +338,7 @@ def read(
     validate: bool = True,
     stored: bool = False,
     run: int | None = None,
+    flat: bool = True,
 ) -> Iterator[Annotated | Repeated]:
     """The one way into a recording: its items, as :func:`annotate` gives them, the short
     way. Frame records that repeat the message chunk before them but for their text (the
@@ -351,7 +352,8 @@ def read(
     (with either, a repeated chunk's were stored on its record, and a plain one has none).
     ``run``: at most this many frames in one :class:`Repeated`; by default as many as
     :data:`RUN` from a regular file, and one otherwise (from a pipe, or lines that may wait,
-    each frame comes as soon as it is read).
+    each frame comes as soon as it is read). ``flat``: a line past the relay's cap, recorded
+    whole, is read in flat memory as the relay observed it, its beginning (False: whole).
 
     What the end of a connection finds without its end record comes on a made-up end
     record at the line of the start record after it, or the line after the last."""
@@ -359,7 +361,7 @@ def read(
         path = os.fspath(source)
         if run is None:
             run = RUN if os.path.isfile(path) else 1
-        lines: Iterable[tuple[int, bytes]] = open_lines(path)
+        lines: Iterable[tuple[int, bytes]] = open_lines(path, flat=flat)
     else:
         lines = source
     return _read(lines, validate, stored, 1 if run is None else run)

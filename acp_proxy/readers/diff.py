@@ -46,7 +46,7 @@ from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import EntityType
 from acp_proxy.core.wire import Kind, Message, ResponseMessage
 from acp_proxy.core.wire import Turn as WireTurn
-from acp_proxy.readers.annotate import plain, read
+from acp_proxy.readers.annotate import RUN, plain, read
 from acp_proxy.readers.compare import Normalizer, ignored, is_time
 from acp_proxy.readers.conversation import V1_PLAN, Conversation, Entity
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
@@ -143,15 +143,23 @@ class Session:
 
 
 def load(
-    path: str, number: int = 1, ignore: Sequence[str] = (), meta: bool = False, short: bool = True
+    path: str,
+    number: int = 1,
+    ignore: Sequence[str] = (),
+    meta: bool = False,
+    short: bool = True,
+    numbered: Iterable[tuple[int, bytes]] | None = None,
 ) -> Session:
-    """Connection ``number`` of a recording, boiled down. Raises
+    """Connection ``number`` of a recording, boiled down (``numbered``: its lines, opened
+    already; ``path`` then only names it). Raises
     :class:`~acp_proxy.transcript.reading.RecordingError` for an unreadable file and
     ``ValueError`` for a connection it does not have. A streamed turn's repeated chunks are
     taken in runs (``short``; :meth:`_Builder.add_run`), not each parsed and normalized."""
     builder = _Builder(ignore, meta)
     seen = 0
-    items = read(path) if short else plain(read(path))
+    run = None if numbered is None else RUN  # (lines of a file: as many as from its path)
+    source = path if numbered is None else numbered
+    items = read(source, run=run) if short else plain(read(source, run=run))
     for item in items:
         seen = max(seen, item.connection)
         if item.connection == number:

@@ -68,7 +68,7 @@ from acp_proxy.readers.compare import (
     difference,
 )
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
-from acp_proxy.transcript.records import FrameRecord
+from acp_proxy.transcript.records import FrameRecord, recorded_whole
 
 __all__ = [
     "AgentReplay",
@@ -151,7 +151,7 @@ def load_script(path: str, session: int = 1) -> Script:
     RecordingError` if the file cannot be read, ValueError if it has no such session."""
     steps = _Steps()
     count = 0
-    for item in read(path, validate=False):
+    for item in read(path, validate=False, flat=False):  # (a line is played whole)
         count = max(count, item.connection)
         if item.connection == session:
             steps.take(item)
@@ -234,7 +234,7 @@ def unvouched(step: Step) -> str | None:
     frame = step.message.frame
     raw = frame.raw
     if frame.oversized:
-        if len(raw) == frame.oversized:  # recorded whole, but never parsed or checked
+        if recorded_whole(frame):  # recorded whole, but never parsed or checked
             return "longer than the proxy's frame cap: never checked"
         return "cut at the proxy's frame cap, its rest unknown"
     if not frame.is_json:

@@ -12,7 +12,7 @@ from acp_proxy.core.unstable import feature_named
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import Kind, Message, ResponseMessage, Turn, seconds_between
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
-from acp_proxy.transcript.records import FrameRecord, StartRecord
+from acp_proxy.transcript.records import FrameRecord, StartRecord, stored_size
 
 __all__ = ["Stats", "percentile"]
 
@@ -83,7 +83,7 @@ class Stats(Addon):
             return
         side = record.side
         self.frames[side] += 1
-        self.bytes[side] += len(record.frame.raw) + 1
+        self.bytes[side] += stored_size(record.frame) + 1
         message = item.message
         self._last = None
         if message is not None:

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_proxy.core.findings import Violation
+from acp_proxy.core.framing import CutFrame
 from acp_proxy.core.jsontext import shown
 from acp_proxy.core.protocol import ENTITY_ID_FIELDS
 from acp_proxy.core.visible import visible
 from acp_proxy.core.wire import BatchMessage, Kind, Message, ResponseMessage
+from acp_proxy.transcript.records import recorded_whole
 
 __all__ = [
     "SETTINGS",
@@ -346,7 +348,9 @@ def frame_summary(message: Message) -> str:
     frame, method = message.frame, message.method
     if message.kind is Kind.NOT_JSON:
         if frame.oversized:  # past the relay's cap: not parsed, as the relay did not
-            kept = "whole" if len(frame.raw) == frame.oversized else "in part"
+            kept = "whole" if recorded_whole(frame) else "in part"
+            if isinstance(frame, CutFrame):  # (the recording says why: its words escaped)
+                kept += f": {visible(_show(frame.cut, 100))}"
             return f"(a line of {frame.oversized:,} bytes, recorded {kept})"
         if frame.utf8:
             return visible(f"(not JSON) {_show(frame.raw.decode(), 70)}")

@@ -8,6 +8,7 @@ secret: one table, read by ``redact`` and the live stderr cutter: pure).
 
 Modules::
 
+    beneath.py  open_beneath: a file a caller named, opened beneath a directory
     heads.py    PlainHeads, plain_frame_head: the readers' fast path
     items.py    Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
     names.py    default_record_dir, recording_name, prune, being_written

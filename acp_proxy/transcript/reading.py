@@ -14,20 +14,22 @@ an application's log, a raw JSON-RPC capture) and a line longer than it may hold
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import os
 import stat
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import orjson
 
-from acp_proxy.core.framing import Framer
+from acp_proxy.core.framing import Frame, Framer, LineEnd, LinePiece
 from acp_proxy.core.visible import visible
 from acp_proxy.transcript.records import (
     FORMAT,
+    LongRecord,
     Record,
     StartRecord,
     UnreadableLine,
@@ -92,33 +94,41 @@ def _open_fd(path: str) -> int:
     return fd
 
 
-def open_lines(path: str) -> Generator[tuple[int, bytes], None, None]:
+def open_lines(
+    path: str, opened: int | None = None, flat: bool = False
+) -> Generator[tuple[int, bytes], None, None]:
     """The numbered lines of a recording that are not blank, once its first is known to
-    be a record. ``-`` is standard input (as for grep and jq). Raises
+    be a record. ``-`` is standard input (as for grep and jq). ``opened``: a descriptor of
+    the file, opened already (:func:`~acp_proxy.transcript.beneath.open_beneath`), taken over
+    and closed with the lines; ``path`` is then only its name. Raises
     :class:`RecordingError` as :func:`open_recording` (on opening, or when the first line is
-    read)."""
-    source = None
+    read). ``flat``: a long record of a line past the cap is read in flat memory, as the
+    relay observed the line (:func:`iter_lines`)."""
+    source = opened
+    ours = opened is not None or path != "-"  # (standard input stays open)
     try:
-        source = sys.stdin.fileno() if path == "-" else _open_fd(path)
-        stream = open(source, "rb", closefd=path != "-")  # noqa: SIM115 - closed by the generator
+        if source is None:
+            source = sys.stdin.fileno() if path == "-" else _open_fd(path)
+        stream = open(source, "rb", closefd=ours)  # noqa: SIM115 - closed by the generator
     except OSError as exc:
-        if source is not None and path != "-":
+        if source is not None and ours:
             os.close(source)  # (a directory: opened, but no file to read)
         raise RecordingError(f"cannot read {path}: {exc.strerror}") from None
     mode = os.fstat(stream.fileno()).st_mode
     try:
-        refuse_device(stream.fileno(), "standard input" if path == "-" else path)
+        refuse_device(stream.fileno(), "standard input" if path == "-" and opened is None else path)
     except RecordingError:
         stream.close()
         raise
     limit = record_limit()
-    named_pipe = stat.S_ISFIFO(mode) and path != "-"
-    path = STDIN_NAME if path == "-" else path  # (named as in PATH:LINE, from here on)
+    named_pipe = stat.S_ISFIFO(mode) and ours
+    if path == "-" and opened is None:
+        path = STDIN_NAME  # (named as in PATH:LINE, from here on)
 
     def lines() -> Generator[tuple[int, bytes], None, None]:
         with stream:
             try:
-                numbered = enumerate(iter_lines(stream, limit), start=1)
+                numbered = enumerate(iter_lines(stream, limit, flat), start=1)
                 kept = ((n, line) for n, line in numbered if line and not line.isspace())
                 yield from _after_start(path, kept, named_pipe)
             except OSError as exc:
@@ -244,34 +254,182 @@ def record_limit() -> int:
     return max(64 << 20, available // 4)
 
 
-def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+def iter_lines(stream: BinaryIO, limit: int | None = None, flat: bool = False) -> Iterator[bytes]:
     """The lines of a file, without their ``\\n`` (the first is line 1); read in blocks
     and split as the relay splits the wire (:class:`~acp_proxy.core.framing.Framer`), so the
     memory held is a block and the longest line. A line longer than ``limit`` raises
     :class:`RecordTooLarge` (naming it) once the lines before it are given, and before more
-    of it is read."""
-    framer = Framer()
+    of it is read.
+
+    ``flat``: a line longer than :data:`LONG_LINE` that is the record of a line past the cap
+    (``"oversized"``, its bytes in ``base64``, last, as the recorder writes it) is not held:
+    its base64 is decoded as it is read, and it comes as a
+    :class:`~acp_proxy.transcript.records.LongRecord` (its head, the line's beginning, its
+    size), read as the relay observed the line. Memory stays flat however long it is (what
+    needs the line's every byte, ``replay`` playing it, ``redact`` copying it, reads it whole)."""
+    framer = Framer(hold=LONG_LINE if flat else None)
     count = 0
+    long: _LongLine | None = None
     # read1: what is there, up to a block (from a pipe, a line goes out as soon as it is in)
     read = getattr(stream, "read1", stream.read)
     while block := read(_BLOCK):
-        lines = framer.lines(block)
-        if lines and type(lines[0]) is not bytes:  # a big line comes in the buffer it grew in
-            lines[0] = bytes(lines[0])
+        parts = framer.parts(block)
+        if framer.handed:
+            lines, long = _handed(parts, long)
+        else:
+            lines = cast("list[bytes]", parts)
+        if lines and type(lines[0]) not in (bytes, LongRecord):  # a big line comes in the
+            lines[0] = bytes(lines[0])  # buffer it grew in
         if limit is not None:
-            long = _longer(lines, limit, len(block))
-            if long is not None:
-                yield from lines[:long]
-                raise RecordTooLarge(count + long + 1, limit)
+            long_at = _longer(lines, limit, len(block))
+            if long_at is not None:
+                yield from lines[:long_at]
+                raise RecordTooLarge(count + long_at + 1, limit)
         count += len(lines)
         yield from lines
-        if limit is not None and framer.buffered > limit:
+        if limit is not None and max(framer.buffered, long.holding if long else 0) > limit:
             raise RecordTooLarge(count + 1, limit)
+    if long is not None:
+        (end,) = framer.parts(b"")
+        long.add(cast(LineEnd, end).tail)
+        yield long.end()
+        return
     last = framer.close()
     if last is not None:
         if limit is not None and len(last) > limit:
             raise RecordTooLarge(count + 1, limit)
         yield last
+
+
+def _handed(
+    parts: list[bytes | Frame | LinePiece | LineEnd], long: _LongLine | None
+) -> tuple[list[bytes], _LongLine | None]:
+    """A block's lines when a line longer than :data:`LONG_LINE` is in it (its pieces to
+    ``long``, its end the line it gives), and the long line going on after it, if any."""
+    lines: list[bytes] = []
+    for part in parts:
+        if type(part) is LinePiece:
+            long = long or _LongLine()
+            long.add(part.data)
+        elif type(part) is LineEnd:
+            long = long or _LongLine()
+            long.add(part.tail)
+            lines.append(long.end())
+            long = None
+        else:
+            lines.append(cast(bytes, part))
+    return lines, long
+
+
+#: Lines longer than this are read as they come, a long frame record in flat memory
+#: (:class:`_LongLine`).
+LONG_LINE = 8 << 20
+
+#: How much of a long line's bytes a reader keeps (what the relay observes of one).
+PREVIEW = 64 * 1024
+
+_BASE64_KEY = b',"base64":"'
+#: How far into a long line its ``base64`` is looked for.
+_HEAD_WITHIN = 1 << 16
+_WHITESPACE = b" \t\r\n"
+
+
+class _LongLine:
+    """One line longer than :data:`LONG_LINE`, as it comes: the record of a line past the
+    relay's cap (its head first, then its base64, decoded as it comes: only the line's
+    beginning kept) becomes a :class:`~acp_proxy.transcript.records.LongRecord`; any other
+    is held and given whole, as a shorter line is."""
+
+    def __init__(self) -> None:
+        self._held = bytearray()
+        #: None: not known yet; True: decoded as it comes; False: held.
+        self._flat: bool | None = None
+        self._head = b""
+        self._carry = b""
+        self._preview = bytearray()
+        self._stored = 0
+        #: What follows the base64's closing quote (None: not there yet).
+        self._after: bytearray | None = None
+        self._problem: str | None = None
+
+    @property
+    def holding(self) -> int:
+        return len(self._held)
+
+    def add(self, data: bytes) -> None:
+        if self._flat:
+            self._decode(data)
+            return
+        self._held += data
+        if self._flat is None:
+            self._decide(final=False)
+
+    def _decide(self, final: bool) -> None:
+        held = self._held
+        marker = held.find(_BASE64_KEY, 0, _HEAD_WITHIN)
+        if marker < 0:
+            if final or len(held) >= _HEAD_WITHIN + len(_BASE64_KEY):
+                self._flat = False
+            return
+        try:
+            head = orjson.loads(bytes(held[:marker]) + b"}")
+        except orjson.JSONDecodeError:
+            head = None
+        if (
+            type(head) is not dict
+            or head.get("kind") != "frame"
+            or type(head.get("oversized")) is not int
+            or any(key in head for key in ("msg", "text", "base64"))
+        ):
+            self._flat = False
+            return
+        self._flat = True
+        self._head = bytes(held[:marker]) + b"}"
+        rest = bytes(held[marker + len(_BASE64_KEY) :])
+        self._held = bytearray()
+        self._decode(rest)
+
+    def _decode(self, data: bytes) -> None:
+        if self._problem is not None:
+            return
+        if self._after is not None:
+            self._after += data
+            if len(self._after) > 64:
+                self._problem = "its base64 is not its last field"
+            return
+        quote = data.find(b'"')
+        body = data if quote < 0 else data[:quote]
+        if b"\\" in body:
+            self._problem = "its base64 holds an escape"
+            return
+        body = self._carry + body
+        cut = len(body) if quote >= 0 else len(body) - len(body) % 4
+        self._carry = body[cut:]
+        try:
+            decoded = binascii.a2b_base64(body[:cut], strict_mode=True) if cut else b""
+        except binascii.Error as exc:
+            self._problem = f"base64 field does not decode: {exc}"
+            return
+        self._stored += len(decoded)
+        if len(self._preview) < PREVIEW:
+            self._preview += decoded[: PREVIEW - len(self._preview)]
+        if quote >= 0:
+            self._after = bytearray(data[quote:])
+
+    def end(self) -> bytes:
+        """The line: held whole, or its :class:`~acp_proxy.transcript.records.LongRecord`."""
+        if self._flat is None:
+            self._decide(final=True)
+        if not self._flat:
+            return bytes(self._held)
+        if self._problem is None and (
+            self._after is None or self._after.rstrip(_WHITESPACE) != b'"}'
+        ):
+            self._problem = "its base64 is not its last field"
+        record = LongRecord(self._head)
+        record.preview, record.stored = bytes(self._preview), self._stored
+        record.problem = self._problem
+        return record
 
 
 def _longer(lines: list[bytes], limit: int, block: int) -> int | None:

@@ -17,7 +17,8 @@ values a redacted copy replaced; ``"oversized":N`` a line of N bytes, longer tha
 relay observes (``ACP_PROXY_MAX_FRAME``), whose ``text`` or ``base64`` is its beginning,
 or (``base64`` of N bytes) the whole line: a recording relay spools such a line and writes
 it whole (:func:`base64_record_ends`), and a reader reads it as the relay observed it, an
-oversized frame, not parsed.
+oversized frame, not parsed; ``"cut":WHY`` says why only its beginning could be recorded (the
+spool that keeps it whole could not be written: :class:`~acp_proxy.core.framing.CutFrame`).
 A frame record is read as the relay read the frame: its message may be as deep as orjson
 reads (the record, one level deeper, is then read apart from it) and hold lone surrogate
 escapes (:func:`~acp_proxy.core.framing.parse_frame`). Readers ignore kinds and
@@ -41,7 +42,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.core.framing import UNPARSED, Frame, oversized_frame, parse_frame
+from acp_proxy.core.framing import UNPARSED, CutFrame, Frame, oversized_frame, parse_frame
 from acp_proxy.core.jsontext import LONG_FRAME, loads_long, preview, string_end
 from acp_proxy.core.times import format_time
 from acp_proxy.core.version import VERSION
@@ -51,6 +52,8 @@ __all__ = [
     "PLAIN_HEAD",
     "EndRecord",
     "FrameRecord",
+    "LongRecord",
+    "ReadInPart",
     "Record",
     "StartRecord",
     "StderrRecord",
@@ -64,8 +67,10 @@ __all__ = [
     "frame_stamp",
     "parse_record",
     "plain_frame_record",
+    "recorded_whole",
     "start_record",
     "stderr_record",
+    "stored_size",
     "violation_record",
 ]
 
@@ -204,6 +209,8 @@ def _frame_head(
         head += b',"unterminated":true'
     if frame.oversized:  # longer than the relay's cap: its size
         head += b',"oversized":%d' % frame.oversized
+        if isinstance(frame, CutFrame):  # only its beginning recorded, and why
+            head += b',"cut":' + orjson.dumps(frame.cut)
     return head
 
 
@@ -370,6 +377,10 @@ def _frame_of(line: bytes, record: dict[str, Any]) -> Frame:
     if size is not None:  # the beginning of a longer line
         if type(size) is not int:
             raise _Malformed(f"oversized is {_brief(size)}, not an integer")
+        cut = record.get("cut")
+        if isinstance(cut, str):  # only its beginning could be recorded, and why
+            error = f"a line of {size:,} bytes"
+            return CutFrame(stored, UNPARSED, error, terminated, oversized=size, cut=cut)
         return oversized_frame(stored, size, terminated)
     return parse_frame(stored, terminated)
 
@@ -490,6 +501,8 @@ def parse_record(number: int, line: bytes) -> Record | None:
     """One line (with or without its ``\\n``) as a typed record; None for a kind this
     version does not know. Never raises: a line that does not fit is an
     :class:`UnreadableLine` that says why, with its line number."""
+    if type(line) is LongRecord:
+        return _long_record(number, line)
     if len(line) >= LONG_FRAME:
         spooled = _base64_frame(number, line)
         if spooled is not None:
@@ -512,6 +525,55 @@ def parse_record(number: int, line: bytes) -> Record | None:
         return _record(number, line, kind, record)
     except (_Malformed, ValueError) as exc:
         return UnreadableLine(number, f"malformed {_brief(kind)} record ({exc})")
+
+
+class LongRecord(bytes):
+    """A long frame record of a line past the relay's cap, read in flat memory (by
+    :func:`~acp_proxy.transcript.reading.iter_lines`): its bytes are the record's head (the
+    record up to its ``base64``, closed: JSON of its own), with the beginning of the line's
+    bytes (:attr:`preview`), how many bytes its ``base64`` held (:attr:`stored`), and why
+    it cannot be read, if so (:attr:`problem`). :func:`parse_record` reads it as the relay
+    observed the line: an oversized frame (:class:`ReadInPart`)."""
+
+    preview: bytes = b""
+    stored: int = 0
+    problem: str | None = None
+
+
+@dataclass(slots=True, eq=True)
+class ReadInPart(Frame):
+    """An oversized frame read from a long record in flat memory: :attr:`raw` is the
+    line's beginning (as the relay observed it), :attr:`stored` how many of its bytes the
+    record holds (all of them: :func:`recorded_whole`)."""
+
+    stored: int = 0
+
+
+def stored_size(frame: Frame) -> int:
+    """How many of the frame's bytes its record holds (``len(frame.raw)``, but for a long
+    record read in flat memory: :class:`ReadInPart`)."""
+    return frame.stored if isinstance(frame, ReadInPart) else len(frame.raw)
+
+
+def recorded_whole(frame: Frame) -> bool:
+    """Whether an oversized frame's record holds the whole line (its base64: the relay
+    spooled it), not only its beginning."""
+    return bool(frame.oversized) and stored_size(frame) == frame.oversized
+
+
+def _long_record(number: int, line: LongRecord) -> Record | None:
+    if line.problem is not None:
+        return UnreadableLine(number, f"malformed frame record ({line.problem})")
+    try:
+        head = orjson.loads(bytes(line))  # (orjson reads bytes, not a subclass of it)
+        size = head["oversized"]
+        error = f"a line of {size:,} bytes"
+        terminated = head.get("unterminated") is not True
+        frame = ReadInPart(line.preview, UNPARSED, error, terminated, oversized=size,
+                           stored=line.stored)  # fmt: skip
+        return _record(number, line, "frame", head, frame)
+    except (_Malformed, ValueError, KeyError, TypeError) as exc:
+        return UnreadableLine(number, f"malformed {_brief('frame')} record ({exc})")
 
 
 #: Where a frame record's ``base64`` begins, and how far into a long line it is looked for.

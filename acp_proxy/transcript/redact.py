@@ -16,15 +16,18 @@ the wire model) and picks the values to hide:
   (``-H "Authorization: Bearer X"``, ``--header=Authorization: X``, ``-H "X-Auth: X"``),
   the password after ``-u`` (``-u user:pw``), and the short password flag of the commands
   that have one (:data:`SHORT_PASSWORD_FLAGS`: ``mysql -pX``, ``sshpass -p X``);
-- in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``) and secret-named query
-  parameters (``?access_token=X``);
+- in URLs (``url``, ``uri`` fields): the credentials (``user:pw@``), secret-named query
+  parameters (``?access_token=X``) and a pre-signed URL's signature (``X-Amz-Signature``,
+  ``X-Goog-Signature``, an Azure SAS's ``sig``: in any text too);
+- under ``_meta``, ``auth`` too (``_meta.auth``; not the protocol's ``auth`` capability);
 - in every other string (a tool call's command, a message's text): API-key shaped
   strings (``sk-…``, ``ghp_…``, ``AKIA…``, ``bearer …`` in any case, JSON web tokens...),
   a private key block's body, a URL's password (``postgres://u:pw@h``) and ``curl -u``'s,
   the value of a secret-named ``NAME=value`` or ``"name": "value"``, of an
   ``Authorization:`` or ``Cookie:`` header and of a secret-named one after ``-H``
-  (``-H 'X-Auth: X'``), the short password flags, and a base64 run that decodes to
-  ``user:secret`` or holds a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
+  (``-H 'X-Auth: X'``), of a config file's ``name: value`` line (``client-key-data: X``),
+  the short password flags, and a base64 run that decodes to ``user:secret``, a private
+  key or a key shape (a docker config's ``auth``, ``.npmrc``'s ``_auth=``);
 - a key cut between chunks of streamed text: found in the chunks of a message joined
   (per session, kind and message id: :class:`ChunkJoin`); the chunk it starts in gets its
   tag, the others lose their part (a live redaction holds back a chunk that could end in a
@@ -120,7 +123,9 @@ from acp_proxy.transcript.secrets import (
     key_pattern,
     pieces,
     secret_header,
+    secret_meta,
     secret_name,
+    secret_query,
 )
 
 __all__ = [
@@ -153,8 +158,13 @@ _URL_TAG = re.compile(r"redacted-[0-9a-f]{10}")
 #: but those found wherever they start: :data:`_DISTINCT`).
 _KEY_SHAPES = re.compile(key_pattern())
 _SCHEMES = "|".join(AUTH_SCHEMES)
-#: A key shape's scheme (``Bearer X``): kept, the token hidden.
-_SCHEME = re.compile(rf"(?i)(?:{_SCHEMES})[ \t]+")
+#: What a key shape keeps (a scheme, ``Bearer X``, ``Bearer%20X``; a webhook's host): the
+#: rest hidden.
+_KEPT = "|".join(re.escape(start) for shape in KEY_SHAPES if shape.kept for start in shape.starts)
+_SCHEME = re.compile(rf"(?i)(?:(?:{_SCHEMES})(?:[ \t]+|%20)|{_KEPT})")
+#: A URL's signature in text (``?X-Amz-Signature=X``, ``&sig=X``): hidden where its name is
+#: secret as a query's (:func:`~acp_proxy.transcript.secrets.secret_query`).
+_SIGNED = re.compile(r"(?i)[?&]([A-Za-z0-9_.\-]{0,40}?(?:signature|sig))=([^&\s'\"\\#<>]+)")
 #: A private key block's body, to its end line (or the text's end, if cut short).
 _PEM = re.compile(
     r"-----BEGIN ([A-Z0-9 ]{0,40}?)PRIVATE KEY-----(.*?)(?=-----END \1PRIVATE KEY-----|\Z)",
@@ -464,7 +474,7 @@ class Redactor:
             return True
         if name in _STRUCTURAL and isinstance(item, str) and len(item) < _SHORTEST_KEY:
             return True
-        if secret_name(name):
+        if secret_name(name) or ("_meta" in here[:-1] and _meta_secret(name, item)):
             if not (isinstance(item, str) and _placeholder(item)):
                 found[here] = self.tag(item)
         elif name in ("env", "headers"):
@@ -528,7 +538,7 @@ class Redactor:
                 netloc = f"{self._url_tag(credentials)}@{host}"
         query = "&".join(
             f"{name}={self._url_tag(unquote(value))}"
-            if sep and secret_name(unquote(name)) and not _url_done(value)
+            if sep and secret_query(unquote(name)) and not _url_done(value)
             else f"{name}{sep}{value}"
             for name, sep, value in (item.partition("=") for item in parts.query.split("&"))
         ) if parts.query else ""  # fmt: skip
@@ -570,6 +580,8 @@ class Redactor:
             text = _CLI_USER.sub(self._cli_user, text)
         if "://" in text:
             text = self._url_passwords(text)
+        if "sig" in lower:
+            text = _SIGNED.sub(self._signed, text)
         if any(hint in lower for hint in _SHORT_FLAG_HINTS):
             text = _SHORT_FLAG.sub(self._short_flag, text)
         if any(hint in text for hint in _KEY_HINTS) or any(
@@ -612,11 +624,18 @@ class Redactor:
             decoded = binascii.a2b_base64(run)
         except binascii.Error:
             return run
-        if _USER_SECRET.fullmatch(decoded) is None:
-            text = decoded.decode("ascii", "replace")
+        if _USER_SECRET.fullmatch(decoded) is None and b"PRIVATE KEY-----" not in decoded:
+            text = decoded.decode("ascii", "replace")  # (a kubeconfig's client-key-data: a key)
             if _KEY_SHAPES.search(text) is None:
                 return run
         return self.tag(run)
+
+    def _signed(self, match: re.Match[str]) -> str:
+        """A URL's signature in text (a pre-signed URL's, an Azure SAS's)."""
+        value = match.group(2)
+        if not secret_query(match.group(1)) or _done(value) or _url_done(value):
+            return match.group()
+        return match.group()[: match.start(2) - match.start()] + self._url_tag(unquote(value))
 
     def _pem(self, match: re.Match[str]) -> str:
         body = match.group(2)
@@ -669,8 +688,8 @@ class Redactor:
             sep = _SEPARATOR.match(text, end + quoted)
             if sep is None or not secret_name(name):
                 continue
-            if prose and not quoted and "=" not in sep.group():  # "the key: value"
-                continue
+            if prose and not quoted and "=" not in sep.group() and not _config_key(text, begin):
+                continue  # ("the key: value"; not "  client-key-data: X", a YAML file's)
             found = _VALUE.match(text, sep.end())
             if found is None:
                 continue
@@ -1200,6 +1219,25 @@ class ChunkJoin(Generic[_Item]):
                     text = text[:low] + put + text[high:]
                 out[index] = text
         return out
+
+
+def _meta_secret(name: str, value: Any) -> bool:
+    """A field under ``_meta`` whose name is secret there (``_meta.auth``), and its value no
+    flag or number (``"terminal-auth": true`` is an opt-in)."""
+    return secret_meta(name) and not isinstance(value, bool | int | float)
+
+
+def _config_key(text: str, begin: int) -> bool:
+    """Whether the name at ``begin`` is a config file's key, not prose: first on its line
+    (after indentation or a YAML list's ``-``), its words joined by ``-`` or ``_``
+    (``client-key-data:``, ``api_key:``)."""
+    line = text.rfind("\n", 0, begin) + 1
+    if text[line:begin].strip(" \t-"):
+        return False
+    end = begin
+    while end < len(text) and text[end] in _NAME:
+        end += 1
+    return any(c in "-_" for c in text[begin:end].strip("-_"))
 
 
 def _word_start(text: str, at: int) -> bool:

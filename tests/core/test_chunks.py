@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 import pytest
-from exchanges import CLEAN_CHUNK, S
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from acp_proxy.core.chunks import Shortcut, TextTemplates
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.validator import Validator
 from acp_proxy.core.wire import Message, WireModel
+from tests.exchanges import CLEAN_CHUNK, S
 
 TEXT = ("params", "update", "content", "text")
 KEY = ("s", "agent_message_chunk", 2)
@@ -189,7 +189,7 @@ class Connection:
     default v2, with its session open and a turn running."""
 
     def __init__(self, validate: bool = True, frames: list[Any] | None = None) -> None:
-        from exchanges import prompt, setup, state, user_message
+        from tests.exchanges import prompt, setup, state, user_message
 
         if frames is None:
             frames = [*setup(2), prompt(10), state("running"), user_message("u1")]
@@ -251,7 +251,7 @@ def test_with_rules_the_shortcut_checks_a_chunk_the_long_way_would_pass() -> Non
 def test_a_known_chunk_that_breaks_a_rule_is_never_repeated() -> None:
     """A known chunk still runs the rules that follow state: v1's update after the
     cancelled prompt's answer is flagged, and the frame after it is read in full."""
-    from exchanges import note, ok, prompt, setup
+    from tests.exchanges import note, ok, prompt, setup
 
     connection = Connection(frames=[*setup(1), prompt(10)])
     v1 = CLEAN_CHUNK.replace(b'"messageId":"m",', b"")

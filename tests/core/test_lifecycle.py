@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 import pytest
-from exchanges import A, C, S, err, note, ok, req, setup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from acp_proxy.core.lifecycle import (
 from acp_proxy.core.rules import RULES, Scope
 from acp_proxy.core.validator import Validator
 from acp_proxy.core.wire import Message, WireModel
+from tests.exchanges import A, C, S, err, note, ok, req, setup
 
 PAIRS = list(itertools.product(Phase, Event))
 

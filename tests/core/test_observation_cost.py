@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 import pytest
-from exchanges import A, C, S, note, ok, req, setup, upd
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.validator import Validator
 from acp_proxy.core.wire import MAX_PENDING
+from tests.exchanges import A, C, S, note, ok, req, setup, upd
 
 #: How many requests are left pending: the bound plus one proves the bound holds.
 PENDING = MAX_PENDING + 1

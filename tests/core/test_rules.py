@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_proxy.core import validator_base, validator_v1, validator_v2
+from acp_proxy.core import validator_base, validator_schema, validator_v1, validator_v2
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.rules import CATALOG, EXAMPLES, NO_EXAMPLE, RULES, Rule, explain_lines
 from acp_proxy.core.validator import Validator
@@ -34,11 +34,12 @@ def test_each_rule_is_shown_by_example_or_says_why_not() -> None:
 
 
 def test_the_catalog_is_the_three_modules_rules_in_order_each_once() -> None:
-    """The catalog is what the validator's modules define (the shared rules, the prompt
+    """The catalog is what the validator's modules define (the shared rules, the schemas', the prompt
     lifecycle's, v1's, the validator's own failure last), with no id twice; the validator
     gates findings by the same entries."""
     assert (
         *validator_base.RULES,
+        *validator_schema.RULES,
         *validator_v2.RULES,
         *validator_v1.RULES,
         *validator_base.SELF_RULES,

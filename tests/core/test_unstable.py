@@ -9,12 +9,12 @@ from typing import Any
 
 import orjson
 import pytest
-from exchanges import A, C, Frames, S, findings, next_hop, ok, proxy_setup, req, setup, upd
 
 from acp_proxy.core.protocol import UNSTABLE_METHODS, official_schema
 from acp_proxy.core.rules import RULES, Level
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.core.unstable import feature_named, surface_for
+from tests.exchanges import A, C, Frames, S, findings, next_hop, ok, proxy_setup, req, setup, upd
 
 FORK: dict[str, Any] = {"sessionCapabilities": {"fork": {}}}
 NEW = "sess_fork"

@@ -9,7 +9,14 @@ import sys
 from typing import Any
 
 import orjson
-from exchanges import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_proxy.core.framing import Framer, parse_frame
+from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
+from acp_proxy.core.schema import schema_sources
+from acp_proxy.core.validator import Validator, Violation
+from tests.exchanges import (
     OPTIONS,
     A,
     C,
@@ -31,13 +38,6 @@ from exchanges import (
     upd,
     user_message,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from acp_proxy.core.framing import Framer, parse_frame
-from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
-from acp_proxy.core.schema import schema_sources
-from acp_proxy.core.validator import Validator, Violation
 
 #: The shipped schemas' tags, as their SOURCES.md says (findings name them).
 TAG_V1, TAG_V2 = schema_sources().tag(1), schema_sources().tag(2)
@@ -1072,8 +1072,8 @@ def test_every_rule_has_a_test():
     """Every rule in the catalog is exercised by a test of its own name here."""
     modules = [
         sys.modules[__name__],
-        importlib.import_module("test_validator_v1"),
-        importlib.import_module("test_unstable"),
+        importlib.import_module("tests.core.test_validator_v1"),
+        importlib.import_module("tests.core.test_unstable"),
     ]
     missing = [
         r.id

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exchanges import (
+from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
+from tests.exchanges import (
     OPTIONS,
     A,
     C,
@@ -23,8 +24,6 @@ from exchanges import (
     turn,
     upd,
 )
-
-from acp_proxy.core.rules import CATALOG, RULES, Level, Scope
 
 #: What the v1 setup's client advertises (fs and terminals).
 V1_CLIENT_CAPS: dict[str, Any] = {

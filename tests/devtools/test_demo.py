@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 
 import orjson
-from conftest import PROXY, clean_env, invoke
+
+from tests.conftest import PROXY, clean_env, invoke
 
 
 def test_demo_drives_a_whole_session_through_the_proxy(tmp_path):

@@ -16,11 +16,10 @@ def test_example_agent_session_is_clean(version: int, tmp_path: Path) -> None:
     """A whole session with the example agent, driven through the proxy: zero findings."""
     import subprocess
 
-    from conftest import PROXY, clean_env
-
     from acp_proxy.devtools.demo import DemoClient
     from acp_proxy.transcript.reading import read_records
     from acp_proxy.transcript.records import FrameRecord
+    from tests.conftest import PROXY, clean_env
 
     record = tmp_path / "t.jsonl"
     agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.02"]

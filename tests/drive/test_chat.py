@@ -18,9 +18,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.drive.words import command_words
+from tests.conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]

@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
+
+from tests.conftest import HERE, PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
@@ -758,7 +759,7 @@ def test_the_conformance_table_is_made_of_probe_reports(tmp_path):
     """tests/conformance_table.py: a row per check (those with the same verdicts together),
     a column per agent report (here two agents of the tests stand in for two of the table's),
     the suites that check it too marked."""
-    from conformance_table import main
+    from tests.conformance_table import main
 
     for agent, bug in (("claude-agent-acp", "terminal-auth"), ("codex-acp", "good")):
         run = probe(tmp_path, [*PROBE_AGENT, bug], "--format", "json",

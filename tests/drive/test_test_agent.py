@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import Side
@@ -30,6 +29,7 @@ from acp_proxy.drive.test_agent import (
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
+from tests.conftest import PROXY, clean_env
 
 TIMEOUT = 5.0
 

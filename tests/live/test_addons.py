@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import orjson
-from conftest import SCRIPTED_AGENT
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer
@@ -20,6 +19,7 @@ from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
 from acp_proxy.transcript.items import Addon, Annotated, Repeated, Seen
 from acp_proxy.transcript.redact import Redactor
+from tests.conftest import SCRIPTED_AGENT
 
 
 def line(message: dict) -> bytes:
@@ -117,7 +117,7 @@ def test_a_view_sees_every_frame_with_its_findings_and_the_parts_only_what_they_
     """A view in the chain is handed each frame once, with its findings (a streamed chunk
     known by its bytes too, parsed for it); a part with only the frame hook sees the frames
     with something to say; the wire's hooks come in order after."""
-    from exchanges import CLEAN_CHUNK, setup, turn
+    from tests.exchanges import CLEAN_CHUNK, setup, turn
 
     calls: list[tuple[str, ...]] = []
     log = get_logger()
@@ -235,11 +235,10 @@ def test_the_readers_of_a_file_read_the_wire_live_as_they_read_its_recording(tmp
     chain, as they are (no adapter), make what they make of the session's recording read
     afterwards; each frame reaches them parsed, with its findings, then the agent's stderr
     and the end."""
-    from exchanges import CLEAN_CHUNK, setup, turn
-
     from acp_proxy.readers.annotate import read
     from acp_proxy.readers.conversation import Conversation
     from acp_proxy.readers.stats import Stats
+    from tests.exchanges import CLEAN_CHUNK, setup, turn
 
     class Kinds(Addon):
         def __init__(self) -> None:
@@ -404,10 +403,9 @@ def test_a_view_that_takes_runs_gets_the_known_chunks_unparsed_live_and_is_right
     """The chunk shortcut behind one interface, live as offline: with only views that take
     runs in the chain, a chunk known by its bytes is not parsed, and reaches them in a run
     (``add_run``); they make of the session what they make of its recording."""
-    from exchanges import CLEAN_CHUNK, setup, turn
-
     from acp_proxy.readers.annotate import read, read_items
     from acp_proxy.readers.stats import Stats
+    from tests.exchanges import CLEAN_CHUNK, setup, turn
 
     log = get_logger()
     path = tmp_path / "t.jsonl"

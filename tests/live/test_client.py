@@ -10,7 +10,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE, SCRIPTED_AGENT
 
 from acp_proxy.core.protocol import Kind
 from acp_proxy.live.client import (
@@ -22,6 +21,7 @@ from acp_proxy.live.client import (
 )
 from acp_proxy.live.spawn import AgentNotFound
 from acp_proxy.log import get_logger
+from tests.conftest import HERE, SCRIPTED_AGENT
 
 EXAMPLE = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0"]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]

@@ -4,22 +4,24 @@ Each test here failed on the client core before it was one (the issue's figures 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import HERE, PROXY, SCRIPTED_AGENT
 
 from acp_proxy.live import sandbox as sandbox_module
 from acp_proxy.live.client import Client, Event, Services, initialize_params
-from acp_proxy.live.services import TERMINAL_OUTPUT_CAP
+from acp_proxy.live.services import MAX_TERMINALS_KEPT, TERMINAL_OUTPUT_CAP
 from acp_proxy.log import get_logger
+from tests.conftest import HERE, PROXY, SCRIPTED_AGENT
 
 HOSTILE = [sys.executable, str(HERE / "hostile_agent.py")]
 PROBE_AGENT = [sys.executable, str(HERE / "probe_agent.py")]
@@ -102,6 +104,20 @@ def test_a_hard_link_in_the_sandbox_does_not_change_the_file_outside(tmp_path):
         turn(client)
     assert (root / "notes.txt.written").read_text() == "read: line one\n"
     assert outside.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("name", ["é" * 118 + "x", "文" * 79, "a" * 255, "é" * 127 + "a"],
+                         ids=["237 bytes of é", "237 bytes of 文", "255 bytes", "255 of é"])  # fmt: skip
+def test_a_long_valid_file_name_can_be_written(tmp_path, name):
+    """A name up to NAME_MAX (255) bytes in UTF-8 is written and replaced (before: its
+    temporary name was cut at 200 characters, not bytes, and 237 bytes of 2- or 3-byte
+    characters could not be written: ENAMETOOLONG)."""
+    assert len(name.encode()) in (237, 255)
+    box = sandbox_module.Sandbox(tmp_path)
+    for content in (b"first\n", b"second\n"):
+        box.write(str(tmp_path / name), content)
+        assert (tmp_path / name).read_bytes() == content
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # (no temporary left behind)
 
 
 #: A front-end over the hostile agent, in a process of its own, that prints its peak memory.
@@ -271,3 +287,92 @@ def test_every_error_is_kept_whatever_comes_before_it(tmp_path):
     errors = [f.rule for f in client.findings if f.level == "error"]
     assert errors, (client.counts, len(client.findings))
     assert any("further warnings are counted, not kept" in line for line in said.lines)
+
+
+class AskingUser(Services):
+    """A front-end whose user takes their time to answer a permission request."""
+
+    def __init__(self, sandbox: Path, **options: object) -> None:
+        super().__init__(sandbox, **options)  # type: ignore[arg-type]
+        self.user_answers = threading.Event()
+
+    def request_permission(self, params: dict) -> dict:
+        self.user_answers.wait(60)
+        return super().request_permission(params)
+
+
+@pytest.mark.parametrize("kind", ["terminal", "permission"])
+def test_long_waits_then_a_burst_of_reads_never_stop_the_relay(tmp_path, kind):
+    """Ten requests that wait long (on a command that runs 300 s, or on the user), then 30
+    reads at once: every read is answered and the turn ends (before: the relay stopped
+    reading the agent at 16 requests in service and went on only below 8, which the ten
+    waits never let it reach: the session froze for good)."""
+    (tmp_path / "notes.txt").write_text("line one\n")
+    services = AskingUser(tmp_path, allow_terminal=True)
+    argv = [*HOSTILE, "waits-then-reads", kind, str(tmp_path / "notes.txt")]
+    try:
+        with Client.start(argv, services, get_logger(), record=str(tmp_path / "rec.jsonl")) as c:
+            found = result_of(turn(c, timeout=25))
+            services.user_answers.set()
+    finally:
+        services.user_answers.set()
+    assert found == {"reads": 30}
+    answers = [r["msg"] for r in map(orjson.loads, (tmp_path / "rec.jsonl").read_bytes().splitlines())
+               if r.get("from") == "client" and "id" in r.get("msg", {}) and "method" not in r["msg"]]  # fmt: skip
+    waits = [a for a in answers if "exitCode" in str(a) or "outcome" in str(a)]
+    assert len(waits) == 10, answers[-12:]
+
+
+def children() -> list[int]:
+    """The processes whose parent is this one."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid():
+                found.append(int(stat.parent.name))
+    return found
+
+
+def test_terminals_never_released_are_bounded_and_keep_no_process(tmp_path):
+    """40 terminals of `true`, none released: 32 are kept (their output, for the agent),
+    the others refused with an error that says why; a command that exited keeps no process
+    (before: all 40 kept, each with its watchdog for good: 300 of them made 304 processes
+    and 328 MiB)."""
+    services = Services(tmp_path, allow_terminal=True)
+    before = set(children())
+    with Client.start([*HOSTILE, "terminals", "40"], services, get_logger(),
+                      no_record=True) as client:  # fmt: skip
+        found = result_of(turn(client))
+        deadline = time.monotonic() + 10
+        while len(set(children()) - before) > 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # (the agent and its watchdog are left)
+        left = set(children()) - before
+    assert found["created"] == MAX_TERMINALS_KEPT
+    assert [e["message"] for e in found["errors"]] == [
+        f"{MAX_TERMINALS_KEPT} terminals are not released: release one first"
+    ] * (40 - MAX_TERMINALS_KEPT)
+    assert len(left) <= 2, f"{len(left)} processes left"
+
+
+def test_requests_that_wait_are_bounded_and_one_more_gets_an_error(tmp_path):
+    """70 permission requests the user has not answered yet, then 30 reads: 64 wait (a
+    thread each), the 6 beyond get an error at once, and the reads are still answered."""
+    from acp_proxy.live.client import MAX_WAITING
+
+    (tmp_path / "notes.txt").write_text("line one\n")
+    services = AskingUser(tmp_path)
+    argv = [*HOSTILE, "waits-then-reads", "permission", str(tmp_path / "notes.txt"), "70"]
+    try:
+        with Client.start(argv, services, get_logger(), record=str(tmp_path / "rec.jsonl")) as c:
+            found = result_of(turn(c, timeout=25))
+            services.user_answers.set()
+    finally:
+        services.user_answers.set()
+    assert found == {"reads": 30}
+    lines = (tmp_path / "rec.jsonl").read_bytes().splitlines()
+    errors = [r["msg"]["error"]["message"] for r in map(orjson.loads, lines)
+              if r.get("from") == "client" and "error" in r.get("msg", {})]  # fmt: skip
+    assert errors == [f"{MAX_WAITING} requests of the agent's wait already; answer one first"] * (
+        70 - MAX_WAITING
+    )

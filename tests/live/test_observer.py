@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import orjson
-from exchanges import chunk_frames
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
@@ -15,6 +14,7 @@ from acp_proxy.live.addons import run_addons
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.log import get_logger
+from tests.exchanges import chunk_frames
 
 
 def frames(*messages):
@@ -230,7 +230,7 @@ def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
     parsed there. The transcript and the logged findings are byte for byte what parsing
     every frame gives, however the stream is cut into reads; recording or not, logging every
     frame (debug) or redacting (those need every frame parsed)."""
-    from exchanges import (
+    from tests.exchanges import (
         CLEAN_CHUNK,
         C,
         S,
@@ -272,10 +272,9 @@ def test_frames_handed_over_unparsed_are_recorded_and_flagged_as_parsed_ones(
 
 def test_a_streamed_turn_is_recorded_without_parsing_its_chunks(tmp_path, monkeypatch):
     """The short way is taken live: of a turn's 200 chunks, only the first few are parsed."""
-    from exchanges import CLEAN_CHUNK, setup, turn
-
     import acp_proxy.live.observer
     from acp_proxy.core.framing import parse_frame
+    from tests.exchanges import CLEAN_CHUNK, setup, turn
 
     parsed: list[bytes] = []
 

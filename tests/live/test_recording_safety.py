@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import orjson
-from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.live.recorder import Recorder, recording_name
 from acp_proxy.log import get_logger
+from tests.conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 HELLO = b'{"jsonrpc":"2.0","method":"_hello"}\n'
 

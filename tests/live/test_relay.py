@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
+
+from tests.conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 #: Traffic that a careless proxy would damage.
 TRICKY = b"".join(

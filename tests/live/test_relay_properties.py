@@ -8,12 +8,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from conftest import PROXY, SCRIPTED_AGENT, clean_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord
+from tests.conftest import PROXY, SCRIPTED_AGENT, clean_env
 
 #: Lines of anything (JSON-ish text, raw bytes, \r, empty), joined by newlines.
 LINES = st.lists(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import PROXY, clean_env
+from tests.conftest import PROXY, clean_env
 
 
 def test_run_tidies_the_default_recordings_directory_as_a_session_starts(tmp_path: Path) -> None:

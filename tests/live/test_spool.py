@@ -6,20 +6,27 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import clean_env, invoke
 from structlog.testing import capture_logs
 
-from acp_proxy.core.framing import Framer, LineEnd, LinePiece
-from acp_proxy.live.spool import PREVIEW, SpooledFrame, Spooler
+from acp_proxy.core.framing import CutFrame, Framer, LineEnd, LinePiece
+from acp_proxy.live.spool import PREVIEW, LineSpool, SpooledFrame, Spooler
 from acp_proxy.log import get_logger
-from acp_proxy.transcript.records import FrameRecord, base64_record_ends, parse_record
+from acp_proxy.transcript.records import (
+    FrameRecord,
+    base64_record_ends,
+    frame_record,
+    parse_record,
+)
+from tests.conftest import clean_env, invoke
 
 #: A 1 MiB block of every byte but ``\n`` (not UTF-8, not JSON): what the agent repeats.
 _BLOCK = bytes(b for b in range(256) if b != 0x0A) * 4200
@@ -223,23 +230,116 @@ def test_an_unterminated_spooled_line_ends_with_the_stream(tmp_path: Path) -> No
     assert frame.value == {"a": 1} and not frame.terminated
 
 
-def test_a_spool_that_cannot_be_written_leaves_the_line_s_beginning_and_size(
-    tmp_path: Path,
-) -> None:
-    """A spool that cannot be made (a directory gone) never raises: the line is observed
-    (and recorded) as its beginning and its size, as before spooling."""
-    spooler = Spooler(tmp_path / "gone", 1 << 20, get_logger())
+def test_a_spool_whose_directory_is_not_there_yet_makes_it(tmp_path: Path) -> None:
+    """A long line before the recording's directory exists (``run --record out/`` with no
+    out/ yet: observation, which makes it, loads after the first lines): the directory is
+    made and the line spooled whole (before: its first 64 KiB, as an oversized frame)."""
+    spooler = Spooler(tmp_path / "out" / "deeper", 1 << 20, get_logger())
     with capture_logs() as logs:
         spooler.piece(b"x" * 100)
-        spooler.piece(b"y" * 100)
-        frame = spooler.end(LineEnd(b"z", 201))
-        spooler.piece(b"next line")
-        again = spooler.end(LineEnd(b"", 9))
-    assert not isinstance(frame, bytes | bytearray) and not isinstance(frame, SpooledFrame)
-    assert frame.raw == b"x" * 100 + b"y" * 100 + b"z" and frame.oversized == 201
-    assert not isinstance(again, bytes | bytearray) and again.raw == b"next line"
-    assert [entry["log_level"] for entry in logs] == ["error"]  # said once
+        line = spooler.end(LineEnd(b"z", 101))
+    assert line == b"x" * 100 + b"z" and logs == []
+    assert (tmp_path / "out" / "deeper").is_dir()
     spooler.close()
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+    """Spools take ``room`` bytes in all, then fail as a full disk does (ENOSPC)."""
+    left = [room]
+
+    def write(self: object, data: bytes | memoryview) -> int:
+        if len(data) > left[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        left[0] -= len(data)
+        return os.write(self.fd, data) if data else 0  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(LineSpool, "_write", write)
+
+
+@pytest.mark.parametrize("room", [0, 150], ids=["from-the-start", "mid-line"])
+def test_a_full_disk_never_cuts_a_line_within_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int
+) -> None:
+    """A spool that cannot be written (a full disk, from its first byte or in the middle of
+    the line): a line within the cap is held in memory instead, as a relay that does not
+    record holds it, and comes back whole (before: its first 64 KiB as an oversized frame,
+    a false ``oversized-frame`` error against the side that sent it). Said once."""
+    _full_disk(monkeypatch, room)
+    spooler = Spooler(tmp_path, 1 << 20, get_logger())
+    with capture_logs() as logs:
+        for piece in (b"x" * 100, b"y" * 100, b"w" * 100):
+            spooler.piece(piece)
+        frame = spooler.end(LineEnd(b"z", 301))
+        spooler.piece(b"{")
+        again = spooler.end(LineEnd(b"}", 2, terminated=False))
+    assert frame == b"x" * 100 + b"y" * 100 + b"w" * 100 + b"z"
+    assert not isinstance(again, bytes | bytearray) and again.value == {}
+    assert [entry["log_level"] for entry in logs] == ["error"]
+    assert "No space left on device" in logs[0]["error"]
+    spooler.close()
+
+
+def test_a_full_disk_past_the_cap_records_the_beginning_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line past the cap whose spool cannot be written: observed as an oversized frame (it
+    is one), and its record says that only its beginning could be kept, and why (``cut``);
+    a reader reads it as the oversized frame it is."""
+    _full_disk(monkeypatch, 50)
+    spooler = Spooler(tmp_path, 100, get_logger())
+    for _ in range(3):
+        spooler.piece(b"x" * 60)
+    frame = spooler.end(LineEnd(b"", 180))
+    assert isinstance(frame, CutFrame) and not isinstance(frame, SpooledFrame)
+    assert frame.raw == b"x" * 180 and frame.oversized == 180
+    assert frame.cut.startswith("cannot spool it to record it whole: No space left on device")
+    record = frame_record(3, "t", "agent", frame)
+    assert orjson.loads(record)["cut"] == frame.cut
+    read = parse_record(1, record)
+    assert isinstance(read, FrameRecord) and read.frame.oversized == 180
+    assert isinstance(read.frame, CutFrame) and read.frame.cut == frame.cut
+    spooler.close()
+
+
+#: ``acp-proxy ARGS``, its observation (which makes the recording's directory) loaded a second
+#: late, as on a busy machine: what crosses first is framed (and spooled) before it.
+_SLOW_OBSERVER = """
+import sys, time
+import acp_proxy.live.commands.run as run
+build = run._observer
+def slow(*args, **options):
+    time.sleep(1)
+    return build(*args, **options)
+run._observer = slow
+sys.argv = ["acp-proxy", *sys.argv[1:]]
+from acp_proxy.cli import main
+main()
+"""
+
+
+def test_run_records_a_long_line_whole_before_its_directory_exists(tmp_path: Path) -> None:
+    """The README's CI example, ``run --record out/ ... < session.in`` with no out/ yet and a
+    6 MB line in session.in: the line is recorded whole, and no side is blamed (before: its
+    first 64 KiB, and ``oversized-frame`` against the client)."""
+    line = b'{"jsonrpc":"2.0","method":"_x/big","params":{"data":"' + b"y" * 6_000_000 + b'"}}'
+    session = tmp_path / "session.in"
+    session.write_bytes(line + b"\n")
+    out = tmp_path / "out"
+    with session.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-c", _SLOW_OBSERVER, "run", "--log-level", "error",
+             "--record", "out/", "--", "cat"],
+            stdin=stdin, capture_output=True, timeout=120, env=clean_env(), cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == line + b"\n"
+    (recording,) = out.glob("*.jsonl")
+    frames = [r for r in map(orjson.loads, recording.read_bytes().splitlines())
+              if r["kind"] == "frame"]  # fmt: skip
+    assert [r["from"] for r in frames] == ["client", "agent"]
+    for record in frames:
+        assert record["msg"]["params"]["data"] == "y" * 6_000_000
+        assert "oversized" not in record and "violations" not in record, record.keys()
 
 
 def test_a_long_base64_record_reads_as_the_short_way_reads_it() -> None:

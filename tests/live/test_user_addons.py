@@ -119,10 +119,10 @@ def test_run_hands_the_session_to_the_users_view_which_reads_the_recording_alike
     import runpy
 
     import orjson
-    from conftest import SCRIPTED_AGENT
-    from exchanges import setup, turn
 
     import acp_proxy
+    from tests.conftest import SCRIPTED_AGENT
+    from tests.exchanges import setup, turn
 
     view = write(tmp_path, FRAMES_PER_METHOD)
     messages = [*setup(2), *turn()]
@@ -146,7 +146,7 @@ def test_run_hands_the_session_to_the_users_view_which_reads_the_recording_alike
 
 def test_run_refuses_an_addon_file_that_gives_none_before_anything_crosses(tmp_path, run_proxy):
     """A file that cannot give addons: exit 2, one line, the agent stopped unread."""
-    from conftest import SCRIPTED_AGENT
+    from tests.conftest import SCRIPTED_AGENT
 
     broken = write(tmp_path, "addons = [1]\n")
     seen = tmp_path / "seen"
@@ -155,3 +155,33 @@ def test_run_refuses_an_addon_file_that_gives_none_before_anything_crosses(tmp_p
     assert "acp-proxy run: invalid value for '--addon'" in result.stderr
     assert "1 is not an acp_proxy.Addon" in result.stderr and "Traceback" not in result.stderr
     assert (result.stdout == b"" and not seen.exists()) or seen.read_bytes() == b""
+
+
+BOOM = """
+import acp_proxy
+
+
+class Boom(acp_proxy.Addon):
+    def add(self, item):
+        raise ValueError("oops in my view")
+
+
+addons = [Boom()]
+"""
+
+
+def test_a_failing_addon_s_traceback_is_logged_at_debug(tmp_path, run_proxy):
+    """An addon that raises: one error line naming it (the session goes on, byte for byte);
+    at --log-level debug, its traceback too, its file and line, as Python prints it."""
+    from tests.conftest import SCRIPTED_AGENT
+
+    boom = write(tmp_path, BOOM, "boom.py")
+    seen = tmp_path / "seen"
+    for level, traced in (("info", False), ("debug", True)):
+        result = run_proxy([*SCRIPTED_AGENT, "echo", str(seen)], b"{}\n",
+                           ("--addon", str(boom), "--log-level", level))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.count(f"the addon Boom ({boom}:addons) failed") == 1, result.stderr
+        where = f'File "{boom}", line 7, in add'
+        assert (where in result.stderr) is traced, result.stderr
+        assert ('raise ValueError("oops in my view")' in result.stderr) is traced

@@ -11,24 +11,6 @@ from typing import Any
 
 import orjson
 import pytest
-from exchanges import (
-    CLEAN_CHUNK,
-    T0,
-    A,
-    C,
-    Frames,
-    S,
-    chunk_frames,
-    findings,
-    idle,
-    note,
-    ok,
-    prompt,
-    setup,
-    state,
-    turn,
-    user_message,
-)
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +33,24 @@ from acp_proxy.transcript.records import (
     frame_record,
     parse_record,
     start_record,
+)
+from tests.exchanges import (
+    CLEAN_CHUNK,
+    T0,
+    A,
+    C,
+    Frames,
+    S,
+    chunk_frames,
+    findings,
+    idle,
+    note,
+    ok,
+    prompt,
+    setup,
+    state,
+    turn,
+    user_message,
 )
 
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, clean_env, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.devtools.demo import run_demo
 from acp_proxy.transcript.names import recording_name
+from tests.conftest import PROXY, README, RECORDINGS, clean_env, invoke
 
 
 @pytest.fixture(scope="module")
@@ -438,13 +438,12 @@ def test_search_and_ls_read_a_streamed_turn_by_its_bytes_and_say_what_reading_it
 ):
     """A streamed turn's chunks are searched in their bytes: only a chunk whose bytes match
     is read in full. The hits, and ls's figures, are what reading every record gives."""
-    from exchanges import streamed_recording
-
     import acp_proxy.transcript.records
     from acp_proxy.readers import annotate, catalog
     from acp_proxy.readers.annotate import plain, read
     from acp_proxy.readers.summary import TimelineFilter
     from acp_proxy.transcript.reading import open_lines
+    from tests.exchanges import streamed_recording
 
     texts = [f"word {n} " for n in range(1_000)]
     texts[17], texts[500], texts[998] = "a needle ", 'say "needle"\n', "needle\\"

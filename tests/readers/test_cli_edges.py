@@ -14,8 +14,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, clean_env, invoke
-from test_cli_conventions import on_a_terminal
+
+from tests.conftest import PROXY, RECORDINGS, clean_env, invoke
+from tests.test_cli_conventions import on_a_terminal
 
 CLEAN = RECORDINGS / "clean.jsonl"
 MISBEHAVING = RECORDINGS / "misbehaving.jsonl"

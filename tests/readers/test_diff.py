@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.times import format_time, parse_time
 from acp_proxy.devtools.demo import run_demo
 from acp_proxy.transcript.records import frame_record
+from tests.conftest import invoke
 
 
 def recorded(path: Path, first_id: int, delay: float = 0.0) -> Path:
@@ -254,7 +254,7 @@ def test_report_against_lists_the_differences_linked_to_their_rows(pair, tmp_pat
     B's seq; in a browser the panel is there and the page loads without a script error."""
     import re
 
-    from test_report import CHROMIUM, dom
+    from tests.readers.test_report import CHROMIUM, dom
 
     a, b = pair
     changed = edited(b, tmp_path / "changed.jsonl", changed_tool_status)
@@ -446,7 +446,7 @@ def test_a_difference_names_the_frames_where_the_two_part_and_a_timing_its_ratio
 def test_a_timing_far_faster_has_its_ratio_from_the_unrounded_figures():
     """The shipped pair: B's prompt latency rounds to 0.001 s against A's 0.649. The ratio
     is B's over A's unrounded (never 0.0, never a division by zero) and said as a factor."""
-    from conftest import RECORDINGS
+    from tests.conftest import RECORDINGS
 
     a, b = RECORDINGS / "v1.jsonl", RECORDINGS / "clean.jsonl"
     timing = [d for d in as_json(a, b, "--only", "timing")["differences"]]
@@ -466,8 +466,8 @@ def test_a_timing_far_faster_has_its_ratio_from_the_unrounded_figures():
 
 def test_an_error_response_without_a_code_is_said_so(tmp_path):
     """Not `(None)`: the wire layer names an error response without its code as such."""
-    from conftest import RECORDINGS
-    from test_readers import _odd_recording
+    from tests.conftest import RECORDINGS
+    from tests.readers.test_readers import _odd_recording
 
     odd = _odd_recording(tmp_path / "odd.jsonl")
     said = diff("--only", "wire", str(RECORDINGS / "clean.jsonl"), str(odd)).stdout.decode()

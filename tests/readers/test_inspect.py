@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROXY, RECORDINGS, SCRIPTED_AGENT, clean_env
+
+from tests.conftest import PROXY, RECORDINGS, SCRIPTED_AGENT, clean_env
 
 
 def started(command: list[str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -153,9 +154,10 @@ def test_inspect_a_missing_directory_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "no such file or directory" in proc.stderr.decode()
 
 
+@pytest.mark.agents
 def test_the_served_page_runs_in_a_browser(served, tmp_path):
     """The same page as report, live: it loads without a script error and listens."""
-    from test_report import CHROMIUM
+    from tests.readers.test_report import CHROMIUM
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
@@ -268,6 +270,7 @@ def growing_page(tmp_path: Path, chromium: str) -> Iterator[tuple[Path, int, Dev
         stop(proc)
 
 
+@pytest.mark.agents
 def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_readers_place(
     tmp_path, capsys
 ):
@@ -275,10 +278,9 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
     finding appear on their own, and the reader's place in the frame list and the frame they
     selected are kept across the page's reload. How long it took is printed (a figure, not a
     timed assertion)."""
-    from test_report import CHROMIUM
-
     from acp_proxy.core.framing import parse_frame
     from acp_proxy.transcript.records import frame_record
+    from tests.readers.test_report import CHROMIUM
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
@@ -318,14 +320,14 @@ def test_a_page_open_in_a_browser_grows_as_its_recording_does_and_keeps_the_read
         print(f"\n  a new frame on the open page after {took:.2f} s")
 
 
+@pytest.mark.agents
 def test_a_live_page_waits_while_the_reader_types_and_gives_the_field_back(tmp_path):
     """The recording grows while the reader types in the search field: the page does not
     load again under their keys (it waits until they stop), and after it has, the field
     has the focus, its text and its caret back."""
-    from test_report import CHROMIUM
-
     from acp_proxy.core.framing import parse_frame
     from acp_proxy.transcript.records import frame_record
+    from tests.readers.test_report import CHROMIUM
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
@@ -403,6 +405,7 @@ def test_a_change_between_the_page_and_its_stream_is_said_at_once(served):
     connection.close()
 
 
+@pytest.mark.agents
 def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
     """The list open in real Chromium: a recording added to the directory shows, and a row
     keeps current as its recording grows (frames), as its writer goes (a proxy killed: its
@@ -410,7 +413,7 @@ def test_the_list_open_in_a_browser_lives(tmp_path, capsys):
     is printed (a figure, not a timed assertion)."""
     import fcntl
 
-    from test_report import CHROMIUM
+    from tests.readers.test_report import CHROMIUM
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.transcript.records import frame_record, start_record
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 CLEAN = RECORDINGS / "clean.jsonl"
 T0 = "2026-11-29T20:00:00.000000Z"

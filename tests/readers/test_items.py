@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from exchanges import streamed_recording
 
 from acp_proxy.readers.annotate import annotate, read
 from acp_proxy.readers.stats import Stats
 from acp_proxy.transcript.items import Addon, Annotated, Chain, Repeated
 from acp_proxy.transcript.reading import open_recording
 from acp_proxy.transcript.records import FrameRecord
+from tests.exchanges import streamed_recording
 
 
 class PerVariant(Addon):
@@ -120,9 +120,8 @@ def test_the_public_read_as_a_plain_loop_counts_every_frame(tmp_path):
     every update of a turn of 1,003 chunks is an item (before: a run of them was one
     item, and the loop counted 5); ``runs=True`` keeps the runs, for an addon that takes
     them, and ``feed`` counts alike either way."""
-    from exchanges import streamed_recording
-
     import acp_proxy
+    from tests.exchanges import streamed_recording
 
     path = tmp_path / "turn.jsonl"
     streamed_recording(path, [f"w{i} " for i in range(1003)])

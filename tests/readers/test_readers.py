@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +17,7 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.annotate import annotate, located
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord, end_record, frame_record, start_record
+from tests.conftest import PROXY, RECORDINGS, acp, clean_env, invoke
 
 GOLDEN = sorted(RECORDINGS.glob("*.jsonl"))
 MISBEHAVING_RULES = {
@@ -678,3 +679,105 @@ def test_stats_over_several_recordings_says_which_each_turn_is_in():
     assert alone[alone.index("prompt turns:") + 1].split()[-2:] == ["stop", "reason"]
     document = orjson.loads(invoke("stats", "--format", "json", clean, cancelled).stdout)
     assert [turn["recording"] for turn in document["turns"]] == [clean, cancelled]
+
+
+#: Runs ``acp-proxy ARGS`` as a child, and prints its peak memory (KiB) on stderr's last line.
+_PEAK = """
+import resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "acp_proxy", *sys.argv[1:]])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def _long_line_recording(path: Path, size: int) -> None:
+    """A recording of one line of ``size`` bytes past the relay's cap, recorded whole (its
+    base64, written a block at a time, as the recorder copies a spool)."""
+    import base64
+
+    from acp_proxy.core.framing import oversized_frame
+    from acp_proxy.transcript.records import base64_record_ends
+
+    found = [{"rule": "oversized-frame", "level": "error", "message": "m", "spec": "s"}]
+    before, after = base64_record_ends(1, "2026-01-01T00:00:01Z", "agent",
+                                       oversized_frame(b"", size), found)  # fmt: skip
+    block = bytes(b for b in range(256) if b != 10) * 12336  # (3 MiB: whole base64 quanta)
+    with path.open("wb") as out:
+        out.write(start_record("2026-01-01T00:00:00Z", ["agent"], 1))
+        out.write(before)
+        left = size
+        while left:
+            piece = block[: min(left, len(block))]
+            out.write(base64.b64encode(piece))
+            left -= len(piece)
+        out.write(after)
+        out.write(end_record("2026-01-01T00:00:02Z", 0, "client closed stdin"))
+
+
+def test_the_readers_read_a_200_mib_recorded_line_in_flat_memory(tmp_path):
+    """A recorded 200 MiB line (its record 267 MB of base64): every reader reads it in flat
+    memory, as the README promises (before: about 560 MiB in validate, stats, show and ls,
+    900 MiB in search), and says what it is as before."""
+    size = 200 << 20
+    recording = tmp_path / "long.jsonl"
+    _long_line_recording(recording, size)
+    said = {
+        "ls": f"{recording.stat().st_size:,}",
+        "validate": "error oversized-frame: the agent sent a line of 209,715,200 bytes",
+        "stats": "agent → client         1 frame      209715201 bytes",
+        "show": "(a line of 209,715,200 bytes, recorded whole)",
+        "search": "",
+    }
+    peaks = {}
+    for reader, words in said.items():
+        args = [str(tmp_path)] if reader == "ls" else [str(recording)]
+        if reader == "search":
+            args = ["zzz", *args]
+        done = subprocess.run([sys.executable, "-c", _PEAK, reader, *args],
+                              capture_output=True, timeout=120, env=clean_env())  # fmt: skip
+        assert b"Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
+        assert words in done.stdout.decode(), (reader, done.stdout[:500])
+        peaks[reader] = int(done.stderr.split()[-1]) // 1024
+    assert max(peaks.values()) < 150, f"peak MiB: {peaks}"
+
+
+def test_a_long_line_is_read_as_it_comes_and_as_the_short_way_reads_it(monkeypatch):
+    """Past the long-line threshold, a whole recorded line's record is read in flat memory
+    (its beginning, its size, recorded whole), one whose base64 breaks is an unreadable line
+    that says why (the lines after it still read), any other long line is read whole, and
+    an unterminated last one too."""
+    import base64
+    import io
+
+    from acp_proxy.core.framing import oversized_frame
+    from acp_proxy.transcript import reading
+    from acp_proxy.transcript.records import (
+        ReadInPart,
+        UnreadableLine,
+        base64_record_ends,
+        parse_record,
+        recorded_whole,
+    )
+
+    monkeypatch.setattr(reading, "LONG_LINE", 1000)
+    data = bytes(range(256)) * 400  # 102,400 bytes
+    before, after = base64_record_ends(1, "t", "agent", oversized_frame(b"", len(data)))
+    good = before + base64.b64encode(data) + after.rstrip(b"\n")
+    bad = good.replace(b"AAEC", b"A*EC", 1)
+    msg = frame_record(2, "t", "client", parse_frame(b'{"x":"' + b"y" * 5000 + b'"}')).rstrip()
+    stream = io.BytesIO(b"\n".join([good, bad, msg, b'{"kind":"end","t":"t"}', good]))
+    lines = reading.iter_lines(stream, flat=True)
+    records = [parse_record(n, line) for n, line in enumerate(lines, 1)]
+    first, broken, whole, end, last = records
+    assert isinstance(first, FrameRecord) and isinstance(first.frame, ReadInPart)
+    assert first.frame.raw == data[:65536] and first.frame.oversized == len(data)
+    assert recorded_whole(first.frame) and first.seq == 1
+    assert isinstance(broken, UnreadableLine) and "does not decode" in broken.reason
+    assert whole == parse_record(3, msg) and isinstance(whole, FrameRecord)
+    assert end is not None and isinstance(last, FrameRecord) and recorded_whole(last.frame)
+    cut = before + base64.b64encode(data[:3000]) + after.rstrip(b"\n")  # its beginning only
+    (read,) = [parse_record(1, line) for line in reading.iter_lines(io.BytesIO(cut), flat=True)]
+    assert isinstance(read, FrameRecord) and not recorded_whole(read.frame)
+    # what needs every byte (replay, redact) reads it whole
+    (read,) = [parse_record(1, line) for line in reading.iter_lines(io.BytesIO(good))]
+    assert isinstance(read, FrameRecord) and read.frame.raw == data

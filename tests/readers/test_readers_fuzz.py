@@ -16,13 +16,13 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from conftest import PROXY, RECORDINGS, clean_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.cli import cli
 from acp_proxy.readers.follow import LineSplitter, follow_records
 from acp_proxy.transcript.records import UnreadableLine, ViolationRecord, parse_record
+from tests.conftest import PROXY, RECORDINGS, clean_env
 
 _scalar = (
     st.none()

@@ -12,8 +12,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import PROXY, clean_env, invoke
-from exchanges import streamed_recording
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.devtools.demo import run_demo
@@ -27,6 +25,8 @@ from acp_proxy.readers.replay import (
 )
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord, end_record, frame_record, start_record
+from tests.conftest import PROXY, clean_env, invoke
+from tests.exchanges import streamed_recording
 
 EXAMPLE_AGENT = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0.01"]
 

@@ -10,21 +10,26 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
-from conftest import RECORDINGS, invoke
-from test_inspect import DevTools
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.report import build_document, embed, render_page, unpack, write_report
 from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
+from tests.conftest import RECORDINGS, invoke
+from tests.readers.test_inspect import DevTools
 
 T = "2026-11-30T10:00:00.000000Z"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 HOSTILE = '</script><img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
 
-browser = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+def browser(test: Any) -> Any:
+    """A test that opens the page in headless Chromium: marked ``agents`` (out of the quick loop)."""
+    skip = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+    return pytest.mark.agents(skip(test))
 
 
 def chromium(url: str, *extra: str, tmp: Path) -> str:

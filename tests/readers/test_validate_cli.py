@@ -8,7 +8,6 @@ from importlib import resources
 
 import orjson
 import pytest
-from conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy import __version__
 from acp_proxy.core.framing import parse_frame
@@ -16,6 +15,7 @@ from acp_proxy.core.rules import CATALOG
 from acp_proxy.core.schema import schema_sources
 from acp_proxy.devtools.demo import DemoClient
 from acp_proxy.transcript.records import end_record, frame_record, start_record, violation_record
+from tests.conftest import PROXY, README, RECORDINGS, SCRIPTED_AGENT, clean_env, invoke
 
 T = "2026-11-29T20:17:00.000000Z"
 

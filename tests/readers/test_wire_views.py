@@ -11,16 +11,16 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import acp
-from exchanges import A, C, Frames, next_hop, proxy_setup, setup
-from exchanges import S as SESSION
-from exchanges import req as request
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.readers.annotate import annotate
 from acp_proxy.readers.stats import Stats
 from acp_proxy.transcript.reading import iter_records
 from acp_proxy.transcript.records import end_record, frame_record, start_record
+from tests.conftest import acp
+from tests.exchanges import A, C, Frames, next_hop, proxy_setup, setup
+from tests.exchanges import S as SESSION
+from tests.exchanges import req as request
 
 S = "s1"
 

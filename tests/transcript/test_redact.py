@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import WireModel
@@ -16,6 +15,7 @@ from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import FrameRecord
 from acp_proxy.transcript.redact import Redactor
 from acp_proxy.transcript.secrets import secret_name
+from tests.conftest import PROXY, SCRIPTED_AGENT, clean_env, invoke
 
 SECRETS = [b"ghp_s3cr3t", b"Bearer abc.def", b"sk-proxy-123", b"sk-ant-xyz", b"tok123", b"1234"]
 

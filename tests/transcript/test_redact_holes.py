@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import invoke
 
 from acp_proxy.core.framing import oversized_frame, parse_frame
 from acp_proxy.core.wire import WireModel
@@ -15,6 +14,7 @@ from acp_proxy.live.addons import STDERR_PIECE, StderrLines
 from acp_proxy.transcript.reading import read_records
 from acp_proxy.transcript.records import frame_record, start_record
 from acp_proxy.transcript.redact import Redactor
+from tests.conftest import invoke
 
 T = "2026-01-01T00:00:00.000000Z"
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import SCRIPTED_AGENT, invoke
 from structlog.testing import capture_logs
 
 from acp_proxy.core.framing import Framer, parse_frame
@@ -31,6 +30,7 @@ from acp_proxy.transcript.records import (
 )
 from acp_proxy.transcript.redact import Redactor, redact_stream
 from acp_proxy.transcript.secrets import secret_name
+from tests.conftest import SCRIPTED_AGENT, invoke
 
 T = "2026-01-01T00:00:00.000000Z"
 KEY = "sk-ant-api03-Zq7xK2mP9vL4tR8wQ1nB6dF"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 
 import orjson
-from conftest import RECORDINGS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from acp_proxy.transcript.records import (
     start_record,
     violation_record,
 )
+from tests.conftest import RECORDINGS
 
 T = "2026-11-29T20:17:00.123456Z"
 

@@ -100,7 +100,7 @@ def chat(
     finding was an error, or the agent is gone; 2 usage, or the agent cannot start;
     130 Ctrl-C.
     """
-    check_agent_options(command, record, no_record)
+    no_record = check_agent_options(command, record, no_record)
     # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
     # the agent's text only, as when piped, and the lines typed are the prompts.
     # (--prompt and --format json: as piped, on a terminal too)

@@ -179,7 +179,7 @@ def probe(
     with _cannot_run(fmt, command):
         from acp_proxy.drive import probe as probing
 
-        check_agent_options(command, record, no_record)
+        no_record = check_agent_options(command, record, no_record)
         if prompt_text is not None and not prompt_text.strip():
             raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
         if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):

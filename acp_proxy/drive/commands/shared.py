@@ -17,6 +17,7 @@ from acp_proxy.clihelp import (
     envvar,
     exit_with,
     not_stdout,
+    overruled,
     say,
     was_given,
 )
@@ -67,14 +68,17 @@ agent_argument = click.argument(
 )
 
 
-def check_agent_options(command: tuple[str, ...], record: str | None, no_record: bool) -> None:
+def check_agent_options(command: tuple[str, ...], record: str | None, no_record: bool) -> bool:
     """The usage errors probe and chat share: no AGENT (said as ``run`` says it, and not
     ending in a full stop, which the one-line form drops), or contradicting recording
-    options."""
+    options; and whether the session goes unrecorded (a typed ``--record`` wins over
+    ``$ACP_PROXY_NO_RECORD``)."""
     if not command:
         raise click.UsageError("missing argument '-- AGENT [ARGS]...'")
+    no_record = no_record and not overruled("no_record", "record")
     if no_record and record is not None and was_given("record"):  # ($ACP_PROXY_RECORD: run's too)
         raise click.UsageError("--record and --no-record contradict each other")
+    return no_record
 
 
 @contextlib.contextmanager

@@ -15,7 +15,9 @@ from acp_proxy.clihelp import (
     exit_with,
     no_effect,
     not_stdout,
+    overruled,
     say,
+    set_by,
     was_given,
 )
 from acp_proxy.core.visible import dumps, visible
@@ -97,6 +99,7 @@ def test_agent(
 
     \b
     Exit status: 0 no check failed, 1 a check of the client failed, 2 usage."""
+    no_record = no_record and not overruled("no_record", "record")  # (typed: it wins)
     if no_record and record is not None and was_given("record"):
         raise click.UsageError("--record and --no-record contradict each other")
     if report is None:
@@ -114,7 +117,8 @@ def test_agent(
         try:
             out = open_output(report)
         except OSError as exc:
-            say(f"acp-proxy test-agent: cannot write {report}: {exc.strerror or exc}")
+            why = f"{exc.strerror or exc}{set_by('report')}"
+            say(f"acp-proxy test-agent: cannot write {report}: {why}")
             exit_with(2)
     configure("warning", "console", open_log(None))
     if allow_write:

@@ -27,6 +27,7 @@ from acp_proxy.clihelp import (
     logging_options,
     no_effect,
     not_stdout,
+    overruled,
     say,
     use_color,
 )
@@ -34,8 +35,10 @@ from acp_proxy.log import Logger, configure, get_logger, open_log
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
 
     from acp_proxy.live.observer import Observer
+    from acp_proxy.otlp.send import Target
     from acp_proxy.transcript.items import Addon
 
 
@@ -96,6 +99,35 @@ def _observer(
     return observer
 
 
+def _otlp_target(endpoint: str | None, content: bool) -> Target | None:
+    """``--otlp``: where the spans go (a value that cannot be used: exit 2)."""
+    if endpoint is None:
+        no_effect("without --otlp", "otlp_content")
+        return None
+    from acp_proxy.otlp.send import target
+
+    try:
+        return target(endpoint)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--otlp'") from None
+
+
+def _with_otlp(
+    parts: Callable[[], Observer], addons: list[Addon], where: Target, log: Logger,
+    started: tuple[str, int | None], content: bool, redact: bool, recorded: bool,
+) -> Callable[[], Observer]:  # fmt: skip
+    """``parts``, the OTLP view (:mod:`acp_proxy.live.otlp`) added to ``addons`` first."""
+
+    def assemble() -> Observer:
+        from acp_proxy.live.otlp import LiveExport
+
+        addons.append(LiveExport(where, log, started=started, content=content, redact=redact,
+                                 recorded=recorded))  # fmt: skip
+        return parts()
+
+    return assemble
+
+
 def _tidy_recordings(log: Logger, keep_days: float | None, keep_size: int | None) -> None:
     """Tidy the default recordings directory as a session starts (``--keep-days``,
     ``--keep-size``); never raises."""
@@ -119,11 +151,14 @@ def _spool_for(record: str | None, pid: int) -> Path | None:
         return None
 
 
+#: run's options that shape or serve the recording.
+_RECORDING = ("record", "redact", "no_stderr", "inspect_live")
+
+
 def _what_does_nothing(record: str | None, no_record: bool) -> None:
     """``run``'s options that would do nothing, given on the command line: usage errors."""
     if no_record:  # options that shape, serve or tidy the recordings, where there is none
-        no_effect("with --no-record", "record", "redact", "no_stderr", "inspect_live",
-                   "keep_days", "keep_size")  # fmt: skip
+        no_effect("with --no-record", *_RECORDING, "keep_days", "keep_size")
     if record is not None:
         no_effect("with --record (it tidies the default recordings directory)",
                    "keep_days", "keep_size")  # fmt: skip
@@ -212,6 +247,19 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     help="Also hand the session to addons of your own: a Python file's `addons` list, or "
     "NAME in it (acp_proxy.Addon: the same class reads a recording). Repeatable.",
 )
+@click.option(
+    "--otlp",
+    metavar="ENDPOINT",
+    envvar=envvar("OTLP"),
+    help="Also send the session to an OpenTelemetry backend as it goes (OTLP/HTTP base URL; "
+    "a trace per session, each turn when it ends; OTEL_EXPORTER_OTLP_* honoured).",
+)
+@click.option(
+    "--otlp-content",
+    is_flag=True,
+    envvar=envvar("OTLP_CONTENT"),
+    help="With --otlp: also send each turn's prompt and reply text.",
+)
 @logging_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -225,6 +273,8 @@ def run(
     keep_size: int | None,
     inspect_live: bool,
     addon_files: tuple[str, ...],
+    otlp: str | None,
+    otlp_content: bool,
     log_file: str | None,
     log_level: str,
     log_format: str,
@@ -233,11 +283,14 @@ def run(
 ) -> None:
     """Run COMMAND (the agent) and relay its stdio, recording the session.
 
-    Every option can also be set in the environment as ACP_PROXY_<OPTION>,
-    for example ACP_PROXY_LOG_FILE=/tmp/acp.log or ACP_PROXY_NO_RECORD=1.
+    Every option can also be set in the environment as ACP_PROXY_RUN_<OPTION>
+    (run's own) or ACP_PROXY_<OPTION>, for example ACP_PROXY_LOG_FILE=/tmp/acp.log
+    or ACP_PROXY_NO_RECORD=1; a typed option wins.
     """
     from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound, take_agent
 
+    # A typed option that shapes the recording wins over $ACP_PROXY_NO_RECORD.
+    no_record = no_record and not overruled("no_record", *_RECORDING)
     _what_does_nothing(record, no_record)
     argv = list(command)
     addons: list[Addon] = []
@@ -245,6 +298,7 @@ def run(
         from acp_proxy.live.session import user_addons
 
         addons = user_addons(addon_files)
+    where = _otlp_target(otlp, otlp_content)
     # The agent first (started before click was loaded, by acp_proxy.__main__, when it
     # could be): its start overlaps the proxy's (what it writes waits in its pipe).
     try:
@@ -265,12 +319,15 @@ def run(
     pid = agent.process.pid
     started = format_time()  # (the start record's time: every frame comes after it)
     inspector: list[subprocess.Popen[bytes] | None] = []
-    parts = functools.partial(
+    parts: Callable[[], Observer] = functools.partial(
         _observer, argv, pid, log, started=started, record=record, no_record=no_record,
         redact=redact, record_stderr=not no_stderr, notify_client=notify_client,
         keep_days=keep_days, keep_size=keep_size, inspect_live=inspect_live, inspector=inspector,
         addons=addons,
     )  # fmt: skip
+    if where is not None:  # the OTLP view is loaded with the observer, in its thread
+        parts = _with_otlp(parts, addons, where, log, (started, pid), otlp_content, redact,
+                           recorded=not no_record)  # fmt: skip
     from acp_proxy.live.relay import run_relay
 
     # The relay starts now, and observation is loaded in a thread meanwhile (once the relay

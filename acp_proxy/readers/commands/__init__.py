@@ -7,9 +7,11 @@ loads what it uses; ``acp-proxy --help`` loads none of them). What they share is
 Modules::
 
     diff.py      diff
+    export.py    export
     follow.py    follow
     inspect.py   inspect
     ls.py        ls (and pruning's options)
+    mcp.py       mcp
     redact.py    redact
     report.py    report
     rules.py     rules
