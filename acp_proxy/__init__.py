@@ -96,7 +96,9 @@ what it is for and what it promises.
     live/addons.py           run_addons; Save, LiveLog, LogFindings, Notify: a session's parts
     live/recorder.py         Recorder: the transcript file, opened safely
     live/spool.py            Spooler: a line too long to hold, spooled to a file as it crosses
+    live/session.py          assemble: a session put together, the one place, whatever side we play
     live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
+    live/server.py           Server: acp-proxy as the agent on its stdio (test-agent, replay)
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced
     live/commands/run.py     run: a session assembled, the agent started first

@@ -620,3 +620,56 @@ def test_each_packages_docstring_names_every_module_of_it_and_only_those():
         there |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").exists()}
         assert there - named == set(), f"{where}: modules without a line"
         assert named - there == set(), f"{where}: lines for modules that are not there"
+
+
+def _calls(path: Path) -> set[str]:
+    """The names ``path`` calls (``f(...)``, ``x.f(...)``: ``f``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                found.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                found.add(func.attr)
+    return found
+
+
+def test_one_assembly_of_a_session():
+    """A session (observer, validator, recorder, the chain) is put together in one function,
+    ``live/session.py``'s ``assemble``, whatever side acp-proxy plays: nowhere else is an
+    ``Observer`` made with the session's chain (``run_addons``), nor a ``session_recorder``
+    opened; ``run``, the client core and the server role call ``assemble``."""
+    makers = {"run_addons", "session_recorder"}
+    home = PACKAGE / "live" / "session.py"
+    for path in PACKAGE.rglob("*.py"):
+        if path == home or path.name == "observer.py":  # (its default chain is run's)
+            continue
+        assert not makers & _calls(path), f"{path}: assembles a session of its own"
+    for user in ("live/commands/run.py", "live/client.py", "live/server.py"):
+        assert "assemble" in _calls(PACKAGE / user), user
+
+
+def test_one_stdio_shell():
+    """The protocol's stdio is read and written by the relay's feeds and sinks (``live/``)
+    only: the roles that play the agent (``test-agent``, ``replay``: the server role) have no
+    ``select`` loop, no thread reading lines, no framer of their own. (``chat`` reads the
+    user's terminal and ``inspect`` serves a page: neither is the protocol's stdio.)"""
+    paths = [PACKAGE / m for m in ("drive/test_agent.py", "drive/replay.py", "readers/replay.py")]
+    for path in paths:
+        tree = ast.parse(path.read_text(), str(path))
+        modules = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+        }
+        where = path.relative_to(PACKAGE)
+        assert not modules & {"select", "selectors", "threading", "asyncio"}, where
+        assert "acp_proxy.core.framing.Framer" not in {n for n, _ in imports(path)}, where
+        assert not _calls(path) & {"readline", "select"}, f"{where}: reads stdio itself"

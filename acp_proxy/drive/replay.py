@@ -1,5 +1,13 @@
-"""``replay --as client`` and :func:`drive_agent`: a recording plays the client against an
-agent, over the client core.
+"""``replay``: a recording plays the agent on our stdio, over the server role
+(:func:`serve_agent`), or the client against an agent, over the client core
+(``replay --as client``, :func:`drive_agent`).
+
+As the agent, the recording's agent is :class:`~acp_proxy.readers.replay.AgentReplay` (pure:
+client frames in, agent lines out, each after its recorded gap), the role of a
+:class:`~acp_proxy.live.server.Server`: the session it plays is relayed, recorded and
+validated as ``run`` does it (``--record``, ``--no-record``, ``--redact``, ``--addon``), with
+the relay's bounds and back-pressure. Its exit status and the bytes it plays are the
+recording's alone.
 
 The recording's client is :class:`~acp_proxy.readers.replay.ClientReplay` (pure: agent
 frames in, client lines out, divergences kept). Here it is given an agent the way every
@@ -14,16 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from collections.abc import Iterable
 from typing import Any
 
 from acp_proxy.live.addons import LogFindings
-from acp_proxy.live.client import AgentGone, Client, TimedOut
+from acp_proxy.live.client import AgentGone, Client, Event, TimedOut
+from acp_proxy.live.server import Role, Server, ServerResult
+from acp_proxy.live.session import Recording
 from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
 from acp_proxy.log import Logger, get_logger
-from acp_proxy.readers.replay import ClientReplay, ClientResult, Script
+from acp_proxy.readers.replay import AgentReplay, ClientReplay, ClientResult, Emit, Script
+from acp_proxy.transcript.items import Addon
 
-__all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "drive_agent"]
+__all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "drive_agent", "serve_agent"]
 
 #: The exit statuses of a command that cannot run, as a shell's (and ``run``'s).
 EXIT_NOT_FOUND = 127
@@ -63,6 +75,8 @@ def drive_agent(
     record: str | None = None,
     skip_updates: Iterable[str] = (),
     log: Logger | None = None,
+    redact: bool = False,
+    addons: Iterable[Addon] = (),
 ) -> ClientResult:
     """Run ``agent`` (relayed, validated and recorded as ``run`` does: to ``record``, else
     not at all) and play the recorded client against it. ``proxy_status`` is the exit
@@ -75,7 +89,7 @@ def drive_agent(
     try:
         client = Client.start(
             agent, None, log, record=record, no_record=record is None,
-            stderr=_to_our_stderr, addons=[findings],
+            stderr=_to_our_stderr, addons=[findings], redact=redact, user_addons=list(addons),
         )  # fmt: skip
     except AgentNotFound:
         result.divergences.append(f"agent command not found: {agent[0]}")
@@ -109,3 +123,68 @@ def drive_agent(
 def _send(client: Client, lines: list[bytes]) -> None:
     if lines:
         client.send_raw(b"".join(line + b"\n" for line in lines))
+
+
+class _Playing(Role):
+    """The recording's agent, as the server's role."""
+
+    def __init__(self, replay: AgentReplay, log: Logger) -> None:
+        self.replay = replay
+        self.log = log
+        self.server: Server | None = None
+        self.warned = False
+        self.status = 1
+
+    def opened(self, server: Server) -> None:
+        self.server = server
+        self._say(self.replay.start())
+
+    def received(self, event: Event) -> None:
+        replay = self.replay
+        was = replay.diverged
+        out = replay.receive_frame(event.frame)
+        if replay.diverged is not None and was is None:
+            self.log.error("replay mismatch", report=replay.diverged)
+        self._say(out)
+
+    def finished(self, result: ServerResult) -> None:
+        replay = self.replay
+        if result.reason == "the client closed its side (stdout)":
+            self.log.warning("the client stopped reading")
+        self.status, problem = replay.finish()
+        if problem is not None and replay.diverged is None:
+            self.log.error("replay incomplete", report=problem)
+        self.log.info("replay ended", matched=replay.matched, status=self.status)
+
+    def _say(self, out: list[Emit]) -> None:
+        if self.replay.capped and not self.warned:
+            self.warned = True
+            self.log.warning(
+                "a recorded gap is longer than a day: the replay waits a day there",
+                seq=self.replay.capped[0],
+            )
+        assert self.server is not None
+        for emit in out:
+            self.server.send(emit.data, emit.delay)
+
+
+def serve_agent(
+    replay: AgentReplay,
+    log: Logger,
+    argv: list[str],
+    recording: Recording | None = None,
+    *,
+    stdin: int = 0,
+    stdout: int = 1,
+) -> int:
+    """Play the agent on our stdio until the client closes its side; the exit status (0:
+    every recorded client frame matched). The session is recorded as ``recording`` says
+    (``argv``: the command line its start names). A SIGTERM ends it as it ended the replay
+    before it was recorded: by that signal, once the recording is closed."""
+    role = _Playing(replay, log)
+    server = Server(role, log, argv, recording, stdin_fd=stdin, stdout_fd=stdout)
+    result = server.run()
+    if result.signalled:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+    return role.status

@@ -13,12 +13,13 @@ Two parts, as everywhere in acp-proxy:
   (:meth:`TestAgent.receive`, with the time), the agent's lines out, and checks
   (:class:`Check`) kept; a wait on the client has a deadline (:attr:`TestAgent.deadline`),
   and :meth:`TestAgent.expire` says it ran out. No I/O, no clock of its own.
-- :func:`serve`, the thin shell: stdin read and stdout written with ``select`` (no asyncio:
-  ``drive`` leaves the event loop to ``live``), every frame of both sides observed as ``run``
-  observes it (the :class:`~acp_proxy.live.observer.Observer` with the validator and the
-  recorder: the client is ``Side.CLIENT``, what test-agent writes ``Side.AGENT``), the
-  validator's findings on the client's frames handed to the machine. stdout carries nothing
-  but the JSON-RPC lines; a write the client does not read within the bound is a failed check.
+- :func:`serve`, the thin shell: the machine as the role of the server
+  (:class:`~acp_proxy.live.server.Server`: our stdio relayed as ``run`` relays, with its
+  bounds and back-pressure; ``drive`` leaves the event loop to ``live``), every frame of both
+  sides observed as ``run`` observes it (the client is ``Side.CLIENT``, what test-agent writes
+  ``Side.AGENT``), the validator's findings on the client's frames handed to the machine.
+  stdout carries nothing but the JSON-RPC lines; a write the client does not read within the
+  bound is a failed check.
 
 Safe by construction: a path it names is inside the session's cwd (or it is not named), it
 writes (``fs/write_text_file``) only with ``allow_write``, and the only command it asks a
@@ -27,15 +28,11 @@ terminal to run is ``echo``.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
 import posixpath
 import re
-import select
-import signal
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -43,19 +40,16 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from acp_proxy.core.findings import Violation
-from acp_proxy.core.framing import Framer
 from acp_proxy.core.protocol import (
     BASELINE_PROMPT_CONTENT,
     METHODS_ANY,
     PROMPT_CONTENT_CAPABILITY,
     Side,
 )
-from acp_proxy.core.validator import Validator
 from acp_proxy.core.version import VERSION
-from acp_proxy.live.addons import run_addons
-from acp_proxy.live.observer import Observer
-from acp_proxy.live.recorder import Recorder, session_recorder
-from acp_proxy.live.relay import frame_cap
+from acp_proxy.live.client import Event
+from acp_proxy.live.server import Role, Server, ServerResult
+from acp_proxy.live.session import Recording
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon, Seen
 
@@ -1333,122 +1327,99 @@ class Report:
 # --- the shell ---------------------------------------------------------------------------
 
 
-class _Stop(Exception):
-    """SIGTERM (the client stops its agent): the session ends, reported."""
-
-
-#: Bytes read from stdin at once, and written to stdout at once.
-_CHUNK = 64 * 1024
-
 #: The validator's end-of-connection rules that blame the side that did not answer (the
 #: client, for a request of the agent's).
 _UNANSWERED = frozenset({"unanswered-request", "permission-unanswered"})
 
 
+#: The findings on the client's frames handed to the machine at most (the client core's
+#: bound): the rest are counted, said once in the log, and recorded all the same.
+MAX_FINDINGS = 10_000
+
+
 class _Findings(Addon):
     """The validator's findings, to the machine when they are on the client's frames (or
-    a request of the agent's the client never answered)."""
+    a request of the agent's the client never answered), up to :data:`MAX_FINDINGS`: a
+    client that sends junk does not grow test-agent with its every line."""
 
     name = "test-agent's findings"
 
-    def __init__(self, machine: TestAgent) -> None:
+    def __init__(self, machine: TestAgent, log: Logger) -> None:
         self.machine = machine
-        self.sides: dict[int, Side] = {}
+        self.log = log
+        #: A byte per frame, by seq: 1 for the client's.
+        self.clients = bytearray()
+        self.handed = 0
+        self.left_out = 0
 
     def frame(self, seen: Seen) -> bytes | None:
         if seen.findings and seen.side is Side.CLIENT:
-            self.machine.found(list(seen.findings))
+            self._hand(list(seen.findings))
         return None
 
     def read_done(self, side: Side, seqs: range) -> None:
-        for seq in seqs:
-            self.sides[seq] = side
+        clients = self.clients
+        if len(clients) < seqs.stop:
+            clients.extend(bytes(seqs.stop - len(clients)))
+        if side is Side.CLIENT:
+            clients[seqs.start : seqs.stop] = b"\1" * len(seqs)
 
     def end(self, findings: list[Violation], t: str) -> None:
-        sides = self.sides
-        self.machine.found(
-            [f for f in findings if sides.get(f.seq or 0) is Side.CLIENT or f.rule in _UNANSWERED]
-        )
+        clients = self.clients
 
+        def client(seq: int | None) -> bool:
+            return seq is not None and 0 <= seq < len(clients) and clients[seq] == 1
 
-class _Shell:
-    """stdin and stdout, with ``select``: what the client writes is observed, then handed
-    to the machine; what the machine says is observed, then written (never blocking: a
-    client that does not read is a bound that runs out)."""
-
-    def __init__(
-        self, machine: TestAgent, observer: Observer, log: Logger, stdin: int, stdout: int
-    ) -> None:
-        self.machine, self.observer = machine, observer
-        self.stdin, self.stdout = stdin, stdout
-        self.timeout = machine.options.timeout
-        self.framer = Framer(frame_cap(log))
-        self.out = bytearray()
-        self.eof = False
-        #: Since when stdout has not taken a byte of what waits to go (None: not stalled).
-        self.stalled: float | None = None
-        self.reason = "the client closed its side (stdin)"
-
-    def emit(self, lines: list[bytes]) -> None:
-        for line in lines:
-            self.observer.observe(Side.AGENT, [line])
-            self.out += line
-            self.out += b"\n"
-
-    def run(self, now: Callable[[], float]) -> None:
-        while not self.eof or self.out:
-            waits = [d for d in (self.machine.deadline, self._stall_deadline()) if d is not None]
-            timeout = max(0.0, min(waits) - now()) if waits else None
-            readers = [] if self.eof else [self.stdin]
-            ready, writable, _ = select.select(
-                readers, [self.stdout] if self.out else [], [], timeout
+        self._hand([f for f in findings if client(f.seq) or f.rule in _UNANSWERED])
+        if self.left_out:
+            self.log.warning(
+                f"over {MAX_FINDINGS} findings on the client's frames: the report has the "
+                "first, the recording has them all",
+                left_out=self.left_out,
             )
-            if writable and not self._write(now):
-                return
-            if self.out and not writable:
-                self.stalled = self.stalled or now()
-            if ready:
-                self._read(now)
-            if self.stalled is not None and now() - self.stalled >= self.timeout and self.eof:
-                self.reason = "the client closed its side (stdin) and read no more"
-                return
-            if self.stalled is not None and now() - self.stalled >= self.timeout:
-                self.reason = f"the client did not read its agent's output for {self.timeout:g}s"
-                name = "large-chunk" if self.machine.turns else "reading"
-                self.machine.checks.append(Check(name, "fail", self.reason))
-                return
-            deadline = self.machine.deadline
-            if deadline is not None and now() >= deadline:
-                self.emit(self.machine.expire(now()))
 
-    def _stall_deadline(self) -> float | None:
-        return None if self.stalled is None else self.stalled + self.timeout
+    def _hand(self, findings: list[Violation]) -> None:
+        room = max(MAX_FINDINGS - self.handed, 0)
+        if len(findings) > room:
+            self.left_out += len(findings) - room
+            findings = findings[:room]
+        self.handed += len(findings)
+        if findings:
+            self.machine.found(findings)
 
-    def _write(self, now: Callable[[], float]) -> bool:
-        """Some of what waits goes out; False if the client is gone (EPIPE). The stall's
-        clock runs from the last write that made progress."""
-        try:
-            written = os.write(self.stdout, self.out[:_CHUNK])
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            self.reason = "the client closed its side (stdout)"
-            return False
-        del self.out[:written]
-        if written:
-            self.stalled = None
-        if self.out and self.stalled is None:
-            self.stalled = now()
-        return True
 
-    def _read(self, now: Callable[[], float]) -> None:
-        data = os.read(self.stdin, _CHUNK)
-        if not data:
-            self.eof = True
-        for frame in self.framer.feed(data):
-            self.observer.observe(Side.CLIENT, [frame])
-            message = frame.value if frame.is_json else None
-            self.emit(self.machine.receive(message, self.observer.seq, now()))
+class _Played(Role):
+    """The machine, as the server's role: what the client writes, as observed, handed to
+    it; what it says, sent (and observed as it crosses); its waits, the server's timer."""
+
+    def __init__(self, machine: TestAgent) -> None:
+        self.machine = machine
+        self.server: Server | None = None
+
+    def opened(self, server: Server) -> None:
+        self.server = server
+
+    def received(self, event: Event) -> None:
+        assert self.server is not None
+        message = event.value if event.is_json else None
+        self._say(self.machine.receive(message, event.seq, self.server.now()))
+
+    def wake(self) -> None:
+        assert self.server is not None
+        self._say(self.machine.expire(self.server.now()))
+
+    def stalled(self, reason: str) -> None:
+        name = "large-chunk" if self.machine.turns else "reading"
+        self.machine.checks.append(Check(name, "fail", reason))
+
+    def finished(self, result: ServerResult) -> None:
+        self.machine.close(time.monotonic())  # (what it would say now has nobody to read it)
+
+    def _say(self, lines: list[bytes]) -> None:
+        assert self.server is not None
+        for line in lines:
+            self.server.send(line)
+        self.server.wake_at(self.machine.deadline)
 
 
 def serve(
@@ -1457,42 +1428,33 @@ def serve(
     *,
     record: str | None = None,
     no_record: bool = False,
+    redact: bool = False,
+    addons: list[Addon] | None = None,
     stdin: int = 0,
     stdout: int = 1,
     argv: list[str] | None = None,
 ) -> Report:
     """Play the agent on ``stdin``/``stdout`` until the client closes stdin (or SIGTERM, or
-    a write the client does not read within the bound); the session recorded and validated
-    as ``run`` does it (``record``, ``no_record``: as ``run``'s options). The report."""
+    a write the client does not read within the bound), as the server role
+    (:class:`~acp_proxy.live.server.Server`: the relay's bounds and back-pressure); the
+    session recorded and validated as ``run`` does it (``record``, ``no_record``,
+    ``redact``, ``addons``: as ``run``'s options). The report."""
     machine = TestAgent(options)
     command = argv or ["acp-proxy", "test-agent"]
-    recorder = (
-        Recorder(None, log) if no_record else session_recorder(record, log, command, os.getpid())
-    )
-    recording = str(recorder.path) if recorder.active and recorder.path else None
     # run's chain less the findings log (the report says them), and the machine's part
-    validator = Validator()
-    addons = run_addons(recorder, log, validator, log_findings=False, then=[_Findings(machine)])
-    observer = Observer(recorder, log, validator, addons=addons)
-    shell = _Shell(machine, observer, log, stdin, stdout)
-
-    def stop(signum: int, frame: Any) -> None:
-        raise _Stop
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    blocking = os.get_blocking(stdout)
-    try:
-        with contextlib.suppress(OSError):
-            os.set_blocking(stdout, False)
-        shell.run(time.monotonic)
-    except _Stop:
-        shell.reason = "stopped by SIGTERM"
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        with contextlib.suppress(OSError):
-            os.set_blocking(stdout, blocking)
-        observer.finish(None, shell.reason)  # (the validator's last findings, to the machine)
-        machine.close(time.monotonic())  # (what it would say now has nobody to read it)
+    server = Server(
+        _Played(machine),
+        log,
+        command,
+        Recording(record, no_record, redact, addons=addons or ()),
+        parts=[_Findings(machine, log)],
+        stall=options.timeout,
+        log_findings=False,
+        stdin_fd=stdin,
+        stdout_fd=stdout,
+    )
+    recording = str(server.recording) if server.recording is not None else None
+    result = server.run()
     report = machine.report()
     return Report(
         report.version,
@@ -1501,5 +1463,5 @@ def serve(
         report.checks,
         report.findings,
         recording,
-        shell.reason,
+        result.reason,
     )

@@ -1,8 +1,9 @@
 """The proxy shell: the only process, pipe and asyncio code.
 
-``spawn`` (the agent process), ``relay`` (the pumps, the loop and the session's lifecycle),
-``observer`` (each frame stamped, checked, recorded, logged), ``recorder`` (the transcript file);
-``commands`` (``run``: a session assembled).
+``spawn`` (the agent process), ``relay`` (the pumps between two endpoints, the loop and the
+session's lifecycle), ``session`` (a session assembled, the one place, whatever side we play:
+``run``, ``client`` as the client, ``server`` as the agent), ``observer`` (each frame stamped,
+checked, recorded, logged), ``recorder`` (the transcript file); ``commands`` (``run``).
 
 Modules::
 
@@ -16,7 +17,9 @@ Modules::
     recorder.py     Recorder: the transcript file, opened safely
     relay.py        run_relay: the pumps and the session's lifecycle, signals, shutdown
     sandbox.py      Sandbox: files beneath a directory descriptor, never raced
+    server.py       Server: acp-proxy as the agent on its stdio (test-agent, replay)
     services.py     Services: the agent's requests answered, safe by construction
+    session.py      assemble: a session put together, the one place, whatever side we play
     spawn.py        start_agent, Watchdog: the agent process, its group stopped with us
     spool.py        Spooler: a line too long to hold, spooled to a file as it crosses
     user_addons.py  load_addons, OffRelay: run --addon FILE, off the relay

@@ -62,15 +62,14 @@ import orjson
 
 from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import Kind, Side
-from acp_proxy.core.validator import Validator, Violation
+from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
-from acp_proxy.live.addons import run_addons
 from acp_proxy.live.loop import event_loop
-from acp_proxy.live.observer import Observer
-from acp_proxy.live.recorder import Recorder, session_recorder
+from acp_proxy.live.recorder import Recorder
 from acp_proxy.live.relay import RelayResult, relay
 from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
+from acp_proxy.live.session import Recording, assemble
 from acp_proxy.live.spawn import Agent, Early, take_agent
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon, Repeated, Seen
@@ -577,7 +576,8 @@ class Client:
     ``services=None``: the front-end answers the agent's requests itself (:meth:`send_raw`).
     ``both_sides``: the client's own frames are events too, in wire order (``chat``'s
     conversation view draws both). ``addons``: the front-end's own parts of the chain, after
-    the recorder (``replay --as client`` logs each finding as ``run`` does).
+    the recorder (``replay --as client`` logs each finding as ``run`` does); ``redact``,
+    ``user_addons``: ``run``'s ``--redact`` and ``--addon``, after the front-end's parts.
     """
 
     def __init__(
@@ -594,6 +594,8 @@ class Client:
         both_sides: bool = False,
         addons: Iterable[Addon] = (),
         runs: bool = False,
+        redact: bool = False,
+        user_addons: Sequence[Addon] = (),
     ) -> None:
         self.agent = agent
         self._services = services
@@ -602,21 +604,17 @@ class Client:
         self._on_stderr = stderr
         self._on_finding = on_finding
         self._both_sides = both_sides
-        self.recorder: Recorder = (
-            Recorder(None, log)
-            if no_record
-            else session_recorder(record, log, agent.argv, agent.pid)
-        )
-        self.validator = Validator()
-        # run's chain, less the findings log (the front-end shows them), and its own parts
-        chain = run_addons(
-            self.recorder,
+        # run's assembly, less the findings log (the front-end shows them), and its own parts
+        self.observer = assemble(
             log,
-            self.validator,
+            agent.argv,
+            agent.pid,
+            Recording(record, no_record, redact, addons=user_addons),
             log_findings=False,
-            then=[*addons, _RunsToFrontEnd(self) if runs else _ToFrontEnd(self)],
+            parts=[*addons, _RunsToFrontEnd(self) if runs else _ToFrontEnd(self)],
         )
-        self.observer = Observer(self.recorder, log, self.validator, addons=chain)
+        self.recorder: Recorder = self.observer.recorder
+        self.validator = self.observer.validator
         self._recorded = self.recorder.active
         #: Every error, and up to :data:`MAX_FINDINGS` of the other findings.
         self._findings: list[Violation] = []

@@ -44,7 +44,16 @@ from acp_proxy.live.spawn import Agent, signal_group
 from acp_proxy.live.spool import Spooler
 from acp_proxy.log import Logger
 
-__all__ = ["Observing", "RelayResult", "frame_cap", "relay", "run_relay"]
+__all__ = [
+    "Endpoint",
+    "Observing",
+    "RelayResult",
+    "frame_cap",
+    "pump_between",
+    "relay",
+    "run_relay",
+    "stdio",
+]
 
 
 class Observing(Protocol):
@@ -82,6 +91,60 @@ class RelayResult:
         if self.returncode < 0:
             return 128 - self.returncode
         return self.returncode
+
+
+@dataclass(slots=True)
+class Endpoint:
+    """One side of a session: its :attr:`feed` (what it writes: the relay reads it), its
+    :attr:`sink` (what it reads: the relay writes to it), and how it ends (:meth:`close`).
+    An agent process (its stdout and stdin), our own stdio (:func:`stdio`), or a side played
+    in-process (the client core's, the server's)."""
+
+    feed: Feed
+    sink: Sink
+    #: Called once the session is over (the pipes closed, the terminal's mode restored).
+    closing: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        self.sink.close()
+        if self.closing is not None:
+            self.closing()
+
+
+async def stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> Endpoint:
+    """Our own stdio as an endpoint (``run``'s client, the server's): each opened on a
+    duplicate of its descriptor (a pipe, a socket or a terminal watched by the loop; a file
+    or a device read in a thread), and its blocking mode restored when it closes."""
+    blocking = [(fd, _blocking(fd)) for fd in (stdin_fd, stdout_fd)]
+    feed = await open_source(stdin_fd)
+    sink = await open_sink(stdout_fd)
+
+    def closing() -> None:
+        if isinstance(feed, FdSource):
+            feed.close()
+        for fd, was in blocking:
+            _restore_blocking(fd, was)
+
+    return Endpoint(feed, sink, closing)
+
+
+def pump_between(
+    client: Endpoint,
+    agent: Endpoint,
+    observer: Observing,
+    log: Logger,
+    add: Callable[[bytes], None] = ignore,
+) -> tuple[asyncio.Task[str], asyncio.Task[str]]:
+    """The relay's two pumps between two endpoints, started: the client's feed to the
+    agent's sink, the agent's feed to the client's sink, each observed as it crosses (see
+    :class:`_Pump`; ``add``: what the observer adds for the client, ``--notify-client``).
+    Each task's result: ``"eof"`` or ``"broken"``."""
+    cap = frame_cap(log)
+    spool = observer.spool_directory()
+    return (
+        asyncio.create_task(_pump(client.feed, agent.sink, Side.CLIENT, observer, add, cap, spool)),
+        asyncio.create_task(_pump(agent.feed, client.sink, Side.AGENT, observer, add, cap, spool)),
+    )
 
 
 class _Pump:
@@ -361,9 +424,10 @@ class _Session:
         self.agent_in = FdSink(agent_in)
         self.agent_out = FdSource(agent_out)
         self.agent_err = FdSource(agent_err)
+        self.client: Endpoint | None = None
         self.client_in: Feed | None = None
         self.client_out: Sink | None = None
-        self.blocking: list[tuple[int, bool | None]] = []
+        self.forwarding = False
         self.tasks: list[asyncio.Task[Any]] = []
         self.stopping: asyncio.Task[None] | None = None
         self.draining: asyncio.Task[None] | None = None
@@ -374,28 +438,23 @@ class _Session:
     ) -> None:
         """Signals passed on to the agent (``run``: the client core's thread has none); the
         client's pipes opened (or its in-process ends taken); the pumps started."""
-        to_client: Sink
+        add: Callable[[bytes], None] = ignore
         if client is None:
             for sig in _FORWARDED_SIGNALS:
                 with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                     self.loop.add_signal_handler(sig, self.forward, sig)
-            self.blocking = [(fd, _blocking(fd)) for fd in (stdin_fd, stdout_fd)]
-            self.client_in = await open_source(stdin_fd)
-            self.client_out = await open_sink(stdout_fd)
-            to_client = splicing = ClientSink(self.client_out)
-            add: Callable[[bytes], None] = splicing.add
+            self.client = ours = await stdio(stdin_fd, stdout_fd)
+            splicing = ClientSink(ours.sink)  # (--notify-client's lines, between the agent's)
+            add = splicing.add
+            self.forwarding = True
+            side = Endpoint(ours.feed, splicing)
         else:
-            self.client_in, self.client_out = client
-            to_client, add = self.client_out, ignore  # (no notices: the client is us)
+            self.client = side = Endpoint(*client)  # (no notices: the client is us)
+        self.client_in, self.client_out = self.client.feed, self.client.sink
         observer = self.observer
-        cap = frame_cap(self.log)
-        spool = observer.spool_directory()
         self.stderr = asyncio.create_task(_pass_stderr(self.agent_err, observer, self.pass_stderr))
-        self.c2a = asyncio.create_task(
-            _pump(self.client_in, self.agent_in, Side.CLIENT, observer, add, cap, spool)
-        )
-        self.a2c = asyncio.create_task(
-            _pump(self.agent_out, to_client, Side.AGENT, observer, add, cap, spool)
+        self.c2a, self.a2c = pump_between(
+            side, Endpoint(self.agent_out, self.agent_in), observer, self.log, add
         )
         self.exited = asyncio.create_task(_exited(self.proc))
         self.tasks = [self.c2a, self.a2c, self.stderr]
@@ -480,7 +539,7 @@ class _Session:
     def close(self) -> None:
         """Signals back to the loop; the agent killed if it is still there; every pipe
         closed; the terminal's blocking mode as it was."""
-        if self.blocking:  # (run's: the client core added no handler)
+        if self.forwarding:  # (run's: the client core added no handler)
             for sig in _FORWARDED_SIGNALS:
                 with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                     self.loop.remove_signal_handler(sig)
@@ -490,15 +549,11 @@ class _Session:
         if self.proc.poll() is None:
             signal_group(self.proc.pid, signal.SIGKILL)
         self.agent.release()  # what is left of its group is stopped (a wrapper's child)
-        if self.client_out is not None:
-            self.client_out.close()
+        if self.client is not None:
+            self.client.close()
         self.agent_in.close()
         self.agent_out.close()
         self.agent_err.close()
-        if isinstance(self.client_in, FdSource):
-            self.client_in.close()
-        for fd, blocking in self.blocking:
-            _restore_blocking(fd, blocking)
 
 
 def _blocking(fd: int) -> bool | None:

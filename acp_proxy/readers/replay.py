@@ -5,8 +5,9 @@ Theory of operation
 -------------------
 A :class:`Script` is one session of a recording: its frames in wire order, each with the
 wire model's :class:`~acp_proxy.core.wire.Message` (so responses already name their requests).
-Two pure state machines play it; thin shells do the pipes and the clock: :func:`serve_agent`
-here, and ``acp_proxy.drive.replay.drive_agent`` over the client core (the agent started,
+Two pure state machines play it; the shells that do the pipes and the clock are in
+``acp_proxy.drive.replay``: ``serve_agent`` over the server role (our stdio relayed, recorded
+and validated as ``run`` does it) and ``drive_agent`` over the client core (the agent started,
 relayed and recorded in-process, as every front-end's is).
 
 **As the agent** (:class:`AgentReplay`): the recording expects client frames in order. Each
@@ -38,17 +39,14 @@ request goes out with the agent's live request id.
 from __future__ import annotations
 
 import json
-import queue
 import shlex
-import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-from acp_proxy.core.framing import MAX_FRAME, Frame, parse_frame
+from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow, value_spans
 from acp_proxy.core.wire import (
     Kind,
@@ -73,9 +71,6 @@ from acp_proxy.readers.compare import (
 from acp_proxy.transcript.items import Addon, Annotated, Repeated
 from acp_proxy.transcript.records import FrameRecord, recorded_whole
 
-if TYPE_CHECKING:
-    from acp_proxy.log import Logger
-
 __all__ = [
     "AgentReplay",
     "ClientReplay",
@@ -85,7 +80,6 @@ __all__ = [
     "client_action",
     "difference",
     "load_script",
-    "serve_agent",
 ]
 
 #: JSON-RPC error code of the answer to a request that does not match the recording.
@@ -374,7 +368,10 @@ class AgentReplay:
 
     def receive(self, line: bytes) -> list[Emit]:
         """One line from the client; what to write back."""
-        frame = parse_frame(line.rstrip(b"\n"))
+        return self.receive_frame(parse_frame(line.rstrip(b"\n")))
+
+    def receive_frame(self, frame: Frame) -> list[Emit]:
+        """One frame from the client (as the relay observed it); what to write back."""
         value = frame.value if frame.is_json else None
         if self.diverged is not None:
             return self._refuse(value)
@@ -532,64 +529,6 @@ def _summary(value: Any, frame: Frame) -> str:
     if kind is Kind.RESPONSE:
         return f"response to id {preview(value.get('id'), 100)}"
     return preview(value, 100)
-
-
-def serve_agent(
-    replay: AgentReplay,
-    stdin: IO[bytes],
-    stdout: IO[bytes],
-    log: Logger,
-) -> int:
-    """Play the agent over a pair of streams until the client closes its side."""
-    inbox = _lines(stdin)
-    warned = False
-
-    def capped() -> None:
-        nonlocal warned
-        if replay.capped and not warned:
-            warned = True
-            log.warning(
-                "a recorded gap is longer than a day: the replay waits a day there",
-                seq=replay.capped[0],
-            )
-
-    try:
-        out = replay.start()
-        capped()
-        _write(out, stdout)
-        while True:
-            line = inbox.get()
-            if line is None:
-                break
-            was = replay.diverged
-            out = replay.receive(line)
-            if replay.diverged is not None and was is None:
-                log.error("replay mismatch", report=replay.diverged)
-            capped()
-            _write(out, stdout)
-    except BrokenPipeError:
-        log.warning("the client stopped reading")
-    status, problem = replay.finish()
-    if problem is not None and replay.diverged is None:
-        log.error("replay incomplete", report=problem)
-    log.info("replay ended", matched=replay.matched, status=status)
-    return status
-
-
-def _write(out: list[Emit], stdout: IO[bytes]) -> None:
-    """Write lines, pausing as asked; lines due together go in one write."""
-    batch: list[bytes] = []
-    for emit in out:
-        if emit.delay > 0:
-            if batch:
-                stdout.write(b"".join(batch))
-                stdout.flush()
-                batch = []
-            time.sleep(emit.delay)
-        batch.append(emit.data + b"\n")
-    if batch:
-        stdout.write(b"".join(batch))
-        stdout.flush()
 
 
 # --- the recording plays the client ---------------------------------------------------------
@@ -809,23 +748,3 @@ class ClientResult:
     def report(self) -> str:
         """The divergences, one per line."""
         return "\n".join(self.divergences) or "every frame matched"
-
-
-def _lines(stream: IO[bytes], cap: int = MAX_FRAME) -> queue.Queue[bytes | None]:
-    """The lines of a stream as a thread reads them; None at its end. A line longer than
-    ``cap`` is its beginning (the rest read and dropped), as the relay observes one: a
-    client that never ends a line cannot grow the replay without bound."""
-    inbox: queue.Queue[bytes | None] = queue.Queue()
-
-    def read() -> None:
-        while line := stream.readline(cap + 1):
-            if len(line) > cap:
-                rest = line[-1:]
-                while rest and not rest.endswith(b"\n"):
-                    rest = stream.readline(cap)
-                line = line[:cap]
-            inbox.put(line)
-        inbox.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    return inbox

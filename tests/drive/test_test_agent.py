@@ -4,6 +4,7 @@ frames checked by the validator in v1 and v2; then over real pipes through the C
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.drive.test_agent import (
     LARGE_CHUNK,
+    MAX_FINDINGS,
     MISSING_NAME,
     Check,
     Options,
@@ -133,7 +135,10 @@ class Wire:
         self.now = 0.0
         self.frames: list[tuple[Side, dict[str, Any]]] = []
         self.observer = Observer(
-            Recorder(None, get_logger()), get_logger(), _validator(), addons=[_Findings(machine)]
+            Recorder(None, get_logger()),
+            get_logger(),
+            _validator(),
+            addons=[_Findings(machine, get_logger())],
         )
         self.agent_findings: list[Any] = []
 
@@ -625,3 +630,115 @@ def test_a_client_that_closes_mid_wait_is_said_so(work):
         "side first"
     )
     assert statuses(checks)["terminal"] == "skip"
+
+
+# --- a hostile client: the relay's bounds (the server role) -----------------------------------
+
+#: The peak RSS a hostile client may take test-agent to (it idles at about 38 MiB).
+RSS_BOUND = 100 * 1024 * 1024
+
+
+def _hostile(
+    tmp_path: Path, data: bytes, close: bool, *options: str
+) -> tuple[int, int, dict[str, Any]]:
+    """test-agent under a client that writes ``data`` and never reads (``close``: then
+    closes its side, else holds it open 3 s first): exit status, peak RSS (VmHWM, sampled
+    while it runs) in bytes, the report."""
+    import threading
+    import time
+
+    report = tmp_path / "r.json"
+    with subprocess.Popen(
+        [*PROXY, "test-agent", "--report", str(report), "--format", "json", *options],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(data)
+                proc.stdin.flush()
+                if not close:
+                    time.sleep(3)
+                proc.stdin.close()
+            except OSError:  # (test-agent ended first)
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        peak = 0
+        began = time.monotonic()
+        while proc.poll() is None and time.monotonic() - began < 90:
+            with contextlib.suppress(OSError), open(f"/proc/{proc.pid}/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+            time.sleep(0.05)
+        status_code = proc.wait(30)
+    return status_code, peak, orjson.loads(report.read_bytes())
+
+
+def _opening(work: Path) -> list[bytes]:
+    return [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+        b'"clientCapabilities":{}}}',
+        b'{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"'
+        + str(work).encode() + b'","mcpServers":[]}}',
+    ]  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_client_that_never_reads_over_300_turns_stays_within_the_bounds(tmp_path):
+    """300 turns (300 sessions, a prompt each, each ``_acp_proxy/ping`` answered blind) from
+    a client that never reads a byte: each turn says a 1 MB chunk, but the relay stops
+    reading the client once what waits for it is over its budget, and a client that reads
+    nothing of it for --timeout ends the session. The peak RSS stays flat (a select loop
+    buffering all it said reached 354 MiB); the report still comes."""
+    work = tmp_path / "w"
+    work.mkdir()
+    turns = 300
+    lines = _opening(work)[:1] + [
+        orjson.dumps({"jsonrpc": "2.0", "id": 2 + k, "method": "session/new",
+                      "params": {"cwd": str(work), "mcpServers": []}})
+        for k in range(turns)
+    ] + [
+        orjson.dumps({"jsonrpc": "2.0", "id": 1000 + k, "method": "session/prompt",
+                      "params": {"sessionId": f"test_{k + 1}",
+                                 "prompt": [{"type": "text", "text": "go"}]}})
+        for k in range(turns)
+    ] + [orjson.dumps({"jsonrpc": "2.0", "id": k + 1, "result": {}}) for k in range(turns)]  # fmt: skip
+    data = b"".join(line + b"\n" for line in lines)
+    code, peak, report = _hostile(tmp_path, data, False, "--no-record", "--timeout", "1")
+    assert code == 1
+    assert peak < RSS_BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
+    assert report["turns"] == turns
+    assert report["ended"] == "the client did not read its agent's output for 1s"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize("junk", ["lines", "bytes"])
+def test_600_kb_of_junk_stays_within_the_bounds(tmp_path, junk):
+    """600 KB of junk after a good start: 300,000 lines that are not a message (``1``), or
+    random bytes (lines past the cap, observed as their beginning, spooled to the recording):
+    each relayed, observed and recorded, the first 10,000 findings in the report (it reached
+    378 MiB with a 108 MiB report, every line kept); test-agent ends when the client does,
+    exit 1, its memory flat."""
+    work = tmp_path / "w"
+    work.mkdir()
+    body = (
+        b"1\n" * 300_000 if junk == "lines" else __import__("random").Random(55).randbytes(600_000)
+    )
+    data = b"".join(line + b"\n" for line in _opening(work)) + body
+    recording = tmp_path / "rec.jsonl"
+    code, peak, report = _hostile(
+        tmp_path, data, True, "--record", str(recording), "--timeout", "2"
+    )
+    assert code == 1
+    assert peak < RSS_BOUND, f"peak RSS {peak / 2**20:.0f} MiB"
+    assert 0 < len(report["findings"]) <= MAX_FINDINGS
+    records = [orjson.loads(line) for line in recording.read_bytes().splitlines()]
+    assert records[-1]["kind"] == "end"
+    if junk == "lines":  # every line recorded, each finding with it
+        frames = [r for r in records if r["kind"] == "frame" and r["from"] == "client"]
+        assert len(frames) == 2 + 300_000

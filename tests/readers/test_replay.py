@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -40,6 +39,12 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _recordings_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """replay records what it plays, as run does: by default into the test's own state."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 def frames(path: Path) -> list[tuple[str, bytes]]:
     return [(r.side, r.frame.raw) for r in read_records(path) if isinstance(r, FrameRecord)]
 
@@ -66,6 +71,31 @@ def test_the_same_client_gets_exactly_the_recorded_agent_bytes(recording, tmp_pa
     assert frames(again) == frames(recording)
     validate = invoke("validate", str(again))
     assert (validate.returncode, validate.stdout) == (0, b"")
+
+
+def test_the_session_replay_plays_is_recorded_and_validated_like_run(recording, tmp_path):
+    """`replay REC` records the session it plays, as run does (both sides, in wire order,
+    the agent's bytes as played, its findings), into the recordings directory by default;
+    its exit status and the bytes it plays are the same with --no-record."""
+    stdin = b"".join(raw + b"\n" for raw in client_lines(recording))
+    played = replay_agent(recording, "--speed", "0", stdin=stdin)
+    unrecorded = replay_agent(recording, "--speed", "0", "--no-record", stdin=stdin)
+    assert played.returncode == unrecorded.returncode == 0, played.stderr
+    assert played.stdout == unrecorded.stdout
+    assert played.stdout == b"".join(
+        raw + b"\n" for side, raw in frames(recording) if side == "agent"
+    )
+    made = list((tmp_path / "state" / "acp-proxy" / "recordings").glob("*.jsonl"))
+    assert len(made) == 1
+    assert frames(made[0]) == frames(recording)
+    assert invoke("validate", str(made[0])).returncode == 0
+    # a client that breaks the protocol: replay's verdict is the recording's, the finding is
+    # recorded and logged as run's
+    bad = b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}\n'
+    new = tmp_path / "bad.jsonl"
+    broken = replay_agent(recording, "--speed", "0", "--record", str(new), stdin=bad)
+    assert broken.returncode == 1
+    assert any(r.get("violations") for r in map(orjson.loads, new.read_bytes().splitlines()))
 
 
 def test_client_actions_are_withheld_unless_allowed_and_the_replay_goes_on(tmp_path):
@@ -204,15 +234,14 @@ def test_recorded_pacing_is_kept_and_speed_0_drops_it(tmp_path, monkeypatch):
     began = time.monotonic()
     paced = replay_agent(path, stdin=request + b"\n")
     assert paced.stdout == answer + b"\n" and time.monotonic() - began >= 1.5
-    import acp_proxy.readers.replay as replaying
-
-    slept: list[float] = []
-    monkeypatch.setattr(replaying, "time", SimpleNamespace(sleep=slept.append))
     fast = replay_agent(path, "--speed", "0", stdin=request + b"\n")
     assert fast.stdout == answer + b"\n" and fast.returncode == 0
-    assert slept == []
     doubled = replay_agent(path, "--speed", "2", stdin=request + b"\n")
-    assert doubled.stdout == answer + b"\n" and slept == [0.75]
+    assert doubled.stdout == answer + b"\n"
+    # what the server is asked to wait (seen, not timed: no bound on a clock)
+    script = load_script(str(path))
+    for speed, delay in ((0.0, 0.0), (2.0, 0.75), (1.0, 1.5)):
+        assert [e.delay for e in AgentReplay(script, speed=speed).receive(request)] == [delay]
 
 
 def test_several_sessions_pick_one_and_bad_input_is_a_clear_error(recording, tmp_path):
@@ -564,16 +593,23 @@ def test_the_client_replay_claims_a_streamed_turn_in_constant_work_per_frame(tmp
     assert replay.done and replay.divergences == []
 
 
-def test_a_client_line_past_the_cap_is_its_beginning_never_held_whole():
-    """A client that never ends its line (`replay REC < /dev/zero` took 24 GB): a line past
-    the cap is taken in its beginning, the rest read and dropped, as the relay observes."""
-    import io
-
-    from acp_proxy.readers.replay import _lines
-
-    inbox = _lines(io.BytesIO(b"a" * 10 + b"\nok\n" + b"\0" * 1000), cap=4)
-    got = [inbox.get(timeout=10) for _ in range(4)]
-    assert got == [b"aaaa", b"ok\n", b"\0" * 4, None]
+def test_a_client_line_past_the_cap_is_its_beginning_never_held_whole(tmp_path):
+    """A client that never ends its line (`replay REC < /dev/zero` took 24 GB): the relay
+    observes a line past the cap as its beginning (recorded whole, spooled), and the replay
+    takes that beginning: a divergence, exit 1."""
+    T = "2026-11-30T10:00:00.000000Z"
+    path = tmp_path / "rec.jsonl"
+    path.write_bytes(
+        start_record(T, ["a"], 1)
+        + frame_record(1, T, "client", parse_frame(b'{"jsonrpc":"2.0","method":"x"}'))
+    )
+    new = tmp_path / "new.jsonl"
+    run = invoke("replay", "--record", str(new), str(path), input=b"a" * 5_000_000,
+                 env={"ACP_PROXY_MAX_FRAME": "1024"})  # fmt: skip
+    assert run.returncode == 1
+    assert b"a line that is not JSON" in run.stderr
+    records = [r for r in read_records(new) if isinstance(r, FrameRecord)]
+    assert [len(r.frame.raw) for r in records] == [5_000_000]
 
 
 def test_another_client_gets_through_initialize_and_a_mismatch_suggests_match_method(recording):
@@ -598,3 +634,51 @@ def test_another_client_gets_through_initialize_and_a_mismatch_suggests_match_me
     refused = replay_agent(recording, "--speed", "0", stdin=stdin)
     report = orjson.loads(refused.stdout.split(b"\n")[-2])["error"]["data"]["report"]
     assert "params.protocolVersion" in report and "--match method" in report, report
+
+
+COUNT_ADDON = """
+import acp_proxy
+
+
+class Count(acp_proxy.Addon):
+    def __init__(self):
+        self.sides = {}
+
+    def add(self, item):
+        side = str(item.record.side) if hasattr(item.record, "side") else None
+        if side is not None:
+            self.sides[side] = self.sides.get(side, 0) + 1
+
+    def done(self, exit_status, reason):
+        print("frames:", sorted(self.sides.items()))
+
+
+addons = [Count()]
+"""
+
+
+def test_replay_hands_the_session_to_the_users_addons_and_redacts_as_run(recording, tmp_path):
+    """Both roles get run's --addon (what it prints goes to stderr; stdout is the protocol's,
+    byte for byte as without it) and --redact (the recorded command line's secrets hidden)."""
+    addon = tmp_path / "count.py"
+    addon.write_text(COUNT_ADDON, encoding="utf-8")
+    stdin = b"".join(raw + b"\n" for raw in client_lines(recording))
+    plain = replay_agent(recording, "--speed", "0", "--no-record", stdin=stdin)
+    counted = replay_agent(recording, "--speed", "0", "--no-record", "--addon", str(addon),
+                           stdin=stdin)  # fmt: skip
+    assert counted.returncode == 0 and counted.stdout == plain.stdout
+    sides = [side for side, _ in frames(recording)]
+    said = f"frames: [('agent', {sides.count('agent')}), ('client', {sides.count('client')})]"
+    assert said.encode() in counted.stderr
+    new = tmp_path / "new.jsonl"
+    agent = [sys.executable, "-c", "import runpy, sys; sys.argv[1:] = ['--delay', '0.01']; "
+             "runpy.run_module('acp_proxy.devtools.example_agent', run_name='__main__')",
+             "--api-key", "s3cret"]  # fmt: skip
+    run = invoke("replay", "--as", "client", "--record", str(new), "--redact", str(recording),
+                 "--", *agent)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    start = orjson.loads(new.read_bytes().splitlines()[0])
+    assert start["argv"][:2] == agent[:2] and "s3cret" not in str(start["argv"])
+    unredacted = tmp_path / "plain.jsonl"
+    invoke("replay", "--as", "client", "--record", str(unredacted), str(recording), "--", *agent)
+    assert "s3cret" in str(orjson.loads(unredacted.read_bytes().splitlines()[0])["argv"])

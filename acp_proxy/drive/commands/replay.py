@@ -110,7 +110,21 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
     metavar="PATH",
     shell_complete=complete_path,
     callback=not_stdout(NOT_A_RECORDING_PLACE),
-    help="As the client: record the new session there (as `run --record` does).",
+    help="Record the session played there (as `run --record` does). As the agent, the "
+    "default is the recordings directory; as the client, not to record.",
+)
+@click.option("--no-record", is_flag=True, help="As the agent: do not record the session.")
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Record with secrets replaced by tags, as `run --redact` does.",
+)
+@click.option(
+    "--addon",
+    "addon_files",
+    multiple=True,
+    metavar="FILE[:NAME]",
+    help="Also hand the session to addons of your own, as `run --addon` does. Repeatable.",
 )
 @click.option(
     "--junit",
@@ -132,6 +146,9 @@ def replay(
     ignore_updates: tuple[str, ...],
     timeout: float,
     record: str | None,
+    no_record: bool,
+    redact: bool,
+    addon_files: tuple[str, ...],
     junit: str | None,
     log_file: str | None,
     log_level: str,
@@ -145,20 +162,31 @@ def replay(
 
     \b
     As the agent, RECORDING answers on stdin/stdout like any agent; put
-    `acp-proxy replay REC` in the editor's agent command. What it would have the
+    `acp-proxy replay REC` in the editor's agent command. The session it plays is
+    recorded and validated as by run. What it would have the
     editor do (write a file, run a command) is listed and withheld unless
     --allow-client-actions. Exit status: 0 every
     recorded client frame matched, 1 the client diverged or stopped early.
     As the client: 0 the agent answered as recorded, 1 it diverged.
     2: the recording cannot be read.
     """
-    from acp_proxy.drive.replay import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, drive_agent
-    from acp_proxy.readers.replay import AgentReplay, load_script, serve_agent
+    from acp_proxy.drive.replay import (
+        EXIT_NOT_EXECUTABLE,
+        EXIT_NOT_FOUND,
+        drive_agent,
+        serve_agent,
+    )
+    from acp_proxy.live.session import Recording, user_addons
+    from acp_proxy.readers.replay import AgentReplay, load_script
 
     stream = open_log(log_file)
     configure(log_level.lower(), log_format, stream, use_color(color, stream))
     log = get_logger()
     agent = _replay_usage(role, agent, allow_actions, recording)
+    if no_record:
+        no_effect("with --no-record", "record", "redact")
+    if role == "client" and record is None:  # (as the client, nothing is recorded unasked)
+        no_effect("with --as client without --record", "redact")
     session = connection_number(recording, connection, session_id)
     try:
         script = load_script(recording, session)
@@ -169,10 +197,12 @@ def replay(
     if role == "agent":
         fake = AgentReplay(script, match=match, speed=speed, allow_actions=allow_actions)
         _list_actions(fake.actions, allow_actions)
-        sys.exit(serve_agent(fake, sys.stdin.buffer, sys.stdout.buffer, log))
+        played = Recording(record, no_record, redact, addons=user_addons(addon_files))
+        argv = ["acp-proxy", "replay", recording]
+        sys.exit(serve_agent(fake, log, argv, played, stdin=sys.stdin.fileno()))
     result = drive_agent(
         script, list(agent), ignore=ignore, timeout=timeout, record=record,
-        skip_updates=ignore_updates,
+        skip_updates=ignore_updates, redact=redact, addons=user_addons(addon_files),
     )  # fmt: skip
     if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
         say(f"acp-proxy: {visible(result.divergences[-1])}")  # (as run says it)
@@ -210,9 +240,9 @@ def _replay_usage(
     if role == "agent" and agent:
         raise click.UsageError("an AGENT command is only for --as client")
     if role == "agent":
-        no_effect("without --as client", "ignore", "ignore_updates", "timeout", "record", "junit")
+        no_effect("without --as client", "ignore", "ignore_updates", "timeout", "junit")
     else:
-        no_effect("with --as client", "speed", "match")
+        no_effect("with --as client", "speed", "match", "no_record")
     if role == "client" and not agent:
         raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
     if role == "client" and allow_actions:

@@ -71,6 +71,18 @@ from acp_proxy.log import configure, get_logger, open_log
     help="Where the session is recorded, as for run. Default: the recordings directory.",
 )
 @click.option("--no-record", is_flag=True, help="Do not record the session.")
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Record with secrets replaced by tags, as `run --redact` does.",
+)
+@click.option(
+    "--addon",
+    "addon_files",
+    multiple=True,
+    metavar="FILE[:NAME]",
+    help="Also hand the session to addons of your own, as `run --addon` does. Repeatable.",
+)
 def test_agent(
     report: str | None,
     fmt: str,
@@ -78,6 +90,8 @@ def test_agent(
     timeout: float,
     record: str | None,
     no_record: bool,
+    redact: bool,
+    addon_files: tuple[str, ...],
 ) -> None:
     """Be the agent a client (an editor, a plugin) talks to, and check the client: put
     `acp-proxy test-agent` where the agent command goes. Each prompt runs one scripted turn
@@ -92,6 +106,11 @@ def test_agent(
         raise click.UsageError("--record and --no-record contradict each other")
     if report is None:
         no_effect("without --report", "fmt")
+    if no_record:
+        no_effect("with --no-record", "redact")
+    from acp_proxy.live.session import user_addons
+
+    addons = user_addons(addon_files)
     from acp_proxy.drive import test_agent as testing
     from acp_proxy.files import open_output
 
@@ -108,7 +127,10 @@ def test_agent(
         say("acp-proxy test-agent: --allow-write: the client will be asked to write a file")
     options = testing.Options(allow_write=allow_write, timeout=timeout)
     try:
-        result = testing.serve(options, get_logger(), record=record, no_record=no_record)
+        result = testing.serve(
+            options, get_logger(), record=record, no_record=no_record, redact=redact,
+            addons=addons,
+        )  # fmt: skip
     except KeyboardInterrupt:
         exit_with(130)
     if out is not None:

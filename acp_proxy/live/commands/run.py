@@ -86,65 +86,22 @@ def _observer(
     views: list[Addon],
 ) -> Observer:
     """``run``'s observer and its parts (the transcript, the validator, the live log, the
-    findings log, the notices, our own ``views``: the OTLP export, off the relay already),
-    then the user's ``addons`` (off the relay's thread), loaded and built while the relay
-    runs; the recordings tidied (``--keep-*``), the page served (``--inspect``: the
-    process, to ``inspector``)."""
-    from acp_proxy.core.validator import Validator
-    from acp_proxy.live.addons import run_addons
-    from acp_proxy.live.observer import Observer
-    from acp_proxy.live.recorder import Recorder, session_recorder
-    from acp_proxy.live.user_addons import off_relay
+    findings log, the notices, our own ``views``: the OTLP export, off the relay already,
+    then the user's ``addons``), loaded and built while the relay runs; the recordings
+    tidied (``--keep-*``), the page served (``--inspect``: the process, to ``inspector``)."""
+    from acp_proxy.live.session import Recording, assemble
 
-    redactor = None
-    recorded_argv = argv
-    if redact:
-        from acp_proxy.transcript.redact import Redactor
-
-        redactor = Redactor()
-        recorded_argv = redactor.argv(argv)[0]
-    recorder = (
-        Recorder(None, log)
-        if no_record
-        else session_recorder(record, log, recorded_argv, pid, started)
+    recording = Recording(record, no_record, redact, record_stderr, addons)
+    observer = assemble(
+        log, argv, pid, recording, started=started, notify_client=notify_client, parts=views
     )
-    validator = Validator()
-    chain = run_addons(
-        recorder,
-        log,
-        validator,
-        redactor=redactor,
-        record_stderr=record_stderr,
-        notify_client=notify_client,
-        then=[*views, *off_relay(addons, log)],  # the user's code, off the relay's thread
-    )
-    observer = Observer(recorder, log, validator, addons=chain)
+    recorder = observer.recorder
     if record is None and (keep_days is not None or keep_size is not None):
         _tidy_recordings(log, keep_days, keep_size)
     if inspect_live and recorder.path is not None:
         inspector.append(_start_inspector(recorder.path, log))
     exempt_from_gc()
     return observer
-
-
-def _user_addons(files: tuple[str, ...]) -> list[Addon]:
-    """``--addon``: the user's addons, loaded before anything crosses (a file that gives
-    none is a usage error, exit 2). What their code prints goes to stderr from here on:
-    stdout belongs to the protocol (the relay writes to its descriptor, not ``sys.stdout``)."""
-    if not files:
-        return []
-    from acp_proxy.live.user_addons import AddonFileError, load_addons
-
-    sys.stdout = sys.stderr
-    addons: list[Addon] = []
-    for spec in files:
-        try:
-            addons += load_addons(spec)
-        except AddonFileError as exc:  # (the context's: where it is set said, if not typed)
-            ctx = click.get_current_context()
-            param = next(p for p in ctx.command.params if p.name == "addon_files")
-            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-    return addons
 
 
 def _otlp_target(endpoint: str | None, content: bool) -> Target | None:
@@ -342,7 +299,11 @@ def run(
     no_record = no_record and not overruled("no_record", *_RECORDING)
     _what_does_nothing(record, no_record)
     argv = list(command)
-    addons = _user_addons(addon_files)
+    addons: list[Addon] = []
+    if addon_files:  # (the session's parts are loaded later, in a thread: see below)
+        from acp_proxy.live.session import user_addons
+
+        addons = user_addons(addon_files)
     where = _otlp_target(otlp, otlp_content)
     # The agent first (started before click was loaded, by acp_proxy.__main__, when it
     # could be): its start overlaps the proxy's (what it writes waits in its pipe).
