@@ -126,7 +126,7 @@ what it is for and what it promises.
     drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)
     drive/commands/shared.py  what probe and chat share: --protocol, recording, -- AGENT
     drive/test_agent.py      TestAgent, serve: the agent that checks a client (select, no asyncio)
-    devtools/                example_agent.py, demo.py, bench.py
+    devtools/                example_agent.py, demo.py, bench.py (bench_*.py: its parts)
     devtools/commands/demo.py  demo
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
