@@ -80,7 +80,9 @@ what it is for and what it promises.
     transcript/heads.py      PlainHeads, plain_frame_head: the readers' fast path
     transcript/reading.py    open_recording, open_lines, RecordingError
     transcript/names.py      default_record_dir, recording_name, prune, being_written
-    transcript/redact.py     Redactor, redact_stream
+    transcript/redact.py     Redactor, redact_stream: frames and records, a recording's lines
+    transcript/hiding.py     Hider: secrets in strings, command lines and URLs (Redactor's base)
+    transcript/chunks.py     ChunkJoin: keys cut between chunks of streamed text
     transcript/secrets.py    what is secret: one table (redact, the stderr cutter)
     transcript/items.py      Addon, Chain, Annotated, Repeated, Seen: the one hook protocol
     transcript/beneath.py    open_beneath: a file a caller named, opened beneath a directory
@@ -132,7 +134,7 @@ what it is for and what it promises.
     drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)
     drive/commands/shared.py  what probe and chat share: --protocol, recording, -- AGENT
     drive/test_agent.py      TestAgent, serve: the agent that checks a client (select, no asyncio)
-    devtools/                example_agent.py, demo.py, bench.py
+    devtools/                example_agent.py, demo.py, bench.py (bench_*.py: its parts)
     devtools/commands/demo.py  demo
 
 Tests mirror the package (``tests/core/``, ``tests/live/``...); end-to-end ones sit at the top.
