@@ -11,8 +11,9 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   Ctrl-D or ``/quit`` at the prompt do); slash commands (:data:`HELP`). The agent runs in a
   process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
   is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
-  chat ends once the turn has). A bracketed paste is one prompt, whatever its lines; a
-  line ending in ``\\`` goes on at the next.
+  chat ends once the turn has); a permission question sets it aside, never an answer, and
+  the prompt after the turn starts with it. A paste is one prompt, whatever its lines (the
+  terminal asked to mark it, readline's or not); a line ending in ``\\`` goes on at the next.
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
   message text on stdout (tabs and line feeds as written; not a loaded session's history);
   permission requests answered by the policy; a turn that ended otherwise than ``end_turn``
@@ -37,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import select
 import shlex
 import signal
@@ -115,6 +117,10 @@ _KEYS = {"allow_once": "y", "allow_always": "a", "reject_once": "n"}
 
 #: The words each letter also answers to.
 _WORDS = {"yes": "y", "always": "a", "no": "n"}
+
+#: Bytes of what was typed ahead kept at most, a question at a time (past them, a paste of
+#: a book is cut: never left to answer the question).
+_TYPED_AHEAD = 1 << 20
 
 #: What every line the chat writes on stderr on its own starts with.
 _PREFIX = "acp-proxy chat: "
@@ -258,6 +264,10 @@ class _Chat:
         self._capture: list[str] | None = None
         #: The terminal's settings before a turn made it quiet (restored for a question).
         self._cooked: list[Any] | None = None
+        #: What was typed in a turn and set aside when a question came: the next prompt's
+        #: start (never an answer, never lost); whether a Ctrl-D was among it.
+        self.typed_ahead = ""
+        self.typed_eof = False
         self._out_tty = _isatty(out)
 
     # --- output -------------------------------------------------------------------------
@@ -272,6 +282,12 @@ class _Chat:
             self._out.write(piece if self._colour else click.unstyle(piece))
             if not self._queued:
                 self._out.flush()
+
+    def _control(self, sequence: str) -> None:
+        """A control sequence for the terminal (not styling: sent whatever the colour)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._out.write(sequence)
+            self._out.flush()
 
     def _next(self, timeout: float) -> Event:
         """The next frame of the session: one of those the client core handed over at
@@ -734,10 +750,16 @@ class _Chat:
         quiet[3] &= ~(termios.ECHO | termios.ICANON)
         quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 1, 0
         self._cooked = cooked
+        # a paste in the turn comes marked: the next prompt (or a question) takes it whole
+        pasting = _brackets()
         try:
             _set_terminal(fd, quiet)
+            if pasting:
+                self._control(_PASTE_ON)
             yield
         finally:
+            if pasting:
+                self._control(_PASTE_OFF)
             self._cooked = None
             _set_terminal(fd, cooked)
 
@@ -789,9 +811,9 @@ class _Chat:
         if len(keys) > _OPTIONS:
             choices += f"  (and {len(keys) - _OPTIONS} more: answer with their numbers)"
         self._write(f"    {choices}\n")
-        if self._drop_type_ahead():  # never an answer the user typed before the question
-            self._write(click.style("    (what was typed before this question is dropped)",
-                                    dim=True) + "\n")  # fmt: skip
+        if self._set_aside():  # never an answer the user typed before the question
+            self._write(click.style("    (what was typed before this question waits for the "
+                                    "next prompt)", dim=True) + "\n")  # fmt: skip
         outcome: dict[str, Any] = {"outcome": "cancelled"}
         while keys:
             answer = self.read(f"    {'/'.join(keys)}? ")
@@ -837,18 +859,21 @@ class _Chat:
             title = f"{title} ({kind})"
         return title, _touches(fields)
 
-    def _drop_type_ahead(self) -> bool:
-        """On a terminal, what was typed and not yet read is dropped (a line typed ahead
-        in a turn must never answer the question asked next); whether there was any."""
+    def _set_aside(self) -> bool:
+        """On a terminal, what was typed (or pasted) and not yet read is taken out of the
+        terminal and kept for the next prompt (:attr:`typed_ahead`): a line typed ahead in
+        a turn must never answer the question asked next, nor be lost; whether there was
+        any."""
         fd = _terminal(sys.stdin) if self.interactive else None
         if fd is None:
             return False
-        try:
-            waiting = bool(select.select([fd], [], [], 0)[0])
-            termios.tcflush(fd, termios.TCIFLUSH)
-        except (OSError, termios.error, ValueError):
+        typed = _read_waiting(fd)
+        if not typed:
             return False
-        return waiting
+        text, eof = _typed_text(typed)
+        self.typed_ahead += text
+        self.typed_eof = self.typed_eof or eof
+        return True
 
     def read(self, prompt: str) -> str | None:
         """A line from the user (Ctrl-C reaches us as KeyboardInterrupt here): None at
@@ -898,13 +923,28 @@ class _Chat:
 
     def prompt_lines(self) -> str:
         """A prompt typed or pasted at the terminal: a bracketed paste is one, whatever its
-        lines (readline takes it whole; without readline its markers are read here, the
-        terminal asked to send them); a line ending in ``\\`` goes on at the next."""
-        raw = "readline" not in sys.modules and os.environ.get("TERM", "dumb") != "dumb"
+        lines (readline takes it whole: :func:`chat` turned its bracketed paste on; without
+        readline its markers are read here, the terminal asked to send them); a line ending
+        in ``\\`` goes on at the next. What a question set aside is the line's start
+        (readline: there to edit)."""
+        if self.typed_eof and not self.typed_ahead.strip():
+            raise EOFError  # (a Ctrl-D typed in the turn: the chat ends once it has)
+        kept, self.typed_ahead, self.typed_eof = self.typed_ahead.rstrip("\n"), "", False
+        edit = sys.modules.get("readline")
+        raw = edit is None and _brackets()
         if raw:
-            self._write(_PASTE_ON)
+            self._control(_PASTE_ON)
+        if kept and edit is not None:
+
+            def prefill() -> None:
+                edit.insert_text(kept)
+                edit.redisplay()
+
+            edit.set_pre_input_hook(prefill)
         try:
-            line = input("> ")
+            line = input("> " + ("" if edit is not None else kept))
+            if edit is None:
+                line = kept + line
             if _PASTE_START in line:
                 while _PASTE_END not in line:
                     line += "\n" + input("")
@@ -913,7 +953,9 @@ class _Chat:
                 line = line[:-1] + "\n" + input(". ")
         finally:
             if raw:
-                self._write(_PASTE_OFF)
+                self._control(_PASTE_OFF)
+            if kept and edit is not None:
+                edit.set_pre_input_hook(None)
         return line
 
     def piped_loop(self, lines: TextIO) -> None:
@@ -1119,6 +1161,65 @@ def _terminal(stream: TextIO) -> int | None:
     return fd if _isatty(stream) else None
 
 
+def _brackets() -> bool:
+    """Whether the terminal is asked to mark a paste (not a dumb one: it knows no escapes)."""
+    return os.environ.get("TERM", "dumb") not in ("", "dumb")
+
+
+def _read_waiting(fd: int) -> bytes:
+    """What was typed at the terminal ``fd`` and not yet read, the line being typed too
+    (read without canonical line editing, for the moment), without waiting."""
+    try:
+        before = termios.tcgetattr(fd)
+    except termios.error:
+        return b""
+    now = termios.tcgetattr(fd)
+    now[3] &= ~termios.ICANON
+    now[6][termios.VMIN], now[6][termios.VTIME] = 0, 0
+    typed = b""
+    try:
+        _set_terminal(fd, now)
+        while select.select([fd], [], [], 0)[0] and len(typed) < _TYPED_AHEAD:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            typed += chunk
+        if len(typed) >= _TYPED_AHEAD:
+            termios.tcflush(fd, termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):
+        pass
+    finally:
+        _set_terminal(fd, before)
+    return typed
+
+
+#: An escape sequence a key sends (an arrow, a function key), not text.
+_KEY_SEQUENCE = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)?", re.DOTALL)
+
+
+def _typed_text(typed: bytes) -> tuple[str, bool]:
+    """What keys typed at a terminal say as text (what canonical line editing would have
+    made of it: backspace and Ctrl-U applied, Enter a line feed, a paste's markers and
+    other keys' sequences gone), and whether a Ctrl-D was among them."""
+    text = typed.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace(_PASTE_START, "").replace(_PASTE_END, "")
+    text = _KEY_SEQUENCE.sub("", text)
+    kept: list[str] = []
+    eof = False
+    for char in text:
+        if char in "\x7f\b":
+            if kept and kept[-1] != "\n":
+                kept.pop()
+        elif char == "\x15":  # Ctrl-U: the line so far
+            while kept and kept[-1] != "\n":
+                kept.pop()
+        elif char == "\x04":
+            eof = True
+        elif char in "\n\t" or char.isprintable():
+            kept.append(char)
+    return "".join(kept), eof
+
+
 def _set_terminal(fd: int, settings: list[Any]) -> None:
     """A terminal's settings, at once (what was typed is kept)."""
     with contextlib.suppress(termios.error, OSError):
@@ -1165,7 +1266,13 @@ def chat(
     notes.append(session)
     if interactive:
         with contextlib.suppress(ImportError):
-            import readline  # noqa: F401, PLC0415 - line editing and history for input()
+            import readline  # noqa: PLC0415 - line editing and history for input()
+
+            if _brackets() and "libedit" not in (readline.__doc__ or ""):
+                # CPython turns GNU readline's bracketed paste off (bpo-42819): on, readline
+                # asks the terminal to mark a paste, and takes it as one line, whatever its
+                # lines (the terminal's ESC [ ? 2004 h, at each prompt)
+                readline.parse_and_bind("set enable-bracketed-paste on")
     # the chat takes findings from the first frame on (a banner before initialize too)
     client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,

@@ -219,7 +219,7 @@ class Terminal:
     """``acp-proxy chat`` on a pseudo-terminal it has as its controlling terminal, so that
     a typed Ctrl-C is the terminal's SIGINT to its foreground process group."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, term: str = "dumb") -> None:
         self.leader, follower = pty.openpty()
 
         def controlling() -> None:
@@ -228,7 +228,7 @@ class Terminal:
 
         self.proc = subprocess.Popen(
             command, stdin=follower, stdout=follower, stderr=follower, cwd=cwd,
-            env=clean_env(TERM="dumb"),
+            env=clean_env(TERM=term),
             preexec_fn=controlling,  # noqa: PLW1509 - the test starts no thread
         )  # fmt: skip
         os.close(follower)
@@ -238,6 +238,12 @@ class Terminal:
 
     def type(self, data: bytes) -> None:
         os.write(self.leader, data)
+
+    def paste(self, text: bytes) -> None:
+        """``text`` pasted, as a terminal (tmux, xterm) does: marked (ESC [ 200 ~ ... ESC [
+        201 ~) only while the program has asked for it (ESC [ ? 2004 h, until ... l)."""
+        asked = self.seen.rfind(b"\x1b[?2004h") > self.seen.rfind(b"\x1b[?2004l")
+        self.type(b"\x1b[200~" + text + b"\x1b[201~" if asked else text.replace(b"\n", b"\r"))
 
     def until(self, pattern: bytes, seconds: float = 60) -> bytes:
         """What the terminal showed, up to ``pattern`` (asserted to come after what was
@@ -548,13 +554,13 @@ def test_on_a_terminal_what_was_typed_ahead_never_answers_a_permission(tmp_path)
     term.type(b"y\r")
     term.until(b"Hello")
     term.type(b"again\ry\r")  # the next prompt, and a `y` typed ahead of its question
-    term.until(b"typed before this question is dropped")
+    term.until(b"typed before this question waits for the next prompt")
     term.until(b"y/n? ")
     time.sleep(0.5)
     term.type(b"n\r")
     term.until(b"ended: ")
-    term.until(b"> ")
-    term.type(b"/quit\r")
+    term.until(b"> y")  # (kept: the next prompt's start, to send or to edit)
+    term.type(b"\x15/quit\r")
     assert term.close() == 0, plain(term.seen)[-2000:]
     answers = [
         r["msg"]["result"]["outcome"]
@@ -774,10 +780,15 @@ NO_READLINE = [
 
 @pytest.mark.parametrize("proxy", [PROXY, NO_READLINE], ids=["readline", "no-readline"])
 def test_on_a_terminal_a_paste_is_one_prompt_and_a_backslash_goes_on(tmp_path, proxy):
+    """A terminal marks a paste only when asked (ESC [ ? 2004 h): the chat asks, with
+    readline too (CPython turns readline's bracketed paste off), and a two-line paste is
+    one prompt (before: one a line, with readline)."""
     record = tmp_path / "rec.jsonl"
-    terminal = Terminal([*proxy, "chat", "--record", str(record), "--", *NAMELESS], tmp_path)
+    terminal = Terminal([*proxy, "chat", "--record", str(record), "--", *NAMELESS], tmp_path,
+                        term="xterm")  # fmt: skip
     terminal.until(b"> ")
-    terminal.type(b"\x1b[200~first line\nsecond line\x1b[201~\r")
+    terminal.paste(b"first line\nsecond line")
+    terminal.type(b"\r")
     terminal.until(b"> ")
     terminal.type(b"one \\\r")
     terminal.type(b"two\r")
@@ -785,3 +796,44 @@ def test_on_a_terminal_a_paste_is_one_prompt_and_a_backslash_goes_on(tmp_path, p
     terminal.type(b"/quit\r")
     assert terminal.close() == 0
     assert prompts_sent(record) == ["first line\nsecond line", "one \ntwo"]
+
+
+def test_on_a_terminal_what_a_question_finds_typed_is_kept_for_the_next_prompt(tmp_path):
+    """Lines typed or pasted in a turn are never an answer, and never lost: a question
+    sets them aside, and the prompt after the turn starts with them (one prompt, sent with
+    Enter). Before: dropped, and the recording held the first line of the paste alone."""
+    record = tmp_path / "rec.jsonl"
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *PROBE_AGENT], tmp_path,
+                    term="xterm")  # fmt: skip
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"Hello")
+    # in the turn: the next prompt, then a paste of two lines and a line typed, unsent
+    term.type(b"again\r")
+    term.paste(b"pasted one\npasted two\n")
+    term.type(b"typed thr\x7free")
+    term.until(b"waits for the next prompt")
+    term.until(b"y/n? ")
+    term.type(b"n\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.until(b"typed three")  # the prompt starts with what was set aside
+    term.type(b"\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0, plain(term.seen)[-2000:]
+    assert prompts_sent(record) == ["hi", "again", "pasted one\npasted two\ntyped three"]
+
+
+def test_what_was_typed_is_read_as_line_editing_would():
+    from acp_proxy.drive.chat import _typed_text
+
+    keys = b"ab\x7fc\x1b[Ddone\rjunk\x15kept\r\x1b[200~p1\np2\x1b[201~caf\xc3\xa9\x1bOA"
+    assert _typed_text(keys) == ("acdone\nkept\np1\np2caf\u00e9", False)
+    assert _typed_text(b"x\x04") == ("x", True)
+    assert _typed_text(b"\x07\x1b\x00tab\there") == ("tab\there", False)
