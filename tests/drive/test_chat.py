@@ -594,7 +594,7 @@ def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_
 
 
 def test_a_permission_says_the_command_and_the_paths_it_touches():
-    from acp_proxy.drive.chat import _touches
+    from acp_proxy.drive.chat.permissions import touches as _touches
 
     fields = {
         "rawInput": {"command": ["rm", "-rf", "build"]},
@@ -831,9 +831,29 @@ def test_on_a_terminal_what_a_question_finds_typed_is_kept_for_the_next_prompt(t
 
 
 def test_what_was_typed_is_read_as_line_editing_would():
-    from acp_proxy.drive.chat import _typed_text
+    from acp_proxy.drive.chat.terminal import typed_text as _typed_text
 
     keys = b"ab\x7fc\x1b[Ddone\rjunk\x15kept\r\x1b[200~p1\np2\x1b[201~caf\xc3\xa9\x1bOA"
     assert _typed_text(keys) == ("acdone\nkept\np1\np2caf\u00e9", False)
     assert _typed_text(b"x\x04") == ("x", True)
     assert _typed_text(b"\x07\x1b\x00tab\there") == ("tab\there", False)
+
+
+def test_the_chat_is_a_package_no_module_over_1000_lines_no_class_over_600():
+    """Issue 55: the chat's ideas (the wire, the session, the terminal, permissions, the
+    commands, the script) are modules of their own, none of them a 900-line class."""
+    import ast
+
+    import acp_proxy.drive.chat as package
+
+    folder = Path(package.__file__).parent
+    modules = sorted(folder.glob("*.py"))
+    assert len(modules) >= 6
+    for path in modules:
+        source = path.read_text()
+        assert source.count("\n") <= 1000, path.name
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert lines <= 600, f"{path.name}: {node.name} {lines} lines"
+    assert {"HELP", "Options", "chat", "json_events"} <= set(dir(package))
