@@ -41,6 +41,7 @@ _CHAT_VALUED = (
     "--timeout",
     "--permissions",
     "--prompt",
+    "-p",
     "--format",
 )
 _FRONT_VALUED = ("--color", *_RECORDING)

@@ -680,11 +680,23 @@ def prompts_sent(recording: Path) -> list[str]:
     return [p["params"]["prompt"][0]["text"] for p in sent]  # type: ignore[index]
 
 
-def test_prompt_is_one_turn_its_answer_on_stdout_and_stdin_unread(tmp_path):
-    run = chat(tmp_path, EXAMPLE, "not a prompt\n", "--prompt", "hi there")
+def test_prompt_is_one_turn_with_piped_stdin_after_it_or_stdin_the_prompt(tmp_path):
+    """As `claude -p`, `codex exec`: `git diff | chat -p 'review this'` is ONE prompt, the
+    instruction then stdin as a <stdin> block (before: stdin unread); `-p -` is stdin;
+    an empty stdin adds nothing."""
+    run = chat(tmp_path, EXAMPLE, "diff --git a/x b/x\n+new line\n", "-p", "review this")
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(REPLY) and run.stdout.count(REPLY) == 1
-    assert prompts_sent(tmp_path / "rec.jsonl") == ["hi there"]
+    assert prompts_sent(tmp_path / "rec.jsonl") == [
+        "review this\n\n<stdin>\ndiff --git a/x b/x\n+new line\n</stdin>"
+    ]
+    whole = chat(tmp_path, EXAMPLE, "line one\n/new\nline three\n", "--prompt", "-")
+    assert whole.returncode == 0, whole.stderr
+    assert prompts_sent(tmp_path / "rec.jsonl")[-1] == "line one\n/new\nline three\n"
+    assert chat(tmp_path, EXAMPLE, "", "-p", "hi there").returncode == 0
+    assert prompts_sent(tmp_path / "rec.jsonl")[-1] == "hi there"  # (the same file, appended)
+    empty = chat(tmp_path, EXAMPLE, " \n", "-p", "-")
+    assert empty.returncode == 2 and "--prompt -: stdin is empty" in empty.stderr
     refused = chat(tmp_path, [*EXAMPLE, "--misbehave"], "", "--prompt", "hi", "--protocol", "2")
     assert refused.returncode == 1  # (as piped: a finding at error level)
 
@@ -706,12 +718,51 @@ def test_format_json_is_one_object_a_line_for_all_a_turn_says(tmp_path):
     decision = next(r for r in said if r["type"] == "permission_decision")
     assert decision["outcome"] == {"outcome": "selected", "optionId": "allow"}
     assert "".join(str(r["text"]) for r in said if r["type"] == "text").startswith(REPLY)
-    assert said[-1] == {"type": "turn_end", "session": "sess_0001", "stop_reason": "end_turn"}
+    start, end, result = said[0], said[-2], said[-1]
+    assert start == {
+        "type": "start", "session": "sess_0001",
+        "agent": {"name": "acp-proxy-example-agent", "version": "0.1.0"}, "protocol": 1,
+        "cwd": str(tmp_path), "recording": str(tmp_path / "rec.jsonl"),
+    }  # fmt: skip
+    assert kinds.count("start") == 1 and kinds.count("result") == 1
+    assert end["type"] == "turn_end" and end["stop_reason"] == "end_turn"
+    assert isinstance(end["duration_ms"], int)
+    assert result["type"] == "result" and result["is_error"] is False
+    assert result["subtype"] == "success" and result["exit_status"] == 0
+    assert result["result"] == "".join(str(r["text"]) for r in said if r["type"] == "text")
+    assert result["stop_reason"] == "end_turn" and result["num_turns"] == 1
+    assert result["session"] == "sess_0001" and result["recording"] == start["recording"]
+    assert isinstance(result["duration_ms"], int) and result["duration_ms"] > 0
     failing = chat(tmp_path, [*EXAMPLE, "--misbehave"], "hi\n", "--format", "json",
                    "--protocol", "2")  # fmt: skip
     assert failing.returncode == 1
     findings = [r for r in records(failing.stdout) if r["type"] == "finding"]
     assert any(f["level"] == "error" and f["rule"] == "prompt-result-message-id" for f in findings)
+    result = records(failing.stdout)[-1]
+    assert result["type"] == "result" and result["is_error"] is True
+    first = next(f for f in findings if f["level"] == "error")  # (why: the first error)
+    assert result["exit_status"] == 1 and result["error"] == f"{first['rule']}: {first['message']}"
+    # v2: the usage_update's context and cost
+    v2 = chat(tmp_path, EXAMPLE, "hi\n", "--format", "json", "--protocol", "2")
+    assert records(v2.stdout)[-1]["cost"] == {"amount": 0.002, "currency": "USD"}
+    assert records(v2.stdout)[-1]["context"] == {"used": 2400, "size": 200000}
+
+
+def test_format_json_says_a_failure_on_stdout_too_start_first_result_last(tmp_path):
+    """An agent that never answers, or cannot start: stdout still starts with the start
+    object and ends with a result naming the error (before: one finding, the reason on
+    stderr only)."""
+    hung = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "", "--format", "json", "-p", "hi",
+                "--timeout", "1")  # fmt: skip
+    assert hung.returncode == 1
+    said = records(hung.stdout)
+    assert said[0]["type"] == "start" and said[0]["session"] is None
+    assert said[-1]["type"] == "result" and said[-1]["is_error"] is True
+    assert said[-1]["error"].startswith("no response to initialize within 1s (--timeout)")
+    gone = chat(tmp_path, ["no-such-agent-here"], "", "--format", "json", "-p", "hi")
+    assert gone.returncode == 2 and "not found" in gone.stderr
+    assert [r["type"] for r in records(gone.stdout)] == ["start", "result"]
+    assert records(gone.stdout)[-1]["error"] == "agent command not found: no-such-agent-here"
 
 
 #: A v1 agent that loads session s1, replaying its history, and answers each prompt.

@@ -42,13 +42,14 @@ Modules::
     terminal.py     Keyboard: the terminal's modes, a paste marked, what was typed ahead
     permissions.py  ChatServices, asked_about: permission requests, put in a few lines
     slash.py        HELP, Commands: the chat's own /commands
-    script.py       piped, one_turn: the chat for a script
-    events.py       json_events: --format json's objects
+    script.py       piped, one_turn, script_prompt: the chat for a script (-p, stdin)
+    events.py       json_events, start_record, result_record: --format json's objects
 """
 
-from acp_proxy.drive.chat.events import json_events
+from acp_proxy.drive.chat.events import json_events, not_started
 from acp_proxy.drive.chat.options import Options
 from acp_proxy.drive.chat.run import chat
+from acp_proxy.drive.chat.script import script_prompt
 from acp_proxy.drive.chat.slash import HELP
 
-__all__ = ["HELP", "Options", "chat", "json_events"]
+__all__ = ["HELP", "Options", "chat", "json_events", "not_started", "script_prompt"]

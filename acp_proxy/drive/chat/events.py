@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.core.protocol import Kind, Side
+from acp_proxy.core.visible import dumps
 from acp_proxy.core.wire import Message
+from acp_proxy.drive.chat.options import Options
 
 #: ``--format json``: each update's ``type``, by its variant (v1's and v2's); any other
 #: update is ``{"type": "update", "update": ...}``.
@@ -69,3 +71,64 @@ def json_events(message: Message) -> list[dict[str, Any]]:
                  "id": element.id, "outcome": outcome}
             )  # fmt: skip
     return records
+
+
+def start_record(
+    session: str | None,
+    agent: tuple[str | None, str | None],
+    protocol: int,
+    cwd: str,
+    recording: str | None,
+) -> dict[str, Any]:
+    """The stream's first object (``claude -p``'s ``system``/``init``, ``codex exec``'s
+    ``thread.started``): the session, the agent, the protocol, where."""
+    name, version = agent
+    return {
+        "type": "start", "session": session, "agent": {"name": name, "version": version},
+        "protocol": protocol, "cwd": cwd, "recording": recording,
+    }  # fmt: skip
+
+
+def result_record(
+    status: int,
+    *,
+    session: str | None,
+    text: str | None,
+    stop_reason: str | None,
+    turns: int,
+    duration: float,
+    usage: Any,
+    context: dict[str, Any] | None,
+    error: str | None,
+    recording: str | None,
+) -> dict[str, Any]:
+    """The stream's last object (``claude -p``'s ``result``): how the chat ended (its exit
+    ``status``: ``is_error`` unless 0, and why), the last turn's whole text and stop
+    reason, the turns, the time, and what the agent reported of its usage (the prompt
+    response's ``usage``; a ``usage_update``'s ``used``/``size`` as ``context``, its
+    ``cost``)."""
+    record: dict[str, Any] = {
+        "type": "result", "subtype": "success" if status == 0 else "error",
+        "is_error": status != 0, "exit_status": status, "session": session,
+        "result": text, "stop_reason": stop_reason, "num_turns": turns,
+        "duration_ms": round(duration * 1000), "usage": usage if isinstance(usage, dict) else None,
+        "context": None, "cost": None, "recording": recording,
+    }  # fmt: skip
+    if context is not None:
+        record["context"] = {k: context.get(k) for k in ("used", "size")}
+        cost = context.get("cost")
+        record["cost"] = cost if isinstance(cost, dict) else None
+    if status != 0:
+        record["error"] = error or "failed"
+    return record
+
+
+def not_started(options: Options, why: str) -> str:
+    """``--format json``'s stream for an agent that cannot start: its first object and
+    its last (exit 2), two lines."""
+    first = start_record(None, (None, None), options.protocol, str(options.cwd), None)
+    last = result_record(
+        2, session=None, text=None, stop_reason=None, turns=0, duration=0.0, usage=None,
+        context=None, error=why, recording=None,
+    )  # fmt: skip
+    return dumps(first).decode() + "\n" + dumps(last).decode()

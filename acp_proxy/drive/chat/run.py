@@ -75,6 +75,7 @@ def chat(
     session.drain()
     if status == 0 and session.failed:
         status = EXIT_FAILED
+    session.finish(status)  # (--format json: the result, on stdout)
     said = session.gone is not None and session.gone.returncode == ended.returncode
     parts = [] if said else [f"the agent {words.ended_words(ended.returncode)}"]
     if client.recording is not None:

@@ -4,8 +4,10 @@ reason; with cancel and timeout)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from acp_proxy.core.wire import Turn
 from acp_proxy.drive import words
 from acp_proxy.drive.chat.options import EXIT_FAILED, Quit
 from acp_proxy.drive.chat.wire import Wire
@@ -34,6 +36,7 @@ class Chat(Wire):
         if self.options.session is None:
             if not self.new_session():
                 raise Quit(EXIT_FAILED)
+            self.begin(self.session)
         else:
             self.open_session(self.options.session)
         who = words.agent_words(words.agent_info(self.init, self.protocol), self.argv)
@@ -83,6 +86,7 @@ class Chat(Wire):
                 False,
             )
             raise Quit(EXIT_FAILED)
+        self.begin(session)  # (--format json: its history follows, marked)
         self.stream.echo_user = True  # the conversation replayed: the user's part too
         self.listening = session
         # piped, the history is not the answer: not on stdout (json: marked as history)
@@ -110,6 +114,9 @@ class Chat(Wire):
         assert self.session is not None
         self.take_queued()  # what the agent sent since the last turn (late), before this one
         self.cut_by = None
+        self.reply_text, self.stop_reason = [], None
+        self.turns += 1
+        began = time.monotonic()
         params = {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}
         pending = self.client.request("session/prompt", params)
 
@@ -128,7 +135,14 @@ class Chat(Wire):
         self.turned = True
         self.stream.close_line()
         wire = self._turns.pop(pending.id, None)
-        reply = self._replies.pop(pending.id).value
+        end = self._outcome(self._replies.pop(pending.id).value, wire)
+        end["duration_ms"] = round((time.monotonic() - began) * 1000)
+        if self.json:
+            self.emit(end)
+
+    def _outcome(self, reply: dict[str, Any], wire: Turn | None) -> dict[str, Any]:
+        """How a turn ended (its response, and the wire model's turn), said where it
+        failed: ``--format json``'s ``turn_end``."""
         end: dict[str, Any] = {"type": "turn_end", "session": self.session, "stop_reason": None}
         if "error" in reply:
             self.failed = True
@@ -149,12 +163,13 @@ class Chat(Wire):
             reason = wire.stop_reason if wire is not None else None
             if reason is None and isinstance(result, dict):
                 reason = result.get("stopReason")
-            end["stop_reason"] = reason if isinstance(reason, str) else None
+            end["stop_reason"] = self.stop_reason = reason if isinstance(reason, str) else None
+            if isinstance(result, dict) and isinstance(result.get("usage"), dict):
+                self.usage = end["usage"] = result["usage"]  # (v1's, unstable: tokens)
             if reason == "cancelled" and self.cut_by:
                 end["cancelled_by"] = self.cut_by
             self.ended(reason if isinstance(reason, str) else None)
-        if self.json:
-            self.emit(end)
+        return end
 
     def ended(self, reason: str | None) -> None:
         """How a turn ended, if not as it should (end_turn): said on stderr when piped (a

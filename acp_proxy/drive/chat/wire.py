@@ -19,7 +19,7 @@ from acp_proxy.core.protocol import Side
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import Message, Turn
 from acp_proxy.drive import words
-from acp_proxy.drive.chat.events import json_events
+from acp_proxy.drive.chat.events import json_events, result_record, start_record
 from acp_proxy.drive.chat.options import EXIT_INTERRUPTED, PREFIX, TICK, Options, Quit
 from acp_proxy.drive.chat.permissions import Ask, ChatServices
 from acp_proxy.drive.chat.terminal import Keyboard, isatty
@@ -32,6 +32,9 @@ _SETTLE = 0.5
 
 #: Findings of one rule shown at most (the rest are in the recording).
 _SHOWN_PER_RULE = 3
+
+#: JSON objects held at most for the stream's first (then it goes without the session).
+_HELD = 10_000
 
 #: The updates that stream a message's text (after a turn ended: late).
 _TEXT_UPDATES = frozenset(
@@ -112,6 +115,18 @@ class Wire:
         #: Asks the user a permission request (on a terminal: the prompt's; else none come).
         self.asker: Callable[[Ask], None] = _unanswered
         self._out_tty = isatty(out)
+        # --format json: the stream's first object (held until it is out), and its last's
+        self.began = time.monotonic()
+        self.started = False
+        self._held: list[dict[str, Any]] = []
+        #: The last turn's text; turns run; the last stop reason; the prompt's usage.
+        self.reply_text: list[str] = []
+        self.turns = 0
+        self.stop_reason: str | None = None
+        self.usage: Any = None
+        #: Why the chat failed, as last said (an error line, else a finding at error level).
+        self.error: str | None = None
+        self.error_finding: str | None = None
 
     # --- output -------------------------------------------------------------------------
 
@@ -137,11 +152,51 @@ class Wire:
             self._out.flush()
 
     def emit(self, record: dict[str, Any]) -> None:
-        """One JSON object, a line on stdout (``--format json``; wire strings escaped)."""
+        """One JSON object, a line on stdout (``--format json``; wire strings escaped),
+        once the stream's first (:meth:`begin`) is out: held till then."""
+        if not self.started and record.get("type") != "start":
+            self._held.append(record)
+            if len(self._held) >= _HELD:  # (a flood before the session is known)
+                self.begin(None)
+            return
         with contextlib.suppress(OSError, ValueError):
             self._out.write(dumps(record).decode() + "\n")
             if not self._queued:
                 self._out.flush()
+
+    def begin(self, session: str | None) -> None:
+        """``--format json``: the stream's first object, once (``session``: the chat's, or
+        None where it is not known), then what waited for it."""
+        if not self.json or self.started:
+            return
+        self.started = True
+        client: Client | None = getattr(self, "client", None)
+        recording = client.recording if client is not None else None
+        agent = words.agent_info(self.init, self.protocol)
+        cwd = str(self.options.cwd)
+        self.emit(start_record(session, agent, self.protocol, cwd, _path(recording)))
+        held, self._held = self._held, []
+        for record in held:
+            self.emit(record)
+
+    def finish(self, status: int) -> None:
+        """``--format json``: the stream's last object, how the chat ended."""
+        if not self.json:
+            return
+        self.begin(None)
+        self.show_notes()
+        view = self.stream.model.sessions.get(self.session or "")
+        error = self.error or self.error_finding
+        if status == EXIT_INTERRUPTED:
+            error = "stopped by Ctrl-C"
+        record = result_record(
+            status, session=self.session, text="".join(self.reply_text) if self.turns else None,
+            stop_reason=self.stop_reason, turns=self.turns,
+            duration=time.monotonic() - self.began, usage=self.usage,
+            context=view.usage if view is not None and view.usage else None,
+            error=error, recording=_path(self.client.recording),
+        )  # fmt: skip
+        self.emit(record)
 
     def refuse(self, line: str) -> None:
         """What the user asked for cannot be done: said; piped, the chat fails (exit 1)."""
@@ -156,6 +211,8 @@ class Wire:
         agent's text."""
         if self.interactive or self._out_tty:
             self.stream.close_line()
+        if not dim:  # (an error, or what the user asked for refused: why the chat fails)
+            self.error = line.removeprefix(PREFIX).strip()
         if not line.startswith(PREFIX) and not (self.interactive and line.startswith(" ")):
             line = PREFIX + line.lstrip()
         text = visible(line)
@@ -170,6 +227,8 @@ class Wire:
         """A finding of the validator (in the loop's thread: queued for the main one)."""
         if finding.level == "error":
             self.failed = True
+            if self.error_finding is None:
+                self.error_finding = f"{finding.rule}: {finding.message}"
         if finding.level == "info":  # (recorded: show and report have them)
             return
         if self.json:
@@ -304,6 +363,8 @@ class Wire:
                 record["history"] = True
             if late:
                 record["late"] = True
+            elif record["type"] == "text" and not self.history and self.in_turn:
+                self.reply_text.append(record["text"])
             self.emit(record)
 
     def late(self, message: Message) -> None:
@@ -397,3 +458,7 @@ def _discard(piece: str) -> None:
 def _unanswered(ask: Ask) -> None:
     """No one to ask: the request is answered cancelled."""
     ask.answered.set()
+
+
+def _path(recording: object) -> str | None:
+    return None if recording is None else str(recording)
