@@ -758,7 +758,7 @@ def test_format_json_says_a_failure_on_stdout_too_start_first_result_last(tmp_pa
     said = records(hung.stdout)
     assert said[0]["type"] == "start" and said[0]["session"] is None
     assert said[-1]["type"] == "result" and said[-1]["is_error"] is True
-    assert said[-1]["error"].startswith("no response to initialize within 1s (--timeout)")
+    assert str(said[-1]["error"]).startswith("no response to initialize within 1s (--timeout)")
     gone = chat(tmp_path, ["no-such-agent-here"], "", "--format", "json", "-p", "hi")
     assert gone.returncode == 2 and "not found" in gone.stderr
     assert [r["type"] for r in records(gone.stdout)] == ["start", "result"]
