@@ -205,6 +205,19 @@ def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
     ]  # (the second prompt is never sent)
 
 
+def test_piped_a_permission_refused_by_the_policy_is_said(tmp_path):
+    """`--permissions reject` (the default) refuses the agent's read: stderr says what was
+    refused and how to grant it (before: the tool call failed, and nothing said why)."""
+    (tmp_path / "README.md").write_text("# a readme\n")
+    run = chat(tmp_path, EXAMPLE, "summarize the readme\n")
+    assert (
+        "acp-proxy chat: permission refused: Read README.md (read) (--permissions allow grants it)"
+        in (run.stderr.splitlines())
+    ), run.stderr
+    allowed = chat(tmp_path, EXAMPLE, "summarize the readme\n", "--permissions", "allow")
+    assert "permission refused" not in allowed.stderr
+
+
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
     assert run.returncode == 2
@@ -352,7 +365,7 @@ def test_on_a_terminal_a_command_used_wrong_says_its_usage(tmp_path):
     term.until(b"  usage: /config ID VALUE\r\n")
     term.until(b"> ")
     term.type(b"/bogus\r")
-    term.until(b"  /bogus: not a command (/help lists them)\r\n")
+    term.until(b"  /bogus: not a command (/help lists them; //bogus sends it)\r\n")
     term.until(b"> ")
     term.type(b"/quit\r")
     assert term.close() == 0

@@ -18,9 +18,10 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   message text on stdout (tabs and line feeds as written; not a loaded session's history);
   permission requests answered by the policy; a turn that ended otherwise than ``end_turn``
   said on stderr. The chat's own commands are its own, any other ``/word`` the agent's.
-  ``--prompt``: one turn, as piped. ``--format json`` (piped or not): stdout is one JSON
-  object a line (:func:`~.events.json_events`, findings, each turn's end), built from the messages
-  the view draws.
+  ``-p``/``--prompt``: one turn, as piped, its text with piped stdin after it (or stdin's:
+  ``-``). ``--format json`` (piped or not): stdout is one JSON object a line, a ``start``
+  first, then :func:`~.events.json_events`', findings, each turn's end, and a ``result``
+  last (failures too), built from the messages the view draws.
 - Only the chat's session is shown (another's updates: their findings say it); message
   text after its turn ended is late: apart, marked (piped: on stderr).
 - Findings (warnings and errors), what the services refused, and errors are lines on

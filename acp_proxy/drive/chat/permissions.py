@@ -47,7 +47,11 @@ class ChatServices(Services):
     def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params.get("sessionId")
         if not self.ask_user or self.is_cancelled(session):
-            return super().request_permission(params)
+            outcome = super().request_permission(params)
+            if self.permissions == "reject" and not self.is_cancelled(session):
+                title = cut(asked_about(params, None)[0])  # (said: a refusal is no mystery)
+                self.said(f"permission refused: {title} (--permissions allow grants it)")
+            return outcome
         ask = Ask(params, threading.Event())
         self.asks.put(ask)
         while not ask.answered.wait(TICK):  # until answered, cancelled or the chat ends

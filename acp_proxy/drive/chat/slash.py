@@ -59,7 +59,7 @@ class Commands:
         elif name in USAGES:  # one of ours, with the wrong arguments
             self.chat.refuse(f"  usage: {USAGES[name]}")
         else:
-            self.chat.say(f"  {name}: not a command (/help lists them)", False)
+            self.chat.say(f"  {name}: not a command (/help lists them; /{name} sends it)", False)
         return False
 
     def help(self) -> None:

@@ -101,7 +101,8 @@ def chat(
     line a prompt. On a terminal, the reply is drawn as it streams and permission requests
     are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
     text is written, on stdout (a loaded --session's history is not; /new, /mode, /model,
-    /config, /cancel and /quit are the chat's, any other /WORD the agent's).
+    /config, /cancel and /quit are the chat's, any other /WORD the agent's). -p TEXT: one
+    turn, piped stdin after TEXT; --format json: a start object, the turn's, a result.
 
     \b
     Exit status: 0; 1 a turn failed (an error, a refusal, or cut off by --timeout), a
