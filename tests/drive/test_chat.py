@@ -921,3 +921,26 @@ def test_the_chat_is_a_package_no_module_over_1000_lines_no_class_over_600():
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 assert lines <= 600, f"{path.name}: {node.name} {lines} lines"
     assert {"HELP", "Options", "chat", "json_events"} <= set(dir(package))
+
+
+def test_prompt_with_stdin_left_open_says_it_waits_for_its_end(tmp_path):
+    """`chat -p TEXT` from a job whose stdin is a pipe nobody closes: the wait is said on
+    stderr (codex exec hangs silently there), and what comes before the end is sent."""
+    command = [*PROXY, "chat", "--no-record", "-p", "review", "--", *EXAMPLE]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=clean_env(), cwd=tmp_path,
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stderr is not None
+        said = b""
+        end = time.monotonic() + 30
+        while b"reading stdin to its end" not in said and time.monotonic() < end:
+            if select.select([proc.stderr], [], [], 0.2)[0]:
+                said += os.read(proc.stderr.fileno(), 4096)
+        assert b"acp-proxy chat: reading stdin to its end (what goes with --prompt; " in said
+        proc.stdin.write(b"late context\n")
+        proc.stdin.close()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        status = proc.wait(60)
+    assert status == 0 and out.decode().startswith(REPLY)
