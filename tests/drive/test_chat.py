@@ -944,3 +944,30 @@ def test_prompt_with_stdin_left_open_says_it_waits_for_its_end(tmp_path):
         out = proc.stdout.read()
         status = proc.wait(60)
     assert status == 0 and out.decode().startswith(REPLY)
+
+
+def test_on_a_terminal_a_paste_at_a_question_is_no_answer_and_is_kept(tmp_path):
+    """Lines pasted while a permission question waits answer nothing, and are not lost:
+    the question is asked again, and the next prompt starts with them."""
+    record = tmp_path / "rec.jsonl"
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *PROBE_AGENT], tmp_path,
+                    term="xterm")  # fmt: skip
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.paste(b"a pasted line\nand another")
+    term.type(b"\r")
+    term.until(b"kept for the next prompt")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.until(b"and another")
+    term.type(b"\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0, plain(term.seen)[-2000:]
+    assert prompts_sent(record) == ["hi", "a pasted line\nand another"]

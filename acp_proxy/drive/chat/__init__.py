@@ -12,7 +12,8 @@ resumes one) and sends each line it reads as a ``session/prompt``, one turn at a
   process group of its own: the terminal's SIGINT reaches the chat, never the agent. What
   is typed during a turn is not echoed, and waits for the prompt after it (a Ctrl-D: the
   chat ends once the turn has); a permission question sets it aside, never an answer, and
-  the prompt after the turn starts with it. A paste is one prompt, whatever its lines (the
+  the prompt after the turn starts with it (so with a line typed at the question that
+  answers nothing, a paste). A paste is one prompt, whatever its lines (the
   terminal asked to mark it, readline's or not); a line ending in ``\\`` goes on at the next.
 - **Piped**: each line a prompt, sent once the turn before has ended; only the agent's
   message text on stdout (tabs and line feeds as written; not a loaded session's history);

@@ -192,6 +192,10 @@ class Interactive:
             if option is not None and "optionId" in option:
                 outcome = {"outcome": "selected", "optionId": option["optionId"]}
                 break
+            if answer.strip():  # (a paste, a line meant for the prompt: never lost)
+                chat.keyboard.keep(answer)
+                chat.write(click.style("    (not an answer: kept for the next prompt)",
+                                       dim=True) + "\n")  # fmt: skip
         ask.outcome = outcome
         ask.answered.set()
         chat.services.said(f"permission asked; answered {outcome.get('optionId', 'cancelled')}",

@@ -100,6 +100,10 @@ class Keyboard:
         self.typed_eof = self.typed_eof or eof
         return True
 
+    def keep(self, line: str) -> None:
+        """A line typed at a question that answers none of it, kept for the next prompt."""
+        self.typed_ahead += line.rstrip("\n") + "\n"
+
     def take_typed(self) -> tuple[str, bool]:
         """What was set aside (its last line end dropped: Enter sends it), and whether a
         Ctrl-D was among it; both forgotten."""
