@@ -28,8 +28,7 @@ from acp_proxy.log import configure, get_logger, open_log
     examples=[
         "acp-proxy chat -- my-agent --acp",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
-        "acp-proxy chat --format json -p 'Say hello' -- my-agent",
-        "git diff | acp-proxy chat -p 'Review this diff' -- my-agent",
+        "acp-proxy chat --format json -p 'Review this diff' -- my-agent < changes.diff",
     ],
 )
 @protocol_option
