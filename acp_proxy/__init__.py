@@ -128,7 +128,10 @@ what it is for and what it promises.
     readers/commands/shared.py  what they share: which files, frames, session (replay's too)
     drive/probe/checks.py    probe's checks, one @check each (catalog.py, runner.py, outcome.py)
     drive/probe/output.py    probe's report: text, JSON, JUnit, --list
-    drive/chat.py            chat: a prompt line (or piped prompts), over the client core
+    drive/chat/run.py        chat: a prompt line (or piped prompts), over the client core
+    drive/chat/session.py    Chat: the session and its turns (wire.py: frames, waits, output)
+    drive/chat/interactive.py  on a terminal (terminal.py, permissions.py, slash.py)
+    drive/chat/script.py     for a script (events.py: --format json; options.py)
     drive/replay.py          drive_agent: replay --as client, over the client core
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
     drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)

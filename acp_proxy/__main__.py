@@ -43,6 +43,7 @@ _CHAT_VALUED = (
     "--timeout",
     "--permissions",
     "--prompt",
+    "-p",
     "--format",
 )
 _FRONT_VALUED = ("--color", *_RECORDING)
@@ -51,7 +52,7 @@ OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "run": (frozenset(_RUN_VALUED), frozenset((*_RUN_FLAGS, "--no-color"))),
     "probe": (
         frozenset((*_PROBE_VALUED, "--skip", "--format", *_FRONT_VALUED)),
-        frozenset(_FRONT_FLAGS),
+        frozenset((*_FRONT_FLAGS, "--strict")),
     ),
     "chat": (frozenset((*_CHAT_VALUED, *_FRONT_VALUED)), frozenset(_FRONT_FLAGS)),
 }

@@ -4,7 +4,7 @@ commands (``probe``, ``chat``, ``test-agent``, ``replay``) are in ``commands``, 
 
 Modules::
 
-    chat.py        chat: a prompt line (or piped prompts), over the client core
+    chat/          chat: a prompt line (or piped prompts), over the client core
     probe/         probe, CHECKS: an agent's checks, one @check each, over the client core
     replay.py      drive_agent: replay --as client, over the client core
     test_agent.py  TestAgent, serve: the agent that checks a client (select, no asyncio)

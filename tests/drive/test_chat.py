@@ -205,6 +205,19 @@ def test_a_turn_that_goes_silent_is_cancelled_then_given_up(tmp_path):
     ]  # (the second prompt is never sent)
 
 
+def test_piped_a_permission_refused_by_the_policy_is_said(tmp_path):
+    """`--permissions reject` (the default) refuses the agent's read: stderr says what was
+    refused and how to grant it (before: the tool call failed, and nothing said why)."""
+    (tmp_path / "README.md").write_text("# a readme\n")
+    run = chat(tmp_path, EXAMPLE, "summarize the readme\n")
+    assert (
+        "acp-proxy chat: permission refused: Read README.md (read) (--permissions allow grants it)"
+        in (run.stderr.splitlines())
+    ), run.stderr
+    allowed = chat(tmp_path, EXAMPLE, "summarize the readme\n", "--permissions", "allow")
+    assert "permission refused" not in allowed.stderr
+
+
 def test_permissions_is_for_a_pipe_and_an_agent_is_needed(tmp_path):
     run = chat(tmp_path, [], "")
     assert run.returncode == 2
@@ -219,7 +232,7 @@ class Terminal:
     """``acp-proxy chat`` on a pseudo-terminal it has as its controlling terminal, so that
     a typed Ctrl-C is the terminal's SIGINT to its foreground process group."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, term: str = "dumb") -> None:
         self.leader, follower = pty.openpty()
 
         def controlling() -> None:
@@ -228,7 +241,7 @@ class Terminal:
 
         self.proc = subprocess.Popen(
             command, stdin=follower, stdout=follower, stderr=follower, cwd=cwd,
-            env=clean_env(TERM="dumb"),
+            env=clean_env(TERM=term),
             preexec_fn=controlling,  # noqa: PLW1509 - the test starts no thread
         )  # fmt: skip
         os.close(follower)
@@ -238,6 +251,12 @@ class Terminal:
 
     def type(self, data: bytes) -> None:
         os.write(self.leader, data)
+
+    def paste(self, text: bytes) -> None:
+        """``text`` pasted, as a terminal (tmux, xterm) does: marked (ESC [ 200 ~ ... ESC [
+        201 ~) only while the program has asked for it (ESC [ ? 2004 h, until ... l)."""
+        asked = self.seen.rfind(b"\x1b[?2004h") > self.seen.rfind(b"\x1b[?2004l")
+        self.type(b"\x1b[200~" + text + b"\x1b[201~" if asked else text.replace(b"\n", b"\r"))
 
     def until(self, pattern: bytes, seconds: float = 60) -> bytes:
         """What the terminal showed, up to ``pattern`` (asserted to come after what was
@@ -346,7 +365,7 @@ def test_on_a_terminal_a_command_used_wrong_says_its_usage(tmp_path):
     term.until(b"  usage: /config ID VALUE\r\n")
     term.until(b"> ")
     term.type(b"/bogus\r")
-    term.until(b"  /bogus: not a command (/help lists them)\r\n")
+    term.until(b"  /bogus: not a command (/help lists them; //bogus sends it)\r\n")
     term.until(b"> ")
     term.type(b"/quit\r")
     assert term.close() == 0
@@ -548,13 +567,13 @@ def test_on_a_terminal_what_was_typed_ahead_never_answers_a_permission(tmp_path)
     term.type(b"y\r")
     term.until(b"Hello")
     term.type(b"again\ry\r")  # the next prompt, and a `y` typed ahead of its question
-    term.until(b"typed before this question is dropped")
+    term.until(b"typed before this question waits for the next prompt")
     term.until(b"y/n? ")
     time.sleep(0.5)
     term.type(b"n\r")
     term.until(b"ended: ")
-    term.until(b"> ")
-    term.type(b"/quit\r")
+    term.until(b"> y")  # (kept: the next prompt's start, to send or to edit)
+    term.type(b"\x15/quit\r")
     assert term.close() == 0, plain(term.seen)[-2000:]
     answers = [
         r["msg"]["result"]["outcome"]
@@ -588,7 +607,7 @@ def test_on_a_terminal_late_text_at_the_prompt_is_drawn_above_it_and_the_prompt_
 
 
 def test_a_permission_says_the_command_and_the_paths_it_touches():
-    from acp_proxy.drive.chat import _touches
+    from acp_proxy.drive.chat.permissions import touches as _touches
 
     fields = {
         "rawInput": {"command": ["rm", "-rf", "build"]},
@@ -674,11 +693,23 @@ def prompts_sent(recording: Path) -> list[str]:
     return [p["params"]["prompt"][0]["text"] for p in sent]  # type: ignore[index]
 
 
-def test_prompt_is_one_turn_its_answer_on_stdout_and_stdin_unread(tmp_path):
-    run = chat(tmp_path, EXAMPLE, "not a prompt\n", "--prompt", "hi there")
+def test_prompt_is_one_turn_with_piped_stdin_after_it_or_stdin_the_prompt(tmp_path):
+    """As `claude -p`, `codex exec`: `git diff | chat -p 'review this'` is ONE prompt, the
+    instruction then stdin as a <stdin> block (before: stdin unread); `-p -` is stdin;
+    an empty stdin adds nothing."""
+    run = chat(tmp_path, EXAMPLE, "diff --git a/x b/x\n+new line\n", "-p", "review this")
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(REPLY) and run.stdout.count(REPLY) == 1
-    assert prompts_sent(tmp_path / "rec.jsonl") == ["hi there"]
+    assert prompts_sent(tmp_path / "rec.jsonl") == [
+        "review this\n\n<stdin>\ndiff --git a/x b/x\n+new line\n</stdin>"
+    ]
+    whole = chat(tmp_path, EXAMPLE, "line one\n/new\nline three\n", "--prompt", "-")
+    assert whole.returncode == 0, whole.stderr
+    assert prompts_sent(tmp_path / "rec.jsonl")[-1] == "line one\n/new\nline three\n"
+    assert chat(tmp_path, EXAMPLE, "", "-p", "hi there").returncode == 0
+    assert prompts_sent(tmp_path / "rec.jsonl")[-1] == "hi there"  # (the same file, appended)
+    empty = chat(tmp_path, EXAMPLE, " \n", "-p", "-")
+    assert empty.returncode == 2 and "--prompt -: stdin is empty" in empty.stderr
     refused = chat(tmp_path, [*EXAMPLE, "--misbehave"], "", "--prompt", "hi", "--protocol", "2")
     assert refused.returncode == 1  # (as piped: a finding at error level)
 
@@ -700,12 +731,51 @@ def test_format_json_is_one_object_a_line_for_all_a_turn_says(tmp_path):
     decision = next(r for r in said if r["type"] == "permission_decision")
     assert decision["outcome"] == {"outcome": "selected", "optionId": "allow"}
     assert "".join(str(r["text"]) for r in said if r["type"] == "text").startswith(REPLY)
-    assert said[-1] == {"type": "turn_end", "session": "sess_0001", "stop_reason": "end_turn"}
+    start, end, result = said[0], said[-2], said[-1]
+    assert start == {
+        "type": "start", "session": "sess_0001",
+        "agent": {"name": "acp-proxy-example-agent", "version": "0.1.0"}, "protocol": 1,
+        "cwd": str(tmp_path), "recording": str(tmp_path / "rec.jsonl"),
+    }  # fmt: skip
+    assert kinds.count("start") == 1 and kinds.count("result") == 1
+    assert end["type"] == "turn_end" and end["stop_reason"] == "end_turn"
+    assert isinstance(end["duration_ms"], int)
+    assert result["type"] == "result" and result["is_error"] is False
+    assert result["subtype"] == "success" and result["exit_status"] == 0
+    assert result["result"] == "".join(str(r["text"]) for r in said if r["type"] == "text")
+    assert result["stop_reason"] == "end_turn" and result["num_turns"] == 1
+    assert result["session"] == "sess_0001" and result["recording"] == start["recording"]
+    assert isinstance(result["duration_ms"], int) and result["duration_ms"] > 0
     failing = chat(tmp_path, [*EXAMPLE, "--misbehave"], "hi\n", "--format", "json",
                    "--protocol", "2")  # fmt: skip
     assert failing.returncode == 1
     findings = [r for r in records(failing.stdout) if r["type"] == "finding"]
     assert any(f["level"] == "error" and f["rule"] == "prompt-result-message-id" for f in findings)
+    result = records(failing.stdout)[-1]
+    assert result["type"] == "result" and result["is_error"] is True
+    first = next(f for f in findings if f["level"] == "error")  # (why: the first error)
+    assert result["exit_status"] == 1 and result["error"] == f"{first['rule']}: {first['message']}"
+    # v2: the usage_update's context and cost
+    v2 = chat(tmp_path, EXAMPLE, "hi\n", "--format", "json", "--protocol", "2")
+    assert records(v2.stdout)[-1]["cost"] == {"amount": 0.002, "currency": "USD"}
+    assert records(v2.stdout)[-1]["context"] == {"used": 2400, "size": 200000}
+
+
+def test_format_json_says_a_failure_on_stdout_too_start_first_result_last(tmp_path):
+    """An agent that never answers, or cannot start: stdout still starts with the start
+    object and ends with a result naming the error (before: one finding, the reason on
+    stderr only)."""
+    hung = chat(tmp_path, [*PROBE_AGENT, "hang-init"], "", "--format", "json", "-p", "hi",
+                "--timeout", "1")  # fmt: skip
+    assert hung.returncode == 1
+    said = records(hung.stdout)
+    assert said[0]["type"] == "start" and said[0]["session"] is None
+    assert said[-1]["type"] == "result" and said[-1]["is_error"] is True
+    assert str(said[-1]["error"]).startswith("no response to initialize within 1s (--timeout)")
+    gone = chat(tmp_path, ["no-such-agent-here"], "", "--format", "json", "-p", "hi")
+    assert gone.returncode == 2 and "not found" in gone.stderr
+    assert [r["type"] for r in records(gone.stdout)] == ["start", "result"]
+    assert records(gone.stdout)[-1]["error"] == "agent command not found: no-such-agent-here"
 
 
 #: A v1 agent that loads session s1, replaying its history, and answers each prompt.
@@ -774,10 +844,15 @@ NO_READLINE = [
 
 @pytest.mark.parametrize("proxy", [PROXY, NO_READLINE], ids=["readline", "no-readline"])
 def test_on_a_terminal_a_paste_is_one_prompt_and_a_backslash_goes_on(tmp_path, proxy):
+    """A terminal marks a paste only when asked (ESC [ ? 2004 h): the chat asks, with
+    readline too (CPython turns readline's bracketed paste off), and a two-line paste is
+    one prompt (before: one a line, with readline)."""
     record = tmp_path / "rec.jsonl"
-    terminal = Terminal([*proxy, "chat", "--record", str(record), "--", *NAMELESS], tmp_path)
+    terminal = Terminal([*proxy, "chat", "--record", str(record), "--", *NAMELESS], tmp_path,
+                        term="xterm")  # fmt: skip
     terminal.until(b"> ")
-    terminal.type(b"\x1b[200~first line\nsecond line\x1b[201~\r")
+    terminal.paste(b"first line\nsecond line")
+    terminal.type(b"\r")
     terminal.until(b"> ")
     terminal.type(b"one \\\r")
     terminal.type(b"two\r")
@@ -785,3 +860,114 @@ def test_on_a_terminal_a_paste_is_one_prompt_and_a_backslash_goes_on(tmp_path, p
     terminal.type(b"/quit\r")
     assert terminal.close() == 0
     assert prompts_sent(record) == ["first line\nsecond line", "one \ntwo"]
+
+
+def test_on_a_terminal_what_a_question_finds_typed_is_kept_for_the_next_prompt(tmp_path):
+    """Lines typed or pasted in a turn are never an answer, and never lost: a question
+    sets them aside, and the prompt after the turn starts with them (one prompt, sent with
+    Enter). Before: dropped, and the recording held the first line of the paste alone."""
+    record = tmp_path / "rec.jsonl"
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *PROBE_AGENT], tmp_path,
+                    term="xterm")  # fmt: skip
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"Hello")
+    # in the turn: the next prompt, then a paste of two lines and a line typed, unsent
+    term.type(b"again\r")
+    term.paste(b"pasted one\npasted two\n")
+    term.type(b"typed thr\x7free")
+    term.until(b"waits for the next prompt")
+    term.until(b"y/n? ")
+    term.type(b"n\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.until(b"typed three")  # the prompt starts with what was set aside
+    term.type(b"\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0, plain(term.seen)[-2000:]
+    assert prompts_sent(record) == ["hi", "again", "pasted one\npasted two\ntyped three"]
+
+
+def test_what_was_typed_is_read_as_line_editing_would():
+    from acp_proxy.drive.chat.terminal import typed_text as _typed_text
+
+    keys = b"ab\x7fc\x1b[Ddone\rjunk\x15kept\r\x1b[200~p1\np2\x1b[201~caf\xc3\xa9\x1bOA"
+    assert _typed_text(keys) == ("acdone\nkept\np1\np2caf\u00e9", False)
+    assert _typed_text(b"x\x04") == ("x", True)
+    assert _typed_text(b"\x07\x1b\x00tab\there") == ("tab\there", False)
+
+
+def test_the_chat_is_a_package_no_module_over_1000_lines_no_class_over_600():
+    """Issue 55: the chat's ideas (the wire, the session, the terminal, permissions, the
+    commands, the script) are modules of their own, none of them a 900-line class."""
+    import ast
+
+    import acp_proxy.drive.chat as package
+
+    folder = Path(package.__file__).parent
+    modules = sorted(folder.glob("*.py"))
+    assert len(modules) >= 6
+    for path in modules:
+        source = path.read_text()
+        assert source.count("\n") <= 1000, path.name
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert lines <= 600, f"{path.name}: {node.name} {lines} lines"
+    assert {"HELP", "Options", "chat", "json_events"} <= set(dir(package))
+
+
+def test_prompt_with_stdin_left_open_says_it_waits_for_its_end(tmp_path):
+    """`chat -p TEXT` from a job whose stdin is a pipe nobody closes: the wait is said on
+    stderr (codex exec hangs silently there), and what comes before the end is sent."""
+    command = [*PROXY, "chat", "--no-record", "-p", "review", "--", *EXAMPLE]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=clean_env(), cwd=tmp_path,
+    ) as proc:  # fmt: skip
+        assert proc.stdin is not None and proc.stderr is not None
+        said = b""
+        end = time.monotonic() + 30
+        while b"reading stdin to its end" not in said and time.monotonic() < end:
+            if select.select([proc.stderr], [], [], 0.2)[0]:
+                said += os.read(proc.stderr.fileno(), 4096)
+        assert b"acp-proxy chat: reading stdin to its end (what goes with --prompt; " in said
+        proc.stdin.write(b"late context\n")
+        proc.stdin.close()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        status = proc.wait(60)
+    assert status == 0 and out.decode().startswith(REPLY)
+
+
+def test_on_a_terminal_a_paste_at_a_question_is_no_answer_and_is_kept(tmp_path):
+    """Lines pasted while a permission question waits answer nothing, and are not lost:
+    the question is asked again, and the next prompt starts with them."""
+    record = tmp_path / "rec.jsonl"
+    term = Terminal([*PROXY, "chat", "--record", str(record), "--", *PROBE_AGENT], tmp_path,
+                    term="xterm")  # fmt: skip
+    term.until(b"> ")
+    term.type(b"hi\r")
+    term.until(b"y/n? ")
+    term.paste(b"a pasted line\nand another")
+    term.type(b"\r")
+    term.until(b"kept for the next prompt")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.until(b"and another")
+    term.type(b"\r")
+    term.until(b"y/n? ")
+    term.type(b"y\r")
+    term.until(b"ended: ")
+    term.until(b"> ")
+    term.type(b"/quit\r")
+    assert term.close() == 0, plain(term.seen)[-2000:]
+    assert prompts_sent(record) == ["hi", "a pasted line\nand another"]

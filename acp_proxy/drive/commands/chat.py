@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -25,7 +28,7 @@ from acp_proxy.log import configure, get_logger, open_log
     examples=[
         "acp-proxy chat -- my-agent --acp",
         "acp-proxy chat --permissions allow -- my-agent < prompts.txt > replies.txt",
-        "acp-proxy chat --format json --prompt 'Say hello' -- my-agent",
+        "acp-proxy chat --format json -p 'Review this diff' -- my-agent < changes.diff",
     ],
 )
 @protocol_option
@@ -58,9 +61,12 @@ from acp_proxy.log import configure, get_logger, open_log
     help="Offer a terminal: run the commands the agent asks for, in --cwd. Off by default.",
 )
 @click.option(
+    "-p",
     "--prompt",
     metavar="TEXT",
-    help="One turn with this prompt (stdin is not read), its answer on stdout, as piped.",
+    help="One turn with this prompt, its answer on stdout, as piped. Piped stdin goes with "
+    "it, after it as a <stdin> block (as codex exec; < /dev/null for none); -: the prompt "
+    "is stdin, read to its end.",
 )
 @click.option(
     "--format",
@@ -68,8 +74,9 @@ from acp_proxy.log import configure, get_logger, open_log
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="json: one JSON object a line on stdout, each with a type (text, thought, "
-    "tool_call, plan, permission, finding, turn_end, ...), as piped.",
+    help="json: one JSON object a line on stdout, each with a type: start first, then "
+    "text, thought, tool_call, plan, permission, finding, turn_end, ..., and result last "
+    "(the README's table), as piped.",
 )
 @recording_options
 @color_option("Colour the conversation")
@@ -93,7 +100,8 @@ def chat(
     line a prompt. On a terminal, the reply is drawn as it streams and permission requests
     are asked (Ctrl-C cancels a turn, /help lists the commands); piped, only the agent's
     text is written, on stdout (a loaded --session's history is not; /new, /mode, /model,
-    /config, /cancel and /quit are the chat's, any other /WORD the agent's).
+    /config, /cancel and /quit are the chat's, any other /WORD the agent's). -p TEXT: one
+    turn, piped stdin after TEXT; --format json: a start object, the turn's, a result.
 
     \b
     Exit status: 0; 1 a turn failed (an error, a refusal, or cut off by --timeout), a
@@ -110,6 +118,11 @@ def chat(
     from acp_proxy.drive import chat as chatting
 
     configure("warning", "console", open_log(None))
+    if prompt is not None:
+        try:
+            prompt = chatting.script_prompt(prompt, sys.stdin.buffer, _note)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     options = chatting.Options(
         cwd=Path(cwd or os.getcwd()),
         protocol=int(protocol),
@@ -125,7 +138,7 @@ def chat(
     )
     if allow_terminal:
         say(f"acp-proxy chat: --allow-terminal: the agent's commands WILL RUN (in {options.cwd})")
-    with agent_starting("chat", command):
+    with agent_starting("chat", command), _not_started(options, command[0]):
         status = chatting.chat(
             list(command),
             options,
@@ -136,3 +149,26 @@ def chat(
             early=click.get_current_context().obj,
         )
     exit_with(status)
+
+
+def _note(line: str) -> None:
+    say(f"acp-proxy chat: {line}")
+
+
+@contextlib.contextmanager
+def _not_started(options: Any, agent: str) -> Iterator[None]:
+    """``--format json``: an agent that cannot start is a result on stdout too (then said
+    on stderr, exit 2)."""
+    from acp_proxy.drive.chat import not_started
+    from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
+
+    try:
+        yield
+    except (AgentNotFound, AgentNotExecutable) as exc:
+        if options.fmt == "json":
+            why = f"agent command cannot be executed: {exc}"
+            if isinstance(exc, AgentNotFound):
+                why = f"agent command not found: {agent}"
+            with contextlib.suppress(OSError, ValueError):
+                click.echo(not_started(options, why))
+        raise
