@@ -1,5 +1,6 @@
 """A finding and the rule it breaks, as data: :class:`Violation`, what the validator returns
-and the readers show; :class:`Rule`, one entry of the catalog. Their own module, so that
+and the readers show; :class:`Rule`, one entry of the catalog; :class:`Flag`, how a rule is
+flagged. Their own module, so that
 what only shows findings (the conversation model, the one-line summaries) needs none of the
 validator, its rules or the schema compiler; and so that each module of the validator
 defines its rules beside their checks (:mod:`acp_proxy.core.rules` gathers them)."""
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
-__all__ = ["Example", "Level", "Rule", "Scope", "Violation"]
+__all__ = ["Example", "Flag", "Level", "Rule", "Scope", "Violation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +93,17 @@ class Rule:
     #: warning; False: it stays (usage_update cost, for now: the example agent's
     #: --misbehave and the shipped recordings show this rule).
     gives_way: bool = True
+
+
+class Flag(Protocol):
+    """How a rule is flagged: the validator's, which knows the frame being checked (or,
+    with ``where``, the seq and session a finding at the connection's end points at) and
+    drops a rule whose scope is not the negotiated version's."""
+
+    def __call__(
+        self,
+        rule_id: str,
+        message: str,
+        spec: str | None = None,
+        where: tuple[int | None, str | None] | None = None,
+    ) -> None: ...

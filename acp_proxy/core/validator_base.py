@@ -263,20 +263,6 @@ SELF_RULES: tuple[Rule, ...] = (
 #: Request, when the request's id could not be detected).
 _NULL_ID_CODES = frozenset({-32700, -32600})
 
-#: initialize's v1 names, and what v2 calls them (NOTES.md: "v1 used clientCapabilities,
-#: agentCapabilities, agentInfo"): on a v2 connection they are old, not newer.
-_V1_NAMES = {
-    "clientCapabilities": "capabilities",
-    "agentCapabilities": "capabilities",
-    "clientInfo": "info",
-    "agentInfo": "info",
-}
-
-#: What absent params are checked as (never modified).
-_NO_PARAMS: dict[str, Any] = {}
-
-#: How many distinct not-in-schema findings a connection remembers (then forgets them all).
-_UNKNOWNS = 1024
 
 #: How many user-message ids are remembered, to reconcile a user message that
 #: arrives before its prompt's response.

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from acp_proxy.core import examples as ex
-from acp_proxy.core.findings import Level, Rule, Scope, Violation
+from acp_proxy.core.findings import Flag, Level, Rule, Scope, Violation
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import SCHEMA_VERSIONS, methods_for
 from acp_proxy.core.schema import Checker, Defect, Schema, schema_for, schema_sources
@@ -194,19 +194,12 @@ class SchemaRules:
     _schema_key: int | None
     _unstable: set[str]
     _unknowns: set[str]
+    _flag: Flag
 
     if TYPE_CHECKING:
 
         @property
         def version(self) -> int | None: ...
-
-        def _flag(
-            self,
-            rule_id: str,
-            message: str,
-            spec: str | None = None,
-            where: tuple[int | None, str | None] | None = None,
-        ) -> None: ...
 
     def _schema_version(self) -> int:
         """The schema to check against: negotiated, else asked for; a version no schema is

@@ -26,13 +26,12 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.core import examples as ex
-from acp_proxy.core.findings import Level, Rule, Scope
+from acp_proxy.core.findings import Flag, Level, Rule, Scope
 from acp_proxy.core.protocol import REQUEST_CANCELLED
 from acp_proxy.core.validator_v1_agent import (
     _CLIENT_CAPABILITY,
     _OPEN_STATUSES,
     _REMEMBERED,
-    Flag,
     V1AgentRules,
     _agent_capability,
     _dicts,

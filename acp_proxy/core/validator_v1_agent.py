@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from acp_proxy.core import examples as ex
-from acp_proxy.core.findings import Level, Rule, Scope
+from acp_proxy.core.findings import Flag, Level, Rule, Scope
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.wire import (
     Kind,
@@ -378,20 +378,6 @@ class _V1State:
     cursors: dict[Any, None] = field(default_factory=dict)
     #: Sessions session/delete removed (bounded).
     deleted: dict[Any, None] = field(default_factory=dict)
-
-
-class Flag(Protocol):
-    """How a rule is flagged: the validator's, which knows the frame being checked (or,
-    with ``where``, the seq and session a finding at the connection's end points at) and
-    drops a rule whose scope is not the negotiated version's."""
-
-    def __call__(
-        self,
-        rule_id: str,
-        message: str,
-        spec: str | None = None,
-        where: tuple[int | None, str | None] | None = None,
-    ) -> None: ...
 
 
 class V1AgentRules:

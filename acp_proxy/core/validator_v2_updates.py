@@ -13,7 +13,7 @@ import binascii
 from typing import TYPE_CHECKING, Any
 
 from acp_proxy.core import examples as ex
-from acp_proxy.core.findings import Level, Rule, Scope
+from acp_proxy.core.findings import Flag, Level, Rule, Scope
 from acp_proxy.core.jsontext import preview
 from acp_proxy.core.protocol import (
     COMPACTION_STATUSES,
@@ -253,16 +253,9 @@ class V2UpdateRules:
     :class:`~acp_proxy.core.validator_v2.Validator` (which holds the state named here)."""
 
     wire: WireModel
+    _flag: Flag
 
     if TYPE_CHECKING:  # the validator's
-
-        def _flag(
-            self,
-            rule_id: str,
-            message: str,
-            spec: str | None = None,
-            where: tuple[int | None, str | None] | None = None,
-        ) -> None: ...
 
         def _current_schema(self) -> Schema: ...
 
