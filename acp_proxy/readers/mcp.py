@@ -50,6 +50,7 @@ from acp_proxy import __version__
 from acp_proxy.core.framing import Frame, Framer
 from acp_proxy.core.rules import CATALOG, RULES, explain_lines
 from acp_proxy.core.schema import schema_sources
+from acp_proxy.core.times import parse_age
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.readers import catalog, conversation
 from acp_proxy.readers.annotate import RUN, read
@@ -288,11 +289,10 @@ def _check(schema: dict[str, Any], arguments: Any) -> dict[str, Any]:
 
 def _age(text: str) -> timedelta:
     """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days), as ``ls --since``."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
-    if found is None:
-        raise ToolError(f"since: {text!r} is not an age (2d, 12h, 30m)")
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    return timedelta(seconds=float(found.group(1)) * units[found.group(2) or "d"])
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise ToolError(f"since: {exc}") from None
 
 
 def _known_rule(glob: str) -> None:

@@ -367,10 +367,13 @@ def test_bad_arguments_are_tool_errors(directory: Path, cache: Path) -> None:
     ]
     (directory / "notes.jsonl").write_text("not a recording\n")
     todo.append(("session_stats", {"file": "notes.jsonl"}))
+    todo.append(("list_recorded_sessions", {"since": "99999999999"}))  # past any date
     results = calls(directory, cache, todo)
     for (tool, arguments), result in zip(todo, results, strict=True):
         assert result.is_error, (tool, arguments, text(result))
         assert text(result), (tool, arguments)
+        assert "could not answer" not in text(result), (tool, arguments, text(result))
+    assert "too large an age" in text(results[-1])
     assert "did you mean prompt-result-message-id" in text(results[12])
 
     async def unknown(session: ClientSession) -> Any:
