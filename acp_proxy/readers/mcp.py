@@ -27,11 +27,13 @@ this module only opens files safely, pages and speaks JSON-RPC.
 
 from __future__ import annotations
 
+import _thread
 import difflib
 import errno
 import fnmatch
 import itertools
 import os
+import queue
 import re
 import stat
 import sys
@@ -75,6 +77,8 @@ PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PAGE_CHARS = 24_000
 #: The most characters of one line (a longer one is cut, and says by how much).
 LINE_CHARS = 2_000
+#: The most characters of an argument repeated in an error (a name, a pattern, a method).
+NAME_CHARS = 200
 #: The most items (sessions, matches, findings, differences) on a page.
 PAGE_ITEMS = 50
 #: The longest request line read (a longer one is refused, and the server goes on).
@@ -144,7 +148,7 @@ class Recordings:
         try:
             fd = open_beneath(dirfd, name, os.O_RDONLY | os.O_NONBLOCK)
         except Outside as exc:
-            raise ToolError(f"refused: {exc}") from None
+            raise ToolError(f"refused: {_cut(str(exc), NAME_CHARS)}") from None
         except OSError as exc:
             raise ToolError(_refusal(name, exc)) from None
         finally:
@@ -152,7 +156,7 @@ class Recordings:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
-            raise ToolError(f"{name} is not a regular file: no recording")
+            raise ToolError(f"{_cut(name, NAME_CHARS)} is not a regular file: no recording")
         os.set_blocking(fd, True)
         return fd, info
 
@@ -171,6 +175,7 @@ class Recordings:
 
 
 def _refusal(name: str, exc: OSError) -> str:
+    name = _cut(name, NAME_CHARS)
     if exc.errno in (errno.EXDEV, errno.ELOOP):
         return f"refused: {name} leads out of the recordings directory (a symbolic link)"
     if exc.errno == errno.ENOENT:
@@ -179,6 +184,12 @@ def _refusal(name: str, exc: OSError) -> str:
 
 
 # --- paging ----------------------------------------------------------------------------------
+
+
+def _said(error: object) -> str:
+    """An error's text as a client sees it: escaped, and never longer than a line (what it
+    repeats of an argument is cut where it is said, and this is the net)."""
+    return _cut(visible(str(error)), LINE_CHARS)
 
 
 def _cut(line: str, limit: int = LINE_CHARS) -> str:
@@ -263,7 +274,10 @@ def _check(schema: dict[str, Any], arguments: Any) -> dict[str, Any]:
     properties = schema["properties"]
     unknown = sorted(set(arguments) - set(properties))
     if unknown:
-        raise ToolError(f"unknown argument {unknown[0]!r}; this tool takes {sorted(properties)}")
+        raise ToolError(
+            f"unknown argument {_cut(unknown[0], NAME_CHARS)!r}; "
+            f"this tool takes {sorted(properties)}"
+        )
     for name in schema.get("required", []):
         if arguments.get(name) is None:
             raise ToolError(f"missing argument {name!r}")
@@ -300,7 +314,9 @@ def _known_rule(glob: str) -> None:
         return
     close = difflib.get_close_matches(glob, list(RULES), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise ToolError(f"{glob!r} matches no rule{hint}; list_validation_rules lists them")
+    raise ToolError(
+        f"{_cut(glob, NAME_CHARS)!r} matches no rule{hint}; list_validation_rules lists them"
+    )
 
 
 # --- the tools -------------------------------------------------------------------------------
@@ -464,22 +480,34 @@ def _list_sessions(recordings: Recordings, args: dict[str, Any]) -> Answer:
 
 
 def _search(recordings: Recordings, args: dict[str, Any]) -> Answer:
-    """``search``, a page of matches at a time, each with the text it matched."""
+    """``search``, a page of matches at a time, each with the text it matched; a pattern
+    that spends more than :data:`~acp_proxy.readers.catalog.MATCH_SECONDS` on one frame is
+    given up (a tool error)."""
     try:
         pattern = catalog.Pattern(args["pattern"], args.get("ignore_case", False))
     except re.error as exc:
-        raise ToolError(f"pattern {args['pattern']!r} is no regular expression: {exc}") from None
+        raise ToolError(
+            f"pattern {_cut(args['pattern'], 200)!r} is no regular expression: {exc}"
+        ) from None
     if "rule" in args:
         _known_rule(args["rule"])
     only = TimelineFilter(args.get("side"), args.get("method"), None, rule=args.get("rule"))
     page = args.get("page", 1)
     matches: list[dict[str, Any]] = []
-    found = _matches(recordings, args.get("file"), pattern, only)
-    for _ in range((page - 1) * PAGE_ITEMS):
-        if next(found, None) is None:
-            break
-    matches = list(itertools.islice(found, PAGE_ITEMS))
-    more = next(found, None) is not None
+    try:
+        with catalog.match_budget():
+            found = _matches(recordings, args.get("file"), pattern, only)
+            for _ in range((page - 1) * PAGE_ITEMS):
+                if next(found, None) is None:
+                    break
+            matches = list(itertools.islice(found, PAGE_ITEMS))
+            more = next(found, None) is not None
+    except catalog.TooSlow as exc:
+        raise ToolError(
+            f"the pattern {_cut(args['pattern'], 200)!r} took {exc} (the budget of a pattern on "
+            "one frame): it backtracks too much; simplify it (no repeat inside a repeat, "
+            "like (a*)*), or look in one file"
+        ) from None
     data: dict[str, Any] = {"matches": matches, "page": page}
     if more:
         data["note"] = f"cut at {PAGE_ITEMS} matches; call search_recorded_frames page={page + 1}"
@@ -512,7 +540,7 @@ def _matches(
                 raise ToolError(str(exc)) from None
 
 
-def _hit(hit: Any, item: Annotated, pattern: Any) -> dict[str, Any]:
+def _hit(hit: Any, item: Annotated, pattern: catalog.Pattern) -> dict[str, Any]:
     record = item.record
     message = item.message
     fields = [message.method or "", message.variant or ""] if message is not None else []
@@ -533,23 +561,13 @@ def _hit(hit: Any, item: Annotated, pattern: Any) -> dict[str, Any]:
     }
 
 
-def _matched(pattern: Any, fields: list[str]) -> str:
+def _matched(pattern: catalog.Pattern, fields: list[str]) -> str:
     """The text the pattern matched, with a little around it (the first field it is in)."""
-    pieces = pattern._pieces
     for text in fields:
-        if not pattern.search(text):
+        span = pattern.span(text)
+        if span is None:
             continue
-        if pieces is not None and pieces[0]:  # literals and gaps: found as search found them
-            folded = text.lower() if pattern._ignore_case else text
-            at = folded.find(pieces[0][0][1])
-            end = at + len(pieces[0][0][1])
-            for _, literal in pieces[0][1:]:
-                end = folded.find(literal, end) + len(literal)
-        else:
-            found = pattern.regex.search(text)
-            if found is None:  # (. is no newline: a line of it matched)
-                return _cut(text, 200)
-            at, end = found.span()
+        at, end = span
         start, stop = max(0, at - 60), min(len(text), max(end, at) + 60)
         inner = _cut(text[at:end], 400)
         before, after = "…" if start else "", "…" if stop < len(text) else ""
@@ -567,7 +585,9 @@ def _conversation(recordings: Recordings, args: dict[str, Any]) -> Answer:
             for line in conversation_lines([connection], args.get("session")):
                 pager.add(line)
     if wanted is not None and wanted > len(connections):
-        raise ToolError(f"{args['file']} has {len(connections)} recorded sessions")
+        raise ToolError(
+            f"{_cut(args['file'], NAME_CHARS)} has {len(connections)} recorded sessions"
+        )
     return Answer(pager.text("show_session_conversation"))
 
 
@@ -683,7 +703,7 @@ def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
         if len(frames) == PAGE_ITEMS:  # (one a connection: a file of many)
             break
     if not frames:
-        raise ToolError(f"{args['file']} has no frame with seq {seq}")
+        raise ToolError(f"{_cut(args['file'], NAME_CHARS)} has no frame with seq {seq}")
     lines = []
     for row in frames:
         arrow = "client → agent" if row["side"] == "client" else "agent → client"
@@ -748,7 +768,9 @@ def _diff(recordings: Recordings, args: dict[str, Any]) -> Answer:
     only = tuple(part.strip() for part in args.get("only", ",".join(LAYERS)).split(","))
     unknown = [part for part in only if part not in LAYERS]
     if unknown or not only:
-        raise ToolError(f"only: {', '.join(unknown)!r}: choose from {', '.join(LAYERS)}")
+        raise ToolError(
+            f"only: {_cut(', '.join(unknown), NAME_CHARS)!r}: choose from {', '.join(LAYERS)}"
+        )
     number = args.get("connection", 1)
     sides = []
     for name in (args["a"], args["b"]):
@@ -792,7 +814,9 @@ def _explain(recordings: Recordings, args: dict[str, Any]) -> Answer:
     if explained is None or rule is None:
         close = difflib.get_close_matches(args["rule"], list(RULES), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ToolError(f"{args['rule']!r} is no rule{hint}; list_validation_rules lists them")
+        raise ToolError(
+            f"{_cut(args['rule'], NAME_CHARS)!r} is no rule{hint}; list_validation_rules lists them"
+        )
     data: dict[str, Any] = {
         "rule": rule.id,
         "level": str(rule.level),
@@ -1092,6 +1116,8 @@ class Server:
         self._lock = threading.Lock()
         self.initialized = False
         self.closed = False
+        #: stdin has ended: nothing more is answered.
+        self.ending = False
 
     def send(self, message: dict[str, Any]) -> None:
         data = orjson.dumps(message) + b"\n"
@@ -1147,7 +1173,7 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": ident, "result": result})
 
     def _error(self, ident: Any, code: int, message: str) -> None:
-        error = {"code": code, "message": visible(message)}
+        error = {"code": code, "message": _said(message)}
         self.send({"jsonrpc": "2.0", "id": ident, "error": error})
 
     def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -1180,20 +1206,18 @@ class Server:
             return {"resourceTemplates": []}
         if method == "resources/read":
             return self.read(params.get("uri"))
-        raise RpcError(NO_METHOD, f"method not found: {method}")
+        raise RpcError(NO_METHOD, f"method not found: {_cut(method, NAME_CHARS)}")
 
     def call(self, name: Any, arguments: Any) -> dict[str, Any]:
         tool = _BY_NAME.get(name) if isinstance(name, str) else None
         if tool is None:
-            raise RpcError(INVALID_PARAMS, f"unknown tool: {name}")
+            raise RpcError(INVALID_PARAMS, f"unknown tool: {_cut(str(name), NAME_CHARS)}")
         try:
             answer = tool.run(self.recordings, _check(tool.input_schema(), arguments))
-        except ToolError as exc:
-            return {"content": [{"type": "text", "text": visible(str(exc))}], "isError": True}
-        except RecordingError as exc:
-            return {"content": [{"type": "text", "text": visible(str(exc))}], "isError": True}
+        except (ToolError, RecordingError) as exc:
+            return {"content": [{"type": "text", "text": _said(exc)}], "isError": True}
         except Exception as exc:  # a bug of ours: said, and the server goes on
-            text = visible(f"acp-proxy could not answer: {type(exc).__name__}: {exc}")
+            text = _said(f"acp-proxy could not answer: {type(exc).__name__}: {exc}")
             sys.stderr.write(f"acp-proxy mcp: {name}: {text}\n")
             return {"content": [{"type": "text", "text": text}], "isError": True}
         result: dict[str, Any] = {"content": [{"type": "text", "text": answer.text}]}
@@ -1223,14 +1247,39 @@ class Server:
 
     def read(self, uri: Any) -> dict[str, Any]:
         if not isinstance(uri, str) or not uri.startswith(URI_PREFIX):
-            raise RpcError(RESOURCE_NOT_FOUND, f"resource not found: {uri}")
+            raise RpcError(RESOURCE_NOT_FOUND, f"resource not found: {_cut(str(uri), NAME_CHARS)}")
         name = unquote(uri[len(URI_PREFIX) :])
         try:
             answer = _timeline(self.recordings, {"file": name})
         except (ToolError, RecordingError) as exc:
-            raise RpcError(RESOURCE_NOT_FOUND, f"resource not found: {exc}") from None
+            raise RpcError(RESOURCE_NOT_FOUND, f"resource not found: {_said(exc)}") from None
         text = answer.text + "\n[the tool show_session_timeline gives the next pages]"
         return _safe({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]})  # type: ignore[no-any-return]
+
+    def read_stdin(self, slow: queue.Queue[Any], done: threading.Event) -> None:
+        """Read the requests: answer the quick ones, put the slow ones (:data:`_SLOW`) in
+        ``slow`` for the main thread; at the end of stdin, say so (None), and interrupt the
+        main thread if it is not ``done`` within :data:`ENDING_GRACE`."""
+        framer = Framer(cap=MAX_REQUEST)
+        try:
+            while not self.closed:
+                chunk = os.read(sys.stdin.fileno(), 1 << 16)
+                for frame in framer.feed(chunk):
+                    if not frame.raw.strip():
+                        continue
+                    if _method(frame) in _SLOW:
+                        slow.put(frame)
+                    else:
+                        self.handle_line(frame)
+                if not chunk:
+                    break
+        except OSError:
+            pass
+        finally:
+            self.ending = True
+            slow.put(None)
+            if not done.wait(ENDING_GRACE):
+                _thread.interrupt_main()  # (a KeyboardInterrupt, as Ctrl-C: caught in serve)
 
     def watch(self, stop: threading.Event) -> None:
         """Say ``notifications/resources/list_changed`` when the recordings change."""
@@ -1242,23 +1291,44 @@ class Server:
             known = now
 
 
+#: The methods whose answer may take long (a tool, a resource): answered one at a time by the
+#: main thread, while the reader answers the others (ping) and sees stdin end.
+_SLOW = ("tools/call", "resources/read")
+#: The most requests waiting for the main thread (more: stdin is not read, back-pressure).
+_WAITING = 64
+#: How long, once stdin has ended, what was asked before may still take (seconds).
+ENDING_GRACE = 2.0
+
+
 def serve(root: Path) -> int:
-    """Serve the recordings of ``root`` on stdin and stdout until stdin ends (0)."""
+    """Serve the recordings of ``root`` on stdin and stdout until stdin ends (0).
+
+    A thread reads stdin and answers what is quick (``ping``); tools and resources are
+    answered in turn by the main thread (a search's budget is a timer's signal, which only
+    the main thread takes). When stdin ends, what was asked before is answered, for
+    :data:`ENDING_GRACE` at most: a call still running then is given up, and the server
+    exits."""
     out = os.dup(sys.stdout.fileno())
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing else reaches the client
     server = Server(Recordings(root), out)
-    stop = threading.Event()
+    stop, done = threading.Event(), threading.Event()
     threading.Thread(target=server.watch, args=(stop,), daemon=True).start()
-    framer = Framer(cap=MAX_REQUEST)
+    slow: queue.Queue[Any] = queue.Queue(_WAITING)
+    threading.Thread(target=server.read_stdin, args=(slow, done), daemon=True).start()
     try:
-        while not server.closed:
-            chunk = os.read(sys.stdin.fileno(), 1 << 16)
-            for frame in framer.feed(chunk):
-                if frame.raw.strip():
-                    server.handle_line(frame)
-            if not chunk:
-                break
+        while (frame := slow.get()) is not None:
+            server.handle_line(frame)
+    except KeyboardInterrupt:
+        if not server.ending:
+            raise
     finally:
+        done.set()
         stop.set()
     return 0
+
+
+def _method(frame: Frame) -> Any:
+    """The method a line asks for, if it is a JSON object that names one."""
+    value = frame.value if frame.is_json and not frame.oversized else None
+    return value.get("method") if isinstance(value, dict) else None
