@@ -403,7 +403,7 @@ def test_an_error_that_repeats_an_argument_is_bounded(directory: Path, cache: Pa
     ]
 
     async def body(session: ClientSession) -> Any:
-        answers = [await session.call_tool(name, arguments) for name, arguments in todo]
+        answers: list[Any] = [await session.call_tool(n, arguments) for n, arguments in todo]
         with pytest.raises(MCPError) as refused:
             await session.call_tool("t" * 300_000, {})
         answers.append(refused.value)
@@ -651,7 +651,12 @@ def test_a_long_call_keeps_ping_answered_and_stdin_closed_ends_it(tmp_path: Path
         return {"jsonrpc": "2.0", "id": ident, "method": "ping"}
 
     heard: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: [heard.put(line) for line in proc.stdout], daemon=True).start()
+
+    def hear(stream: Any) -> None:
+        for line in stream:
+            heard.put(line)
+
+    threading.Thread(target=hear, args=(proc.stdout,), daemon=True).start()
 
     def answer() -> Any:
         return orjson.loads(heard.get(timeout=30))  # a bound on the wait, not a measure
