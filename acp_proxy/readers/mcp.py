@@ -144,6 +144,7 @@ class Recordings:
         """A descriptor of the regular file ``name`` beneath the directory, and its status."""
         if not isinstance(name, str):
             raise ToolError("file must be a string: a recording's name in the directory")
+        name = self._as_listed(name)
         dirfd = self._dir()
         try:
             fd = open_beneath(dirfd, name, os.O_RDONLY | os.O_NONBLOCK)
@@ -159,6 +160,16 @@ class Recordings:
             raise ToolError(f"{_cut(name, NAME_CHARS)} is not a regular file: no recording")
         os.set_blocking(fd, True)
         return fd, info
+
+    def _as_listed(self, name: str) -> str:
+        """The file ``name`` is, as :meth:`names` lists it escaped (a name with a control
+        character in it is listed as ``\\x1b``: that form is taken back); else ``name``."""
+        if visible(name) != name or "\\" not in name:
+            return name
+        for listed in self.names():
+            if listed != name and visible(listed) == name:
+                return listed
+        return name
 
     def lines(self, name: Any, flat: bool = True) -> Iterator[tuple[int, bytes]]:
         """The numbered lines of recording ``name`` (:func:`open_lines`, named by ``name``):
@@ -291,7 +302,8 @@ def _check(schema: dict[str, Any], arguments: Any) -> dict[str, Any]:
             "boolean": isinstance(value, bool),
         }[kind]
         if not ok:
-            raise ToolError(f"{name} must be a {kind}")
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ToolError(f"{name} must be {article} {kind}")
         low = properties[name].get("minimum")
         if low is not None and value < low:
             raise ToolError(f"{name} must be at least {low}")
@@ -588,6 +600,20 @@ def _conversation(recordings: Recordings, args: dict[str, Any]) -> Answer:
         raise ToolError(
             f"{_cut(args['file'], NAME_CHARS)} has {len(connections)} recorded sessions"
         )
+    session = args.get("session")
+    if session is not None:
+        ids = [
+            view.id
+            for number, (_, model) in enumerate(connections, start=1)
+            if wanted is None or number == wanted
+            for view in model.views()
+        ]
+        if session not in ids:
+            known = ", ".join(_cut(str(i), 80) for i in ids[:10]) or "none"
+            raise ToolError(
+                f"no session {_cut(session, NAME_CHARS)} in {_cut(args['file'], NAME_CHARS)} "
+                f"(its sessions: {known})"
+            )
     return Answer(pager.text("show_session_conversation"))
 
 
@@ -703,7 +729,7 @@ def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
         if len(frames) == PAGE_ITEMS:  # (one a connection: a file of many)
             break
     if not frames:
-        raise ToolError(f"{_cut(args['file'], NAME_CHARS)} has no frame with seq {seq}")
+        raise ToolError(_no_frame(recordings, args["file"], seq, wanted))
     lines = []
     for row in frames:
         arrow = "client → agent" if row["side"] == "client" else "agent → client"
@@ -719,6 +745,18 @@ def _frame(recordings: Recordings, args: dict[str, Any]) -> Answer:
             for f in row["findings"]
         ]
     return Answer("\n".join(lines), {"file": args["file"], "frames": frames})
+
+
+def _no_frame(recordings: Recordings, file: str, seq: int, connection: int | None) -> str:
+    """Why no frame came back: no such connection, or no such seq."""
+    name = _cut(file, NAME_CHARS)
+    if connection is not None:
+        items = recordings.items(file, validate=False)
+        count = max((item.connection for item in items), default=0)
+        if connection > count:
+            return f"{name} has {count} recorded session(s): there is no connection {connection}"
+        return f"connection {connection} of {name} has no frame with seq {seq}"
+    return f"{name} has no frame with seq {seq}"
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
@@ -1227,7 +1265,12 @@ class Server:
 
     def resources(self, cursor: Any) -> dict[str, Any]:
         names = self.recordings.names()
-        start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else 0
+        if cursor is None:
+            start = 0
+        elif isinstance(cursor, str) and cursor.isdigit() and len(cursor) < 10:
+            start = int(cursor)
+        else:
+            raise RpcError(INVALID_PARAMS, f"invalid cursor: {_cut(str(cursor), NAME_CHARS)}")
         page = names[start : start + 100]
         listed: dict[str, Any] = {
             "resources": [

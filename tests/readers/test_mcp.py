@@ -432,6 +432,47 @@ def test_an_error_that_repeats_an_argument_is_bounded(directory: Path, cache: Pa
     assert len(proc.stdout) < 5_000
 
 
+def test_refusals_say_what_is_wrong_in_words_a_model_can_act_on(
+    directory: Path, cache: Path
+) -> None:
+    """A file listed under its escaped name is found by that name; no such connection, no
+    such session, ``~`` (not expanded) and a wrong type are said as what they are; an
+    invalid cursor is an invalid-params error, not the first page again."""
+    from mcp_types import PaginatedRequestParams
+
+    shutil.copy(RECORDINGS / "clean.jsonl", directory / "odd\x1bname.jsonl")
+    todo: list[tuple[str, dict[str, Any]]] = [
+        ("list_recorded_sessions", {}),
+        ("show_frame", {"file": "odd\\x1bname.jsonl", "seq": 1}),
+        ("show_frame", {"file": "clean.jsonl", "seq": 3, "connection": 7}),
+        ("show_session_conversation", {"file": "clean.jsonl", "session": "nope"}),
+        ("show_session_timeline", {"file": "~/clean.jsonl"}),
+        ("show_frame", {"file": "clean.jsonl", "seq": "3"}),
+        ("show_session_conversation", {"file": "clean.jsonl", "session": "sess_0001"}),
+    ]
+
+    async def body(session: ClientSession) -> Any:
+        answers = [await session.call_tool(name, arguments) for name, arguments in todo]
+        with pytest.raises(MCPError) as refused:
+            await session.list_resources(params=PaginatedRequestParams(cursor="bogus"))
+        return answers, refused.value
+
+    answers, refused = run_client(directory, body, cache)
+    listed, odd, connection, nope, tilde, typed, known = answers
+    names = {s["file"] for s in listed.structured_content["sessions"]}
+    assert "odd\\x1bname.jsonl" in names  # escaped, as listed
+    assert not odd.is_error, text(odd)
+    assert odd.structured_content["frames"][0]["seq"] == 1
+    assert connection.is_error and "no connection 7" in text(connection), text(connection)
+    assert nope.is_error and "no session nope" in text(nope), text(nope)
+    assert "sess_0001" in text(nope)  # and which there are
+    assert tilde.is_error and "not expanded" in text(tilde), text(tilde)
+    assert "absolute" not in text(tilde)
+    assert typed.is_error and "seq must be an integer" in text(typed), text(typed)
+    assert not known.is_error
+    assert refused.error.code == -32602, refused
+
+
 # --- hostile and big recordings --------------------------------------------------------------
 
 #: What a hostile agent puts in its text: a clipboard write, colours, a CSI, a bidi override.
