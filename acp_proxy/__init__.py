@@ -121,7 +121,7 @@ what it is for and what it promises.
     readers/ci.py            junit, sarif
     readers/timing.py        Timing: where the time went
     readers/inspect.py       Inspector, serve: the live page
-    readers/mcp.py           Server, TOOLS: the recordings as an MCP server on stdio
+    readers/mcp/server.py    Server: MCP on stdio (tools.py, views.py, directory.py, paging.py)
     readers/commands/show.py    a command a module (follow.py, stats.py, report.py, export.py)
     readers/commands/ls.py      (search.py, inspect.py, validate.py, diff.py, redact.py, rules.py)
     readers/commands/mcp.py     mcp: the MCP server's command

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from acp_proxy.core.times import parse_age
 from acp_proxy.core.visible import visible
 from acp_proxy.log import LEVELS
 
@@ -117,16 +118,11 @@ class Seconds(click.ParamType):  # type: ignore[type-arg]  # (generic from click
         return number
 
 
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def parse_age(text: str) -> timedelta:
-    """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days)."""
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
-    if found is None:
-        raise ValueError(f"{text!r} is not an age (2d, 12h, 30m)")
-    return timedelta(seconds=float(found.group(1)) * _AGE_UNITS[found.group(2) or "d"])
+#: The largest SIZE taken (a pebibyte: more than any disk).
+MAX_SIZE = 1 << 50
 
 
 def parse_size(text: str) -> int:
@@ -134,7 +130,11 @@ def parse_size(text: str) -> int:
     found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
     if found is None:
         raise ValueError(f"{text!r} is not a size (500M, 2G)")
-    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+    size = float(found.group(1)) * _SIZE_UNITS[found.group(2)]
+    if not math.isfinite(size) or size > MAX_SIZE:
+        shown = text if len(text) <= 40 else f"{text[:40]}…"
+        raise ValueError(f"{shown!r} is too large a size: at most 1024T")
+    return int(size)
 
 
 def as_size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

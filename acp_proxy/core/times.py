@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["format_time", "parse_exact_time", "parse_time"]
+__all__ = ["MAX_AGE", "format_time", "parse_age", "parse_exact_time", "parse_time"]
 
 
 #: The last whole second formatted, and its text.
@@ -50,3 +51,21 @@ def parse_exact_time(text: object) -> datetime | None:
     if type(text) is not str or _EXACT.match(text) is None:
         return None
     return parse_time(text)
+
+
+#: The longest age :func:`parse_age` takes (now less it is still a date).
+MAX_AGE = timedelta(days=36_500)
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(text: str) -> timedelta:
+    """``2d``, ``12h``, ``30m``, ``90s``, ``1w`` (a bare number: days), at most
+    :data:`MAX_AGE`; a ValueError, in words, for anything else."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not an age (2d, 12h, 30m)")
+    seconds = float(found.group(1)) * _AGE_UNITS[found.group(2) or "d"]
+    if not math.isfinite(seconds) or seconds > MAX_AGE.total_seconds():
+        shown = text if len(text) <= 40 else f"{text[:40]}…"
+        raise ValueError(f"{shown!r} is too large an age: at most {MAX_AGE.days}d (100 years)")
+    return timedelta(seconds=seconds)

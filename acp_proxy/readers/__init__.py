@@ -15,7 +15,7 @@ Modules::
     diff.py          load, compare
     follow.py        follow_records
     inspect.py       Inspector, serve: the live page
-    mcp.py           Server, TOOLS: the recordings as an MCP server on stdio
+    mcp/             Server, TOOLS: the recordings as an MCP server on stdio
     replay.py        AgentReplay, ClientReplay, load_script: the replays, pure
     report.py        write_report (+ templates/report.html)
     stats.py         Stats

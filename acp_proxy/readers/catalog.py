@@ -21,7 +21,10 @@ import hashlib
 import importlib
 import os
 import re
+import signal
 import stat
+import threading
+import time
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,12 +45,15 @@ from acp_proxy.transcript.reading import STDIN_NAME, RecordingError
 from acp_proxy.transcript.records import EndRecord, FrameRecord, StartRecord
 
 __all__ = [
+    "MATCH_SECONDS",
     "Hit",
     "Pattern",
     "SessionSummary",
+    "TooSlow",
     "Unlisted",
     "index_path",
     "list_sessions",
+    "match_budget",
     "recordings_in",
     "search",
     "select",
@@ -586,7 +592,7 @@ class Pattern:
         linear, no backtracking); any other pattern by :mod:`re`."""
         pieces = self._pieces
         if pieces is None or (self._ignore_case and not text.isascii()):
-            found = self.regex.search(text)
+            found = self._re_search(text)
             return None if found is None else found.span()
         folded = text.lower() if self._ignore_case else text
         offset = 0
@@ -608,12 +614,71 @@ class Pattern:
         """Whether ``text`` holds a match."""
         pieces = self._pieces
         if pieces is None or (self._ignore_case and not text.isascii()):
-            return self.regex.search(text) is not None
+            return self._re_search(text) is not None
         if self._ignore_case:
             text = text.lower()
         if self._dotall or "\n" not in text:
             return _in_order(pieces, text)
         return any(_in_order(pieces, line) for line in text.split("\n"))  # . is no \n
+
+    def _re_search(self, text: str) -> re.Match[str] | None:
+        """:mod:`re`'s search, watched (:func:`match_budget`)."""
+        _WATCH.started = time.monotonic()
+        try:
+            return self.regex.search(text)
+        finally:
+            _WATCH.started = None
+
+
+#: The most seconds a regular expression may spend on one text (a frame, a method, a
+#: finding's message) under :func:`match_budget`: a pattern that backtracks without end
+#: (``(.*.*)*x``) is given up, never waited for.
+MATCH_SECONDS = 2.0
+
+
+class TooSlow(Exception):
+    """A regular expression spent more than its budget on one text."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"more than {seconds:g} s matching one frame")
+        self.seconds = seconds
+
+
+class _Watch:
+    """When the regular expression matching now began (None: none is), and its limit."""
+
+    started: float | None = None
+    limit: float = MATCH_SECONDS
+
+
+_WATCH = _Watch()
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    started = _WATCH.started
+    if started is not None and time.monotonic() - started > _WATCH.limit:
+        _WATCH.started = None
+        raise TooSlow(_WATCH.limit)
+
+
+@contextlib.contextmanager
+def match_budget(seconds: float = MATCH_SECONDS) -> Iterator[None]:
+    """While entered, a :class:`Pattern` that spends more than ``seconds`` on one text raises
+    :class:`TooSlow` (:mod:`re` has no timeout; its engine looks at signals as it goes, so a
+    timer ticking a few times a second interrupts it). Only in the main thread (where signal
+    handlers run); elsewhere, nothing is bounded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    _WATCH.limit = seconds
+    signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _WATCH.limit = MATCH_SECONDS
 
 
 #: A pattern as literals with gaps: (characters at least before it, the literal) each, and the
@@ -674,17 +739,19 @@ def search(
     ``pattern`` (a regular expression), narrowed as ``show`` narrows; each file that cannot
     be read or is no recording (an :class:`Unlisted`). ``-`` is standard input, its hits
     named :data:`STDIN_NAME`. ``first``: only each file's first (``search -l``: the rest of
-    a file that matched is not read)."""
+    a file that matched is not read). A pattern that spends more than :data:`MATCH_SECONDS`
+    on one text raises :class:`TooSlow`."""
     regex = Pattern(pattern, ignore_case)
     only = TimelineFilter(side, method, session, rule=rule)
-    for path in paths:
-        try:
-            for hit in _hits(regex, only, str(path)):
-                yield hit
-                if first:
-                    break
-        except RecordingError as exc:
-            yield _unlisted(path, exc)
+    with match_budget():
+        for path in paths:
+            try:
+                for hit in _hits(regex, only, str(path)):
+                    yield hit
+                    if first:
+                        break
+            except RecordingError as exc:
+                yield _unlisted(path, exc)
 
 
 def _hits(regex: Pattern, only: TimelineFilter, path: str) -> Iterator[Hit]:

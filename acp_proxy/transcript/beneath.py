@@ -73,7 +73,11 @@ def parts_of(name: str) -> list[str]:
     stays beneath the directory as written (no ``..``, not absolute, no NUL)."""
     if not name or "\x00" in name:
         raise Outside("an empty name" if not name else "a name with a NUL in it")
-    if os.path.isabs(name) or name.startswith("~"):
+    if name.startswith("~"):
+        raise Outside(
+            f"{name} starts with ~, which is not expanded: name a file relative to the directory"
+        )
+    if os.path.isabs(name):
         raise Outside(f"{name} is an absolute path: name a file relative to the directory")
     parts = [part for part in name.split("/") if part and part != "."]
     if ".." in parts:

@@ -576,3 +576,40 @@ def test_the_index_keeps_every_figure_of_a_summary():
 
     kept = {f.name for f in fields(catalog.SessionSummary)} - {"path", "from_index", "live"}
     assert set(catalog._FIELD_TYPES) == kept
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--since", "99999999999"),
+        ("--since", "999999"),
+        ("--until", "9" * 400),
+        ("--since", "99999999999w"),
+        ("--prune", "--dry-run", "--keep-size", "9" * 400),
+    ],
+)
+def test_an_age_or_a_size_too_large_is_a_usage_error(args: tuple[str, ...], tmp_path: Path) -> None:
+    """An AGE or a SIZE past what a date or a count can hold is a one-line usage error (exit
+    2), never a traceback."""
+    proc = invoke("ls", *args, str(tmp_path))
+    said = proc.stderr.decode()
+    assert proc.returncode == 2, said
+    assert "Traceback" not in said and len(said.strip().splitlines()) == 1, said
+    assert "too large" in said or "out of range" in said, said
+
+
+def test_a_pattern_that_backtracks_without_end_is_given_up_with_a_one_line_error() -> None:
+    """A pattern whose matching would never end (nested repeats, ``(.*.*)*x``) is given up
+    after its budget on one frame: a one-line error naming the budget, exit 2."""
+    proc = subprocess.run(
+        [*PROXY, "search", "(.*.*)*QQQ", str(RECORDINGS / "clean.jsonl")],
+        capture_output=True,
+        env=clean_env(),
+        timeout=60,  # a bound on the wait, not a measure
+        check=False,
+    )
+    said = proc.stderr.decode()
+    assert proc.returncode == 2, said
+    assert len(said.strip().splitlines()) == 1 and "Traceback" not in said, said
+    assert "budget" in said and "(.*.*)*QQQ" in said, said
+    assert proc.stdout == b""

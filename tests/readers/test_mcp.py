@@ -6,10 +6,12 @@ commands say of the same recordings (``ls``, ``validate``, ``show``, ``rules``).
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -367,10 +369,15 @@ def test_bad_arguments_are_tool_errors(directory: Path, cache: Path) -> None:
     ]
     (directory / "notes.jsonl").write_text("not a recording\n")
     todo.append(("session_stats", {"file": "notes.jsonl"}))
+    todo.append(("list_recorded_sessions", {"since": "99999999999"}))  # past any date
+    todo.append(("search_recorded_frames", {"pattern": "(.*.*)*QQQ"}))  # never ends
     results = calls(directory, cache, todo)
     for (tool, arguments), result in zip(todo, results, strict=True):
         assert result.is_error, (tool, arguments, text(result))
         assert text(result), (tool, arguments)
+        assert "could not answer" not in text(result), (tool, arguments, text(result))
+    assert "too large an age" in text(results[-2])
+    assert "budget" in text(results[-1])
     assert "did you mean prompt-result-message-id" in text(results[12])
 
     async def unknown(session: ClientSession) -> Any:
@@ -379,6 +386,91 @@ def test_bad_arguments_are_tool_errors(directory: Path, cache: Path) -> None:
         return await session.call_tool("list_validation_rules", {})  # and it goes on
 
     assert not run_client(directory, unknown, cache).is_error
+
+
+def test_an_error_that_repeats_an_argument_is_bounded(directory: Path, cache: Path) -> None:
+    """An error that names a huge argument (a file, a rule, a pattern, a method, a tool) says
+    a cut of it: every answer stays small."""
+    huge_name = "a/" * 300_000 + "x.jsonl"
+    escapes = "\x1b]0;x\x07" * 10_000
+    todo: list[tuple[str, dict[str, Any]]] = [
+        ("show_frame", {"file": huge_name, "seq": 1}),
+        ("show_frame", {"file": "b" * 600_000 + ".jsonl", "seq": 1}),
+        ("explain_validation_rule", {"rule": escapes}),
+        ("search_recorded_frames", {"pattern": "(" * 100_000}),
+        ("search_recorded_frames", {"pattern": "x", "rule": escapes}),
+        ("diff_sessions", {"a": "clean.jsonl", "b": "clean.jsonl", "only": "z" * 300_000}),
+    ]
+
+    async def body(session: ClientSession) -> Any:
+        answers: list[Any] = [await session.call_tool(n, arguments) for n, arguments in todo]
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("t" * 300_000, {})
+        answers.append(refused.value)
+        with pytest.raises(MCPError) as missing:
+            await session.read_resource("acp-proxy://recordings/" + "r" * 300_000)
+        answers.append(missing.value)
+        return answers
+
+    answers = run_client(directory, body, cache)
+    for (tool, _), result in zip(todo, answers, strict=False):
+        assert result.is_error, tool
+        assert len(orjson.dumps(result.model_dump(mode="json"))) < 5_000, tool
+    for refused in answers[len(todo) :]:
+        assert len(str(refused)) < 5_000
+    # and a method nobody knows, on the wire
+    method = {"jsonrpc": "2.0", "id": 1, "method": "no/" * 100_000}
+    proc = subprocess.run(
+        [*PROXY, "mcp", str(directory)],
+        input=orjson.dumps(method) + b"\n",
+        capture_output=True,
+        env=clean_env(XDG_CACHE_HOME=str(cache)),
+        timeout=60,
+        check=False,
+    )
+    assert orjson.loads(proc.stdout)["error"]["code"] == -32601
+    assert len(proc.stdout) < 5_000
+
+
+def test_refusals_say_what_is_wrong_in_words_a_model_can_act_on(
+    directory: Path, cache: Path
+) -> None:
+    """A file listed under its escaped name is found by that name; no such connection, no
+    such session, ``~`` (not expanded) and a wrong type are said as what they are; an
+    invalid cursor is an invalid-params error, not the first page again."""
+    from mcp_types import PaginatedRequestParams
+
+    shutil.copy(RECORDINGS / "clean.jsonl", directory / "odd\x1bname.jsonl")
+    todo: list[tuple[str, dict[str, Any]]] = [
+        ("list_recorded_sessions", {}),
+        ("show_frame", {"file": "odd\\x1bname.jsonl", "seq": 1}),
+        ("show_frame", {"file": "clean.jsonl", "seq": 3, "connection": 7}),
+        ("show_session_conversation", {"file": "clean.jsonl", "session": "nope"}),
+        ("show_session_timeline", {"file": "~/clean.jsonl"}),
+        ("show_frame", {"file": "clean.jsonl", "seq": "3"}),
+        ("show_session_conversation", {"file": "clean.jsonl", "session": "sess_0001"}),
+    ]
+
+    async def body(session: ClientSession) -> Any:
+        answers = [await session.call_tool(name, arguments) for name, arguments in todo]
+        with pytest.raises(MCPError) as refused:
+            await session.list_resources(params=PaginatedRequestParams(cursor="bogus"))
+        return answers, refused.value
+
+    answers, refused = run_client(directory, body, cache)
+    listed, odd, connection, nope, tilde, typed, known = answers
+    names = {s["file"] for s in listed.structured_content["sessions"]}
+    assert "odd\\x1bname.jsonl" in names  # escaped, as listed
+    assert not odd.is_error, text(odd)
+    assert odd.structured_content["frames"][0]["seq"] == 1
+    assert connection.is_error and "no connection 7" in text(connection), text(connection)
+    assert nope.is_error and "no session nope" in text(nope), text(nope)
+    assert "sess_0001" in text(nope)  # and which there are
+    assert tilde.is_error and "not expanded" in text(tilde), text(tilde)
+    assert "absolute" not in text(tilde)
+    assert typed.is_error and "seq must be an integer" in text(typed), text(typed)
+    assert not known.is_error
+    assert refused.error.code == -32602, refused
 
 
 # --- hostile and big recordings --------------------------------------------------------------
@@ -556,6 +648,78 @@ def test_the_wire_malformed_json_then_a_request_then_the_end(tmp_path: Path) -> 
     assert answers[4]["error"]["code"] == -32601
     assert answers[5]["result"]["isError"] is True
     assert len(answers) == 6
+
+
+def _slow_recording(path: Path, frames: int = 100) -> None:
+    """clean.jsonl, its reply in ``frames`` chunks of twenty x's each: ``(x+x+)+y`` takes a
+    good part of a second on each (less than its budget), many seconds on them all."""
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines()
+    chunk = next(line for line in lines if b"agent_message_chunk" in line)
+    record = orjson.loads(chunk)
+    out = list(lines)
+    for number in range(frames):
+        record["seq"] = 1000 + number
+        record["msg"]["params"]["update"]["content"]["text"] = "x" * 20
+        out.append(orjson.dumps(record))
+    path.write_bytes(b"\n".join(out) + b"\n")
+
+
+def test_a_long_call_keeps_ping_answered_and_stdin_closed_ends_it(tmp_path: Path) -> None:
+    """A search that would never end is a tool error naming its budget, and the server goes
+    on; a long call leaves ping answered; stdin closed during a long call ends the server
+    (exit 0) within its grace, the call given up."""
+    _slow_recording(tmp_path / "slow.jsonl")
+    proc = subprocess.Popen(
+        [*PROXY, "mcp", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def send(*messages: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in messages))
+        proc.stdin.flush()
+
+    def search(ident: int, pattern: str) -> dict[str, Any]:
+        arguments = {"pattern": pattern}
+        params = {"name": "search_recorded_frames", "arguments": arguments}
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+    def ping(ident: int) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": ident, "method": "ping"}
+
+    heard: queue.Queue[bytes] = queue.Queue()
+
+    def hear(stream: Any) -> None:
+        for line in stream:
+            heard.put(line)
+
+    threading.Thread(target=hear, args=(proc.stdout,), daemon=True).start()
+
+    def answer() -> Any:
+        return orjson.loads(heard.get(timeout=30))  # a bound on the wait, not a measure
+
+    try:
+        send(search(1, "(.*.*)*QQQ"), ping(2))
+        answers = [answer() for _ in range(2)]
+        by_id = {a["id"]: a for a in answers}
+        assert by_id[2]["result"] == {}
+        assert by_id[1]["result"]["isError"] is True
+        assert "budget" in by_id[1]["result"]["content"][0]["text"]
+        send(search(3, "(x+x+)+y"), ping(4))
+        assert answer() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+        proc.stdin.close()  # while the search runs
+        assert proc.wait(timeout=20) == 0  # a bound on the wait, not a measure
+        time.sleep(0.2)  # (the reader thread takes the end of stdout)
+        assert heard.empty()  # the search was given up
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
 
 
 # --- the MCP Inspector's CLI -----------------------------------------------------------------

@@ -98,8 +98,9 @@ def search(
         say(f"acp-proxy: {problem}")
     matched, named, failed = False, set(), False
     highlight = not as_json and use_color(color)
+    found = find(pattern, files, method, rule, side, session, ignore_case, files_only)
     with stdout_lines("never" if as_json else color) as emit:
-        for hit in find(pattern, files, method, rule, side, session, ignore_case, files_only):
+        for hit in _bounded(found, pattern):
             if isinstance(hit, Unlisted):
                 failed = say_unlisted([hit], targets) or failed
                 continue
@@ -117,6 +118,22 @@ def search(
                 line = visible(f"{hit.path}:{hit.line}: seq {seq}: {hit.summary}{rules}")
                 emit(line + _matched(hit, highlight))
     sys.exit(2 if problems or failed else 0 if matched else 1)
+
+
+def _bounded(found: Any, pattern: str) -> Any:
+    """The hits of ``found``; a pattern that takes too long on one frame (it backtracks
+    without end: ``(.*.*)*x``) a one-line error, exit 2."""
+    from acp_proxy.readers.catalog import TooSlow
+
+    try:
+        yield from found
+    except TooSlow as exc:
+        shown = pattern if len(pattern) <= 80 else f"{pattern[:80]}…"
+        say(
+            f"acp-proxy: the pattern {shown!r} took {exc} (its budget): it backtracks "
+            "too much; simplify it (no repeat inside a repeat, like (a*)*)"
+        )
+        sys.exit(2)
 
 
 def _pattern_and_paths(
