@@ -100,6 +100,9 @@ what it is for and what it promises.
     live/spool.py            Spooler: a line too long to hold, spooled to a file as it crosses
     live/session.py          assemble: a session put together, the one place, whatever side we play
     live/client.py           Client: acp-proxy as the client, in-process, back-pressure not loss
+    live/events.py           Event, Pending, Reply, TimedOut, AgentGone: what a front-end gets
+    live/outbox.py           Outbox, Inbox: the client's side of the relay, its reading held
+    live/serving.py          Serving: the agent's requests served off the loop, the waits bounded
     live/server.py           Server: acp-proxy as the agent on its stdio (test-agent, replay)
     live/services.py         Services: the agent's requests answered, safe by construction
     live/sandbox.py          Sandbox: files beneath a directory descriptor, never raced

@@ -5,10 +5,12 @@ The agent is started, relayed, validated and recorded exactly as ``run`` does it
 process (:func:`~acp_proxy.live.spawn.start_agent`, :func:`~acp_proxy.live.relay.relay`,
 the :class:`~acp_proxy.live.observer.Observer` with its validator and ``run``'s recorder
 and live log). Only the relay's client side differs: instead of our stdin and stdout, an
-:class:`_Outbox` the front-end writes to, and the observer's own view of each frame. Every
+:class:`~acp_proxy.live.outbox.Outbox` the front-end writes to, and the observer's own view
+of each frame. Every
 frame is framed once, parsed once and modelled once (the wire model's
-:class:`~acp_proxy.core.wire.Message`), and a front-end gets that, as an :class:`Event`:
-no second framing, no pipe to read back, no second process.
+:class:`~acp_proxy.core.wire.Message`), and a front-end gets that, as an :class:`Event`
+(:mod:`acp_proxy.live.events`: what a front-end gets): no second framing, no pipe to read
+back, no second process.
 
 The event loop runs in a thread of its own; a front-end calls plain blocking methods, and
 **every wait has a bound**: :meth:`Pending.reply` and :meth:`Client.next_event` take a
@@ -26,16 +28,16 @@ a command's exit) never holds the relay's reading: it is not counted there (else
 on a long command and a burst of reads stopped the reading for good); at most
 :data:`MAX_WAITING` of them wait at once, and one beyond is answered at once with an error.
 
-The agent's requests are answered by a :class:`Services` object, off the loop: files and
-terminal output by one worker, in order; a permission request (which may wait for the
-user) and a wait for a command's exit each in a thread of their own. Files only inside a
-sandbox directory, resolved beneath its descriptor (:mod:`acp_proxy.live.sandbox`: no
-check can be raced); permission requests by a policy (``allow``, ``reject``, ``cancel``);
-no terminal unless the user asked for one (then each command in a process group of its
-own, killed as a group when released, when its session closes and at the end, its output
-kept under our cap whatever the agent asks). A front-end that asks its user (``chat``)
-overrides :meth:`Services.request_permission`; one that answers the agent itself
-(``replay --as client``) starts the client with no services.
+The agent's requests are answered by a :class:`Services` object, off the loop
+(:mod:`acp_proxy.live.serving`): files and terminal output by one worker, in order; a
+permission request (which may wait for the user) and a wait for a command's exit each in a
+thread of their own. Files only inside a sandbox directory, resolved beneath its descriptor
+(:mod:`acp_proxy.live.sandbox`: no check can be raced); permission requests by a policy
+(``allow``, ``reject``, ``cancel``); no terminal unless the user asked for one (then each
+command in a process group of its own, killed as a group when released, when its session
+closes and at the end, its output kept under our cap whatever the agent asks). A front-end
+that asks its user (``chat``) overrides :meth:`Services.request_permission`; one that
+answers the agent itself (``replay --as client``) starts the client with no services.
 
 The agent runs in its own process group, stopped as a group at the end, and with it if
 this process dies (:class:`~acp_proxy.live.spawn.Watchdog`); this module installs no signal
@@ -46,13 +48,11 @@ the agent.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import queue
-import signal
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,11 +64,23 @@ from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
-from acp_proxy.core.wire import Message, kind_of
+from acp_proxy.live.events import (
+    GONE,
+    AgentGone,
+    Event,
+    EventQueue,
+    Pending,
+    Reply,
+    RunEvent,
+    TimedOut,
+    exit_words,
+)
 from acp_proxy.live.loop import event_loop
+from acp_proxy.live.outbox import Inbox, Outbox
 from acp_proxy.live.recorder import Recorder
 from acp_proxy.live.relay import RelayResult, relay
-from acp_proxy.live.services import INTERNAL_ERROR, ServiceError, Services
+from acp_proxy.live.services import ServiceError, Services
+from acp_proxy.live.serving import ANSWER_BUDGET, MAX_SERVING, MAX_WAITING, Serving
 from acp_proxy.live.session import Recording, assemble
 from acp_proxy.live.spawn import Agent, Early, take_agent
 from acp_proxy.log import Logger
@@ -76,6 +88,11 @@ from acp_proxy.transcript.items import Addon, Repeated, Seen
 from acp_proxy.transcript.records import FrameRecord
 
 __all__ = [
+    "ANSWER_BUDGET",
+    "CLIENT_INFO",
+    "MAX_EVENTS",
+    "MAX_SERVING",
+    "MAX_WAITING",
     "AgentGone",
     "Client",
     "Event",
@@ -85,6 +102,8 @@ __all__ = [
     "ServiceError",
     "Services",
     "TimedOut",
+    "auth_method_id",
+    "config_option_params",
     "exit_words",
     "initialize_params",
 ]
@@ -99,14 +118,6 @@ STDERR_KEPT = 16 * 1024
 MAX_EVENTS = 10_000
 #: Bytes of events waiting for the front-end at most before the relay stops reading.
 MAX_EVENT_BYTES = 16 * 1024 * 1024
-#: The agent's requests waiting for the worker at most before the relay stops reading
-#: (the requests that wait on the user or on a command are not counted: :data:`MAX_WAITING`).
-MAX_SERVING = 16
-#: The agent's requests that wait on the user or on a command (each in a thread of its own)
-#: at most at once; one beyond is answered at once with an error (they never stop the reading).
-MAX_WAITING = 64
-#: Bytes of answers the agent has not read yet at most before no more are made.
-ANSWER_BUDGET = 16 * 1024 * 1024
 
 #: Seconds an agent that closed its stdout has to exit before it is said gone as running
 #: (then its exit status and the end of its stderr are known).
@@ -119,185 +130,6 @@ ANSWERS_GRACE = 2.0
 #: Findings other than errors kept for the front-end at most (every error is kept, and
 #: every finding counted, in :attr:`Client.counts`; each is recorded all the same).
 MAX_FINDINGS = 10_000
-
-
-class TimedOut(Exception):
-    """A wait ran out: ``what`` was not there within ``seconds``."""
-
-    def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(f"no {what} within {seconds:g}s")
-        self.what, self.seconds = what, seconds
-
-
-def exit_words(returncode: int | None) -> str:
-    """How a process ended, in words: ``exit status 3``, ``killed by SIGKILL``."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
-
-
-class AgentGone(Exception):
-    """The agent exited, or closed its output, before what was waited for came."""
-
-    def __init__(self, returncode: int | None, stderr: list[str]) -> None:
-        how = "closed its output" if returncode is None else f"exited ({exit_words(returncode)})"
-        super().__init__(f"the agent {how}")
-        #: Its exit status (negative: the signal that killed it); None while it runs.
-        self.returncode = returncode
-        #: The last lines it wrote to stderr (as written: escape them to show them).
-        self.stderr = stderr
-
-
-#: The kinds whose method and session are their own (a response's are its request's).
-_CALLS = frozenset({Kind.REQUEST, Kind.NOTIFICATION})
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One frame of the session, in wire order, as the observer saw it: the frame
-    (:attr:`raw`, :attr:`value`) and the wire model's :attr:`message` for it (None only if
-    the wire model failed). Without ``both_sides``, a front-end gets only the agent's."""
-
-    frame: Frame
-    #: Its sequence number in the recording.
-    seq: int | None
-    #: The wire model's view of it: its kind, its request (for a response), its turn.
-    message: Message | None = None
-    side: Side = Side.AGENT
-
-    @property
-    def raw(self) -> bytes:
-        """The frame as written, without its newline (its beginning, past the relay's cap)."""
-        return self.frame.raw
-
-    @property
-    def held(self) -> int:
-        """The bytes it stands for, as the queue counts them (back-pressure)."""
-        return len(self.frame.raw)
-
-    @property
-    def is_json(self) -> bool:
-        return self.frame.error is None
-
-    @property
-    def terminated(self) -> bool:
-        """Whether it ended with a newline (the last frame of a stream may not)."""
-        return self.frame.terminated
-
-    @property
-    def value(self) -> Any:
-        """The parsed JSON; None when it is not JSON."""
-        return self.frame.value if self.frame.error is None else None
-
-    @property
-    def kind(self) -> Kind:
-        """Request, notification, response, batch, invalid, or not JSON."""
-        if self.message is not None:
-            return self.message.kind
-        return kind_of(self.frame.value) if self.frame.error is None else Kind.NOT_JSON
-
-    @property
-    def method(self) -> str | None:
-        """A request's or a notification's method (None for a response)."""
-        message = self.message
-        if message is not None and message.kind in _CALLS:
-            return message.method
-        value = self.value
-        method = value.get("method") if isinstance(value, dict) else None
-        return method if isinstance(method, str) else None
-
-    @property
-    def params(self) -> Any:
-        value = self.value
-        return value.get("params") if isinstance(value, dict) else None
-
-    @property
-    def session(self) -> str | None:
-        """The ``sessionId`` its params name, if any."""
-        message = self.message
-        if message is not None and message.kind in _CALLS:
-            return message.session
-        params = self.params
-        session = params.get("sessionId") if isinstance(params, dict) else None
-        return session if isinstance(session, str) else None
-
-    @property
-    def update(self) -> str | None:
-        """A ``session/update``'s ``sessionUpdate`` variant."""
-        if self.message is not None:
-            return self.message.variant
-        params = self.params
-        update = params.get("update") if isinstance(params, dict) else None
-        variant = update.get("sessionUpdate") if isinstance(update, dict) else None
-        return variant if isinstance(variant, str) else None
-
-
-@dataclass(frozen=True, slots=True)
-class RunEvent(Event):
-    """Message chunks the agent streamed, each the one before it around another text, known
-    by their bytes and not parsed (a front-end that asked for runs: ``runs=True``). As an
-    :class:`Event` it is the chunk they repeat (its frame and message); :attr:`run` has each
-    one's seq and text (``run.seqs``, ``run.texts``), and ``run.items()`` makes each what
-    reading its record gives, for a front-end that needs every frame whole."""
-
-    run: Repeated | None = None
-
-    @property
-    def held(self) -> int:
-        """Every chunk's bytes (``run.sizes``), as the queue counts them."""
-        return sum(self.run.sizes) if self.run is not None else len(self.frame.raw)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """The agent's response to one of the client's requests."""
-
-    method: str
-    value: dict[str, Any]
-    seq: int | None
-
-    @property
-    def ok(self) -> bool:
-        return "error" not in self.value
-
-    @property
-    def result(self) -> Any:
-        return self.value.get("result")
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        error = self.value.get("error")
-        return error if isinstance(error, dict) else None
-
-    def error_words(self) -> str:
-        """The error, in words (as the agent wrote them: escape them to show them)."""
-        error = self.error or {}
-        return f"error {error.get('code')}: {error.get('message')}"
-
-
-class Pending:
-    """A request the client sent, until its response comes (:meth:`reply`)."""
-
-    def __init__(self, method: str, request_id: int) -> None:
-        self.method = method
-        self.id = request_id
-        self._future: concurrent.futures.Future[Reply] = concurrent.futures.Future()
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def reply(self, timeout: float) -> Reply:
-        """The response, waited for up to ``timeout`` seconds. Raises :class:`TimedOut`,
-        or :class:`AgentGone` when the agent is gone without answering."""
-        try:
-            return self._future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            raise TimedOut(f"response to {self.method}", timeout) from None
 
 
 def initialize_params(protocol: int, services: Services) -> dict[str, Any]:
@@ -326,185 +158,6 @@ def config_option_params(protocol: int, session: str, config: str, value: Any) -
     elif protocol != 1:
         params["type"] = "id"
     return params
-
-
-#: The agent's requests that may wait long (for the user; for a command to exit): each in
-#: a thread of its own, never holding up the worker that serves the others in order.
-_WAITING = frozenset({"session/request_permission", "terminal/wait_for_exit"})
-
-#: What :meth:`Client.next_event` finds in its queue once the agent is gone.
-_GONE = object()
-
-
-class _Events:
-    """The events waiting for the front-end, in order, and their size: a deque and a
-    condition (the loop thread appends, the front-end takes)."""
-
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._ready = threading.Condition(threading.Lock())
-        #: Bytes of the frames waiting.
-        self.size = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def put(self, item: Any, size: int = 0) -> None:
-        with self._ready:
-            self._items.append(item)
-            self.size += size
-            self._ready.notify()
-
-    def put_many(self, events: list[Event], size: int) -> None:
-        with self._ready:
-            self._items.extend(events)
-            self.size += size
-            self._ready.notify()
-
-    def get_many(self, timeout: float, limit: int) -> list[Any]:
-        """The first items (``limit`` at most; the end, :data:`_GONE`, alone), waited for
-        up to ``timeout`` seconds (``queue.Empty``)."""
-        with self._ready:
-            items = self._items
-            if not items and not self._ready.wait_for(lambda: self._items, timeout):
-                raise queue.Empty
-            taken: list[Any] = []
-            size = 0
-            while items and len(taken) < limit and items[0] is not _GONE:
-                event = items.popleft()
-                size += event.held
-                taken.append(event)
-            self.size -= size
-            return taken or [_GONE]
-
-    def get(self, timeout: float) -> Any:
-        """The first item, waited for up to ``timeout`` seconds (``queue.Empty``)."""
-        with self._ready:
-            if not self._items and not self._ready.wait_for(lambda: self._items, timeout):
-                raise queue.Empty
-            item = self._items[0]
-            if item is not _GONE:  # (the end stays: every later wait finds it)
-                self._items.popleft()
-                if isinstance(item, Event):
-                    self.size -= item.held
-            return item
-
-
-class _Outbox:
-    """The relay's client side, as a :class:`~acp_proxy.live.pipes.Feed`: what the
-    front-end (any thread) writes to the agent, handed to the pump in the loop, in order.
-    While the pump is paused (the agent's stdin is full) it waits here, counted
-    (:attr:`waiting`: the answers the agent has not read)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._items: deque[bytes] = deque()
-        self._changed = threading.Condition(threading.Lock())
-        self.waiting = 0
-        self._paused = False
-        self._on_data: Callable[[bytes], None] | None = None
-        self._ended = False
-
-    # --- any thread
-
-    def put(self, data: bytes) -> bool:
-        """``data`` queued for the agent; False once the end was queued or delivered."""
-        with self._changed:
-            if self._ended:
-                return False
-            self._items.append(data)
-            self.waiting += len(data)
-        try:
-            self._loop.call_soon_threadsafe(self._deliver)
-        except RuntimeError:  # the loop has ended
-            return False
-        return True
-
-    def end(self) -> None:
-        """The end of the client's stream, after what is queued."""
-        with self._changed:
-            if self._ended:
-                return
-            self._ended = True
-            self._items.append(b"")
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self._deliver)
-
-    def wait_below(self, limit: int, stop: Callable[[], bool]) -> None:
-        """Until fewer than ``limit`` bytes wait for the agent, or ``stop()``."""
-        with self._changed:
-            while self.waiting >= limit and not stop():
-                self._changed.wait(0.1)
-
-    # --- the loop: the Feed the pump reads
-
-    def start(self, on_data: Callable[[bytes], None]) -> None:
-        self._on_data = on_data
-        self._deliver()
-
-    def pause(self) -> None:
-        self._paused = True
-
-    def resume(self) -> None:
-        self._paused = False
-        self._deliver()
-
-    def stop(self) -> None:
-        self._on_data = None
-
-    def _deliver(self) -> None:
-        while not self._paused and self._on_data is not None:
-            with self._changed:
-                if not self._items:
-                    return
-                data = self._items.popleft()
-                self.waiting -= len(data)
-                self._changed.notify_all()
-            self._on_data(data)
-
-    def cut(self) -> None:
-        """The agent did not read what waits within the grace: dropped, the end delivered
-        (the session is over; the agent is being stopped)."""
-        with self._changed:
-            self._items.clear()
-            self.waiting = 0
-            self._ended = True
-            self._changed.notify_all()
-        if self._on_data is not None:
-            self._on_data(b"")
-
-
-class _Inbox:
-    """The relay's sink for the agent's bytes: they are not written anywhere (the front-end
-    gets the observer's events instead), but the pump asks it whether to go on reading:
-    not while the front-end is behind (:meth:`Client._behind`)."""
-
-    def __init__(self, client: Client, loop: asyncio.AbstractEventLoop) -> None:
-        self._client = client
-        self._loop = loop
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        return None
-
-    @property
-    def backlogged(self) -> bool:
-        return not self._closed and self._client._behind()
-
-    async def drain(self) -> None:
-        while self.backlogged:
-            self._waiter = self._loop.create_future()
-            await self._waiter
-
-    def wake(self) -> None:
-        """(The loop) the front-end caught up, or the session ends."""
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def close(self) -> None:
-        self._closed = True
-        self.wake()
 
 
 class _ToFrontEnd(Addon):
@@ -545,8 +198,8 @@ class _Loop:
     loop: asyncio.AbstractEventLoop | None = None
     ready: threading.Event = field(default_factory=threading.Event)
     result: RelayResult | None = None
-    outbox: _Outbox | None = None
-    inbox: _Inbox | None = None
+    outbox: Outbox | None = None
+    inbox: Inbox | None = None
 
 
 class Client:
@@ -621,7 +274,6 @@ class Client:
         #: Every finding counted by level (``error``, ``warning``, ``info``).
         self.counts: Counter[str] = Counter()
         self._said_cap = False
-        self._said_waiting = False
         self._ids = itertools.count(1)
         self._pending: dict[int, Pending] = {}
         self._pending_lock = threading.Lock()
@@ -629,21 +281,12 @@ class Client:
         self._ended = False
         #: Held while a cancel, or an answer to a permission request, is decided and sent.
         self._order = threading.Lock()
-        #: How many of the agent's requests are being answered, and how many of them wait
-        #: on the user or on a command (:data:`_WAITING`, each in a thread of its own).
-        self._serving = 0
-        self._waiting = 0
-        self._served = threading.Condition()
-        #: The worker's requests, in order (True: refused, too many wait: MAX_WAITING).
-        self._work: queue.Queue[tuple[dict[str, Any], bool] | None] = queue.Queue()
-        self._worker: threading.Thread | None = None
-        self._events = _Events()
+        self._events = EventQueue()
         #: The events of the read being observed, handed over at its end (:meth:`_read_done`).
         self._read: list[Event] = []
         self._read_size = 0
-        #: The agent's requests of that read, to the services once its events are queued;
-        #: the responses to the client's requests, handed to their waiters then too.
-        self._asked: list[dict[str, Any]] = []
+        #: The responses to the client's requests of that read, handed to their waiters once
+        #: its events are queued (the agent's requests go to the services then too).
         self._answered: list[tuple[Pending, Reply]] = []
         #: Whether the relay stopped reading the agent until the front-end catches up.
         self._throttled = False
@@ -652,10 +295,18 @@ class Client:
         self._stderr = bytearray()
         self._state = _Loop()
         self._finished: RelayResult | None = None
+        #: The agent's requests served, off the loop (none without services).
+        self._serving: Serving | None = None
         if services is not None:
-            self._worker = threading.Thread(target=self._work_loop, name="acp-proxy services")
-            self._worker.daemon = True
-            self._worker.start()
+            self._serving = Serving(
+                services,
+                self._send,
+                log,
+                order=self._order,
+                outbox=lambda: self._state.outbox,
+                ended=lambda: self._ended,
+                caught_up=self._caught_up,
+            )
         self._thread = threading.Thread(target=self._run, name="acp-proxy client", daemon=True)
         self._thread.start()
         self._state.ready.wait()
@@ -766,11 +417,9 @@ class Client:
             item = self._events.get(max(timeout, 0.0))
         except queue.Empty:
             raise TimedOut("message from the agent", timeout) from None
-        if item is _GONE:
+        if item is GONE:
             raise self.gone()
-        if self._throttled and not self._behind(low=True):
-            self._throttled = False
-            self._wake()
+        self._caught_up()
         event: Event = item
         return event
 
@@ -782,11 +431,9 @@ class Client:
             items = self._events.get_many(max(timeout, 0.0), limit)
         except queue.Empty:
             raise TimedOut("message from the agent", timeout) from None
-        if items[0] is _GONE:
+        if items[0] is GONE:
             raise self.gone()
-        if self._throttled and not self._behind(low=True):
-            self._throttled = False
-            self._wake()
+        self._caught_up()
         return items
 
     def close(self) -> RelayResult:
@@ -795,8 +442,8 @@ class Client:
         runs for it, and finish the recording. Idempotent."""
         if self._finished is not None:
             return self._finished
-        with self._served:  # answers under way go out first (a file read said as done is)
-            self._served.wait_for(lambda: self._serving == 0 or self._ended, ANSWERS_GRACE)
+        if self._serving is not None:  # answers under way go out first (a file read said as done)
+            self._serving.settle(ANSWERS_GRACE)
         # Nobody takes events now: what the agent still writes is read (and recorded) to its
         # end, so that an agent blocked on a full pipe sees its stdin close and can exit.
         self._closing = True
@@ -806,7 +453,8 @@ class Client:
             outbox.end()
             with contextlib.suppress(RuntimeError):  # (the loop has ended already)
                 loop.call_soon_threadsafe(loop.call_later, self.grace, outbox.cut)
-        self._work.put(None)
+        if self._serving is not None:
+            self._serving.stop()
         self._thread.join(3 * self.grace + 5)
         if self._thread.is_alive():  # the relay did not end in time: no waiting on it
             self.agent.kill()
@@ -836,8 +484,15 @@ class Client:
         return (
             len(self._events) >= MAX_EVENTS // divisor
             or self._events.size >= MAX_EVENT_BYTES // divisor
-            or self._serving - self._waiting >= MAX_SERVING // divisor
+            or (self._serving is not None and self._serving.behind(low))
         )
+
+    def _caught_up(self) -> None:
+        """(Any thread) an event taken, a request served: the relay reads the agent again
+        once the front-end and the services are under half the bounds."""
+        if self._throttled and not self._behind(low=True):
+            self._throttled = False
+            self._wake()
 
     def _wake(self) -> None:
         """(Any thread) the relay may read the agent again."""
@@ -860,8 +515,8 @@ class Client:
         loop = asyncio.get_running_loop()
         state = self._state
         state.loop = loop
-        state.outbox = _Outbox(loop)
-        state.inbox = _Inbox(self, loop)
+        state.outbox = Outbox(loop)
+        state.inbox = Inbox(self._behind, loop)
         state.ready.set()
         try:
             state.result = await relay(
@@ -912,9 +567,9 @@ class Client:
                 if not pending.done():
                     pending._future.set_exception(gone)
             self._pending.clear()
-        with self._served:  # (close() stops waiting for answers: none can go out now)
-            self._served.notify_all()
-        self._events.put(_GONE)
+        if self._serving is not None:  # (close() stops waiting for answers: none can go out now)
+            self._serving.relay_ended()
+        self._events.put(GONE)
 
     def _stderr_data(self, data: bytes) -> None:
         self._stderr += data
@@ -966,10 +621,8 @@ class Client:
         if not self._closing:
             self._read.append(event)
             self._read_size += len(frame.raw)
-        if side is Side.AGENT and kind is Kind.REQUEST and self._services is not None:
-            with self._served:
-                self._serving += 1
-            self._asked.append(value)
+        if side is Side.AGENT and kind is Kind.REQUEST and self._serving is not None:
+            self._serving.asked(value)
 
     def _took_run(self, run: Repeated) -> None:
         """(The loop) chunks known by their bytes, after the frame seen last: one event."""
@@ -992,77 +645,7 @@ class Client:
             if not pending.done():
                 pending._future.set_result(reply)
         self._answered.clear()
-        for request in self._asked:  # (once queued: the front-end has all before it)
-            if request["method"] in _WAITING and self._waiting < MAX_WAITING:
-                with self._served:
-                    self._waiting += 1
-                thread = threading.Thread(target=self._answer, args=(request, True), daemon=True)
-                thread.start()
-            else:  # (one that would wait beyond MAX_WAITING: refused by the worker, in order)
-                self._work.put((request, request["method"] in _WAITING))
-        self._asked.clear()
+        if self._serving is not None:  # (once queued: the front-end has all before them)
+            self._serving.hand_over()
         if not self._throttled and self._behind():
             self._throttled = True
-
-    def _work_loop(self) -> None:
-        """The services' worker: the agent's requests in order, each once the answers
-        before it are read (at most :data:`ANSWER_BUDGET` bytes wait for the agent)."""
-        while (work := self._work.get()) is not None:
-            request, refused = work
-            outbox = self._state.outbox
-            if outbox is not None:
-                outbox.wait_below(ANSWER_BUDGET, lambda: self._ended)
-            if refused:
-                self._refuse(request)
-            else:
-                self._answer(request)
-
-    def _answer(self, request: dict[str, Any], waits: bool = False) -> None:
-        try:
-            if not self._ended:
-                self._serve(request)
-        finally:
-            with self._served:
-                self._serving -= 1
-                self._waiting -= waits
-                self._served.notify_all()
-            if self._throttled and not self._behind(low=True):
-                self._throttled = False
-                self._wake()
-
-    def _refuse(self, request: dict[str, Any]) -> None:
-        """(The worker) a request that would wait, beyond :data:`MAX_WAITING`: an error."""
-        try:
-            if not self._ended:
-                message = f"{MAX_WAITING} requests of the agent's wait already; answer one first"
-                if not self._said_waiting:  # (said once: each is recorded)
-                    self._said_waiting = True
-                    with contextlib.suppress(Exception):
-                        self._log.warning(f"refused {request['method']}: {message}")
-                error = {"code": INTERNAL_ERROR, "message": message}
-                self._send({"jsonrpc": "2.0", "id": request["id"], "error": error})
-        finally:
-            with self._served:
-                self._serving -= 1
-                self._served.notify_all()
-            if self._throttled and not self._behind(low=True):
-                self._throttled = False
-                self._wake()
-
-    def _serve(self, request: dict[str, Any]) -> None:
-        """Answer one of the agent's requests (off the loop: a service may block)."""
-        services = self.services
-        method = request["method"]
-        try:
-            answer: dict[str, Any] = {"result": services.answer(method, request.get("params"))}
-        except ServiceError as exc:
-            answer = {"error": {"code": exc.code, "message": exc.message}}
-        except Exception as exc:  # a bug in a service: the agent still gets an answer
-            answer = {"error": {"code": INTERNAL_ERROR, "message": f"client error: {exc!r}"}}
-        with self._order:
-            params = request.get("params")
-            session = params.get("sessionId") if isinstance(params, dict) else None
-            if method == "session/request_permission" and services.is_cancelled(session):
-                # cancelled while the answer was made: once cancelled, the answer is that
-                answer = {"result": {"outcome": {"outcome": "cancelled"}}}
-            self._send({"jsonrpc": "2.0", "id": request["id"], **answer})
