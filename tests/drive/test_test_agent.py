@@ -21,9 +21,9 @@ from acp_proxy.drive.test_agent import (
     MAX_FINDINGS,
     MISSING_NAME,
     Check,
+    Findings,
     Options,
     TestAgent,
-    _Findings,
     named_file,
 )
 from acp_proxy.live.observer import Observer
@@ -54,6 +54,7 @@ class FakeClient:
         self.seen_large = False
         self.cancelled = False
         self.terminals = 0
+        self.echoed = ""
 
     def initialize(self) -> dict[str, Any]:
         if self.version == 2:
@@ -116,9 +117,10 @@ class FakeClient:
             return {"error": {"code": -32000, "message": "the user said no"}}
         if method == "terminal/create":
             self.terminals += 1
+            self.echoed = " ".join(params.get("args") or [])
             return {"result": {"terminalId": f"term_{self.terminals}"}}
         if method == "terminal/output":
-            return {"result": {"output": "acp-proxy-test-agent\n", "truncated": False}}
+            return {"result": {"output": self.echoed + "\n", "truncated": False}}
         if method == "terminal/wait_for_exit":
             return {"result": {"exitCode": 0}}
         if method == "terminal/release":
@@ -138,7 +140,7 @@ class Wire:
             Recorder(None, get_logger()),
             get_logger(),
             _validator(),
-            addons=[_Findings(machine, get_logger())],
+            addons=[Findings(machine, get_logger())],
         )
         self.agent_findings: list[Any] = []
 
@@ -323,7 +325,7 @@ def test_a_permission_selected_after_its_cancel_is_named(work, version):
     wire, checks = session(work, bug="selected after cancel", version=version)
     names = by_name(failed(checks))
     assert names["permission-cancelled"][0].why.startswith(
-        'answered "selected" after session/cancel'
+        "answered 'selected' after session/cancel"
     )
     assert any(c.rule == "permission-not-cancelled" for c in names["valid-frames"])
     # the turn then ends as cancelled, and what it did not get to is a skip
@@ -439,7 +441,9 @@ def test_a_path_outside_the_cwd_is_never_named(work):
 def test_the_terminal_runs_only_echo(work):
     wire, _ = session(work)
     created = [v["params"] for s, v in wire.frames if v.get("method") == "terminal/create"]
-    assert [(c["command"], c["args"]) for c in created] == [("echo", ["acp-proxy-test-agent"])]
+    assert [c["command"] for c in created] == ["echo"]
+    (word,) = created[0]["args"]  # one word: the stem and this run's token
+    assert word.startswith("acp-proxy-test-agent-") and word.replace("-", "").isalnum()
 
 
 # --- over real pipes, through the CLI ----------------------------------------------------
@@ -477,7 +481,9 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     out = [orjson.loads(line) for line in run.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in out) and [m["id"] for m in out] == [1, 2, 3]
     assert run.stderr.decode().count("\n") == 1
-    assert "0 turns: 2 failed" in run.stderr.decode()  # (a real plural, never "turn(s)")
+    said = run.stderr.decode()
+    assert said.startswith("acp-proxy test-agent: 2 failed, 1 passed, 0 skipped; 0 turns of ")
+    # (a real plural, never "turn(s)")
     document = orjson.loads(report.read_bytes())
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
     # ours, and the validator's rule on the same frame
