@@ -411,10 +411,10 @@ def _terminal_problem(method: str, answer: Answer, token: str) -> str | None:
             said = f"{output[:80]!r}"
             return f"{method}: the output ({said}) does not hold {token!r}, which echo printed"
     if method == "terminal/wait_for_exit" and result.get("exitCode") != 0:
-        return (
-            f"{method}: echo exited with {str(result.get('exitCode'))[:20]!r} "
-            f"(signal {str(result.get('signal'))[:20]!r}), not 0"
-        )
+        code, signal = result.get("exitCode"), result.get("signal")
+        said = str(code) if type(code) is int else repr(str(code)[:20])
+        by = f", signal {str(signal)[:20]!r}" if signal is not None else ""
+        return f"{method}: echo exited with {said}{by}, not 0"
     return None
 
 
@@ -477,7 +477,8 @@ def terminal(agent: Core, turn: Turn, token: str) -> Generator[int | None, Any, 
     status = "failed" if problems else "completed"
     agent.update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status})
     if problems:
-        checks.append(broken("terminal", problems[0][0], problems[0][1], n))
+        why = "; ".join(problem for problem, _ in problems)
+        checks.append(broken("terminal", why, problems[0][1], n))
     else:
         checks.append(
             Check(
