@@ -498,6 +498,26 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     assert records[-1]["kind"] == "end"
 
 
+def test_a_failure_is_said_once_in_the_text_report(tmp_path):
+    """The validator's error on the client's frame is valid-frames' failure, said once (not
+    again as a finding line after it)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+        b'"clientCapabilities":{}}}',
+        b'{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"x","cwd":"'
+        + str(work).encode() + b'","mcpServers":[]}}',
+    ]  # fmt: skip
+    report = tmp_path / "report.txt"
+    run = _run(tmp_path, lines, "--report", str(report), "--timeout", "2")
+    assert run.returncode == 1
+    text = report.read_text().splitlines()
+    (failure,) = [line for line in text if line.startswith("fail  valid-frames")]
+    message = failure.split("connection", 1)[1].split(" (seq")[0].strip()
+    assert sum(message in line for line in text) == 1, text
+
+
 def test_over_pipes_a_whole_turn(tmp_path):
     """A prompt's whole turn over pipes, a client of ours answering as it reads (the 1 MB
     chunk crosses the pipe): exit 0, the report in text."""

@@ -341,6 +341,8 @@ class Scenario(Core):
         both; a custom request never answered fails ``extension-request`` alone, and the
         unknown variant waits for the next answer (the permission request's)."""
         sid, n = turn.session.id, turn.number
+        if not self.going(turn):  # (a client that stopped answering is asked nothing more)
+            return
         self.update(
             sid,
             {"sessionUpdate": UNKNOWN_VARIANT, "detail": "a future variant", "_meta": self._meta()},
