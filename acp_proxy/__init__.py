@@ -139,7 +139,9 @@ what it is for and what it promises.
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
     drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)
     drive/commands/shared.py  what probe and chat share: --protocol, recording, -- AGENT
-    drive/test_agent.py      TestAgent, serve: the agent that checks a client (select, no asyncio)
+    drive/test_agent/checks.py  test-agent's checks of a client, one @check each (catalog.py)
+    drive/test_agent/machine.py  TestAgent, the agent that checks a client (scenario.py, core.py)
+    drive/test_agent/shell.py  serve: TestAgent as the server role (report.py: text, JSON, JUnit)
     devtools/                example_agent.py, demo.py, bench.py (bench_*.py: its parts)
     devtools/commands/demo.py  demo
 

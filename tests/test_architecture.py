@@ -658,7 +658,9 @@ def test_one_stdio_shell():
     only: the roles that play the agent (``test-agent``, ``replay``: the server role) have no
     ``select`` loop, no thread reading lines, no framer of their own. (``chat`` reads the
     user's terminal and ``inspect`` serves a page: neither is the protocol's stdio.)"""
-    paths = [PACKAGE / m for m in ("drive/test_agent.py", "drive/replay.py", "readers/replay.py")]
+    paths = [
+        PACKAGE / m for m in ("drive/test_agent/shell.py", "drive/replay.py", "readers/replay.py")
+    ]
     for path in paths:
         tree = ast.parse(path.read_text(), str(path))
         modules = {

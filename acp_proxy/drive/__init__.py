@@ -7,7 +7,7 @@ Modules::
     chat/          chat: a prompt line (or piped prompts), over the client core
     probe/         probe, CHECKS: an agent's checks, one @check each, over the client core
     replay.py      drive_agent: replay --as client, over the client core
-    test_agent.py  TestAgent, serve: the agent that checks a client (select, no asyncio)
+    test_agent/    TestAgent, serve: the agent that checks a client, one @check each
     words.py       agent_words, ended_words, shown_line...: what probe and chat say
     commands/      the layer's click commands, a module each, named for the command
 """

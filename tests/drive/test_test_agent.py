@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,9 @@ from acp_proxy.drive.test_agent import (
     MAX_FINDINGS,
     MISSING_NAME,
     Check,
+    Findings,
     Options,
     TestAgent,
-    _Findings,
     named_file,
 )
 from acp_proxy.live.observer import Observer
@@ -54,6 +55,7 @@ class FakeClient:
         self.seen_large = False
         self.cancelled = False
         self.terminals = 0
+        self.echoed = ""
 
     def initialize(self) -> dict[str, Any]:
         if self.version == 2:
@@ -116,9 +118,10 @@ class FakeClient:
             return {"error": {"code": -32000, "message": "the user said no"}}
         if method == "terminal/create":
             self.terminals += 1
+            self.echoed = " ".join(params.get("args") or [])
             return {"result": {"terminalId": f"term_{self.terminals}"}}
         if method == "terminal/output":
-            return {"result": {"output": "acp-proxy-test-agent\n", "truncated": False}}
+            return {"result": {"output": self.echoed + "\n", "truncated": False}}
         if method == "terminal/wait_for_exit":
             return {"result": {"exitCode": 0}}
         if method == "terminal/release":
@@ -138,7 +141,7 @@ class Wire:
             Recorder(None, get_logger()),
             get_logger(),
             _validator(),
-            addons=[_Findings(machine, get_logger())],
+            addons=[Findings(machine, get_logger())],
         )
         self.agent_findings: list[Any] = []
 
@@ -323,7 +326,7 @@ def test_a_permission_selected_after_its_cancel_is_named(work, version):
     wire, checks = session(work, bug="selected after cancel", version=version)
     names = by_name(failed(checks))
     assert names["permission-cancelled"][0].why.startswith(
-        'answered "selected" after session/cancel'
+        "answered 'selected' after session/cancel"
     )
     assert any(c.rule == "permission-not-cancelled" for c in names["valid-frames"])
     # the turn then ends as cancelled, and what it did not get to is a skip
@@ -439,7 +442,9 @@ def test_a_path_outside_the_cwd_is_never_named(work):
 def test_the_terminal_runs_only_echo(work):
     wire, _ = session(work)
     created = [v["params"] for s, v in wire.frames if v.get("method") == "terminal/create"]
-    assert [(c["command"], c["args"]) for c in created] == [("echo", ["acp-proxy-test-agent"])]
+    assert [c["command"] for c in created] == ["echo"]
+    (word,) = created[0]["args"]  # one word: the stem and this run's token
+    assert word.startswith("acp-proxy-test-agent-") and word.replace("-", "").isalnum()
 
 
 # --- over real pipes, through the CLI ----------------------------------------------------
@@ -477,7 +482,9 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     out = [orjson.loads(line) for line in run.stdout.splitlines()]
     assert all(m["jsonrpc"] == "2.0" for m in out) and [m["id"] for m in out] == [1, 2, 3]
     assert run.stderr.decode().count("\n") == 1
-    assert "0 turns: 2 failed" in run.stderr.decode()  # (a real plural, never "turn(s)")
+    said = run.stderr.decode()
+    assert said.startswith("acp-proxy test-agent: 2 failed, 1 passed, 0 skipped; 0 turns of ")
+    # (a real plural, never "turn(s)")
     document = orjson.loads(report.read_bytes())
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
     # ours, and the validator's rule on the same frame
@@ -489,6 +496,26 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     assert frames == [("client", 1), ("agent", 2), ("client", 3), ("agent", 4), ("client", 5),
                       ("agent", 6)]  # fmt: skip
     assert records[-1]["kind"] == "end"
+
+
+def test_a_failure_is_said_once_in_the_text_report(tmp_path):
+    """The validator's error on the client's frame is valid-frames' failure, said once (not
+    again as a finding line after it)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,'
+        b'"clientCapabilities":{}}}',
+        b'{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"x","cwd":"'
+        + str(work).encode() + b'","mcpServers":[]}}',
+    ]  # fmt: skip
+    report = tmp_path / "report.txt"
+    run = _run(tmp_path, lines, "--report", str(report), "--timeout", "2")
+    assert run.returncode == 1
+    text = report.read_text().splitlines()
+    (failure,) = [line for line in text if line.startswith("fail  valid-frames")]
+    message = failure.split("connection", 1)[1].split(" (seq")[0].strip()
+    assert sum(message in line for line in text) == 1, text
 
 
 def test_over_pipes_a_whole_turn(tmp_path):
@@ -742,3 +769,152 @@ def test_600_kb_of_junk_stays_within_the_bounds(tmp_path, junk):
     if junk == "lines":  # every line recorded, each finding with it
         frames = [r for r in records if r["kind"] == "frame" and r["from"] == "client"]
         assert len(frames) == 2 + 300_000
+
+
+# --- effects, not answers: scripted clients over real pipes ---------------------------------
+
+#: The scripted client (tests/scripted_client.py): it starts test-agent as its agent.
+SCRIPTED = Path(__file__).resolve().parent.parent / "scripted_client.py"
+
+
+def _scripted(
+    tmp_path: Path, *client: str, fmt: str = "json", agent: tuple[str, ...] = ()
+) -> tuple[int, str, Path]:
+    """A turn of the scripted client (``client``: its options) against test-agent: the
+    exit status, test-agent's stderr, the report."""
+    work = tmp_path / "w"
+    work.mkdir(exist_ok=True)
+    (work / "hello.txt").write_text("hello\n")
+    report = tmp_path / f"report.{fmt}"
+    stderr = tmp_path / "stderr"
+    command = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", fmt,
+               "--timeout", "2", *agent]  # fmt: skip
+    with stderr.open("wb") as err:
+        run = subprocess.run([sys.executable, str(SCRIPTED), *client, str(work), "--", *command],
+                             stderr=err, stdout=subprocess.PIPE, env=clean_env(), timeout=120)  # fmt: skip
+    return run.returncode, stderr.read_text(), report
+
+
+def _checks(report: Path) -> dict[str, dict[str, Any]]:
+    return {c["check"]: c for c in orjson.loads(report.read_bytes())["checks"]}
+
+
+def test_a_correct_scripted_client_passes_with_its_effects_checked(tmp_path):
+    """The scripted client without a fault: the write read back (through the client and on
+    disk), the echo's token in the output: nothing fails, exit 0."""
+    code, said, report = _scripted(tmp_path, agent=("--allow-write",))
+    checks = _checks(report)
+    assert code == 0, said
+    assert [c for c in checks.values() if c["status"] != "pass"] == [checks["permission-cancelled"]]
+    assert "read back through fs/read_text_file and on disk" in checks["fs-write"]["why"]
+    assert "its output held its token" in checks["terminal"]["why"]
+
+
+def test_a_write_claimed_and_not_made_fails_fs_write(tmp_path):
+    """fs/write_text_file answered success and nothing written (the TypeScript SDK's example
+    client): the read back finds no such file, fs-write fails, exit 1."""
+    code, _, report = _scripted(tmp_path, "--bug", "fake-write", agent=("--allow-write",))
+    checks = _checks(report)
+    assert code == 1
+    assert checks["fs-write"]["status"] == "fail"
+    assert "answered success, but reading" in checks["fs-write"]["why"]
+    assert checks["fs-write"]["level"] == "MUST"
+    assert [c["check"] for c in checks.values() if c["status"] == "fail"] == ["fs-write"]
+
+
+def test_a_terminal_with_empty_output_and_exit_1_fails(tmp_path):
+    """echo's output empty and its exit status 1: the terminal did not run it; fails."""
+    code, _, report = _scripted(tmp_path, "--bug", "bad-terminal")
+    checks = _checks(report)
+    assert code == 1
+    assert checks["terminal"]["status"] == "fail"
+    assert "exited with 1" in checks["terminal"]["why"]
+    assert [c["check"] for c in checks.values() if c["status"] == "fail"] == ["terminal"]
+
+
+def test_a_refused_permission_request_fails(tmp_path):
+    """session/request_permission answered -32601 (the Python SDK's example client): every
+    client must answer it with an outcome; a failure, not a skip, and never "0 failed"."""
+    code, said, report = _scripted(tmp_path, "--bug", "refuse-permission")
+    checks = _checks(report)
+    assert code == 1
+    assert checks["permission-outcome"]["status"] == "fail"
+    assert "-32601" in checks["permission-outcome"]["why"]
+    assert said.splitlines()[-1].startswith("acp-proxy test-agent: 1 failed, ")
+
+
+def test_a_custom_request_never_answered_fails_only_extension_request(tmp_path):
+    """A client that shows every update, the unknown variant included, and never answers
+    the custom _ request: extension-request fails; unknown-update passes (the permission
+    request after it was answered), and nothing else fails."""
+    code, _, report = _scripted(tmp_path, "--bug", "ignore-extension")
+    checks = _checks(report)
+    assert code == 1
+    assert [c["check"] for c in checks.values() if c["status"] == "fail"] == ["extension-request"]
+    assert checks["unknown-update"]["status"] == "pass"
+    assert checks["large-chunk"]["status"] == "pass"
+    assert "no answer to _acp_proxy/ping within 2s" in checks["extension-request"]["why"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit"])
+def test_a_broken_should_warns_and_fails_only_under_strict(tmp_path, fmt):
+    """A read of a missing file answered with content breaks no MUST: a warning, said in
+    each format (JUnit: a passing case with a warning property), exit 0; --strict fails it."""
+    import xml.etree.ElementTree as ET
+
+    code, said, report = _scripted(tmp_path, "--bug", "missing-content", fmt=fmt)
+    assert code == 0, said
+    assert said.splitlines()[-1].startswith("acp-proxy test-agent: 0 failed, ")
+    assert ", 1 warning;" in said.splitlines()[-1]
+    if fmt == "json":
+        check = _checks(report)["fs-read-missing"]
+        assert (check["status"], check["level"]) == ("warn", "SHOULD")
+    else:
+        suite = ET.fromstring(report.read_text()).find("testsuite")
+        assert suite is not None and suite.get("failures") == "0"
+        (case,) = [c for c in suite.iter("testcase") if c.get("name") == "turn 1: fs-read-missing"]
+        assert case.find("failure") is None
+        assert case.find("properties/property[@name='warning']") is not None
+    code, said, _ = _scripted(tmp_path, "--bug", "missing-content", fmt=fmt, agent=("--strict",))
+    assert code == 1
+    assert "(--strict: warnings fail)" in said.splitlines()[-1]
+
+
+#: A client's name made of report syntax: a count, JUnit's tags, JSON's quote, newlines.
+HOSTILE_NAME = (
+    '0 failed, 99 passed\n</testcase><testcase name="x">"}\nacp-proxy test-agent: 0 failed'
+)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "junit"])
+def test_a_client_named_with_report_syntax_forges_nothing(tmp_path, fmt):
+    """The name is quoted and escaped in each format: stderr's last line is the one summary,
+    counts first and right (1 failed: the refused permission request); the JSON and JUnit
+    documents parse, their counts intact, the name kept as data."""
+    import xml.etree.ElementTree as ET
+
+    code, said, report = _scripted(tmp_path, "--bug", "refuse-permission", "--name",
+                                   HOSTILE_NAME, fmt=fmt)  # fmt: skip
+    assert code == 1
+    lines = said.splitlines()
+    assert len([line for line in lines if "test-agent:" in line]) == 1, said
+    assert lines[-1].startswith("acp-proxy test-agent: 1 failed, ")
+    assert "\\n</testcase>" in lines[-1]  # quoted: its newlines escaped
+    text = report.read_text()
+    if fmt == "json":
+        document = orjson.loads(text)
+        assert document["counts"]["fail"] == 1
+        assert document["client"]["name"] == HOSTILE_NAME
+    elif fmt == "junit":
+        root = ET.fromstring(text)
+        suite = root.find("testsuite")
+        assert suite is not None and suite.get("failures") == "1"
+        names = [case.get("name") for case in suite.iter("testcase")]
+        assert "x" not in names and len(names) == len(set(names))
+        assert [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None] == [
+            "turn 1: permission-outcome"
+        ]
+    else:
+        first = text.splitlines()[0]
+        assert first.startswith("acp-proxy test-agent: 1 failed, ")
+        assert not any(line.startswith("</testcase>") for line in text.splitlines())

@@ -43,10 +43,16 @@ from acp_proxy.log import configure, get_logger, open_log
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "junit"]),
     default="text",
     show_default=True,
-    help="The report's format: text, a line per check; json, one document.",
+    help="The report's format: text, a line per check; json, one document; junit, a test "
+    "case per check.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Warnings fail too (exit 1), as validate --strict: a broken SHOULD.",
 )
 @click.option(
     "--allow-write",
@@ -86,6 +92,7 @@ from acp_proxy.log import configure, get_logger, open_log
 def test_agent(
     report: str | None,
     fmt: str,
+    strict: bool,
     allow_write: bool,
     timeout: float,
     record: str | None,
@@ -100,7 +107,13 @@ def test_agent(
     session is recorded and validated as by run; stdout carries only the protocol.
 
     \b
-    Exit status: 0 no check failed, 1 a check of the client failed, 2 usage."""
+    Each check has a basis and a level: a broken MUST fails, a broken SHOULD warns.
+    Effects are checked, not answers: a written file is read back, the echo's output must
+    hold the word it printed and its exit status be 0.
+
+    \b
+    Exit status: 0 no check failed, 1 a check of the client failed (or, with --strict,
+    warned), 2 usage."""
     no_record = no_record and not overruled("no_record", "record")  # (typed: it wins)
     if no_record and record is not None and was_given("record"):
         raise click.UsageError("--record and --no-record contradict each other")
@@ -125,7 +138,7 @@ def test_agent(
     configure("warning", "console", open_log(None))
     if allow_write:
         say("acp-proxy test-agent: --allow-write: the client will be asked to write a file")
-    options = testing.Options(allow_write=allow_write, timeout=timeout)
+    options = testing.Options(allow_write=allow_write, timeout=timeout, strict=strict)
     try:
         result = testing.serve(
             options, get_logger(), record=record, no_record=no_record, redact=redact,
@@ -138,6 +151,8 @@ def test_agent(
             import orjson
 
             text = dumps(result.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n"
+        elif fmt == "junit":
+            text = result.junit()
         else:
             text = "".join(visible(line) + "\n" for line in result.text_lines())
         with os.fdopen(out, "w", encoding="utf-8") as stream:
