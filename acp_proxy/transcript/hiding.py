@@ -104,13 +104,14 @@ _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _SEPARATOR = re.compile(r"\s*[:=]\s*")
 #: A field's value: a JSON string (to its end, if the text is cut before its closing quote),
-#: or a word.
-_VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]+')
+#: or a word (not a backquote that ends it: Markdown's code ends there).
+_VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]*[^\s,;&"}`]')
 #: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
-#: Basic X``, ``Cookie: a=b; c=d``.
+#: Basic X``, ``Cookie: a=b; c=d`` (not a backquote that ends one: Markdown's code's).
+_CREDENTIAL = r"[^\s'\"\\;]*[^\s'\"\\;`]"
 _AUTH_HEADER = re.compile(
     rf"(?i)\b({'|'.join(map(re.escape, TEXT_HEADERS))})(\s*:\s*"
-    rf"(?:(?:{_SCHEMES})\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
+    rf"(?:(?:{_SCHEMES})\s+)?)({_CREDENTIAL}(?:;\s*{_CREDENTIAL})*)"
 )
 #: A run of base64 long enough to hold ``user:secret`` or a key (a docker config's ``auth``,
 #: an ``.npmrc``'s ``_auth=``): decoded, and hidden when it holds one (:meth:`Redactor._encoded`).
