@@ -30,6 +30,11 @@ CHUNK_TEXT: Path = ("params", "update", "content", "text")
 #: the start of one, could be followed by the rest of a key (those of any case: lowercased).
 _KEY_STARTS = tuple(start for shape in KEY_SHAPES if not shape.fold for start in shape.starts)
 _KEY_STARTS_ANY_CASE = tuple(s.lower() for shape in KEY_SHAPES if shape.fold for s in shape.starts)
+#: What those begin with (``s``, ``sk``, ``sk-``...): a word that is one is a key's start.
+_KEY_BEGINNINGS = frozenset(start[:end] for start in _KEY_STARTS for end in range(1, len(start)))
+_KEY_BEGINNINGS_ANY_CASE = frozenset(
+    start[:end] for start in _KEY_STARTS_ANY_CASE for end in range(1, len(start))
+)
 _LAST_WORD = re.compile(r"[A-Za-z0-9_.~+/=\-]*[ \t]?\Z")
 #: A text that ends with a key shape's scheme (any case) and the start of its token.
 _SCHEME_THEN_WORD = re.compile(
@@ -64,10 +69,10 @@ def _could_go_on(text: str) -> bool:
     word = last.group().rstrip(" \t") if last is not None else ""
     if not word:
         return False
-    if any(word.startswith(start) or start.startswith(word) for start in _KEY_STARTS):
+    if word.startswith(_KEY_STARTS) or word in _KEY_BEGINNINGS:
         return True
     lower = word.lower()
-    if any(lower.startswith(start) or start.startswith(lower) for start in _KEY_STARTS_ANY_CASE):
+    if lower.startswith(_KEY_STARTS_ANY_CASE) or lower in _KEY_BEGINNINGS_ANY_CASE:
         return True
     tail = text[-200:]
     after_space = last is not None and text[last.start() - 1 : last.start()] in (" ", "\t")

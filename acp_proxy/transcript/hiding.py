@@ -35,6 +35,7 @@ from acp_proxy.transcript.secrets import (
     TEXT_HEADERS,
     USER_FLAGS,
     KeyShape,
+    _shared,
     key_pattern,
     pieces,
     secret_header,
@@ -65,6 +66,8 @@ _SCHEMES = "|".join(AUTH_SCHEMES)
 #: rest hidden.
 _KEPT = "|".join(re.escape(start) for shape in KEY_SHAPES if shape.kept for start in shape.starts)
 _SCHEME = re.compile(rf"(?i)(?:(?:{_SCHEMES})(?:[ \t]+|%20)|{_KEPT})")
+#: A scheme and the space after it, before a field's value in text (``token: Bearer X``).
+_SCHEME_WORD = re.compile(rf"(?i)(?:{_SCHEMES})[ \t]+(?=[^\s])")
 #: A URL's signature in text (``?X-Amz-Signature=X``, ``&sig=X``): hidden where its name is
 #: secret as a query's (:func:`~acp_proxy.transcript.secrets.secret_query`).
 _SIGNED = re.compile(r"(?i)[?&]([A-Za-z0-9_.\-]{0,40}?(?:signature|sig))=([^&\s'\"\\#<>]+)")
@@ -101,13 +104,14 @@ _NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _SEPARATOR = re.compile(r"\s*[:=]\s*")
 #: A field's value: a JSON string (to its end, if the text is cut before its closing quote),
-#: or a word.
-_VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]+')
+#: or a word (not a backquote that ends it: Markdown's code ends there).
+_VALUE = re.compile(r'"(?P<inner>(?:[^"\\]|\\[\s\S])*\\?)(?P<close>")?|[^\s,;&"}]*[^\s,;&"}`]')
 #: An authorization or cookie header in text, its scheme and credentials: ``Authorization:
-#: Basic X``, ``Cookie: a=b; c=d``.
+#: Basic X``, ``Cookie: a=b; c=d`` (not a backquote that ends one: Markdown's code's).
+_CREDENTIAL = r"[^\s'\"\\;]*[^\s'\"\\;`]"
 _AUTH_HEADER = re.compile(
     rf"(?i)\b({'|'.join(map(re.escape, TEXT_HEADERS))})(\s*:\s*"
-    rf"(?:(?:{_SCHEMES})\s+)?)([^\s'\"\\;]+(?:;\s*[^\s'\"\\;]+)*)"
+    rf"(?:(?:{_SCHEMES})\s+)?)({_CREDENTIAL}(?:;\s*{_CREDENTIAL})*)"
 )
 #: A run of base64 long enough to hold ``user:secret`` or a key (a docker config's ``auth``,
 #: an ``.npmrc``'s ``_auth=``): decoded, and hidden when it holds one (:meth:`Redactor._encoded`).
@@ -134,12 +138,12 @@ _SHORT_FLAG_HINTS = tuple(SHORT_PASSWORD_FLAGS)
 
 
 def _key_hints(shape: KeyShape) -> tuple[str, ...]:
-    """What a key shape's text holds: what its beginnings start with, if that is 3
-    characters or more (``xox``; not ``gh``, which prose is full of); else each beginning."""
-    shared = shape.starts[0]
-    for start in shape.starts[1:]:
-        while not start.startswith(shared):
-            shared = shared[:-1]
+    """What a key shape's text holds: its hint, if it has one (:attr:`KeyShape.hint`); what
+    its beginnings start with, if that is 3 characters or more (``xox``; not ``gh``, which
+    prose is full of); else each beginning."""
+    if shape.hint:
+        return (shape.hint,)
+    shared = _shared(list(shape.starts))
     return (shared,) if len(shared) >= 3 else shape.starts
 
 
@@ -154,6 +158,9 @@ _KEY_HINTS = tuple(
     )
     if not any(piece in hint.lower() for piece in _KEY_HINTS_ANY_CASE)  # (Bearer: bearer)
 )
+#: A text shorter than this is searched for key shapes at once: one pass of their pattern
+#: (which skips to the characters they begin with) costs less than one of each hint.
+_HINTED = 128
 _FIELD_HINTS = _NAME_PIECES
 _HEADER_HINTS = pieces(TEXT_HEADERS)
 #: (Either of those: the same as :data:`_FIELD_HINTS` while each header holds a name's piece.)
@@ -181,16 +188,36 @@ def _done(value: Any) -> bool:
 
 
 #: A value that stands for one, in usage text and examples (``key=value``, ``<token>``,
-#: ``$API_KEY``, ``${TOKEN}``, ``...``, ``***``): no secret, left as it is.
+#: ``$API_KEY``, ``${TOKEN}``, ``YOUR_TOKEN``, ``...``, ``***``, ``xxx...``): no secret, left
+#: as it is.
 _STANDS_FOR = re.compile(
     r"(?i:value|values|val|changeme|none|null|true|false)"
-    r"|<[^<>\s]{0,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\.{2,}|\*+|x{3,}|X{3,}"
+    r"|<[^<>\s]{0,40}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\.{2,}|\*+|(?:x{3,}|X{3,})(?:\.+|…)?"
+    r"|YOUR_[A-Z0-9_]{1,40}|your[_-][a-z0-9_-]{1,40}"
+)
+#: A key shape's beginning, to tell what follows it (``sk-proj-`` and ``xxxx``).
+_KEY_START = re.compile(
+    "|".join(
+        f"(?i:{re.escape(start)})" if shape.fold else re.escape(start)
+        for shape in KEY_SHAPES
+        for start in sorted(shape.starts, key=len, reverse=True)
+    )
 )
 
 
 def _placeholder(value: str) -> bool:
     """Whether ``value`` stands for a value (:data:`_STANDS_FOR`) rather than being one."""
     return _STANDS_FOR.fullmatch(value) is not None
+
+
+def _stands_for_credentials(value: str) -> bool:
+    """Whether an authorization's value (``Bearer <token>``, ``$TOKEN``) or a key shape's
+    (``sk-proj-xxxx…``) stands for one: what follows its scheme or its beginning does."""
+    scheme = _SCHEME.match(value)
+    if scheme is not None:
+        return _placeholder(value[scheme.end() :])
+    start = _KEY_START.match(value)
+    return _placeholder(value[start.end() :] if start is not None else value)
 
 
 def _url_done(value: str) -> bool:
@@ -340,8 +367,10 @@ class Hider:
             text = _SIGNED.sub(self._signed, text)
         if any(hint in lower for hint in _SHORT_FLAG_HINTS):
             text = _SHORT_FLAG.sub(self._short_flag, text)
-        if any(hint in text for hint in _KEY_HINTS) or any(
-            hint in lower for hint in _KEY_HINTS_ANY_CASE
+        if (
+            len(text) < _HINTED
+            or any(hint in text for hint in _KEY_HINTS)
+            or any(hint in lower for hint in _KEY_HINTS_ANY_CASE)
         ):
             text = self._keys(text)
         if len(text) >= 12:
@@ -352,7 +381,7 @@ class Hider:
         """The values of :data:`TEXT_HEADERS` and of secret-named fields in ``text``."""
 
         def header(match: re.Match[str]) -> str:
-            if _done(match.group(3)):
+            if _done(match.group(3)) or _placeholder(match.group(3)):
                 return match.group(0)
             return match.group(1) + match.group(2) + self.tag(match.group(3))
 
@@ -401,7 +430,7 @@ class Hider:
 
     def _cli_header(self, match: re.Match[str]) -> str:
         value = match.group(3)
-        if not secret_header(match.group(1)) or _done(value):
+        if not secret_header(match.group(1)) or _done(value) or _placeholder(value):
             return match.group()
         return match.group()[: match.start(3) - match.start()] + self.tag(value)
 
@@ -444,18 +473,25 @@ class Hider:
             sep = _SEPARATOR.match(text, end + quoted)
             if sep is None or not secret_name(name):
                 continue
-            if prose and not quoted and "=" not in sep.group() and not _config_key(text, begin):
-                continue  # ("the key: value"; not "  client-key-data: X", a YAML file's)
-            found = _VALUE.match(text, sep.end())
+            scheme = _SCHEME_WORD.match(text, sep.end())  # (token: Bearer X: X)
+            value_at = sep.end() if scheme is None else scheme.end()
+            found = _VALUE.match(text, value_at)
             if found is None:
                 continue
             inner = found.group("inner")
             quote = "" if inner is None else '"'
             inner = found.group() if inner is None else inner
+            if (
+                prose
+                and not quoted
+                and "=" not in sep.group()
+                and not _config_key(text, begin, inner)
+            ):
+                continue  # ("the key: value"; not "  client-key-data: X", a YAML file's)
             if _done(inner) or _url_done(inner) or _placeholder(inner):
                 continue
             close = quote if found.group("close") is not None or not quote else ""
-            out += [text[start : sep.end()], quote, self.tag(inner), close]
+            out += [text[start:value_at], quote, self.tag(inner), close]
             start = at = found.end()
         return "".join(out) + text[start:] if out else text
 
@@ -467,6 +503,8 @@ class Hider:
             found, begin = match.group(), match.start()
             if not found.startswith(_DISTINCT) and not _word_start(text, begin):
                 return found  # (inside a word: "disk-…")
+            if _stands_for_credentials(found):
+                return found  # ("Bearer YOUR_TOKEN", "sk-proj-xxxxxxxxxxxx")
             scheme = _SCHEME.match(found)
             if scheme is not None:
                 return scheme.group() + self.tag(found[scheme.end() :])
@@ -585,6 +623,8 @@ class Hider:
         header = _HEADER.match(text)
         if header is None or not secret(header.group(1)) or _done(header.group(2)):
             return text
+        if _stands_for_credentials(header.group(2)):
+            return text
         return f"{header.group(1)}: {self.tag(header.group(2))}"
 
     def _credentials(self, arg: str) -> str:
@@ -595,17 +635,27 @@ class Hider:
         return f"{user}:{self.tag(password)}"
 
 
-def _config_key(text: str, begin: int) -> bool:
+def _config_key(text: str, begin: int, value: str) -> bool:
     """Whether the name at ``begin`` is a config file's key, not prose: first on its line
-    (after indentation or a YAML list's ``-``), its words joined by ``-`` or ``_``
-    (``client-key-data:``, ``api_key:``)."""
+    (after indentation or a YAML list's ``-``), and its words joined by ``-`` or ``_``
+    (``client-key-data:``, ``api_key:``) or its value made, not written (``token:
+    <40 letters and digits>``; not ``Token: 5``, ``Password: at least 12 characters``)."""
     line = text.rfind("\n", 0, begin) + 1
     if text[line:begin].strip(" \t-"):
         return False
     end = begin
     while end < len(text) and text[end] in _NAME:
         end += 1
-    return any(c in "-_" for c in text[begin:end].strip("-_"))
+    return any(c in "-_" for c in text[begin:end].strip("-_")) or _made(value)
+
+
+#: A value that looks made, not written: 16 characters or more of a token's, letters and
+#: digits among them.
+_MADE_VALUE = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9+/=_.~\-]{16,}")
+
+
+def _made(value: str) -> bool:
+    return _MADE_VALUE.fullmatch(value) is not None
 
 
 def _word_start(text: str, at: int) -> bool:

@@ -121,6 +121,9 @@ class KeyShape(NamedTuple):
     fold: bool = False
     #: Its beginning kept, and what follows hidden (``Bearer X``: a scheme; a webhook's host).
     kept: bool = False
+    #: What every key of the shape holds, looked for before the text is searched, where its
+    #: beginnings are in any text (a digit): by default its beginnings.
+    hint: str = ""
 
     def pattern(self) -> str:
         """The shape as a pattern: one of its beginnings, then the rest."""
@@ -144,8 +147,10 @@ KEY_SHAPES = (
     KeyShape(("sk-",), r"(?=[A-Za-z0-9]{12}|[A-Za-z0-9_\-]*[0-9A-Z])[A-Za-z0-9_\-]{12,}", False,
              "sk-abcdefghijkl"),
     # Stripe's secret and restricted keys (live and test; pk_ is publishable)
-    KeyShape(("sk" "_live_", "rk" "_live_", "sk" "_test_", "rk" "_test_"), r"[A-Za-z0-9]{16,}",
-             False, "sk" "_live_" + "a" * 16),
+    KeyShape(("sk" "_live_", "rk" "_live_", "sk" "_test_", "rk" "_test_", "sk" "_prod_",
+              "rk" "_prod_"), r"[A-Za-z0-9]{16,}", False, "sk" "_live_" + "a" * 16),
+    # (and a Stripe webhook's signing secret)
+    KeyShape(("wh" "sec_",), r"[A-Za-z0-9+/]{24,}=*", True, "wh" "sec_" + "a" * 24),
     KeyShape(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"[A-Za-z0-9]{20,}", True,
              "ghp_abcdefghijklmnopqrst"),
     KeyShape(("github_pat_",), r"[A-Za-z0-9_]{20,}", True, "github_pat_abcdefghijklmnopqrst"),
@@ -164,12 +169,48 @@ KEY_SHAPES = (
     KeyShape(("eyJ",), r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", True,
              "eyJabcdefgh.abcdefgh.abcdefgh"),
     KeyShape(("glpat-",), r"[A-Za-z0-9_\-]{20,}", True, "glpat-abcdefghijklmnopqrst"),
+    # Grafana's service account and cloud tokens
+    KeyShape(("gl" "sa_",), r"[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", True,
+             "gl" "sa_" + "a" * 32 + "_" + "a" * 8),
+    KeyShape(("gl" "c_",), r"[A-Za-z0-9+/]{32,}=*", False, "gl" "c_" + "a" * 32),
     # npm, PyPI (a macaroon: always AgE...), Hugging Face, SendGrid
     KeyShape(("npm" "_",), r"[A-Za-z0-9]{30,}", False, "npm" "_" + "a" * 30),
     KeyShape(("pypi" "-AgE",), r"[A-Za-z0-9_\-]{50,}", True, "pypi" "-AgE" + "a" * 50),
     KeyShape(("hf" "_",), r"[A-Za-z0-9]{30,}", False, "hf" "_" + "a" * 30),
     KeyShape(("SG" ".",), r"[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,}", False,
              "SG" "." + "a" * 16 + "." + "a" * 30),
+    # (32 hex digits after a word, and no more: Databricks, Twilio, Mailgun, Shopify; not
+    # "dapi-like", "SKU1234…", "key-value")
+    KeyShape(("da" "pi",), r"[a-f0-9]{32}(?:-[0-9]+)?(?![A-Za-z0-9_])", False,
+             "da" "pi" + "a" * 32),
+    KeyShape(("S" "K",), r"[0-9a-fA-F]{32}(?![A-Za-z0-9_])", False, "S" "K" + "a" * 32),
+    KeyShape(("key" "-",), r"[0-9a-f]{32}(?![A-Za-z0-9_])", False, "key" "-" + "a" * 32),
+    KeyShape(("shp" "at_", "shp" "ss_", "shp" "ca_", "shp" "pa_"), r"[a-fA-F0-9]{32,}", True,
+             "shp" "at_" + "a" * 32),
+    # DigitalOcean, Doppler, Atlassian, Linear, Vercel, Supabase, Sentry, Postman, New Relic
+    KeyShape(("do" "p_v1_", "do" "o_v1_", "do" "r_v1_"), r"[a-f0-9]{64}", True,
+             "do" "p_v1_" + "a" * 64),
+    KeyShape(("dp" ".pt.", "dp" ".st.", "dp" ".ct.", "dp" ".sa.", "dp" ".scim.", "dp" ".audit."),
+             r"(?:[a-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,}", False, "dp" ".pt." + "a" * 40),
+    KeyShape(("ATA" "TT3",), r"[A-Za-z0-9_\-=]{100,}", True, "ATA" "TT3" + "a" * 100),
+    KeyShape(("lin" "_api_",), r"[A-Za-z0-9]{32,}", True, "lin" "_api_" + "a" * 32),
+    KeyShape(("vc" "p_", "vc" "i_", "vc" "a_", "vc" "r_", "vc" "k_"), r"[A-Za-z0-9_\-]{40,}",
+             False, "vc" "p_" + "a" * 40),
+    KeyShape(("sb" "p_",), r"[a-f0-9]{40}", True, "sb" "p_" + "a" * 40),
+    KeyShape(("sb" "_secret_",), r"[A-Za-z0-9_\-]{20,}", True, "sb" "_secret_" + "a" * 20),
+    KeyShape(("sntr" "ys_", "sntr" "yu_"), r"[A-Za-z0-9+/=_]{40,}", True,
+             "sntr" "ys_" + "a" * 40),
+    KeyShape(("PM" "AK-",), r"[a-fA-F0-9]{24}-[a-fA-F0-9]{34}", True,
+             "PM" "AK-" + "a" * 24 + "-" + "a" * 34),
+    KeyShape(("NR" "AK-",), r"[A-Z0-9]{27}", True, "NR" "AK-" + "A" * 27),
+    # A Discord bot token: a user id's base64 (an id's first digit: MT... for 1, OT... for
+    # 9), a dot, 6, a dot, 27 or more
+    KeyShape(("M" "T", "M" "j", "M" "z", "N" "D", "N" "T", "N" "j", "N" "z", "O" "D", "O" "T"),
+             r"[A-Za-z0-9_\-]{21,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}", False,
+             "M" "T" + "a" * 21 + "." + "a" * 6 + "." + "a" * 27),
+    # A Telegram bot token: the bot's id, a colon, AA and 31 or more (in a URL: /bot<id>:AA...)
+    KeyShape(tuple("123456789"), r"[0-9]{5,11}:AA[A-Za-z0-9_\-]{31,}", True,
+             "1" + "2" * 5 + ":AA" + "a" * 31, hint=":AA"),
     # (``bearer`` in any case, then a space or a URL's %20: a token that looks made, or a long
     # one; not prose: "Bearer authentication", "the bearer of bad news")
     KeyShape(("bearer",), rf"(?:[ \t]+|%20)(?:(?={_TOKEN}*{_MADE}){_TOKEN}{{7,}}{_TOKEN_END}"
@@ -213,18 +254,60 @@ def pieces(words: Iterable[str], fold: bool = True) -> tuple[str, ...]:
 
 
 def key_pattern() -> str:
-    """:data:`KEY_SHAPES` as one pattern, in their order: a branch per beginning, each opening
-    with its first character alone (in both cases where the shape's beginning is of any case),
-    so that the regex engine skips to where one of those characters stands (branches that
-    open with a group are tried at every position: twice as slow over text)."""
+    """:data:`KEY_SHAPES` as one pattern, in their order: their beginnings as a tree of
+    characters (a branch per first character, each opening with it alone: in both cases where
+    the shape's beginning is of any case), so that the regex engine skips to where one of those
+    characters stands and, there, tries only the shapes that begin with it (branches that open
+    with a group are tried at every position: twice as slow over text)."""
     branches = []
     for shape in KEY_SHAPES:
         for start in shape.starts:
-            head, tail = start[0], re.escape(start[1:])
-            heads = dict.fromkeys((head.lower(), head.upper()) if shape.fold else (head,))
-            tail = f"(?i:{tail})" if shape.fold else tail
-            branches += [f"{re.escape(first)}{tail}(?:{shape.rest})" for first in heads]
-    return "|".join(branches)
+            if shape.fold:  # (its first character in each case, the rest in any)
+                tail = f"(?i:{re.escape(start[1:])})(?:{shape.rest})"
+                heads = dict.fromkeys((start[0].lower(), start[0].upper()))
+                branches += [(head, tail) for head in heads]
+            else:
+                branches.append((start, f"(?:{shape.rest})"))
+    return _tree(branches)
+
+
+def _tree(branches: list[tuple[str, str]]) -> str:
+    """Branches (a literal beginning, then a pattern) as one alternation, in their order, the
+    beginnings that share a first character under it. Only branches whose beginnings differ
+    in their first character change places, and no two such match at the same position; one
+    whose beginning is spent (the rest is its pattern) keeps its place among the others."""
+    out: list[str] = []
+    at = 0
+    while at < len(branches):
+        literal, rest = branches[at]
+        if not literal:
+            out.append(rest)
+            at += 1
+            continue
+        end = at
+        while end < len(branches) and branches[end][0]:
+            end += 1
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for literal, rest in branches[at:end]:
+            groups.setdefault(literal[0], []).append((literal[1:], rest))
+        for first, under in groups.items():
+            shared = _shared([literal for literal, _ in under])
+            if len(under) == 1:
+                out.append(re.escape(first + shared) + under[0][1])
+            else:
+                rests = [(literal[len(shared) :], rest) for literal, rest in under]
+                out.append(f"{re.escape(first + shared)}(?:{_tree(rests)})")
+        at = end
+    return "|".join(out)
+
+
+def _shared(words: list[str]) -> str:
+    """What the words all begin with."""
+    shared = words[0]
+    for word in words[1:]:
+        while not word.startswith(shared):
+            shared = shared[:-1]
+    return shared
 
 
 #: Where a long stderr line is not cut, after these and a space (lowercase, at most 9

@@ -1,8 +1,11 @@
-"""Today's key shapes (learnt from gitleaks' and detect-secrets' rule sets): Stripe, Slack
-(app tokens, webhooks), Google (OAuth tokens, client secrets), npm, PyPI, Hugging Face,
-SendGrid; the signatures of pre-signed URLs (AWS, GCS, Azure SAS); a kubeconfig's
-``client-key-data``; a secret under ``_meta.auth``; a percent-encoded bearer token. And the
-prose that looks like one and is none ("Bearer authentication", "sk-learn-compatible").
+"""Today's key shapes (learnt from gitleaks' and detect-secrets' rule sets): Stripe (keys,
+webhook secrets), Slack (app tokens, webhooks), Google (OAuth tokens, client secrets), npm,
+PyPI, Hugging Face, SendGrid, Databricks, Twilio, Mailgun, Shopify, DigitalOcean, Doppler,
+Anthropic, OpenAI, GitHub, GitLab, Atlassian, Linear, Vercel, Supabase, Sentry, Grafana,
+Postman, New Relic, Discord and Telegram bots; the signatures of pre-signed URLs (AWS, GCS,
+Azure SAS); a kubeconfig's ``client-key-data`` and ``token:``; a secret under ``_meta.auth``;
+a percent-encoded bearer token. And what looks like one and is none: prose ("Bearer
+authentication", "sk-learn-compatible", "key-value store"), placeholders (``Bearer <token>``).
 
 The fake keys are made here, at run time, from a seeded generator: this file holds nothing a
 secret scanner would take for a key."""
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import random
+import re
 import string
 from typing import Any
 
@@ -18,20 +22,24 @@ import orjson
 
 from acp_proxy.core.framing import parse_frame
 from acp_proxy.core.wire import WireModel
+from acp_proxy.transcript.hiding import _KEY_SHAPES
 from acp_proxy.transcript.redact import Redactor
+from acp_proxy.transcript.secrets import KEY_SHAPES
 
 T = "2026-01-01T00:00:00.000000Z"
 _RANDOM = random.Random(57)
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "-_"
+HEX = "0123456789abcdef"
 
 
 def made(prefix: str, length: int, alphabet: str = ALNUM) -> str:
     """A fake key: ``prefix`` and ``length`` characters drawn from ``alphabet``, with a digit,
-    a capital and a small letter among them (as a real key has)."""
-    body = [_RANDOM.choice(alphabet) for _ in range(length - 3)]
-    body += [_RANDOM.choice(string.digits), _RANDOM.choice(string.ascii_uppercase)]
-    body.append(_RANDOM.choice(string.ascii_lowercase))
+    a capital and a small letter among them (as a real key has; those of the alphabet)."""
+    kinds = [[c for c in alphabet if c in kind]
+             for kind in (string.digits, string.ascii_uppercase, string.ascii_lowercase)]  # fmt: skip
+    some = [_RANDOM.choice(kind) for kind in kinds if kind]
+    body = [_RANDOM.choice(alphabet) for _ in range(length - len(some))] + some
     _RANDOM.shuffle(body)
     return prefix + "".join(body)
 
@@ -55,7 +63,44 @@ def fake_keys() -> dict[str, str]:
         "pypi": made("pypi" + "-AgEIcHlwaS5vcmc", 120, URLSAFE),
         "hugging face": made("hf" + "_", 34),
         "sendgrid": made("SG" + ".", 22, URLSAFE) + made(".", 43, URLSAFE),
+        "stripe webhook": made("wh" + "sec_", 32),
+        "databricks": made("da" + "pi", 32, HEX),
+        "twilio": made("S" + "K", 32, HEX),
+        "mailgun": made("key" + "-", 32, HEX),
+        **{
+            f"shopify {kind}": made("shp" + kind + "_", 32, HEX)
+            for kind in ("at", "ss", "ca", "pa")
+        },
+        **{f"digitalocean {kind}": made("do" + kind + "_v1_", 64, HEX) for kind in "por"},
+        "doppler": made("dp" + ".pt.", 43),
+        "anthropic": made("sk-" + "ant-api03-", 93, URLSAFE) + "AA",
+        "openai project": made("sk-" + "proj-", 156, URLSAFE),
+        "openai service account": made("sk-" + "svcacct-", 156, URLSAFE),
+        **{f"github {kind}": made("gh" + kind + "_", 36) for kind in "psour"},
+        "gitlab": made("gl" + "pat-", 20, URLSAFE),
+        "atlassian": made("ATA" + "TT3", 180, URLSAFE + "="),
+        "linear": made("lin" + "_api_", 40),
+        **{f"vercel {kind}": made("vc" + kind + "_", 56, URLSAFE) for kind in "piark"},
+        "supabase": made("sb" + "p_", 40, HEX),
+        "supabase secret": made("sb" + "_secret_", 31, URLSAFE),
+        "sentry org": made("sntr" + "ys_eyJ", 150, ALNUM + "+/") + made("_", 43, ALNUM + "+/"),
+        "sentry user": made("sntr" + "yu_", 64, HEX),
+        "grafana service account": made("gl" + "sa_", 32) + made("_", 8, HEX),
+        "grafana cloud": made("gl" + "c_", 60, ALNUM + "+/") + "=",
+        "postman": made("PM" + "AK-", 24, HEX) + made("-", 34, HEX),
+        "new relic": made("NR" + "AK-", 27, string.ascii_uppercase + string.digits),
+        "discord bot": discord_token(),
+        "telegram bot": "".join(_RANDOM.choice(string.digits[1:]) for _ in range(10))
+        + ":A"
+        + made("A", 33, URLSAFE),
     }
+
+
+def discord_token() -> str:
+    """A Discord bot token's shape: its user id (18 digits) in base64, a dot, 6, a dot, 38."""
+    user = "".join(_RANDOM.choice(string.digits[1:]) for _ in range(18))
+    head = base64.b64encode(user.encode()).decode().rstrip("=")
+    return head + made(".", 6, URLSAFE) + made(".", 38, URLSAFE)
 
 
 def frame(redactor: Redactor, value: dict[str, Any]) -> bytes:
@@ -190,3 +235,95 @@ def test_prose_that_only_looks_like_a_key_is_kept() -> None:
         assert redactor.text(text.encode()) == text.encode(), text
     stored = frame(redactor, {"jsonrpc": "2.0", "id": 1, "result": {"signature": "def f(a)"}})
     assert b'"signature":"def f(a)"' in stored
+
+
+def test_a_kubeconfig_token_line_is_hidden_in_a_message_and_prose_about_tokens_is_kept() -> None:
+    """A config file's one-word key (``token:``, ``password:``) first on its line, its value
+    made (letters and digits, 16 or more): hidden in a message, as in stderr. The same words
+    in prose, or with a value that is written (a count, words), are kept."""
+    redactor = Redactor()
+    token, password = made("", 40), made("", 24, URLSAFE)
+    kubeconfig = ("apiVersion: v1\nkind: Config\nusers:\n- name: ci\n  user:\n"
+                  f"    token: {token}\n- name: db\n  user:\n    password: \"{password}\"\n")  # fmt: skip
+    for text in (kubeconfig, f"Here is the file:\n```yaml\n{kubeconfig}```\n"):
+        stored = frame(redactor, said(text))
+        assert token.encode() not in stored and password.encode() not in stored, stored
+        assert b"    token: [redacted:" in stored and b"- name: ci" in stored, stored
+    for kept in (
+        "token: 5 (count)",
+        "Token: see below",
+        "Password: at least 12 characters, with a digit",
+        "key: value\nsecret: <your secret>\ntoken: ${TOKEN}\npassword: changeme",
+        "token: gpt-4o-mini",
+        "the token: 0123456789abcdefABCDEF (inline, in a sentence)",
+        "tokens: 128000",
+    ):
+        assert redactor.string(kept) == kept, kept
+
+
+def test_documentation_placeholders_are_kept_where_a_credential_would_be_hidden() -> None:
+    """``Bearer <token>``, ``$TOKEN``, ``${TOKEN}``, ``YOUR_TOKEN``, ``xxx...``: after an
+    authorization header (in a message, in stderr, in a curl command, as an argument), after
+    a secret name, and as a key shape's body. The real thing beside them is hidden."""
+    redactor = Redactor()
+    for placeholder in ("<token>", "<YOUR_API_KEY>", "$TOKEN", "${TOKEN}", "YOUR_TOKEN",
+                        "your-token-here", "xxx...", "xxxxxxxxxxxxxxxxxxxx", "***"):  # fmt: skip
+        for text in (f"Authorization: Bearer {placeholder}",
+                     f"send `Authorization: Bearer {placeholder}` with each call",
+                     f"curl -H \"Authorization: Bearer {placeholder}\" https://api.example/v1",
+                     f"X-Api-Key: {placeholder}", f"export API_TOKEN={placeholder}",
+                     f"Authorization: Basic {placeholder}"):  # fmt: skip
+            assert redactor.string(text) == text, text
+            assert redactor.text(text.encode()) == text.encode(), text
+        argv = ["curl", "-H", f"Authorization: Bearer {placeholder}", "https://api.example"]
+        assert redactor.argv(argv) == (argv, []), placeholder
+    for text in ("OPENAI_API_KEY is sk-" + "proj-xxxxxxxxxxxxxxxxxxxx, set it",
+                 "use Bearer YOUR_ACCESS_TOKEN or Bearer xxxxxxxxxxxxxxxxxxxxxxxx",
+                 "ghp_" + "x" * 36 + " stands for a token"):  # fmt: skip
+        assert redactor.string(text) == text, text
+    real = made("", 32, URLSAFE)
+    for text in (f"Authorization: Bearer {real}", f"curl -H 'Authorization: Bearer {real}' x"):
+        hidden = redactor.string(text)
+        assert real not in hidden and "Bearer [redacted:" in hidden, hidden
+
+
+def test_a_scheme_before_a_secret_named_value_is_kept_and_the_token_after_it_hidden() -> None:
+    """``token: Bearer X`` in stderr, ``X-Api-Token: Bearer X`` in a message: the token is
+    the secret, not the scheme (the scheme alone was hidden, and the token kept)."""
+    redactor = Redactor()
+    token = made("", 24, URLSAFE)
+    for text in (f"token: Bearer {token}", f"X-Api-Token: Bearer {token}",
+                 f"Authorization: Bearer {token}", f"proxy_auth_token = Basic {token}"):  # fmt: skip
+        for hidden in (redactor.string(text), redactor.text(text.encode()).decode()):
+            assert token not in hidden and "[redacted:" in hidden, hidden
+            assert " Bearer [redacted:" in hidden or " Basic [redacted:" in hidden, hidden
+
+
+def test_prose_near_the_new_key_shapes_is_kept() -> None:
+    """What people write near each shape is no key: its prefix named alone, words that begin
+    the same, hex that is no key (a hash), times and ratios, capitals."""
+    redactor = Redactor()
+    digest = made("", 32, HEX)
+    for text in (
+        "a key-value store; the key-based lookup; hotkey-" + digest,
+        "a dapi-like name, the dapi prefix, dapiVersion=2",
+        "SKU1234567890ABCDEF1234567890ABCDEF, SKILL.md, the SK prefix, TASK" + digest,
+        "the whsec_ prefix; shpat_ and shpss_ tokens; dop_v1_ tokens; dp.pt. tokens",
+        "glc_ and glsa_ tokens, sbp_ keys, lin_api_ keys, PMAK- and NRAK- keys",
+        "ATATT3 tokens, vcp_ tokens, sntrys_ tokens",
+        f"md5 {digest}, sha1 {made('', 40, HEX)}, commit {made('', 40, HEX)[:12]}",
+        "NOTE: MTU.md and ND.TXT; OTOH; meet at 12:00:00; ratio 123456:AAB; port 8080:AA",
+    ):
+        assert redactor.string(text) == text, text
+        assert redactor.text(text.encode()) == text.encode(), text
+
+
+def test_the_key_shapes_pattern_finds_what_each_shape_finds_in_their_order() -> None:
+    """The one pattern (a tree of the shapes' beginnings) finds what the shapes' patterns,
+    one after the other, find: the same spans over every fake key and example, in prose."""
+    flat = re.compile("|".join(shape.pattern() for shape in KEY_SHAPES))
+    text = " and ".join([*fake_keys().values(), *(shape.example for shape in KEY_SHAPES),
+                         "Bearer abcdefg1", "sk-ant-" + "x" * 20, "sk-" + "A" * 12])  # fmt: skip
+    tree = [match.span() for match in _KEY_SHAPES.finditer(text)]
+    assert tree == [match.span() for match in flat.finditer(text)]
+    assert len(tree) >= len(KEY_SHAPES) + len(fake_keys()), tree
