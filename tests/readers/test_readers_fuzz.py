@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from acp_proxy.cli import cli
 from acp_proxy.readers.follow import LineSplitter, follow_records
 from acp_proxy.transcript.records import UnreadableLine, ViolationRecord, parse_record
-from tests.conftest import PROXY, RECORDINGS, clean_env
+from tests.conftest import PROXY, RECORDINGS, clean_env, invoke
 
 _scalar = (
     st.none()
@@ -194,8 +194,9 @@ def test_a_frame_nested_deep_is_read_by_every_reader(tmp_path, depth):
         for r in map(orjson.loads, path.read_bytes().split(b"\n")[:-1])
         if r.get("from") == "client"
     )
-    result = CliRunner().invoke(cli, ["replay", "--speed", "0", str(path)], input=client)
-    assert result.exit_code == 0 and result.exception is None, result.output
+    # (replay plays the agent on real descriptors, the relay's: a pipe, not CliRunner's)
+    played = invoke("replay", "--speed", "0", "--no-record", str(path), input=client)
+    assert played.returncode == 0, played.stderr
 
 
 def test_a_session_update_or_params_of_another_type_is_read_by_every_reader(tmp_path):
@@ -303,8 +304,8 @@ def test_no_reader_traces_back_on_a_real_recording_with_its_types_swapped(tmp_pa
             ["ls", "--json", str(tmp_path)],
         ):
             _run(args)
-        result = CliRunner().invoke(cli, ["replay", "--speed", "0", str(path)], input=client)
-        assert result.exception is None or isinstance(result.exception, SystemExit), result
+        played = invoke("replay", "--speed", "0", "--no-record", str(path), input=client)
+        assert b"Traceback" not in played.stderr, played.stderr
         assert _followed(path)  # follow reads every line, whatever it holds
     # As the client, against an agent that answers nothing: the swapped frames are sent.
     agent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
