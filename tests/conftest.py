@@ -37,6 +37,14 @@ SCRIPTED_AGENT = [sys.executable, str(HERE / "scripted_agent.py")]
 PROXY = [sys.executable, "-m", "acp_proxy"]
 
 
+@pytest.fixture(autouse=True)
+def _state_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's default recordings directory (``run``, ``replay``, ``test-agent`` record
+    there) is its own, never the user's: ``XDG_STATE_HOME`` in the test's directory, which
+    the processes a test starts inherit."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 @dataclass
 class ProxyRun:
     """What one run of the proxy left behind."""

@@ -18,7 +18,7 @@ MISBEHAVING = str(RECORDINGS / "misbehaving.jsonl")
         ["show", "--color", "always", MISBEHAVING],  # (colour asked for: kept, as in a pipe)
         ["show", MISBEHAVING],  # (not asked for, in a pipe: none)
         ["validate", "--by-rule", MISBEHAVING],  # exit 1, the summary on stderr
-        ["replay", "--speed", "0", MISBEHAVING],  # its log on the descriptor 2 itself
+        ["replay", "--speed", "0", "--no-record", MISBEHAVING],  # its log on the descriptor 2
         ["show", "--bogus"],  # a usage error: exit 2, one line
         ["show", "{tmp}/missing.jsonl"],  # an unreadable recording
         ["--help"],
