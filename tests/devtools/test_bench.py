@@ -15,6 +15,7 @@ NUMBER = r"[\d,]+(?:\.\d+)?"
 MIB = rf"{NUMBER} MiB"
 
 
+@pytest.mark.timeout(600)  # (it measures: on a loaded machine it takes minutes)
 def test_one_run_prints_every_workload_for_every_setup() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "acp_proxy.devtools.bench", "--frames", "1000", "--round-trips", "10",
