@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 SETUPS = ["direct", "tee", "proxy", "no-record"]
 NUMBER = r"[\d,]+(?:\.\d+)?"
 MIB = rf"{NUMBER} MiB"
