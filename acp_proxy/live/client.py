@@ -61,7 +61,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.core.framing import Frame
-from acp_proxy.core.protocol import Kind, Side
+from acp_proxy.core.protocol import Kind, Side, error_words
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.core.wire import Message, kind_of
@@ -276,8 +276,7 @@ class Reply:
 
     def error_words(self) -> str:
         """The error, in words (as the agent wrote them: escape them to show them)."""
-        error = self.error or {}
-        return f"error {error.get('code')}: {error.get('message')}"
+        return error_words(self.error)
 
 
 class Pending:
