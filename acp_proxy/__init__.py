@@ -136,6 +136,7 @@ what it is for and what it promises.
     drive/chat/interactive.py  on a terminal (terminal.py, permissions.py, slash.py)
     drive/chat/script.py     for a script (events.py: --format json; options.py)
     drive/replay.py          drive_agent: replay --as client, over the client core
+    drive/turn.py            PromptTurn, drive_turn: a prompt turn to the end the wire model says
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say
     drive/commands/probe.py   a command a module, named for it (chat.py, test_agent.py, replay.py)
     drive/commands/shared.py  what probe and chat share: --protocol, recording, -- AGENT

@@ -728,3 +728,48 @@ def test_no_module_over_1000_lines_and_no_class_over_600(tmp_path):
         "big.py:Big": CLASS_LINES + 1,
         "inner.py:Inner": CLASS_LINES + 1,
     }
+def _update_set_literals(tree: ast.AST) -> list[tuple[int, frozenset[str]]]:
+    """The literal collections of strings (sets, lists, tuples) that spell a set of update
+    variants the protocol module names (one of its sets, or four or more of their members)."""
+    from acp_proxy.core.protocol import HISTORY_UPDATES, MESSAGE_TEXT_UPDATES, TURN_OUTPUT_UPDATES
+
+    sets = (HISTORY_UPDATES, TURN_OUTPUT_UPDATES, MESSAGE_TEXT_UPDATES)
+    every = frozenset().union(*sets)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Set | ast.List | ast.Tuple):
+            continue
+        names = frozenset(
+            e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        )
+        if names in sets or (len(names) >= 4 and names <= every):
+            found.append((node.lineno, names))
+    return found
+
+
+def test_the_update_sets_have_one_home_in_the_protocol_module():
+    """The history updates, a turn's output and the message text updates are defined in
+    core/protocol.py only: a front-end imports them, never spells them again."""
+    home = PACKAGE / "core" / "protocol.py"
+    assert _update_set_literals(ast.parse(home.read_text())), "the protocol module has none"
+    spelled = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != home
+        for line, _ in _update_set_literals(ast.parse(path.read_text()))
+    ]
+    assert spelled == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'HISTORY = frozenset({"user_message_chunk", "agent_message_chunk", "agent_thought_chunk",'
+        ' "tool_call", "tool_call_update", "plan", "user_message", "agent_message",'
+        ' "agent_thought"})',
+        'if update in ("agent_message_chunk", "agent_thought_chunk", "agent_message",'
+        ' "agent_thought"): pass',
+    ],
+)
+def test_the_checker_catches_an_update_set_spelled_again(source):
+    assert _update_set_literals(ast.parse(source))

@@ -26,12 +26,15 @@ __all__ = [
     "COMPACTION_STATUSES",
     "ENTITY_ID_FIELDS",
     "FINAL_TOOL_STATUSES",
+    "HISTORY_UPDATES",
+    "MESSAGE_TEXT_UPDATES",
     "NOTICE_SEVERITIES",
     "SESSION_UPDATES",
     "STATES",
     "STOP_REASONS",
     "TOOL_CALL_STATUSES",
     "TOOL_UPDATES",
+    "TURN_OUTPUT_UPDATES",
     "UNSTABLE_METHODS",
     "UPDATE_VARIANTS_V1",
     "UPDATE_VARIANTS_V2",
@@ -40,6 +43,11 @@ __all__ = [
     "Side",
     "State",
     "StopReason",
+    "advertises_session",
+    "agent_capabilities",
+    "agent_info",
+    "auth_methods",
+    "error_words",
     "methods_for",
 ]
 
@@ -298,6 +306,31 @@ MESSAGE_CHUNKS = frozenset({"user_message_chunk", "agent_message_chunk", "agent_
 #: The updates that carry the agent's response: a turn's first is its first output.
 AGENT_OUTPUT = frozenset({"agent_message", "agent_message_chunk"})
 
+#: The updates that carry the agent's message or thought text, whole or streamed.
+MESSAGE_TEXT_UPDATES = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "agent_message", "agent_thought"}
+)
+
+#: Updates that are a conversation's history (what session/load replays), v1's and v2's.
+HISTORY_UPDATES = frozenset(
+    {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call",
+     "tool_call_update", "plan", "user_message", "agent_message", "agent_thought"}
+)  # fmt: skip
+
+#: Updates that are a turn's output, the agent's work (v2: its running state comes first).
+TURN_OUTPUT_UPDATES = frozenset(
+    {"agent_message", "agent_message_chunk", "agent_thought", "agent_thought_chunk", "tool_call",
+     "tool_call_update", "plan"}
+)  # fmt: skip
+
+#: v1's history updates (what a resume must not replay).
+HISTORY_UPDATES_V1 = HISTORY_UPDATES & UPDATE_VARIANTS_V1
+
+#: v1's updates of a turn's work that may not follow the response to a cancelled prompt.
+CANCELLED_OUTPUT_V1 = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"}
+)
+
 #: Where a streamed chunk's text is in its notification (a text content block's).
 CHUNK_TEXT = ("params", "update", "content", "text")
 
@@ -349,6 +382,59 @@ def official_schema(version: int, unstable: bool = False) -> dict[str, Any]:
     data = resources.files(__package__).joinpath(f"schemas/{name}")
     schema: dict[str, Any] = orjson.loads(data.read_bytes())
     return schema
+
+
+def error_words(error: Any) -> str:
+    """A JSON-RPC error object, in words: ``error CODE: MESSAGE`` (as the peer wrote them:
+    escape them to show them)."""
+    error = error if isinstance(error, dict) else {}
+    return f"error {error.get('code')}: {error.get('message')}"
+
+
+# --- what the agent advertised, in its initialize result --------------------------------
+
+
+def agent_info(init: dict[str, Any], protocol: int) -> tuple[str | None, str | None]:
+    """The agent's name and version (v1 ``agentInfo``, v2 ``info``); None where it gave
+    none (or not a string)."""
+    info = init.get("agentInfo" if protocol == 1 else "info")
+    if not isinstance(info, dict):
+        return None, None
+    name, version = info.get("name"), info.get("version")
+    return (
+        name if isinstance(name, str) else None,
+        version if isinstance(version, str) else None,
+    )
+
+
+def agent_capabilities(init: dict[str, Any], protocol: int) -> dict[str, Any]:
+    """The agent's capabilities (v1 ``agentCapabilities``, v2 ``capabilities``); empty
+    where they are not an object."""
+    caps = init.get("agentCapabilities" if protocol == 1 else "capabilities")
+    return caps if isinstance(caps, dict) else {}
+
+
+def auth_methods(init: dict[str, Any]) -> Any:
+    """The ``authMethods`` the agent offered, as it wrote them (None: none)."""
+    return init.get("authMethods")
+
+
+#: v2's baseline session methods: every v2 agent has them, advertised or not.
+BASELINE_SESSION_METHODS_V2 = frozenset({"list", "resume", "close"})
+
+
+def advertises_session(init: dict[str, Any], protocol: int, method: str) -> bool:
+    """Whether the agent advertised ``session/<method>``: v1 in its
+    ``sessionCapabilities``, v2 by its ``session`` capabilities (list, resume and close are
+    the baseline, once it has any)."""
+    caps = agent_capabilities(init, protocol)
+    if protocol == 1:
+        session = caps.get("sessionCapabilities")
+        return isinstance(session, dict) and session.get(method) is not None
+    session = caps.get("session")
+    if not isinstance(session, dict):
+        return False
+    return method in BASELINE_SESSION_METHODS_V2 or session.get(method) is not None
 
 
 def is_extension(value: object) -> bool:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from acp_proxy.core import examples as ex
 from acp_proxy.core.findings import Flag, Level, Rule, Scope
 from acp_proxy.core.jsontext import preview
+from acp_proxy.core.protocol import CANCELLED_OUTPUT_V1, HISTORY_UPDATES_V1
 from acp_proxy.core.wire import (
     Kind,
     Message,
@@ -229,22 +230,11 @@ _REMEMBERED = 4096
 
 
 #: v1 updates that carry conversation history (what a resume must not replay).
-_HISTORY = frozenset(
-    {
-        "user_message_chunk",
-        "agent_message_chunk",
-        "agent_thought_chunk",
-        "tool_call",
-        "tool_call_update",
-        "plan",
-    }
-)
+_HISTORY = HISTORY_UPDATES_V1
 
 
 #: Updates that may not follow the response to a cancelled prompt.
-_TURN_OUTPUT = frozenset(
-    {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"}
-)
+_TURN_OUTPUT = CANCELLED_OUTPUT_V1
 
 
 #: Terminal methods that name an existing terminal.

@@ -1,5 +1,6 @@
 """What the front-ends that drive an agent (``probe``, ``chat``) say about it, in words: an
-error reply, how it ended, an agent that is gone, what it said it is; and its strings made
+error reply, how it ended, an agent that is gone, what it said it is (read by
+:mod:`acp_proxy.core.protocol`, the one home of what an agent advertised); and its strings made
 fit to show (escaped by :func:`~acp_proxy.core.visible.visible`, cut to a length)."""
 
 from __future__ import annotations
@@ -8,15 +9,14 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from acp_proxy.core import protocol
 from acp_proxy.core.visible import visible
 from acp_proxy.live.client import AgentGone, exit_words
 
 __all__ = [
     "LINE",
     "SHOWN",
-    "agent_info",
     "agent_words",
-    "capabilities",
     "command_words",
     "ended_words",
     "error_words",
@@ -54,7 +54,7 @@ def error_words(value: dict[str, Any]) -> str:
     """A reply that failed: ``error CODE: MESSAGE`` (or that its result is no object)."""
     error = value.get("error")
     if isinstance(error, dict):
-        return f"error {error.get('code')}: {error.get('message')}"
+        return protocol.error_words(error)
     return "a result that is not an object"
 
 
@@ -92,23 +92,3 @@ def agent_words(info: tuple[str | None, str | None], argv: Sequence[str]) -> str
     the command the user gave."""
     named = " ".join(part for part in info if part)
     return shown(named) if named else command_words(argv)
-
-
-def agent_info(init: dict[str, Any], protocol: int) -> tuple[str | None, str | None]:
-    """The agent's name and version, from its initialize result (v1 ``agentInfo``, v2
-    ``info``); None where it gave none (or not a string)."""
-    info = init.get("agentInfo" if protocol == 1 else "info")
-    if not isinstance(info, dict):
-        return None, None
-    name, version = info.get("name"), info.get("version")
-    return (
-        name if isinstance(name, str) else None,
-        version if isinstance(version, str) else None,
-    )
-
-
-def capabilities(init: dict[str, Any], protocol: int) -> dict[str, Any]:
-    """The agent's capabilities, from its initialize result (v1 ``agentCapabilities``, v2
-    ``capabilities``); empty where they are not an object."""
-    caps = init.get("agentCapabilities" if protocol == 1 else "capabilities")
-    return caps if isinstance(caps, dict) else {}

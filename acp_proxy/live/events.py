@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_proxy.core.framing import Frame
-from acp_proxy.core.protocol import Kind, Side
+from acp_proxy.core.protocol import Kind, Side, error_words
 from acp_proxy.core.wire import Message, kind_of
 from acp_proxy.transcript.items import Repeated
 
@@ -193,8 +193,7 @@ class Reply:
 
     def error_words(self) -> str:
         """The error, in words (as the agent wrote them: escape them to show them)."""
-        error = self.error or {}
-        return f"error {error.get('code')}: {error.get('message')}"
+        return error_words(self.error)
 
 
 class Pending:

@@ -8,12 +8,12 @@ import signal
 
 import pytest
 
+from acp_proxy.core.protocol import agent_capabilities as capabilities
+from acp_proxy.core.protocol import agent_info
 from acp_proxy.drive.probe import CHECKS, FAIL, SKIP, Outcome, ProbeResult, text_lines
 from acp_proxy.drive.words import (
     LINE,
     SHOWN,
-    agent_info,
-    capabilities,
     command_words,
     ended_words,
     gone_words,

@@ -7,10 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from acp_proxy.core import protocol
 from acp_proxy.core.wire import Turn
 from acp_proxy.drive import words
 from acp_proxy.drive.chat.options import EXIT_FAILED, Quit
 from acp_proxy.drive.chat.wire import Wire
+from acp_proxy.drive.turn import PromptTurn
 from acp_proxy.live.client import initialize_params
 
 #: The stop reasons that end a turn that failed (a cancel is one, unless the user's).
@@ -39,7 +41,7 @@ class Chat(Wire):
             self.begin(self.session)
         else:
             self.open_session(self.options.session)
-        who = words.agent_words(words.agent_info(self.init, self.protocol), self.argv)
+        who = words.agent_words(protocol.agent_info(self.init, self.protocol), self.argv)
         self.say(
             f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
             f"in {self.options.cwd}"
@@ -73,11 +75,11 @@ class Chat(Wire):
     def open_session(self, session: str) -> None:
         """``--session``: loaded (its conversation replayed) where the agent can, else
         resumed."""
-        caps = words.capabilities(self.init, self.protocol)
+        caps = protocol.agent_capabilities(self.init, self.protocol)
         params = {"sessionId": session, **self.session_params()}
         if self.protocol == 1 and caps.get("loadSession") is True:
             method = "session/load"
-        elif self.protocol == 2 or _advertised(caps, "resume"):
+        elif self.protocol == 2 or protocol.advertises_session(self.init, 1, "resume"):
             method = "session/resume"
         else:
             self.say(
@@ -119,23 +121,19 @@ class Chat(Wire):
         began = time.monotonic()
         params = {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}
         pending = self.client.request("session/prompt", params)
-
-        def ended() -> bool:
-            if pending.id not in self._replies:
-                return False
-            turn = self._turns.get(pending.id)
-            return turn is None or id(turn) in self._closed
-
+        prompt = self.prompt = PromptTurn(self.session, pending)
         self.in_turn = True
         try:
             with self.keyboard.quiet():
-                self.wait(ended, "end of the turn", turn=True)
+                self.wait(lambda: prompt.ended, "end of the turn", turn=True)
         finally:
             self.in_turn = False
+            self.prompt = None
         self.turned = True
         self.stream.close_line()
-        wire = self._turns.pop(pending.id, None)
-        end = self._outcome(self._replies.pop(pending.id).value, wire)
+        self._replies.pop(pending.id, None)
+        assert prompt.reply is not None
+        end = self._outcome(prompt.reply.value, prompt.wire)
         end["duration_ms"] = round((time.monotonic() - began) * 1000)
         if self.json:
             self.emit(end)
@@ -183,9 +181,3 @@ class Chat(Wire):
         if not self.interactive:
             how = f" ({self.cut_by})" if reason == "cancelled" and self.cut_by else ""
             self.say(f"ended: {reason}{how}", reason not in _FAILED_REASONS)
-
-
-def _advertised(caps: dict[str, Any], method: str) -> bool:
-    """Whether a v1 agent advertised ``session/<method>`` (in sessionCapabilities)."""
-    session = caps.get("sessionCapabilities")
-    return isinstance(session, dict) and session.get(method) is not None

@@ -14,15 +14,17 @@ from typing import Any, TextIO
 
 import click
 
+from acp_proxy.core import protocol
 from acp_proxy.core.findings import Violation
-from acp_proxy.core.protocol import Side
+from acp_proxy.core.protocol import MESSAGE_TEXT_UPDATES, Side
 from acp_proxy.core.visible import dumps, visible
-from acp_proxy.core.wire import Message, Turn
+from acp_proxy.core.wire import Message
 from acp_proxy.drive import words
 from acp_proxy.drive.chat.events import json_events, result_record, start_record
 from acp_proxy.drive.chat.options import EXIT_INTERRUPTED, PREFIX, TICK, Options, Quit
 from acp_proxy.drive.chat.permissions import Ask, ChatServices
 from acp_proxy.drive.chat.terminal import Keyboard, isatty
+from acp_proxy.drive.turn import PromptTurn
 from acp_proxy.live.client import AgentGone, Client, Event, Pending, RunEvent, TimedOut
 from acp_proxy.readers.text import LiveConversation
 from acp_proxy.transcript.records import FrameRecord
@@ -35,11 +37,6 @@ _SHOWN_PER_RULE = 3
 
 #: JSON objects held at most for the stream's first (then it goes without the session).
 _HELD = 10_000
-
-#: The updates that stream a message's text (after a turn ended: late).
-_TEXT_UPDATES = frozenset(
-    {"agent_message_chunk", "agent_thought_chunk", "agent_message", "agent_thought"}
-)
 
 
 class Wire:
@@ -95,10 +92,8 @@ class Wire:
         self._replies: dict[int, Event] = {}
         #: Frames the client core handed over and not yet taken (see :meth:`next_event`).
         self._queued: deque[Event] = deque()
-        #: Each prompt's turn (the wire model's), by the prompt's id; the turns whose closing
-        #: frame was taken (by ``id``: what the agent sent before it is drawn by then).
-        self._turns: dict[Any, Turn] = {}
-        self._closed: set[int] = set()
+        #: The prompt turn running, fed every frame taken (its end: the wire model's).
+        self.prompt: PromptTurn | None = None
         #: The agent gone, once said (the chat's last line need not say how it ended again).
         self.gone: AgentGone | None = None
         #: The session whose updates are the chat's (None: any, while /new opens one).
@@ -172,7 +167,7 @@ class Wire:
         self.started = True
         client: Client | None = getattr(self, "client", None)
         recording = client.recording if client is not None else None
-        agent = words.agent_info(self.init, self.protocol)
+        agent = protocol.agent_info(self.init, self.protocol)
         cwd = str(self.options.cwd)
         self.emit(start_record(session, agent, self.protocol, cwd, _path(recording)))
         held, self._held = self._held, []
@@ -306,11 +301,9 @@ class Wire:
         if type(event) is RunEvent:
             self.take_run(event)
             return
-        if message.closed is not None:  # (taken: what the agent sent before it is drawn)
-            self._closed.add(id(message.closed))
+        if self.prompt is not None:  # (taken: what the agent sent before it is drawn)
+            self.prompt.take(event)
         if event.side is Side.CLIENT:
-            if message.opened is not None and message.method == "session/prompt":
-                self._turns[message.id] = message.opened
             self.stream.show(message)
             self.to_json(message)
             return
@@ -319,7 +312,7 @@ class Wire:
         session = event.session if event.method == "session/update" else None
         if session is not None and self.listening is not None and session != self.listening:
             return
-        late = self.turned and not self.in_turn and event.update in _TEXT_UPDATES
+        late = self.turned and not self.in_turn and event.update in MESSAGE_TEXT_UPDATES
         if session is not None and late:
             if self.json:
                 self.stream.show(message)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp_proxy.core.protocol import Kind
+from acp_proxy.core.protocol import (
+    TURN_OUTPUT_UPDATES,
+    Kind,
+    agent_capabilities,
+    agent_info,
+    auth_methods,
+)
 from acp_proxy.core.visible import visible
 from acp_proxy.drive.probe.catalog import (
     AFTER_CANCEL_PROMPT,
@@ -26,7 +32,6 @@ from acp_proxy.drive.probe.catalog import (
 )
 from acp_proxy.drive.probe.outcome import TRANSPORT_RULES, plural, stop_words, wire
 from acp_proxy.drive.probe.runner import (
-    OUTPUT,
     WENT_ON,
     WENT_ON_SECONDS,
     Probe,
@@ -36,7 +41,7 @@ from acp_proxy.drive.probe.runner import (
     result_of,
     state_of,
 )
-from acp_proxy.drive.words import agent_info, capabilities, shown, shown_line
+from acp_proxy.drive.words import shown, shown_line
 from acp_proxy.live.client import AgentGone, TimedOut, auth_method_id, config_option_params
 
 
@@ -100,7 +105,7 @@ def handshake(run: Probe) -> str:
         run.handshake_failed = True
         raise Stop(FAIL, _version_words(version, asked))
     run.protocol = version
-    methods = result.get("authMethods") or []
+    methods = auth_methods(result) or []
     ids = [auth_method_id(m, version) for m in methods] if isinstance(methods, list) else None
     if ids is None or not all(isinstance(i, str) for i in ids):
         key = "id" if version == 1 else "methodId"
@@ -125,7 +130,7 @@ def handshake(run: Probe) -> str:
 def authenticate(run: Probe) -> str:
     if run.handshake_failed:
         raise Stop(SKIP, "the handshake failed")
-    methods = run.init.get("authMethods")
+    methods = auth_methods(run.init)
     listed = methods if isinstance(methods, list) else []
     offered = [auth_method_id(m, run.protocol) for m in listed if isinstance(m, dict)]
     method = run.options.auth
@@ -274,7 +279,7 @@ def lifecycle(run: Probe) -> str:
             said += f" (the first came with {wire(message_id(users[0]))})"
         raise Stop(FAIL, said, users[0].seq if users else turn.response.seq)
     states = [(e, state_of(e)) for e in mine if e.update == "state_update"]
-    output = next((e for e in mine if e.update in OUTPUT), None)
+    output = next((e for e in mine if e.update in TURN_OUTPUT_UPDATES), None)
     running = next((e for e, state in states if state == "running"), None)
     if output is not None and (running is None or came_after(running, output)):
         raise Stop(FAIL, f"{shown(str(output.update))} (seq {output.seq}) before any "
@@ -502,7 +507,7 @@ def session_load(run: Probe) -> str:
     session = run.needs_session()
     if run.protocol != 1:
         raise Stop(SKIP, "v2 has no session/load (session/resume replays)")
-    if capabilities(run.init, run.protocol).get("loadSession") is not True:
+    if agent_capabilities(run.init, run.protocol).get("loadSession") is not True:
         raise Stop(SKIP, "not advertised (agentCapabilities.loadSession)")
     replayed, reply = run.load(session)
     again = ""

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.core.findings import Violation
-from acp_proxy.core.protocol import SESSION_UPDATES, STOP_REASONS, Kind
+from acp_proxy.core.protocol import (
+    HISTORY_UPDATES,
+    SESSION_UPDATES,
+    STOP_REASONS,
+    Kind,
+    advertises_session,
+    agent_info,
+)
 from acp_proxy.core.times import format_time
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.drive.probe.catalog import (
@@ -53,11 +60,9 @@ from acp_proxy.drive.probe.outcome import (
     who_words,
     wire,
 )
+from acp_proxy.drive.turn import Overdue, PromptTurn, drive_turn, is_reply
 from acp_proxy.drive.words import (
-    agent_info,
-    capabilities,
     ended_words,
-    error_words,
     gone_words,
     shown,
     shown_line,
@@ -106,16 +111,14 @@ class Stop(Exception):
 
 @dataclass
 class Turn:
-    """What one prompt turn brought."""
+    """What one prompt turn brought: its end as :class:`~acp_proxy.drive.turn.PromptTurn`
+    says it (its response, its stop reason, its error), and what the probe looks at."""
 
     session: str
-    pending: Pending
+    prompt: PromptTurn
+    #: The protocol spoken (v1: the prompt's answer ends the turn, whatever it is).
+    protocol: int = 1
     events: list[Event] = field(default_factory=list)
-    response: Event | None = None
-    #: The stop reason it ended with (None: it ended with an error, or has not ended).
-    stop: Any = None
-    error: str | None = None
-    ended: bool = False
     foreign: list[Event] = field(default_factory=list)
     permissions: list[Event] = field(default_factory=list)
     after: list[Event] = field(default_factory=list)
@@ -125,6 +128,34 @@ class Turn:
     went_on_for: float = 0.0
     #: Updates of the turn's work after session/cancel was sent.
     went_on: list[Event] = field(default_factory=list)
+
+    @property
+    def response(self) -> Event | None:
+        """The prompt's response, once taken."""
+        return self.prompt.reply
+
+    @property
+    def error(self) -> str | None:
+        """How the prompt failed (an error, a result that is no object), in words."""
+        prompt = self.prompt
+        return prompt.error_words() if prompt.answered and prompt.failed else None
+
+    @property
+    def stop(self) -> Any:
+        """The stop reason it ended with (None: it ended with an error, or has not ended)."""
+        return None if self.error is not None else self.prompt.stop_reason
+
+    @property
+    def ended(self) -> bool:
+        """Its end as the wire model says, or a failed answer to its prompt (v1: any)."""
+        return ended_for_probe(self.prompt, self.protocol)
+
+
+def ended_for_probe(prompt: PromptTurn, protocol: int) -> bool:
+    """Whether the probe's wait for a turn is over: it ended as the wire model says, or its
+    prompt's answer failed (the check fails on it), or, in v1, its prompt was answered at
+    all (a result without a stop reason is said as such)."""
+    return prompt.ended or (prompt.answered and (prompt.failed or protocol == 1))
 
 
 class ProbeServices(Services):
@@ -474,7 +505,7 @@ class Probe:
         updates of ``session`` among it (a replay late)."""
         late = []
         for event in self.settling():
-            if event.session == session and event.update in HISTORY:
+            if event.session == session and event.update in HISTORY_UPDATES:
                 late.append(event)
         return late
 
@@ -483,14 +514,7 @@ class Probe:
     def advertised(self, method: str) -> bool:
         """Whether the agent advertised ``session/<method>``: v1 in sessionCapabilities, v2
         by its session capabilities (list, resume and close are the baseline)."""
-        caps = capabilities(self.init, self.protocol)
-        if self.protocol == 1:
-            session = caps.get("sessionCapabilities")
-            return isinstance(session, dict) and session.get(method) is not None
-        session = caps.get("session")
-        if not isinstance(session, dict):
-            return False
-        return method in ("list", "resume", "close") or session.get(method) is not None
+        return advertises_session(self.init, self.protocol, method)
 
     def until(self, pending: Pending, what: str) -> Iterator[Event]:
         """The events up to ``pending``'s response (included), within the timeout."""
@@ -505,7 +529,7 @@ class Probe:
                 raise TimedOut(f"response to {what}", self.timeout) from None
             self.note(event)
             yield event
-            if event.kind is Kind.RESPONSE and event.value.get("id") == pending.id:
+            if is_reply(event, pending):
                 return
 
     def note(self, event: Event) -> None:
@@ -543,23 +567,20 @@ class Probe:
         takes at most the timeout (:meth:`overdue`)."""
         blocks = [{"type": "text", "text": text}] if isinstance(text, str) else text
         prompt = {"sessionId": session, "prompt": blocks}
-        turn = Turn(session, self.client.request("session/prompt", prompt))
+        pending = self.client.request("session/prompt", prompt)
+        turn = Turn(session, PromptTurn(session, pending), self.protocol)
         self.turns.append((self.current, turn))
-        deadline = time.monotonic() + self.timeout
-        while not turn.ended:
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise TimedOut("end of the turn", self.timeout)
-                event = self.client.next_event(left)
-            except TimedOut:
-                raise self.overdue(turn) from None
-            self.take(turn, event)
-            under_way = event.method in ("session/update", "session/request_permission")
-            if cancel and under_way and turn.cancelled_at is None and not turn.ended:
-                turn.cancelled_at = self.client.seq  # what the agent wrote before it
-                turn.cancelled_time = time.monotonic()
-                self.client.notify("session/cancel", {"sessionId": session})
+
+        def cancelling() -> None:
+            turn.cancelled_at = self.client.seq  # what the agent wrote before it
+            turn.cancelled_time = time.monotonic()
+
+        try:
+            drive_turn(self.client, turn.prompt, self.timeout, lambda e: self.take(turn, e),
+                       cancel=cancelling if cancel else None,
+                       ended=lambda prompt: ended_for_probe(prompt, self.protocol))  # fmt: skip
+        except Overdue:
+            raise self.overdue(turn) from None
         for event in self.settling():
             if event.session == session and event.method == "session/update":  # noqa: SIM102
                 if event.update not in SESSION_UPDATES:
@@ -567,18 +588,10 @@ class Probe:
         return turn
 
     def overdue(self, turn: Turn) -> Stop:
-        """A turn that did not end within the timeout: the agent is asked to stop it
-        (session/cancel), and its prompt's answer waited for as long again, so that no
-        later prompt overlaps it (unanswered: its session is :attr:`busy`); the check
+        """A turn that did not end within the timeout (:func:`drive_turn` asked the agent to
+        stop it, session/cancel, and waited for its prompt's answer as long again, so that
+        no later prompt overlaps it; unanswered: its session is :attr:`busy`); the check
         fails."""
-        self.client.notify("session/cancel", {"sessionId": turn.session})
-        deadline = time.monotonic() + self.timeout
-        while turn.response is None and (left := deadline - time.monotonic()) > 0:
-            try:
-                event = self.client.next_event(left)
-            except TimedOut:
-                break
-            self.take(turn, event)
         said = f"the turn did not end within {self.timeout:g}s (--timeout)"
         if turn.response is None:
             self.busy.add(turn.session)
@@ -592,20 +605,10 @@ class Probe:
         return Stop(FAIL, f"{said}; after session/cancel it ended {stop_words(turn.stop)}")
 
     def take(self, turn: Turn, event: Event) -> None:
-        """One event of a turn."""
+        """One event of a turn (its end: :class:`PromptTurn`'s, already fed it)."""
         turn.events.append(event)
         self.note(event)
-        value = event.value
-        if event.kind is Kind.RESPONSE and value.get("id") == turn.pending.id:
-            turn.response = event
-            if "error" in value or not isinstance(value.get("result"), dict):
-                turn.error = error_words(value)
-                turn.ended = True
-            elif self.protocol == 1:
-                turn.stop = value["result"].get("stopReason")
-                turn.ended = True
-            elif turn.stop is not None:  # v2: the idle came first
-                turn.ended = True
+        if event is turn.response:
             return
         if event.method == "session/request_permission":
             turn.permissions.append(event)
@@ -623,12 +626,6 @@ class Probe:
             turn.went_on.append(event)
             if turn.cancelled_time is not None:
                 turn.went_on_for = time.monotonic() - turn.cancelled_time
-        update = event.params.get("update") if isinstance(event.params, dict) else None
-        state = update.get("state") if isinstance(update, dict) else None
-        if self.protocol == 2 and event.update == "state_update" and state == "idle":
-            assert isinstance(update, dict)
-            turn.stop = update.get("stopReason")
-            turn.ended = turn.response is not None
 
     def ended_well(self, turn: Turn, what: str) -> None:
         if turn.error is not None:
@@ -665,19 +662,6 @@ class Probe:
         except (TimedOut, AgentGone):
             return False
         return True
-
-
-#: Updates that are a conversation's history (what a load replays).
-HISTORY = frozenset(
-    {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call",
-     "tool_call_update", "plan", "user_message", "agent_message", "agent_thought"}
-)  # fmt: skip
-
-#: Updates that are a turn's output (what running must come before).
-OUTPUT = frozenset(
-    {"agent_message", "agent_message_chunk", "agent_thought", "agent_thought_chunk", "tool_call",
-     "tool_call_update", "plan"}
-)  # fmt: skip
 
 
 def message_id(event: Event) -> Any:
