@@ -74,6 +74,41 @@ def table(reports: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def quoted(text: str) -> str:
+    """The sentence a rule's description quotes (its first ``"..."``), else the whole."""
+    start = text.find('"')
+    end = text.find('"', start + 1)
+    return text[start : end + 1] if 0 <= start < end else text
+
+
+def notes(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """Below the table: each failure (a real bug) by its rule and the sentence it breaks
+    (the check's basis where no rule of the validator's names it), and each warning's
+    basis once, with the agents it was said for."""
+    from acp_proxy.core.rules import RULES
+
+    headings = dict(AGENTS)
+    lines = []
+    warned: dict[str, list[str]] = {}
+    bases: dict[str, str] = {}
+    for agent, report in reports.items():
+        for check in report["checks"]:
+            if check["status"] == "warn":
+                warned.setdefault(check["check"], []).append(headings[agent])
+                bases[check["check"]] = check["basis"]
+            if check["status"] != "fail":
+                continue
+            rule = RULES.get(check["rule"] or "")
+            if rule is not None:
+                why = f"`{rule.id}`, {rule.spec}: {quoted(rule.description)}"
+            else:
+                why = check["basis"]
+            lines.append(f"- **\u2717** {headings[agent]} `{check['check']}`: {why}")
+    for name, agents in warned.items():
+        lines.append(f"- ! `{name}` ({', '.join(agents)}): {bases[name]}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -87,7 +122,7 @@ def main(argv: list[str]) -> int:
     if not reports:
         print(f"no report in {directory}", file=sys.stderr)
         return 1
-    print("\n".join(table(reports)))
+    print("\n".join([*table(reports), "", *notes(reports)]))
     return 0
 
 

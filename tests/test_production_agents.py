@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import orjson
 import pytest
 
+from acp_proxy.live.spawn import WATCHDOG_GRACE
 from tests.conftest import PROXY, clean_env
 
 #: Every test here runs a production agent or SDK: out of the quick loop (`-m "not agents"`).
@@ -731,6 +733,27 @@ PROBE_FAILS: dict[str, dict[str, str | None]] = {
 }
 
 
+#: Set in the probe's environment (the agent's, inherited by all it starts): how the
+#: processes it left behind are found.
+MARK = "PROBE_TEST_MARK"
+
+
+def left_behind(mark: str) -> list[str]:
+    """The processes whose environment holds ``mark`` (``NAME=VALUE``), as ``PID COMMAND``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            if mark.encode() in environ:
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{proc.name} {command.decode(errors='replace')[:120]}")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
 @pytest.mark.parametrize("name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen"])
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
@@ -741,17 +764,29 @@ def test_probe_checks_the_production_agents(
     requests (marked in it). With ACP_PROXY_PROBE_OUT=DIR, each report is kept there as
     NAME.json (the README's conformance table: `python tests/conformance_table.py DIR`)."""
     record = tmp_path / "probe.jsonl"
+    mark = f"{MARK}={tmp_path}"
     with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+        started = time.monotonic()
         proc = subprocess.run(
             [*PROXY, "probe", "--format", "json", "--timeout", str(ANSWER_TIMEOUT),
              "--record", str(record), "--", *agent],
-            capture_output=True, env=env, cwd=workspace, timeout=20 * ANSWER_TIMEOUT,
+            capture_output=True, env={**env, MARK: str(tmp_path)}, cwd=workspace,
+            timeout=20 * ANSWER_TIMEOUT,
         )  # fmt: skip
+        seconds = time.monotonic() - started
+        # nothing the agent started is left once probe has ended: its group stopped (by the
+        # watchdog, which ends itself after its grace: waited for, bounded)
+        deadline = time.monotonic() + WATCHDOG_GRACE + 5
+        while left_behind(mark) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left_behind(mark) == [], left_behind(mark)
+    print(f"probe {name}: {seconds:.1f} s, {proc.returncode=}")  # a figure, not an assert
     document = orjson.loads(proc.stdout)
     if os.environ.get("ACP_PROXY_PROBE_OUT"):  # the README's conformance table is made of these
         out = Path(os.environ["ACP_PROXY_PROBE_OUT"])
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        (out / f"{name}.seconds").write_text(f"{seconds:.1f}\n")
     found = {check["check"]: check for check in document["checks"]}
     failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
     expected = PROBE_FAILS.get(name, {})
