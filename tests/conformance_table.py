@@ -26,6 +26,7 @@ AGENTS = (
     ("gemini", "gemini"),
     ("opencode", "opencode"),
     ("qwen", "qwen"),
+    ("pi-acp", "pi"),
 )
 #: A verdict in a cell (the README stays within 40 KB: one character each).
 MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**", "warn": "!"}

