@@ -27,6 +27,7 @@ AGENTS = (
     ("opencode", "opencode"),
     ("qwen", "qwen"),
     ("pi-acp", "pi"),
+    ("gptme-acp", "gptme"),
 )
 #: A verdict in a cell (the README stays within 40 KB: one character each).
 MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**", "warn": "!"}
@@ -75,21 +76,25 @@ def table(reports: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def quoted(text: str) -> str:
-    """The sentence a rule's description quotes (its first ``"..."``), else the whole."""
-    start = text.find('"')
-    end = text.find('"', start + 1)
-    return text[start : end + 1] if 0 <= start < end else text
+def quoted(text: str, otherwise: str) -> str:
+    """The sentence a rule's description quotes (its first ``"..."``), else ``otherwise``'s,
+    else ``otherwise``."""
+    for said in (text, otherwise):
+        start = said.find('"')
+        end = said.find('"', start + 1)
+        if 0 <= start < end:
+            return said[start : end + 1]
+    return otherwise
 
 
 def notes(reports: dict[str, dict[str, Any]]) -> list[str]:
-    """Below the table: each failure (a real bug) by its rule and the sentence it breaks
-    (the check's basis where no rule of the validator's names it), and each warning's
-    basis once, with the agents it was said for."""
+    """Below the table: each failure (a real bug) by its rule and the sentence it breaks (the
+    check's basis, and what the agent did, where no rule of the validator's names it), the
+    agents with the same one together; then each warning's basis once, with its agents."""
     from acp_proxy.core.rules import RULES
 
     headings = dict(AGENTS)
-    lines = []
+    failed: dict[str, list[str]] = {}
     warned: dict[str, list[str]] = {}
     bases: dict[str, str] = {}
     for agent, report in reports.items():
@@ -101,12 +106,14 @@ def notes(reports: dict[str, dict[str, Any]]) -> list[str]:
                 continue
             rule = RULES.get(check["rule"] or "")
             if rule is not None:
-                why = f"`{rule.id}`, {rule.spec}: {quoted(rule.description)}"
+                sentence = quoted(rule.description, check["basis"])
+                why = f"`{rule.id}`, {rule.spec}: {sentence}"
             else:
-                why = check["basis"]
-            lines.append(f"- **\u2717** {headings[agent]} `{check['check']}`: {why}")
+                why = f"{check['basis']}; here: {check['reason']}"
+            failed.setdefault(f"`{check['check']}`: {why}", []).append(headings[agent])
+    lines = [f"- **\u2717** {', '.join(agents)} {why}" for why, agents in failed.items()]
     for name, agents in warned.items():
-        lines.append(f"- ! `{name}` ({', '.join(agents)}): {bases[name]}")
+        lines.append(f"- ! {', '.join(agents)} `{name}`: {bases[name]}")
     return lines
 
 

