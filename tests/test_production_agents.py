@@ -9,8 +9,9 @@ find the same; the short way for streamed chunks finds what the long way finds. 
 agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
 through the proxy to the example agent.
 
-The packages (pinned below) are installed from the npm registry once per package list; the tests
-skip when npm is not installed or the registry cannot be reached.
+The packages (pinned below) are installed from the npm registry once per package list (gptme-acp
+from PyPI, in a venv); the tests skip when npm is not installed or the registry cannot be reached.
+probe runs on these and on Copilot's CLI, pi-acp and gptme-acp (the README's conformance table).
 """
 
 from __future__ import annotations
