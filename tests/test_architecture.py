@@ -728,6 +728,8 @@ def test_no_module_over_1000_lines_and_no_class_over_600(tmp_path):
         "big.py:Big": CLASS_LINES + 1,
         "inner.py:Inner": CLASS_LINES + 1,
     }
+
+
 def _update_set_literals(tree: ast.AST) -> list[tuple[int, frozenset[str]]]:
     """The literal collections of strings (sets, lists, tuples) that spell a set of update
     variants the protocol module names (one of its sets, or four or more of their members)."""

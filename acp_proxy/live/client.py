@@ -61,7 +61,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.core.framing import Frame
-from acp_proxy.core.protocol import Kind, Side, error_words
+from acp_proxy.core.protocol import Kind, Side
 from acp_proxy.core.validator import Violation
 from acp_proxy.core.version import VERSION
 from acp_proxy.live.events import (
