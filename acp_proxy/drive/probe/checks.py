@@ -32,6 +32,7 @@ from acp_proxy.drive.probe.catalog import (
 )
 from acp_proxy.drive.probe.outcome import TRANSPORT_RULES, plural, stop_words, wire
 from acp_proxy.drive.probe.runner import (
+    ANSWER_SETTLE,
     WENT_ON,
     WENT_ON_SECONDS,
     Probe,
@@ -403,7 +404,7 @@ def cancel_idle(run: Probe) -> str:
     sent = run.client.seq  # (what came before it, left unread, is no answer to it)
     run.idle_cancelled = session
     answers = []
-    for event in run.settling():
+    for event in run.settling(ANSWER_SETTLE):
         if event.kind is Kind.RESPONSE and (event.seq or 0) > sent:
             answers.append(event)
     if answers:

@@ -98,6 +98,9 @@ _FIRST_NEEDS = frozenset({"handshake", "authenticate", "session-new"})
 
 #: Seconds the probe listens after a turn's end for what should not come.
 SETTLE = 0.5
+#: How long an answer to a notification is waited for (cancel-idle): what is looked for is
+#: a wrong answer that may come late on a loaded machine, so longer than :data:`SETTLE`.
+ANSWER_SETTLE = 2.0
 
 
 class Stop(Exception):
@@ -489,9 +492,10 @@ class Probe:
                         f"{errors[0].seq}: {visible(errors[0].message)}")  # fmt: skip
         return replayed, reply
 
-    def settling(self) -> Iterator[Event]:
-        """What comes within :data:`SETTLE` seconds (the timeout, if shorter), each noted."""
-        settle = time.monotonic() + min(SETTLE, self.timeout)
+    def settling(self, seconds: float = SETTLE) -> Iterator[Event]:
+        """What comes within ``seconds`` (:data:`SETTLE`; the timeout, if shorter), each
+        noted."""
+        settle = time.monotonic() + min(seconds, self.timeout)
         while (left := settle - time.monotonic()) > 0:
             try:
                 event = self.client.next_event(left)
