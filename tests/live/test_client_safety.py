@@ -160,9 +160,11 @@ def test_a_read_flood_from_an_agent_that_reads_no_answer_stays_bounded(tmp_path)
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * (8 * 1024 * 1024 - 16))
     peak = peak_mib(tmp_path, 8, [*HOSTILE, "read-flood", str(big), "400"])
-    # (about 100 MiB here, 384 once under coverage on a loaded machine; unbounded: 2 GiB
-    # in 8 s, and growing)
-    assert peak < 512, f"peak {peak} MiB"
+    # (about 100 MiB here, also under coverage; 384 and 556 once each under coverage on a
+    # loaded machine: what waits to be served grows while the client is starved of CPU;
+    # unbounded: 2 GiB in 8 s, and growing)
+    print(f"peak {peak} MiB")
+    assert peak < 1024, f"peak {peak} MiB"
 
 
 def test_a_terminal_asking_for_a_terabyte_of_output_gets_our_cap(tmp_path):
