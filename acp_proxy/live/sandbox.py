@@ -22,13 +22,13 @@ files: refused, without waiting on a pipe's writer.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import secrets
 import stat
-import sys
 from collections.abc import Iterator
+
+from acp_proxy.transcript import beneath
 
 __all__ = ["READ_LIMIT", "Outside", "Sandbox", "SandboxError"]
 
@@ -37,12 +37,6 @@ READ_LIMIT = 8 * 1024 * 1024
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 
-# openat2(2): its number is the same on every Linux architecture (a syscall added after the
-# tables were unified); its resolve flags.
-_SYS_OPENAT2 = 437
-_RESOLVE_NO_MAGICLINKS = 0x02
-_RESOLVE_BENEATH = 0x08
-
 
 class SandboxError(Exception):
     """A file request the sandbox refuses or the system fails: in words for the agent."""
@@ -50,51 +44,6 @@ class SandboxError(Exception):
 
 class Outside(SandboxError):
     """The path names something outside the sandbox."""
-
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [
-        ("flags", ctypes.c_uint64),
-        ("mode", ctypes.c_uint64),
-        ("resolve", ctypes.c_uint64),
-    ]
-
-
-def _libc_syscall() -> object | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return None
-
-
-_syscall = _libc_syscall()
-#: Whether openat2 works here (None: not tried yet).
-_has_openat2: bool | None = None if _syscall is not None else False
-
-
-def _openat2(dirfd: int, path: str, flags: int, mode: int = 0) -> int | None:
-    """``openat2(dirfd, path, flags, RESOLVE_BENEATH)``; None where the kernel has none."""
-    global _has_openat2  # noqa: PLW0603 - learnt once per process
-    if _has_openat2 is False or _syscall is None:
-        return None
-    how = _OpenHow(flags | os.O_CLOEXEC, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-    fd = _syscall(  # type: ignore[operator]
-        ctypes.c_long(_SYS_OPENAT2),
-        ctypes.c_int(dirfd),
-        ctypes.c_char_p(os.fsencode(path)),
-        ctypes.byref(how),
-        ctypes.c_size_t(ctypes.sizeof(how)),
-    )
-    if fd >= 0:
-        _has_openat2 = True
-        return int(fd)
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EPERM) and _has_openat2 is None:  # (EPERM: a seccomp filter)
-        _has_openat2 = False
-        return None
-    raise OSError(err, os.strerror(err), path)
 
 
 class Sandbox:
@@ -131,7 +80,7 @@ class Sandbox:
         """``parts`` opened beneath the root, in one call that cannot be raced."""
         if not parts:
             return os.open(".", flags | os.O_CLOEXEC, mode, dir_fd=self.fd)
-        fd = _openat2(self.fd, os.path.join(*parts), flags, mode)
+        fd = beneath.openat2(self.fd, os.path.join(*parts), flags, mode)
         if fd is not None:
             return fd
         parent = self._walk(parts[:-1])

@@ -5,8 +5,8 @@ The directory is held as a descriptor and the name is resolved beneath it by the
 the call that opens it: where there is ``openat2`` (Linux 5.6+), with ``RESOLVE_BENEATH``
 (no ``..`` above it, no absolute symlink, no symlink that leads out) and
 ``RESOLVE_NO_MAGICLINKS``; elsewhere one component at a time, each opened with
-``O_NOFOLLOW`` (a symlink anywhere is refused). As :mod:`acp_proxy.live.sandbox` does it for
-the agent's files (readers import no ``live``: this is the readers' small copy of it).
+``O_NOFOLLOW`` (a symlink anywhere is refused). :func:`openat2` is the kernel's call, the
+one copy of it: :mod:`acp_proxy.live.sandbox` resolves the agent's files with it too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import errno
 import os
 import sys
 
-__all__ = ["Outside", "open_beneath"]
+__all__ = ["Outside", "open_beneath", "openat2"]
 
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture
 _RESOLVE_NO_MAGICLINKS = 0x02
@@ -46,11 +46,13 @@ _syscall = _libc_syscall()
 has_openat2: bool | None = None if _syscall is not None else False
 
 
-def _openat2(dirfd: int, path: str, flags: int) -> int | None:
+def openat2(dirfd: int, path: str, flags: int, mode: int = 0) -> int | None:
+    """``openat2(dirfd, path, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)``; None where
+    the kernel has none (then the caller walks), :class:`OSError` where it refuses."""
     global has_openat2  # noqa: PLW0603 - learnt once per process
     if has_openat2 is False or _syscall is None:
         return None
-    how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+    how = _OpenHow(flags | os.O_CLOEXEC, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
     fd = _syscall(  # type: ignore[operator]
         ctypes.c_long(_SYS_OPENAT2),
         ctypes.c_int(dirfd),
@@ -93,7 +95,7 @@ def open_beneath(dirfd: int, name: str, flags: int = os.O_RDONLY) -> int:
     written, :class:`OSError` for one the kernel refuses (``EXDEV``/``ELOOP``: a symlink
     out; a symlink at all, where there is no openat2)."""
     parts = parts_of(name)
-    fd = _openat2(dirfd, "/".join(parts), flags)
+    fd = openat2(dirfd, "/".join(parts), flags)
     if fd is not None:
         return fd
     parent = dirfd

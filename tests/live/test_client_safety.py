@@ -21,6 +21,7 @@ from acp_proxy.live import sandbox as sandbox_module
 from acp_proxy.live.client import Client, Event, Services, initialize_params
 from acp_proxy.live.services import MAX_TERMINALS_KEPT, TERMINAL_OUTPUT_CAP
 from acp_proxy.log import get_logger
+from acp_proxy.transcript import beneath
 from tests.conftest import HERE, PROXY, SCRIPTED_AGENT
 
 HOSTILE = [sys.executable, str(HERE / "hostile_agent.py")]
@@ -60,7 +61,7 @@ def resolution(request, monkeypatch):
     """Both ways of resolving beneath the sandbox: the kernel's openat2 where it has it,
     and the walk with O_NOFOLLOW that stands in for it elsewhere."""
     if request.param != "openat2":
-        monkeypatch.setattr(sandbox_module, "_has_openat2", False)
+        monkeypatch.setattr(beneath, "has_openat2", False)
     return request.param
 
 
