@@ -1,7 +1,8 @@
 """The relay's client side in the client core (:class:`~acp_proxy.live.client.Client`): no
 stdin or stdout, but an :class:`Outbox` the front-end writes to (the pump's feed) and an
 :class:`Inbox` the agent's bytes go to (the pump's sink, which holds the reading while the
-front-end is behind: back-pressure, never loss).
+front-end is behind: back-pressure, never loss). The server (we play the agent) takes the
+client's bytes into an :class:`Inbox` too.
 """
 
 from __future__ import annotations
@@ -100,9 +101,10 @@ class Outbox:
 
 
 class Inbox:
-    """The relay's sink for the agent's bytes: they are not written anywhere (the front-end
-    gets the observer's events instead), but the pump asks it whether to go on reading:
-    not while ``behind()`` (the client's: the front-end or the services are behind)."""
+    """The relay's sink for the peer's bytes when we play the other side: they are not
+    written anywhere (the front-end, or the server's role, gets the observer's events
+    instead), but the pump asks it whether to go on reading: not while ``behind()`` (the
+    client core's front-end or services, or the server's role, are behind)."""
 
     def __init__(self, behind: Callable[[], bool], loop: asyncio.AbstractEventLoop) -> None:
         self._behind = behind

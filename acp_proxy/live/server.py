@@ -37,6 +37,7 @@ from acp_proxy.core.framing import Frame
 from acp_proxy.core.protocol import Side
 from acp_proxy.live.client import Event
 from acp_proxy.live.loop import event_loop
+from acp_proxy.live.outbox import Inbox
 from acp_proxy.live.pipes import CHUNK, Feed
 from acp_proxy.live.relay import Endpoint, pump_between, stdio
 from acp_proxy.live.session import Recording, assemble
@@ -156,36 +157,6 @@ class _Said:
             self.waiting -= len(chunk)
             self._on_data(chunk)
         self._server.caught_up()
-
-
-class _Heard:
-    """The relay's sink for the client's bytes: written nowhere (the role is handed the
-    observer's frames instead), backlogged while the role is behind (:meth:`Server.behind`)."""
-
-    def __init__(self, server: Server) -> None:
-        self._server = server
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        return None
-
-    @property
-    def backlogged(self) -> bool:
-        return not self._closed and self._server.behind()
-
-    async def drain(self) -> None:
-        while self.backlogged:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-
-    def wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def close(self) -> None:
-        self._closed = True
-        self.wake()
 
 
 class _Lines:
@@ -311,7 +282,7 @@ class Server:
         self._signalled = False
         self._stopped: asyncio.Future[None] | None = None
         self._said: _Said | None = None
-        self._heard_sink: _Heard | None = None
+        self._heard_sink: Inbox | None = None
 
     # --- the front-end's side (any thread: it blocks)
 
@@ -456,7 +427,7 @@ class Server:
         self._stopped = loop.create_future()
         client = await stdio(*self._fds)
         ours = Endpoint(_Lines(client.feed, self.hand_over), client.sink)
-        self._said, self._heard_sink = _Said(self), _Heard(self)
+        self._said, self._heard_sink = _Said(self), Inbox(self.behind, loop)
         agent = Endpoint(self._said, self._heard_sink)
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
             loop.add_signal_handler(signal.SIGTERM, self._sigterm)
