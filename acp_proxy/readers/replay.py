@@ -641,7 +641,7 @@ class ClientReplay:
         if (failed, None if failed else reason) == _end(turn):
             return
         self.divergences.append(
-            f"the turn of {step.label} ended {_end_words(failed, stop)} (seq {seq}), "
+            f"the turn of {step.label} ended {_end_words(failed, stop)} (live seq {seq}), "
             f"recorded {_end_words(*_end(turn))} (seq {turn.end_seq})"
         )
 
