@@ -141,7 +141,7 @@ def _play(client: Client, replay: ClientReplay, timeout: float) -> None:
         send(replay.receive_frame(event.frame, event.message))
 
     send(replay.start())
-    while not replay.done:
+    while turns or not replay.done:  # (a turn whose recorded end came is driven to its own)
         try:
             if turns:
                 step, turn = turns[0]
