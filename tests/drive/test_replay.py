@@ -116,3 +116,15 @@ def test_a_turn_that_ends_with_another_stop_reason_says_both(recorded):
         turn[0],
     ), turn
     assert any(f"seq {end} (" in line and "stopReason" in line for line in said), said
+
+
+def test_a_stop_reason_full_of_control_characters_is_said_escaped_on_its_line(recorded):
+    """The stop reason is the agent's string: said JSON-quoted and escaped, the turn's line
+    one line (no escape sequence, CR or line feed of the agent's reaches the terminal)."""
+    if not recorded.parent.name.startswith("v1"):
+        pytest.skip("the probe agent ends only v1 turns with that stop reason")
+    proc = _replay(recorded, "bad-stop")
+    assert proc.returncode == 1, proc.stderr.decode()
+    turn = [line for line in _divergences(proc.stderr) if line.startswith("the turn of")]
+    assert len(turn) == 1 and "FAKE: line" in turn[0], turn
+    assert not {"\x1b", "\x07", "\r", "\u202e"} & set(proc.stderr.decode()), proc.stderr
