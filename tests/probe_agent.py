@@ -49,7 +49,7 @@ Usage: python probe_agent.py [BUG [ARG]]
   auth                offers the auth methods "oauth" and "api-key"
   text-controls       its reply holds a tab, a line feed, a CR, an ESC, a bidi override, a BEL
   finding-chunks      each chunk of its reply carries a field of the wrong type (a finding)
-  stop REASON         ends each turn with stopReason REASON
+  stop REASON         ends each turn with stopReason REASON (v2: on the idle)
   updates-first       streams twenty thought chunks before its permission request
   later-update        sends a session/update a second after the turn's response
 """
@@ -145,6 +145,7 @@ def turn_v2(request_id: object, session: str, prompt: object) -> None:
     if BUG == "v2-late-running":
         update(session, state)
     stop = "cancelled" if session in _cancelled and BUG != "ignore-cancel" else "end_turn"
+    stop = ARG if BUG == "stop" else stop
     _cancelled.discard(session)
     if BUG != "v2-no-idle":
         update(session, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})

@@ -775,3 +775,111 @@ def test_the_update_sets_have_one_home_in_the_protocol_module():
 )
 def test_the_checker_catches_an_update_set_spelled_again(source):
     assert _update_set_literals(ast.parse(source))
+
+
+# --- a prompt turn's end: drive/turn.py, as the wire model says ---------------------------------
+
+#: The modules that play the client's side of a session (the front-ends of ``drive/``; the
+#: agent's side, ``test_agent``, answers prompts and pairs none), and the client replay of
+#: ``readers/replay.py`` (its :class:`ClientReplay` and the key that claims a live frame).
+CLIENT_REPLAY = ("ClientReplay", "_key")
+
+
+def _client_side() -> list[tuple[Path, ast.AST]]:
+    """Each module (or part) that plays the client, parsed."""
+    drive = PACKAGE / "drive"
+    found: list[tuple[Path, ast.AST]] = [
+        (path, ast.parse(path.read_text(), str(path)))
+        for path in sorted(drive.rglob("*.py"))
+        if path.name != "turn.py" and "test_agent" not in path.relative_to(drive).parts
+    ]
+    replay = PACKAGE / "readers" / "replay.py"
+    tree = ast.parse(replay.read_text(), str(replay))
+    parts = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in CLIENT_REPLAY
+    ]
+    assert len(parts) == len(CLIENT_REPLAY), "the client replay moved: say where it is"
+    found += [(replay, part) for part in parts]
+    return found
+
+
+def _frame_id(node: ast.AST) -> bool:
+    """Whether ``node`` reads a frame's ``id`` member: ``x.get("id")``, ``x["id"]``, or
+    ``id_key`` of one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id_key":
+        return any(_frame_id(arg) for arg in node.args)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        first = node.args[0] if node.args else None
+        return node.func.attr == "get" and isinstance(first, ast.Constant) and first.value == "id"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "id"
+    return False
+
+
+def pairs_by_frame_id(tree: ast.AST) -> list[int]:
+    """The lines that pair a response by its frame's id themselves: a comparison with a
+    frame's id, or a key made of one (``id_key(value.get("id"))``)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            if any(_frame_id(side) for side in (node.left, *node.comparators)):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and _frame_id(node) and not _frame_id_get(node):
+            lines.append(node.lineno)  # id_key(x.get("id")): a key to pair by
+    return sorted(set(lines))
+
+
+def _frame_id_get(node: ast.Call) -> bool:
+    """``x.get("id")`` itself (read to answer a request with its id: no pairing)."""
+    return isinstance(node.func, ast.Attribute)
+
+
+def _reads_the_client_core(tree: ast.AST) -> bool:
+    """Whether ``tree`` takes the session's frames from the client core itself
+    (``client.next_event(...)``, ``self.client.next_events(...)``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if node.func.attr in ("next_event", "next_events") and name == "client":
+                return True
+    return False
+
+
+def test_a_prompts_response_and_its_turns_end_have_one_home():
+    """A prompt's response is paired, and its turn's end and stop reason decided, as the
+    wire model says, in one place: ``drive/turn.py`` (``PromptTurn``, ``drive_turn``,
+    ``is_reply``), which ``probe``, ``chat`` and ``replay --as client`` use. So, where
+    acp-proxy plays the client: no response is paired by reading its frame's id (a
+    comparison with ``x.get("id")`` or ``x["id"]``, a key of ``id_key`` of one: the wire
+    model's ``message.request``, or ``is_reply``, pairs it); a module that takes the session's
+    frames from the client core takes its turns' ends from ``drive/turn.py``; and the
+    replay's modules never read a stop reason themselves (no ``stopReason`` there)."""
+    paired = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path, tree in _client_side()
+        for line in pairs_by_frame_id(tree)
+    ]
+    assert paired == [], "pairs a response by its frame's id: use the wire model (is_reply)"
+    for path, tree in _client_side():
+        if _reads_the_client_core(tree):
+            where = path.relative_to(PACKAGE)
+            assert "acp_proxy.drive.turn" in {n for n, _ in imports(path)}, where
+    for name in ("drive/replay.py", "readers/replay.py"):
+        assert "stopReason" not in (PACKAGE / name).read_text(), name
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('if event.value.get("id") == pending.id: pass', [1]),
+        ('key = ("response", id_key(value.get("id")))', [1]),
+        ('same = id_key(changed["id"]) != id_key(message.id)', [1]),
+        ('request_id = event.value.get("id")', []),  # read to answer it: no pairing
+        ("if message.request is not None and message.request.id == pending.id: pass", []),
+    ],
+)
+def test_the_checker_catches_a_response_paired_by_its_frames_id(source, found):
+    assert pairs_by_frame_id(ast.parse(source)) == found

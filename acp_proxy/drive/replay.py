@@ -13,26 +13,38 @@ The recording's client is :class:`~acp_proxy.readers.replay.ClientReplay` (pure:
 frames in, client lines out, divergences kept). Here it is given an agent the way every
 front-end is: :class:`~acp_proxy.live.client.Client` starts it, relays, validates and
 records it as ``run`` does, in this process, and hands over each frame the agent wrote as
-the observer framed and parsed it. The client core answers none of the agent's requests
-(no services): the recording answers them, with the agent's live ids. Each finding is
-logged as ``run`` logs it.
+the observer framed and parsed it, with the wire model's message. The client core answers
+none of the agent's requests (no services): the recording answers them, with the agent's
+live ids. Each finding is logged as ``run`` logs it.
+
+A recorded ``session/prompt`` whose turn ended in the recording is driven to its end as
+every front-end drives one (:func:`~acp_proxy.drive.turn.drive_turn`: its response as the
+wire model pairs it, the frame that closed its turn, its stop reason); a live end other
+than the recorded one, or none, is a divergence that names the turn. Two things differ
+from ``probe`` and ``chat``, both because the replay sends the recording's frames and
+nothing else: ``--timeout`` bounds each wait for a frame, as it does between turns (a
+recorded turn may have taken minutes), not the whole turn; and a turn past it is not
+cancelled (a ``session/cancel`` of the replay's own is a frame the recording does not
+have, which the agent would answer with frames it does not have either).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy.drive.turn import Overdue, PromptTurn, Sent, drive_turn
 from acp_proxy.live.addons import LogFindings
 from acp_proxy.live.client import AgentGone, Client, Event, TimedOut
 from acp_proxy.live.server import Role, Server, ServerResult
 from acp_proxy.live.session import Recording
 from acp_proxy.live.spawn import AgentNotExecutable, AgentNotFound
 from acp_proxy.log import Logger, get_logger
-from acp_proxy.readers.replay import AgentReplay, ClientReplay, ClientResult, Emit, Script
+from acp_proxy.readers.replay import AgentReplay, ClientReplay, ClientResult, Emit, Script, Step
 from acp_proxy.transcript.items import Addon
 
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "drive_agent", "serve_agent"]
@@ -100,17 +112,7 @@ def drive_agent(
         result.proxy_status = EXIT_NOT_EXECUTABLE
         return result
     try:
-        _send(client, replay.start())
-        while not replay.done:
-            try:
-                event = client.next_event(timeout)
-            except TimedOut:
-                replay.timed_out(timeout)
-                break
-            except AgentGone:
-                replay.agent_closed()
-                break
-            _send(client, replay.receive_frame(event.frame))
+        _play(client, replay, timeout)
     except KeyboardInterrupt:  # what a session cut short finds is noise now
         findings.log = _Quiet()
         raise
@@ -120,9 +122,47 @@ def drive_agent(
     return result
 
 
-def _send(client: Client, lines: list[bytes]) -> None:
-    if lines:
-        client.send_raw(b"".join(line + b"\n" for line in lines))
+def _play(client: Client, replay: ClientReplay, timeout: float) -> None:
+    """Play the recorded client: each frame of the agent's to the replay, what it says to
+    send sent; each recorded prompt's turn driven to its end (see the module)."""
+    turns: list[tuple[Step, PromptTurn]] = []  # open, in the order their prompts went
+
+    def send(lines: list[bytes]) -> None:
+        if lines:
+            client.send_raw(b"".join(line + b"\n" for line in lines))
+        for step in replay.take_prompts():  # (before any frame of the agent's after it)
+            session = replay.live_session(step) or ""
+            turns.append((step, PromptTurn(session, Sent(step.message.id))))
+
+    def take(event: Event, driven: PromptTurn | None = None) -> None:
+        for _, turn in turns:
+            if turn is not driven:  # (drive_turn feeds the turn it drives)
+                turn.take(event)
+        send(replay.receive_frame(event.frame, event.message))
+
+    send(replay.start())
+    while turns or not replay.done:  # (a turn whose recorded end came is driven to its own)
+        try:
+            if turns:
+                step, turn = turns[0]
+                try:
+                    drive_turn(client, turn, timeout, functools.partial(take, driven=turn),
+                               per_frame=True, cancel_overdue=False)  # fmt: skip
+                except Overdue:
+                    replay.turn_overdue(step, turn.answered, timeout)
+                    raise TimedOut("end of the turn", timeout) from None
+                turns.pop(0)
+                closer = turn.closer or turn.reply
+                failed = turn.error is not None
+                replay.turn_ended(step, failed, turn.stop_reason, closer.seq if closer else None)
+                continue
+            take(client.next_event(timeout))
+        except TimedOut:
+            replay.timed_out(timeout)
+            break
+        except AgentGone:
+            replay.agent_closed()
+            break
 
 
 class _Playing(Role):

@@ -1,5 +1,5 @@
-"""A prompt turn driven to its end as the wire model says, the one place ``probe`` and
-``chat`` pair a prompt's response and tell when its turn ended.
+"""A prompt turn driven to its end as the wire model says, the one place ``probe``,
+``chat`` and ``replay --as client`` pair a prompt's response and tell when its turn ended.
 
 :class:`PromptTurn` takes the session's frames as the client core hands them over (each
 with the wire model's message): the prompt's response is the one the wire model paired
@@ -10,7 +10,9 @@ as sent on the closing frame, its error the reply's error (or the idle's).
 
 :func:`drive_turn` waits for that end within a bound, cancelling the turn (``session/cancel``)
 as soon as it is under way when asked to, and, past the bound, cancelling it and waiting
-for its prompt's answer as long again (:class:`Overdue`).
+for its prompt's answer as long again (:class:`Overdue`). A client that may send only what
+it was given (``replay --as client`` sends the recorded frames, nothing else) bounds each
+wait for a frame instead, and is told a turn is overdue without a cancel.
 """
 
 from __future__ import annotations
@@ -18,16 +20,30 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from acp_proxy.core.protocol import Kind, error_words
 from acp_proxy.core.wire import Turn
 from acp_proxy.live.client import Client, Event, Pending, TimedOut
 
-__all__ = ["Overdue", "PromptTurn", "drive_turn", "is_reply"]
+__all__ = ["Asked", "Overdue", "PromptTurn", "Sent", "drive_turn", "is_reply"]
 
 
-def is_reply(event: Event, pending: Pending) -> bool:
+class Asked(Protocol):
+    """A request the client sent, known by its id: a :class:`Pending`, or :class:`Sent`."""
+
+    @property
+    def id(self) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A request sent as bytes the client did not make (``replay``: as recorded): its id."""
+
+    id: Any
+
+
+def is_reply(event: Event, pending: Asked) -> bool:
     """Whether ``event`` is the response to ``pending``, as the wire model paired it (by
     the response's id, the frame's own where the wire model failed)."""
     if event.kind is not Kind.RESPONSE:
@@ -46,7 +62,7 @@ class PromptTurn:
     runs (:meth:`take`)."""
 
     session: str
-    pending: Pending
+    pending: Pending | Sent
     #: The prompt's response, once taken.
     reply: Event | None = None
     #: The wire model's turn the prompt opened (None: it joined one, or no wire model).
@@ -135,9 +151,12 @@ class Overdue(Exception):
     """A turn that did not end within the bound; it was cancelled, and its prompt's answer
     waited for as long again (:attr:`turn`'s :attr:`~PromptTurn.answered` says if it came)."""
 
-    def __init__(self, turn: PromptTurn, timeout: float) -> None:
-        super().__init__(f"the turn did not end within {timeout:g}s")
+    def __init__(self, turn: PromptTurn, timeout: float, per_frame: bool = False) -> None:
+        said = f"nothing came for {timeout:g}s" if per_frame else f"not within {timeout:g}s"
+        super().__init__(f"the turn did not end: {said}")
         self.turn = turn
+        #: Whether the bound was on each wait for a frame (else on the whole turn).
+        self.per_frame = per_frame
 
 
 def drive_turn(
@@ -148,6 +167,8 @@ def drive_turn(
     *,
     cancel: Callable[[], None] | None = None,
     ended: Callable[[PromptTurn], bool] | None = None,
+    per_frame: bool = False,
+    cancel_overdue: bool = True,
 ) -> PromptTurn:
     """Take the session's frames (each given to ``turn`` and to ``take``) until ``turn``
     ended (or ``ended(turn)`` says it did: a front-end that ends it sooner, at a failed
@@ -155,7 +176,13 @@ def drive_turn(
     whole turn. With ``cancel``, ``session/cancel`` is sent as soon as the turn is under
     way (an update, a permission request), ``cancel()`` called just before. Past the
     bound, the turn is cancelled and its prompt's answer waited for as long again: then
-    :class:`Overdue`."""
+    :class:`Overdue`.
+
+    ``per_frame``: ``timeout`` bounds each wait for a frame, not the whole turn (``replay``:
+    a recorded turn may have taken long; what it waits for is each frame, as recorded).
+    ``cancel_overdue=False``: a turn past its bound is not cancelled (:class:`Overdue` at
+    once), for a client that sends nothing it was not given (``replay``: the recording's
+    frames only; a ``session/cancel`` of its own would be a frame the recording lacks)."""
     cancelled = False
     deadline = time.monotonic() + timeout
 
@@ -169,8 +196,11 @@ def drive_turn(
                 raise TimedOut("end of the turn", timeout)
             event = client.next_event(left)
         except TimedOut:
-            _overdue(client, turn, timeout, take)
-            raise Overdue(turn, timeout) from None
+            if cancel_overdue:
+                _overdue(client, turn, timeout, take)
+            raise Overdue(turn, timeout, per_frame) from None
+        if per_frame:
+            deadline = time.monotonic() + timeout
         turn.take(event)
         take(event)
         under_way = event.method in ("session/update", "session/request_permission")

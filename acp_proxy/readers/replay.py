@@ -31,9 +31,15 @@ recorded client answers to them are the replay's own (skipped, as if they had co
 once the agent frames that preceded it in the recording have arrived. Between two client
 frames, agent frames may arrive in any order: each is matched to a recorded frame of the
 same kind in that window and compared as JSON, with ``_meta`` and ``ignore`` paths left
-out. Ids the agent creates (``sessionId``, ``messageId``, ``toolCallId``...) are learnt
-from the live frames and mapped onto the client frames that follow; an answer to an agent
-request goes out with the agent's live request id.
+out; a response stands for the recorded one that answers the same request, as the wire
+model pairs them (the live shell's, or the replay's own when fed bare lines). Ids the agent
+creates (``sessionId``, ``messageId``, ``toolCallId``...) are learnt from the live frames
+and mapped onto the client frames that follow; an answer to an agent request goes out with
+the live id of the request the recording's wire model says it answers. Each recorded
+``session/prompt`` whose turn ended in the recording is in :attr:`ClientReplay.prompts`
+once sent: the shell drives its turn to its end as ``drive/turn.py`` says it (the one
+place a turn's end is decided) and hands the end here (:meth:`ClientReplay.turn_ended`,
+:meth:`ClientReplay.turn_overdue`), to be compared with the recorded turn's.
 """
 
 from __future__ import annotations
@@ -51,10 +57,12 @@ from acp_proxy.core.jsontext import DEPTH, deeper, preview, shallow, value_spans
 from acp_proxy.core.wire import (
     Kind,
     Message,
+    Request,
     ResponseMessage,
     Side,
+    Turn,
+    WireModel,
     id_key,
-    is_notice,
     kind_of,
     seconds_between,
     update_variant,
@@ -562,9 +570,17 @@ class ClientReplay:
         self._unmatched = 0
         #: Recorded agent-created id -> live id.
         self.ids: dict[str, str] = {}
-        #: Recorded agent request id key -> the live id of that request.
-        self._requests: dict[Any, Any] = {}
+        #: The recorded agent requests (the recording's wire model's) -> their live ids.
+        self._requests: dict[Request, Any] = {}
         self.divergences: list[str] = []
+        #: The recorded prompts sent whose turns ended in the recording (:func:`_ends_turn`),
+        #: for the shell to drive to their ends; it takes them (:meth:`take_prompts`).
+        self.prompts: list[Step] = []
+        #: Fed bare lines (no wire model's message with them): the replay's own wire
+        #: model, and the client lines sent that it has not been fed yet.
+        self._wire: WireModel | None = None
+        self._unmodelled: list[bytes] = []
+        self._seq = 0
 
     @property
     def done(self) -> bool:
@@ -584,22 +600,75 @@ class ClientReplay:
         """One line from the agent; the client lines to send now."""
         return self.receive_frame(parse_frame(line.rstrip(b"\n")))
 
-    def receive_frame(self, frame: Frame) -> list[bytes]:
-        """One frame from the agent, as the relay framed and parsed it; the client lines
-        to send now."""
-        if is_notice(frame.value):
+    def receive_frame(self, frame: Frame, message: Message | None = None) -> list[bytes]:
+        """One frame from the agent, as the relay framed and parsed it, with the wire
+        model's message for it (None: the replay models it itself, with the lines it sent;
+        a replay is fed one way or the other); the client lines to send now."""
+        if message is None:
+            message = self._modelled(frame)
+        else:
+            self._unmodelled.clear()
+        if message.is_notice:
             return []  # live-only: recordings never hold notices, so none is expected
-        if self.skip_updates and update_variant(frame.value) in self.skip_updates:
+        if self.skip_updates and message.variant in self.skip_updates:
             return []
-        claimed = self._claim(frame)
+        claimed = self._claim(message)
         if claimed is None:
             self.divergences.append(
                 f"the agent sent {_summary(frame.value, frame)}, which the recording does not "
                 f"have here (waiting for {self._waiting()})"
             )
         else:
-            self._check(*claimed, frame)
+            self._check(*claimed, frame, message)
         return self._advance() if not self._unmatched else []
+
+    def take_prompts(self) -> list[Step]:
+        """The recorded prompts sent since last asked whose turns the shell drives."""
+        prompts, self.prompts = self.prompts, []
+        return prompts
+
+    def live_session(self, step: Step) -> str | None:
+        """The live id of the session a recorded frame names."""
+        session = step.message.session
+        return self.ids.get(session, session) if session is not None else None
+
+    def turn_ended(self, step: Step, failed: bool, stop: Any, seq: int | None) -> None:
+        """The turn a recorded prompt opened ended live (at ``seq``): with an error
+        (``failed``), else with the stop reason ``stop`` as sent. Another end than the
+        recorded turn's is a divergence that names the turn."""
+        turn = _turn_of(step)
+        reason = stop if isinstance(stop, str) else None
+        if (failed, None if failed else reason) == _end(turn):
+            return
+        self.divergences.append(
+            f"the turn of {step.label} ended {_end_words(failed, stop)} (live seq {seq}), "
+            f"recorded {_end_words(*_end(turn))} (seq {turn.end_seq})"
+        )
+
+    def turn_overdue(self, step: Step, answered: bool, seconds: float) -> None:
+        """The turn a recorded prompt opened did not end: nothing came for ``seconds``
+        (its prompt ``answered`` or not)."""
+        turn = _turn_of(step)
+        how = (
+            "its prompt was answered, but nothing ended the turn"
+            if answered
+            else "its prompt was not answered"
+        )
+        self.divergences.append(
+            f"the turn of {step.label} did not end: {how}, and nothing came for "
+            f"{seconds:g} s (recorded: it ended {_end_words(*_end(turn))} at seq {turn.end_seq})"
+        )
+
+    def _modelled(self, frame: Frame) -> Message:
+        """The replay's own wire model's message for an agent frame, once it has the
+        client lines sent before it."""
+        wire = self._wire = self._wire or WireModel()
+        for line in self._unmodelled:
+            self._seq += 1
+            wire.feed("client", parse_frame(line), self._seq)
+        self._unmodelled.clear()
+        self._seq += 1
+        return wire.feed("agent", frame, self._seq)
 
     def timed_out(self, seconds: float) -> None:
         """Nothing came for ``seconds``: every frame still awaited is a divergence."""
@@ -627,14 +696,14 @@ class ClientReplay:
     def _open(self, window: list[_Expected]) -> None:
         self._window, self._first, self._unmatched = window, 0, len(window)
 
-    def _claim(self, frame: Frame) -> tuple[Step, Frame] | None:
+    def _claim(self, message: Message) -> tuple[Step, Frame] | None:
         """The first unmatched recorded frame of the window this live frame stands for,
         and that recorded frame."""
         window, first = self._window, self._first
         while first < len(window) and window[first].matched:
             first += 1
         self._first = first
-        key = _key(frame.value if frame.is_json else frame.raw)
+        key = _key(message)
         for index in range(first, len(window)):
             expected = window[index]
             if expected.matched:
@@ -648,7 +717,7 @@ class ClientReplay:
         self._unmatched -= 1
         return expected.step
 
-    def _check(self, step: Step, recorded_frame: Frame, frame: Frame) -> None:
+    def _check(self, step: Step, recorded_frame: Frame, frame: Frame, message: Message) -> None:
         recorded, live = recorded_frame.value, frame.value
         if not frame.is_json:
             return
@@ -656,9 +725,11 @@ class ClientReplay:
             recorded, live = shallow(recorded), shallow(live)  # compared down to DEPTH
         if isinstance(recorded, dict) and isinstance(live, dict):
             self._learn(recorded, live)
-            if step.message.kind is Kind.REQUEST:
-                self._requests[id_key(recorded.get("id"))] = live.get("id")
-                recorded = {**recorded, "id": live.get("id")}
+            request = step.message.request
+            if step.message.kind is Kind.REQUEST and message.has_id:
+                if request is not None:
+                    self._requests[request] = message.id
+                recorded = {**recorded, "id": message.id}
             recorded = self._mapped(recorded)
         found = _difference(recorded, live, "", self.ignore)
         if found is not None:
@@ -691,15 +762,19 @@ class ClientReplay:
         out: list[bytes] = []
         steps = self.script.steps
         while self._next < len(steps) and steps[self._next].side is Side.CLIENT:
-            out.append(self._outgoing(steps[self._next]))
+            step = steps[self._next]
+            out.append(self._outgoing(step))
+            if _ends_turn(step):
+                self.prompts.append(step)
             self._next += 1
         window: list[_Expected] = []
         while self._next < len(steps) and steps[self._next].side is Side.AGENT:
             step = steps[self._next]
             if step.message.variant not in self.skip_updates:
-                window.append(_Expected(step, _key(step.message.frame.value)))
+                window.append(_Expected(step, _key(step.message)))
             self._next += 1
         self._open(window)
+        self._unmodelled += out
         return out
 
     def _outgoing(self, step: Step) -> bytes:
@@ -709,26 +784,60 @@ class ClientReplay:
         if deeper(value, DEPTH, step.frame.raw):  # too deep to walk for ids: as recorded
             return step.frame.raw
         changed = self._mapped(value)
-        if step.message.kind is Kind.RESPONSE:
-            live = self._requests.get(id_key(value.get("id")), _MISSING)
-            if live is not _MISSING:
-                changed = {**changed, "id": live}
-        if changed == value and (
-            step.message.kind is not Kind.RESPONSE
-            or id_key(changed.get("id")) == id_key(value.get("id"))
-        ):
+        renamed = False  # (an answer to an agent request: its live id, as the wire model pairs)
+        request = step.message.request if step.message.kind is Kind.RESPONSE else None
+        live = self._requests.get(request, _MISSING) if request is not None else _MISSING
+        if live is not _MISSING:
+            changed = {**changed, "id": live}
+            renamed = id_key(live) != id_key(step.message.id)
+        if changed == value and not renamed:
             return step.frame.raw  # nothing to map: the recorded bytes
         return orjson.dumps(changed)
 
 
-def _key(value: Any) -> tuple[Any, ...]:
-    """What makes two agent frames stand for each other in a window."""
-    kind = kind_of(value)
+def _key(message: Message) -> tuple[Any, ...]:
+    """What makes two agent frames stand for each other in a window: a call's kind, method
+    and update variant; for a response, the request it answers, as the wire model paired
+    them (the request's id: a live request went out with the recorded one's)."""
+    kind = message.kind
     if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
-        return ("call", kind is Kind.REQUEST, value["method"], update_variant(value))
+        return ("call", kind is Kind.REQUEST, message.method, message.variant)
     if kind is Kind.RESPONSE:
-        return ("response", id_key(value.get("id")))
+        request = message.request
+        return ("response", id_key(request.id if request is not None else message.id))
     return ("other",)
+
+
+def _ends_turn(step: Step) -> bool:
+    """Whether a recorded client frame is a ``session/prompt`` that opened a turn which
+    ended in the recording (the turn the replay drives to its end live)."""
+    message = step.message
+    request = message.request if message.kind is Kind.REQUEST else None
+    if request is None or request.method != "session/prompt" or request.side is not Side.CLIENT:
+        return False
+    turn = request.turn
+    return turn is not None and turn.seq == request.seq and turn.ended
+
+
+def _turn_of(step: Step) -> Turn:
+    """The recorded turn a prompt of :func:`_ends_turn` opened."""
+    request = step.message.request
+    assert request is not None and request.turn is not None
+    return request.turn
+
+
+def _end(turn: Turn) -> tuple[bool, str | None]:
+    """How a recorded turn ended, as the recording's wire model says: with an error (the
+    prompt's, or the idle's), else its stop reason (None: none that is a string)."""
+    failed = turn.rejected is not None or turn.error is not None
+    return failed, None if failed else turn.stop_reason
+
+
+def _end_words(failed: bool, stop: Any) -> str:
+    """``with an error``, ``with stop reason "end_turn"``, ``without a stop reason``."""
+    if failed:
+        return "with an error"
+    return "without a stop reason" if stop is None else f"with stop reason {preview(stop, 100)}"
 
 
 @dataclass(slots=True)

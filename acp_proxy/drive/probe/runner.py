@@ -29,7 +29,6 @@ from acp_proxy.core.protocol import (
     HISTORY_UPDATES,
     SESSION_UPDATES,
     STOP_REASONS,
-    Kind,
     advertises_session,
     agent_info,
 )
@@ -480,7 +479,7 @@ class Probe:
                 event = client.next_event(left)
                 if event.method == "session/update" and event.session == session:
                     replayed += 1
-                if event.kind is Kind.RESPONSE and event.value.get("id") == pending.id:
+                if is_reply(event, pending):
                     break
             reply = pending.reply(0)
         client.close()
