@@ -679,6 +679,52 @@ def test_one_stdio_shell():
         assert not _calls(path) & {"readline", "select"}, f"{where}: reads stdio itself"
 
 
+#: The modules outside ``live/`` that read stdin with a thread, a loop or a select of their
+#: own, each for a reason that is not the protocol's stdio of a role we play.
+OWN_STDIN = {
+    # the user's terminal (keys, a paste), not the agent's wire
+    "drive/chat/terminal.py": "the user's terminal",
+    # another protocol (MCP) on our stdio, served by its own JSON-RPC reader
+    "readers/mcp/server.py": "MCP, not ACP",
+    # the independent peer the tests and the bench run against: on our relay, a bug of ours
+    # would sit on both sides of the wire and hide itself; and it is the plain agent people copy
+    "devtools/example_agent.py": "the independent example agent",
+    # the bench's own client and agent (measured against a direct pipe)
+    "devtools/bench_live.py": "the bench's peers",
+}
+
+
+def _own_stdin_readers() -> set[str]:
+    """The modules outside ``live/`` that name stdin and import a thread, ``select`` or
+    ``asyncio``: each reads stdio with a loop of its own."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        where = str(path.relative_to(PACKAGE))
+        if where.startswith("live/"):
+            continue
+        source = path.read_text()
+        tree = ast.parse(source, str(path))
+        loops = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } & {"threading", "select", "selectors", "asyncio"}
+        stdin = any(
+            isinstance(node, ast.Attribute) and node.attr == "stdin" for node in ast.walk(tree)
+        )
+        if loops and stdin:
+            found.add(where)
+    return found
+
+
+def test_no_stdin_loop_outside_live_but_those_said():
+    """Outside ``live/`` nothing reads stdin with a loop of its own but the modules of
+    :data:`OWN_STDIN`, each for its reason (issue 55: no ``select`` loop, thread reader or
+    framer outside ``live/``): a role that plays a side of ACP uses the relay's."""
+    assert _own_stdin_readers() == set(OWN_STDIN)
+
+
 # --- sizes: a module, a class, split by idea before they grow past a reader -------------
 
 #: The most lines a module may have, and a class (issue 55).

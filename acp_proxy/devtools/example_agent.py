@@ -41,6 +41,8 @@ _REPLY = (
 )
 
 _EOF = object()
+#: The most messages read and not yet handled.
+INBOX = 1000
 
 #: The session modes a v1 session offers.
 _MODES = [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]
@@ -481,8 +483,11 @@ class ExampleAgent:
     # --- the loop --------------------------------------------------------------
 
     def serve(self, stream: BinaryIO) -> None:
-        """Read messages from ``stream`` until it ends, running turns between them."""
-        inbox: queue.Queue[Any] = queue.Queue()
+        """Read messages from ``stream`` until it ends, running turns between them. What
+        waits is bounded (:data:`INBOX`): past it, the reader waits, and so does the pipe's
+        writer (back-pressure, as a well-behaved agent does). A plain stdin loop on purpose:
+        this is the independent peer acp-proxy's tests run against, not a role of ours."""
+        inbox: queue.Queue[Any] = queue.Queue(maxsize=INBOX)
 
         def read() -> None:
             for line in stream:

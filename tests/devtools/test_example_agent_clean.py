@@ -55,3 +55,51 @@ def test_example_agent_session_is_clean(version: int, tmp_path: Path) -> None:
     ]
     assert [*found, *validator.end()] == []
     assert "rule=" not in log
+
+
+def test_example_agent_reads_no_further_than_its_inbox(tmp_path: Path) -> None:
+    """A client that sends and never reads: the agent's answers fill its stdout, its handler
+    waits, its inbox fills (INBOX messages), and then it reads no more: the client's writes
+    wait too (back-pressure), rather than the agent holding all it was sent. 200,000
+    requests (20 MB) do not all go in; unbounded, they did within a second or two."""
+    import contextlib
+    import subprocess
+    import threading
+
+    from acp_proxy.devtools.example_agent import INBOX
+    from tests.conftest import clean_env
+
+    line = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2}}'
+    line = line.ljust(100) + b"\n"
+    total = 200_000
+    assert total > 100 * INBOX
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_proxy.devtools.example_agent"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=clean_env(),
+    )  # fmt: skip
+    sent = [0]
+
+    def send() -> None:
+        assert proc.stdin is not None
+        try:
+            for _ in range(total):
+                proc.stdin.write(line)
+                sent[0] += 1
+            proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    writer = threading.Thread(target=send, daemon=True)
+    writer.start()
+    try:
+        writer.join(8)
+        # what went in: the inbox, what the handler holds, the pipes' buffers (not 20 MB)
+        assert writer.is_alive() and sent[0] < total // 10, sent[0]
+    finally:
+        proc.kill()
+        proc.wait()
+        writer.join(5)
+        for pipe in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()  # type: ignore[union-attr]
