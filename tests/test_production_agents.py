@@ -9,9 +9,10 @@ find the same; the short way for streamed chunks finds what the long way finds. 
 agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
 through the proxy to the example agent.
 
-The packages (pinned below) are installed from the npm registry once per package list (gptme-acp
-from PyPI, in a venv); the tests skip when npm is not installed or the registry cannot be reached.
-probe runs on these and on Copilot's CLI, pi-acp and gptme-acp (the README's conformance table).
+The packages (pinned below) are installed from the npm registry once per package list (gptme-acp,
+Kimi Code and deepagents-acp from PyPI, each in a venv); the tests skip when npm is not installed
+or the registry cannot be reached. probe runs on these and on Copilot's CLI and pi-acp (the
+README's conformance table).
 """
 
 from __future__ import annotations
@@ -1033,3 +1034,34 @@ def test_probe_checks_the_production_agents(
                 capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
             )  # fmt: skip
         assert plain.returncode == (0 if name == "claude-agent-acp" else 1), plain.stdout
+
+
+def test_kimi_code(npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest):
+    """Kimi Code (kimi-cli 1.52.0, `kimi acp`) with an Anthropic provider at the stand-in: its
+    ReadFile tool served by fs/read_text_file, a second turn, list, set_mode, resume, and a
+    session/load of the open session, which it answers and replays nothing of (its defect,
+    PROBE_FAILS; on a new connection it replays)."""
+    agent, env = python_agent("kimi", npm_bin, tmp_path, request)
+    client, answers, offline = recorded_tour(agent, env, workspace, tmp_path / "kimi.jsonl")
+    ok(answers, "prompt 1", "prompt 2", "session/list", "session/set_mode")
+    ok(answers, "session/resume", "session/load")
+    assert "tool_call" in variants(client)
+    assert any(m.get("method") == "fs/read_text_file" for m in client.messages)
+    resumed = client.messages.index(answers["session/resume"])
+    assert client.messages[resumed + 1 :] == [answers["session/load"]]  # nothing replayed
+    assert [f for f in offline if f["rule"] != NEWER] == []
+    assert newer(offline) == {"session/new result: models", "session/resume result: models"}
+
+
+def test_deepagents_acp(
+    npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """deepagents-acp 0.0.13's dev agent (DEEPAGENTS_AGENT) with Anthropic's model at the
+    stand-in: its read_file tool, then a second turn (it advertises no session method)."""
+    agent, env = python_agent("deepagents-acp", npm_bin, tmp_path, request)
+    record = tmp_path / "deepagents.jsonl"
+    client, answers, offline = recorded_tour(agent, env, workspace, record)
+    ok(answers, "prompt 1", "prompt 2")
+    assert answers["prompt 1"]["result"]["stopReason"] == "end_turn"
+    assert "tool_call" in variants(client)
+    assert offline == []
