@@ -29,6 +29,8 @@ AGENTS = (
     ("copilot", "copilot"),
     ("pi-acp", "pi"),
     ("gptme-acp", "gptme"),
+    ("kimi", "kimi"),
+    ("deepagents-acp", "deepagents"),
 )
 #: A verdict in a cell (the README stays within 40 KB: one character each).
 MARKS = {"pass": "\u2713", "skip": "\u2013", "fail": "**\u2717**", "warn": "!"}

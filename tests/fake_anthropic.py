@@ -3,8 +3,8 @@
 Usage: python fake_anthropic.py PORT [--tool [FILE]]   (PORT 0: any free port; the port is printed)
 
 Every message gets a short streamed text reply; with --tool, a request that offers tools and
-has no tool result yet gets a call of the Read tool (Claude Code), read_file (Qwen Code) or
-read (opencode) on FILE (default /tmp/hello.txt) instead.
+has no tool result yet gets a call of the Read tool (Claude Code), read_file (Qwen Code,
+deepagents), ReadFile (Kimi Code) or read (opencode) on FILE (default /tmp/hello.txt) instead.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _AFTER = sys.argv[sys.argv.index("--tool") + 1 :] if TOOL else []
 FILE = _AFTER[0] if _AFTER else "/tmp/hello.txt"
 USAGE = {"input_tokens": 10, "output_tokens": 5}
 #: The read tools of the agents driven against this stand-in (besides Claude Code's Read).
-READ_TOOLS = ("read_file", "read")
+READ_TOOLS = ("read_file", "read", "ReadFile")
 CALLS = itertools.count(1)
 
 
@@ -62,9 +62,10 @@ class Handler(BaseHTTPRequestHandler):
         elif TOOL and not answered and body.get("tools"):
             names = [t.get("name", "") for t in body.get("tools", [])]
             # Claude Code's Read tool and Qwen Code's read_file take file_path; opencode's
-            # read takes filePath.
+            # read takes filePath, Kimi Code's ReadFile path.
             read = next((n for n in names if n.endswith("Read") or n in READ_TOOLS), "Read")
-            call = json.dumps({"filePath" if read == "read" else "file_path": FILE})
+            key = {"read": "filePath", "ReadFile": "path"}.get(read, "file_path")
+            call = json.dumps({key: FILE})
             # A new id per call, as a model gives (an agent may announce each call it makes).
             call_id = f"toolu_{next(CALLS)}"
             block: dict[str, Any] = {"type": "tool_use", "id": call_id, "name": read, "input": {}}

@@ -9,9 +9,10 @@ find the same; the short way for streamed chunks finds what the long way finds. 
 agent uses the unstable surface, `stats` lists it. And a client: acpx, the headless one,
 through the proxy to the example agent.
 
-The packages (pinned below) are installed from the npm registry once per package list (gptme-acp
-from PyPI, in a venv); the tests skip when npm is not installed or the registry cannot be reached.
-probe runs on these and on Copilot's CLI, pi-acp and gptme-acp (the README's conformance table).
+The packages (pinned below) are installed from the npm registry once per package list (gptme-acp,
+Kimi Code and deepagents-acp from PyPI, each in a venv); the tests skip when npm is not installed
+or the registry cannot be reached. probe runs on these and on Copilot's CLI and pi-acp (the
+README's conformance table).
 """
 
 from __future__ import annotations
@@ -117,24 +118,78 @@ GPTME = "gptme-acp==0.35.1"
 
 @pytest.fixture(scope="module")
 def gptme_bin() -> Path:
-    """A venv with :data:`GPTME`, made once in the user's cache directory (a finished one
-    has its ``gptme-acp``); skipped when PyPI cannot be reached. Its ``bin``."""
+    """A venv with :data:`GPTME` (see :func:`pip_venv`). Its ``bin``."""
+    return pip_venv([GPTME], sys.executable)
+
+
+#: Kimi Code (kimi-cli, which needs Python 3.12+), run as `python -m kimi_cli.cli acp`: 1.52.0,
+#: its last release, short-circuits the `kimi` command to a deprecation notice, and the ACP
+#: server is started as kimi-cli's own `kimi term` starts it. kosong 0.56.0, its model layer,
+#: builds anthropic's MessageParam, which anthropic 2.0 made a Union (not callable): 1.x.
+KIMI = ["kimi-cli==1.52.0", "anthropic==1.17.0"]
+#: deepagents-acp (and the deepagents it serves), from PyPI.
+DEEPAGENTS = ["deepagents-acp==0.0.13", "deepagents==0.7.32"]
+
+
+def newer_python() -> str | None:
+    """A Python 3.12+ interpreter (on PATH, or pyenv's), for kimi-cli; None if there is none."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    for minor in ("3.13", "3.12", "3.14"):
+        found = sorted(map(str, root.glob(f"versions/{minor}.*/bin/python{minor}")), reverse=True)
+        for python in [shutil.which(f"python{minor}"), *found]:
+            if python is None:
+                continue
+            if subprocess.run([python, "-c", ""], capture_output=True).returncode == 0:
+                return str(python)
+    return None
+
+
+@pytest.fixture(scope="module")
+def kimi_python() -> Path:
+    """A venv with :data:`KIMI` (see :func:`pip_venv`); skipped without Python 3.12+. Its
+    ``python``."""
+    python = newer_python()
+    if python is None:
+        pytest.skip("kimi-cli needs Python 3.12+: no python3.12 or python3.13 here")
+    bin_dir = pip_venv(KIMI, python)
+    # CPython 3.12.1's frozen slots dataclasses break kimi-cli's import (`super(type, obj)`)
+    imported = subprocess.run([bin_dir / "python", "-c", "import kimi_cli.acp.server"],
+                              capture_output=True)  # fmt: skip
+    if imported.returncode:
+        pytest.skip(f"kimi-cli does not import on {python}: {imported.stderr[-200:]!r}")
+    return bin_dir / "python"
+
+
+@pytest.fixture(scope="module")
+def deepagents_python() -> Path:
+    """A venv with :data:`DEEPAGENTS` (see :func:`pip_venv`). Its ``python``."""
+    return pip_venv(DEEPAGENTS, sys.executable) / "python"
+
+
+def pip_venv(packages: list[str], python: str) -> Path:
+    """A venv of ``python`` with ``packages``, made once in the user's cache directory (one
+    install at a time: a lock beside it; a finished one has its manifest, the packages);
+    skipped when PyPI cannot be reached. Its ``bin``."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    home = cache / "acp-proxy-tests" / GPTME.replace("==", "-")
+    home = cache / "acp-proxy-tests" / "+".join(p.replace("==", "-") for p in packages)
     bin_dir = home / "bin"
+    home.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{home}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (bin_dir / "gptme-acp").exists():
+        if not (home / MANIFEST).exists():
             shutil.rmtree(home, ignore_errors=True)
-            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+            subprocess.run([python, "-m", "venv", str(home)], check=True)
             pip = [str(bin_dir / "python"), "-m", "pip", "-q", "--disable-pip-version-check"]
             try:
-                done = subprocess.run([*pip, "install", GPTME], capture_output=True, timeout=900)
+                done = subprocess.run(
+                    [*pip, "install", *packages], capture_output=True, timeout=900
+                )
             except subprocess.TimeoutExpired:
                 done = None
             if done is None or done.returncode:
                 shutil.rmtree(home, ignore_errors=True)
-                pytest.skip(f"cannot install {GPTME} from PyPI")
+                pytest.skip(f"cannot install {' '.join(packages)} from PyPI")
+            (home / MANIFEST).write_text("\n".join(packages) + "\n")
     return bin_dir
 
 
@@ -767,12 +822,8 @@ def production_agent(
                         COPILOT_PROVIDER_TYPE="anthropic", COPILOT_PROVIDER_API_KEY="sk-t",
                         COPILOT_MODEL="claude-sonnet-4.5")  # fmt: skip
         yield [str(copilot_bin / "copilot"), "--acp"], env
-    elif name == "gptme-acp":  # gptme's Anthropic provider at the stand-in
-        base = request.getfixturevalue("anthropic")
-        gptme_bin = request.getfixturevalue("gptme_bin")
-        env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t",
-                        MODEL="anthropic/claude-sonnet-4-5")  # fmt: skip
-        yield [str(gptme_bin / "gptme-acp")], env
+    elif name in ("gptme-acp", "kimi", "deepagents-acp"):
+        yield python_agent(name, npm_bin, tmp_path, request)
     elif name in ("claude-agent-acp", "qwen", "opencode"):
         base = request.getfixturevalue("anthropic")
         if name == "claude-agent-acp":
@@ -813,6 +864,58 @@ def production_agent(
             yield [str(npm_bin / "gemini"), "--acp"], env
 
 
+def python_agent(
+    name: str, npm_bin: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> tuple[list[str], dict[str, str]]:
+    """The agents from PyPI (as :func:`production_agent`), at the Anthropic stand-in."""
+    base = request.getfixturevalue("anthropic")
+    if name == "gptme-acp":  # gptme's Anthropic provider at the stand-in
+        gptme_bin = request.getfixturevalue("gptme_bin")
+        env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t",
+                        MODEL="anthropic/claude-sonnet-4-5")  # fmt: skip
+        return [str(gptme_bin / "gptme-acp")], env
+    if name == "kimi":  # its Anthropic provider at the stand-in (config.toml, in the home)
+        kimi_python = request.getfixturevalue("kimi_python")
+        share = tmp_path / ".kimi"
+        (share / "credentials").mkdir(parents=True)
+        (share / "config.toml").write_text(KIMI_CONFIG.format(base=base))
+        # `kimi acp` answers session/new with "Authentication required" unless a Kimi
+        # account's token is saved (whatever the provider): a token that is never sent
+        token = {"access_token": "t", "refresh_token": "t", "expires_at": 4e9}
+        (share / "credentials" / "kimi-code.json").write_bytes(orjson.dumps(token))
+        env = agent_env(npm_bin, tmp_path)
+        return [str(kimi_python), "-m", "kimi_cli.cli", "acp"], env
+    # deepagents-acp: its dev agent, with Anthropic's model, at the stand-in
+    python = request.getfixturevalue("deepagents_python")
+    env = agent_env(npm_bin, tmp_path, ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="sk-t")
+    return [str(python), "-c", DEEPAGENTS_AGENT], env
+
+
+#: Kimi Code's configuration: a model of an Anthropic provider at ``{base}``, no telemetry.
+KIMI_CONFIG = """default_model = "stand-in"
+telemetry = false
+[models.stand-in]
+provider = "stand-in"
+model = "claude-sonnet-4-5"
+max_context_size = 200000
+[providers.stand-in]
+type = "anthropic"
+base_url = "{base}"
+api_key = "sk-t"
+"""
+
+#: deepagents-acp's one runnable agent (`python -m deepagents_acp`, its dev entry point: a
+#: deep agent on the session's cwd) with Anthropic's model (deepagents' default provider,
+#: whose SDK it installs) for the OpenAI one it names (langchain-openai is not installed).
+DEEPAGENTS_AGENT = """
+import asyncio
+import deepagents_acp.server as server
+build = server.create_deep_agent
+server.create_deep_agent = lambda **kw: build(**{**kw, "model": "anthropic:claude-sonnet-4-6"})
+asyncio.run(server._serve_test_agent())
+"""
+
+
 #: What probe fails on each agent (a real defect each), and the rule broken (None: the check's
 #: own verdict, no rule): claude-agent-acp offers terminal auth methods to a client that
 #: opted in by `_meta` only, not by clientCapabilities.auth.terminal; Gemini CLI advertises
@@ -825,6 +928,10 @@ PROBE_FAILS: dict[str, dict[str, str | None]] = {
     # the same id for two session/new; a cancel of the idle session cancels its next prompt
     "gptme-acp": {"session-id-unique": "session-id-reused", "prompt-after-cancel": None},
     "gemini": {"session-load": None},
+    # session/load of a session still open on the connection answers {} and replays nothing
+    # ("Session already loaded"; on a new connection it replays): "The Agent MUST replay the
+    # entire conversation" (v1 Session Setup, Loading Sessions)
+    "kimi": {"session-load": None},
 }
 
 
@@ -851,7 +958,7 @@ def left_behind(mark: str) -> list[str]:
 
 #: The agents probe is run on (the README's conformance table's columns).
 PROBED = ["claude-agent-acp", "codex-acp", "gemini", "opencode", "qwen", "copilot", "pi-acp",
-          "gptme-acp"]  # fmt: skip
+          "gptme-acp", "kimi", "deepagents-acp"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PROBED)
@@ -927,3 +1034,34 @@ def test_probe_checks_the_production_agents(
                 capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
             )  # fmt: skip
         assert plain.returncode == (0 if name == "claude-agent-acp" else 1), plain.stdout
+
+
+def test_kimi_code(npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest):
+    """Kimi Code (kimi-cli 1.52.0, `kimi acp`) with an Anthropic provider at the stand-in: its
+    ReadFile tool served by fs/read_text_file, a second turn, list, set_mode, resume, and a
+    session/load of the open session, which it answers and replays nothing of (its defect,
+    PROBE_FAILS; on a new connection it replays)."""
+    agent, env = python_agent("kimi", npm_bin, tmp_path, request)
+    client, answers, offline = recorded_tour(agent, env, workspace, tmp_path / "kimi.jsonl")
+    ok(answers, "prompt 1", "prompt 2", "session/list", "session/set_mode")
+    ok(answers, "session/resume", "session/load")
+    assert "tool_call" in variants(client)
+    assert any(m.get("method") == "fs/read_text_file" for m in client.messages)
+    resumed = client.messages.index(answers["session/resume"])
+    assert client.messages[resumed + 1 :] == [answers["session/load"]]  # nothing replayed
+    assert [f for f in offline if f["rule"] != NEWER] == []
+    assert newer(offline) == {"session/new result: models", "session/resume result: models"}
+
+
+def test_deepagents_acp(
+    npm_bin: Path, workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """deepagents-acp 0.0.13's dev agent (DEEPAGENTS_AGENT) with Anthropic's model at the
+    stand-in: its read_file tool, then a second turn (it advertises no session method)."""
+    agent, env = python_agent("deepagents-acp", npm_bin, tmp_path, request)
+    record = tmp_path / "deepagents.jsonl"
+    client, answers, offline = recorded_tour(agent, env, workspace, record)
+    ok(answers, "prompt 1", "prompt 2")
+    assert answers["prompt 1"]["result"]["stopReason"] == "end_turn"
+    assert "tool_call" in variants(client)
+    assert offline == []
