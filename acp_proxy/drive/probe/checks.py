@@ -497,9 +497,9 @@ def permission(run: Probe) -> str:
         "again after session/close, or on a new connection"
     ),
     basis=(
-        'Session Setup (Loading Sessions): "When all the conversation entries have been '
-        "streamed to "
-        'the Client, the Agent MUST respond"'
+        'Session Setup (Loading Sessions): "The Agent MUST replay the entire conversation"; '
+        '"When all the conversation entries have been streamed to the Client, the Agent MUST '
+        'respond"'
     ),
     page="session-setup",
     needs=("prompt",),
