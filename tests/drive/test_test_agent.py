@@ -856,6 +856,38 @@ def test_a_custom_request_never_answered_fails_only_extension_request(tmp_path):
     assert "no answer to _acp_proxy/ping within 2s" in checks["extension-request"]["why"]
 
 
+def test_a_client_that_answers_no_request_fails_each_one_it_left(tmp_path):
+    """A client that answers none of the agent's requests (chuk-acp 0.3.2), though it reads
+    every update: the custom request and the permission request fail their own checks;
+    nothing says the unknown variant or the 1 MB chunk stopped it (it never answered
+    anything): those are skips saying why, not failures."""
+    code, _, report = _scripted(tmp_path, "--bug", "answer-nothing")
+    checks = _checks(report)
+    assert code == 1
+    failures = {c["check"] for c in checks.values() if c["status"] == "fail"}
+    assert failures == {"extension-request", "permission-outcome"}
+    why = checks["permission-outcome"]["why"]
+    assert "no answer to session/request_permission within 2s" in why
+    for name in ("unknown-update", "large-chunk"):
+        assert checks[name]["status"] == "skip"
+        assert checks[name]["why"].startswith("cannot tell: the client answered no request")
+
+
+def test_a_permission_outcome_that_is_a_string_is_said_as_it_came(tmp_path):
+    """``{"outcome": "allow_once"}`` (acpbox 0.2.3): the outcome is quoted as it came, and
+    the permission request's answer still shows the client survived the unknown variant
+    and the chunk."""
+    code, _, report = _scripted(tmp_path, "--bug", "outcome-string")
+    checks = _checks(report)
+    assert code == 1
+    assert checks["permission-outcome"]["why"] == (
+        "answered the outcome 'allow_once', not an object selected or cancelled"
+    )
+    assert checks["unknown-update"]["status"] == checks["large-chunk"]["status"] == "pass"
+    failures = {c["check"] for c in checks.values() if c["status"] == "fail"}
+    assert failures == {"permission-outcome", "valid-frames"}  # (the schema says it too)
+
+
 @pytest.mark.parametrize("fmt", ["json", "junit"])
 def test_a_broken_should_warns_and_fails_only_under_strict(tmp_path, fmt):
     """A read of a missing file answered with content breaks no MUST: a warning, said in

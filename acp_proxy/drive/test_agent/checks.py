@@ -190,7 +190,21 @@ def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, 
     if kind == "cancelled":
         why = "cancelled" if cancelled else "cancelled, with no session/cancel"
         return Check(name, SKIP, why, seq, n), False
+    if not isinstance(outcome, dict):
+        said = "no outcome" if outcome is None else f"the outcome {str(outcome)[:40]!r}"
+        return broken(name, f"answered {said}, not an object selected or cancelled", seq, n), False
     return broken(name, f"no outcome selected or cancelled ({str(kind)[:40]!r})", seq, n), False
+
+
+def permission_unanswered(answer: Answer, n: int) -> Check:
+    """The permission request never answered, by a client that answered no request before
+    it either (nothing else to blame): the request's own failure."""
+    return broken(
+        "permission-outcome",
+        f"{answer.missing}: every client must answer with an outcome (selected or cancelled)",
+        None,
+        n,
+    )
 
 
 @check(

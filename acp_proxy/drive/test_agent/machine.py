@@ -243,4 +243,5 @@ class TestAgent(Scenario):
         turn = self._waiting.pop(request_id, None) if type(request_id) is int else None
         if turn is not None:
             turn.waiting = None
+            self.answered += 1
             self._advance(turn, Answer(message, seq))
