@@ -950,3 +950,35 @@ def test_a_client_named_with_report_syntax_forges_nothing(tmp_path, fmt):
         first = text.splitlines()[0]
         assert first.startswith("acp-proxy test-agent: 1 failed, ")
         assert not any(line.startswith("</testcase>") for line in text.splitlines())
+
+
+def test_the_clients_table_is_made_of_test_agent_reports(tmp_path):
+    """tests/conformance_table.py --clients: a row per check (the same verdicts together), a
+    column per client report (here the scripted client, correct and answering nothing,
+    stands in for two of the README's), each failure below with its basis and what the
+    client did."""
+    from tests.conformance_table import main
+
+    for name, bug in (("acpx", ()), ("chuk-acp", ("--bug", "answer-nothing"))):
+        (tmp_path / name).mkdir()
+        _, _, report = _scripted(tmp_path / name, *bug)
+        report.rename(tmp_path / f"{name}.json")
+    rows = subprocess.run(
+        [sys.executable, str(SCRIPTED.parent / "conformance_table.py"), "--clients",
+         str(tmp_path)], capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert rows[0] == "| checks | acpx | chuk-acp |"
+    assert "| `extension-request`, `permission-outcome` | ✓ | **✗** |" in rows
+    skipped = "| `unknown-update`, `large-chunk`, `fs-read-missing`, `fs-read`, `terminal` |"
+    assert rows[3] == f"{skipped} ✓ | \u2013 |"  # (a skip: an en dash)
+    notes = rows[rows.index("") + 1 :]
+    assert notes == [
+        '- **✗** `extension-request`: v1 Extensibility: "Upon receiving a custom request, '
+        'implementations MUST respond accordingly with the provided id"; here, chuk-acp: no '
+        "answer to _acp_proxy/ping within 2s",
+        "- **✗** `permission-outcome`: v1 Tool Calls (Requesting Permission): the client "
+        '"responds" with an outcome, an option offered selected or cancelled (a baseline '
+        "method: every client answers it); here, chuk-acp: no answer to "
+        "session/request_permission within 2s",
+    ]
+    assert main(["--clients", str(tmp_path / "nothing")]) == 1

@@ -155,9 +155,8 @@ def large_chunk(answer: Answer, n: int) -> Check:
 @check(
     "permission-outcome",
     what="session/request_permission answered with an outcome among the options",
-    basis='v1 Tool Calls (Requesting Permission): the client "responds" with the outcome '
-    "(selected, among the options offered, or cancelled); session/request_permission is a "
-    "baseline client method that every client must answer",
+    basis='v1 Tool Calls (Requesting Permission): the client "responds" with an outcome, '
+    "an option offered selected or cancelled (a baseline method: every client answers it)",
 )
 def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, bool]:
     """The check and whether the tool call was allowed."""
@@ -165,13 +164,7 @@ def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, 
     if not answer.came:
         return Check(name, SKIP, f"{answer.missing} (large-chunk says it)", None, n), False
     if answer.error is not None:
-        return broken(
-            name,
-            f"refused with {answer.error_words()}: every client must answer "
-            "with an outcome (selected or cancelled)",
-            seq,
-            n,
-        ), False
+        return broken(name, f"refused with {answer.error_words()}", seq, n), False
     result = answer.result
     outcome = result.get("outcome") if isinstance(result, dict) else None
     kind = outcome.get("outcome") if isinstance(outcome, dict) else None
@@ -199,12 +192,7 @@ def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, 
 def permission_unanswered(answer: Answer, n: int) -> Check:
     """The permission request never answered, by a client that answered no request before
     it either (nothing else to blame): the request's own failure."""
-    return broken(
-        "permission-outcome",
-        f"{answer.missing}: every client must answer with an outcome (selected or cancelled)",
-        None,
-        n,
-    )
+    return broken("permission-outcome", answer.missing, None, n)
 
 
 @check(
