@@ -859,9 +859,9 @@ def test_acpbox_against_test_agent(acpbox_bin: Path, workspace: Path, tmp_path: 
     keeps each, the unknown variant too, and sums them up as the completion's steps); but
     it answers the permission request
     ``{"outcome": "allow_once"}``, a string where the schema has an object (acp_stdio.py):
-    permission-outcome fails, and valid-frames with the schema's word on that frame; and it
-    leaves any other request unanswered (logged at debug): extension-request fails. Nothing
-    else fails."""
+    permission-outcome fails (the schema's error on that frame is its, among the findings);
+    and it leaves any other request unanswered (logged at debug): extension-request fails.
+    Nothing else fails."""
     import urllib.request
 
     report = tmp_path / "report.json"
@@ -904,10 +904,11 @@ def test_acpbox_against_test_agent(acpbox_bin: Path, workspace: Path, tmp_path: 
     document = kept("acpbox", report, seconds)
     assert document["client"]["name"] == "acpbox" and document["turns"] == 1
     fails = failing(document)
-    assert set(fails) == {"extension-request", "permission-outcome", "valid-frames"}, fails
+    assert set(fails) == {"extension-request", "permission-outcome"}, fails
     assert "'allow_once'" in fails["permission-outcome"]
-    rules = {c["rule"] for c in document["checks"] if c["check"] == "valid-frames"}
-    assert rules == {"schema"}
+    (answer,) = [c["seq"] for c in document["checks"] if c["check"] == "permission-outcome"]
+    errors = [(f["rule"], f["seq"]) for f in document["findings"] if f["level"] == "error"]
+    assert errors == [("schema", answer)]
     statuses = {c["check"]: c["status"] for c in document["checks"]}
     assert statuses["unknown-update"] == statuses["large-chunk"] == "pass"
 

@@ -328,7 +328,9 @@ def test_a_permission_selected_after_its_cancel_is_named(work, version):
     assert names["permission-cancelled"][0].why.startswith(
         "answered 'selected' after session/cancel"
     )
-    assert any(c.rule == "permission-not-cancelled" for c in names["valid-frames"])
+    # the validator's error on that frame (permission-not-cancelled) is that check's, said once
+    assert "valid-frames" not in names
+    assert "failed checks are about (1)" in by_name(checks)["valid-frames"][-1].why
     # the turn then ends as cancelled, and what it did not get to is a skip
     assert statuses(checks)["fs-read"] == "skip"
     agent = [v for s, v in wire.frames if s is Side.AGENT]
@@ -344,15 +346,16 @@ def test_an_image_without_the_capability_is_named(work):
     _, checks = session(work, prompt=[{"type": "text", "text": "look"}, image])
     names = by_name(failed(checks))
     assert "image" in names["prompt-capabilities"][0].why
-    assert any(c.rule == "prompt-capability" for c in names["valid-frames"])
+    # the validator's error on that frame (prompt-capability) is that check's, said once
+    assert "valid-frames" not in names
+    assert "failed checks are about (1)" in by_name(checks)["valid-frames"][-1].why
 
 
 def test_an_fs_answer_with_the_wrong_field_is_named(work):
     _, checks = session(work, bug="fs wrong field")
     names = by_name(failed(checks))
     assert "fields: text" in names["fs-read"][0].why
-    assert set(names) == {"fs-read", "valid-frames"}  # and the schema says it too
-    assert {c.rule for c in names["valid-frames"]} == {"schema"}
+    assert set(names) == {"fs-read"}  # (the schema's error on that frame is fs-read's)
 
 
 def test_a_call_of_an_unadvertised_method_is_named(work):
@@ -483,14 +486,15 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     assert all(m["jsonrpc"] == "2.0" for m in out) and [m["id"] for m in out] == [1, 2, 3]
     assert run.stderr.decode().count("\n") == 1
     said = run.stderr.decode()
-    assert said.startswith("acp-proxy test-agent: 2 failed, 1 passed, 0 skipped; 0 turns of ")
+    assert said.startswith("acp-proxy test-agent: 1 failed, 2 passed, 0 skipped; 0 turns of ")
     # (a real plural, never "turn(s)")
     document = orjson.loads(report.read_bytes())
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
-    # ours, and the validator's rule on the same frame
-    assert [(c["check"], c["seq"]) for c in failed_checks] == [
-        ("advertised-methods", 5), ("valid-frames", 5)]  # fmt: skip
-    assert failed_checks[1]["rule"] == "capability-session"
+    # ours, once: the validator's error on the same frame is among the findings, not a
+    # second failure
+    assert [(c["check"], c["seq"]) for c in failed_checks] == [("advertised-methods", 5)]
+    assert [(f["rule"], f["seq"]) for f in document["findings"] if f["level"] == "error"] == [
+        ("capability-session", 5)]  # fmt: skip
     records = [orjson.loads(line) for line in (tmp_path / "rec.jsonl").read_bytes().splitlines()]
     frames = [(r["from"], r["seq"]) for r in records if r["kind"] == "frame"]
     assert frames == [("client", 1), ("agent", 2), ("client", 3), ("agent", 4), ("client", 5),
@@ -499,8 +503,9 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
 
 
 def test_a_failure_is_said_once_in_the_text_report(tmp_path):
-    """The validator's error on the client's frame is valid-frames' failure, said once (not
-    again as a finding line after it)."""
+    """The validator's error on the client's frame is said once: as the failure of the check
+    that frame failed (advertised-methods), its finding line after it; never valid-frames'
+    failure too."""
     work = tmp_path / "w"
     work.mkdir()
     lines = [
@@ -513,8 +518,10 @@ def test_a_failure_is_said_once_in_the_text_report(tmp_path):
     run = _run(tmp_path, lines, "--report", str(report), "--timeout", "2")
     assert run.returncode == 1
     text = report.read_text().splitlines()
-    (failure,) = [line for line in text if line.startswith("fail  valid-frames")]
-    message = failure.split("connection", 1)[1].split(" (seq")[0].strip()
+    (failure,) = [line for line in text if line.startswith("fail  ")]
+    assert failure.startswith("fail  advertised-methods"), text
+    (finding,) = [line for line in text if line.startswith("finding  error")]
+    message = finding.split(": ", 1)[1]
     assert sum(message in line for line in text) == 1, text
 
 
@@ -885,7 +892,7 @@ def test_a_permission_outcome_that_is_a_string_is_said_as_it_came(tmp_path):
     )
     assert checks["unknown-update"]["status"] == checks["large-chunk"]["status"] == "pass"
     failures = {c["check"] for c in checks.values() if c["status"] == "fail"}
-    assert failures == {"permission-outcome", "valid-frames"}  # (the schema says it too)
+    assert failures == {"permission-outcome"}  # (the schema's error there is its, said once)
 
 
 @pytest.mark.parametrize("fmt", ["json", "junit"])

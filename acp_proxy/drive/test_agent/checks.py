@@ -502,11 +502,28 @@ def echo_token(stem: str) -> str:
     what="the validator's rules, on the client's frames",
     basis="the validator's MUST rules (acp-proxy validate), each citing its sentence",
 )
-def valid_frames(findings: list[Violation], turn: int | None) -> list[Check]:
-    """A failure per error the validator found on the client's frames, else a pass."""
-    errors = [f for f in findings if f.level == "error"]
+def failed_on(checks: list[Check]) -> set[int]:
+    """The client's frames (seqs) a failed check other than valid-frames is about."""
+    return {
+        c.seq for c in checks if c.status == FAIL and c.seq is not None and c.name != "valid-frames"
+    }
+
+
+def valid_frames(
+    findings: list[Violation], turn: int | None, said: set[int] | frozenset[int] = frozenset()
+) -> list[Check]:
+    """A failure per error the validator found on the client's frames, else a pass. An error
+    on a frame another check failed on (``said``: their seqs) is that check's failure, said
+    once (the report's findings keep it)."""
+    errors = [f for f in findings if f.level == "error" and f.seq not in said]
     if not errors:
-        return [Check("valid-frames", PASS, "no error on the client's frames", None, turn)]
+        theirs = sum(f.level == "error" for f in findings)
+        why = (
+            f"no error on the client's frames but on those failed checks are about ({theirs})"
+            if theirs
+            else "no error on the client's frames"
+        )
+        return [Check("valid-frames", PASS, why, None, turn)]
     return [Check("valid-frames", FAIL, f.message, f.seq, turn, f.rule) for f in errors]
 
 

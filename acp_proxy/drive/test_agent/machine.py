@@ -79,7 +79,7 @@ class TestAgent(Scenario):
             self.checks.append(
                 Check("advertised-methods", PASS, "no method the agent did not advertise")
             )
-        self.checks.extend(judge.valid_frames(self.findings, None))
+        self.checks.extend(judge.valid_frames(self.findings, None, judge.failed_on(self.checks)))
         return self._take()
 
     def report(self) -> Report:

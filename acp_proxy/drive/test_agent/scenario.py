@@ -309,7 +309,8 @@ class Scenario(Core):
     def _summary(self, turn: Turn, message_id: str | None) -> None:
         """The turn's last agent message: what failed, warned and passed, for the user."""
         connection = [c for c in self.checks if c.turn is None]
-        checks = [*connection, *turn.checks, *judge.valid_frames(self.findings, turn.number)]
+        said = judge.failed_on([*connection, *turn.checks])
+        checks = [*connection, *turn.checks, *judge.valid_frames(self.findings, turn.number, said)]
         counts = {s: sum(c.status == s for c in checks) for s in ("fail", "warn", "pass", SKIP)}
         lines = [
             f"\n\nacp-proxy test-agent, turn {turn.number}: {counts['fail']} failed, "
