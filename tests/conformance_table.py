@@ -190,7 +190,7 @@ def client_notes(reports: dict[str, dict[str, Any]]) -> list[str]:
     order = [spec["name"] for report in reports.values() for spec in report.get("catalog", ())]
     for key in sorted(done, key=lambda name: order.index(name) if name in order else 0):
         here = "; ".join(f"{', '.join(clients)}: {why}" for why, clients in done[key].items())
-        lines.append(f"- **\u2717** `{key}`: {bases[key]}; here, {here}")
+        lines.append(f"- **\u2717** `{key}` ({bases[key]}): {here}")
     return lines
 
 

@@ -980,12 +980,11 @@ def test_the_clients_table_is_made_of_test_agent_reports(tmp_path):
     assert rows[3] == f"{skipped} ✓ | \u2013 |"  # (a skip: an en dash)
     notes = rows[rows.index("") + 1 :]
     assert notes == [
-        '- **✗** `extension-request`: v1 Extensibility: "Upon receiving a custom request, '
-        'implementations MUST respond accordingly with the provided id"; here, chuk-acp: no '
+        '- **✗** `extension-request` (v1 Extensibility: "Upon receiving a custom request, '
+        'implementations MUST respond accordingly with the provided id"): chuk-acp: no '
         "answer to _acp_proxy/ping within 2s",
-        "- **✗** `permission-outcome`: v1 Tool Calls (Requesting Permission): the client "
-        '"responds" with an outcome, an option offered selected or cancelled (a baseline '
-        "method: every client answers it); here, chuk-acp: no answer to "
-        "session/request_permission within 2s",
+        "- **✗** `permission-outcome` (v1 Tool Calls (Requesting Permission): the client "
+        '"responds" with an outcome (an option offered, or cancelled); a baseline method: '
+        "every client answers it): chuk-acp: no answer to session/request_permission within 2s",
     ]
     assert main(["--clients", str(tmp_path / "nothing")]) == 1

@@ -155,8 +155,8 @@ def large_chunk(answer: Answer, n: int) -> Check:
 @check(
     "permission-outcome",
     what="session/request_permission answered with an outcome among the options",
-    basis='v1 Tool Calls (Requesting Permission): the client "responds" with an outcome, '
-    "an option offered selected or cancelled (a baseline method: every client answers it)",
+    basis='v1 Tool Calls (Requesting Permission): the client "responds" with an outcome (an '
+    "option offered, or cancelled); a baseline method: every client answers it",
 )
 def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, bool]:
     """The check and whether the tool call was allowed."""
