@@ -1,6 +1,7 @@
-"""The README's conformance table, from probe's reports on the production agents.
+"""The README's conformance tables, from probe's reports on the production agents and
+test-agent's on the clients.
 
-Usage: python tests/conformance_table.py DIR
+Usage: python tests/conformance_table.py [--clients] DIR
 
 DIR holds the JSON reports `tests/test_production_agents.py` keeps there when run with
 ``ACP_PROXY_PROBE_OUT=DIR`` (``NAME.json``, one per agent): a row per check, a column per
@@ -8,6 +9,11 @@ agent (its verdict: a check mark pass, a dash skip, a cross fail, ! a warning; c
 the suites that check something alike (as issue #46 compared them: acpx's ``acp-core-v1``
 profile and the ACP registry's protocol matrix; ¹ both, ² what they tried first; unmarked:
 probe alone).
+
+With ``--clients``, DIR holds test-agent's JSON reports on the clients, kept there by the
+client tests of `tests/test_production_agents.py` run with ``ACP_PROXY_TEST_AGENT_OUT=DIR``:
+a row per check, a column per client (its worst verdict), and below, a line per failed check:
+its basis (the sentence, or the validator's rule), and what each client did.
 """
 
 from __future__ import annotations
@@ -120,20 +126,95 @@ def notes(reports: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+#: The clients test-agent runs against, in the README's order: (report name, heading).
+CLIENTS = (
+    ("acpx", "acpx"),
+    ("ts-sdk", "TS SDK"),
+    ("ts-sdk-v2", "TS v2"),
+    ("python-sdk", "Py SDK"),
+    ("chuk-acp", "chuk-acp"),
+    ("acpbox", "acpbox"),
+)
+#: A client's verdict on a check it met more than once (each turn, each frame): the worst.
+WORST = ("fail", "warn", "pass", "skip")
+
+
+def client_table(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """A row per test-agent check (the same verdicts on every client share one), a column
+    per client, its worst verdict on the check."""
+    ran = [(name, heading) for name, heading in CLIENTS if name in reports]
+    names: list[str] = []
+    for name, _ in ran:
+        names += [c["check"] for c in reports[name]["checks"] if c["check"] not in names]
+    rows: dict[tuple[str, ...], list[str]] = {}
+    for check in names:
+        verdicts = []
+        for client, _ in ran:
+            found = [c["status"] for c in reports[client]["checks"] if c["check"] == check]
+            worst = min(found, key=WORST.index) if found else None
+            verdicts.append(MARKS[worst] if worst else "")
+        rows.setdefault(tuple(verdicts), []).append(f"`{check}`")
+    lines = [
+        "| checks | " + " | ".join(heading for _, heading in ran) + " |",
+        "|-|" + "-|" * len(ran),
+    ]
+    for row, checks in rows.items():
+        lines.append(f"| {', '.join(checks)} | " + " | ".join(row) + " |")
+    return lines
+
+
+def client_notes(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """A line per failed check: its basis once (the validator's rule and its sentence, for
+    valid-frames), then what each client did (the clients that did the same together)."""
+    from acp_proxy.core.rules import RULES
+
+    headings = dict(CLIENTS)
+    done: dict[str, dict[str, list[str]]] = {}
+    bases: dict[str, str] = {}
+    for client, _ in CLIENTS:
+        report = reports.get(client)
+        if report is None:
+            continue
+        catalog = {spec["name"]: spec["basis"] for spec in report.get("catalog", ())}
+        for check in report["checks"]:
+            if check["status"] != "fail":
+                continue
+            key, basis = check["check"], catalog.get(check["check"], "")
+            rule = RULES.get(check["rule"] or "") if key == "valid-frames" else None
+            if rule is not None:  # the validator's rule, and its sentence if it quotes one
+                sentence = quoted(rule.description, "")
+                basis = f"`{rule.id}`, {rule.spec}" + (f": {sentence}" if sentence else "")
+            bases[key] = basis
+            said = done.setdefault(key, {}).setdefault(check["why"], [])
+            if headings[client] not in said:
+                said.append(headings[client])
+    lines = []
+    order = [spec["name"] for report in reports.values() for spec in report.get("catalog", ())]
+    for key in sorted(done, key=lambda name: order.index(name) if name in order else 0):
+        here = "; ".join(f"{', '.join(clients)}: {why}" for why, clients in done[key].items())
+        lines.append(f"- **\u2717** `{key}` ({bases[key]}): {here}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
+    clients = argv[:1] == ["--clients"]
+    argv = argv[1:] if clients else argv
     if len(argv) != 1:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     directory = Path(argv[0])
     reports = {
         name: orjson.loads((directory / f"{name}.json").read_bytes())
-        for name, _ in AGENTS
+        for name, _ in (CLIENTS if clients else AGENTS)
         if (directory / f"{name}.json").exists()
     }
     if not reports:
         print(f"no report in {directory}", file=sys.stderr)
         return 1
-    print("\n".join([*table(reports), "", *notes(reports)]))
+    if clients:
+        print("\n".join([*client_table(reports), "", *client_notes(reports)]))
+    else:
+        print("\n".join([*table(reports), "", *notes(reports)]))
     return 0
 
 

@@ -14,6 +14,8 @@ method-not-found. A BUG:
   refuse-permission    session/request_permission answered -32601, method not found
   ignore-extension     a custom (_) request never answered (every update read all the same)
   missing-content      a read of a file that does not exist answered with content (a SHOULD)
+  answer-nothing       no request of the agent's ever answered (chuk-acp 0.3.2)
+  outcome-string       the permission's outcome a string, "allow_once" (acpbox 0.2.3)
 
 ``--name NAME``: the clientInfo.name it gives in initialize.
 """
@@ -36,6 +38,8 @@ class Client:
         """The response to a request of the agent's (None: left unanswered)."""
         method, params = message["method"], message.get("params") or {}
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        if self.bug == "answer-nothing":
+            return None
         if method.startswith("_"):
             if self.bug == "ignore-extension":
                 return None
@@ -43,6 +47,8 @@ class Client:
         if method == "session/request_permission":
             if self.bug == "refuse-permission":
                 return {**reply, "error": {"code": -32601, "message": "Method not found"}}
+            if self.bug == "outcome-string":
+                return {**reply, "result": {"outcome": "allow_once"}}
             return {**reply, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}
         return {**reply, **self.service(method, params)}
 

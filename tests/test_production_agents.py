@@ -37,6 +37,7 @@ import pytest
 
 from acp_proxy.live.spawn import WATCHDOG_GRACE
 from tests.conftest import PROXY, clean_env
+from tests.drive.test_probe import python_sdk_examples  # noqa: F401 - a fixture
 
 #: Every test here runs a production agent or SDK: out of the quick loop (`-m "not agents"`).
 pytestmark = pytest.mark.agents
@@ -726,13 +727,14 @@ def test_acpx_against_test_agent(npm_bin: Path, workspace: Path, tmp_path: Path)
     record, report = tmp_path / "test-agent.jsonl", tmp_path / "report.json"
     agent = " ".join([*PROXY, "test-agent", "--record", str(record), "--report", str(report),
                       "--format", "json", "--allow-write", "--timeout", "30"])  # fmt: skip
+    started = time.monotonic()
     proc = subprocess.run(
         [str(npm_bin / "acpx"), "--cwd", str(workspace), "--approve-all", "--format", "json",
          "--agent", agent, "exec", f"Check {workspace / 'hello.txt'}, please."],
         capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
-    document = orjson.loads(report.read_bytes())
+    document = kept("acpx", report, time.monotonic() - started)
     statuses = {check["check"]: check["status"] for check in document["checks"]}
     assert document["client"]["name"] == "acpx" and document["protocol"] == 1
     assert [name for name, status in statuses.items() if status == "fail"] == []
@@ -773,6 +775,7 @@ def test_the_typescript_sdk_client_against_test_agent(
     assert orjson.loads((sdk / "package.json").read_bytes())["version"] == TS_SDK
     report = tmp_path / "report.json"
     agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json"]
+    started = time.monotonic()
     proc = subprocess.run(
         [node, str(HERE / "ts_sdk_client.mjs"), str(sdk), protocol, str(workspace),
          f"Check {workspace / 'hello.txt'}, please.", "--", *agent],
@@ -782,7 +785,8 @@ def test_the_typescript_sdk_client_against_test_agent(
     assert seen["errors"] == [] and seen["exit"] == 0, proc.stderr.decode(errors="replace")
     assert seen["protocol"] == int(protocol) and seen["stopReason"] == "end_turn"
     assert seen["permissions"] == 1
-    document = orjson.loads(report.read_bytes())
+    name = "ts-sdk" if protocol == "1" else "ts-sdk-v2"
+    document = kept(name, report, time.monotonic() - started)
     assert [c for c in document["checks"] if c["status"] == "fail"] == []
     assert document["client"]["name"] == "acp-proxy-tests-ts-sdk-client"
     if protocol == "1":
@@ -793,6 +797,168 @@ def test_the_typescript_sdk_client_against_test_agent(
     else:
         assert "acp_proxy_test_unknown" in seen["updates"]
         assert seen["updates"][0] == "state_update" and seen["updates"][-1] == "state_update"
+
+
+def kept(name: str, report: Path, seconds: float) -> dict[str, Any]:
+    """test-agent's JSON report on client ``name``, parsed; with ACP_PROXY_TEST_AGENT_OUT=DIR
+    also kept there as NAME.json (and NAME.seconds, how long the run took): the README's
+    clients table (`python tests/conformance_table.py --clients DIR`)."""
+    print(f"test-agent {name}: {seconds:.1f} s")  # a figure, not an assert
+    data = report.read_bytes()
+    if os.environ.get("ACP_PROXY_TEST_AGENT_OUT"):
+        out = Path(os.environ["ACP_PROXY_TEST_AGENT_OUT"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{name}.json").write_bytes(data)
+        (out / f"{name}.seconds").write_text(f"{seconds:.1f}\n")
+    document: dict[str, Any] = orjson.loads(data)
+    return document
+
+
+def failing(document: dict[str, Any]) -> dict[str, str]:
+    """The checks that failed, each with why."""
+    return {c["check"]: c["why"] for c in document["checks"] if c["status"] == "fail"}
+
+
+#: The Python SDK's example client (examples/client.py of agent-client-protocol, the version
+#: tests/drive/test_probe.py pins) and the small PyPI clients, pinned.
+CHUK_ACP = "chuk-acp==0.3.2"
+ACPBOX = "acpbox==0.2.3"
+
+
+def test_the_python_sdks_example_client_against_test_agent(
+    workspace: Path, tmp_path: Path, request: pytest.FixtureRequest
+):
+    """examples/client.py (one prompt line on its stdin) runs the scenario to its end; it
+    answers session/request_permission with -32601 method not found (its
+    ``request_permission`` raises ``RequestError.method_not_found``): permission-outcome
+    fails, its one real defect. It advertises no fs or terminal (skips); it answers the
+    custom request -32601 (right: a result or an error) and outlives the unknown variant
+    (its SDK logs a validation error and goes on)."""
+    python, examples = request.getfixturevalue("python_sdk_examples")  # (test_probe's)
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json",
+             "--allow-write", "--timeout", "10"]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(python), str(examples / "client.py"), *agent],
+        input=f"Check {workspace / 'hello.txt'}, please.\n".encode(), capture_output=True,
+        env=clean_env(), cwd=workspace, timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    document = kept("python-sdk", report, time.monotonic() - started)
+    assert document["client"]["name"] == "example-client" and document["turns"] == 1
+    fails = failing(document)
+    assert set(fails) == {"permission-outcome"}, fails
+    assert "refused with error -32601" in fails["permission-outcome"]
+    statuses = {c["check"]: c["status"] for c in document["checks"]}
+    for name in ("unknown-update", "extension-request", "large-chunk"):
+        assert statuses[name] == "pass", document["checks"]
+
+
+@pytest.fixture(scope="module")
+def chuk_acp_bin() -> Path:
+    return pip_venv([CHUK_ACP], sys.executable)
+
+
+def test_chuk_acp_against_test_agent(chuk_acp_bin: Path, workspace: Path, tmp_path: Path):
+    """chuk-acp's client (`chuk-acp --prompt P -- client AGENT...`) shows every update, the
+    unknown variant too, and ends the turn; but its transport drops every request of the
+    agent's ("Unexpected message type on stdout: JSONRPCRequest", transport/stdio.py): the
+    custom request and the permission request go unanswered. Those two fail, and nothing
+    else (nothing tells the unknown variant or the chunk stopped it: skips)."""
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json",
+             "--allow-write", "--timeout", "5"]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(chuk_acp_bin / "chuk-acp"), "--prompt", f"Check {workspace / 'hello.txt'}, please.",
+         "--cwd", str(workspace), "--", "client", *agent],
+        capture_output=True, env=clean_env(), cwd=workspace, stdin=subprocess.DEVNULL,
+        timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert b"acp-proxy test-agent, turn 1: " in proc.stdout  # the turn's text, shown
+    document = kept("chuk-acp", report, time.monotonic() - started)
+    assert document["client"]["name"] == "chuk-acp-cli" and document["turns"] == 1
+    fails = failing(document)
+    assert set(fails) == {"extension-request", "permission-outcome"}, fails
+    assert "no answer to session/request_permission" in fails["permission-outcome"]
+    statuses = {c["check"]: c["status"] for c in document["checks"]}
+    assert statuses["unknown-update"] == statuses["large-chunk"] == "skip"
+
+
+@pytest.fixture(scope="module")
+def acpbox_bin() -> Path:
+    return pip_venv([ACPBOX], sys.executable)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_acpbox_against_test_agent(acpbox_bin: Path, workspace: Path, tmp_path: Path):
+    """acpbox (an OpenAI-compatible HTTP gateway in front of an ACP agent: the agent command
+    is ACPBOX_ACP_COMMAND) runs a chat completion as one turn: every update reaches it (it
+    keeps each, the unknown variant too, and sums them up as the completion's steps); but
+    it answers the permission request
+    ``{"outcome": "allow_once"}``, a string where the schema has an object (acp_stdio.py):
+    permission-outcome fails (the schema's error on that frame is its, among the findings);
+    and it leaves any other request unanswered (logged at debug): extension-request fails.
+    Nothing else fails."""
+    import urllib.request
+
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json",
+             "--allow-write", "--timeout", "5"]  # fmt: skip
+    port = free_port()
+    env = clean_env(ACPBOX_ACP_COMMAND=orjson.dumps(agent).decode(),
+                    ACPBOX_ACP_WORKSPACE=str(workspace), ACPBOX_GATEWAY_HOST="127.0.0.1",
+                    ACPBOX_GATEWAY_PORT=str(port), ACPBOX_ACP_STDERR="devnull")  # fmt: skip
+    body = {"model": "test", "messages": [
+        {"role": "user", "content": f"Check {workspace / 'hello.txt'}, please."}]}  # fmt: skip
+    started = time.monotonic()
+    with subprocess.Popen(
+        [str(acpbox_bin / "acpbox")], env=env, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ) as server:  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # until it listens (bounded)
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5)
+                    break
+                except OSError:
+                    assert server.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.2)
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/v1/chat/completions", data=orjson.dumps(body),
+                headers={"content-type": "application/json"},
+            )  # fmt: skip
+            with urllib.request.urlopen(request, timeout=ANSWER_TIMEOUT) as answer:
+                completion = orjson.loads(answer.read())
+        finally:
+            server.terminate()  # it stops its agent: test-agent writes its report
+            server.wait(30)
+    seconds = time.monotonic() - started
+    text = completion["choices"][0]["message"]["content"]
+    assert "acp-proxy test-agent, turn 1: " in text
+    steps = orjson.dumps(completion["acp"]).decode()  # (its summary of the updates)
+    assert "Running the acp-proxy test-agent scenario." in steps
+    document = kept("acpbox", report, seconds)
+    assert document["client"]["name"] == "acpbox" and document["turns"] == 1
+    fails = failing(document)
+    assert set(fails) == {"extension-request", "permission-outcome"}, fails
+    assert "'allow_once'" in fails["permission-outcome"]
+    (answer,) = [c["seq"] for c in document["checks"] if c["check"] == "permission-outcome"]
+    errors = [(f["rule"], f["seq"]) for f in document["findings"] if f["level"] == "error"]
+    assert errors == [("schema", answer)]
+    statuses = {c["check"]: c["status"] for c in document["checks"]}
+    assert statuses["unknown-update"] == statuses["large-chunk"] == "pass"
 
 
 @contextlib.contextmanager

@@ -971,12 +971,24 @@ PYTHON_SDK = "0.12.1"
 @pytest.fixture(scope="module")
 def python_sdk_examples() -> tuple[Path, Path]:
     """A venv with the pinned Python SDK and its sdist's ``examples/`` (the wheel ships
-    none), made once in the user's cache directory; skipped when PyPI cannot be reached."""
-    import shutil
-    import tarfile
+    none), made once in the user's cache directory (one at a time: a lock beside it; the
+    client tests of test_production_agents.py use it too); skipped when PyPI cannot be
+    reached."""
+    import fcntl
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     home = cache / "acp-proxy-tests" / f"python-sdk-{PYTHON_SDK}"
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{home}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _python_sdk(home)
+
+
+def _python_sdk(home: Path) -> tuple[Path, Path]:
+    """:func:`python_sdk_examples`' venv and examples in ``home``, made if not there."""
+    import shutil
+    import tarfile
+
     python, examples = home / "venv" / "bin" / "python", home / "examples"
     if not (python.exists() and (examples / "echo_agent.py").exists()):
         shutil.rmtree(home, ignore_errors=True)

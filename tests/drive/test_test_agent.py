@@ -328,7 +328,9 @@ def test_a_permission_selected_after_its_cancel_is_named(work, version):
     assert names["permission-cancelled"][0].why.startswith(
         "answered 'selected' after session/cancel"
     )
-    assert any(c.rule == "permission-not-cancelled" for c in names["valid-frames"])
+    # the validator's error on that frame (permission-not-cancelled) is that check's, said once
+    assert "valid-frames" not in names
+    assert "failed checks are about (1)" in by_name(checks)["valid-frames"][-1].why
     # the turn then ends as cancelled, and what it did not get to is a skip
     assert statuses(checks)["fs-read"] == "skip"
     agent = [v for s, v in wire.frames if s is Side.AGENT]
@@ -344,15 +346,16 @@ def test_an_image_without_the_capability_is_named(work):
     _, checks = session(work, prompt=[{"type": "text", "text": "look"}, image])
     names = by_name(failed(checks))
     assert "image" in names["prompt-capabilities"][0].why
-    assert any(c.rule == "prompt-capability" for c in names["valid-frames"])
+    # the validator's error on that frame (prompt-capability) is that check's, said once
+    assert "valid-frames" not in names
+    assert "failed checks are about (1)" in by_name(checks)["valid-frames"][-1].why
 
 
 def test_an_fs_answer_with_the_wrong_field_is_named(work):
     _, checks = session(work, bug="fs wrong field")
     names = by_name(failed(checks))
     assert "fields: text" in names["fs-read"][0].why
-    assert set(names) == {"fs-read", "valid-frames"}  # and the schema says it too
-    assert {c.rule for c in names["valid-frames"]} == {"schema"}
+    assert set(names) == {"fs-read"}  # (the schema's error on that frame is fs-read's)
 
 
 def test_a_call_of_an_unadvertised_method_is_named(work):
@@ -483,14 +486,15 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
     assert all(m["jsonrpc"] == "2.0" for m in out) and [m["id"] for m in out] == [1, 2, 3]
     assert run.stderr.decode().count("\n") == 1
     said = run.stderr.decode()
-    assert said.startswith("acp-proxy test-agent: 2 failed, 1 passed, 0 skipped; 0 turns of ")
+    assert said.startswith("acp-proxy test-agent: 1 failed, 2 passed, 0 skipped; 0 turns of ")
     # (a real plural, never "turn(s)")
     document = orjson.loads(report.read_bytes())
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
-    # ours, and the validator's rule on the same frame
-    assert [(c["check"], c["seq"]) for c in failed_checks] == [
-        ("advertised-methods", 5), ("valid-frames", 5)]  # fmt: skip
-    assert failed_checks[1]["rule"] == "capability-session"
+    # ours, once: the validator's error on the same frame is among the findings, not a
+    # second failure
+    assert [(c["check"], c["seq"]) for c in failed_checks] == [("advertised-methods", 5)]
+    assert [(f["rule"], f["seq"]) for f in document["findings"] if f["level"] == "error"] == [
+        ("capability-session", 5)]  # fmt: skip
     records = [orjson.loads(line) for line in (tmp_path / "rec.jsonl").read_bytes().splitlines()]
     frames = [(r["from"], r["seq"]) for r in records if r["kind"] == "frame"]
     assert frames == [("client", 1), ("agent", 2), ("client", 3), ("agent", 4), ("client", 5),
@@ -499,8 +503,9 @@ def test_over_pipes_stdout_is_protocol_and_the_report_is_written(tmp_path):
 
 
 def test_a_failure_is_said_once_in_the_text_report(tmp_path):
-    """The validator's error on the client's frame is valid-frames' failure, said once (not
-    again as a finding line after it)."""
+    """The validator's error on the client's frame is said once: as the failure of the check
+    that frame failed (advertised-methods), its finding line after it; never valid-frames'
+    failure too."""
     work = tmp_path / "w"
     work.mkdir()
     lines = [
@@ -513,8 +518,10 @@ def test_a_failure_is_said_once_in_the_text_report(tmp_path):
     run = _run(tmp_path, lines, "--report", str(report), "--timeout", "2")
     assert run.returncode == 1
     text = report.read_text().splitlines()
-    (failure,) = [line for line in text if line.startswith("fail  valid-frames")]
-    message = failure.split("connection", 1)[1].split(" (seq")[0].strip()
+    (failure,) = [line for line in text if line.startswith("fail  ")]
+    assert failure.startswith("fail  advertised-methods"), text
+    (finding,) = [line for line in text if line.startswith("finding  error")]
+    message = finding.split(": ", 1)[1]
     assert sum(message in line for line in text) == 1, text
 
 
@@ -856,6 +863,38 @@ def test_a_custom_request_never_answered_fails_only_extension_request(tmp_path):
     assert "no answer to _acp_proxy/ping within 2s" in checks["extension-request"]["why"]
 
 
+def test_a_client_that_answers_no_request_fails_each_one_it_left(tmp_path):
+    """A client that answers none of the agent's requests (chuk-acp 0.3.2), though it reads
+    every update: the custom request and the permission request fail their own checks;
+    nothing says the unknown variant or the 1 MB chunk stopped it (it never answered
+    anything): those are skips saying why, not failures."""
+    code, _, report = _scripted(tmp_path, "--bug", "answer-nothing")
+    checks = _checks(report)
+    assert code == 1
+    failures = {c["check"] for c in checks.values() if c["status"] == "fail"}
+    assert failures == {"extension-request", "permission-outcome"}
+    why = checks["permission-outcome"]["why"]
+    assert "no answer to session/request_permission within 2s" in why
+    for name in ("unknown-update", "large-chunk"):
+        assert checks[name]["status"] == "skip"
+        assert checks[name]["why"].startswith("cannot tell: the client answered no request")
+
+
+def test_a_permission_outcome_that_is_a_string_is_said_as_it_came(tmp_path):
+    """``{"outcome": "allow_once"}`` (acpbox 0.2.3): the outcome is quoted as it came, and
+    the permission request's answer still shows the client survived the unknown variant
+    and the chunk."""
+    code, _, report = _scripted(tmp_path, "--bug", "outcome-string")
+    checks = _checks(report)
+    assert code == 1
+    assert checks["permission-outcome"]["why"] == (
+        "answered the outcome 'allow_once', not an object selected or cancelled"
+    )
+    assert checks["unknown-update"]["status"] == checks["large-chunk"]["status"] == "pass"
+    failures = {c["check"] for c in checks.values() if c["status"] == "fail"}
+    assert failures == {"permission-outcome"}  # (the schema's error there is its, said once)
+
+
 @pytest.mark.parametrize("fmt", ["json", "junit"])
 def test_a_broken_should_warns_and_fails_only_under_strict(tmp_path, fmt):
     """A read of a missing file answered with content breaks no MUST: a warning, said in
@@ -918,3 +957,34 @@ def test_a_client_named_with_report_syntax_forges_nothing(tmp_path, fmt):
         first = text.splitlines()[0]
         assert first.startswith("acp-proxy test-agent: 1 failed, ")
         assert not any(line.startswith("</testcase>") for line in text.splitlines())
+
+
+def test_the_clients_table_is_made_of_test_agent_reports(tmp_path):
+    """tests/conformance_table.py --clients: a row per check (the same verdicts together), a
+    column per client report (here the scripted client, correct and answering nothing,
+    stands in for two of the README's), each failure below with its basis and what the
+    client did."""
+    from tests.conformance_table import main
+
+    for name, bug in (("acpx", ()), ("chuk-acp", ("--bug", "answer-nothing"))):
+        (tmp_path / name).mkdir()
+        _, _, report = _scripted(tmp_path / name, *bug)
+        report.rename(tmp_path / f"{name}.json")
+    rows = subprocess.run(
+        [sys.executable, str(SCRIPTED.parent / "conformance_table.py"), "--clients",
+         str(tmp_path)], capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert rows[0] == "| checks | acpx | chuk-acp |"
+    assert "| `extension-request`, `permission-outcome` | ✓ | **✗** |" in rows
+    skipped = "| `unknown-update`, `large-chunk`, `fs-read-missing`, `fs-read`, `terminal` |"
+    assert rows[3] == f"{skipped} ✓ | \u2013 |"  # (a skip: an en dash)
+    notes = rows[rows.index("") + 1 :]
+    assert notes == [
+        '- **✗** `extension-request` (v1 Extensibility: "Upon receiving a custom request, '
+        'implementations MUST respond accordingly with the provided id"): chuk-acp: no '
+        "answer to _acp_proxy/ping within 2s",
+        "- **✗** `permission-outcome` (v1 Tool Calls (Requesting Permission): the client "
+        '"responds" with an outcome (an option offered, or cancelled); a baseline method: '
+        "every client answers it): chuk-acp: no answer to session/request_permission within 2s",
+    ]
+    assert main(["--clients", str(tmp_path / "nothing")]) == 1

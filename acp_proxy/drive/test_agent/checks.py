@@ -155,9 +155,8 @@ def large_chunk(answer: Answer, n: int) -> Check:
 @check(
     "permission-outcome",
     what="session/request_permission answered with an outcome among the options",
-    basis='v1 Tool Calls (Requesting Permission): the client "responds" with the outcome '
-    "(selected, among the options offered, or cancelled); session/request_permission is a "
-    "baseline client method that every client must answer",
+    basis='v1 Tool Calls (Requesting Permission): the client "responds" with an outcome (an '
+    "option offered, or cancelled); a baseline method: every client answers it",
 )
 def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, bool]:
     """The check and whether the tool call was allowed."""
@@ -165,13 +164,7 @@ def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, 
     if not answer.came:
         return Check(name, SKIP, f"{answer.missing} (large-chunk says it)", None, n), False
     if answer.error is not None:
-        return broken(
-            name,
-            f"refused with {answer.error_words()}: every client must answer "
-            "with an outcome (selected or cancelled)",
-            seq,
-            n,
-        ), False
+        return broken(name, f"refused with {answer.error_words()}", seq, n), False
     result = answer.result
     outcome = result.get("outcome") if isinstance(result, dict) else None
     kind = outcome.get("outcome") if isinstance(outcome, dict) else None
@@ -190,7 +183,16 @@ def permission_outcome(answer: Answer, n: int, cancelled: bool) -> tuple[Check, 
     if kind == "cancelled":
         why = "cancelled" if cancelled else "cancelled, with no session/cancel"
         return Check(name, SKIP, why, seq, n), False
+    if not isinstance(outcome, dict):
+        said = "no outcome" if outcome is None else f"the outcome {str(outcome)[:40]!r}"
+        return broken(name, f"answered {said}, not an object selected or cancelled", seq, n), False
     return broken(name, f"no outcome selected or cancelled ({str(kind)[:40]!r})", seq, n), False
+
+
+def permission_unanswered(answer: Answer, n: int) -> Check:
+    """The permission request never answered, by a client that answered no request before
+    it either (nothing else to blame): the request's own failure."""
+    return broken("permission-outcome", answer.missing, None, n)
 
 
 @check(
@@ -500,11 +502,28 @@ def echo_token(stem: str) -> str:
     what="the validator's rules, on the client's frames",
     basis="the validator's MUST rules (acp-proxy validate), each citing its sentence",
 )
-def valid_frames(findings: list[Violation], turn: int | None) -> list[Check]:
-    """A failure per error the validator found on the client's frames, else a pass."""
-    errors = [f for f in findings if f.level == "error"]
+def failed_on(checks: list[Check]) -> set[int]:
+    """The client's frames (seqs) a failed check other than valid-frames is about."""
+    return {
+        c.seq for c in checks if c.status == FAIL and c.seq is not None and c.name != "valid-frames"
+    }
+
+
+def valid_frames(
+    findings: list[Violation], turn: int | None, said: set[int] | frozenset[int] = frozenset()
+) -> list[Check]:
+    """A failure per error the validator found on the client's frames, else a pass. An error
+    on a frame another check failed on (``said``: their seqs) is that check's failure, said
+    once (the report's findings keep it)."""
+    errors = [f for f in findings if f.level == "error" and f.seq not in said]
     if not errors:
-        return [Check("valid-frames", PASS, "no error on the client's frames", None, turn)]
+        theirs = sum(f.level == "error" for f in findings)
+        why = (
+            f"no error on the client's frames but on those failed checks are about ({theirs})"
+            if theirs
+            else "no error on the client's frames"
+        )
+        return [Check("valid-frames", PASS, why, None, turn)]
     return [Check("valid-frames", FAIL, f.message, f.seq, turn, f.rule) for f in errors]
 
 

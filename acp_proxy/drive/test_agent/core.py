@@ -36,6 +36,9 @@ class Turn:
     checks: list[Check] = field(default_factory=list)
     #: The unknown variant went out and nothing was answered since (its check waits).
     unknown_open: bool = False
+    #: How many of the agent's requests the client had answered when the variant went out
+    #: (none: a client that stops there may never have answered one; it cannot be told).
+    answered_before: int = 0
 
 
 #: What a turn's steps are: each yields the id of a request it waits for.
@@ -57,6 +60,8 @@ class Core:
         #: The validator's findings on the client's frames (errors fail ``valid-frames``).
         self.findings: list[Violation] = []
         self.turns = 0
+        #: How many of the agent's requests the client answered (a result or an error).
+        self.answered = 0
         #: Whether the client stopped answering (a wait ran out): no further waits.
         self.unresponsive = False
         #: Why the client stopped reading what the agent writes (the bound ran out).

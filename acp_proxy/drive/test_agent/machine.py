@@ -79,7 +79,7 @@ class TestAgent(Scenario):
             self.checks.append(
                 Check("advertised-methods", PASS, "no method the agent did not advertise")
             )
-        self.checks.extend(judge.valid_frames(self.findings, None))
+        self.checks.extend(judge.valid_frames(self.findings, None, judge.failed_on(self.checks)))
         return self._take()
 
     def report(self) -> Report:
@@ -243,4 +243,5 @@ class TestAgent(Scenario):
         turn = self._waiting.pop(request_id, None) if type(request_id) is int else None
         if turn is not None:
             turn.waiting = None
+            self.answered += 1
             self._advance(turn, Answer(message, seq))

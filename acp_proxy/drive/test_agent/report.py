@@ -84,7 +84,8 @@ class Report:
 
     def text_lines(self) -> Iterator[str]:
         """The summary, a line per check (its level for a failure or a warning), the
-        validator's findings that are no failure already (its errors are ``valid-frames``')."""
+        validator's findings that are no ``valid-frames`` failure already (an error on a frame
+        another check failed on is that check's: listed here, once)."""
         yield f"acp-proxy test-agent: {self.summary()}"
         for check in self.checks:
             turn = f"turn {check.turn}" if check.turn is not None else "connection"
@@ -93,8 +94,9 @@ class Report:
             level = f" {check.level}" if check.status in (FAIL, WARN) else ""
             head = f"{check.status:<4}  {check.name:<20}  {turn:<10}"
             yield f"{head}  {check.why}{at}{level} [{rule}]"
+        listed = {c.seq for c in self.checks if c.name == "valid-frames" and c.status == FAIL}
         for finding in self.findings:
-            if finding.level != "error":
+            if finding.level != "error" or finding.seq not in listed:
                 where = f"{finding.level}  {finding.rule}  seq {finding.seq}"
                 yield f"finding  {where}: {finding.message}"
         if self.recording:

@@ -309,7 +309,8 @@ class Scenario(Core):
     def _summary(self, turn: Turn, message_id: str | None) -> None:
         """The turn's last agent message: what failed, warned and passed, for the user."""
         connection = [c for c in self.checks if c.turn is None]
-        checks = [*connection, *turn.checks, *judge.valid_frames(self.findings, turn.number)]
+        said = judge.failed_on([*connection, *turn.checks])
+        checks = [*connection, *turn.checks, *judge.valid_frames(self.findings, turn.number, said)]
         counts = {s: sum(c.status == s for c in checks) for s in ("fail", "warn", "pass", SKIP)}
         lines = [
             f"\n\nacp-proxy test-agent, turn {turn.number}: {counts['fail']} failed, "
@@ -339,7 +340,9 @@ class Scenario(Core):
     def _unknown_and_custom(self, turn: Turn) -> Generator[int | None, Any, None]:
         """The unknown variant (with ``_meta``), then the custom request: its answer judges
         both; a custom request never answered fails ``extension-request`` alone, and the
-        unknown variant waits for the next answer (the permission request's)."""
+        unknown variant waits for the next answer (the permission request's). A client that
+        answers no request at all is not said to have stopped at the variant (or the chunk):
+        each request it left unanswered fails its own check."""
         sid, n = turn.session.id, turn.number
         if not self.going(turn):  # (a client that stopped answering is asked nothing more)
             return
@@ -353,7 +356,7 @@ class Scenario(Core):
         if answer.came:
             turn.checks.append(judge.unknown_update(answer, n))
         else:
-            turn.unknown_open = True
+            turn.unknown_open, turn.answered_before = True, self.answered
         turn.checks.append(judge.extension_request(answer, n))
 
     def _permission(
@@ -377,6 +380,20 @@ class Scenario(Core):
         answer = yield from self.ask(turn, "session/request_permission", params)
         if turn.unknown_open:  # nothing answered since the unknown variant: it is judged here
             turn.unknown_open = False
+            if not answer.came and turn.answered_before == 0:
+                # a client that answered no request at all: nothing tells the unknown
+                # variant or the chunk stopped it; each unanswered request is its own check's
+                why = (
+                    "cannot tell: the client answered no request before it or after it "
+                    "(extension-request and permission-outcome say what went unanswered)"
+                )
+                turn.checks.append(Check("unknown-update", SKIP, why, None, n))
+                turn.checks.append(Check("large-chunk", SKIP, why, None, n))
+                if turn.cancel_seq is not None:
+                    turn.checks.append(judge.permission_cancelled(answer, n, turn.cancel_seq))
+                else:
+                    turn.checks.append(judge.permission_unanswered(answer, n))
+                return False
             turn.checks.append(judge.unknown_update(answer, n))
             if not answer.came:
                 turn.checks.append(
