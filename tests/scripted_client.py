@@ -14,6 +14,7 @@ method-not-found. A BUG:
   refuse-permission    session/request_permission answered -32601, method not found
   ignore-extension     a custom (_) request never answered (every update read all the same)
   missing-content      a read of a file that does not exist answered with content (a SHOULD)
+  mock-read            every read answered "Mock file content" (the TS SDK's example client)
   answer-nothing       no request of the agent's ever answered (chuk-acp 0.3.2)
   outcome-string       the permission's outcome a string, "allow_once" (acpbox 0.2.3)
 
@@ -55,6 +56,8 @@ class Client:
     def service(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "fs/read_text_file":
             path = Path(params["path"])
+            if self.bug == "mock-read":
+                return {"result": {"content": "Mock file content"}}
             if not path.is_file() and self.bug == "missing-content":
                 return {"result": {"content": ""}}
             if not path.is_file():

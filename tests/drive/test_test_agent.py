@@ -814,6 +814,7 @@ def test_a_correct_scripted_client_passes_with_its_effects_checked(tmp_path):
     assert code == 0, said
     assert [c for c in checks.values() if c["status"] != "pass"] == [checks["permission-cancelled"]]
     assert "read back through fs/read_text_file and on disk" in checks["fs-write"]["why"]
+    assert checks["fs-read"]["why"].endswith("(as on disk)")
     assert "its output held its token" in checks["terminal"]["why"]
 
 
@@ -824,9 +825,24 @@ def test_a_write_claimed_and_not_made_fails_fs_write(tmp_path):
     checks = _checks(report)
     assert code == 1
     assert checks["fs-write"]["status"] == "fail"
-    assert "answered success, but reading" in checks["fs-write"]["why"]
+    assert "answered success, but" in checks["fs-write"]["why"]
+    assert "on disk holds no such file" in checks["fs-write"]["why"]
     assert checks["fs-write"]["level"] == "MUST"
     assert [c["check"] for c in checks.values() if c["status"] == "fail"] == ["fs-write"]
+
+
+def test_a_read_answered_with_made_up_content_fails_fs_read(tmp_path):
+    """Every read answered "Mock file content" (the TypeScript SDK's example client): the
+    file the prompt names holds other text on disk (the cwd is here), so fs-read fails, and
+    the made-up answer for the missing file fails fs-read-missing (a SHOULD: a warning)."""
+    code, _, report = _scripted(tmp_path, "--bug", "mock-read", agent=("--allow-write",))
+    checks = _checks(report)
+    assert code == 1
+    assert checks["fs-read"]["status"] == "fail" and checks["fs-read"]["level"] == "MUST"
+    assert "'Mock file content'" in checks["fs-read"]["why"]
+    assert "'hello\\n' on disk" in checks["fs-read"]["why"]
+    assert [c["check"] for c in checks.values() if c["status"] == "fail"] == ["fs-read"]
+    assert "(the client's read of it differs)" in checks["fs-write"]["why"]
 
 
 def test_a_terminal_with_empty_output_and_exit_1_fails(tmp_path):

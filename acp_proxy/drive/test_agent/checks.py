@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 #: The most of a written file read back from disk.
 READ_BACK = 64 * 1024
+#: The lines fs-read asks for.
+READ_LINES = 50
 
 
 @check(
@@ -251,7 +253,7 @@ def fs_read_missing(agent: Core, turn: Turn) -> Generator[int | None, Any, None]
 
 @check(
     "fs-read",
-    what="the file the prompt names, read as content",
+    what="the file the prompt names, read as content (as on disk, when the cwd is here)",
     basis='v1 File System (Reading Files): the client "returns the file contents" '
     "(the response's content, a string, is required by the schema)",
 )
@@ -282,21 +284,44 @@ def fs_read(agent: Core, turn: Turn, prompt: Any) -> Generator[int | None, Any, 
         )
         return
     answer = yield from agent.ask(
-        turn, "fs/read_text_file", {"sessionId": turn.session.id, "path": path, "limit": 50}
+        turn,
+        "fs/read_text_file",
+        {"sessionId": turn.session.id, "path": path, "limit": READ_LINES},
     )
     if not answer.came:
         turn.checks.append(broken(name, answer.missing, None, n))
     elif answer.error is not None:
         turn.checks.append(Check(name, SKIP, f"refused: {answer.error_words()}", answer.seq, n))
     elif isinstance(answer.result, dict) and isinstance(answer.result.get("content"), str):
-        size = len(answer.result["content"])
-        turn.checks.append(Check(name, PASS, f"read {path!r} ({size} characters)", answer.seq, n))
+        content = answer.result["content"]
+        disk = on_disk(path, turn.session.cwd)
+        if disk and len(disk.encode()) < READ_BACK and not _lines_of(content, disk, READ_LINES):
+            turn.checks.append(
+                broken(
+                    name,
+                    f"answered {content[:80]!r} for {path!r}, which holds {disk[:80]!r} on disk",
+                    answer.seq,
+                    n,
+                )
+            )
+            return
+        how = " (as on disk)" if disk else ""
+        turn.checks.append(
+            Check(name, PASS, f"read {path!r} ({len(content)} characters){how}", answer.seq, n)
+        )
     else:
         fields = sorted(map(str, answer.result)) if isinstance(answer.result, dict) else []
         said = ", ".join(fields)[:120] or "none"
         turn.checks.append(
             broken(name, f"the result has no string content field (fields: {said})", answer.seq, n)
         )
+
+
+def _lines_of(content: str, disk: str, limit: int) -> bool:
+    """Whether ``content`` is the first ``limit`` lines of ``disk`` (a last newline, or a
+    ``\r``, kept or not: clients join lines their own way)."""
+    first = "".join(disk.splitlines(keepends=True)[:limit])
+    return content.replace("\r\n", "\n").rstrip("\n") == first.replace("\r\n", "\n").rstrip("\n")
 
 
 def on_disk(path: str, cwd: str) -> str | None:
@@ -344,26 +369,8 @@ def fs_write(agent: Core, turn: Turn, token: str) -> Generator[int | None, Any, 
         turn.checks.append(broken(name, "the result is not an object", answer.seq, n))
         return
     seq, how = answer.seq, []
-    fs = agent.client_caps.get("fs")
-    if isinstance(fs, dict) and fs.get("readTextFile") is True and agent.going(turn):
-        back = yield from agent.ask(turn, "fs/read_text_file", {"sessionId": sid, "path": path})
-        text = back.result.get("content") if isinstance(back.result, dict) else None
-        if not back.came:
-            turn.checks.append(broken(name, f"answered success; read back: {back.missing}", seq, n))
-            return
-        if text != content:
-            said = back.error_words() if back.error else f"{str(text)[:80]!r}"
-            turn.checks.append(
-                broken(
-                    name,
-                    f"answered success, but reading {path!r} back gave "
-                    f"{said}, not what was written",
-                    back.seq,
-                    n,
-                )
-            )
-            return
-        how.append("read back through fs/read_text_file")
+    # the disk first, where it is ours: a write made there is made, whatever a read says
+    # (a read that answers other content is fs-read's failure, not this one's)
     disk = on_disk(path, turn.session.cwd)
     if disk is not None:
         if disk != content:
@@ -378,18 +385,29 @@ def fs_write(agent: Core, turn: Turn, token: str) -> Generator[int | None, Any, 
             )
             return
         how.append("on disk")
-    if not how:
-        turn.checks.append(
-            Check(
-                name,
-                SKIP,
-                "answered success, but cannot be read back (no "
-                "fs.readTextFile, and the cwd is not on this disk)",
-                seq,
-                n,
+    fs = agent.client_caps.get("fs")
+    if isinstance(fs, dict) and fs.get("readTextFile") is True and agent.going(turn):
+        back = yield from agent.ask(turn, "fs/read_text_file", {"sessionId": sid, "path": path})
+        text = back.result.get("content") if isinstance(back.result, dict) else None
+        if not back.came and not how:
+            turn.checks.append(broken(name, f"answered success; read back: {back.missing}", seq, n))
+            return
+        if text == content:
+            how.insert(0, "read back through fs/read_text_file")
+        elif not how:
+            said = back.error_words() if back.error else f"{str(text)[:80]!r}"
+            turn.checks.append(
+                broken(
+                    name,
+                    f"answered success, but reading {path!r} back gave "
+                    f"{said}, not what was written",
+                    back.seq,
+                    n,
+                )
             )
-        )
-        return
+            return
+        else:  # on disk as written; the client's read of it is another check's matter
+            how[-1] += " (the client's read of it differs)"
     turn.checks.append(Check(name, PASS, f"wrote {path!r}: {' and '.join(how)}", seq, n))
 
 
