@@ -18,6 +18,7 @@ its basis (the sentence, or the validator's rule), and what each client did.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,7 @@ CLIENTS = (
     ("acpx", "acpx"),
     ("ts-sdk", "TS SDK"),
     ("ts-sdk-v2", "TS v2"),
+    ("ts-sdk-example", "TS example"),
     ("python-sdk", "Py SDK"),
     ("chuk-acp", "chuk-acp"),
     ("acpbox", "acpbox"),
@@ -164,20 +166,21 @@ def client_table(reports: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def client_notes(reports: dict[str, dict[str, Any]]) -> list[str]:
-    """A line per failed check: its basis once (the validator's rule and its sentence, for
+    """A line per failed check, then per warned one: its basis once (the validator's rule and its sentence, for
     valid-frames), then what each client did (the clients that did the same together)."""
     from acp_proxy.core.rules import RULES
 
     headings = dict(CLIENTS)
     done: dict[str, dict[str, list[str]]] = {}
     bases: dict[str, str] = {}
+    marks: dict[str, str] = {}
     for client, _ in CLIENTS:
         report = reports.get(client)
         if report is None:
             continue
         catalog = {spec["name"]: spec["basis"] for spec in report.get("catalog", ())}
         for check in report["checks"]:
-            if check["status"] != "fail":
+            if check["status"] not in ("fail", "warn"):
                 continue
             key, basis = check["check"], catalog.get(check["check"], "")
             rule = RULES.get(check["rule"] or "") if key == "valid-frames" else None
@@ -185,14 +188,21 @@ def client_notes(reports: dict[str, dict[str, Any]]) -> list[str]:
                 sentence = quoted(rule.description, "")
                 basis = f"`{rule.id}`, {rule.spec}" + (f": {sentence}" if sentence else "")
             bases[key] = basis
-            said = done.setdefault(key, {}).setdefault(check["why"], [])
+            marks[key] = min(marks.get(key, "warn"), check["status"], key=WORST.index)
+            # a path of the test's own (a temporary directory) said by its name
+            why = re.sub(r"'/[^']*/([^/']+)'", r"'\1'", check["why"])
+            said = done.setdefault(key, {}).setdefault(why, [])
             if headings[client] not in said:
                 said.append(headings[client])
     lines = []
     order = [spec["name"] for report in reports.values() for spec in report.get("catalog", ())]
-    for key in sorted(done, key=lambda name: order.index(name) if name in order else 0):
+    ranked = sorted(
+        done, key=lambda name: (marks[name] != "fail", order.index(name) if name in order else 0)
+    )
+    for key in ranked:
         here = "; ".join(f"{', '.join(clients)}: {why}" for why, clients in done[key].items())
-        lines.append(f"- **\u2717** `{key}` ({bases[key]}): {here}")
+        mark = "**\u2717**" if marks[key] == "fail" else "!"
+        lines.append(f"- {mark} `{key}` ({bases[key]}): {here}")
     return lines
 
 

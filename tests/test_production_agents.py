@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import os
 import queue
+import shlex
 import shutil
 import subprocess
 import sys
@@ -817,6 +818,51 @@ def kept(name: str, report: Path, seconds: float) -> dict[str, Any]:
 def failing(document: dict[str, Any]) -> dict[str, str]:
     """The checks that failed, each with why."""
     return {c["check"]: c["why"] for c in document["checks"] if c["status"] == "fail"}
+
+
+#: The TypeScript SDK acpx pins (its own copy, under acpx): its example client is shipped
+#: built, as dist/examples/client.js.
+TS_EXAMPLE_SDK = "1.9.0"
+
+
+def test_the_typescript_sdks_example_client_against_test_agent(
+    npm_bin: Path, workspace: Path, tmp_path: Path
+):
+    """The TypeScript SDK's own example client (dist/examples/client.js; it starts its agent
+    as ``npx tsx agent.ts``: an ``npx`` of ours, first on PATH, starts test-agent instead;
+    its permission question answered 1 on stdin). It answers fs/write_text_file with success
+    and writes nothing, and every read with "Mock file content": fs-write fails (the file is
+    not on disk), and the read of a missing file warns (content for a file that is not
+    there); its prompt, "Hello, agent!", names no file (fs-read skips)."""
+    sdk = npm_bin.parent / "acpx" / "node_modules" / "@agentclientprotocol" / "sdk"
+    node = shutil.which("node")
+    if node is None or not (sdk / "dist" / "examples" / "client.js").exists():
+        pytest.skip("node, or the TypeScript SDK's example client, is not installed")
+    assert orjson.loads((sdk / "package.json").read_bytes())["version"] == TS_EXAMPLE_SDK
+    report = tmp_path / "report.json"
+    agent = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", "json",
+             "--allow-write", "--timeout", "10"]  # fmt: skip
+    fake = tmp_path / "fake-npx"
+    fake.mkdir()
+    (fake / "npx").write_text("#!/bin/sh\nexec " + " ".join(map(shlex.quote, agent)) + "\n")
+    (fake / "npx").chmod(0o755)
+    env = agent_env(npm_bin, tmp_path)
+    env["PATH"] = f"{fake}{os.pathsep}{env['PATH']}"
+    started = time.monotonic()
+    proc = subprocess.run(
+        [node, str(sdk / "dist" / "examples" / "client.js")], input=b"1\n",
+        capture_output=True, env=env, cwd=workspace, timeout=ANSWER_TIMEOUT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    assert b"Agent completed with: end_turn" in proc.stdout, proc.stdout[-2000:]
+    document = kept("ts-sdk-example", report, time.monotonic() - started)
+    assert document["client"] is None  # (it sends no clientInfo)
+    fails = failing(document)
+    assert set(fails) == {"fs-write"}, fails
+    assert "on disk holds no such file" in fails["fs-write"]
+    statuses = {c["check"]: (c["status"], c["level"]) for c in document["checks"]}
+    assert statuses["fs-read-missing"] == ("warn", "SHOULD"), statuses
+    assert statuses["fs-read"][0] == "skip"
 
 
 #: The Python SDK's example client (examples/client.py of agent-client-protocol, the version
