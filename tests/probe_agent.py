@@ -45,6 +45,7 @@ Usage: python probe_agent.py [BUG [ARG]]
   error-prompt        answers session/prompt with a JSON-RPC error
   slow-stream         a turn streams a chunk every 0.5 s for 10 s (honouring session/cancel)
   endless             a turn never ends: one chunk, then nothing (session/cancel ignored)
+  flood               a turn never ends: chunks without end, as fast as it can (v1, v2)
   bad-stop            ends a turn with a stop reason full of control characters
   auth                offers the auth methods "oauth" and "api-key"
   text-controls       its reply holds a tab, a line feed, a CR, an ESC, a bidi override, a BEL
@@ -136,6 +137,8 @@ def turn_v2(request_id: object, session: str, prompt: object) -> None:
     if BUG != "v2-no-user-message":
         update(session, {"sessionUpdate": "user_message", "messageId": user, "content": prompt})
     send({"id": request_id, "result": {} if BUG == "v2-no-message-id" else {"messageId": user}})
+    if BUG == "flood":
+        never_ends(session)
     for word in WORDS:
         if session in _cancelled and BUG != "ignore-cancel":
             break
@@ -149,6 +152,17 @@ def turn_v2(request_id: object, session: str, prompt: object) -> None:
     _cancelled.discard(session)
     if BUG != "v2-no-idle":
         update(session, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})
+
+
+def never_ends(session: str) -> None:
+    """A turn that never ends: one chunk, then nothing (endless); chunks without end, as
+    fast as they go (flood)."""
+    update(session, {"sessionUpdate": "agent_message_chunk",
+                     "content": {"type": "text", "text": "Hello "}})  # fmt: skip
+    while BUG == "flood":
+        update(session, {"sessionUpdate": "agent_message_chunk",
+                         "content": {"type": "text", "text": "more "}})  # fmt: skip
+    threading.Event().wait()
 
 
 def turn(request_id: object, session: str) -> None:
@@ -184,10 +198,8 @@ def turn(request_id: object, session: str) -> None:
         text = (read.get("result") or {}).get("content", "")  # type: ignore[attr-defined]
         ask("fs/write_text_file", {"sessionId": session, "path": ARG + ".written",
                                    "content": f"read: {text}"})  # fmt: skip
-    if BUG == "endless":  # one chunk, then the turn never ends
-        update(named, {"sessionUpdate": "agent_message_chunk",
-                       "content": {"type": "text", "text": "Hello "}})  # fmt: skip
-        threading.Event().wait()
+    if BUG in ("flood", "endless"):
+        never_ends(named)
     for word in WORDS:
         if session in _cancelled and BUG != "ignore-cancel":
             break

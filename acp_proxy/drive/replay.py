@@ -125,44 +125,62 @@ def drive_agent(
 def _play(client: Client, replay: ClientReplay, timeout: float) -> None:
     """Play the recorded client: each frame of the agent's to the replay, what it says to
     send sent; each recorded prompt's turn driven to its end (see the module)."""
-    turns: list[tuple[Step, PromptTurn]] = []  # open, in the order their prompts went
-
-    def send(lines: list[bytes]) -> None:
-        if lines:
-            client.send_raw(b"".join(line + b"\n" for line in lines))
-        for step in replay.take_prompts():  # (before any frame of the agent's after it)
-            session = replay.live_session(step) or ""
-            turns.append((step, PromptTurn(session, Sent(step.message.id))))
-
-    def take(event: Event, driven: PromptTurn | None = None) -> None:
-        for _, turn in turns:
-            if turn is not driven:  # (drive_turn feeds the turn it drives)
-                turn.take(event)
-        send(replay.receive_frame(event.frame, event.message))
-
-    send(replay.start())
-    while turns or not replay.done:  # (a turn whose recorded end came is driven to its own)
+    player = _Player(client, replay, timeout)
+    player.send(replay.start())
+    while player.turns or not replay.done:  # (a turn whose recorded end came is driven too)
         try:
-            if turns:
-                step, turn = turns[0]
-                try:
-                    drive_turn(client, turn, timeout, functools.partial(take, driven=turn),
-                               per_frame=True, cancel_overdue=False)  # fmt: skip
-                except Overdue:
-                    replay.turn_overdue(step, turn.answered, timeout)
-                    raise TimedOut("end of the turn", timeout) from None
-                turns.pop(0)
-                closer = turn.closer or turn.reply
-                failed = turn.error is not None
-                replay.turn_ended(step, failed, turn.stop_reason, closer.seq if closer else None)
+            if player.turns:
+                if player.drive_first():
+                    break
                 continue
-            take(client.next_event(timeout))
+            player.take(client.next_event(timeout))
         except TimedOut:
             replay.timed_out(timeout)
             break
         except AgentGone:
             replay.agent_closed()
             break
+
+
+class _Player:
+    """What :func:`_play` sends and takes, and the recorded prompts' turns still open."""
+
+    def __init__(self, client: Client, replay: ClientReplay, timeout: float) -> None:
+        self.client, self.replay, self.timeout = client, replay, timeout
+        #: Open, in the order their prompts went.
+        self.turns: list[tuple[Step, PromptTurn]] = []
+
+    def send(self, lines: list[bytes]) -> None:
+        if lines:
+            self.client.send_raw(b"".join(line + b"\n" for line in lines))
+        for step in self.replay.take_prompts():  # (before any frame of the agent's after it)
+            session = self.replay.live_session(step) or ""
+            self.turns.append((step, PromptTurn(session, Sent(step.message.id))))
+
+    def take(self, event: Event, driven: PromptTurn | None = None) -> None:
+        for _, turn in self.turns:
+            if turn is not driven:  # (drive_turn feeds the turn it drives)
+                turn.take(event)
+        self.send(self.replay.receive_frame(event.frame, event.message))
+
+    def drive_first(self) -> bool:
+        """The oldest open turn driven to its end; whether the replay gave up meanwhile."""
+        replay, timeout = self.replay, self.timeout
+        step, turn = self.turns[0]
+        try:
+            drive_turn(self.client, turn, timeout, functools.partial(self.take, driven=turn),
+                       ended=lambda turn: turn.ended or replay.gave_up,
+                       per_frame=True, cancel_overdue=False)  # fmt: skip
+        except Overdue:
+            replay.turn_overdue(step, turn.answered, timeout)
+            raise TimedOut("end of the turn", timeout) from None
+        if replay.gave_up:  # (too much the recording does not have: said)
+            return True
+        self.turns.pop(0)
+        closer = turn.closer or turn.reply
+        failed = turn.error is not None
+        replay.turn_ended(step, failed, turn.stop_reason, closer.seq if closer else None)
+        return False
 
 
 class _Playing(Role):

@@ -551,6 +551,12 @@ class _Expected:
     matched: bool = False
 
 
+#: Frames the recording does not have that a client replay lists one by one; and the number
+#: at which it gives up.
+STRAYS_LISTED = 100
+STRAYS_MAX = 10_000
+
+
 class ClientReplay:
     """The recording as a client. Pure: agent lines in, client lines out, divergences kept."""
 
@@ -573,6 +579,9 @@ class ClientReplay:
         #: The recorded agent requests (the recording's wire model's) -> their live ids.
         self._requests: dict[Request, Any] = {}
         self.divergences: list[str] = []
+        #: Frames the recording did not have; whether there were too many (:data:`STRAYS_MAX`).
+        self._strays = 0
+        self.gave_up = False
         #: The recorded prompts sent whose turns ended in the recording (:func:`_ends_turn`),
         #: for the shell to drive to their ends; it takes them (:meth:`take_prompts`).
         self.prompts: list[Step] = []
@@ -584,8 +593,8 @@ class ClientReplay:
 
     @property
     def done(self) -> bool:
-        """Every recorded frame was sent or arrived."""
-        return self._next >= len(self.script.steps) and not self._unmatched
+        """Every recorded frame was sent or arrived, or the replay gave up."""
+        return self.gave_up or (self._next >= len(self.script.steps) and not self._unmatched)
 
     @property
     def missing(self) -> list[Step]:
@@ -614,13 +623,35 @@ class ClientReplay:
             return []
         claimed = self._claim(message)
         if claimed is None:
+            self._stray(frame)
+            if self.gave_up:
+                return []
+        else:
+            self._check(*claimed, frame, message)
+        return self._advance() if not self._unmatched else []
+
+    def _stray(self, frame: Frame) -> None:
+        """A frame the recording does not have here: said, the first :data:`STRAYS_LISTED`;
+        then counted; at :data:`STRAYS_MAX` the replay gives up (an agent that keeps sending
+        what was not recorded would keep it going, its list growing; ``--record`` keeps every
+        frame all the same)."""
+        self._strays += 1
+        if self._strays <= STRAYS_LISTED:
             self.divergences.append(
                 f"the agent sent {_summary(frame.value, frame)}, which the recording does not "
                 f"have here (waiting for {self._waiting()})"
             )
-        else:
-            self._check(*claimed, frame, message)
-        return self._advance() if not self._unmatched else []
+        elif self._strays == STRAYS_LISTED + 1:
+            self.divergences.append(
+                "more frames the recording does not have came: counted, not listed "
+                "(--record keeps every frame of the replay)"
+            )
+        if self._strays >= STRAYS_MAX:
+            self.gave_up = True
+            self.divergences.append(
+                f"gave up after {STRAYS_MAX:,} frames the recording does not have "
+                f"(waiting for {self._waiting()})"
+            )
 
     def take_prompts(self) -> list[Step]:
         """The recorded prompts sent since last asked whose turns the shell drives."""

@@ -128,3 +128,23 @@ def test_a_stop_reason_full_of_control_characters_is_said_escaped_on_its_line(re
     turn = [line for line in _divergences(proc.stderr) if line.startswith("the turn of")]
     assert len(turn) == 1 and "FAKE: line" in turn[0], turn
     assert not {"\x1b", "\x07", "\r", "\u202e"} & set(proc.stderr.decode()), proc.stderr
+
+
+def test_an_agent_that_keeps_sending_what_was_not_recorded_is_given_up_on(recorded):
+    """A turn that streams chunks without end: each frame the recording does not have is a
+    divergence, the first STRAYS_LISTED said one by one, the rest counted; at STRAYS_MAX
+    the replay gives up, exit 1 (it ran on, its list growing, for as long as the agent
+    sent)."""
+    from acp_proxy.readers.replay import STRAYS_LISTED, STRAYS_MAX
+
+    proc = _replay(recorded, "flood")
+    assert proc.returncode == 1, proc.stderr.decode()[-2000:]
+    said = _divergences(proc.stderr)
+    strays = [line for line in said if line.startswith("the agent sent ")]
+    assert len(strays) == STRAYS_LISTED, len(strays)
+    assert (
+        "more frames the recording does not have came: counted, not listed"
+        in said[STRAYS_LISTED + said.index(strays[0])]
+    )
+    assert any(line.startswith(f"gave up after {STRAYS_MAX:,} frames") for line in said), said[-3:]
+    assert len(said) < STRAYS_LISTED + 20
