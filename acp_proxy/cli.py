@@ -339,6 +339,7 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     "\nacp-proxy COMMAND --help says more about each.",
 )
 @click.option(
+    "-V",
     "--version",
     is_flag=True,
     expose_value=False,

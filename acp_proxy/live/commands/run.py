@@ -27,6 +27,7 @@ from acp_proxy.clihelp import (
     exit_with,
     logging_options,
     no_effect,
+    not_found,
     not_stdout,
     overruled,
     say,
@@ -310,7 +311,7 @@ def run(
     try:
         agent = take_agent(click.get_current_context().obj, argv)
     except AgentNotFound:
-        say(f"acp-proxy: agent command not found: {argv[0]}")
+        say(f"acp-proxy: {not_found(argv[0], editor=True)}")
         sys.exit(EXIT_NOT_FOUND)
     except AgentNotExecutable as exc:
         say(f"acp-proxy: agent command cannot be executed: {exc}")

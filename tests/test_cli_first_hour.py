@@ -1,0 +1,29 @@
+"""The first hour of a demanding newcomer (walkthrough 5's rough edges): what they type as
+they would for git, rg, jq or ``claude -p`` works as they expect."""
+
+from __future__ import annotations
+
+from tests.conftest import invoke
+
+
+def test_dash_capital_v_is_the_version_as_for_most_tools():
+    """``-V`` as acpx, codex and many others take it: ``--version``'s two lines."""
+    short, long = invoke("-V"), invoke("--version")
+    assert short.returncode == 0 and short.stdout == long.stdout
+    assert short.stdout.startswith(b"acp-proxy, version ")
+
+
+def test_an_agent_not_on_path_says_where_it_was_looked_for():
+    """A bare name not found on PATH: the line says so, and ``run`` (an editor's command)
+    that an editor's PATH is its own; a path that does not exist needs no hint."""
+    run = invoke("run", "--no-record", "--", "no-such-agent-here")
+    assert run.returncode == 127
+    assert run.stderr.decode().strip() == (
+        "acp-proxy run: agent command not found: no-such-agent-here"
+        " (not on PATH; an editor has its own PATH: give the absolute path)"
+    )
+    probe = invoke("probe", "--no-record", "--", "no-such-agent-here")
+    assert probe.returncode == 2
+    assert "agent command not found: no-such-agent-here (not on PATH)" in probe.stderr.decode()
+    absolute = invoke("probe", "--no-record", "--", "/nonexistent/agent")
+    assert absolute.stderr.decode().strip().endswith("agent command not found: /nonexistent/agent")
