@@ -375,6 +375,10 @@ def _entity_lines(entity: Entity) -> list[str]:
         tool_kind = entity.fields.get("kind")
         head = f"  tool {entity.id} {title!r}" + (f" ({tool_kind})" if tool_kind else "")
         lines = [visible(head) + ": " + _coloured(visible(status), color)]
+        for asked in entity.permissions:  # (as the editor asked it, and the answer)
+            answer = asked["answer"] or "(no answer)"
+            options = " / ".join(asked["options"])
+            lines.append(visible(f"      permission ({options}): {answer}"))
         text = visible(_full_text(entity.content))
         if text:
             lines.append(f"      {text[:200]}")

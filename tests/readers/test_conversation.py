@@ -442,3 +442,49 @@ def test_a_message_label_is_styled_once_not_switched_on_and_off():
     assert _role_label("agent") == "\x1b[1magent:\x1b[0m"
     assert _role_label("thought") == "\x1b[2mthought:\x1b[0m"
     assert _role_label("user") == "\x1b[36m\x1b[1muser:\x1b[0m"
+
+
+def _permission_frames(answer: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    call = {"toolCallId": "c1", "title": "Read a.txt", "kind": "read", "status": "pending"}
+    options = [
+        {"optionId": "ok", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+    ]
+    return [
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+                    "params": {"sessionId": S, "prompt": [{"type": "text", "text": "hi"}]}}),
+        ("agent", {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+                   "params": {"sessionId": S, "toolCall": call, "options": options}}),
+        ("client", {"jsonrpc": "2.0", "id": 7, **answer}),
+    ]  # fmt: skip
+
+
+def test_a_permission_question_and_its_answer_are_on_their_tool_call():
+    """What the editor asked and what the user answered (an option by its name, cancelled,
+    or an error), as chat draws it: on the tool call, in the text and the JSON."""
+    from acp_proxy.readers.text import _entity_lines
+
+    answers = [
+        ({"result": {"outcome": {"outcome": "selected", "optionId": "ok"}}}, "Allow once"),
+        ({"result": {"outcome": {"outcome": "cancelled"}}}, "cancelled"),
+        ({"error": {"code": -32601, "message": "Method not found"}}, "refused: error -32601"),
+    ]
+    for answer, said in answers:
+        model = build(frames=_permission_frames(answer))
+        view = model.sessions[S]
+        entity = view.entities[("tool call", "c1")]
+        assert [p["options"] for p in entity.permissions] == [["Allow once", "Reject"]]
+        assert str(entity.permissions[0]["answer"]).startswith(said)
+        assert entity.as_json()["permissions"][0]["seq"] == 2
+        lines = [click.unstyle(line) for line in _entity_lines(entity)]
+        assert lines[0] == "  tool c1 'Read a.txt' (read): pending"
+        assert lines[1].startswith(f"      permission (Allow once / Reject): {said}"), lines
+
+
+def test_show_conversation_says_the_permissions_of_a_recording():
+    from tests.conftest import RECORDINGS, invoke
+
+    shown = invoke("show", "--conversation", str(RECORDINGS / "v1-tour.jsonl"))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.decode()
+    assert text.count("permission (Allow once / Reject): Allow once") == 2, text
