@@ -27,3 +27,18 @@ def test_an_agent_not_on_path_says_where_it_was_looked_for():
     assert "agent command not found: no-such-agent-here (not on PATH)" in probe.stderr.decode()
     absolute = invoke("probe", "--no-record", "--", "/nonexistent/agent")
     assert absolute.stderr.decode().strip().endswith("agent command not found: /nonexistent/agent")
+
+
+def test_every_command_s_help_gives_its_exit_statuses():
+    """As git's manual pages and grep's do: every command's --help says its exit statuses
+    (the words may wrap); run's usage names the agent as probe and chat do."""
+    import re
+
+    from acp_proxy.cli import cli
+
+    for name in cli.commands:
+        text = " ".join(invoke(name, "--help").stdout.decode().split())
+        assert re.search(r"Exit status(es)?[:,] ", text), name
+    usage = invoke("run", "--help").stdout.decode().splitlines()[0]
+    assert usage.endswith(" run [OPTIONS] -- AGENT [ARGS]..."), usage
+    assert "missing argument '-- AGENT [ARGS]...'" in invoke("run").stderr.decode()

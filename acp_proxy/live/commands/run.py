@@ -268,7 +268,9 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     help="With --otlp: also send each turn's prompt and reply text.",
 )
 @logging_options
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument(
+    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]..."
+)
 def run(
     record: str | None,
     no_record: bool,
@@ -288,7 +290,11 @@ def run(
     color: str,
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND (the agent) and relay its stdio, recording the session.
+    """Run AGENT and relay its stdio, recording the session.
+
+    \b
+    Exit status: the agent's (128+N: killed by signal N), 127 AGENT not found,
+    126 not executable, 70 acp-proxy itself failed (a bug), 2 usage, 130 Ctrl-C.
 
     Every option can also be set in the environment as ACP_PROXY_RUN_<OPTION>
     (run's own) or ACP_PROXY_<OPTION>, for example ACP_PROXY_LOG_FILE=/tmp/acp.log

@@ -36,7 +36,9 @@ def inspect(
     """Serve the report page on 127.0.0.1, live: the sessions of DIR (default: the recordings
     directory), newest first, each growing as it is recorded. Every URL carries a token; the
     URL is printed on stderr (--open gives the browser a private file that leads to it, never
-    the token itself)."""
+    the token itself).
+
+    Exit status: 130 stopped by Ctrl-C (its files removed), 2 an unreadable DIR or FILE."""
     import signal
     import threading
 

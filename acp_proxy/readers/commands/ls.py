@@ -91,6 +91,8 @@ def ls(
 
     A session's summary is read once and kept in a small index in the user's cache
     directory ($XDG_CACHE_HOME or ~/.cache, acp-proxy/), read again when the file changes.
+
+    Exit status: 0 listed (none, too), 2 DIR cannot be read.
     """
     as_json = wants_json(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
