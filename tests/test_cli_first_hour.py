@@ -42,3 +42,22 @@ def test_every_command_s_help_gives_its_exit_statuses():
     usage = invoke("run", "--help").stdout.decode().splitlines()[0]
     assert usage.endswith(" run [OPTIONS] -- AGENT [ARGS]..."), usage
     assert "missing argument '-- AGENT [ARGS]...'" in invoke("run").stderr.decode()
+
+
+def test_every_command_s_help_names_its_environment_variables():
+    """Not only run's: each command's --help says its options are read from
+    ACP_PROXY_<COMMAND>_<OPTION> too, with one of its own as the example; help text that
+    wraps still reads as one paragraph (no indentation left from the docstring)."""
+    from acp_proxy.cli import cli
+
+    for name in cli.commands:
+        command = cli.commands[name]
+        own = name.upper().replace("-", "_")
+        if not [p for p in command.params if p.name != "help" and p.envvar]:
+            continue
+        text = " ".join(invoke(name, "--help").stdout.decode().split())
+        assert f"ACP_PROXY_{own}_" in text, name
+        assert "ACP_PROXY_<OPTION>" in text or name == "run", name
+    stats = invoke("stats", "--help").stdout.decode()
+    assert "(this command's, as ACP_PROXY_STATS_FORMAT)" in " ".join(stats.split()), stats
+    assert "\n      " not in stats.split("Options:")[0], stats
