@@ -464,7 +464,7 @@ def test_a_permission_question_and_its_answer_are_on_their_tool_call():
     or an error), as chat draws it: on the tool call, in the text and the JSON."""
     from acp_proxy.readers.text import _entity_lines
 
-    answers = [
+    answers: list[tuple[dict[str, Any], str]] = [
         ({"result": {"outcome": {"outcome": "selected", "optionId": "ok"}}}, "Allow once"),
         ({"result": {"outcome": {"outcome": "cancelled"}}}, "cancelled"),
         ({"error": {"code": -32601, "message": "Method not found"}}, "refused: error -32601"),
