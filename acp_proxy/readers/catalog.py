@@ -185,7 +185,16 @@ def table(sessions: Iterable[SessionSummary]) -> Iterator[str]:
             cell.rjust(width) if right else cell.ljust(width)
             for cell, width, (_, right) in zip(row, widths, COLUMNS, strict=False)
         ]
-        yield "  ".join([*cells, row[-1]])
+        yield "  ".join([*cells, row[-1] if row is rows[0] else _home(row[-1])])
+
+
+def _home(path: str) -> str:
+    """A path under the home directory as ``~/...`` (as a shell takes it back), so that a
+    row fits a terminal more often: the recordings directory is under it by default."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and path.startswith(home + "/") and not path.startswith("~"):
+        return "~" + path[len(home) :]
+    return path
 
 
 def _counted(count: int, noun: str) -> str:

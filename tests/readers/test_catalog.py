@@ -614,3 +614,19 @@ def test_a_pattern_that_backtracks_without_end_is_given_up_with_a_one_line_error
     assert len(said.strip().splitlines()) == 1 and "Traceback" not in said, said
     assert "budget" in said and "(.*.*)*QQQ" in said, said
     assert proc.stdout == b""
+
+
+def test_ls_n_keeps_the_newest_and_a_path_under_home_is_shown_with_a_tilde(directory):
+    """``-n N`` as ``git log -n``: the N newest of what would be listed (JSON too); in the
+    text, a recording under the home directory is ``~/...`` (shorter rows; the shell reads
+    it back), the JSON keeps the path whole."""
+    every = ls(str(directory))
+    assert [s["path"] for s in ls("-n", "2", str(directory))] == [s["path"] for s in every[:2]]
+    assert len(ls("--max-count", "1", str(directory))) == 1
+    assert invoke("ls", "-n", "0", str(directory)).returncode == 2
+    home = {"HOME": str(directory.parent)}
+    text = invoke("ls", "-n", "1", str(directory), env=home).stdout.decode().splitlines()
+    assert len(text) == 2  # the header, one session
+    assert text[1].endswith(f"  ~/{directory.name}/{Path(every[0]['path']).name}"), text
+    whole = invoke("ls", "--format", "json", str(directory), env=home).stdout.decode()
+    assert "~/" not in whole and str(directory) in whole
