@@ -3,7 +3,7 @@ they would for git, rg, jq or ``claude -p`` works as they expect."""
 
 from __future__ import annotations
 
-from tests.conftest import invoke
+from tests.conftest import acp, invoke
 
 
 def test_dash_capital_v_is_the_version_as_for_most_tools():
@@ -61,3 +61,28 @@ def test_every_command_s_help_names_its_environment_variables():
     stats = invoke("stats", "--help").stdout.decode()
     assert "(this command's, as ACP_PROXY_STATS_FORMAT)" in " ".join(stats.split()), stats
     assert "\n      " not in stats.split("Options:")[0], stats
+
+
+def test_run_ends_with_a_line_of_what_was_recorded_and_how_to_see_it(tmp_path):
+    """As the demo ends: the frames and findings of the session and the command that shows
+    it (the recording's path, quoted for a shell), last in the log; none without a
+    recording."""
+    import sys
+
+    import orjson
+
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": 1, "clientCapabilities": {}}}  # fmt: skip
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent"]
+    where = tmp_path / "my sessions" / "one.jsonl"
+    where.parent.mkdir()
+    env = {"NO_COLOR": "1"}
+    line = orjson.dumps(initialize) + b"\n"
+    # (a process: run relays its descriptors 0 and 1 themselves)
+    run = acp("run", "--record", str(where), "--", *agent, input=line, env=env)
+    assert run.returncode == 0, run.stderr
+    last = run.stderr.decode().strip().splitlines()[-1]
+    assert "recorded" in last and "frames=2" in last and "errors=0" in last, last
+    assert f"see=\"acp-proxy show '{where}'\"" in last, last
+    quiet = acp("run", "--no-record", "--", *agent, input=line, env=env)
+    assert "recorded" not in quiet.stderr.decode()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -159,6 +160,27 @@ def _spool_for(record: str | None, pid: int) -> Path | None:
 
 #: run's options that shape or serve the recording.
 _RECORDING = ("record", "redact", "no_stderr", "inspect_live")
+
+
+def _closing_line(observer: Observer | None, log: Logger) -> None:
+    """The session's last line, as the demo ends: how many frames and findings, and the
+    command that shows it (the log names the recording at the start only)."""
+    from acp_proxy.live.addons import LogFindings
+
+    if observer is None or observer.recorder.path is None:
+        return
+    levels: dict[str, int] = {}
+    for addon in observer.addons:
+        if isinstance(addon, LogFindings):
+            levels = addon.levels
+    with contextlib.suppress(Exception):
+        log.info(
+            "recorded",
+            frames=observer.seq,
+            errors=levels.get("error", 0),
+            warnings=levels.get("warning", 0),
+            see=f"acp-proxy show {shlex.quote(str(observer.recorder.path))}",
+        )
 
 
 def _what_does_nothing(record: str | None, no_record: bool) -> None:
@@ -359,6 +381,7 @@ def run(
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         exit_with(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
+    _closing_line(observer.wait(), log)
     for page in inspector:
         if page is not None:
             with contextlib.suppress(OSError):
