@@ -587,3 +587,26 @@ def test_a_peer_that_goes_away_mid_response_ends_its_request_silently(tmp_path: 
     said = proc.stderr.read().decode()
     stop(proc)
     assert "Traceback" not in said and "Error" not in said, said
+
+
+def test_inspect_says_what_it_serves_and_that_no_browser_could_open_it(tmp_path):
+    """As ``python -m http.server`` does: after the URL, what is served (the directory and
+    its count of recordings) and how it stops; --open where no browser can be started says
+    so (the URL above is the way), never silence."""
+    for name in ("clean.jsonl", "misbehaving.jsonl"):
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    bare = {k: v for k, v in clean_env().items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    bare.update(PATH=str(tmp_path / "no-such-bin"), BROWSER="")
+    proc = subprocess.Popen([*PROXY, "inspect", "--open", str(tmp_path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bare)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline().decode() for _ in range(3)]
+    finally:
+        stop(proc)
+    assert lines[0].startswith("acp-proxy inspect: http://127.0.0.1:"), lines
+    assert (
+        lines[1]
+        == f"acp-proxy inspect: serving {tmp_path} (2 recordings) on 127.0.0.1 until Ctrl-C\n"
+    )
+    assert lines[2] == "acp-proxy inspect: cannot open a browser here; the URL above opens it\n"
