@@ -86,3 +86,37 @@ def test_run_ends_with_a_line_of_what_was_recorded_and_how_to_see_it(tmp_path):
     assert f"see=\"acp-proxy show '{where}'\"" in last, last
     quiet = acp("run", "--no-record", "--", *agent, input=line, env=env)
     assert "recorded" not in quiet.stderr.decode()
+
+
+def test_test_agent_on_a_terminal_says_what_it_is_for(tmp_path):
+    """Typed at a terminal, test-agent says that it speaks ACP for a client and how to name
+    it (not silence while typed lines go nowhere); from a pipe (a client) it says nothing
+    of the sort. Its --help says how to have fs-read checked."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from tests.conftest import PROXY, clean_env
+
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen([*PROXY, "test-agent", "--no-record"], stdin=secondary,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())  # fmt: skip
+    os.close(secondary)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        line = proc.stderr.readline().decode() if ready else ""
+    finally:
+        proc.kill()
+        proc.wait(10)
+        os.close(main)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert line.startswith("acp-proxy test-agent: speaks ACP on stdin and stdout, for a client")
+    assert "`acp-proxy test-agent` as the agent command" in line, line
+    piped = acp("test-agent", "--no-record", input=b"")
+    assert b"speaks ACP" not in piped.stderr, piped.stderr
+    helped = " ".join(invoke("test-agent", "--help").stdout.decode().split())
+    assert "fs-read reads the file a prompt names" in helped
