@@ -839,3 +839,15 @@ def test_the_frames_over_time_picture_has_the_time_axis_the_others_have(tmp_path
         assert page.js("document.body.dataset.errors") == "0"
     finally:
         page.close()
+
+
+@browser
+def test_the_conversation_shows_what_permission_was_asked_and_answered(tmp_path):
+    """A tool call's permission question and the answer, on the page as `show
+    --conversation` has it; the box of findings on no recorded frame says what they are."""
+    page = report_of(RECORDINGS / "v1-tour.jsonl", tmp_path)
+    html = dom(page)
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert html.count("permission (Allow once / Reject): Allow once") == 2, html[-3000:]
+    loose = dom(report_of(RECORDINGS / "misbehaving.jsonl", tmp_path))
+    assert "Findings not on a recorded frame (a live-only notice, or the end)" in loose
