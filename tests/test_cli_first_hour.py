@@ -3,6 +3,8 @@ they would for git, rg, jq or ``claude -p`` works as they expect."""
 
 from __future__ import annotations
 
+import contextlib
+
 from tests.conftest import acp, invoke
 
 
@@ -120,3 +122,39 @@ def test_test_agent_on_a_terminal_says_what_it_is_for(tmp_path):
     assert b"speaks ACP" not in piped.stderr, piped.stderr
     helped = " ".join(invoke("test-agent", "--help").stdout.decode().split())
     assert "fs-read reads the file a prompt names" in helped
+
+
+def test_probe_list_fits_the_terminal_and_stays_a_line_a_check_in_a_pipe():
+    """On a terminal 80 columns wide, each check's description wraps under its own column
+    (not the terminal's mid-word cut); into a pipe, a check a line, as grep wants."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.conftest import PROXY, clean_env
+
+    piped = invoke("probe", "--list").stdout.decode().splitlines()
+    assert max(len(line) for line in piped) > 200
+    main, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    env = clean_env(PAGER="cat", COLUMNS="80", NO_COLOR="1")
+    proc = subprocess.Popen([*PROXY, "probe", "--list"], stdout=secondary, stderr=secondary,
+                            stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+    os.close(secondary)
+    out = b""
+    with contextlib.suppress(OSError):  # (EIO once the process is gone)
+        while chunk := os.read(main, 65536):
+            out += chunk
+    proc.wait(30)
+    os.close(main)
+    lines = out.decode().replace("\r\n", "\n").splitlines()
+    assert lines and max(len(line) for line in lines) <= 80, max(lines, key=len)
+    names = [line.split()[0] for line in piped]
+    starts = [line for line in lines if line and not line.startswith(" ")]
+    assert [line.split()[0] for line in starts] == names
+    column = len(piped[0]) - len(piped[0].split(None, 2)[2])
+    follow = [line for line in lines if line.startswith(" ")]
+    assert follow and all(line.startswith(" " * column) for line in follow), follow[:3]
