@@ -93,6 +93,7 @@ def test_validate_json_format(tmp_path):
             "level": "error",
             "message": 'the agent sent a line that is not JSON: "oops"',
             "spec": "ACP transport",
+            "link": "https://agentclientprotocol.com/protocol/v1/transports",
         }
     ]
 
@@ -571,3 +572,14 @@ def test_junit_has_the_warnings_as_passing_cases_and_strict_fails_them():
                 assert prop.get("name") == "warning" and prop.get("value", "").startswith(rule)
                 out = cases[rule].findtext("system-out") or ""
                 assert "misbehaving.jsonl:" in out and "seq" in out
+
+
+def test_validate_json_links_each_finding_to_its_rule_s_page():
+    from acp_proxy.core.rules import RULES, spec_link
+
+    found = invoke("validate", "--format", "json", str(RECORDINGS / "misbehaving.jsonl"))
+    rows = [orjson.loads(line) for line in found.stdout.splitlines()]
+    assert rows and all(row["link"] == spec_link(RULES[row["rule"]]) for row in rows)
+    assert {row["link"] for row in rows} >= {
+        "https://agentclientprotocol.com/protocol/v2/prompt-lifecycle"
+    }
