@@ -158,3 +158,12 @@ def test_probe_list_fits_the_terminal_and_stays_a_line_a_check_in_a_pipe():
     column = len(piped[0]) - len(piped[0].split(None, 2)[2])
     follow = [line for line in lines if line.startswith(" ")]
     assert follow and all(line.startswith(" " * column) for line in follow), follow[:3]
+
+
+def test_run_inspect_s_help_points_to_one_url_for_every_session():
+    """A URL a session, in the editor's log, is hard to find again: the help says that
+    ``acp-proxy inspect`` left open serves every session of the directory at one URL."""
+    helped = " ".join(invoke("run", "--help").stdout.decode().split())
+    assert "a new one each session. One URL for every session: keep `acp-proxy inspect` open" in (
+        helped
+    )

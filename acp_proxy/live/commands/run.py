@@ -265,7 +265,8 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     is_flag=True,
     envvar=envvar("INSPECT"),
     help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
-    "process, stopped with the proxy); its URL goes to stderr.",
+    "process, stopped with the proxy); its URL goes to stderr, a new one each session. One "
+    "URL for every session: keep `acp-proxy inspect` open (the recordings directory, live).",
 )
 @click.option(
     "--addon",
