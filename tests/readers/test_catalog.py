@@ -119,7 +119,7 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     lines = invoke("ls", str(directory)).stdout.decode().splitlines()
     assert lines[0].split() == [
         "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "USAGE", "BYTES",
-        "PATH",
+        "FIRST", "PROMPT", "PATH",
     ]  # fmt: skip
     by_name = {line.rsplit("/", 1)[-1]: line for line in lines[1:]}
     (c,) = [s for s in ls(str(directory)) if s["path"].endswith("c.jsonl")]
@@ -630,3 +630,24 @@ def test_ls_n_keeps_the_newest_and_a_path_under_home_is_shown_with_a_tilde(direc
     assert text[1].endswith(f"  ~/{directory.name}/{Path(every[0]['path']).name}"), text
     whole = invoke("ls", "--format", "json", str(directory), env=home).stdout.decode()
     assert "~/" not in whole and str(directory) in whole
+
+
+def test_ls_shows_each_session_s_first_prompt_as_claude_resume_lists_them(directory, tmp_path):
+    """The session "where I asked X": its first prompt's start in the text (whitespace made
+    one space, cut with …), the first 200 characters in the JSON, kept in the index too; a
+    session without a prompt shows ``-``."""
+    from acp_proxy.readers.catalog import PROMPT_SHOWN
+
+    rows = {Path(s["path"]).name: s for s in ls(str(directory))}
+    first = rows["b.jsonl"]["prompt"]
+    assert first == "Summarize the project README."  # the v1 tour's first of two prompts
+    again = {Path(s["path"]).name: s for s in ls(str(directory))}  # (from the index)
+    assert again["b.jsonl"]["from_index"] and again["b.jsonl"]["prompt"] == first
+    text = invoke("ls", str(directory)).stdout.decode().splitlines()
+    line = next(row for row in text if row.endswith("b.jsonl"))
+    assert f"  {first[: PROMPT_SHOWN - 1]}…  " in line, line
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes((directory / "a.jsonl").read_bytes().split(b"\n", 1)[0] + b"\n")
+    (row,) = ls(str(bare))
+    assert row["prompt"] is None
+    assert invoke("ls", str(bare)).stdout.decode().splitlines()[1].split()[-2] == "-"
