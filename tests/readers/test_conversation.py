@@ -488,3 +488,37 @@ def test_show_conversation_says_the_permissions_of_a_recording():
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout.decode()
     assert text.count("permission (Allow once / Reject): Allow once") == 2, text
+
+
+def test_chat_s_live_text_wraps_between_words_at_the_terminal_s_width():
+    """On a terminal, a streamed message wraps between words at its width (a word cut
+    across chunks stays whole: a piece's last word waits for the next), not mid-word as the
+    terminal would; the words are all there, in order; without a width nothing changes."""
+    from acp_proxy.readers.text import LiveConversation
+
+    pieces = ["This is the exa", "mple agent that ships with acp-proxy. ",
+              "It has no model, so this answer is scripted,", " but every mes",
+              "sage you see went through the proxy and into the transcript."]  # fmt: skip
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+              "params": {"sessionId": S, "prompt": [{"type": "text", "text": "hi"}]}}  # fmt: skip
+
+    def drawn(width: int | None) -> str:
+        out: list[str] = []
+        live = LiveConversation(out.append, width=width)
+        live.feed("client", parse_frame(orjson.dumps(prompt)), 1, T)
+        for seq, text in enumerate(pieces, 2):
+            update = {"sessionUpdate": "agent_message_chunk",
+                      "content": {"type": "text", "text": text}}  # fmt: skip
+            message = {"jsonrpc": "2.0", "method": "session/update",
+                       "params": {"sessionId": S, "update": update}}  # fmt: skip
+            live.feed("agent", parse_frame(orjson.dumps(message)), seq, T)
+        live.close_line()
+        return click.unstyle("".join(out))
+
+    whole = "".join(pieces)
+    assert drawn(None) == f"  agent: {whole}\n"
+    wrapped = drawn(40)
+    lines = wrapped.splitlines()
+    assert len(lines) > 3 and all(len(line) <= 40 for line in lines), lines
+    assert wrapped.split() == ["agent:", *whole.split()]  # every word whole, in order
+    assert all(line.startswith("    ") for line in lines[1:]), lines
