@@ -134,7 +134,7 @@ what it is for and what it promises.
     drive/chat/run.py        chat: a prompt line (or piped prompts), over the client core
     drive/chat/session.py    Chat: the session and its turns (wire.py: frames, waits, output)
     drive/chat/interactive.py  on a terminal (terminal.py, permissions.py, slash.py)
-    drive/chat/script.py     for a script (events.py: --format json; options.py)
+    drive/chat/script.py     for a script (events.py: --format json; options.py; last.py: -c)
     drive/replay.py          drive_agent: replay --as client, over the client core
     drive/turn.py            PromptTurn, drive_turn: a prompt turn to the end the wire model says
     drive/words.py           agent_words, ended_words, shown_line...: what probe and chat say

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import os
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -278,6 +279,14 @@ def _from_the_environment(command: click.Command, name: str) -> None:
             assert isinstance(param, _FromTheEnvironment)
             param.own, param.shared = f"{prefix}_{option}", f"ACP_PROXY_{option}"
             param.envvar = [param.own, param.shared]
+    said = [p for p in command.params if isinstance(p, _FromTheEnvironment)]
+    # (the example an option with a value where one has it: FORMAT, not LAST)
+    example = next((p.own for p in said if not p.is_flag), said[0].own if said else None)
+    if example is not None and command.help and prefix not in command.help:
+        command.help = inspect.cleandoc(command.help) + (
+            f"\n\nOptions may also be set in the environment: {prefix}_<OPTION> (this "
+            f"command's, as {example}), else ACP_PROXY_<OPTION>; a typed option wins."
+        )
 
 
 class _Commands(MutableMapping[str, click.Command]):
@@ -339,6 +348,7 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     "\nacp-proxy COMMAND --help says more about each.",
 )
 @click.option(
+    "-V",
     "--version",
     is_flag=True,
     expose_value=False,

@@ -165,6 +165,17 @@ def say(message: str) -> None:
         click.echo(visible(message), err=True)
 
 
+def not_found(command: str, editor: bool = False) -> str:
+    """An agent command that is not found, in words that say where it was looked for: a
+    bare name on PATH, which an editor (``run``'s caller) sets its own way."""
+    said = f"agent command not found: {command}"
+    if "/" not in command:
+        said += " (not on PATH" + (
+            "; an editor has its own PATH: give the absolute path)" if editor else ")"
+        )
+    return said
+
+
 def _who() -> str:
     """``acp-proxy COMMAND``: the command running, if any."""
     ctx = click.get_current_context(silent=True)

@@ -386,14 +386,16 @@ def test_the_packages_module_map_names_every_module_and_only_those():
     assert "devtools/" in named
 
 
-def test_the_readme_stays_at_most_48_kb():
+def test_the_readme_stays_at_most_52_kb():
     """The README is for the people who use it: what it is, how to use it, the reference;
-    not a notebook, a changelog or design history. It stays within 48 KB (40 until the
-    OTLP export and the MCP server each needed a section): a fact is said once, in the
-    section a user looks in, and the options' full list is each command's --help."""
+    not a notebook, a changelog or design history. It stays within 52 KB (40 until the
+    OTLP export and the MCP server each needed a section, 48 until the conformance tables
+    covered ten agents and seven clients, each failure with its sentence): a fact is said
+    once, in the section a user looks in, and the options' full list is each command's
+    --help."""
     from tests.conftest import README
 
-    assert len(README.read_bytes()) <= 48 * 1024
+    assert len(README.read_bytes()) <= 52 * 1024
 
 
 def test_one_hook_protocol_live_and_offline():

@@ -457,7 +457,8 @@ def test_rules_rule_explains_one_rule_with_an_example_that_breaks_it(tmp_path):
     out = proc.stdout.decode().splitlines()
     rule = RULES["usage-cost-fields"]
     assert out[0] == f"usage-cost-fields: {rule.level}, ACP versions: {rule.scope}"
-    assert out[1] == f"source: {rule.spec}" and out[2] == rule.description
+    assert out[1] == f"source: {rule.spec}" and out[2].startswith("see: https://")
+    assert out[3] == rule.description
     assert out[-1].strip() == EXAMPLES["usage-cost-fields"][-1][1]
     unknown = invoke("rules", "usage-cost")
     assert unknown.returncode == 2 and b"did you mean usage-cost-fields" in unknown.stderr

@@ -69,6 +69,7 @@ def catalog_lines(fmt: str = "text") -> list[str]:
                     "rule": rule.id,
                     "level": str(rule.level),
                     "spec": rule.spec,
+                    "link": spec_link(rule),
                     "versions": str(rule.scope),
                     "description": rule.description,
                     "schemas": tags,
@@ -101,6 +102,38 @@ def catalog_lines(fmt: str = "text") -> list[str]:
     ]
 
 
+#: Where the protocol's pages are, as probe links them.
+SPEC_SITE = "https://agentclientprotocol.com/protocol"
+#: The v1 pages a rule's source may name (its title, the page's address under v1/).
+_V1_PAGES = {
+    title: title.lower().replace(" ", "-")
+    for title in (
+        "Overview", "Initialization", "Session Setup", "Prompt Turn", "Content", "Tool Calls",
+        "File System", "Terminals", "Session Modes", "Session Config Options", "Session List",
+        "Extensibility", "Transports",
+    )
+}  # fmt: skip
+
+
+def spec_link(rule: Rule) -> str | None:
+    """The page a rule's source is on (the first of its sources that has one), as probe
+    links a check's: a v1 page by its title, a section of v2's Prompt Lifecycle, JSON-RPC's
+    specification; None for a schema or acp-proxy's own (no page says more)."""
+    for part in rule.spec.split(";"):
+        source = part.strip().removeprefix("derived: ")
+        title = source.split("(")[0].split(",")[0].strip()
+        if title.startswith("v1 "):
+            if title[3:] in _V1_PAGES:
+                return f"{SPEC_SITE}/v1/{_V1_PAGES[title[3:]]}"
+        elif title.startswith("JSON-RPC 2.0"):
+            return "https://www.jsonrpc.org/specification"
+        elif title.startswith("ACP transport"):
+            return f"{SPEC_SITE}/v1/transports"
+        elif not ("schema" in source or title.startswith(("acp-proxy", "Transports", "Tool"))):
+            return f"{SPEC_SITE}/v2/prompt-lifecycle"  # (a section of it)
+    return None
+
+
 def explain_lines(rule_id: str) -> list[str] | None:
     """``acp-proxy rules RULE``: the rule's id, level, versions, source and sentence, and
     an example of a frame that breaks it; None for an unknown rule."""
@@ -110,6 +143,7 @@ def explain_lines(rule_id: str) -> list[str] | None:
     lines = [
         f"{rule.id}: {rule.level}, ACP versions: {rule.scope}",
         f"source: {rule.spec}",
+        *([f"see: {link}"] if (link := spec_link(rule)) else []),
         rule.description,
     ]
     example = rule.example

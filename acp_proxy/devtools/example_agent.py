@@ -10,7 +10,9 @@ permission, a ``plan_update``, a ``notice``, ``usage_update``; and it honours
 ``session/cancel``. There is no model: the replies are scripted.
 
 ``--misbehave`` makes it break the protocol on purpose, in ways the validator
-must catch (see ``recordings/``).
+must catch (see ``recordings/``). ``--sessions DIR`` keeps its sessions in DIR, a file
+each, so that a later run can load (v1: ``loadSession``, the conversation replayed) or
+resume (v2) them: ``acp-proxy chat --session ID`` can be tried.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
@@ -62,9 +65,16 @@ class ExampleAgent:
     """The agent's state; :meth:`serve` runs it over a pair of binary streams."""
 
     def __init__(
-        self, out: BinaryIO, delay: float = 0.02, misbehave: bool = False, first_id: int = 1
+        self,
+        out: BinaryIO,
+        delay: float = 0.02,
+        misbehave: bool = False,
+        first_id: int = 1,
+        store: Path | None = None,
     ) -> None:
         self._out = out
+        #: ``--sessions DIR``: where sessions are kept between runs (None: in memory only).
+        self._store = store
         self._delay = delay
         self._misbehave = misbehave
         self._version = 2
@@ -78,6 +88,37 @@ class ExampleAgent:
         self._client_caps: dict[str, Any] = {}
         self._turns: dict[str, _Turn] = {}
         self._waiting: dict[int, _Turn] = {}
+        if store is not None:  # the kept sessions are its own; new ids come after theirs
+            for kept in sorted(store.glob("sess_*.json")):
+                with contextlib.suppress(OSError, ValueError):
+                    self._sessions.add(kept.stem)
+                    self._cwd[kept.stem] = str(orjson.loads(kept.read_bytes()).get("cwd", "/"))
+
+    # --- kept sessions (--sessions DIR) ----------------------------------------
+
+    def _keep(self, session_id: str, said: tuple[str, str] | None = None) -> None:
+        """The session written to its file (with a turn, the prompt and reply added)."""
+        if self._store is None:
+            return
+        path = self._store / f"{session_id}.json"
+        kept: dict[str, Any] = {"cwd": self._cwd.get(session_id, "/"), "history": []}
+        with contextlib.suppress(OSError, ValueError):
+            kept = orjson.loads(path.read_bytes())
+        if said is not None:
+            kept["history"].append(list(said))
+        self._store.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(kept))
+
+    def _replay(self, session_id: str) -> None:
+        """v1 session/load: the conversation so far, as session/update notifications."""
+        if self._store is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            kept = orjson.loads((self._store / f"{session_id}.json").read_bytes())
+            for user, agent in kept.get("history", []):
+                for variant, text in (("user_message_chunk", user), ("agent_message_chunk", agent)):
+                    content = {"type": "text", "text": text}
+                    self._update(session_id, {"sessionUpdate": variant, "content": content})
 
     # --- wire ----------------------------------------------------------------
 
@@ -121,13 +162,23 @@ class ExampleAgent:
                 self._error(request_id, -32602, "Invalid params: cwd must be a path string")
                 return
             session_id = f"sess_{next(self._ids):04d}"
+            while session_id in self._sessions:  # (one kept by an earlier run)
+                session_id = f"sess_{next(self._ids):04d}"
             self._sessions.add(session_id)
             cwd = params.get("cwd")
             self._cwd[session_id] = cwd if isinstance(cwd, str) else "/"
             result: dict[str, Any] = {"sessionId": session_id}
             if self._version == 1:
                 result["modes"] = {"currentModeId": "ask", "availableModes": _MODES}
+            self._keep(session_id)
             self._respond(request_id, result)
+        elif method == "session/load" and self._version == 1 and self._store is not None:
+            loaded = params.get("sessionId", "")
+            if loaded not in self._sessions:
+                self._error(request_id, -32002, f"Resource not found: session {loaded}")
+                return
+            self._replay(loaded)
+            self._respond(request_id, {"modes": {"currentModeId": "ask", "availableModes": _MODES}})
         elif method == "session/set_mode" and self._version == 1:
             self._respond(request_id, {})
             mode = params.get("modeId")
@@ -168,7 +219,8 @@ class ExampleAgent:
             result: dict[str, Any] = {
                 "protocolVersion": 1,
                 "agentCapabilities": {
-                    "promptCapabilities": {"image": True, "embeddedContext": True}
+                    "promptCapabilities": {"image": True, "embeddedContext": True},
+                    **({"loadSession": True} if self._store is not None else {}),
                 },
                 "agentInfo": info,
                 "authMethods": [],
@@ -199,6 +251,10 @@ class ExampleAgent:
         )
         turn = _Turn(session_id, steps)
         self._turns[session_id] = turn
+        prompt = params.get("prompt")
+        blocks = prompt if isinstance(prompt, list) else []
+        text = "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+        self._keep(session_id, (text, _REPLY))
         self._advance(turn, None)
 
     def _advance(self, turn: _Turn, value: Any) -> None:
@@ -531,9 +587,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--first-id", type=int, default=1, help="where its ids start (a different run's ids)"
     )
+    parser.add_argument(
+        "--sessions",
+        metavar="DIR",
+        type=Path,
+        help="keep sessions in DIR, so that a later run loads (v1) or resumes (v2) them",
+    )
     args = parser.parse_args(argv)
     agent = ExampleAgent(
-        sys.stdout.buffer, delay=args.delay, misbehave=args.misbehave, first_id=args.first_id
+        sys.stdout.buffer,
+        delay=args.delay,
+        misbehave=args.misbehave,
+        first_id=args.first_id,
+        store=args.sessions,
     )
     try:
         agent.serve(sys.stdin.buffer)

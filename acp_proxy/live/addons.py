@@ -366,6 +366,11 @@ class LogFindings(Addon):
         self._seen: dict[tuple[str | None, str], int] = {}
         self._levels: dict[str, int] = {}
 
+    @property
+    def levels(self) -> dict[str, int]:
+        """The findings so far, by level."""
+        return dict(self._levels)
+
     def frame(self, seen: Seen) -> bytes | None:
         if seen.findings:
             self._log(seen.side, seen.findings)

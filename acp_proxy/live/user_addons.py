@@ -227,12 +227,16 @@ class OffRelay(Addon):
         self._drivers = [other for other in self._drivers if other is not driver]
         with contextlib.suppress(Exception):
             error = visible(f"{type(exc).__name__}: {exc}")
+            debug = self._log.is_enabled_for(logging.DEBUG)
             self._log.error(
-                f"{driver.addon.name} failed; the session goes on without it", error=error
+                f"{driver.addon.name} failed; the session goes on without it"
+                + ("" if debug else " (--log-level debug: its traceback)"),
+                error=error,
+                at=visible(failed_at(exc)),
             )
-            if self._log.is_enabled_for(logging.DEBUG):
-                lines = traceback.format_exception(exc)
-                self._log.debug("the addon's traceback", traceback=visible("".join(lines)))
+            if debug:  # (a line each, as Python prints it)
+                for line in "".join(traceback.format_exception(exc)).splitlines():
+                    self._log.debug(visible(line))
 
     def done(self, exit_status: int | None, reason: str) -> None:
         """The session is over: the addons' last items handed over, within :attr:`grace`
@@ -256,3 +260,19 @@ class OffRelay(Addon):
                     "(the recording keeps every frame)",
                     dropped=self.dropped,
                 )
+
+
+#: Where acp-proxy's own modules are: a traceback's frames there are not the user's.
+_OURS = str(Path(__file__).resolve().parent.parent)
+
+
+def failed_at(exc: BaseException) -> str:
+    """Where an addon raised, as ``PATH:LINE in FUNCTION`` (a compiler's place, which an
+    editor opens): the innermost frame of the user's code (not acp-proxy's), else the
+    innermost of all; ``?`` where there is no traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    theirs = [frame for frame in frames if not str(frame.filename).startswith(_OURS)]
+    frame = (theirs or frames)[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}"

@@ -24,6 +24,7 @@ import orjson
 
 from acp_proxy.core.chunks import Shortcut
 from acp_proxy.core.jsontext import shown
+from acp_proxy.core.rules import RULES, spec_link
 from acp_proxy.core.validator import Validator, Violation
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.core.wire import Message, WireModel
@@ -460,6 +461,8 @@ def finding_line(path: str, line: int, finding: Violation, fmt: str) -> str:
     JSON."""
     if fmt == "json":
         row = {"file": path, "line": line, "seq": finding.seq, **finding.as_dict()}
+        rule = RULES.get(finding.rule)
+        row["link"] = spec_link(rule) if rule is not None else None  # (the spec's page)
         return dumps(row).decode()
     seq = "-" if finding.seq is None else finding.seq
     return visible(f"{path}:{line}: seq {seq}: {finding.level} {finding.rule}: {finding.message}")

@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: The version of what an index holds.
-_INDEX_VERSION = 5
+_INDEX_VERSION = 6
 
 #: What opens a connection, and names the agent in its result.
 _OPENERS = ("initialize", "proxy/initialize")
@@ -100,6 +100,9 @@ class SessionSummary:
     #: The acp-proxy front-end that played a side of it (``probe``, ``chat``,
     #: ``test-agent``), by the name it gave in ``initialize``; None for an editor's session.
     by: str | None = None
+    #: The first prompt's text (its start), to tell sessions apart as ``claude --resume``
+    #: lists them; None before any prompt.
+    prompt: str | None = None
 
     @property
     def state(self) -> str:
@@ -154,6 +157,7 @@ class SessionSummary:
             self.findings_text,
             self.usage_text,
             f"{self.size:,}",
+            _cut(visible(" ".join(self.prompt.split())), PROMPT_SHOWN) if self.prompt else "-",
             visible(self.path),
         )
 
@@ -169,8 +173,17 @@ COLUMNS = (
     ("FINDINGS", False),
     ("USAGE", False),
     ("BYTES", True),
+    ("FIRST PROMPT", False),
     ("PATH", False),
 )
+
+#: Characters of the first prompt ``ls`` shows (the JSON has :data:`PROMPT_KEPT`).
+PROMPT_SHOWN = 24
+PROMPT_KEPT = 200
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def table(sessions: Iterable[SessionSummary]) -> Iterator[str]:
@@ -185,7 +198,16 @@ def table(sessions: Iterable[SessionSummary]) -> Iterator[str]:
             cell.rjust(width) if right else cell.ljust(width)
             for cell, width, (_, right) in zip(row, widths, COLUMNS, strict=False)
         ]
-        yield "  ".join([*cells, row[-1]])
+        yield "  ".join([*cells, row[-1] if row is rows[0] else _home(row[-1])])
+
+
+def _home(path: str) -> str:
+    """A path under the home directory as ``~/...`` (as a shell takes it back), so that a
+    row fits a terminal more often: the recordings directory is under it by default."""
+    home = os.path.expanduser("~").rstrip("/")
+    if home and path.startswith(home + "/") and not path.startswith("~"):
+        return "~" + path[len(home) :]
+    return path
 
 
 def _counted(count: int, noun: str) -> str:
@@ -316,7 +338,7 @@ def list_sessions(paths: Iterable[Path]) -> tuple[list[SessionSummary], list[Unl
 
 #: The type of each field of a summary in the index (what is not is a malformed index).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("start", "end", "agent", "by"), (str, type(None))),
+    **dict.fromkeys(("start", "end", "agent", "by", "prompt"), (str, type(None))),
     "protocol": (int, type(None)),
     "tokens": (int, type(None)),
     "cost": (str, type(None)),
@@ -459,6 +481,18 @@ def _count(summary: SessionSummary, item: Annotated, marks: Container[tuple[int,
             summary.infos += 1
 
 
+def _prompt_text(params: dict[str, Any]) -> str:
+    """A prompt's text blocks joined (a resource by its URI), its start kept."""
+    blocks = params.get("prompt")
+    said = []
+    for block in blocks if isinstance(blocks, list) else []:
+        if isinstance(block, dict):
+            text = block.get("text") if block.get("type") == "text" else block.get("uri")
+            if isinstance(text, str):
+                said.append(text)
+    return " ".join(said)[:PROMPT_KEPT]
+
+
 def _front_end(params: Any) -> str | None:
     """Which of acp-proxy's front-ends sent ``initialize`` (by the client's name)."""
     client = params.get("clientInfo") or params.get("info") if isinstance(params, dict) else None
@@ -479,6 +513,8 @@ def _turns(summary: SessionSummary, message: Message) -> None:
     ):
         summary.turns += 1
         summary.unfinished += 1
+        if summary.prompt is None:
+            summary.prompt = _prompt_text(message.params)
     closed = message.closed
     if closed is not None and closed.prompt is not None:
         summary.unfinished -= 1

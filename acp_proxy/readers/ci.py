@@ -72,6 +72,8 @@ class _Case:
     name: str
     failure: tuple[str, str, str] | None = None  # (message, type, text)
     error: tuple[str, str] | None = None  # (message, type)
+    #: A passing case's warning: (message, text), as probe's junit says one.
+    warning: tuple[str, str] | None = None
 
 
 def _suite(name: str, cases: Sequence[_Case], indent: str = "  ") -> list[str]:
@@ -99,6 +101,16 @@ def _suite(name: str, cases: Sequence[_Case], indent: str = "  ") -> list[str]:
                 f"{indent}    <error message={_attr(message)} type={_attr(kind)}/>",
                 f"{indent}  </testcase>",
             ]
+        elif case.warning is not None:  # a passing case that says its warnings
+            message, text = case.warning
+            lines += [
+                f"{head}>",
+                f"{indent}    <properties>",
+                f'{indent}      <property name="warning" value={_attr(message)}/>',
+                f"{indent}    </properties>",
+                f"{indent}    <system-out>{_text(text)}</system-out>",
+                f"{indent}  </testcase>",
+            ]
         else:
             lines.append(f"{head}/>")
     return [*lines, f"{indent}</testsuite>"]
@@ -119,10 +131,13 @@ def _document(name: str, suites: Sequence[tuple[str, Sequence[_Case]]]) -> str:
     return "\n".join([*lines, "</testsuites>"])
 
 
-def junit(checked: Sequence[Checked]) -> str:
+def junit(checked: Sequence[Checked], strict: bool = False) -> str:
     """A test suite per recording, a test case per rule that found an error in it (one
-    failure: how many, the first's message, then a line per finding), or ``valid`` when none
-    did; an unreadable recording is a case ``readable`` with an error. Counts add up."""
+    failure: how many, the first's message, then a line per finding), a passing case per
+    rule that warned (its lines in ``system-out``, as probe's junit says a warning; with
+    ``strict``, a failure as the errors), or ``valid`` when none did; an unreadable recording
+    is a case ``readable`` with an error. Counts add up."""
+    failing = ("error", "warning") if strict else ("error",)
     suites = []
     for item in checked:
         if item.unreadable is not None:
@@ -130,7 +145,7 @@ def junit(checked: Sequence[Checked]) -> str:
             continue
         by_rule: dict[str, list[tuple[int, Violation]]] = {}
         for line, finding in item.findings:
-            if finding.level == "error":
+            if finding.level in ("error", "warning"):
                 by_rule.setdefault(finding.rule, []).append((line, finding))
         cases = []
         for rule, found in by_rule.items():
@@ -140,7 +155,11 @@ def junit(checked: Sequence[Checked]) -> str:
                 f"{item.name}:{line}: seq {'-' if f.seq is None else f.seq}: {f.message} ({f.spec})"
                 for line, f in found
             )
-            cases.append(_Case(rule, failure=(f"{rule}: {count}; {first.message}", rule, text)))
+            said = f"{rule}: {count}; {first.message}"
+            if first.level in failing:
+                cases.append(_Case(rule, failure=(said, rule, text)))
+            else:
+                cases.append(_Case(rule, warning=(said, text)))
         suites.append((item.name, cases or [_Case("valid")]))
     return _document("acp-proxy validate", suites)
 

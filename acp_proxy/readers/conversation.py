@@ -36,7 +36,13 @@ import orjson
 
 from acp_proxy.core.framing import Frame, parse_frame
 from acp_proxy.core.jsontext import preview
-from acp_proxy.core.protocol import ENTITY_ID_FIELDS, MESSAGE_CHUNKS, MESSAGE_UPDATES, EntityType
+from acp_proxy.core.protocol import (
+    ENTITY_ID_FIELDS,
+    MESSAGE_CHUNKS,
+    MESSAGE_UPDATES,
+    EntityType,
+    error_words,
+)
 from acp_proxy.core.wire import (
     MAX_HOPS,
     Kind,
@@ -57,6 +63,9 @@ Connection = tuple[StartRecord | None, "Conversation"]
 __all__ = ["V1_PLAN", "Conversation", "Entity", "SessionView", "Turn"]
 
 _MISSING = object()
+
+#: The request the agent asks the user's leave with, on a tool call.
+PERMISSION = "session/request_permission"
 
 #: The id of a v1 session's plan (v1 plans have none: one per session, replaced whole).
 V1_PLAN = "plan"
@@ -81,10 +90,16 @@ class Entity:
     #: The fields as they changed (tool calls and plans): (seq, name, value) for each field
     #: an update set (a tool call's ``status`` as it defaulted to pending, too).
     changes: list[tuple[int, str, Any]] = field(default_factory=list)
+    #: A tool call's permission questions, as the editor showed them: each the seq of the
+    #: request, the options' names and the answer (an option's name, "cancelled", an error
+    #: in words, or None: unanswered).
+    permissions: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """For ``show --conversation --json``."""
         data: dict[str, Any] = {"type": self.type, "id": self.id, **self.fields}
+        if self.permissions:
+            data["permissions"] = self.permissions
         if self.type == EntityType.TERMINAL:
             data["output"] = self.output.decode("utf-8", errors="replace")
         elif self.type != EntityType.PLAN:
@@ -295,6 +310,8 @@ class Conversation:
         #: The next hop of a proxy chain, from the messages proxy/successor carries.
         self.next_hop: Conversation | None = None
         self._hop = 0
+        #: Permission questions not answered yet, by their request's seq.
+        self._questions: dict[int, tuple[dict[str, Any], dict[str, str]]] = {}
 
     def views(self) -> Iterator[SessionView]:
         """Every session: this connection's, then the next hops' (``hop`` says which)."""
@@ -381,6 +398,8 @@ class Conversation:
                 if turn.wire.prompt is message.request:
                     prompt = message.params.get("prompt")
                     turn.prompt = prompt if isinstance(prompt, list) else []
+        elif message.method == PERMISSION:  # (a response's method: its request's)
+            self._permission(message, session_id)
         elif message.kind is Kind.NOTIFICATION and message.side is Side.AGENT:
             update = message.update
             if update is not None:
@@ -400,6 +419,52 @@ class Conversation:
                 turn.accepted = message.result.get("messageId")
                 if message.closed is turn.wire:  # v1: the response ends the turn
                     turn.states.append("idle")
+
+    def _permission(self, message: Message, session_id: str) -> None:
+        if isinstance(message, ResponseMessage):
+            self._answered(message)
+        elif message.kind is Kind.REQUEST:
+            self._asked(self.session(session_id), message)
+
+    def _asked(self, view: SessionView, message: Message) -> None:
+        """session/request_permission: the question, on its tool call (made if unseen)."""
+        call = message.params.get("toolCall")
+        call_id = call.get("toolCallId") if isinstance(call, dict) else None
+        if not isinstance(call_id, str):
+            return
+        if message.turn is not None:
+            self._turn(view, message.turn)
+        entity = self._entity(view, EntityType.TOOL_CALL, call_id, message.seq)
+        if isinstance(call, dict):  # (its title and kind, where no update gave them)
+            for name in ("title", "kind"):
+                if name in call and name not in entity.fields:
+                    entity.fields[name] = call[name]
+        options = message.params.get("options")
+        names = {}
+        for option in options if isinstance(options, list) else []:
+            if isinstance(option, dict):
+                names[str(option.get("optionId"))] = str(option.get("name", option.get("optionId")))
+        asked = {"seq": message.seq, "options": list(names.values()), "answer": None}
+        entity.permissions.append(asked)
+        self._questions[message.seq] = (asked, names)
+
+    def _answered(self, message: ResponseMessage) -> None:
+        """The client's answer to a permission question: the option's name, or why not."""
+        request = message.request
+        found = self._questions.pop(request.seq, None) if request is not None else None
+        if found is None:
+            return
+        asked, names = found
+        if message.is_error:
+            asked["answer"] = f"refused: {error_words(message.error)}"
+            return
+        outcome = message.result.get("outcome")
+        kind = outcome.get("outcome") if isinstance(outcome, dict) else None
+        if kind == "selected" and isinstance(outcome, dict):
+            option = str(outcome.get("optionId"))
+            asked["answer"] = names.get(option, option)
+        else:
+            asked["answer"] = str(kind) if kind is not None else preview(outcome, 80)
 
     def turn(self, wire_turn: WireTurn) -> Turn | None:
         """What the user saw of a turn of the wire model, if any of it was seen here."""

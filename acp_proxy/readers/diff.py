@@ -846,7 +846,10 @@ def lines(differences: list[Difference], sessions: tuple[int, int]) -> Iterator[
             indent = "    " if item.turn is not None else "  "
             where = f"A:{_seq(item.a_seq)} B:{_seq(item.b_seq)}"
             yield f"{indent}{item.what} ({where})"
-            shown = _shown(item.a, item.a_seq), _shown(item.b, item.b_seq)
+            if item.layer == "wire":  # (frames: named, not JSON; a side with none, none)
+                shown = _frames(item.a), _frames(item.b)
+            else:
+                shown = _shown(item.a, item.a_seq), _shown(item.b, item.b_seq)
             yield f"{indent}  A: {shown[0]}   B: {shown[1]}{_times(item)}"
     a, b = sessions
     if a > 1 or b > 1:
@@ -857,6 +860,23 @@ def _shown(value: Any, seq: int | None) -> str:
     """A side's value: ``(absent)`` where that side has none (no value, no frame), so a value
     removed is not read as a value changed to ``null``."""
     return "(absent)" if value is None and seq is None else preview(value, 100)
+
+
+#: Characters of a side's frames shown in text (JSON has them all).
+FRAMES_SHOWN = 300
+
+
+def _frames(value: Any) -> str:
+    """A side's frames of a wire difference, as words: ``(none)`` where it has none (not
+    JSON's ``null``), the frames joined, cut where long with where to see them all."""
+    if not value:
+        return "(none)"
+    if not isinstance(value, list):
+        return preview(value, 100)
+    text = ", ".join(str(frame) for frame in value)
+    if len(text) <= FRAMES_SHOWN:
+        return text
+    return text[: FRAMES_SHOWN - 1] + "… (--format json has them all)"
 
 
 def _times(item: Difference) -> str:

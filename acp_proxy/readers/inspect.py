@@ -190,7 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
         if recording is None:
             self._send(404, b"no such recording\n", "text/plain; charset=utf-8")
             return
-        live = {"events": self.inspector.events(name)}
+        # (a session still being recorded: its page says so, and how long so far)
+        live = {"events": self.inspector.events(name), "recording": being_written(recording)}
         try:
             document = build_document(str(recording))
         except Exception as exc:  # a recording that cannot be read (yet): say so

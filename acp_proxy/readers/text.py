@@ -7,6 +7,7 @@ terminal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -375,6 +376,10 @@ def _entity_lines(entity: Entity) -> list[str]:
         tool_kind = entity.fields.get("kind")
         head = f"  tool {entity.id} {title!r}" + (f" ({tool_kind})" if tool_kind else "")
         lines = [visible(head) + ": " + _coloured(visible(status), color)]
+        for asked in entity.permissions:  # (as the editor asked it, and the answer)
+            answer = asked["answer"] or "(no answer)"
+            options = " / ".join(asked["options"])
+            lines.append(visible(f"      permission ({options}): {answer}"))
         text = visible(_full_text(entity.content))
         if text:
             lines.append(f"      {text[:200]}")
@@ -502,11 +507,23 @@ class LiveConversation:
     unknown update, and how a turn ended. The user's own messages are not echoed (they
     typed them). With ``text_only``, only the agent's message text, as it streams, nothing
     else (a script's stdout). What ``write`` gets are pieces, not lines; wire strings in
-    them are escaped, line feeds of a message kept."""
+    them are escaped, line feeds of a message kept. With ``width`` (a terminal's), a
+    message's text is wrapped between words at that width, as a pager would not: a word
+    that would pass the edge starts the next line (the last word of a piece waits for the
+    next piece, as it may go on there)."""
 
-    def __init__(self, write: Callable[[str], object], text_only: bool = False) -> None:
+    def __init__(
+        self, write: Callable[[str], object], text_only: bool = False, width: int | None = None
+    ) -> None:
         self.write = write
         self.text_only = text_only
+        #: Wrap a message's text at this many columns (None: never).
+        self.width = width if width is None or width >= _WRAP_INDENT + 20 else None
+        #: The column the open line reached (what was written of it), and the end of a word
+        #: held back until what follows says whether the word goes on.
+        self._column = 0
+        self._held = ""
+        self._held_style = False
         #: Whether the user's messages are shown too (a conversation replayed).
         self.echo_user = False
         self.wire = WireModel()
@@ -528,6 +545,7 @@ class LiveConversation:
     def close_line(self) -> None:
         """End the line a streamed text left open (before anything else is written)."""
         if self._open is not None:
+            self._release()
             self._open = None
             self.write("\n")
 
@@ -623,9 +641,48 @@ class LiveConversation:
             else:
                 role = _ROLE[EntityType(entity.type)]
                 self.write(f"  {_role_label(role)} ")
+                self._column = len(f"  {role}: ")
                 self._open = key
         if text:
-            self.write(click.style(text, dim=True) if thought else text)
+            self._text(text, thought)
+
+    def _text(self, text: str, dim: bool) -> None:
+        """A message's text on the open line: as it is, or wrapped between words at
+        :attr:`width` (a piece's last word held until the next piece, or the line's end)."""
+        if self.width is None:
+            self.write(click.style(text, dim=True) if dim else text)
+            return
+        tokens = _TOKENS.findall(self._held + text)
+        self._held = ""
+        if tokens and not tokens[-1].isspace():
+            self._held, self._held_style = tokens.pop(), dim
+        self._tokens(tokens, dim)
+
+    def _release(self) -> None:
+        """The word held back, written (the line ends, or something else is drawn)."""
+        if self._held:
+            held, self._held = self._held, ""
+            self._tokens([held], self._held_style)
+
+    def _tokens(self, tokens: list[str], dim: bool) -> None:
+        width, out = self.width or 0, []
+        for token in tokens:
+            if token == "\n":
+                out.append(token)
+                self._column = 0
+            elif token.isspace():
+                if self._column + len(token) <= width:
+                    out.append(token)
+                    self._column += len(token)
+            else:
+                if self._column + len(token) > width and self._column > _WRAP_INDENT:
+                    out.append("\n" + " " * _WRAP_INDENT)
+                    self._column = _WRAP_INDENT
+                out.append(token)
+                self._column += len(token)
+        if out:
+            joined = "".join(out)
+            self.write(click.style(joined, dim=True) if dim else joined)
 
     def _ended(self, view: SessionView, wire_turn: Any) -> None:
         turn = next((t for t in reversed(view.turns) if t.wire is wire_turn), None)
@@ -640,6 +697,12 @@ class LiveConversation:
         if lines:
             self.close_line()
             self.write("\n".join(lines) + "\n")
+
+
+#: A wrapped message's lines start under its text (past ``  agent: ``'s label, roughly).
+_WRAP_INDENT = 4
+#: A message's text as words, runs of blanks and line feeds.
+_TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 
 
 def _let_go(entity: Entity) -> None:

@@ -233,6 +233,25 @@ class Addon:
     """A part of acp-proxy that is handed a session, live or recorded (mitmproxy's pattern:
     each addon implements the hooks it cares about; they all do nothing by default).
 
+    **For an addon of your own**, the hooks and what they are handed, first:
+
+    - ``frame(self, seen)``: each frame. ``seen.side`` ``"client"`` or ``"agent"`` (who
+      sent it); ``seen.seq``, ``seen.t`` (its number and time); ``seen.findings`` (each
+      with ``.rule``, ``.level``, ``.message``, ``.seq``); ``seen.frame.raw`` (its bytes);
+      ``seen.message`` (None for a line that is no JSON-RPC) with ``.kind`` (``"request"``,
+      ``"notification"``, ``"response"``...), ``.method`` (a response's: its request's),
+      ``.id``, ``.params``, ``.session`` (the sessionId), ``.update`` and ``.variant`` (a
+      ``session/update``'s update and its ``sessionUpdate``), and for a response
+      ``.result``, ``.error``, ``.is_error`` and ``.request`` (what it answers).
+    - ``stderr(self, line, t)``: each line the agent wrote to stderr (bytes).
+    - ``end(self, findings, t)``: the connection ended (the last findings).
+    - ``done(self, exit_status, reason)``: the session is over.
+    - ``add(self, item)``: each record as :class:`Annotated` (``item.record``,
+      ``item.message`` as above, ``item.findings``), for a view of the whole session.
+
+    Counting prompts: ``seen.message.kind == "request" and seen.message.method ==
+    "session/prompt"``. The rest of this says how the parts of acp-proxy use the hooks.
+
     **A view** (``stats``, the timeline, the conversation, the report, the catalog, diff's
     and replay's builders, or an addon of your own) implements :meth:`add`: it is handed
     every record of a session, in order, as :class:`Annotated` (the record, the wire model's

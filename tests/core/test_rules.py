@@ -47,3 +47,21 @@ def test_the_catalog_is_the_three_modules_rules_in_order_each_once() -> None:
     assert len(RULES) == len(CATALOG)
     assert Validator._rules == RULES
     assert CATALOG[-1].id == "validator-error"
+
+
+def test_a_rule_links_the_page_its_source_is_on_as_probe_links_a_check():
+    """`rules RULE` says `see: URL` (and the JSON of rules and validate carry it): a v1 page
+    by its title, v2's Prompt Lifecycle for its sections, JSON-RPC's specification; none
+    for a schema or acp-proxy's own, where no page says more."""
+    from acp_proxy.core.rules import SPEC_SITE, spec_link
+
+    assert spec_link(RULES["message-id-missing"]) == f"{SPEC_SITE}/v2/prompt-lifecycle"
+    links = {rule.id: spec_link(rule) for rule in CATALOG}
+    v1 = [r for r in CATALOG if r.spec.startswith("v1 Session Setup")]
+    assert v1 and all(links[r.id] == f"{SPEC_SITE}/v1/session-setup" for r in v1)
+    assert {links[r.id] for r in CATALOG if r.spec == "JSON-RPC 2.0"} == {
+        "https://www.jsonrpc.org/specification"
+    }
+    assert all(links[r.id] is None for r in CATALOG if r.spec in ("ACP schema", "acp-proxy"))
+    lines = explain_lines("message-id-missing") or []
+    assert lines[1:3] == ["source: Message IDs", f"see: {SPEC_SITE}/v2/prompt-lifecycle"]

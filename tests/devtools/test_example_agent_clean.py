@@ -103,3 +103,37 @@ def test_example_agent_reads_no_further_than_its_inbox(tmp_path: Path) -> None:
         for pipe in (proc.stdin, proc.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_with_sessions_dir_a_later_run_loads_or_resumes_the_session(version, tmp_path):
+    """``--sessions DIR``: what ships is enough to try ``chat --session ID``: a second run
+    of the example agent resumes (v2) or loads (v1: loadSession advertised, the conversation
+    replayed, marked as history) the first run's session; an unknown id is not found."""
+    import orjson
+
+    from tests.conftest import invoke
+
+    kept = tmp_path / "kept"
+    agent = [sys.executable, "-m", "acp_proxy.devtools.example_agent", "--delay", "0",
+             "--sessions", str(kept)]  # fmt: skip
+
+    def chat(*options: str) -> list[dict[str, object]]:
+        proc = invoke("chat", "--no-record", "--format", "json", "--protocol", version,
+                      *options, "--", *agent)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+    first = chat("-p", "first question")
+    session = str(first[0]["session"])
+    assert (kept / f"{session}.json").is_file()
+    second = chat("--session", session, "-p", "second question")
+    assert second[0]["type"] == "start" and second[0]["session"] == session
+    history = [e["text"] for e in second if e.get("history") and e["type"] == "user"]
+    assert history == (["first question"] if version == "1" else [])
+    assert second[-1]["type"] == "result" and not second[-1]["is_error"], second[-1]
+    other = chat("-p", "hello")[0]["session"]  # a new session: another id than the kept one
+    assert other != session
+    missing = invoke("chat", "--no-record", "--protocol", version, "--session", "sess_9999",
+                     "-p", "hi", "--", *agent)  # fmt: skip
+    assert missing.returncode == 1 and b"Resource not found: session sess_9999" in missing.stderr

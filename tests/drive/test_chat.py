@@ -160,6 +160,7 @@ def test_an_agent_that_gives_no_name_is_named_by_its_command(tmp_path):
     header = run.stderr.splitlines()[0]
     assert header == (
         f"acp-proxy chat: {command_words(NAMELESS)}, protocol 1, session s1 in {tmp_path}"
+        f"; recording: {tmp_path / 'rec.jsonl'}"  # (up front, to follow it in another pane)
     )
     assert header.startswith(f"acp-proxy chat: {sys.executable} -c ") and "…" in header
 

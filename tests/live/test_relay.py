@@ -182,7 +182,10 @@ def test_missing_agent_command(run_proxy):
     """A command that does not exist: one clear line, exit 127, no traceback."""
     result = run_proxy(["no-such-agent-anywhere"])
     assert result.returncode == 127
-    assert result.stderr.strip() == "acp-proxy run: agent command not found: no-such-agent-anywhere"
+    assert result.stderr.strip() == (
+        "acp-proxy run: agent command not found: no-such-agent-anywhere"
+        " (not on PATH; an editor has its own PATH: give the absolute path)"
+    )
     assert result.stdout == b""
 
 

@@ -186,6 +186,11 @@ def test_a_failing_addon_s_traceback_is_logged_at_debug(tmp_path, run_proxy):
         where = f'File "{boom}", line 7, in add'
         assert (where in result.stderr) is traced, result.stderr
         assert ('raise ValueError("oops in my view")' in result.stderr) is traced
+        # the error line names the place in the user's file, as a compiler does (PATH:LINE)
+        # and, below debug, how to see the rest
+        error = next(line for line in result.stderr.splitlines() if "failed" in line)
+        assert f"at='{boom}:7 in add'" in error, error
+        assert ("--log-level debug: its traceback" in error) is not traced, error
 
 
 #: An addon with every hook a recording can fire: what it counted, printed at ``done``.

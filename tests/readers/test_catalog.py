@@ -119,7 +119,7 @@ def test_ls_has_a_header_and_says_findings_in_words(directory):
     lines = invoke("ls", str(directory)).stdout.decode().splitlines()
     assert lines[0].split() == [
         "START", "(UTC)", "AGENT", "ACP", "DURATION", "TURNS", "FRAMES", "FINDINGS", "USAGE", "BYTES",
-        "PATH",
+        "FIRST", "PROMPT", "PATH",
     ]  # fmt: skip
     by_name = {line.rsplit("/", 1)[-1]: line for line in lines[1:]}
     (c,) = [s for s in ls(str(directory)) if s["path"].endswith("c.jsonl")]
@@ -343,7 +343,8 @@ def test_junit_is_what_ci_servers_read(directory):
         ).stdout.splitlines()
     ]
     errors = [e for e in errors if e["level"] == "error"]
-    cases = suites[2].findall("testcase")
+    # (a rule that only warned is a passing case: test_validate_cli's junit test)
+    cases = [c for c in suites[2].findall("testcase") if c.find("failure") is not None]
     assert sorted(c.get("name", "") for c in cases) == sorted({e["rule"] for e in errors})
     for case in cases:
         (failure,) = case.findall("failure")
@@ -613,3 +614,40 @@ def test_a_pattern_that_backtracks_without_end_is_given_up_with_a_one_line_error
     assert len(said.strip().splitlines()) == 1 and "Traceback" not in said, said
     assert "budget" in said and "(.*.*)*QQQ" in said, said
     assert proc.stdout == b""
+
+
+def test_ls_n_keeps_the_newest_and_a_path_under_home_is_shown_with_a_tilde(directory):
+    """``-n N`` as ``git log -n``: the N newest of what would be listed (JSON too); in the
+    text, a recording under the home directory is ``~/...`` (shorter rows; the shell reads
+    it back), the JSON keeps the path whole."""
+    every = ls(str(directory))
+    assert [s["path"] for s in ls("-n", "2", str(directory))] == [s["path"] for s in every[:2]]
+    assert len(ls("--max-count", "1", str(directory))) == 1
+    assert invoke("ls", "-n", "0", str(directory)).returncode == 2
+    home = {"HOME": str(directory.parent)}
+    text = invoke("ls", "-n", "1", str(directory), env=home).stdout.decode().splitlines()
+    assert len(text) == 2  # the header, one session
+    assert text[1].endswith(f"  ~/{directory.name}/{Path(every[0]['path']).name}"), text
+    whole = invoke("ls", "--format", "json", str(directory), env=home).stdout.decode()
+    assert "~/" not in whole and str(directory) in whole
+
+
+def test_ls_shows_each_session_s_first_prompt_as_claude_resume_lists_them(directory, tmp_path):
+    """The session "where I asked X": its first prompt's start in the text (whitespace made
+    one space, cut with …), the first 200 characters in the JSON, kept in the index too; a
+    session without a prompt shows ``-``."""
+    from acp_proxy.readers.catalog import PROMPT_SHOWN
+
+    rows = {Path(s["path"]).name: s for s in ls(str(directory))}
+    first = rows["b.jsonl"]["prompt"]
+    assert first == "Summarize the project README."  # the v1 tour's first of two prompts
+    again = {Path(s["path"]).name: s for s in ls(str(directory))}  # (from the index)
+    assert again["b.jsonl"]["from_index"] and again["b.jsonl"]["prompt"] == first
+    text = invoke("ls", str(directory)).stdout.decode().splitlines()
+    line = next(row for row in text if row.endswith("b.jsonl"))
+    assert f"  {first[: PROMPT_SHOWN - 1]}…  " in line, line
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes((directory / "a.jsonl").read_bytes().split(b"\n", 1)[0] + b"\n")
+    (row,) = ls(str(bare))
+    assert row["prompt"] is None
+    assert invoke("ls", str(bare)).stdout.decode().splitlines()[1].split()[-2] == "-"

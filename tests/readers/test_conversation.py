@@ -442,3 +442,83 @@ def test_a_message_label_is_styled_once_not_switched_on_and_off():
     assert _role_label("agent") == "\x1b[1magent:\x1b[0m"
     assert _role_label("thought") == "\x1b[2mthought:\x1b[0m"
     assert _role_label("user") == "\x1b[36m\x1b[1muser:\x1b[0m"
+
+
+def _permission_frames(answer: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    call = {"toolCallId": "c1", "title": "Read a.txt", "kind": "read", "status": "pending"}
+    options = [
+        {"optionId": "ok", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+    ]
+    return [
+        ("client", {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+                    "params": {"sessionId": S, "prompt": [{"type": "text", "text": "hi"}]}}),
+        ("agent", {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+                   "params": {"sessionId": S, "toolCall": call, "options": options}}),
+        ("client", {"jsonrpc": "2.0", "id": 7, **answer}),
+    ]  # fmt: skip
+
+
+def test_a_permission_question_and_its_answer_are_on_their_tool_call():
+    """What the editor asked and what the user answered (an option by its name, cancelled,
+    or an error), as chat draws it: on the tool call, in the text and the JSON."""
+    from acp_proxy.readers.text import _entity_lines
+
+    answers: list[tuple[dict[str, Any], str]] = [
+        ({"result": {"outcome": {"outcome": "selected", "optionId": "ok"}}}, "Allow once"),
+        ({"result": {"outcome": {"outcome": "cancelled"}}}, "cancelled"),
+        ({"error": {"code": -32601, "message": "Method not found"}}, "refused: error -32601"),
+    ]
+    for answer, said in answers:
+        model = build(frames=_permission_frames(answer))
+        view = model.sessions[S]
+        entity = view.entities[("tool call", "c1")]
+        assert [p["options"] for p in entity.permissions] == [["Allow once", "Reject"]]
+        assert str(entity.permissions[0]["answer"]).startswith(said)
+        assert entity.as_json()["permissions"][0]["seq"] == 2
+        lines = [click.unstyle(line) for line in _entity_lines(entity)]
+        assert lines[0] == "  tool c1 'Read a.txt' (read): pending"
+        assert lines[1].startswith(f"      permission (Allow once / Reject): {said}"), lines
+
+
+def test_show_conversation_says_the_permissions_of_a_recording():
+    from tests.conftest import RECORDINGS, invoke
+
+    shown = invoke("show", "--conversation", str(RECORDINGS / "v1-tour.jsonl"))
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.decode()
+    assert text.count("permission (Allow once / Reject): Allow once") == 2, text
+
+
+def test_chat_s_live_text_wraps_between_words_at_the_terminal_s_width():
+    """On a terminal, a streamed message wraps between words at its width (a word cut
+    across chunks stays whole: a piece's last word waits for the next), not mid-word as the
+    terminal would; the words are all there, in order; without a width nothing changes."""
+    from acp_proxy.readers.text import LiveConversation
+
+    pieces = ["This is the exa", "mple agent that ships with acp-proxy. ",
+              "It has no model, so this answer is scripted,", " but every mes",
+              "sage you see went through the proxy and into the transcript."]  # fmt: skip
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+              "params": {"sessionId": S, "prompt": [{"type": "text", "text": "hi"}]}}  # fmt: skip
+
+    def drawn(width: int | None) -> str:
+        out: list[str] = []
+        live = LiveConversation(out.append, width=width)
+        live.feed("client", parse_frame(orjson.dumps(prompt)), 1, T)
+        for seq, text in enumerate(pieces, 2):
+            update = {"sessionUpdate": "agent_message_chunk",
+                      "content": {"type": "text", "text": text}}  # fmt: skip
+            message = {"jsonrpc": "2.0", "method": "session/update",
+                       "params": {"sessionId": S, "update": update}}  # fmt: skip
+            live.feed("agent", parse_frame(orjson.dumps(message)), seq, T)
+        live.close_line()
+        return click.unstyle("".join(out))
+
+    whole = "".join(pieces)
+    assert drawn(None) == f"  agent: {whole}\n"
+    wrapped = drawn(40)
+    lines = wrapped.splitlines()
+    assert len(lines) > 3 and all(len(line) <= 40 for line in lines), lines
+    assert wrapped.split() == ["agent:", *whole.split()]  # every word whole, in order
+    assert all(line.startswith("    ") for line in lines[1:]), lines

@@ -413,7 +413,7 @@ def test_the_text_diff_has_one_heading_per_turn_and_names_a_line_that_is_not_jso
     proc = diff(str(pair[0]), str(broken))
     assert proc.returncode == 1, proc.stderr
     text = proc.stdout.decode()
-    assert '"← (not JSON)"' in text and "(response)" not in text
+    assert "B: ← (not JSON)\n" in text and "(response)" not in text
     for layer in text.split("\n" + "findings:")[1:2]:
         headings = [line.strip() for line in layer.splitlines() if line.startswith("  ") and
                     not line.startswith("    ")]  # fmt: skip
@@ -532,3 +532,26 @@ def test_two_long_turns_too_different_to_align_in_linear_time_differ_as_one_chan
     a, b = ["t", "m"] * 3000, ["x", "y"] * 3000
     assert _opcodes(a, b) == [("replace", 0, 6000, 0, 6000)]
     assert _opcodes(a, a[1:-1]) == [("delete", 0, 1, 0, 0), ("delete", 5999, 6000, 5998, 5998)]
+
+
+def test_the_text_names_frames_and_says_none_where_a_side_has_none(tmp_path):
+    """A wire difference in text: each side's frames by name, joined (not a JSON list), and
+    ``(none)`` for the side that has none (never JSON's ``null``); a long list is cut with
+    where to see it whole."""
+    a = streamed(tmp_path / "a.jsonl", 200)
+    b = streamed(tmp_path / "b.jsonl", 200, insert_at=100)
+    text = diff("--only", "wire", str(a), str(b)).stdout.decode()
+    assert "frames only in B" in text and "null" not in text, text
+    assert "A: (none)   B: ← session/update session_info_update\n" in text, text
+    assert "   B: (none)\n" in diff("--only", "wire", str(b), str(a)).stdout.decode()
+
+    def many(records):
+        chunk = updates(records, "agent_message_chunk")[2]
+        for n in range(40):
+            extra = orjson.loads(orjson.dumps(chunk))
+            extra["msg"]["params"]["update"] = {"sessionUpdate": f"x_{n}_update"}
+            records.insert(records.index(chunk), extra)
+
+    long = diff("--only", "wire", str(a), str(edited(a, tmp_path / "c.jsonl", many)))
+    shown = next(line for line in long.stdout.decode().splitlines() if "B: " in line)
+    assert shown.endswith("… (--format json has them all)") and len(shown) < 360, shown

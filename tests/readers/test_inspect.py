@@ -370,7 +370,7 @@ def test_the_lists_configuration_is_json_its_script_can_read(served):
     config = orjson.loads(found.group(1))
     assert re.fullmatch(rf"/events\?token={token}&since=[0-9a-f]+", config["events"])
     _, page, _ = get(url.replace("/?", "/session/clean.jsonl?"))
-    live = re.search(r'"live":\{"events":"([^"]+)"\}', page)  # (& as \u0026, as JSON there is)
+    live = re.search(r'"live":\{"events":"([^"]+)"[,}]', page)  # (& as \u0026, as JSON there is)
     assert live is not None and "&" not in live.group(1)
     assert re.fullmatch(
         rf"/events/clean.jsonl\?token={token}&since=\w+", orjson.loads(f'"{live.group(1)}"')
@@ -383,7 +383,7 @@ def test_a_change_between_the_page_and_its_stream_is_said_at_once(served):
     change (which may never come: the session ended)."""
     directory, url = served
     _, page, _ = get(url.replace("/?", "/session/clean.jsonl?"))
-    found = re.search(r'"live":\{"events":"([^"]+)"\}', page)
+    found = re.search(r'"live":\{"events":"([^"]+)"[,}]', page)
     assert found is not None
     with open(directory / "clean.jsonl", "ab") as out:
         out.write(b'{"kind":"stderr","t":"2026-11-29T21:05:05.000000Z","text":"more"}\n')
@@ -395,7 +395,7 @@ def test_a_change_between_the_page_and_its_stream_is_said_at_once(served):
     connection.close()
     connection = http.client.HTTPConnection(url.split("/")[2], timeout=2)
     _, now, _ = get(url.replace("/?", "/session/clean.jsonl?"))
-    again = re.search(r'"live":\{"events":"([^"]+)"\}', now)
+    again = re.search(r'"live":\{"events":"([^"]+)"[,}]', now)
     assert again is not None and again.group(1) != found.group(1)
     connection.request("GET", again.group(1).replace("\\u0026", "&"))
     response = connection.getresponse()
@@ -587,3 +587,59 @@ def test_a_peer_that_goes_away_mid_response_ends_its_request_silently(tmp_path: 
     said = proc.stderr.read().decode()
     stop(proc)
     assert "Traceback" not in said and "Error" not in said, said
+
+
+def test_inspect_says_what_it_serves_and_that_no_browser_could_open_it(tmp_path):
+    """As ``python -m http.server`` does: after the URL, what is served (the directory and
+    its count of recordings) and how it stops; --open where no browser can be started says
+    so (the URL above is the way), never silence."""
+    for name in ("clean.jsonl", "misbehaving.jsonl"):
+        (tmp_path / name).write_bytes((RECORDINGS / name).read_bytes())
+    bare = {k: v for k, v in clean_env().items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    bare.update(PATH=str(tmp_path / "no-such-bin"), BROWSER="")
+    proc = subprocess.Popen([*PROXY, "inspect", "--open", str(tmp_path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=bare)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline().decode() for _ in range(3)]
+    finally:
+        stop(proc)
+    assert lines[0].startswith("acp-proxy inspect: http://127.0.0.1:"), lines
+    assert (
+        lines[1]
+        == f"acp-proxy inspect: serving {tmp_path} (2 recordings) on 127.0.0.1 until Ctrl-C\n"
+    )
+    assert lines[2] == "acp-proxy inspect: cannot open a browser here; the URL above opens it\n"
+
+
+def test_a_session_being_recorded_says_live_and_how_long_so_far(tmp_path):
+    """The page of a session a proxy records now (its file locked by the recorder, its end
+    record not written yet): ``live, N s so far`` and ``(running: recording now)``, not
+    ``?`` and ``(no end record)``, which stay for a session whose end is lost."""
+    import fcntl
+
+    from tests.readers.test_report import CHROMIUM
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    lines = (RECORDINGS / "clean.jsonl").read_bytes().splitlines(keepends=True)
+    assert b'"kind":"end"' in lines[-1]
+    (tmp_path / "live.jsonl").write_bytes(b"".join(lines[:-1]))
+    (tmp_path / "lost.jsonl").write_bytes(b"".join(lines[:-1]))
+    proc, url = started([*PROXY, "inspect", str(tmp_path)])
+    browser = DevTools(CHROMIUM, tmp_path / "profile")
+    meta = "document.body.dataset.ready === '1' && document.querySelector('.meta').textContent"
+    try:
+        base, token = url.split("?", 1)
+        with open(tmp_path / "live.jsonl", "rb") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)  # (as the recorder holds it while it writes)
+            browser.open(f"{base.rstrip('/')}/session/live.jsonl?{token}")
+            live = str(browser.until(meta))
+        browser.open(f"{base.rstrip('/')}/session/lost.jsonl?{token}")
+        lost = str(browser.until(meta))
+    finally:
+        browser.close()
+        stop(proc)
+    assert re.search(r"durationlive, \d+ s so far", live), live
+    assert "exit(running: recording now)" in live
+    assert "duration?" in lost and "exit(no end record)" in lost, lost

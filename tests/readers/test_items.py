@@ -143,3 +143,52 @@ def test_the_public_read_as_a_plain_loop_counts_every_frame(tmp_path):
         counter = Count()
         counter.feed(items)
         assert counter.seen == 1003
+
+
+def test_the_addon_help_s_first_table_names_what_an_addon_is_handed():
+    """``help(acp_proxy.Addon)`` begins with the hooks and the attributes of what they are
+    handed; each attribute it names is there, on a recording's frames (an addon written
+    from that table runs), and its way of counting prompts counts the prompts."""
+    import re
+
+    import acp_proxy
+    from tests.conftest import RECORDINGS
+
+    doc = acp_proxy.Addon.__doc__ or ""
+    head = doc[: doc.index("The rest of this")]
+    named = set(re.findall(r"``seen\.message\.(\w+)|``\.(\w+)``", head))
+    attributes = {a or b for a, b in named} - {"rule", "level"}
+    assert {"kind", "method", "params", "session", "result", "request"} <= attributes
+
+    assert acp_proxy.Addon is Addon
+
+    class Everything(Addon):
+        def __init__(self) -> None:
+            self.prompts = self.responses = self.stderr_lines = 0
+            self.ended = False
+
+        def frame(self, seen):
+            assert seen.side in ("client", "agent") and isinstance(seen.frame.raw, bytes)
+            assert isinstance(seen.seq, int) and isinstance(seen.t, str)
+            for finding in seen.findings:
+                assert finding.rule and finding.level and finding.message
+            message = seen.message
+            if message is None:
+                return
+            for name in ("kind", "method", "id", "params", "session", "update", "variant"):
+                getattr(message, name)
+            if message.kind == "response":
+                self.responses += 1
+                for name in ("result", "error", "is_error", "request"):
+                    getattr(message, name)
+            self.prompts += message.kind == "request" and message.method == "session/prompt"
+
+        def stderr(self, line, t):
+            self.stderr_lines += 1
+
+        def end(self, findings, t):
+            self.ended = True
+
+    addon = Everything()
+    addon.feed(acp_proxy.read(str(RECORDINGS / "v1-tour.jsonl")))
+    assert addon.prompts == 2 and addon.responses > 2 and addon.ended

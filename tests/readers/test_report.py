@@ -839,3 +839,38 @@ def test_the_frames_over_time_picture_has_the_time_axis_the_others_have(tmp_path
         assert page.js("document.body.dataset.errors") == "0"
     finally:
         page.close()
+
+
+@browser
+def test_the_conversation_shows_what_permission_was_asked_and_answered(tmp_path):
+    """A tool call's permission question and the answer, on the page as `show
+    --conversation` has it; the box of findings on no recorded frame says what they are."""
+    page = report_of(RECORDINGS / "v1-tour.jsonl", tmp_path)
+    html = dom(page)
+    assert 'data-ready="1"' in html and 'data-errors="0"' in html
+    assert html.count("permission (Allow once / Reject): Allow once") == 2, html[-3000:]
+    loose = dom(report_of(RECORDINGS / "misbehaving.jsonl", tmp_path))
+    assert "Findings not on a recorded frame (a live-only notice, or the end)" in loose
+
+
+@browser
+def test_at_800_px_the_findings_and_methods_of_the_frame_list_stay_in_view(tmp_path):
+    """A narrow window (800 px): the conversation goes below the frame list, which keeps
+    each row's method whole and its finding badges inside the window."""
+    assert CHROMIUM is not None
+    page = DevTools(CHROMIUM, tmp_path / "profile")
+    url = report_of(RECORDINGS / "misbehaving.jsonl", tmp_path).as_uri()
+    try:
+        page.open("about:blank")
+        page.call("Emulation.setDeviceMetricsOverride", width=800, height=800,
+                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        page.call("Page.navigate", url=url)
+        page.until("document.body && document.body.dataset.ready === '1'")
+        badges = page.js("""[...document.querySelectorAll(".seqview .row .badge")].map(
+            (b) => b.getBoundingClientRect().right <= innerWidth)""")
+        rows = page.js(ROW_CELLS)
+    finally:
+        page.close()
+    assert isinstance(badges, list) and badges and all(badges), badges
+    assert isinstance(rows, list) and rows
+    assert not [cells for cells in rows if cells[7][1]], "a method cut"  # (the name column)

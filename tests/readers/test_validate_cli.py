@@ -93,6 +93,7 @@ def test_validate_json_format(tmp_path):
             "level": "error",
             "message": 'the agent sent a line that is not JSON: "oops"',
             "spec": "ACP transport",
+            "link": "https://agentclientprotocol.com/protocol/v1/transports",
         }
     ]
 
@@ -540,3 +541,45 @@ def test_identical_findings_are_one_line_with_a_count_and_their_seqs():
     assert sum(orjson.loads(row)["rule"] == "message-id-missing" for row in rows) == 31
     refused = invoke("validate", "--all", "--format", "json", path)
     assert refused.returncode == 2 and b"--all has no effect" in refused.stderr
+
+
+def test_junit_has_the_warnings_as_passing_cases_and_strict_fails_them():
+    """A rule that warned is a passing case saying its warning (a property, its lines in
+    system-out), as probe's junit says one, never absent; --strict makes it a failure, as
+    validate --strict fails on it."""
+    import xml.etree.ElementTree as ET
+
+    path = str(RECORDINGS / "misbehaving.jsonl")
+    found = [
+        orjson.loads(line)
+        for line in invoke("validate", "--format", "json", path).stdout.splitlines()
+    ]
+    warned = {f["rule"] for f in found if f["level"] == "warning"}
+    errors = {f["rule"] for f in found if f["level"] == "error"}
+    assert warned and errors
+    for strict in (False, True):
+        flags = ["--strict"] if strict else []
+        root = ET.fromstring(invoke("validate", "--format", "junit", *flags, path).stdout)
+        cases = {c.get("name"): c for c in root.iter("testcase")}
+        assert set(cases) == warned | errors
+        assert int(root.get("tests", "-1")) == len(cases)
+        failed = {name for name, case in cases.items() if case.find("failure") is not None}
+        assert failed == (warned | errors if strict else errors)
+        assert int(root.get("failures", "-1")) == len(failed)
+        if not strict:
+            for rule in warned:
+                (prop,) = cases[rule].iter("property")
+                assert prop.get("name") == "warning" and prop.get("value", "").startswith(rule)
+                out = cases[rule].findtext("system-out") or ""
+                assert "misbehaving.jsonl:" in out and "seq" in out
+
+
+def test_validate_json_links_each_finding_to_its_rule_s_page():
+    from acp_proxy.core.rules import RULES, spec_link
+
+    found = invoke("validate", "--format", "json", str(RECORDINGS / "misbehaving.jsonl"))
+    rows = [orjson.loads(line) for line in found.stdout.splitlines()]
+    assert rows and all(row["link"] == spec_link(RULES[row["rule"]]) for row in rows)
+    assert {row["link"] for row in rows} >= {
+        "https://agentclientprotocol.com/protocol/v2/prompt-lifecycle"
+    }

@@ -116,6 +116,14 @@ def test_redact_removes_secrets_and_keeps_the_rest_byte_for_byte(tmp_path):
     assert env_value.startswith("[redacted:") and env_value.endswith("]")
     validate = [invoke("validate", str(p)).stdout.split(b": ", 1)[-1] for p in (transcript, out)]
     assert validate[0].count(b"\n") == validate[1].count(b"\n")
+    # what a reviewer checks before sharing: each changed record's place and paths
+    said = proc.stdout.decode().splitlines()
+    assert len(said) == 1 + len(changed), said
+    number = 1 + after.index(orjson.dumps(session_new))
+    assert (
+        f"{out}:{number}: seq {session_new['seq']}: params.mcpServers[0].env[0].value, "
+        "params.mcpServers[1].headers[0].value"
+    ) in said, said
 
 
 def test_redact_contents_also_hides_prompts_and_file_contents(tmp_path):
@@ -394,3 +402,15 @@ def test_a_frame_the_redaction_cannot_read_is_kept_as_its_size_never_its_bytes(m
     again, hidden = redactor.frame(model.feed("client", parse_frame(raw), 2, "t"))
     assert hidden == ["params.apiKey"], hidden
     assert secret.encode() not in again.raw and b'"method":"x/y"' in again.raw
+
+
+def test_redact_lists_the_first_changed_records_then_says_how_to_see_the_rest(tmp_path):
+    from acp_proxy.readers.commands.redact import LISTED, _what_changed
+
+    copy = tmp_path / "copy.jsonl"
+    rows = [{"kind": "frame", "seq": n, "redacted": [f"params.k{n}"]} for n in range(LISTED + 5)]
+    copy.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    said = _what_changed(str(copy), len(rows))
+    assert said[0] == f"{copy}:1: seq 0: params.k0" and len(said) == LISTED + 1
+    assert said[-1] == f"(and more: grep -n '\"redacted\"' {copy} lists them all)"
+    assert _what_changed(str(copy), 0) == []

@@ -57,6 +57,8 @@ def demo(record: str | None, delay: float, scenario: str, color: str) -> None:
 
     Nothing else needs to be installed: the agent and the client are both
     part of acp-proxy.
+
+    Exit status: the example agent's (0), 1 the session failed or was not recorded.
     """
     from acp_proxy.devtools.demo import run_demo
     from acp_proxy.transcript.names import default_record_dir, recording_name

@@ -46,6 +46,7 @@ Modules::
     slash.py        HELP, Commands: the chat's own /commands
     script.py       piped, one_turn, script_prompt: the chat for a script (-p, stdin)
     events.py       json_events, start_record, result_record: --format json's objects
+    last.py         last_session: --continue's session, from the recordings
 """
 
 from acp_proxy.drive.chat.events import json_events, not_started

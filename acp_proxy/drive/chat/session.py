@@ -42,9 +42,11 @@ class Chat(Wire):
         else:
             self.open_session(self.options.session)
         who = words.agent_words(protocol.agent_info(self.init, self.protocol), self.argv)
+        recording = self.client.recording  # (up front: to follow it in another pane)
         self.say(
             f"acp-proxy chat: {who}, protocol {self.protocol}, session {self.session} "
             f"in {self.options.cwd}"
+            + ("" if recording is None else f"; recording: {recording}")
             + (
                 " (/help: commands; Ctrl-C cancels a turn; Ctrl-D quits)"
                 if self.interactive

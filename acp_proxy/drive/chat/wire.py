@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -67,7 +68,9 @@ class Wire:
         #: ``--format json``: stdout gets :func:`json_events`' objects, the view nothing.
         self.json = options.fmt == "json"
         self.stream = LiveConversation(
-            _discard if self.json else self.write, text_only=not interactive
+            _discard if self.json else self.write,
+            text_only=not interactive,
+            width=_columns(out) if interactive else None,  # (wrapped between words)
         )
         #: Whether what comes is a loaded session's history (``--session``), not the answer.
         self.history = False
@@ -451,6 +454,14 @@ def _discard(piece: str) -> None:
 def _unanswered(ask: Ask) -> None:
     """No one to ask: the request is answered cancelled."""
     ask.answered.set()
+
+
+def _columns(out: TextIO) -> int | None:
+    """The terminal's width, where ``out`` is one (its last column left free)."""
+    with contextlib.suppress(OSError, ValueError):
+        if out.isatty():
+            return shutil.get_terminal_size().columns - 1
+    return None
 
 
 def _path(recording: object) -> str | None:

@@ -40,6 +40,14 @@ from acp_proxy.log import configure, get_logger, open_log
 )
 @click.option("--session", "session_id", metavar="ID", help="Load or resume this session.")
 @click.option(
+    "-c",
+    "--continue",
+    "go_on",
+    is_flag=True,
+    help="Load or resume the last session of this agent command in --cwd, from the newest "
+    "recording (as claude --continue).",
+)
+@click.option(
     "--timeout",
     type=Seconds(open_low=True, high=86_400.0),
     default=120.0,
@@ -85,6 +93,7 @@ def chat(
     protocol: str,
     cwd: str | None,
     session_id: str | None,
+    go_on: bool,
     timeout: float,
     permissions: str,
     allow_terminal: bool,
@@ -109,6 +118,8 @@ def chat(
     130 Ctrl-C.
     """
     no_record = check_agent_options(command, record, no_record)
+    if go_on:
+        session_id = _last_session(session_id, command, cwd)
     # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
     # the agent's text only, as when piped, and the lines typed are the prompts.
     # (--prompt and --format json: as piped, on a terminal too)
@@ -149,6 +160,23 @@ def chat(
             early=click.get_current_context().obj,
         )
     exit_with(status)
+
+
+def _last_session(session_id: str | None, command: tuple[str, ...], cwd: str | None) -> str:
+    """``--continue``: the session to load or resume, from the recordings; said, or why
+    there is none (exit 1, as ``claude --continue`` with nothing to continue)."""
+    from acp_proxy.drive.chat.last import last_session
+    from acp_proxy.transcript.names import default_record_dir
+
+    if session_id is not None:
+        raise click.UsageError("--continue and --session contradict each other")
+    where = Path(cwd or os.getcwd())
+    found = last_session(default_record_dir(), list(command), where)
+    if found is None:
+        say(f"acp-proxy chat: --continue: no recorded session of {' '.join(command)} in {where}")
+        exit_with(1)
+    say(f"acp-proxy chat: --continue: session {found}")
+    return found
 
 
 def _note(line: str) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import re
+import sys
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -314,8 +316,26 @@ def _probe_list(command: tuple[str, ...], fmt: str) -> None:
 
             emit(dumps(probing.list_json(), option=orjson.OPT_INDENT_2).decode())
             return
-        for line in probing.list_lines():
+        for line in _fitted(probing.list_lines()):
             emit(line)
+
+
+def _fitted(lines: Iterable[str]) -> Iterator[str]:
+    """``--list``'s lines as they are for a pipe (a check a line, for grep), wrapped at the
+    terminal's width on one, each check's words under its description's column."""
+    if not sys.stdout.isatty():
+        yield from lines
+        return
+    import shutil
+    import textwrap
+
+    width = max(shutil.get_terminal_size().columns - 1, 40)
+    for line in lines:
+        columns = re.match(r"\S+\s+\S+\s+", line)  # (name and level: the description's column)
+        head = columns.end() if columns is not None else 0
+        indent = " " * (head if head < width // 2 else 4)
+        wrapped = textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+        yield from wrapped or [""]
 
 
 def _probe_output(result: ProbeResult, fmt: str, color: str) -> None:

@@ -17,6 +17,7 @@ from acp_proxy.clihelp import (
     complete_path,
     envvar,
     exit_with,
+    not_found,
     not_stdout,
     overruled,
     say,
@@ -92,7 +93,7 @@ def agent_starting(name: str, command: tuple[str, ...]) -> Iterator[None]:
         yield
     except AgentNotFound:
         WHY_NOT_STARTED["why"] = f"agent command not found: {visible(command[0])}"
-        say(f"acp-proxy {name}: agent command not found: {command[0]}")
+        say(f"acp-proxy {name}: {not_found(command[0])}")
         exit_with(2)
     except AgentNotExecutable as exc:
         WHY_NOT_STARTED["why"] = f"agent command cannot be executed: {visible(str(exc))}"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import click
@@ -109,7 +110,8 @@ def test_agent(
     \b
     Each check has a basis and a level: a broken MUST fails, a broken SHOULD warns.
     Effects are checked, not answers: a written file is read back, the echo's output must
-    hold the word it printed and its exit status be 0.
+    hold the word it printed and its exit status be 0. fs-read reads the file a prompt
+    names (an absolute path, or a resource_link): name one to have it checked.
 
     \b
     Exit status: 0 no check failed, 1 a check of the client failed (or, with --strict,
@@ -138,6 +140,12 @@ def test_agent(
     configure("warning", "console", open_log(None))
     if allow_write:
         say("acp-proxy test-agent: --allow-write: the client will be asked to write a file")
+    with contextlib.suppress(OSError, ValueError):
+        if os.isatty(0):  # (a person typing, not a client: what it is for, not silence)
+            say(
+                "acp-proxy test-agent: speaks ACP on stdin and stdout, for a client: name "
+                "`acp-proxy test-agent` as the agent command in it (Ctrl-C stops)"
+            )
     options = testing.Options(allow_write=allow_write, timeout=timeout, strict=strict)
     try:
         result = testing.serve(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from acp_proxy.clihelp import (
     exit_with,
     logging_options,
     no_effect,
+    not_found,
     not_stdout,
     overruled,
     say,
@@ -160,6 +162,27 @@ def _spool_for(record: str | None, pid: int) -> Path | None:
 _RECORDING = ("record", "redact", "no_stderr", "inspect_live")
 
 
+def _closing_line(observer: Observer | None, log: Logger) -> None:
+    """The session's last line, as the demo ends: how many frames and findings, and the
+    command that shows it (the log names the recording at the start only)."""
+    from acp_proxy.live.addons import LogFindings
+
+    if observer is None or observer.recorder.path is None:
+        return
+    levels: dict[str, int] = {}
+    for addon in observer.addons:
+        if isinstance(addon, LogFindings):
+            levels = addon.levels
+    with contextlib.suppress(Exception):
+        log.info(
+            "recorded",
+            frames=observer.seq,
+            errors=levels.get("error", 0),
+            warnings=levels.get("warning", 0),
+            see=f"acp-proxy show {shlex.quote(str(observer.recorder.path))}",
+        )
+
+
 def _what_does_nothing(record: str | None, no_record: bool) -> None:
     """``run``'s options that would do nothing, given on the command line: usage errors."""
     if no_record:  # options that shape, serve or tidy the recordings, where there is none
@@ -242,7 +265,8 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     is_flag=True,
     envvar=envvar("INSPECT"),
     help="Also serve this session's page live on 127.0.0.1 (acp-proxy inspect, in its own "
-    "process, stopped with the proxy); its URL goes to stderr.",
+    "process, stopped with the proxy); its URL goes to stderr, a new one each session. One "
+    "URL for every session: keep `acp-proxy inspect` open (the recordings directory, live).",
 )
 @click.option(
     "--addon",
@@ -267,7 +291,9 @@ def _what_does_nothing(record: str | None, no_record: bool) -> None:
     help="With --otlp: also send each turn's prompt and reply text.",
 )
 @logging_options
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument(
+    "command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- AGENT [ARGS]..."
+)
 def run(
     record: str | None,
     no_record: bool,
@@ -287,7 +313,11 @@ def run(
     color: str,
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND (the agent) and relay its stdio, recording the session.
+    """Run AGENT and relay its stdio, recording the session.
+
+    \b
+    Exit status: the agent's (128+N: killed by signal N), 127 AGENT not found,
+    126 not executable, 70 acp-proxy itself failed (a bug), 2 usage, 130 Ctrl-C.
 
     Every option can also be set in the environment as ACP_PROXY_RUN_<OPTION>
     (run's own) or ACP_PROXY_<OPTION>, for example ACP_PROXY_LOG_FILE=/tmp/acp.log
@@ -310,7 +340,7 @@ def run(
     try:
         agent = take_agent(click.get_current_context().obj, argv)
     except AgentNotFound:
-        say(f"acp-proxy: agent command not found: {argv[0]}")
+        say(f"acp-proxy: {not_found(argv[0], editor=True)}")
         sys.exit(EXIT_NOT_FOUND)
     except AgentNotExecutable as exc:
         say(f"acp-proxy: agent command cannot be executed: {exc}")
@@ -352,6 +382,7 @@ def run(
         observer.finish(None, f"acp-proxy failed: {exc!r}")
         exit_with(EXIT_PROXY_FAILED)
     observer.finish(result.returncode, result.reason)
+    _closing_line(observer.wait(), log)
     for page in inspector:
         if page is not None:
             with contextlib.suppress(OSError):

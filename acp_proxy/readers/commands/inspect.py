@@ -36,7 +36,9 @@ def inspect(
     """Serve the report page on 127.0.0.1, live: the sessions of DIR (default: the recordings
     directory), newest first, each growing as it is recorded. Every URL carries a token; the
     URL is printed on stderr (--open gives the browser a private file that leads to it, never
-    the token itself)."""
+    the token itself).
+
+    Exit status: 130 stopped by Ctrl-C (its files removed), 2 an unreadable DIR or FILE."""
     import signal
     import threading
 
@@ -61,6 +63,9 @@ def inspect(
     ready.wait(10)
     url = inspector.url("/session/" + target.name) if target.is_file() else inspector.url()
     say(f"acp-proxy inspect: {url}")
+    if parent is None:  # (a person's: what is served, and how it stops, as http.server says)
+        what = target if target.is_file() else _sessions(target)
+        say(f"acp-proxy inspect: serving {what} on 127.0.0.1 until Ctrl-C")
     # (stopped as by Ctrl-C, so that what it made is removed: run --inspect terminates it)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with contextlib.ExitStack() as cleanup:
@@ -72,9 +77,18 @@ def inspect(
             except OSError as exc:
                 say(f"acp-proxy inspect: cannot make the page to open: {exc.strerror or exc}")
             else:
-                webbrowser.open(page.as_uri())
+                if not webbrowser.open(page.as_uri()):
+                    say("acp-proxy inspect: cannot open a browser here; the URL above opens it")
         while server.is_alive():  # (Ctrl-C: exit 130, as every command; the stack cleans up)
             server.join(0.5)
+
+
+def _sessions(directory: Path) -> str:
+    """``DIR (N recordings)``: what the index lists when it opens."""
+    with contextlib.suppress(OSError):
+        count = sum(1 for path in directory.glob("*.jsonl") if path.is_file())
+        return f"{directory} ({count} recording{'' if count == 1 else 's'})"
+    return str(directory)
 
 
 def _inspectable(target: Path) -> None:

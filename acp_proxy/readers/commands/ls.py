@@ -31,7 +31,7 @@ from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
     short="The recorded sessions, newest first.",
     examples=[
         "acp-proxy ls",
-        "acp-proxy ls --with-findings --since 2d",
+        "acp-proxy ls -n 5 --with-findings --since 2d",
         "acp-proxy ls --prune --keep-days 30 --dry-run",
     ],
 )
@@ -50,6 +50,13 @@ from acp_proxy.readers.commands.shared import say_unlisted, where_to_look
     "--agent", metavar="NAME", help="Only sessions whose agent name or command contains NAME."
 )
 @click.option("--with-findings", is_flag=True, help="Only sessions with errors or warnings.")
+@click.option(
+    "-n",
+    "--max-count",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the N newest sessions (as git log -n).",
+)
 @click.option(
     "--prune",
     is_flag=True,
@@ -81,6 +88,7 @@ def ls(
     until: Any,
     agent: str | None,
     with_findings: bool,
+    max_count: int | None,
     prune: bool,
     dry_run: bool,
     keep_days: float | None,
@@ -91,6 +99,8 @@ def ls(
 
     A session's summary is read once and kept in a small index in the user's cache
     directory ($XDG_CACHE_HOME or ~/.cache, acp-proxy/), read again when the file changes.
+
+    Exit status: 0 listed (none, too), 2 DIR cannot be read.
     """
     as_json = wants_json(fmt, legacy_json)
     from acp_proxy.readers.catalog import list_sessions, recordings_in, select, table
@@ -119,7 +129,7 @@ def ls(
         say(f"acp-proxy: {problem}")
     sessions, unlisted = list_sessions(files)
     failed = say_unlisted(unlisted, targets)
-    shown = select(sessions, since, until, agent, with_findings)
+    shown = select(sessions, since, until, agent, with_findings)[:max_count]
     with stdout_lines("never") as emit:
         for line in (dumps(s.as_json()).decode() for s in shown) if as_json else table(shown):
             emit(line)

@@ -23,7 +23,9 @@ def mcp(directory: str | None) -> None:
     """Serve the recordings of DIR (default: the recordings directory) as a Model Context
     Protocol server on stdin and stdout, read-only: a coding agent (Claude Code, Codex,
     Gemini CLI, Zed) lists the sessions, searches them, reads a conversation, a timeline, a
-    frame, the findings, the stats, a diff and the rules. Ends when stdin closes."""
+    frame, the findings, the stats, a diff and the rules. Ends when stdin closes.
+
+    Exit status: 0 at the end of stdin, 2 DIR cannot be read."""
     from acp_proxy.readers.mcp import serve
     from acp_proxy.transcript.names import default_record_dir
 

@@ -82,3 +82,36 @@ def redact(recording: str | None, last: bool, output: str, contents: bool) -> No
         return
     with stdout_lines("never") as emit:
         emit(visible(f"{output}: {records_text}, {changed} redacted"))
+        for line in _what_changed(output, changed):
+            emit(visible(line))
+
+
+#: Records whose redacted paths are listed after the summary (the rest are counted).
+LISTED = 20
+
+
+def _what_changed(output: str, changed: int) -> list[str]:
+    """What a reviewer checks before sharing the copy: each redacted record's place in it
+    (``OUT:LINE: seq N:``, grep's shape) and the paths replaced in it, from the copy itself
+    (its ``"redacted"`` lists); the first :data:`LISTED`, then how many more."""
+    import orjson
+
+    said: list[str] = []
+    if not changed:
+        return said
+    with contextlib.suppress(OSError), open(output, "rb") as copy:
+        for number, line in enumerate(copy, 1):
+            if b'"redacted":' not in line:
+                continue
+            with contextlib.suppress(orjson.JSONDecodeError):
+                record = orjson.loads(line)
+                paths = record.get("redacted") if isinstance(record, dict) else None
+                if not isinstance(paths, list):
+                    continue
+                if len(said) == LISTED:
+                    said.append(f"(and more: grep -n '\"redacted\"' {output} lists them all)")
+                    break
+                seq = record.get("seq")
+                where = f"seq {seq}" if isinstance(seq, int) else str(record.get("kind"))
+                said.append(f"{output}:{number}: {where}: {', '.join(map(str, paths))}")
+    return said

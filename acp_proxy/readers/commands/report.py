@@ -46,6 +46,8 @@ def report(
     """Write RECORDING as one self-contained HTML page: the sequence of frames with their
     findings and bytes, the conversation, and the stats. It opens offline (nothing is fetched),
     so it can be attached to a bug report.
+
+    Exit status: 0 written, 1 the page cannot be written, 2 an unreadable recording.
     """
     from acp_proxy.files import whole
 

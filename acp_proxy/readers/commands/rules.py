@@ -31,7 +31,9 @@ def rules(fmt: str, rule: str | None) -> None:
     """Print the catalog of rules the validator checks, and the schemas it checks against
     (text and markdown: a first line; json: each line's "schemas"); with RULE, that rule
     explained: its level, versions, source, what it flags, and an example of a frame that
-    breaks it."""
+    breaks it.
+
+    Exit status: 0, 2 no such rule."""
     from acp_proxy.core.rules import RULES, catalog_lines, explain_lines
 
     if rule is None:

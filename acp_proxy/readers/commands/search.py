@@ -73,7 +73,7 @@ def search(
     what matched in the frame with a little around it. Default: the recordings directory.
     With --rule or --method, PATTERN may be left out (every frame they keep): a first
     argument naming an existing file or directory is then where to look (-e PATTERN
-    says it is the pattern). Exit 0 when something matched, 1 when nothing did, 2 on error.
+    says it is the pattern). Exit status: 0 something matched, 1 nothing did, 2 an error.
     """
     as_json = wants_json(fmt, legacy_json)
     pattern, paths = _pattern_and_paths(pattern, paths, regexp, bool(rule or method))

@@ -81,6 +81,9 @@ def show(
     The timeline has a line per frame: time since the start, seq, direction,
     request / response / notify, the method and a summary; findings right
     under their frame, as stored in the recording (--revalidate: recomputed).
+
+    \b
+    Exit status: 0 shown, 1 --seq names no frame, 2 an unreadable recording.
     """
     recording = the_recording(recording, last)
     as_json = wants_json(fmt, legacy_json)

@@ -23,7 +23,9 @@ from acp_proxy.readers.commands.shared import last_option, the_recordings
 @last_option
 @format_option("How to print the figures.")
 def stats(recordings: tuple[str, ...], last: bool, fmt: str) -> None:
-    """Figures about recorded sessions: traffic, methods, latency, turns, findings."""
+    """Figures about recorded sessions: traffic, methods, latency, turns, findings.
+
+    Exit status: 0 shown, 2 a recording that cannot be read."""
     import orjson
 
     recordings = the_recordings(recordings, last)

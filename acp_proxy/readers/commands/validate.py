@@ -108,7 +108,7 @@ def validate(
             for text in same.lines(name):
                 emit(text)
         if fmt == "junit":
-            emit(junit(checked))
+            emit(junit(checked, strict))
         elif fmt == "sarif":
             emit(sarif(checked).decode())
     if fmt == "text":
