@@ -1051,3 +1051,19 @@ def test_ls_tags_the_sessions_acp_proxy_played_a_side_of(tmp_path, client, agent
     listed = invoke("ls", "--format", "json", str(record), env=env)
     (session,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
     assert session["by"] == tag
+
+
+def test_what_the_probe_provoked_is_said_under_a_check_only_when_it_did_not_pass(tmp_path):
+    """Under a passing invalid-params, the text has no line of what the probe provoked (its
+    malformed requests and their findings: the JSON and the recording keep them); under a
+    warning (an agent that accepts a malformed session/new), they are said, as where to look."""
+    passed = probe(tmp_path, PROBE_AGENT, "--only", "invalid-params")
+    assert passed.returncode == 0, passed.stdout
+    block = passed.stdout.split("invalid-params", 1)[1].split("\n  ", 1)[0]
+    assert "provoked by the probe" not in passed.stdout and "note:" not in block
+    _, found, _ = checks(tmp_path, PROBE_AGENT, "--only", "invalid-params")
+    assert found["invalid-params"]["status"] == "pass"
+    assert any("the probe's own malformed" in note for note in found["invalid-params"]["notes"])
+    warned = probe(tmp_path, [*PROBE_AGENT, "bad-params"], "--only", "invalid-params")
+    assert "warn  invalid-params" in warned.stdout, warned.stdout
+    assert "note: seq " in warned.stdout and "the probe's own malformed" in warned.stdout

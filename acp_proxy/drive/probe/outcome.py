@@ -34,6 +34,9 @@ class Outcome:
     #: What the probe did or refused during it that is no fault of the agent's (a file
     #: outside the sandbox refused, a new session for a turn), escaped.
     notes: list[str] = field(default_factory=list)
+    #: Those of :attr:`notes` that say what the probe's own malformed requests were (the
+    #: text leaves them out under a pass: the JSON and the recording keep them).
+    own_notes: list[str] = field(default_factory=list)
     #: The frame to look at for a failure or a warning (its seq), and the rule it broke,
     #: when known.
     seq: int | None = None
@@ -167,14 +170,17 @@ def attribute(
             target.seq, target.rule = finding.seq, finding.rule
 
 
-def annotate(outcomes: list[Outcome], notes: Sequence[tuple[int, str]]) -> None:
+def annotate(outcomes: list[Outcome], notes: Sequence[tuple[int, str, bool]]) -> None:
     """Each note to the check during whose frames it came (else the last that had any):
-    said, failing nothing."""
+    said, failing nothing (one that says what the probe provoked, also among its
+    :attr:`~Outcome.own_notes`)."""
     spanned = [o for o in outcomes if o.seqs is not None]
-    for seq, line in notes:
+    for seq, line, provoked in notes:
         target = next((o for o in spanned if within(o, seq)), spanned[-1] if spanned else None)
         if target is not None:
             target.notes.append(line)
+            if provoked:
+                target.own_notes.append(line)
 
 
 def who_words(info: tuple[str | None, str | None], argv: Sequence[str]) -> str:

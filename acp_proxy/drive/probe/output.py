@@ -64,14 +64,16 @@ def _detail_lines(
         )
     if late:
         return lines
-    for finding, count in _grouped(outcome.own):
+    passed = outcome.status == PASS  # (what the probe provoked, there as it should be)
+    for finding, count in [] if passed else _grouped(outcome.own):
         times = f"x{count}, first " if count > 1 else ""
         lines.append(
             f"{pad}provoked by the probe: {finding.level} {finding.rule} ({times}seq "
             f"{finding.seq}), not the agent's"
         )
     for note in outcome.notes:
-        lines.append(f"{pad}note: {note}")
+        if not (passed and note in outcome.own_notes):
+            lines.append(f"{pad}note: {note}")
     for where in outcome.where(recording):
         lines.append(f"{pad}see: {visible(where)}")
     return lines

@@ -170,7 +170,7 @@ class ProbeServices(Services):
         super().__init__(sandbox, **options)
         self.client: Client | None = None
         #: (seq, line): notes for the checks, by the frame they came after.
-        self.notes: list[tuple[int, str]] = []
+        self.notes: list[tuple[int, str, bool]] = []
 
     def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         session = params.get("sessionId")
@@ -186,8 +186,10 @@ class ProbeServices(Services):
         if loud and line.startswith("refused ") and self.client is not None:
             self.note(line)
 
-    def note(self, line: str) -> None:
-        self.notes.append((self.client.seq if self.client else 0, shown_line(line)))
+    def note(self, line: str, provoked: bool = False) -> None:
+        """A line for the check during whose frames it came (``provoked``: it says what
+        the probe's own malformed request was, worth no line under a pass)."""
+        self.notes.append((self.client.seq if self.client else 0, shown_line(line), provoked))
 
 
 def result_of(reply: Reply, method: str) -> dict[str, Any]:
@@ -359,13 +361,13 @@ class Probe:
                 fresh.append(finding)
         attribute([outcome], fresh, self.own)
 
-    def untaken_notes(self, up_to: int | None = None) -> list[tuple[int, str]]:
+    def untaken_notes(self, up_to: int | None = None) -> list[tuple[int, str, bool]]:
         """The services' notes no check took yet (up to seq ``up_to``), now taken."""
         taken = []
-        for index, (seq, line) in enumerate(list(self.services.notes)):
-            if index not in self.notes_taken and (up_to is None or seq <= up_to):
+        for index, note in enumerate(list(self.services.notes)):
+            if index not in self.notes_taken and (up_to is None or note[0] <= up_to):
                 self.notes_taken.add(index)
-                taken.append((seq, line))
+                taken.append(note)
         return taken
 
     def attribute_rest(self) -> list[Amended]:
@@ -436,7 +438,7 @@ class Probe:
             if answers:
                 span = f"{answers[0]}-{answers[-1]}" if len(answers) > 1 else f"{answers[0]}"
                 said += f"; {plural(len(answers), 'frame')} of the agent's answer (seq {span})"
-            self.services.note(said)
+            self.services.note(said, provoked=True)
 
     def load(self, session: str) -> tuple[int, Reply]:
         """session/load of ``session`` on this connection: the updates replayed before its
