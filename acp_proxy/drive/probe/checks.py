@@ -400,13 +400,17 @@ def cancel(run: Probe) -> str:
 )
 def cancel_idle(run: Probe) -> str:
     session = run.turn_session()
+    # (what came before it, left unread, is no answer to it; read before it is sent: the
+    # relay may have observed the cancel and the agent's answer to it by the time notify
+    # returns, so the seq after it would leave the answer out)
+    before = run.client.seq
     run.client.notify("session/cancel", {"sessionId": session})
-    sent = run.client.seq  # (what came before it, left unread, is no answer to it)
     run.idle_cancelled = session
     answers = []
     for event in run.settling(ANSWER_SETTLE):
-        if event.kind is Kind.RESPONSE and (event.seq or 0) > sent:
-            answers.append(event)
+        paired = event.message is not None and event.message.request is not None
+        if event.kind is Kind.RESPONSE and (event.seq or 0) > before and not paired:
+            answers.append(event)  # (a response the wire model pairs with no request)
     if answers:
         raise Stop(FAIL, "the agent answered the session/cancel notification (a "
                     "notification gets no response)", answers[0].seq)  # fmt: skip
