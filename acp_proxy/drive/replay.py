@@ -89,9 +89,11 @@ def drive_agent(
     log: Logger | None = None,
     redact: bool = False,
     addons: Iterable[Addon] = (),
+    no_record: bool | None = None,
 ) -> ClientResult:
-    """Run ``agent`` (relayed, validated and recorded as ``run`` does: to ``record``, else
-    not at all) and play the recorded client against it. ``proxy_status`` is the exit
+    """Run ``agent`` (relayed, validated and recorded as ``run`` does: to ``record``;
+    without it, not at all, unless ``no_record=False``: then to the recordings directory,
+    as the command does) and play the recorded client against it. ``proxy_status`` is the exit
     status ``run`` would have had (127 and 126: the command cannot be found or run, said
     as a divergence)."""
     log = log if log is not None else get_logger()
@@ -100,7 +102,8 @@ def drive_agent(
     findings = LogFindings(log)
     try:
         client = Client.start(
-            agent, None, log, record=record, no_record=record is None,
+            agent, None, log, record=record,
+            no_record=record is None if no_record is None else no_record,
             stderr=_to_our_stderr, addons=[findings], redact=redact, user_addons=list(addons),
         )  # fmt: skip
     except AgentNotFound:

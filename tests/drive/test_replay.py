@@ -148,3 +148,24 @@ def test_an_agent_that_keeps_sending_what_was_not_recorded_is_given_up_on(record
     )
     assert any(line.startswith(f"gave up after {STRAYS_MAX:,} frames") for line in said), said[-3:]
     assert len(said) < STRAYS_LISTED + 20
+
+
+def test_replay_as_client_records_by_default_as_probe_and_chat_do(recorded, tmp_path):
+    """Without --record the session played goes to the recordings directory (the same
+    default as run, probe and chat), whole and ended; --no-record keeps nothing."""
+    import os
+
+    directory = Path(os.environ["XDG_STATE_HOME"]) / "acp-proxy" / "recordings"
+    proc = _replay(recorded)
+    assert proc.returncode == 0, proc.stderr.decode()
+    made = sorted(directory.glob("*.jsonl"))
+    assert len(made) == 1, made
+    import orjson
+
+    kinds = [orjson.loads(line)["kind"] for line in made[0].read_bytes().splitlines()]
+    assert kinds[0] == "start" and kinds[-1] == "end" and "frame" in kinds
+    argv = [*PROXY, "replay", "--as", "client", "--no-record", str(recorded), "--",
+            *PROBE_AGENT]  # fmt: skip
+    unrecorded = subprocess.run(argv, capture_output=True, timeout=120, env=clean_env())
+    assert unrecorded.returncode == 0, unrecorded.stderr.decode()
+    assert sorted(directory.glob("*.jsonl")) == made

@@ -110,10 +110,10 @@ class _Speed(click.ParamType):  # type: ignore[type-arg]
     metavar="PATH",
     shell_complete=complete_path,
     callback=not_stdout(NOT_A_RECORDING_PLACE),
-    help="Record the session played there (as `run --record` does). As the agent, the "
-    "default is the recordings directory; as the client, not to record.",
+    help="Record the session played there (as `run --record` does). Default: the "
+    "recordings directory, as for run, probe and chat.",
 )
-@click.option("--no-record", is_flag=True, help="As the agent: do not record the session.")
+@click.option("--no-record", is_flag=True, help="Do not record the session.")
 @click.option(
     "--redact",
     is_flag=True,
@@ -185,8 +185,6 @@ def replay(
     agent = _replay_usage(role, agent, allow_actions, recording)
     if no_record:
         no_effect("with --no-record", "record", "redact")
-    if role == "client" and record is None:  # (as the client, nothing is recorded unasked)
-        no_effect("with --as client without --record", "redact")
     session = connection_number(recording, connection, session_id)
     try:
         script = load_script(recording, session)
@@ -202,7 +200,8 @@ def replay(
         sys.exit(serve_agent(fake, log, argv, played, stdin=sys.stdin.fileno()))
     result = drive_agent(
         script, list(agent), ignore=ignore, timeout=timeout, record=record,
-        skip_updates=ignore_updates, redact=redact, addons=user_addons(addon_files),
+        no_record=no_record, skip_updates=ignore_updates, redact=redact,
+        addons=user_addons(addon_files),
     )  # fmt: skip
     if result.proxy_status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
         say(f"acp-proxy: {visible(result.divergences[-1])}")  # (as run says it)
@@ -242,7 +241,7 @@ def _replay_usage(
     if role == "agent":
         no_effect("without --as client", "ignore", "ignore_updates", "timeout", "junit")
     else:
-        no_effect("with --as client", "speed", "match", "no_record")
+        no_effect("with --as client", "speed", "match")
     if role == "client" and not agent:
         raise click.UsageError("--as client needs the agent to run: -- AGENT [ARGS]...")
     if role == "client" and allow_actions:
