@@ -785,16 +785,21 @@ SCRIPTED = Path(__file__).resolve().parent.parent / "scripted_client.py"
 
 
 def _scripted(
-    tmp_path: Path, *client: str, fmt: str = "json", agent: tuple[str, ...] = ()
+    tmp_path: Path,
+    *client: str,
+    fmt: str = "json",
+    agent: tuple[str, ...] = (),
+    record: Path | None = None,
 ) -> tuple[int, str, Path]:
-    """A turn of the scripted client (``client``: its options) against test-agent: the
-    exit status, test-agent's stderr, the report."""
+    """A turn of the scripted client (``client``: its options) against test-agent (recorded
+    to ``record``, if given): the exit status, test-agent's stderr, the report."""
     work = tmp_path / "w"
     work.mkdir(exist_ok=True)
     (work / "hello.txt").write_text("hello\n")
     report = tmp_path / f"report.{fmt}"
     stderr = tmp_path / "stderr"
-    command = [*PROXY, "test-agent", "--no-record", "--report", str(report), "--format", fmt,
+    recording = ["--record", str(record)] if record is not None else ["--no-record"]
+    command = [*PROXY, "test-agent", *recording, "--report", str(report), "--format", fmt,
                "--timeout", "2", *agent]  # fmt: skip
     with stderr.open("wb") as err:
         run = subprocess.run([sys.executable, str(SCRIPTED), *client, str(work), "--", *command],
@@ -1004,3 +1009,24 @@ def test_the_clients_table_is_made_of_test_agent_reports(tmp_path):
         "every client answers it): chuk-acp: no answer to session/request_permission within 2s",
     ]
     assert main(["--clients", str(tmp_path / "nothing")]) == 1
+
+
+def test_the_turns_message_says_its_counts_are_so_far_and_unknown_update_points_at_the_log(
+    tmp_path,
+):
+    """The counts the client shows in the turn's last message are the turn's so far (the
+    connection's checks are judged as it ends, and the report counts them), and a pass of
+    unknown-update says that how the client treated the variant is its log's to say
+    (walkthrough 5 #49, #50)."""
+    record = tmp_path / "rec.jsonl"
+    code, _, report = _scripted(tmp_path, record=record)
+    assert code == 0
+    assert "the client's own log" in _checks(report)["unknown-update"]["why"]
+    texts = [
+        m["params"]["update"]["content"]["text"]
+        for r in map(orjson.loads, record.read_bytes().splitlines())
+        if r["kind"] == "frame" and (m := r["msg"]).get("method") == "session/update"
+        and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+    ]  # fmt: skip
+    said = next(t for t in texts if "acp-proxy test-agent, turn 1: " in t and "failed" in t)
+    assert "skipped so far (the connection's own checks are judged as it ends" in said

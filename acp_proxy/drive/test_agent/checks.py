@@ -113,7 +113,8 @@ def unknown_update(answer: Answer, n: int) -> Check:
         return Check(
             "unknown-update",
             PASS,
-            "still answering after the unknown variant and _meta",
+            "still answering after the unknown variant and _meta (whether it was shown "
+            "generically or logged as an error is the client's own log to say)",
             answer.seq,
             n,
         )
