@@ -1067,3 +1067,37 @@ def test_what_the_probe_provoked_is_said_under_a_check_only_when_it_did_not_pass
     warned = probe(tmp_path, [*PROBE_AGENT, "bad-params"], "--only", "invalid-params")
     assert "warn  invalid-params" in warned.stdout, warned.stdout
     assert "note: seq " in warned.stdout and "the probe's own malformed" in warned.stdout
+
+
+def test_on_a_terminal_the_check_that_waits_is_said_while_it_runs(tmp_path):
+    """stdout and stderr a terminal: while a check waits (a turn that never ends, up to
+    --timeout), the terminal's last line names it (`....  prompt  running`), erased before
+    the check's own lines (walkthrough 5 #46); through a pipe no such line."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*PROXY, "probe", "--no-record", "--timeout", "2", "--only", "prompt", "--",
+         *PROBE_AGENT, "endless"],
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=clean_env(TERM="xterm"),
+    )  # fmt: skip
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            piece = os.read(master, 65536)
+        except OSError:  # (the terminal closed: the probe ended)
+            break
+        if not piece:
+            break
+        seen += piece
+    os.close(master)
+    assert proc.wait(60) == 1
+    text = seen.decode(errors="replace")
+    running = text.index("prompt               running")
+    assert "\r\x1b[K" in text[running:]  # erased
+    failed = text.index("fail")
+    assert running < failed
+    piped = probe(tmp_path, [*PROBE_AGENT, "endless"], "--timeout", "2", "--only", "prompt")
+    assert "  ....  " not in piped.stdout + piped.stderr and "\x1b[K" not in piped.stderr

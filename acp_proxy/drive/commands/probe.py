@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -280,7 +280,7 @@ def _checked(command: tuple[str, ...], options: Options, fmt: str, colour: bool)
                 return probing.probe(list(command), options, get_logger(), say=tell,
                                      early=early)  # fmt: skip
             with stdout_lines("always" if colour else "never", live=True) as emit:
-                stream = probing.TextStream(emit, style)
+                stream = probing.TextStream(emit, style, _status_line())
                 result = probing.probe(list(command), options, get_logger(), say=tell,
                                        listener=stream, early=early)  # fmt: skip
                 if not stream.headed:
@@ -290,6 +290,21 @@ def _checked(command: tuple[str, ...], options: Options, fmt: str, colour: bool)
                 return result
     except KeyboardInterrupt:
         exit_with(130)
+
+
+def _status_line() -> Callable[[str], None] | None:
+    """On a terminal (stdout and stderr both), the check running now, on stderr's one line
+    rewritten (``\r``, erased to its end); elsewhere nothing (a pipe gets the checks' lines
+    only)."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        return None
+
+    def status(text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"\r\x1b[K{text}")
+            sys.stderr.flush()
+
+    return status
 
 
 #: probe's options that do nothing with --list (all but --format).

@@ -130,13 +130,33 @@ class TextStream(Listener):
     check's lines as it ends, what a check got after it ended, once, at the end
     (:func:`tail_lines` follows, from the result)."""
 
-    def __init__(self, emit: Callable[[str], None], style: Callable[[str, str], str]) -> None:
+    def __init__(
+        self,
+        emit: Callable[[str], None],
+        style: Callable[[str, str], str],
+        status: Callable[[str], None] | None = None,
+    ) -> None:
         self.emit, self.style = emit, style
+        #: Where the check running now is said, on one line rewritten ("" clears it): a
+        #: terminal's, while a check waits (None: not said).
+        self.status = status
+        self.shown = False
         self.headed = False
 
     def began(self, who: str, protocol: int) -> None:
+        self._clear()
         self.headed = True
         self.emit(head_line(who, protocol))
+
+    def running(self, name: str) -> None:
+        if self.status is not None:
+            self.status(f"  ....  {name:<{_width()}}  running")
+            self.shown = True
+
+    def _clear(self) -> None:
+        if self.status is not None and self.shown:
+            self.status("")
+            self.shown = False
 
     def ended(self, outcome: Outcome) -> None:
         self._lines(outcome_lines(outcome, self.style, self.recording))
@@ -145,6 +165,7 @@ class TextStream(Listener):
         self._lines(amended_lines(amended, self.style, self.recording))
 
     def _lines(self, lines: list[str]) -> None:
+        self._clear()
         for line in lines:
             self.emit(line)
 

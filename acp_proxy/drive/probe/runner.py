@@ -267,6 +267,8 @@ class Probe:
             return
         first = self.client.seq + 1
         self.current = name
+        if self.listener is not None:
+            self.listener.running(name)
         turns = len(self.turns)
         status, reason, seq = self._outcome(check)
         last = self.client.seq
@@ -771,6 +773,9 @@ class Listener:
 
     def began(self, who: str, protocol: int) -> None:
         """The handshake ran: who the agent says it is, the protocol spoken."""
+
+    def running(self, name: str) -> None:
+        """Check ``name`` starts (it may wait up to the timeout)."""
 
     def ended(self, outcome: Outcome) -> None:
         """A check ended (its findings so far attached)."""
