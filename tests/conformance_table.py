@@ -77,10 +77,12 @@ def table(reports: dict[str, dict[str, Any]]) -> list[str]:
             verdicts.append(cell(found[name]) if name in found else "")
         mark = {"all": "¹", "peers": "²"}.get(SUITES.get(name, ""), "")
         rows.setdefault(tuple(verdicts), []).append(f"`{name}`{mark}")
-    lines = [
-        "| checks | " + " | ".join(heading for _, heading in ran) + " |",
-        "|-|" + "-|" * len(ran),
-    ]
+    return markdown([heading for _, heading in ran], rows)
+
+
+def markdown(headings: list[str], rows: dict[tuple[str, ...], list[str]]) -> list[str]:
+    """The table's lines: the headings, then a row per set of verdicts, its checks first."""
+    lines = ["| checks | " + " | ".join(headings) + " |", "|-|" + "-|" * len(headings)]
     for row, checks in rows.items():
         lines.append(f"| {', '.join(checks)} | " + " | ".join(row) + " |")
     return lines
@@ -156,18 +158,13 @@ def client_table(reports: dict[str, dict[str, Any]]) -> list[str]:
             worst = min(found, key=WORST.index) if found else None
             verdicts.append(MARKS[worst] if worst else "")
         rows.setdefault(tuple(verdicts), []).append(f"`{check}`")
-    lines = [
-        "| checks | " + " | ".join(heading for _, heading in ran) + " |",
-        "|-|" + "-|" * len(ran),
-    ]
-    for row, checks in rows.items():
-        lines.append(f"| {', '.join(checks)} | " + " | ".join(row) + " |")
-    return lines
+    return markdown([heading for _, heading in ran], rows)
 
 
 def client_notes(reports: dict[str, dict[str, Any]]) -> list[str]:
-    """A line per failed check, then per warned one: its basis once (the validator's rule and its sentence, for
-    valid-frames), then what each client did (the clients that did the same together)."""
+    """A line per failed check, then per warned one: its basis once (the validator's rule
+    and its sentence, for valid-frames), then what each client did (the clients that did
+    the same together)."""
     from acp_proxy.core.rules import RULES
 
     headings = dict(CLIENTS)
