@@ -54,7 +54,10 @@ OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset((*_PROBE_VALUED, "--skip", "--format", *_FRONT_VALUED)),
         frozenset((*_FRONT_FLAGS, "--strict")),
     ),
-    "chat": (frozenset((*_CHAT_VALUED, *_FRONT_VALUED)), frozenset(_FRONT_FLAGS)),
+    "chat": (
+        frozenset((*_CHAT_VALUED, *_FRONT_VALUED)),
+        frozenset((*_FRONT_FLAGS, "--continue", "-c")),
+    ),
 }
 
 
