@@ -46,8 +46,8 @@ _CHAT_VALUED = (
     "-p",
     "--format",
 )
-_FRONT_VALUED = ("--color", *_RECORDING)
-_FRONT_FLAGS = ("--allow-terminal", "--no-record", "--no-color")
+_FRONT_VALUED = ("--color", "--addon", *_RECORDING)
+_FRONT_FLAGS = ("--allow-terminal", "--no-record", "--redact", "--no-color")
 OPTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "run": (frozenset(_RUN_VALUED), frozenset((*_RUN_FLAGS, "--no-color"))),
     "probe": (

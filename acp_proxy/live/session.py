@@ -13,8 +13,10 @@ the transcript, the findings log, the notices, then the role's own parts and the
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import click
 
@@ -22,7 +24,7 @@ from acp_proxy.core.validator import Validator
 from acp_proxy.live.addons import run_addons
 from acp_proxy.live.observer import Observer
 from acp_proxy.live.recorder import Recorder, session_recorder
-from acp_proxy.live.user_addons import AddonFileError, load_addons, off_relay
+from acp_proxy.live.user_addons import ADDONS_THREAD, AddonFileError, load_addons, off_relay
 from acp_proxy.log import Logger
 from acp_proxy.transcript.items import Addon
 from acp_proxy.transcript.redact import Redactor
@@ -84,15 +86,17 @@ def assemble(
     return Observer(recorder, log, validator, addons=chain)
 
 
-def user_addons(files: Iterable[str]) -> list[Addon]:
+def user_addons(files: Iterable[str], stdout_is_ours: bool = False) -> list[Addon]:
     """``--addon`` (any role's): the user's addons, loaded before anything crosses (a file
     that gives none is a usage error, exit 2). What their code prints goes to stderr from
     here on: stdout belongs to the protocol (the relay writes to its descriptor, not
-    ``sys.stdout``)."""
+    ``sys.stdout``). ``stdout_is_ours`` (probe, chat: stdout is their report or the
+    agent's reply): only what the addons print goes to stderr (:class:`AddonsPrintToStderr`),
+    the command's own output to stdout still."""
     files = list(files)
     if not files:
         return []
-    sys.stdout = sys.stderr
+    sys.stdout = AddonsPrintToStderr(sys.stdout, sys.stderr) if stdout_is_ours else sys.stderr
     addons: list[Addon] = []
     for spec in files:
         try:
@@ -101,4 +105,32 @@ def user_addons(files: Iterable[str]) -> list[Addon]:
             ctx = click.get_current_context()
             param = next(p for p in ctx.command.params if p.name == "addon_files")
             raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    if isinstance(sys.stdout, AddonsPrintToStderr):
+        sys.stdout.loading = False
     return addons
+
+
+class AddonsPrintToStderr:
+    """``sys.stdout`` for a command whose stdout is its own output (probe's report, chat's
+    reply) while the user's addons run: what the addons' thread (and their files, as they
+    load, in the main thread before the session) writes goes to stderr, the rest to the
+    stdout it stands for."""
+
+    def __init__(self, stdout: Any, stderr: Any) -> None:
+        self._stdout, self._stderr = stdout, stderr
+        self.loading = True
+
+    def _target(self) -> Any:
+        here = threading.current_thread()
+        if here.name == ADDONS_THREAD or (self.loading and here is threading.main_thread()):
+            return self._stderr
+        return self._stdout
+
+    def write(self, text: str) -> int:
+        return int(self._target().write(text))
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:  # (fileno, isatty, buffer, encoding...)
+        return getattr(self._stdout, name)

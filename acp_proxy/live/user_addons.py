@@ -48,6 +48,9 @@ __all__ = [
     "split_spec",
 ]
 
+#: The name of the thread the user's addons run in.
+ADDONS_THREAD = "acp-proxy addons"
+
 #: Items waiting for the user's addons at most ...
 QUEUE_ITEMS = 10_000
 
@@ -195,7 +198,7 @@ class OffRelay(Addon):
             self._start()
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._work, name="acp-proxy addons", daemon=True)
+        self._thread = threading.Thread(target=self._work, name=ADDONS_THREAD, daemon=True)
         self._thread.start()
 
     def _work(self) -> None:

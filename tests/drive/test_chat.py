@@ -972,3 +972,43 @@ def test_on_a_terminal_a_paste_at_a_question_is_no_answer_and_is_kept(tmp_path):
     term.type(b"/quit\r")
     assert term.close() == 0, plain(term.seen)[-2000:]
     assert prompts_sent(record) == ["hi", "a pasted line\nand another"]
+
+
+#: An addon of the user's (run --addon's): its hooks' counts, printed at the end.
+COUNTING_ADDON = """
+import acp_proxy
+
+
+class Counts(acp_proxy.Addon):
+    frames = 0
+
+    def frame(self, seen):
+        self.frames += 1
+
+    def done(self, exit_status, reason):
+        print("addon saw", self.frames, "frames")
+
+
+addons = [Counts()]
+"""
+SECRET = "sk-ant-api03-" + "Q" * 40
+
+
+def test_chat_takes_redact_and_addon_as_run_does(tmp_path):
+    """chat --redact records the prompt's key as a tag (the agent still gets it: the wire is
+    untouched), and --addon hands the session to the user's addon, whose print goes to
+    stderr, with as many frames as the recording holds."""
+    addon = tmp_path / "counts.py"
+    addon.write_text(COUNTING_ADDON)
+    run = chat(tmp_path, EXAMPLE, "", "-p", f"use {SECRET}", "--redact", "--addon", str(addon))
+    assert run.returncode == 0, run.stderr
+    recorded = (tmp_path / "rec.jsonl").read_text()
+    assert SECRET not in recorded and "[redacted:" in recorded
+    said = [line for line in run.stderr.splitlines() if line.startswith("addon saw")]
+    assert said == [f"addon saw {len(frames(tmp_path / 'rec.jsonl'))} frames"], run.stderr
+    assert "addon saw" not in run.stdout
+    refused = subprocess.run(
+        [*PROXY, "chat", "--no-record", "--redact", "-p", "hi", "--", *EXAMPLE],
+        capture_output=True, text=True, timeout=60, env=clean_env(), cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--redact has no effect with --no-record" in refused.stderr

@@ -1101,3 +1101,19 @@ def test_on_a_terminal_the_check_that_waits_is_said_while_it_runs(tmp_path):
     assert running < failed
     piped = probe(tmp_path, [*PROBE_AGENT, "endless"], "--timeout", "2", "--only", "prompt")
     assert "  ....  " not in piped.stdout + piped.stderr and "\x1b[K" not in piped.stderr
+
+
+def test_probe_takes_redact_and_addon_as_run_does(tmp_path):
+    """probe --redact records its prompt's key as a tag; --addon hands the session to the
+    user's addon (its print on stderr, never in the report on stdout)."""
+    from tests.drive.test_chat import COUNTING_ADDON, SECRET
+
+    addon = tmp_path / "counts.py"
+    addon.write_text(COUNTING_ADDON)
+    run = probe(tmp_path, EXAMPLE, "--only", "prompt", "--prompt", f"use {SECRET}", "--redact",
+                "--addon", str(addon), "--format", "json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    orjson.loads(run.stdout)  # (the report alone on stdout)
+    recorded = (tmp_path / "rec.jsonl").read_text()
+    assert SECRET not in recorded and "[redacted:" in recorded
+    assert any(line.startswith("addon saw ") for line in run.stderr.splitlines()), run.stderr

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acp_proxy.transcript.items import Addon
 
 #: Exit statuses: a turn failed or a finding was an error; stopped by Ctrl-C.
 EXIT_FAILED = 1
@@ -29,6 +33,10 @@ class Options:
     record: str | None = None
     no_record: bool = False
     grace: float = 2.0
+    #: ``--redact``: recorded with secrets replaced by tags, as ``run --redact``.
+    redact: bool = False
+    #: ``--addon``: the user's addons, handed the session as by ``run --addon``.
+    addons: tuple[Addon, ...] = ()
     #: ``text`` or ``json`` (one JSON object a line on stdout: :func:`json_events`).
     fmt: str = "text"
     #: ``--prompt``: the one turn's prompt (stdin is not read).

@@ -59,7 +59,7 @@ def chat(
     client = session.client = Client.start(
         argv, services, log, record=options.record, no_record=options.no_record,
         grace=options.grace, on_finding=session.found, both_sides=True, early=early,
-        runs=True,
+        runs=True, redact=options.redact, user_addons=list(options.addons),
     )  # fmt: skip
 
     def interrupted(signum: int, frame: Any) -> None:

@@ -13,6 +13,7 @@ import click
 
 from acp_proxy.clihelp import Seconds, color_option, command, exit_with, no_effect, say, use_color
 from acp_proxy.drive.commands.shared import (
+    addons_of,
     agent_argument,
     agent_starting,
     check_agent_options,
@@ -101,6 +102,8 @@ def chat(
     fmt: str,
     record: str | None,
     no_record: bool,
+    redact: bool,
+    addon_files: tuple[str, ...],
     grace: float,
     color: str,
     command: tuple[str, ...],
@@ -118,6 +121,8 @@ def chat(
     130 Ctrl-C.
     """
     no_record = check_agent_options(command, record, no_record)
+    if no_record:
+        no_effect("with --no-record", "redact")
     if go_on:
         session_id = _last_session(session_id, command, cwd)
     # On a terminal both ways, a conversation; stdout redirected (`> replies.txt`), it gets
@@ -143,6 +148,8 @@ def chat(
         allow_terminal=allow_terminal,
         record=record,
         no_record=no_record,
+        redact=redact,
+        addons=tuple(addons_of(addon_files)),
         grace=grace,
         fmt=fmt,
         prompt=prompt,

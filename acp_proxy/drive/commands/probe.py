@@ -24,6 +24,7 @@ from acp_proxy.clihelp import (
 from acp_proxy.core.visible import dumps, visible
 from acp_proxy.drive.commands.shared import (
     WHY_NOT_STARTED,
+    addons_of,
     agent_argument,
     agent_starting,
     check_agent_options,
@@ -168,6 +169,8 @@ def probe(
     strict: bool,
     record: str | None,
     no_record: bool,
+    redact: bool,
+    addon_files: tuple[str, ...],
     grace: float,
     color: str,
     command: tuple[str, ...],
@@ -193,6 +196,8 @@ def probe(
         from acp_proxy.drive import probe as probing
 
         no_record = check_agent_options(command, record, no_record)
+        if no_record:
+            no_effect("with --no-record", "redact")
         if prompt_text is not None and not prompt_text.strip():
             raise click.UsageError("--prompt is empty (leave it out for the default prompt)")
         if all((only and name not in only) or name in skip for name in probing.CHECK_NAMES):
@@ -210,6 +215,8 @@ def probe(
             skip=skip,
             record=record,
             no_record=no_record,
+            redact=redact,
+            addons=tuple(addons_of(addon_files)),
             grace=grace,
             initialize=initialize,
             strict=strict,
@@ -311,7 +318,8 @@ def _status_line() -> Callable[[str], None] | None:
 _PROBE_RUN_OPTIONS = (
     "protocol", "prompt_text", "timeout", "permissions", "allow_terminal", "auth", "initialize",
     "only",
-    "skip", "strict", "record", "no_record", "grace", "color", "no_color",
+    "skip", "strict", "record", "no_record", "redact", "addon_files", "grace", "color",
+    "no_color",
 )  # fmt: skip
 
 

@@ -38,8 +38,9 @@ def protocol_option(func: Any) -> Any:
 
 
 def recording_options(func: Any) -> Any:
-    """``--record PATH``, ``--no-record``, ``--grace``: the session recorded and ended as by
-    run (probe and chat alike)."""
+    """``--record PATH``, ``--no-record``, ``--redact``, ``--addon``, ``--grace``: the
+    session recorded, handed to the user's addons and ended as by run (probe and chat
+    alike)."""
     for option in reversed(
         (
             click.option(
@@ -53,6 +54,19 @@ def recording_options(func: Any) -> Any:
             ),
             click.option("--no-record", is_flag=True, help="Do not record the session."),
             click.option(
+                "--redact",
+                is_flag=True,
+                help="Record with secrets replaced by tags, as `run --redact` does.",
+            ),
+            click.option(
+                "--addon",
+                "addon_files",
+                multiple=True,
+                metavar="FILE[:NAME]",
+                help="Also hand the session to addons of your own, as `run --addon` does. "
+                "Repeatable.",
+            ),
+            click.option(
                 "--grace",
                 type=Seconds(high=60.0),
                 default=2.0,
@@ -63,6 +77,16 @@ def recording_options(func: Any) -> Any:
     ):
         func = option(func)
     return func
+
+
+def addons_of(files: tuple[str, ...]) -> list[Any]:
+    """``--addon``'s addons, loaded (a file that gives none: exit 2) before the agent's
+    session starts; the relay's module imported only when asked for."""
+    if not files:
+        return []
+    from acp_proxy.live.session import user_addons
+
+    return user_addons(files, stdout_is_ours=True)
 
 
 #: ``-- AGENT [ARGS]...``: the agent to start (probe and chat alike).

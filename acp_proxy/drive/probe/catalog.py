@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_proxy.transcript.items import Addon
 
 #: How a check ends.
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
@@ -157,6 +160,10 @@ class Options:
     record: str | None = None
     no_record: bool = False
     grace: float = 2.0
+    #: ``--redact``: recorded with secrets replaced by tags, as ``run --redact``.
+    redact: bool = False
+    #: ``--addon``: the user's addons, handed the session as by ``run --addon``.
+    addons: tuple[Addon, ...] = ()
     #: ``editor``: initialize as the common editors do (the ``_meta`` opt-ins of
     #: :data:`EDITOR_META`); ``plain``: the capabilities alone.
     initialize: str = "editor"

@@ -466,8 +466,9 @@ class Probe:
             record = record[: -len(".jsonl")] + "-load.jsonl"
         no_record, grace = self.options.no_record, self.options.grace
         client = Client.start(
-            self.argv, services, self.log, record=record, no_record=no_record, grace=grace
-        )
+            self.argv, services, self.log, record=record, no_record=no_record, grace=grace,
+            redact=self.options.redact,
+        )  # fmt: skip
         with client:
             result_of(client.call("initialize", self.initialize_params(), self.timeout),
                     "initialize (on the new connection)")  # fmt: skip
@@ -707,7 +708,8 @@ def probe(
         )  # fmt: skip
         client = Client.start(
             argv, services, log, record=options.record, no_record=options.no_record,
-            grace=options.grace, early=early,
+            grace=options.grace, early=early, redact=options.redact,
+            user_addons=list(options.addons),
         )  # fmt: skip
         services.client = client
         if listener is not None:
