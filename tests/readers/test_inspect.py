@@ -530,7 +530,9 @@ def test_open_gives_the_browser_a_private_file_never_the_token(tmp_path: Path):
         "path = unquote(urlsplit(sys.argv[1]).path)\n"
         "info = {'argv': sys.argv, 'page': open(path).read(), 'mode': os.stat(path).st_mode,\n"
         "        'dir': os.stat(os.path.dirname(path)).st_mode, 'path': path}\n"
-        f"open({str(seen)!r}, 'w').write(json.dumps(info))\n"
+        # (written beside, then renamed: the test reads it whole or not at all)
+        f"open({str(seen)!r} + '.part', 'w').write(json.dumps(info))\n"
+        f"os.replace({str(seen)!r} + '.part', {str(seen)!r})\n"
     )
     browser.chmod(0o700)
     (tmp_path / "clean.jsonl").write_bytes((RECORDINGS / "clean.jsonl").read_bytes())
