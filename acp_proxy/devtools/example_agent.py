@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -44,6 +45,9 @@ _REPLY = (
 )
 
 _EOF = object()
+#: A session id kept as a file name in --sessions DIR (a client's id that is no plain name,
+#: ``../x`` say, is never a path there).
+_FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 #: The most messages read and not yet handled.
 INBOX = 1000
 
@@ -98,7 +102,7 @@ class ExampleAgent:
 
     def _keep(self, session_id: str, said: tuple[str, str] | None = None) -> None:
         """The session written to its file (with a turn, the prompt and reply added)."""
-        if self._store is None:
+        if self._store is None or not _FILE_NAME.fullmatch(session_id):
             return
         path = self._store / f"{session_id}.json"
         kept: dict[str, Any] = {"cwd": self._cwd.get(session_id, "/"), "history": []}
@@ -111,7 +115,7 @@ class ExampleAgent:
 
     def _replay(self, session_id: str) -> None:
         """v1 session/load: the conversation so far, as session/update notifications."""
-        if self._store is None:
+        if self._store is None or not _FILE_NAME.fullmatch(session_id):
             return
         with contextlib.suppress(OSError, ValueError):
             kept = orjson.loads((self._store / f"{session_id}.json").read_bytes())

@@ -3,6 +3,7 @@ v2, with a cancelled turn, is clean (the validator's own tests are tests/core's)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -137,3 +138,18 @@ def test_with_sessions_dir_a_later_run_loads_or_resumes_the_session(version, tmp
     missing = invoke("chat", "--no-record", "--protocol", version, "--session", "sess_9999",
                      "-p", "hi", "--", *agent)  # fmt: skip
     assert missing.returncode == 1 and b"Resource not found: session sess_9999" in missing.stderr
+
+
+def test_with_sessions_dir_a_session_id_that_is_a_path_writes_nothing_outside(tmp_path):
+    """--sessions DIR keeps a session as DIR/ID.json: an id the client sends that is no plain
+    name (../outside) is never a path, so nothing is read or written outside DIR."""
+    from acp_proxy.devtools.example_agent import ExampleAgent
+
+    store = tmp_path / "sessions"
+    (tmp_path / "outside.json").write_text('{"history": [["a", "b"]]}')
+    with open(os.devnull, "wb") as out:
+        agent = ExampleAgent(out, store=store)
+        agent._keep("../outside", ("typed", "said"))
+        agent._replay("../outside")
+    assert (tmp_path / "outside.json").read_text() == '{"history": [["a", "b"]]}'
+    assert not store.exists() or list(store.iterdir()) == []
